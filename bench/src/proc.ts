@@ -1,0 +1,18 @@
+/**
+ * @module proc
+ * Process figures read from /proc: resident memory (VmRSS) and CPU seconds (utime + stime) of a pid.
+ */
+import { readFile } from 'node:fs/promises';
+
+export async function rssBytes(pid: number): Promise<number> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
+  const kb = /^VmRSS:\s+(\d+)\s+kB/m.exec(status)?.[1];
+  return kb ? Number(kb) * 1024 : 0;
+}
+
+export async function cpuSeconds(pid: number): Promise<number> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const ticks = Number(fields[11] ?? 0) + Number(fields[12] ?? 0); // utime, stime
+  return ticks / 100; // USER_HZ is 100 on Linux
+}

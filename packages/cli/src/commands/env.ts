@@ -1,0 +1,208 @@
+/**
+ * @module commands/env
+ * `opkit env up | status | down | build`: a persistent local cluster for development, owned by a background process
+ * (see env/daemon.ts). `up` builds or finds the binaries in the foreground (showing progress), starts the daemon,
+ * waits until the cluster is ready and prints `export KUBECONFIG=…`. `up` on a running cluster only prints that line.
+ */
+import { spawn } from 'node:child_process';
+import { mkdir, open, readFile, rm, writeFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import {
+  binaryCacheDir,
+  KUBERNETES_VERSION,
+  REQUIRED_COMPONENTS,
+  readCacheManifest,
+  resolveBinaries,
+} from '@opkit/testenv';
+import { type ClusterStatus, type DaemonInfo, paths, readJson, stateDir } from '../env/state.ts';
+import { CliError } from '../errors.ts';
+
+export const ENV_HELP = `Usage: opkit env <command> [options]
+
+A local Kubernetes cluster for development: etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok
+fake nodes, running in the background on 127.0.0.1.
+
+Commands:
+  up       start the cluster (building the binaries first if needed) and print export KUBECONFIG=...
+  status   show whether the cluster runs, its address, kubeconfig and processes
+  down     stop the cluster and remove its files
+  build    build or locate the control-plane binaries only
+
+Options:
+  --name NAME     cluster name (default "default"); several clusters can run side by side
+  --nodes N       kwok fake nodes for "up" (default 3)
+  --timeout SEC   how long "up" waits for readiness once the binaries exist (default 120)
+  -h, --help      show this help
+`;
+
+const DAEMON = fileURLToPath(new URL('../env/daemon.ts', import.meta.url));
+
+interface EnvFlags {
+  name: string;
+  nodes: number;
+  timeoutMs: number;
+}
+
+export async function envCommand(argv: readonly string[], out: (line: string) => void): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: [...argv],
+    allowPositionals: true,
+    strict: true,
+    options: {
+      name: { type: 'string', default: 'default' },
+      nodes: { type: 'string', default: '3' },
+      timeout: { type: 'string', default: '120' },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+  });
+  const [sub, ...extra] = positionals;
+  if (values.help || !sub) {
+    out(ENV_HELP);
+    return values.help ? 0 : 2;
+  }
+  if (extra.length > 0) throw new CliError('Usage', `unexpected argument "${extra[0]}"; see opkit env --help`);
+  const nodes = Number(values.nodes);
+  if (!Number.isInteger(nodes) || nodes < 0 || nodes > 1000) {
+    throw new CliError('Usage', `--nodes must be a whole number from 0 to 1000, got "${values.nodes}"`);
+  }
+  const timeout = Number(values.timeout);
+  if (!Number.isFinite(timeout) || timeout <= 0) {
+    throw new CliError('Usage', `--timeout must be a positive number of seconds, got "${values.timeout}"`);
+  }
+  if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(values.name)) {
+    throw new CliError('Usage', `--name must be lower-case letters, digits and '-', got "${values.name}"`);
+  }
+  const flags: EnvFlags = { name: values.name, nodes, timeoutMs: timeout * 1000 };
+  switch (sub) {
+    case 'up':
+      return up(flags, out);
+    case 'status':
+      return status(flags, out);
+    case 'down':
+      return down(flags, out);
+    case 'build':
+      return build(out);
+    default:
+      throw new CliError('Usage', `unknown command "env ${sub}"; the commands are up, status, down, build`);
+  }
+}
+
+/** The daemon's pid when it is alive, after checking that the pid is really a daemon of this cluster. */
+async function runningDaemon(dir: string): Promise<number | undefined> {
+  const info = await readJson<DaemonInfo>(paths(dir).daemon);
+  if (!info) return undefined;
+  const cmdline = await readFile(`/proc/${info.pid}/cmdline`, 'utf8').catch(() => '');
+  return cmdline.includes(dir) ? info.pid : undefined;
+}
+
+async function up(flags: EnvFlags, out: (line: string) => void): Promise<number> {
+  const dir = stateDir(flags.name);
+  const files = paths(dir);
+  if (await runningDaemon(dir)) {
+    const st = await readJson<ClusterStatus>(files.status);
+    if (st?.phase === 'ready') {
+      out(`opkit: cluster "${flags.name}" is already running at ${st.server}`);
+      out(`export KUBECONFIG=${st.kubeconfigPath}`);
+      return 0;
+    }
+    throw new CliError(
+      'ClusterFailed',
+      `cluster "${flags.name}" has a daemon that is still ${st?.phase ?? 'starting'}; wait, or run opkit env down`,
+    );
+  }
+  // Foreground: find or build the binaries, so build progress is visible here.
+  await resolveBinaries({ log: (line) => out(`opkit: ${line}`) });
+  await rm(dir, { recursive: true, force: true }); // a stale state dir of a dead daemon
+  await mkdir(dir, { recursive: true });
+  const log = await open(files.log, 'a');
+  const child = spawn(process.execPath, [DAEMON, dir, String(flags.nodes)], {
+    detached: true,
+    stdio: ['ignore', log.fd, log.fd],
+  });
+  await log.close();
+  child.unref();
+  await writeFile(files.daemon, JSON.stringify({ pid: child.pid, startedAt: new Date().toISOString() }));
+  out(`opkit: starting cluster "${flags.name}" (${flags.nodes} kwok nodes), log: ${files.log}`);
+  const deadline = Date.now() + flags.timeoutMs;
+  for (;;) {
+    const st = await readJson<ClusterStatus>(files.status);
+    if (st?.phase === 'ready') {
+      out(
+        `opkit: cluster "${flags.name}" is ready in ${st.readySeconds} s at ${st.server} (Kubernetes ${KUBERNETES_VERSION})`,
+      );
+      out(`export KUBECONFIG=${st.kubeconfigPath}`);
+      return 0;
+    }
+    const alive = child.exitCode === null && (await runningDaemon(dir)) !== undefined;
+    if (st?.phase === 'failed' || !alive) {
+      const tail = (await readFile(files.log, 'utf8').catch(() => '')).trimEnd().split('\n').slice(-15).join('\n');
+      throw new CliError(
+        'ClusterFailed',
+        `cluster "${flags.name}" failed to start: ${st?.error ?? 'the daemon exited'}\n${tail}`,
+      );
+    }
+    if (Date.now() > deadline) {
+      throw new CliError(
+        'Timeout',
+        `cluster "${flags.name}" was not ready within ${flags.timeoutMs / 1000} s; see ${files.log}, then opkit env down`,
+      );
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+async function status(flags: EnvFlags, out: (line: string) => void): Promise<number> {
+  const dir = stateDir(flags.name);
+  const pid = await runningDaemon(dir);
+  const st = await readJson<ClusterStatus>(paths(dir).status);
+  if (!pid || !st) {
+    out(
+      `cluster "${flags.name}": not running (start it with: npx opkit env up${flags.name === 'default' ? '' : ` --name ${flags.name}`})`,
+    );
+    return 3;
+  }
+  out(`cluster "${flags.name}": ${st.phase}${st.phase === 'ready' ? ` at ${st.server}` : ''}`);
+  if (st.error) out(`  error: ${st.error}`);
+  out(`  daemon pid: ${pid}, log: ${paths(dir).log}`);
+  if (st.kubeconfigPath) out(`  export KUBECONFIG=${st.kubeconfigPath}`);
+  if (st.nodes !== undefined) out(`  kwok nodes: ${st.nodes}`);
+  for (const [component, p] of Object.entries(st.pids ?? {})) out(`  ${component}: pid ${p}`);
+  return st.phase === 'ready' ? 0 : 1;
+}
+
+async function down(flags: EnvFlags, out: (line: string) => void): Promise<number> {
+  const dir = stateDir(flags.name);
+  const pid = await runningDaemon(dir);
+  if (pid) {
+    process.kill(pid, 'SIGTERM');
+    const deadline = Date.now() + 60_000;
+    while ((await runningDaemon(dir)) !== undefined) {
+      if (Date.now() > deadline) {
+        process.kill(pid, 'SIGKILL');
+        break;
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    out(`opkit: cluster "${flags.name}" stopped`);
+  } else {
+    out(`opkit: cluster "${flags.name}" is not running`);
+  }
+  await rm(dir, { recursive: true, force: true });
+  return 0;
+}
+
+async function build(out: (line: string) => void): Promise<number> {
+  const paths = await resolveBinaries({ log: (line) => out(`opkit: ${line}`) });
+  for (const name of [...REQUIRED_COMPONENTS, 'kubectl' as const]) {
+    const p = paths[name];
+    if (p) out(`${name.padEnd(24)} ${p}`);
+  }
+  const manifest = await readCacheManifest();
+  if (manifest) {
+    out(
+      `cache: ${binaryCacheDir()} (built ${manifest.builtAt} with ${manifest.goVersion} in ${manifest.buildSeconds} s)`,
+    );
+  }
+  return 0;
+}

@@ -1,0 +1,7 @@
+/**
+ * @opkit/cli — the `opkit` command as a library: `run(argv, out, err)` returns the exit code.
+ */
+
+export { type ClusterProbe, probeCurrentCluster } from './cluster.ts';
+export { CliError, type CliErrorCode } from './errors.ts';
+export { HELP, run } from './run.ts';

@@ -1,0 +1,104 @@
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { ApiClient } from '@opkit/testenv';
+
+const MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
+
+/** True when the pid runs; a zombie (exited, not yet reaped by its new parent) counts as ended. */
+async function running(pid: number): Promise<boolean> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+  return stat !== '' && stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
+}
+
+function opkit(args: string[], env: NodeJS.ProcessEnv = {}) {
+  const r = spawnSync(process.execPath, [MAIN, ...args], {
+    encoding: 'utf8',
+    env: { ...process.env, ...env },
+    timeout: 300_000,
+  });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+describe('opkit env', () => {
+  const stateRoot = mkdtemp(join(tmpdir(), 'opkit-state-'));
+  after(async () => {
+    opkit(['env', 'down'], { OPKIT_STATE_DIR: await stateRoot });
+    await rm(await stateRoot, { recursive: true, force: true });
+  });
+
+  test('up starts a background cluster and prints export KUBECONFIG; status and down manage it', async () => {
+    const env = { OPKIT_STATE_DIR: await stateRoot };
+    const upped = opkit(['env', 'up', '--nodes', '1'], env);
+    assert.equal(upped.code, 0, upped.stderr + upped.stdout);
+    const kubeconfigPath = /^export KUBECONFIG=(.+)$/m.exec(upped.stdout)?.[1];
+    assert.ok(kubeconfigPath, upped.stdout);
+
+    const config = JSON.parse(await readFile(kubeconfigPath, 'utf8'));
+    const b64 = (s: string) => Buffer.from(s, 'base64').toString('utf8');
+    const client = new ApiClient(
+      config.clusters[0].cluster.server,
+      b64(config.clusters[0].cluster['certificate-authority-data']),
+      {
+        kind: 'certificate',
+        certPem: b64(config.users[0].user['client-certificate-data']),
+        keyPem: b64(config.users[0].user['client-key-data']),
+      },
+    );
+    const nodes = await client.must<{ items: unknown[] }>({ path: '/api/v1/nodes' });
+    client.close();
+    assert.equal(nodes.items.length, 1);
+
+    const again = opkit(['env', 'up'], env);
+    assert.equal(again.code, 0);
+    assert.match(again.stdout, /already running/);
+
+    const status = opkit(['env', 'status'], env);
+    assert.equal(status.code, 0, status.stdout);
+    assert.match(status.stdout, /ready at https:\/\/127\.0\.0\.1:\d+/);
+    const pids = [...status.stdout.matchAll(/pid:? (\d+)/g)].map((m) => Number(m[1]));
+    assert.ok(pids.length >= 6, status.stdout);
+
+    const down = opkit(['env', 'down'], env);
+    assert.equal(down.code, 0);
+    assert.match(down.stdout, /stopped/);
+    for (const pid of pids) assert.equal(await running(pid), false, `pid ${pid} ended`);
+    const gone = opkit(['env', 'status'], env);
+    assert.equal(gone.code, 3);
+    assert.match(gone.stdout, /not running/);
+  });
+});
+
+test('with no binaries and no Go, env up fails at once with the documented one-paragraph error', async () => {
+  const cache = await mkdtemp(join(tmpdir(), 'opkit-empty-cache-'));
+  const r = opkit(['env', 'up'], {
+    OPKIT_CACHE_DIR: cache,
+    OPKIT_STATE_DIR: cache,
+    OPKIT_GO: join(cache, 'go'),
+    KUBEBUILDER_ASSETS: '',
+  });
+  assert.equal(r.code, 1);
+  assert.match(r.stderr, /^opkit: the local control plane needs etcd, kube-apiserver/);
+  assert.match(r.stderr, /OPKIT_TESTENV_BINARIES/);
+  assert.doesNotMatch(r.stderr, /\n\s+at /, 'no stack trace');
+  await rm(cache, { recursive: true, force: true });
+});
+
+test('usage errors exit 2 and name the problem', () => {
+  const unknown = opkit(['env', 'frob']);
+  assert.equal(unknown.code, 2);
+  assert.match(unknown.stderr, /unknown command "env frob"/);
+  const nodes = opkit(['env', 'up', '--nodes', 'many']);
+  assert.equal(nodes.code, 2);
+  assert.match(nodes.stderr, /--nodes must be a whole number/);
+  const flag = opkit(['env', 'up', '--frob']);
+  assert.equal(flag.code, 2);
+  assert.match(flag.stderr, /--frob/);
+  const help = opkit(['--help']);
+  assert.equal(help.code, 0);
+  assert.match(help.stdout, /env/);
+});

@@ -1,0 +1,95 @@
+/**
+ * @module api
+ * A minimal HTTPS client for the environment's own needs (readiness probes, fake nodes, token requests) and for
+ * tests that need a raw view of the API. It is not the opkit client (that is @opkit/runtime): no retries, no typing
+ * beyond JSON. Each request has a timeout; a non-2xx answer is returned, not thrown, so callers can assert on 403s.
+ */
+import { Agent, request as httpsRequest } from 'node:https';
+import { TestenvError } from './errors.ts';
+import type { Credentials } from './kubeconfig.ts';
+
+export interface ApiResponse<T = unknown> {
+  readonly status: number;
+  readonly body: T;
+  readonly text: string;
+}
+
+export interface ApiRequest {
+  readonly method?: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+  readonly path: string;
+  readonly body?: unknown;
+  /** Content type for PATCH (default merge patch). */
+  readonly contentType?: string;
+  readonly timeoutMs?: number;
+}
+
+export class ApiClient {
+  readonly server: string;
+  readonly #agent: Agent;
+  readonly #token: string | undefined;
+
+  constructor(server: string, caPem: string, credentials?: Credentials) {
+    this.server = server;
+    this.#agent = new Agent({
+      keepAlive: true,
+      ca: caPem,
+      ...(credentials?.kind === 'certificate' ? { cert: credentials.certPem, key: credentials.keyPem } : {}),
+    });
+    this.#token = credentials?.kind === 'token' ? credentials.token : undefined;
+  }
+
+  request<T = unknown>(req: ApiRequest): Promise<ApiResponse<T>> {
+    const method = req.method ?? 'GET';
+    const payload = req.body === undefined ? undefined : JSON.stringify(req.body);
+    const url = new URL(req.path, this.server);
+    const headers: Record<string, string> = { accept: 'application/json', 'user-agent': 'opkit-testenv' };
+    if (payload !== undefined) {
+      headers['content-type'] =
+        method === 'PATCH' ? (req.contentType ?? 'application/merge-patch+json') : 'application/json';
+    }
+    if (this.#token) headers.authorization = `Bearer ${this.#token}`;
+    return new Promise((resolve, reject) => {
+      const r = httpsRequest(url, { method, agent: this.#agent, headers, timeout: req.timeoutMs ?? 10_000 }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('error', reject);
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          let body: unknown = text;
+          if ((res.headers['content-type'] ?? '').includes('json')) {
+            try {
+              body = JSON.parse(text);
+            } catch {
+              body = text;
+            }
+          }
+          resolve({ status: res.statusCode ?? 0, body: body as T, text });
+        });
+      });
+      r.on('timeout', () => r.destroy(new Error(`no answer within ${req.timeoutMs ?? 10_000} ms`)));
+      r.on('error', (err) =>
+        reject(
+          new TestenvError('ApiRequestFailed', `${method} ${url.pathname} failed: ${err.message}`, { cause: err }),
+        ),
+      );
+      if (payload !== undefined) r.write(payload);
+      r.end();
+    });
+  }
+
+  /** Like `request`, but throws an ApiRequestFailed error unless the status is 2xx. */
+  async must<T = unknown>(req: ApiRequest): Promise<T> {
+    const res = await this.request<T>(req);
+    if (res.status < 200 || res.status > 299) {
+      throw new TestenvError(
+        'ApiRequestFailed',
+        `${req.method ?? 'GET'} ${req.path} answered ${res.status}: ${res.text.slice(0, 500)}`,
+      );
+    }
+    return res.body;
+  }
+
+  close(): void {
+    this.#agent.destroy();
+  }
+}

@@ -1,0 +1,237 @@
+/**
+ * @module binaries
+ * Finds the control-plane binaries, in this order:
+ * 1. an explicit directory (`binaryDir` option or `OPKIT_TESTENV_BINARIES`): must hold every required component;
+ * 2. `KUBEBUILDER_ASSETS` (setup-envtest's layout: etcd, kube-apiserver, kubectl): used for what it holds;
+ * 3. the user cache, one directory per pinned version set, complete only when its `manifest.json` exists;
+ * 4. a build from Go modules with the local Go (see `build.ts`), under a cross-process lock, into the cache.
+ * kwok's stage configuration (`kwok-stages.yaml`) must sit beside the kwok binary; builds write it.
+ * With neither binaries nor Go it fails at once with a `BinariesMissing` error that lists the ways to provide them.
+ */
+import { constants } from 'node:fs';
+import { access, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { delimiter, dirname, join } from 'node:path';
+import { buildBinaries, KWOK_STAGES_FILE, writeKwokStages } from './build.ts';
+import { TestenvError } from './errors.ts';
+import { withLock } from './lock.ts';
+import { cacheRoot } from './paths.ts';
+import {
+  BINARY_SET_TAG,
+  COMPONENT_NAMES,
+  type ComponentName,
+  ETCD_VERSION,
+  KUBERNETES_VERSION,
+  KWOK_VERSION,
+} from './versions.ts';
+
+/** Components needed to start an environment; kubectl is a convenience. */
+export const REQUIRED_COMPONENTS: readonly ComponentName[] = [
+  'etcd',
+  'kube-apiserver',
+  'kube-controller-manager',
+  'kube-scheduler',
+  'kwok',
+];
+
+export type BinaryPaths = Readonly<Record<Exclude<ComponentName, 'kubectl'>, string>> & {
+  readonly kubectl?: string;
+  /** kwok's stage configuration (nodes become Ready, pods Running and Ready), beside the kwok binary. */
+  readonly kwokStages: string;
+};
+
+export interface ResolveOptions {
+  /** A directory holding every required binary; skips all other sources. */
+  readonly binaryDir?: string;
+  /** Build missing binaries with Go when found (default true). */
+  readonly build?: boolean;
+  /** Progress lines (default: stderr with an `[opkit testenv]` prefix). */
+  readonly log?: (line: string) => void;
+  readonly env?: NodeJS.ProcessEnv;
+}
+
+export interface CacheManifest {
+  readonly kubernetes: string;
+  readonly etcd: string;
+  readonly kwok: string;
+  readonly goVersion: string;
+  readonly builtAt: string;
+  /** Wall time of the build that produced this set (cold when the Go caches were empty). */
+  readonly buildSeconds: number;
+  readonly componentSeconds: Partial<Record<ComponentName, number>>;
+}
+
+export function defaultLog(line: string): void {
+  process.stderr.write(`[opkit testenv] ${line}\n`);
+}
+
+/** The cache directory of the pinned version set. */
+export function binaryCacheDir(env: NodeJS.ProcessEnv = process.env): string {
+  return join(cacheRoot(env), 'bin', BINARY_SET_TAG);
+}
+
+export async function readCacheManifest(env: NodeJS.ProcessEnv = process.env): Promise<CacheManifest | undefined> {
+  try {
+    return JSON.parse(await readFile(join(binaryCacheDir(env), 'manifest.json'), 'utf8')) as CacheManifest;
+  } catch {
+    return undefined;
+  }
+}
+
+export async function resolveBinaries(options: ResolveOptions = {}): Promise<BinaryPaths> {
+  const env = options.env ?? process.env;
+  const log = options.log ?? defaultLog;
+  const explicit = options.binaryDir ?? env.OPKIT_TESTENV_BINARIES;
+  if (explicit) {
+    const found = await scan(explicit);
+    const missing = REQUIRED_COMPONENTS.filter((c) => !found[c]);
+    if (missing.length > 0) {
+      throw new TestenvError(
+        'BinariesMissing',
+        `${explicit} (from ${options.binaryDir ? 'the binaryDir option' : 'OPKIT_TESTENV_BINARIES'}) lacks ${missing.join(', ')}: ` +
+          'put those executables there, or drop the option to use the cache or a build from Go modules',
+      );
+    }
+    return withStages(toPaths(found), explicit);
+  }
+  const assets: Partial<Record<ComponentName, string>> = env.KUBEBUILDER_ASSETS
+    ? await scan(env.KUBEBUILDER_ASSETS)
+    : {};
+  const cacheDir = binaryCacheDir(env);
+  const needFromCache = () => COMPONENT_NAMES.filter((c) => !assets[c]);
+  let cached: Partial<Record<ComponentName, string>> = (await readCacheManifest(env)) ? await scan(cacheDir) : {};
+  const lacking = () => needFromCache().filter((c) => !cached[c] && REQUIRED_COMPONENTS.includes(c));
+  if (lacking().length > 0) {
+    const go = await findGo(env);
+    if (!go || options.build === false) {
+      throw new TestenvError('BinariesMissing', missingMessage(lacking(), go !== undefined, env));
+    }
+    await mkdir(join(cacheRoot(env), 'bin'), { recursive: true });
+    await withLock(
+      `${cacheDir}.lock`,
+      {
+        timeoutMs: 90 * 60_000,
+        onWait: (pid) => log(`another process (pid ${pid}) is building the control-plane binaries; waiting for it`),
+      },
+      async () => {
+        if (await readCacheManifest(env)) return; // built by the process we waited for
+        await buildSet(go, cacheDir, env, log);
+      },
+    );
+    cached = await scan(cacheDir);
+  }
+  if (cached.kwok && !assets.kwok && !(await exists(join(cacheDir, KWOK_STAGES_FILE)))) {
+    // a cache built before the stages file existed: add it (cheap: reads the kwok module)
+    const go = await findGo(env);
+    if (go) {
+      await withLock(`${cacheDir}.lock`, { timeoutMs: 10 * 60_000 }, () =>
+        writeKwokStages({ go, binDir: cacheDir, workDir: join(cacheRoot(env), 'build'), log }),
+      );
+    }
+  }
+  const merged: Partial<Record<ComponentName, string>> = {};
+  for (const c of COMPONENT_NAMES) {
+    const path = assets[c] ?? cached[c];
+    if (path) merged[c] = path;
+  }
+  return withStages(toPaths(merged), cacheDir);
+}
+
+/** Adds the path of kwok's stage configuration, which must sit beside the kwok binary. */
+async function withStages(paths: Omit<BinaryPaths, 'kwokStages'>, source: string): Promise<BinaryPaths> {
+  const stages = join(dirname(paths.kwok), KWOK_STAGES_FILE);
+  if (!(await exists(stages))) {
+    throw new TestenvError(
+      'BinariesMissing',
+      `kwok needs its stage configuration ${stages} beside the binary (from ${source}): copy ${KWOK_STAGES_FILE} ` +
+        `from ${binaryCacheDir()} (written by \`npx opkit env build\`) into that directory`,
+    );
+  }
+  return { ...paths, kwokStages: stages };
+}
+
+async function exists(path: string): Promise<boolean> {
+  return access(path).then(
+    () => true,
+    () => false,
+  );
+}
+
+async function buildSet(go: string, cacheDir: string, env: NodeJS.ProcessEnv, log: (line: string) => void) {
+  log(
+    `building the control plane from Go modules (Kubernetes ${KUBERNETES_VERSION}, etcd ${ETCD_VERSION}, kwok ${KWOK_VERSION}) ` +
+      `into ${cacheDir}; a cold build took about 7 minutes on 2 cores here; later starts reuse it`,
+  );
+  await rm(cacheDir, { recursive: true, force: true });
+  const report = await buildBinaries({
+    go,
+    binDir: cacheDir,
+    workDir: join(cacheRoot(env), 'build'),
+    components: COMPONENT_NAMES,
+    log,
+  });
+  const manifest: CacheManifest = {
+    kubernetes: KUBERNETES_VERSION,
+    etcd: ETCD_VERSION,
+    kwok: KWOK_VERSION,
+    goVersion: report.goVersion,
+    builtAt: new Date().toISOString(),
+    buildSeconds: report.totalSeconds,
+    componentSeconds: report.seconds,
+  };
+  const tmp = join(cacheDir, `manifest.json.partial-${process.pid}`);
+  await writeFile(tmp, `${JSON.stringify(manifest, null, 2)}\n`);
+  await rename(tmp, join(cacheDir, 'manifest.json'));
+  log(`control plane built in ${report.totalSeconds} s`);
+}
+
+/** The executables of known component names found in `dir`. */
+async function scan(dir: string): Promise<Partial<Record<ComponentName, string>>> {
+  const found: Partial<Record<ComponentName, string>> = {};
+  for (const name of COMPONENT_NAMES) {
+    const path = join(dir, name);
+    if (await isExecutable(path)) found[name] = path;
+  }
+  return found;
+}
+
+function toPaths(found: Partial<Record<ComponentName, string>>): Omit<BinaryPaths, 'kwokStages'> {
+  const { kubectl, ...rest } = found;
+  return { ...(rest as Record<Exclude<ComponentName, 'kubectl'>, string>), ...(kubectl ? { kubectl } : {}) };
+}
+
+async function isExecutable(path: string): Promise<boolean> {
+  try {
+    await access(path, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The Go binary: `$OPKIT_GO` when set (and only it), else `go` on PATH, `$GOROOT/bin/go`, or /usr/local/go/bin/go. */
+export async function findGo(env: NodeJS.ProcessEnv = process.env): Promise<string | undefined> {
+  if (env.OPKIT_GO) return (await isExecutable(env.OPKIT_GO)) ? env.OPKIT_GO : undefined;
+  const candidates = [
+    ...(env.PATH ?? '').split(delimiter).map((d) => (d ? join(d, 'go') : undefined)),
+    env.GOROOT ? join(env.GOROOT, 'bin', 'go') : undefined,
+    '/usr/local/go/bin/go',
+  ];
+  for (const c of candidates) if (c && (await isExecutable(c))) return c;
+  return undefined;
+}
+
+function missingMessage(missing: readonly ComponentName[], haveGo: boolean, env: NodeJS.ProcessEnv): string {
+  const why = haveGo
+    ? 'are not built yet and building is disabled (build: false)'
+    : env.OPKIT_GO
+      ? `are not built yet, and OPKIT_GO=${env.OPKIT_GO} is not an executable Go`
+      : 'are not built yet, and no Go toolchain was found to build them';
+  return [
+    `the local control plane needs ${missing.join(', ')}, which ${why}.`,
+    'Provide them in one of these ways:',
+    '  - set OPKIT_TESTENV_BINARIES (or the binaryDir option) to a directory holding every one of them;',
+    '  - set KUBEBUILDER_ASSETS to a setup-envtest directory (etcd, kube-apiserver) and provide the rest as above;',
+    `  - install Go ≥ 1.26 (on PATH, in $GOROOT, at /usr/local/go or named by OPKIT_GO) so opkit builds them into ${binaryCacheDir(env)};`,
+    '  - or run `npx opkit env build` on a machine with Go and copy that directory here.',
+  ].join('\n');
+}

@@ -1,0 +1,246 @@
+/**
+ * @module build
+ * Builds the control-plane binaries from Go modules with the local Go toolchain.
+ *
+ * Guarantees:
+ * - Each component is built into a temporary file and renamed into place, and the set's `manifest.json` is written
+ *   last: an interrupted build never leaves a binary that `binaries.ts` would use.
+ * - Kubernetes commands are built through a wrapper module that pins every staging module (k8s.io/api,
+ *   k8s.io/apiserver, …) to its published v0.Y.Z release, because `go install k8s.io/kubernetes/cmd/…@vX` refuses a
+ *   module with replace directives.
+ * - Never downloads a Go toolchain (`GOTOOLCHAIN=local`). Module checksums are verified against the checksum
+ *   database; only when that database cannot be reached is verification turned off, and the build says so.
+ * - Progress (component, step, elapsed time) is reported through `log`, with a heartbeat while Go works.
+ */
+import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { TestenvError } from './errors.ts';
+import { type CommandResult, runCommand } from './process.ts';
+import { COMPONENT_SOURCES, type ComponentName } from './versions.ts';
+
+export interface BuildOptions {
+  /** The Go binary. */
+  readonly go: string;
+  /** Directory receiving the binaries. */
+  readonly binDir: string;
+  /** Scratch directory for the wrapper modules. */
+  readonly workDir: string;
+  readonly components: readonly ComponentName[];
+  readonly log: (line: string) => void;
+}
+
+export interface BuildReport {
+  readonly goVersion: string;
+  readonly seconds: Partial<Record<ComponentName, number>>;
+  readonly totalSeconds: number;
+}
+
+interface GoEnv {
+  env: NodeJS.ProcessEnv;
+  sumdbOff: boolean;
+}
+
+const SUMDB_UNREACHABLE =
+  /verifying .*(dial tcp|no such host|i\/o timeout|connection refused|network is unreachable|TLS handshake|server misbehaving)/;
+
+export async function buildBinaries(options: BuildOptions): Promise<BuildReport> {
+  const started = performance.now();
+  const goEnv: GoEnv = {
+    env: { ...process.env, GOTOOLCHAIN: 'local', CGO_ENABLED: '0', GOFLAGS: '-mod=mod', GOWORK: 'off' },
+    sumdbOff: false,
+  };
+  const version = await goOutput(options, goEnv, ['env', 'GOVERSION'], options.workDir);
+  await mkdir(options.binDir, { recursive: true });
+  const seconds: Partial<Record<ComponentName, number>> = {};
+  const groups = new Map<string, ComponentName[]>();
+  for (const name of options.components) {
+    const src = COMPONENT_SOURCES[name];
+    const key = `${src.module}@${src.version}`;
+    groups.set(key, [...(groups.get(key) ?? []), name]);
+  }
+  let index = 0;
+  for (const [key, names] of groups) {
+    const first = COMPONENT_SOURCES[names[0] as ComponentName];
+    const dir = join(options.workDir, key.replaceAll('/', '_'));
+    await prepareWrapper(options, goEnv, dir, first.module, first.version, names);
+    for (const name of names) {
+      index += 1;
+      const t0 = performance.now();
+      const src = COMPONENT_SOURCES[name];
+      const out = join(options.binDir, name);
+      const partial = `${out}.partial-${process.pid}`;
+      await goStep(options, goEnv, dir, `compiling ${name} ${src.version} (${index}/${options.components.length})`, [
+        'build',
+        '-trimpath',
+        '-ldflags',
+        ldflags(src.module, src.version),
+        '-o',
+        partial,
+        src.pkg,
+      ]);
+      await rename(partial, out);
+      seconds[name] = round((performance.now() - t0) / 1000);
+      options.log(`built ${name} in ${seconds[name]} s`);
+    }
+  }
+  if (options.components.includes('kwok')) await writeKwokStages(options);
+  return { goVersion: version.trim(), seconds, totalSeconds: round((performance.now() - started) / 1000) };
+}
+
+/** The stage files of kwok's own module that make nodes Ready (with lease heartbeats) and pods Running and Ready. */
+const KWOK_STAGE_FILES = [
+  'kustomize/stage/node/fast/node-initialize.yaml',
+  'kustomize/stage/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml',
+  'kustomize/stage/pod/fast/pod-ready.yaml',
+  'kustomize/stage/pod/fast/pod-complete.yaml',
+  'kustomize/stage/pod/fast/pod-delete.yaml',
+];
+export const KWOK_STAGES_FILE = 'kwok-stages.yaml';
+
+/**
+ * Writes `kwok-stages.yaml` beside the kwok binary: kwok ≥ 0.8 starts only with stages configured, and the pinned
+ * kwok module ships the standard "fast" stages (what kwokctl configures), so they are taken from it, never written
+ * by hand, and always match the kwok version.
+ */
+export async function writeKwokStages(options: Pick<BuildOptions, 'go' | 'binDir' | 'workDir' | 'log'>): Promise<void> {
+  const src = COMPONENT_SOURCES.kwok;
+  const goEnv: GoEnv = {
+    env: { ...process.env, GOTOOLCHAIN: 'local', GOFLAGS: '-mod=mod', GOWORK: 'off' },
+    sumdbOff: false,
+  };
+  await mkdir(options.workDir, { recursive: true });
+  const info = await goStep(
+    { ...options, components: [] },
+    goEnv,
+    options.workDir,
+    `reading kwok ${src.version} stages`,
+    ['mod', 'download', '-json', `${src.module}@${src.version}`],
+  );
+  const dir = (JSON.parse(info.stdout) as { Dir?: string }).Dir;
+  if (!dir) throw new TestenvError('BuildFailed', `go mod download printed no Dir for ${src.module}`);
+  const docs = await Promise.all(KWOK_STAGE_FILES.map((f) => readFile(join(dir, f), 'utf8')));
+  const out = join(options.binDir, KWOK_STAGES_FILE);
+  const partial = `${out}.partial-${process.pid}`;
+  await writeFile(
+    partial,
+    `# generated by opkit from ${src.module}@${src.version} — do not edit\n${docs.map((d) => d.trim()).join('\n---\n')}\n`,
+  );
+  await rename(partial, out);
+}
+
+/** Writes the wrapper go.mod (with staging replaces for Kubernetes) and resolves the packages to build. */
+async function prepareWrapper(
+  options: BuildOptions,
+  goEnv: GoEnv,
+  dir: string,
+  module: string,
+  version: string,
+  names: readonly ComponentName[],
+): Promise<void> {
+  await rm(dir, { recursive: true, force: true });
+  await mkdir(dir, { recursive: true });
+  const lines = ['// generated by opkit — do not edit', 'module opkit.local/build', '', 'go 1.26.0', ''];
+  if (module === 'k8s.io/kubernetes') {
+    const info = await goStep(options, goEnv, dir, `downloading ${module} ${version}`, [
+      'mod',
+      'download',
+      '-json',
+      `${module}@${version}`,
+    ]);
+    const goModPath = (JSON.parse(info.stdout) as { GoMod?: string }).GoMod;
+    if (!goModPath) throw new TestenvError('BuildFailed', `go mod download printed no GoMod path for ${module}`);
+    const staging = stagingModules(await readFile(goModPath, 'utf8'));
+    const minor = version.replace(/^v1\./, 'v0.');
+    lines.push('replace (', ...staging.map((m) => `\t${m} => ${m} ${minor}`), ')', '');
+  }
+  await writeFile(join(dir, 'go.mod'), lines.join('\n'));
+  await goStep(options, goEnv, dir, `resolving modules for ${names.join(', ')}`, [
+    'get',
+    ...new Set([module, ...names.map((n) => COMPONENT_SOURCES[n].pkg)].map((p) => `${p}@${version}`)),
+  ]);
+}
+
+/** The staging modules named by `k8s.io/<name> => ./staging/...` replace lines of k8s.io/kubernetes's go.mod. */
+export function stagingModules(goMod: string): string[] {
+  const found = new Set<string>();
+  for (const match of goMod.matchAll(/^\s*(?:replace\s+)?(k8s\.io\/[\w.-]+)\s*=>\s*\.\/staging\//gm)) {
+    found.add(match[1] as string);
+  }
+  return [...found].sort();
+}
+
+function ldflags(module: string, version: string): string {
+  const flags = ['-s', '-w'];
+  if (module === 'k8s.io/kubernetes') {
+    const [major, minor] = version.replace(/^v/, '').split('.');
+    const date = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+    for (const pkg of ['k8s.io/component-base/version', 'k8s.io/client-go/pkg/version']) {
+      flags.push(
+        `-X ${pkg}.gitVersion=${version}`,
+        `-X ${pkg}.gitMajor=${major}`,
+        `-X ${pkg}.gitMinor=${minor}`,
+        `-X ${pkg}.gitTreeState=clean`,
+        `-X ${pkg}.buildDate=${date}`,
+      );
+    }
+  } else if (module === 'sigs.k8s.io/kwok') {
+    flags.push(`-X sigs.k8s.io/kwok/pkg/consts.Version=${version}`);
+  }
+  return flags.join(' ');
+}
+
+async function goOutput(options: BuildOptions, goEnv: GoEnv, args: string[], cwd: string): Promise<string> {
+  await mkdir(cwd, { recursive: true });
+  const result = await runCommand(options.go, args, { cwd, env: goEnv.env });
+  if (result.code !== 0) throw goFailure(`go ${args.join(' ')}`, result);
+  return result.stdout;
+}
+
+/** Runs one go command with a heartbeat; retries once without checksum-database access if it was unreachable. */
+async function goStep(
+  options: BuildOptions,
+  goEnv: GoEnv,
+  cwd: string,
+  what: string,
+  args: string[],
+): Promise<CommandResult> {
+  const t0 = performance.now();
+  let downloads = 0;
+  options.log(`${what}…`);
+  const heartbeat = setInterval(() => {
+    const s = Math.round((performance.now() - t0) / 1000);
+    options.log(`  …${what}: ${s} s${downloads > 0 ? `, ${downloads} modules downloaded` : ''}`);
+  }, 20_000);
+  try {
+    for (;;) {
+      const result = await runCommand(options.go, args, {
+        cwd,
+        env: goEnv.env,
+        onStderrLine: (line) => {
+          if (line.startsWith('go: downloading')) downloads += 1;
+        },
+      });
+      if (result.code === 0) return result;
+      if (!goEnv.sumdbOff && result.stderrTail.some((l) => SUMDB_UNREACHABLE.test(l))) {
+        options.log('the Go checksum database cannot be reached from here: continuing with GOSUMDB=off');
+        goEnv.sumdbOff = true;
+        goEnv.env = { ...goEnv.env, GOSUMDB: 'off' };
+        continue;
+      }
+      throw goFailure(`go ${args.join(' ')}`, result);
+    }
+  } finally {
+    clearInterval(heartbeat);
+  }
+}
+
+function goFailure(command: string, result: CommandResult): TestenvError {
+  return new TestenvError(
+    'BuildFailed',
+    `${command} failed (exit ${result.code ?? result.signal}):\n${result.stderrTail.slice(-25).join('\n')}`,
+  );
+}
+
+function round(n: number): number {
+  return Math.round(n * 10) / 10;
+}

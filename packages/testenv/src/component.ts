@@ -1,0 +1,105 @@
+/**
+ * @module component
+ * One supervised control-plane process. `start()` spawns it with its output appended to a log file and waits until
+ * its readiness probe passes; if the process exits first, or the probe does not pass in time, the error names the
+ * component, its exit code and the tail of its log. `stop()` sends SIGTERM, then SIGKILL after a grace period, and
+ * resolves only when the process is gone.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { open, readFile } from 'node:fs/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { TestenvError } from './errors.ts';
+
+export interface ComponentSpec {
+  readonly name: string;
+  readonly binary: string;
+  readonly args: readonly string[];
+  readonly logFile: string;
+  /** Resolves true once the component serves; may throw while it is not up yet. */
+  readonly probe: () => Promise<boolean>;
+  readonly startTimeoutMs: number;
+}
+
+export class Component {
+  readonly spec: ComponentSpec;
+  #child: ChildProcess | undefined;
+  #exit: Promise<{ code: number | null; signal: NodeJS.Signals | null }> | undefined;
+  /** Called with the pid each time the process starts (the environment records it for reaping). */
+  onSpawn: ((pid: number) => void) | undefined;
+
+  constructor(spec: ComponentSpec) {
+    this.spec = spec;
+  }
+
+  get pid(): number | undefined {
+    return this.#child?.exitCode === null && this.#child.signalCode === null ? this.#child.pid : undefined;
+  }
+
+  async start(): Promise<void> {
+    const { name, binary, args, logFile } = this.spec;
+    const log = await open(logFile, 'a');
+    let child: ChildProcess;
+    try {
+      child = spawn(binary, args, { stdio: ['ignore', log.fd, log.fd] });
+    } finally {
+      await log.close();
+    }
+    this.#child = child;
+    this.#exit = new Promise((resolve) => {
+      child.once('exit', (code, signal) => resolve({ code, signal }));
+      child.once('error', () => resolve({ code: null, signal: null }));
+    });
+    if (child.pid !== undefined) this.onSpawn?.(child.pid);
+    const deadline = Date.now() + this.spec.startTimeoutMs;
+    let exited: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+    void this.#exit.then((e) => {
+      exited = e;
+    });
+    let lastProbeError: unknown;
+    for (;;) {
+      if (exited) {
+        throw new TestenvError(
+          'ComponentFailed',
+          `${name} exited with ${exited.code ?? exited.signal ?? 'an error'} before it was ready; last lines of ${logFile}:\n${await this.logTail()}`,
+        );
+      }
+      try {
+        if (await this.spec.probe()) return;
+      } catch (err) {
+        lastProbeError = err;
+      }
+      if (Date.now() > deadline) {
+        await this.stop();
+        const why = lastProbeError instanceof Error ? ` (last probe: ${lastProbeError.message})` : '';
+        throw new TestenvError(
+          'StartTimeout',
+          `${name} was not ready within ${this.spec.startTimeoutMs / 1000} s${why}; last lines of ${logFile}:\n${await this.logTail()}`,
+        );
+      }
+      await sleep(100);
+    }
+  }
+
+  async stop(graceMs = 10_000): Promise<void> {
+    const child = this.#child;
+    const exit = this.#exit;
+    if (!child || !exit || child.exitCode !== null || child.signalCode !== null) return;
+    child.kill('SIGTERM');
+    const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+    try {
+      await exit;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** Sends SIGKILL without waiting (for exit handlers). */
+  killNow(): void {
+    if (this.pid !== undefined) this.#child?.kill('SIGKILL');
+  }
+
+  async logTail(lines = 20): Promise<string> {
+    const text = await readFile(this.spec.logFile, 'utf8').catch(() => '');
+    return text.trimEnd().split('\n').slice(-lines).join('\n');
+  }
+}

@@ -1,0 +1,34 @@
+/**
+ * @opkit/testenv — a real local Kubernetes control plane for tests and demos.
+ *
+ * `start()` runs etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok (simulated nodes, so pods are
+ * scheduled and become Running and Ready) on 127.0.0.1 with free ports, and returns an `Environment` with an admin
+ * kubeconfig, `kubeconfigFor(serviceAccount)` for least-privilege tests, `restart(component)` for fault tests, and
+ * `stop()`. Binaries come from an explicit directory, KUBEBUILDER_ASSETS, the user cache, or a build from Go modules.
+ */
+export { ApiClient, type ApiRequest, type ApiResponse } from './api.ts';
+export {
+  type BinaryPaths,
+  binaryCacheDir,
+  type CacheManifest,
+  findGo,
+  REQUIRED_COMPONENTS,
+  type ResolveOptions,
+  readCacheManifest,
+  resolveBinaries,
+} from './binaries.ts';
+export {
+  CONTROLLERS,
+  type ComponentId,
+  Environment,
+  type EnvironmentState,
+  reapStale,
+  type ServiceAccountKubeconfig,
+  type ServiceAccountRef,
+  type StartOptions,
+  start,
+} from './environment.ts';
+export { isTestenvError, TestenvError, type TestenvErrorCode } from './errors.ts';
+export type { Kubeconfig } from './kubeconfig.ts';
+export { cacheRoot } from './paths.ts';
+export { ETCD_VERSION, KUBERNETES_VERSION, KWOK_VERSION } from './versions.ts';

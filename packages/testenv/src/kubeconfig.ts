@@ -1,0 +1,60 @@
+/**
+ * @module kubeconfig
+ * Kubeconfig documents for the environment: one cluster, one user (client certificate or bearer token), one context.
+ * Written as JSON, which every kubeconfig reader (kubectl, client-go, @kubernetes/client-node) accepts, with mode 0600.
+ */
+import { writeFile } from 'node:fs/promises';
+
+export interface KubeconfigUser {
+  readonly 'client-certificate-data'?: string;
+  readonly 'client-key-data'?: string;
+  readonly token?: string;
+}
+
+export interface Kubeconfig {
+  readonly apiVersion: 'v1';
+  readonly kind: 'Config';
+  readonly clusters: readonly { name: string; cluster: { server: string; 'certificate-authority-data': string } }[];
+  readonly users: readonly { name: string; user: KubeconfigUser }[];
+  readonly contexts: readonly { name: string; context: { cluster: string; user: string; namespace?: string } }[];
+  readonly 'current-context': string;
+}
+
+export type Credentials =
+  | { readonly kind: 'certificate'; readonly certPem: string; readonly keyPem: string }
+  | { readonly kind: 'token'; readonly token: string };
+
+export interface KubeconfigSpec {
+  readonly name: string;
+  readonly server: string;
+  readonly caPem: string;
+  readonly user: string;
+  readonly credentials: Credentials;
+  readonly namespace?: string;
+}
+
+const b64 = (s: string) => Buffer.from(s).toString('base64');
+
+export function makeKubeconfig(spec: KubeconfigSpec): Kubeconfig {
+  const user: KubeconfigUser =
+    spec.credentials.kind === 'certificate'
+      ? { 'client-certificate-data': b64(spec.credentials.certPem), 'client-key-data': b64(spec.credentials.keyPem) }
+      : { token: spec.credentials.token };
+  return {
+    apiVersion: 'v1',
+    kind: 'Config',
+    clusters: [{ name: spec.name, cluster: { server: spec.server, 'certificate-authority-data': b64(spec.caPem) } }],
+    users: [{ name: spec.user, user }],
+    contexts: [
+      {
+        name: spec.name,
+        context: { cluster: spec.name, user: spec.user, ...(spec.namespace ? { namespace: spec.namespace } : {}) },
+      },
+    ],
+    'current-context': spec.name,
+  };
+}
+
+export async function writeKubeconfig(path: string, config: Kubeconfig): Promise<void> {
+  await writeFile(path, `${JSON.stringify(config, null, 2)}\n`, { mode: 0o600 });
+}

@@ -1,0 +1,18 @@
+/**
+ * @module paths
+ * Where @opkit/testenv keeps things: the binary cache under the user cache directory (`$XDG_CACHE_HOME/opkit` or
+ * `~/.cache/opkit`, overridable with `OPKIT_CACHE_DIR`) and per-environment run directories under the OS temp dir.
+ */
+import { homedir, tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+export function cacheRoot(env: NodeJS.ProcessEnv = process.env): string {
+  if (env.OPKIT_CACHE_DIR) return env.OPKIT_CACHE_DIR;
+  const xdg = env.XDG_CACHE_HOME;
+  return join(xdg && xdg.length > 0 ? xdg : join(homedir(), '.cache'), 'opkit');
+}
+
+/** Directory holding the run directories (one per environment, removed on clean stop). */
+export function runRoot(): string {
+  return join(tmpdir(), 'opkit-testenv');
+}

@@ -1,0 +1,64 @@
+/**
+ * @module process
+ * Child-process helpers: run a command to completion with its output captured line by line, and check whether a pid
+ * is alive. Long-running components are supervised by `component.ts`.
+ */
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { createInterface } from 'node:readline';
+
+/** True when `pid` runs: it exists and, where /proc tells, is not a zombie waiting to be reaped. */
+export function isProcessAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EPERM') return false;
+  }
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+  } catch {
+    return process.platform !== 'linux';
+  }
+}
+
+export interface CommandResult {
+  readonly code: number | null;
+  readonly signal: NodeJS.Signals | null;
+  readonly stdout: string;
+  /** The last lines of stderr (at most 200). */
+  readonly stderrTail: string[];
+}
+
+export interface RunOptions {
+  readonly cwd?: string;
+  readonly env?: NodeJS.ProcessEnv;
+  /** Called for every stderr line as it arrives. */
+  readonly onStderrLine?: (line: string) => void;
+  readonly signal?: AbortSignal;
+}
+
+/** Runs `command args…` to completion. Never rejects for a non-zero exit: the caller reads `code`. */
+export function runCommand(command: string, args: readonly string[], options: RunOptions = {}): Promise<CommandResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, {
+      cwd: options.cwd,
+      env: options.env ?? process.env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      signal: options.signal,
+    });
+    const stdout: string[] = [];
+    const tail: string[] = [];
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => stdout.push(chunk));
+    const lines = createInterface({ input: child.stderr });
+    lines.on('line', (line) => {
+      tail.push(line);
+      if (tail.length > 200) tail.shift();
+      options.onStderrLine?.(line);
+    });
+    child.on('error', reject);
+    child.on('close', (code, signal) => {
+      resolve({ code, signal, stdout: stdout.join(''), stderrTail: tail });
+    });
+  });
+}

@@ -1,0 +1,177 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { ApiClient, type Environment, KUBERNETES_VERSION, start } from '../src/index.ts';
+import { alive, quiet, waitFor } from './helpers.ts';
+
+interface Obj {
+  metadata: { name: string; uid: string; namespace?: string };
+  spec?: { nodeName?: string };
+  status?: { phase?: string; conditions?: { type: string; status: string }[] };
+}
+
+describe('a started control plane', () => {
+  let env: Environment;
+  before(async () => {
+    env = await start({ log: quiet });
+  });
+  after(async () => {
+    await env?.stop();
+  });
+
+  test('serves the pinned Kubernetes version with 3 Ready kwok nodes', async () => {
+    const version = await env.api.must<{ gitVersion: string }>({ path: '/version' });
+    assert.equal(version.gitVersion, KUBERNETES_VERSION);
+    const nodes = await env.api.must<{ items: Obj[] }>({ path: '/api/v1/nodes' });
+    assert.equal(nodes.items.length, 3);
+  });
+
+  test('a pod is scheduled to a kwok node and becomes Running and Ready', async () => {
+    await env.api.must({
+      method: 'POST',
+      path: '/api/v1/namespaces/default/pods',
+      body: {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: 'web' },
+        spec: { containers: [{ name: 'c', image: 'busybox', command: ['sleep', '3600'] }] },
+      },
+    });
+    const pod = await waitFor('pod web Running and Ready', async () => {
+      const p = await env.api.must<Obj>({ path: '/api/v1/namespaces/default/pods/web' });
+      const ready = p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True');
+      return p.status?.phase === 'Running' && ready ? p : undefined;
+    });
+    assert.match(pod.spec?.nodeName ?? '', /^kwok-node-\d$/);
+  });
+
+  test('garbage collection deletes the objects owned by a deleted owner', async () => {
+    const owner = await env.api.must<Obj>({
+      method: 'POST',
+      path: '/api/v1/namespaces/default/configmaps',
+      body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'owner' } },
+    });
+    const ownerReferences = [
+      { apiVersion: 'v1', kind: 'ConfigMap', name: 'owner', uid: owner.metadata.uid, blockOwnerDeletion: true },
+    ];
+    for (const name of ['child-a', 'child-b']) {
+      await env.api.must({
+        method: 'POST',
+        path: '/api/v1/namespaces/default/configmaps',
+        body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, ownerReferences } },
+      });
+    }
+    await env.api.must({ method: 'DELETE', path: '/api/v1/namespaces/default/configmaps/owner' });
+    await waitFor('owned config maps to be collected', async () => {
+      const statuses = await Promise.all(
+        ['child-a', 'child-b'].map(
+          async (n) => (await env.api.request({ path: `/api/v1/namespaces/default/configmaps/${n}` })).status,
+        ),
+      );
+      return statuses.every((s) => s === 404);
+    });
+  });
+
+  test('a ServiceAccount kubeconfig is Forbidden until a RoleBinding grants access', async () => {
+    await env.api.must({
+      method: 'POST',
+      path: '/api/v1/namespaces',
+      body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'rbac' } },
+    });
+    const sa = await env.kubeconfigFor({ namespace: 'rbac', name: 'reader' });
+    assert.equal(sa.user, 'system:serviceaccount:rbac:reader');
+    const client = new ApiClient(env.server, env.caPem, { kind: 'token', token: sa.token });
+    try {
+      const denied = await client.request<{ reason: string }>({ path: '/api/v1/namespaces/rbac/configmaps' });
+      assert.equal(denied.status, 403);
+      assert.equal(denied.body.reason, 'Forbidden');
+      await env.api.must({
+        method: 'POST',
+        path: '/apis/rbac.authorization.k8s.io/v1/namespaces/rbac/rolebindings',
+        body: {
+          apiVersion: 'rbac.authorization.k8s.io/v1',
+          kind: 'RoleBinding',
+          metadata: { name: 'reader-view' },
+          roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'view' },
+          subjects: [{ kind: 'ServiceAccount', name: 'reader', namespace: 'rbac' }],
+        },
+      });
+      // RBAC changes reach the authorizer's cache within a moment.
+      await waitFor('the RoleBinding to take effect', async () => {
+        const res = await client.request({ path: '/api/v1/namespaces/rbac/configmaps' });
+        return res.status === 200;
+      });
+      const write = await client.request({
+        method: 'POST',
+        path: '/api/v1/namespaces/rbac/configmaps',
+        body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x' } },
+      });
+      assert.equal(write.status, 403, 'view grants no create');
+    } finally {
+      client.close();
+    }
+  });
+
+  test('restarting the apiserver keeps the objects and clients reconnect', async () => {
+    await env.api.must({
+      method: 'POST',
+      path: '/api/v1/namespaces/default/configmaps',
+      body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'survivor' }, data: { k: 'v' } },
+    });
+    const before = env.pids['kube-apiserver'];
+    await env.restart('kube-apiserver', { downMs: 500 });
+    assert.notEqual(env.pids['kube-apiserver'], before);
+    const cm = await env.api.must<{ data: { k: string } }>({ path: '/api/v1/namespaces/default/configmaps/survivor' });
+    assert.equal(cm.data.k, 'v');
+    // the controller-manager reconnects too: garbage collection still works
+    const owner = await env.api.must<Obj>({
+      method: 'POST',
+      path: '/api/v1/namespaces/default/configmaps',
+      body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'owner2' } },
+    });
+    await env.api.must({
+      method: 'POST',
+      path: '/api/v1/namespaces/default/configmaps',
+      body: {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: {
+          name: 'child2',
+          ownerReferences: [{ apiVersion: 'v1', kind: 'ConfigMap', name: 'owner2', uid: owner.metadata.uid }],
+        },
+      },
+    });
+    await env.api.must({ method: 'DELETE', path: '/api/v1/namespaces/default/configmaps/owner2' });
+    await waitFor(
+      'child2 collected after the restart',
+      async () => (await env.api.request({ path: '/api/v1/namespaces/default/configmaps/child2' })).status === 404,
+      60_000,
+    );
+  });
+
+  test('deleting a namespace completes (the namespace controller runs)', async () => {
+    await env.api.must({
+      method: 'POST',
+      path: '/api/v1/namespaces',
+      body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'doomed' } },
+    });
+    await env.api.must({
+      method: 'POST',
+      path: '/api/v1/namespaces/doomed/configmaps',
+      body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x' } },
+    });
+    await env.api.must({ method: 'DELETE', path: '/api/v1/namespaces/doomed' });
+    await waitFor(
+      'namespace doomed gone',
+      async () => (await env.api.request({ path: '/api/v1/namespaces/doomed' })).status === 404,
+    );
+  });
+
+  test('stop() ends every component and removes the run directory', async () => {
+    const pids = Object.values(env.pids);
+    assert.equal(pids.length, 5);
+    const { access } = await import('node:fs/promises');
+    await env.stop();
+    for (const pid of pids) assert.equal(alive(pid), false, `pid ${pid} ended`);
+    await assert.rejects(access(env.dir));
+  });
+});

@@ -1,0 +1,54 @@
+/**
+ * `npm test`: everything, in order, stopping at the first failing step.
+ * 1. type check (tsc --noEmit, whole repo)  2. lint and format (biome check)
+ * 3. the control-plane binaries (found, or built from Go modules with progress — the cold build happens here, not
+ *    inside a test's timeout)  4. every test with Node's test runner (unit tests beside the code, integration tests
+ *    under each package's test/, repo checks under test/).
+ * `npm test -- --unit` runs steps 1, 2 and the unit tests only. Extra arguments after `--` that are file paths
+ * replace the test list.
+ */
+import { spawnSync } from 'node:child_process';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { resolveBinaries } from '@opkit/testenv';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const bin = (name: string) => join(ROOT, 'node_modules', '.bin', name);
+const args = process.argv.slice(2);
+const unitOnly = args.includes('--unit');
+const files = args.filter((a) => !a.startsWith('--'));
+
+function step(title: string, command: string, commandArgs: string[]): void {
+  process.stdout.write(`\n▶ ${title}\n`);
+  const t0 = performance.now();
+  const r = spawnSync(command, commandArgs, { cwd: ROOT, stdio: 'inherit' });
+  if (r.status !== 0) {
+    process.stderr.write(`✖ ${title} failed (exit ${r.status ?? r.signal})\n`);
+    process.exit(r.status ?? 1);
+  }
+  process.stdout.write(`✔ ${title} (${((performance.now() - t0) / 1000).toFixed(1)} s)\n`);
+}
+
+step('type check', bin('tsc'), ['--noEmit', '-p', 'tsconfig.json']);
+step('lint and format', bin('biome'), ['check', '.']);
+
+const UNIT = [
+  'packages/*/src/**/*.test.ts',
+  'operators/*/src/**/*.test.ts',
+  'bench/src/**/*.test.ts',
+  'test/**/*.test.ts',
+];
+const INTEGRATION = ['packages/*/test/**/*.test.ts', 'operators/*/test/**/*.test.ts'];
+
+if (!unitOnly && files.length === 0) {
+  process.stdout.write('\n▶ control-plane binaries\n');
+  await resolveBinaries();
+}
+
+step('tests', process.execPath, [
+  '--test',
+  '--test-reporter=spec',
+  '--test-concurrency=1',
+  '--test-timeout=900000',
+  ...(files.length > 0 ? files : unitOnly ? UNIT : [...UNIT, ...INTEGRATION]),
+]);

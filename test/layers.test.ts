@@ -1,0 +1,54 @@
+/**
+ * The dependency direction of ../shared/STYLE.md, checked: which workspace may import which, no package imports
+ * another's internals, and relative imports stay inside their package.
+ */
+import assert from 'node:assert/strict';
+import { readdir, readFile } from 'node:fs/promises';
+import { dirname, join, relative, resolve } from 'node:path';
+import { test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+
+/** What each workspace may import of ours. */
+const ALLOWED: Record<string, readonly string[]> = {
+  'packages/testenv': [],
+  'packages/runtime': [],
+  'packages/cli': ['@opkit/runtime', '@opkit/testenv'],
+  'operators/appservice': ['@opkit/runtime', '@opkit/testenv'],
+  bench: ['@opkit/runtime', '@opkit/testenv'],
+};
+
+async function* tsFiles(dir: string): AsyncGenerator<string> {
+  for (const entry of await readdir(dir, { withFileTypes: true }).catch(() => [])) {
+    if (entry.name === 'node_modules') continue;
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) yield* tsFiles(path);
+    else if (entry.name.endsWith('.ts')) yield path;
+  }
+}
+
+const IMPORT = /(?:^|\s)(?:import|export)\s[^'"]*?from\s*['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/g;
+
+test('workspaces import only what the layering allows', async () => {
+  const violations: string[] = [];
+  for (const [workspace, allowed] of Object.entries(ALLOWED)) {
+    const base = join(ROOT, workspace);
+    for await (const file of tsFiles(base)) {
+      const text = await readFile(file, 'utf8');
+      for (const m of text.matchAll(IMPORT)) {
+        const spec = (m[1] ?? m[2]) as string;
+        const where = relative(ROOT, file);
+        if (spec.startsWith('@opkit/')) {
+          const pkg = spec.split('/').slice(0, 2).join('/');
+          if (!allowed.includes(pkg)) violations.push(`${where} imports ${spec}, not allowed for ${workspace}`);
+          if (spec !== pkg) violations.push(`${where} imports ${spec}: use the package's public entry ${pkg}`);
+        } else if (spec.startsWith('.')) {
+          const target = resolve(dirname(file), spec);
+          if (!target.startsWith(`${base}/`)) violations.push(`${where} reaches outside ${workspace} with ${spec}`);
+        }
+      }
+    }
+  }
+  assert.deepEqual(violations, []);
+});
