@@ -18,6 +18,36 @@ describe('a started control plane', () => {
     await env?.stop();
   });
 
+  const createNamespace = (name: string) =>
+    env.api.must({
+      method: 'POST',
+      path: '/api/v1/namespaces',
+      body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name } },
+    });
+  const createConfigMap = (namespace: string, metadata: Record<string, unknown>, data?: Record<string, string>) =>
+    env.api.must<Obj>({
+      method: 'POST',
+      path: `/api/v1/namespaces/${namespace}/configmaps`,
+      body: { apiVersion: 'v1', kind: 'ConfigMap', metadata, ...(data ? { data } : {}) },
+    });
+  const configMapStatus = async (name: string) =>
+    (await env.api.request({ path: `/api/v1/namespaces/default/configmaps/${name}` })).status;
+
+  /** Creates an owner with children pointing at it, deletes the owner, and waits until the children are collected. */
+  async function expectGarbageCollection(owner: string, children: readonly string[]): Promise<void> {
+    const created = await createConfigMap('default', { name: owner });
+    const ownerReferences = [
+      { apiVersion: 'v1', kind: 'ConfigMap', name: owner, uid: created.metadata.uid, blockOwnerDeletion: true },
+    ];
+    for (const name of children) await createConfigMap('default', { name, ownerReferences });
+    await env.api.must({ method: 'DELETE', path: `/api/v1/namespaces/default/configmaps/${owner}` });
+    await waitFor(
+      `${children.join(', ')} to be collected`,
+      async () => (await Promise.all(children.map(configMapStatus))).every((s) => s === 404),
+      60_000,
+    );
+  }
+
   test('serves the pinned Kubernetes version with 3 Ready kwok nodes', async () => {
     const version = await env.api.must<{ gitVersion: string }>({ path: '/version' });
     assert.equal(version.gitVersion, KUBERNETES_VERSION);
@@ -45,38 +75,11 @@ describe('a started control plane', () => {
   });
 
   test('garbage collection deletes the objects owned by a deleted owner', async () => {
-    const owner = await env.api.must<Obj>({
-      method: 'POST',
-      path: '/api/v1/namespaces/default/configmaps',
-      body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'owner' } },
-    });
-    const ownerReferences = [
-      { apiVersion: 'v1', kind: 'ConfigMap', name: 'owner', uid: owner.metadata.uid, blockOwnerDeletion: true },
-    ];
-    for (const name of ['child-a', 'child-b']) {
-      await env.api.must({
-        method: 'POST',
-        path: '/api/v1/namespaces/default/configmaps',
-        body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, ownerReferences } },
-      });
-    }
-    await env.api.must({ method: 'DELETE', path: '/api/v1/namespaces/default/configmaps/owner' });
-    await waitFor('owned config maps to be collected', async () => {
-      const statuses = await Promise.all(
-        ['child-a', 'child-b'].map(
-          async (n) => (await env.api.request({ path: `/api/v1/namespaces/default/configmaps/${n}` })).status,
-        ),
-      );
-      return statuses.every((s) => s === 404);
-    });
+    await expectGarbageCollection('owner', ['child-a', 'child-b']);
   });
 
   test('a ServiceAccount kubeconfig is Forbidden until a RoleBinding grants access', async () => {
-    await env.api.must({
-      method: 'POST',
-      path: '/api/v1/namespaces',
-      body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'rbac' } },
-    });
+    await createNamespace('rbac');
     const sa = await env.kubeconfigFor({ namespace: 'rbac', name: 'reader' });
     assert.equal(sa.user, 'system:serviceaccount:rbac:reader');
     const client = new ApiClient(env.server, env.caPem, { kind: 'token', token: sa.token });
@@ -112,53 +115,19 @@ describe('a started control plane', () => {
   });
 
   test('restarting the apiserver keeps the objects and clients reconnect', async () => {
-    await env.api.must({
-      method: 'POST',
-      path: '/api/v1/namespaces/default/configmaps',
-      body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'survivor' }, data: { k: 'v' } },
-    });
+    await createConfigMap('default', { name: 'survivor' }, { k: 'v' });
     const before = env.pids['kube-apiserver'];
     await env.restart('kube-apiserver', { downMs: 500 });
     assert.notEqual(env.pids['kube-apiserver'], before);
     const cm = await env.api.must<{ data: { k: string } }>({ path: '/api/v1/namespaces/default/configmaps/survivor' });
     assert.equal(cm.data.k, 'v');
     // the controller-manager reconnects too: garbage collection still works
-    const owner = await env.api.must<Obj>({
-      method: 'POST',
-      path: '/api/v1/namespaces/default/configmaps',
-      body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'owner2' } },
-    });
-    await env.api.must({
-      method: 'POST',
-      path: '/api/v1/namespaces/default/configmaps',
-      body: {
-        apiVersion: 'v1',
-        kind: 'ConfigMap',
-        metadata: {
-          name: 'child2',
-          ownerReferences: [{ apiVersion: 'v1', kind: 'ConfigMap', name: 'owner2', uid: owner.metadata.uid }],
-        },
-      },
-    });
-    await env.api.must({ method: 'DELETE', path: '/api/v1/namespaces/default/configmaps/owner2' });
-    await waitFor(
-      'child2 collected after the restart',
-      async () => (await env.api.request({ path: '/api/v1/namespaces/default/configmaps/child2' })).status === 404,
-      60_000,
-    );
+    await expectGarbageCollection('owner2', ['child2']);
   });
 
   test('deleting a namespace completes (the namespace controller runs)', async () => {
-    await env.api.must({
-      method: 'POST',
-      path: '/api/v1/namespaces',
-      body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'doomed' } },
-    });
-    await env.api.must({
-      method: 'POST',
-      path: '/api/v1/namespaces/doomed/configmaps',
-      body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x' } },
-    });
+    await createNamespace('doomed');
+    await createConfigMap('doomed', { name: 'x' });
     await env.api.must({ method: 'DELETE', path: '/api/v1/namespaces/doomed' });
     await waitFor(
       'namespace doomed gone',
