@@ -1,0 +1,124 @@
+/**
+ * @module cache/informer
+ * A reflector, its store and the event handlers that listen to it, for one resource (and optionally one namespace
+ * and selectors). Handlers added at any time first receive an `add` for every object already stored, then every
+ * change; a handler that throws is logged and never breaks the informer or other handlers.
+ *
+ * Guarantees: `hasSynced` / `waitForSync()` are true only after the initial list is fully stored. Stored objects are
+ * shared and read-only (see store.ts). The default indexes are `namespace`, `owner` (owner UIDs) and `controller`
+ * (the controlling owner's UID).
+ */
+import type { Client } from '../client/client.ts';
+import { type KubeObject, type ResourceType, resourceId } from '../client/resource.ts';
+import type { BackoffOptions } from '../internal/backoff.ts';
+import type { Logger } from '../logger.ts';
+import type { WatchMetrics } from '../metrics.ts';
+import { Reflector } from './reflector.ts';
+import { type IndexFunc, indexers, Store } from './store.ts';
+
+export interface EventHandler<T> {
+  add?(obj: T): void;
+  update?(old: T, obj: T): void;
+  delete?(obj: T): void;
+}
+
+export interface InformerOptions<T extends KubeObject> {
+  readonly namespace?: string | undefined;
+  readonly labelSelector?: string | undefined;
+  readonly fieldSelector?: string | undefined;
+  readonly transform?: ((obj: T) => T) | undefined;
+  readonly pageSize?: number | undefined;
+  readonly inactivityTimeoutMs?: number | undefined;
+  readonly watchTimeoutSeconds?: readonly [number, number] | undefined;
+  readonly backoff?: BackoffOptions | undefined;
+  /** Deep-freeze stored objects so that a mutation throws (for tests). */
+  readonly freeze?: boolean | undefined;
+  readonly log: Logger;
+  readonly metrics?: WatchMetrics | undefined;
+}
+
+export class Informer<T extends KubeObject> {
+  readonly resource: ResourceType<T>;
+  readonly store: Store<T>;
+  readonly #reflector: Reflector<T>;
+  readonly #handlers = new Set<EventHandler<T>>();
+  readonly #log: Logger;
+  #running: Promise<void> | undefined;
+
+  constructor(client: Client, resource: ResourceType<T>, options: InformerOptions<T>) {
+    this.resource = resource;
+    this.#log = options.log.child({
+      resource: resourceId(resource),
+      ...(options.namespace ? { namespace: options.namespace } : {}),
+    });
+    this.store = new Store<T>({ freeze: options.freeze ?? false });
+    this.store.addIndexer('namespace', indexers.namespace);
+    this.store.addIndexer('owner', indexers.owner);
+    this.store.addIndexer('controller', indexers.controller);
+    this.store.listener = {
+      add: (obj) => this.#emit((h) => h.add?.(obj)),
+      update: (old, obj) => this.#emit((h) => h.update?.(old, obj)),
+      delete: (obj) => this.#emit((h) => h.delete?.(obj)),
+    };
+    this.#reflector = new Reflector<T>({ ...options, client, resource, log: this.#log }, this.store);
+  }
+
+  get hasSynced(): boolean {
+    return this.#reflector.synced;
+  }
+
+  get running(): boolean {
+    return this.#running !== undefined;
+  }
+
+  /** The resourceVersion the informer has seen up to. */
+  get resourceVersion(): string | undefined {
+    return this.#reflector.resourceVersion;
+  }
+
+  /** Registers a handler; it gets an `add` for each stored object first. Returns a function that removes it. */
+  addEventHandler(handler: EventHandler<T>): () => void {
+    this.#handlers.add(handler);
+    for (const obj of this.store.values()) this.#call(() => handler.add?.(obj));
+    return () => this.#handlers.delete(handler);
+  }
+
+  addIndexer(name: string, fn: IndexFunc<T>): void {
+    if (!this.store.hasIndex(name)) this.store.addIndexer(name, fn);
+  }
+
+  /** Starts the list/watch loop (once); it runs until `signal` aborts. */
+  start(signal: AbortSignal): void {
+    this.#running ??= this.#reflector.run(signal);
+  }
+
+  /** Resolves true once synced, false if `signal` aborts first. */
+  waitForSync(signal?: AbortSignal): Promise<boolean> {
+    if (this.hasSynced) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const onAbort = () => resolve(false);
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.#reflector.whenSynced(() => {
+        signal?.removeEventListener('abort', onAbort);
+        resolve(true);
+      });
+    });
+  }
+
+  /** Resolves when the loop has stopped (after the start signal aborted). */
+  async stopped(): Promise<void> {
+    await this.#running;
+  }
+
+  #emit(fn: (h: EventHandler<T>) => void): void {
+    for (const h of this.#handlers) this.#call(() => fn(h));
+  }
+
+  #call(fn: () => void): void {
+    try {
+      fn();
+    } catch (err) {
+      this.#log.error({ err: (err as Error).message }, 'an event handler threw');
+    }
+  }
+}

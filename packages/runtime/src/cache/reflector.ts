@@ -1,0 +1,172 @@
+/**
+ * @module cache/reflector
+ * Keeps a `Store` equal to the server's state of one resource: list (paginated), then watch from the list's
+ * resourceVersion with bookmarks, resuming each new watch from the last resourceVersion seen.
+ *
+ * The loop, as a state machine: LIST → WATCH → (server timeout: WATCH again at once) | (410 Gone: LIST again and
+ * replace the store atomically) | (any other error, or a watch silent for longer than the inactivity deadline: wait
+ * with exponential backoff and jitter, then WATCH again from the last resourceVersion). Only the caller's abort ends
+ * the loop: no error stops it, and every error is reported (log + metric) before the retry.
+ *
+ * Guarantees: `synced` becomes true only after the first full list is in the store. Each watch asks the server for a
+ * random timeout in [5, 10) minutes so a fleet's watches do not restart together. A watch that ends within a second
+ * without delivering anything is treated as an error (backoff), so a misbehaving server cannot cause a tight loop.
+ */
+import type { Client } from '../client/client.ts';
+import { ApiError, toApiError } from '../client/errors.ts';
+import type { KubeObject, ResourceType } from '../client/resource.ts';
+import { Backoff, type BackoffOptions } from '../internal/backoff.ts';
+import type { Logger } from '../logger.ts';
+import type { WatchMetrics } from '../metrics.ts';
+import type { Store } from './store.ts';
+import { watchEvents } from './watch.ts';
+
+export interface ReflectorOptions<T extends KubeObject> {
+  readonly client: Client;
+  readonly resource: ResourceType<T>;
+  readonly namespace?: string | undefined;
+  readonly labelSelector?: string | undefined;
+  readonly fieldSelector?: string | undefined;
+  /** Applied to every object before it is stored (e.g. drop managedFields). */
+  readonly transform?: ((obj: T) => T) | undefined;
+  /** Items per list page (default 500). */
+  readonly pageSize?: number | undefined;
+  /** Longest tolerated silence on a watch (default 150 s; bookmarks arrive about once a minute). */
+  readonly inactivityTimeoutMs?: number | undefined;
+  /** Server-side watch timeout range in seconds (default [300, 600)). */
+  readonly watchTimeoutSeconds?: readonly [number, number] | undefined;
+  readonly backoff?: BackoffOptions | undefined;
+  readonly log: Logger;
+  readonly metrics?: WatchMetrics | undefined;
+}
+
+export class Reflector<T extends KubeObject> {
+  readonly #o: ReflectorOptions<T>;
+  readonly #store: Store<T>;
+  readonly #backoff: Backoff;
+  #resourceVersion: string | undefined;
+  #synced = false;
+  #onSynced: (() => void)[] = [];
+
+  constructor(options: ReflectorOptions<T>, store: Store<T>) {
+    this.#o = options;
+    this.#store = store;
+    this.#backoff = new Backoff(options.backoff);
+  }
+
+  get synced(): boolean {
+    return this.#synced;
+  }
+
+  /** The resourceVersion of the last list, event or bookmark. */
+  get resourceVersion(): string | undefined {
+    return this.#resourceVersion;
+  }
+
+  /** Calls `fn` once the first list is stored (at once if it already is). */
+  whenSynced(fn: () => void): void {
+    if (this.#synced) fn();
+    else this.#onSynced.push(fn);
+  }
+
+  /** Runs until `signal` aborts. Never rejects. */
+  async run(signal: AbortSignal): Promise<void> {
+    const { log } = this.#o;
+    while (!signal.aborted) {
+      try {
+        if (this.#resourceVersion === undefined) await this.#list(signal);
+        await this.#watch(signal);
+      } catch (e) {
+        if (signal.aborted) break;
+        const err = toApiError(e);
+        this.#o.metrics?.failed(err.code);
+        if (err.code === 'Gone') {
+          log.info({ resourceVersion: this.#resourceVersion }, 'resourceVersion expired (410 Gone): relisting');
+          this.#o.metrics?.restarted('gone');
+          this.#resourceVersion = undefined;
+          continue;
+        }
+        const delay = this.#backoff.next();
+        const fields = { code: err.code, status: err.status, retryInMs: delay, attempt: this.#backoff.attempts };
+        if (err.code === 'Timeout' && /no event or bookmark/.test(err.message)) {
+          log.warn(fields, 'watch went silent: restarting it');
+          this.#o.metrics?.restarted('inactivity');
+        } else {
+          // Not an error-level log: the reflector recovers by itself; the metric counts the failures.
+          log.warn({ ...fields, err: err.message }, 'list/watch failed: retrying');
+          this.#o.metrics?.restarted('error');
+        }
+        await sleep(delay, signal);
+      }
+    }
+  }
+
+  async #list(signal: AbortSignal): Promise<void> {
+    const o = this.#o;
+    const items: T[] = [];
+    let rv = '';
+    for await (const page of o.client.listPages(o.resource, {
+      ...(o.namespace ? { namespace: o.namespace } : {}),
+      ...(o.labelSelector ? { labelSelector: o.labelSelector } : {}),
+      ...(o.fieldSelector ? { fieldSelector: o.fieldSelector } : {}),
+      ...(o.pageSize ? { pageSize: o.pageSize } : {}),
+      signal,
+    })) {
+      for (const item of page.items) items.push(o.transform ? o.transform(item) : item);
+      rv = page.metadata.resourceVersion;
+    }
+    this.#store.replace(items);
+    this.#resourceVersion = rv;
+    o.metrics?.relisted();
+    o.log.debug({ items: items.length, resourceVersion: rv }, 'listed');
+    if (!this.#synced) {
+      this.#synced = true;
+      for (const fn of this.#onSynced.splice(0)) fn();
+    }
+  }
+
+  async #watch(signal: AbortSignal): Promise<void> {
+    const o = this.#o;
+    const [min, max] = o.watchTimeoutSeconds ?? [300, 600];
+    const started = performance.now();
+    let events = 0;
+    for await (const event of watchEvents(o.client.transport, o.resource, {
+      namespace: o.namespace,
+      labelSelector: o.labelSelector,
+      fieldSelector: o.fieldSelector,
+      resourceVersion: this.#resourceVersion ?? '',
+      timeoutSeconds: Math.floor(min + Math.random() * (max - min)),
+      inactivityTimeoutMs: o.inactivityTimeoutMs ?? 150_000,
+      signal,
+    })) {
+      events += 1;
+      o.metrics?.event(event.type);
+      const rv = event.object.metadata?.resourceVersion;
+      if (event.type === 'BOOKMARK') {
+        if (rv) this.#resourceVersion = rv;
+        continue;
+      }
+      const obj = o.transform ? o.transform(event.object) : event.object;
+      if (event.type === 'DELETED') this.#store.remove(obj);
+      else this.#store.upsert(obj);
+      if (rv) this.#resourceVersion = rv;
+      if (events === 1 || performance.now() - started > 60_000) this.#backoff.reset();
+    }
+    if (events === 0 && performance.now() - started < 1_000) {
+      throw new ApiError('Unknown', `the watch of ${o.resource.plural} ended at once without an event`);
+    }
+    o.metrics?.restarted('timeout');
+  }
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done, { once: true });
+  });
+}

@@ -1,0 +1,189 @@
+/**
+ * @module cache/store
+ * The informer's store: one copy of each object by key (`namespace/name`), with indexes (index name → value →
+ * keys) kept current on every change. `replace()` swaps in a full list atomically and reports only real changes:
+ * adds for new keys, updates for changed resourceVersions, deletes for keys that disappeared — never a duplicate add
+ * for an unchanged object.
+ *
+ * Objects are shared, not copied: treat everything read from a store as read-only (`structuredClone` before
+ * changing). With `freeze: true` they are deep-frozen, so a mutation throws (tests use this).
+ */
+import { type KubeObject, keyOf } from '../client/resource.ts';
+
+/** Computes the index values of an object (e.g. its owner UIDs). */
+export type IndexFunc<T> = (obj: T) => readonly string[];
+
+export interface StoreListener<T> {
+  add(obj: T): void;
+  update(old: T, obj: T): void;
+  delete(obj: T): void;
+}
+
+export class Store<T extends KubeObject> {
+  readonly #items = new Map<string, T>();
+  readonly #indexers = new Map<string, IndexFunc<T>>();
+  readonly #indices = new Map<string, Map<string, Set<string>>>();
+  readonly #freeze: boolean;
+  listener: StoreListener<T> | undefined;
+
+  constructor(options: { freeze?: boolean } = {}) {
+    this.#freeze = options.freeze ?? false;
+  }
+
+  get size(): number {
+    return this.#items.size;
+  }
+
+  get(key: string): T | undefined {
+    return this.#items.get(key);
+  }
+
+  list(): T[] {
+    return [...this.#items.values()];
+  }
+
+  keys(): IterableIterator<string> {
+    return this.#items.keys();
+  }
+
+  values(): IterableIterator<T> {
+    return this.#items.values();
+  }
+
+  /** Adds an index; existing objects are indexed at once. */
+  addIndexer(name: string, fn: IndexFunc<T>): void {
+    if (this.#indexers.has(name)) throw new Error(`index "${name}" already exists`);
+    this.#indexers.set(name, fn);
+    const index = new Map<string, Set<string>>();
+    this.#indices.set(name, index);
+    for (const [key, obj] of this.#items) for (const v of fn(obj)) addTo(index, v, key);
+  }
+
+  hasIndex(name: string): boolean {
+    return this.#indexers.has(name);
+  }
+
+  /** The objects whose index `name` contains `value`. */
+  byIndex(name: string, value: string): T[] {
+    const index = this.#indices.get(name);
+    if (!index) throw new Error(`no index named "${name}"`);
+    const keys = index.get(value);
+    if (!keys) return [];
+    const out: T[] = [];
+    for (const k of keys) {
+      const obj = this.#items.get(k);
+      if (obj) out.push(obj);
+    }
+    return out;
+  }
+
+  /** Adds or replaces one object (a watch ADDED / MODIFIED). */
+  upsert(obj: T): void {
+    const key = keyOf(obj);
+    if (this.#freeze) deepFreeze(obj);
+    const old = this.#items.get(key);
+    this.#items.set(key, obj);
+    this.#reindex(key, old, obj);
+    if (old) this.listener?.update(old, obj);
+    else this.listener?.add(obj);
+  }
+
+  /** Removes one object (a watch DELETED); reports the last state the store had, or the given one. */
+  remove(obj: T): void {
+    const key = keyOf(obj);
+    const old = this.#items.get(key);
+    if (!old) return;
+    this.#items.delete(key);
+    this.#reindex(key, old, undefined);
+    this.listener?.delete(old);
+  }
+
+  /** Replaces the whole content with a fresh list (after a relist); see the module comment. */
+  replace(items: readonly T[]): void {
+    const fresh = new Map<string, T>();
+    for (const obj of items) fresh.set(keyOf(obj), obj);
+    for (const [key, old] of [...this.#items]) {
+      if (!fresh.has(key)) {
+        this.#items.delete(key);
+        this.#reindex(key, old, undefined);
+        this.listener?.delete(old);
+      }
+    }
+    for (const [key, obj] of fresh) {
+      const old = this.#items.get(key);
+      if (
+        old &&
+        old.metadata.resourceVersion === obj.metadata.resourceVersion &&
+        old.metadata.uid === obj.metadata.uid
+      ) {
+        continue;
+      }
+      if (this.#freeze) deepFreeze(obj);
+      this.#items.set(key, obj);
+      this.#reindex(key, old, obj);
+      if (old) {
+        if (old.metadata.uid !== obj.metadata.uid) {
+          this.listener?.delete(old);
+          this.listener?.add(obj);
+        } else {
+          this.listener?.update(old, obj);
+        }
+      } else {
+        this.listener?.add(obj);
+      }
+    }
+  }
+
+  #reindex(key: string, old: T | undefined, obj: T | undefined): void {
+    for (const [name, fn] of this.#indexers) {
+      const index = this.#indices.get(name);
+      if (!index) continue;
+      const before = old ? fn(old) : [];
+      const after = obj ? fn(obj) : [];
+      if (before.length === after.length && before.every((v, i) => v === after[i])) continue;
+      for (const v of before) removeFrom(index, v, key);
+      for (const v of after) addTo(index, v, key);
+    }
+  }
+}
+
+function addTo(index: Map<string, Set<string>>, value: string, key: string): void {
+  let keys = index.get(value);
+  if (!keys) {
+    keys = new Set();
+    index.set(value, keys);
+  }
+  keys.add(key);
+}
+
+function removeFrom(index: Map<string, Set<string>>, value: string, key: string): void {
+  const keys = index.get(value);
+  if (!keys) return;
+  keys.delete(key);
+  if (keys.size === 0) index.delete(value);
+}
+
+function deepFreeze(value: unknown): void {
+  if (typeof value !== 'object' || value === null || Object.isFrozen(value)) return;
+  Object.freeze(value);
+  for (const v of Object.values(value)) deepFreeze(v);
+}
+
+/** Built-in index functions. */
+export const indexers = {
+  namespace: (obj: KubeObject): readonly string[] => (obj.metadata.namespace ? [obj.metadata.namespace] : []),
+  /** UIDs of all owners. */
+  owner: (obj: KubeObject): readonly string[] => (obj.metadata.ownerReferences ?? []).map((o) => o.uid),
+  /** UID of the controlling owner. */
+  controller: (obj: KubeObject): readonly string[] => {
+    const c = obj.metadata.ownerReferences?.find((o) => o.controller);
+    return c ? [c.uid] : [];
+  },
+  /** The value of one label. */
+  label:
+    (key: string) =>
+    (obj: KubeObject): readonly string[] => {
+      const v = obj.metadata.labels?.[key];
+      return v === undefined ? [] : [v];
+    },
+} as const;

@@ -1,0 +1,96 @@
+/**
+ * @module cache/watch
+ * One watch request as an async stream of events. Decodes the newline-delimited JSON incrementally (one line at a
+ * time, never the whole stream). Ends normally when the server closes the watch (its `timeoutSeconds` elapsed);
+ * throws an `ApiError` for an ERROR event (410 Gone for an expired resourceVersion), for a network failure, when the
+ * caller aborts (`Aborted`), and — the silent-hang guard — when no event or bookmark arrives for
+ * `inactivityTimeoutMs` (`Timeout`).
+ */
+import { ApiError, type Status } from '../client/errors.ts';
+import { collectionPath, type KubeObject, type ResourceType } from '../client/resource.ts';
+import type { Transport } from '../client/transport.ts';
+
+export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK';
+
+export interface WatchEvent<T> {
+  readonly type: WatchEventType;
+  readonly object: T;
+}
+
+export interface WatchRequest {
+  readonly namespace?: string | undefined;
+  readonly labelSelector?: string | undefined;
+  readonly fieldSelector?: string | undefined;
+  readonly resourceVersion: string;
+  /** Server-side timeout. */
+  readonly timeoutSeconds: number;
+  /** Client-side: longest silence (no event, no bookmark) tolerated. */
+  readonly inactivityTimeoutMs: number;
+  readonly signal: AbortSignal;
+}
+
+export async function* watchEvents<T extends KubeObject>(
+  transport: Transport,
+  r: ResourceType<T>,
+  req: WatchRequest,
+): AsyncGenerator<WatchEvent<T>> {
+  const path = collectionPath(r, req.namespace);
+  const local = new AbortController();
+  const onAbort = () => local.abort(req.signal.reason);
+  req.signal.addEventListener('abort', onAbort, { once: true });
+  let idle: NodeJS.Timeout | undefined;
+  let silent = false;
+  const arm = () => {
+    clearTimeout(idle);
+    idle = setTimeout(() => {
+      silent = true;
+      local.abort();
+    }, req.inactivityTimeoutMs);
+  };
+  try {
+    arm();
+    const res = await transport.stream({
+      path,
+      query: {
+        watch: 1,
+        resourceVersion: req.resourceVersion,
+        allowWatchBookmarks: true,
+        timeoutSeconds: req.timeoutSeconds,
+        labelSelector: req.labelSelector,
+        fieldSelector: req.fieldSelector,
+      },
+      signal: local.signal,
+    });
+    let pending = '';
+    for await (const chunk of res as AsyncIterable<Buffer>) {
+      pending += chunk.toString('utf8');
+      let newline = pending.indexOf('\n');
+      while (newline >= 0) {
+        const line = pending.slice(0, newline);
+        pending = pending.slice(newline + 1);
+        newline = pending.indexOf('\n');
+        if (line.trim().length === 0) continue;
+        const event = JSON.parse(line) as { type: WatchEventType | 'ERROR'; object: T | Status };
+        arm();
+        if (event.type === 'ERROR') {
+          const status = event.object as Status;
+          throw ApiError.fromResponse(status.code ?? 500, status, `WATCH ${path}`);
+        }
+        yield event as WatchEvent<T>;
+      }
+    }
+  } catch (err) {
+    if (silent) {
+      throw new ApiError('Timeout', `WATCH ${path}: no event or bookmark for ${req.inactivityTimeoutMs} ms`, {
+        request: `WATCH ${path}`,
+      });
+    }
+    if (req.signal.aborted) throw new ApiError('Aborted', `WATCH ${path}: aborted`, { cause: req.signal.reason });
+    if (err instanceof ApiError) throw err;
+    throw new ApiError('Network', `WATCH ${path}: ${(err as Error).message}`, { cause: err, request: `WATCH ${path}` });
+  } finally {
+    clearTimeout(idle);
+    req.signal.removeEventListener('abort', onAbort);
+    local.abort();
+  }
+}

@@ -1,0 +1,336 @@
+/**
+ * @module client/client
+ * The typed client: get / list / create / update / patch / apply / delete for any `ResourceType` (built-in or custom,
+ * namespaced or cluster-scoped), the `status` and `scale` subresources, and paginated lists.
+ *
+ * Guarantees: every list is paginated (`limit`/`continue`, 500 per page by default) and all pages come from one
+ * consistent snapshot; if the continue token expires mid-way the list restarts once from scratch. Status changes go
+ * through the status subresource (`updateStatus` / `patchStatus`): `update` of an object whose kind has a status
+ * subresource ignores status, as the apiserver does. Errors are `ApiError`s.
+ */
+
+import { VERSION } from '../version.ts';
+import { ApiError } from './errors.ts';
+import { type ConnectionConfig, type LoadOptions, loadConfig } from './kubeconfig.ts';
+import { collectionPath, type KubeObject, type ObjectRef, objectPath, type ResourceType, refOf } from './resource.ts';
+import { type RequestMetrics, Transport } from './transport.ts';
+
+export interface ListMeta {
+  readonly resourceVersion: string;
+  readonly continue?: string;
+}
+
+export interface ObjectList<T> {
+  readonly items: T[];
+  readonly metadata: ListMeta;
+}
+
+export interface ListOptions {
+  /** One namespace; all namespaces when omitted (for namespaced kinds). */
+  readonly namespace?: string;
+  /** e.g. `app=web,tier in (a,b)` */
+  readonly labelSelector?: string;
+  /** e.g. `spec.nodeName=n1` */
+  readonly fieldSelector?: string;
+  /** Items per page (default 500). */
+  readonly pageSize?: number;
+  readonly signal?: AbortSignal;
+}
+
+export type PatchType = 'merge' | 'json' | 'strategic' | 'apply';
+
+export interface PatchOptions {
+  /** Default `merge` (JSON merge patch). `strategic` works for built-in kinds only; `apply` is server-side apply. */
+  readonly type?: PatchType;
+  /** Required for `apply`; recorded in managedFields. */
+  readonly fieldManager?: string;
+  /** Server-side apply: take ownership of conflicting fields. */
+  readonly force?: boolean;
+  readonly signal?: AbortSignal;
+}
+
+export interface WriteOptions {
+  readonly fieldManager?: string;
+  readonly dryRun?: boolean;
+  readonly signal?: AbortSignal;
+}
+
+export interface DeleteOptions {
+  readonly propagationPolicy?: 'Foreground' | 'Background' | 'Orphan';
+  readonly gracePeriodSeconds?: number;
+  /** Delete only if the object still has this UID / resourceVersion (else Conflict). */
+  readonly preconditions?: { readonly uid?: string; readonly resourceVersion?: string };
+  readonly signal?: AbortSignal;
+}
+
+export interface ClientOptions {
+  /** Where and how to connect (default: `loadConfig()`, as kubectl). */
+  readonly config?: ConnectionConfig;
+  /** Appended to the user agent: `opkit/<version> (<name>)`, e.g. the operator's name. */
+  readonly name?: string;
+  /** Optional client-side rate limit (off by default). */
+  readonly qps?: number;
+  readonly burst?: number;
+  /** Deadline of non-watch requests (default 60 s). */
+  readonly timeoutMs?: number;
+  readonly metrics?: RequestMetrics;
+}
+
+const CONTENT_TYPES: Readonly<Record<PatchType, string>> = {
+  merge: 'application/merge-patch+json',
+  json: 'application/json-patch+json',
+  strategic: 'application/strategic-merge-patch+json',
+  apply: 'application/apply-patch+yaml',
+};
+
+export class Client {
+  readonly transport: Transport;
+  /** The namespace of the kubeconfig context (or the pod's, in a cluster). */
+  readonly defaultNamespace: string;
+
+  constructor(config: ConnectionConfig, options: Omit<ClientOptions, 'config'> = {}) {
+    this.transport = new Transport({
+      config,
+      userAgent: `opkit/${VERSION}${options.name ? ` (${options.name})` : ''}`,
+      ...(options.qps !== undefined ? { qps: options.qps } : {}),
+      ...(options.burst !== undefined ? { burst: options.burst } : {}),
+      ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
+      ...(options.metrics ? { metrics: options.metrics } : {}),
+    });
+    this.defaultNamespace = config.namespace;
+  }
+
+  /** A client for the kubeconfig kubectl would use (or the given file/context), or the in-cluster config. */
+  static async create(options: ClientOptions & LoadOptions = {}): Promise<Client> {
+    const config = options.config ?? (await loadConfig(options));
+    return new Client(config, options);
+  }
+
+  get<T extends KubeObject>(r: ResourceType<T>, ref: ObjectRef, options: { signal?: AbortSignal } = {}): Promise<T> {
+    return this.transport.request<T>({ method: 'GET', path: objectPath(r, ref), ...signal(options) });
+  }
+
+  /** All items, fetched page by page (see `listPages`). */
+  async list<T extends KubeObject>(r: ResourceType<T>, options: ListOptions = {}): Promise<ObjectList<T>> {
+    const items: T[] = [];
+    let resourceVersion = '';
+    for await (const page of this.listPages(r, options)) {
+      for (const item of page.items) items.push(item);
+      resourceVersion = page.metadata.resourceVersion;
+    }
+    return { items, metadata: { resourceVersion } };
+  }
+
+  /**
+   * Pages of at most `pageSize` items from one snapshot; `kind` and `apiVersion` are filled in on every item (the
+   * apiserver omits them in lists). An expired continue token (410) restarts the list once.
+   */
+  async *listPages<T extends KubeObject>(r: ResourceType<T>, options: ListOptions = {}): AsyncGenerator<ObjectList<T>> {
+    let restarted = false;
+    let token: string | undefined;
+    for (;;) {
+      let page: ObjectList<T>;
+      try {
+        page = await this.transport.request<ObjectList<T>>({
+          method: 'GET',
+          path: collectionPath(r, options.namespace),
+          query: {
+            limit: options.pageSize ?? 500,
+            continue: token,
+            labelSelector: options.labelSelector,
+            fieldSelector: options.fieldSelector,
+          },
+          ...signal(options),
+        });
+      } catch (err) {
+        if (err instanceof ApiError && err.code === 'Gone' && token !== undefined && !restarted) {
+          restarted = true;
+          token = undefined;
+          continue;
+        }
+        throw err;
+      }
+      for (const item of page.items) {
+        item.apiVersion = r.apiVersion;
+        item.kind = r.kind;
+      }
+      yield page;
+      token = page.metadata.continue || undefined;
+      if (!token) return;
+    }
+  }
+
+  /** Creates the object; the namespace comes from `metadata.namespace` (or the client's default namespace). */
+  create<T extends KubeObject>(r: ResourceType<T>, obj: T, options: WriteOptions = {}): Promise<T> {
+    const namespace = r.namespaced ? (obj.metadata.namespace ?? this.defaultNamespace) : undefined;
+    return this.transport.request<T>({
+      method: 'POST',
+      path: collectionPath(r, namespace),
+      query: writeQuery(options),
+      body: withType(r, obj),
+      ...signal(options),
+    });
+  }
+
+  /** Replaces the object (optimistic concurrency: a stale `metadata.resourceVersion` fails with Conflict). */
+  update<T extends KubeObject>(r: ResourceType<T>, obj: T, options: WriteOptions = {}): Promise<T> {
+    return this.transport.request<T>({
+      method: 'PUT',
+      path: objectPath(r, this.#ref(r, obj)),
+      query: writeQuery(options),
+      body: withType(r, obj),
+      ...signal(options),
+    });
+  }
+
+  /** Replaces the status through the status subresource. */
+  updateStatus<T extends KubeObject>(r: ResourceType<T>, obj: T, options: WriteOptions = {}): Promise<T> {
+    return this.transport.request<T>({
+      method: 'PUT',
+      path: objectPath(r, this.#ref(r, obj), 'status'),
+      query: writeQuery(options),
+      body: withType(r, obj),
+      ...signal(options),
+    });
+  }
+
+  patch<T extends KubeObject>(
+    r: ResourceType<T>,
+    ref: ObjectRef,
+    patch: unknown,
+    options: PatchOptions = {},
+  ): Promise<T> {
+    return this.#patch(r, ref, undefined, patch, options);
+  }
+
+  patchStatus<T extends KubeObject>(
+    r: ResourceType<T>,
+    ref: ObjectRef,
+    patch: unknown,
+    options: PatchOptions = {},
+  ): Promise<T> {
+    return this.#patch(r, ref, 'status', patch, options);
+  }
+
+  /** Server-side apply of `obj` (its name and namespace say which object) as `fieldManager`. */
+  apply<T extends KubeObject>(
+    r: ResourceType<T>,
+    obj: T,
+    options: { fieldManager: string; force?: boolean; signal?: AbortSignal },
+  ): Promise<T> {
+    return this.#patch(r, this.#ref(r, obj), undefined, withType(r, obj), { ...options, type: 'apply' });
+  }
+
+  /** Server-side apply of the status subresource. */
+  applyStatus<T extends KubeObject>(
+    r: ResourceType<T>,
+    obj: T,
+    options: { fieldManager: string; force?: boolean; signal?: AbortSignal },
+  ): Promise<T> {
+    return this.#patch(r, this.#ref(r, obj), 'status', withType(r, obj), { ...options, type: 'apply' });
+  }
+
+  async delete<T extends KubeObject>(r: ResourceType<T>, ref: ObjectRef, options: DeleteOptions = {}): Promise<void> {
+    const hasBody = options.propagationPolicy || options.gracePeriodSeconds !== undefined || options.preconditions;
+    await this.transport.request<unknown>({
+      method: 'DELETE',
+      path: objectPath(r, ref),
+      ...(hasBody
+        ? {
+            body: {
+              apiVersion: 'v1',
+              kind: 'DeleteOptions',
+              ...(options.propagationPolicy ? { propagationPolicy: options.propagationPolicy } : {}),
+              ...(options.gracePeriodSeconds !== undefined ? { gracePeriodSeconds: options.gracePeriodSeconds } : {}),
+              ...(options.preconditions ? { preconditions: options.preconditions } : {}),
+            },
+          }
+        : {}),
+      ...signal(options),
+    });
+  }
+
+  getScale(r: ResourceType, ref: ObjectRef, options: { signal?: AbortSignal } = {}): Promise<ScaleObject> {
+    return this.transport.request<ScaleObject>({
+      method: 'GET',
+      path: objectPath(r, ref, 'scale'),
+      ...signal(options),
+    });
+  }
+
+  updateScale(r: ResourceType, ref: ObjectRef, scale: ScaleObject, options: WriteOptions = {}): Promise<ScaleObject> {
+    return this.transport.request<ScaleObject>({
+      method: 'PUT',
+      path: objectPath(r, ref, 'scale'),
+      query: writeQuery(options),
+      body: { apiVersion: 'autoscaling/v1', kind: 'Scale', ...scale },
+      ...signal(options),
+    });
+  }
+
+  /** Sets `spec.replicas` through the scale subresource (a merge patch). */
+  scale(r: ResourceType, ref: ObjectRef, replicas: number, options: WriteOptions = {}): Promise<ScaleObject> {
+    return this.transport.request<ScaleObject>({
+      method: 'PATCH',
+      path: objectPath(r, ref, 'scale'),
+      query: writeQuery(options),
+      body: { spec: { replicas } },
+      contentType: CONTENT_TYPES.merge,
+      ...signal(options),
+    });
+  }
+
+  close(): void {
+    this.transport.close();
+  }
+
+  #ref(r: ResourceType, obj: KubeObject): ObjectRef {
+    const ref = refOf(obj);
+    if (!ref.name) throw new TypeError(`the ${r.kind} has no metadata.name`);
+    if (r.namespaced && !ref.namespace) return { namespace: this.defaultNamespace, name: ref.name };
+    return ref;
+  }
+
+  #patch<T extends KubeObject>(
+    r: ResourceType<T>,
+    ref: ObjectRef,
+    sub: string | undefined,
+    patch: unknown,
+    options: PatchOptions,
+  ): Promise<T> {
+    const type = options.type ?? 'merge';
+    if (type === 'apply' && !options.fieldManager) throw new TypeError('server-side apply needs a fieldManager');
+    return this.transport.request<T>({
+      method: 'PATCH',
+      path: objectPath(r, ref, sub),
+      query: {
+        fieldManager: options.fieldManager,
+        force: type === 'apply' && options.force ? true : undefined,
+      },
+      body: patch,
+      contentType: CONTENT_TYPES[type],
+      ...signal(options),
+    });
+  }
+}
+
+/** The autoscaling/v1 Scale object of the scale subresource. */
+export interface ScaleObject {
+  apiVersion?: string;
+  kind?: string;
+  metadata: KubeObject['metadata'];
+  spec?: { replicas?: number };
+  status?: { replicas: number; selector?: string };
+}
+
+function withType<T extends KubeObject>(r: ResourceType<T>, obj: T): T {
+  return obj.apiVersion && obj.kind ? obj : { ...obj, apiVersion: r.apiVersion, kind: r.kind };
+}
+
+function writeQuery(options: WriteOptions): Record<string, string | undefined> {
+  return { fieldManager: options.fieldManager, dryRun: options.dryRun ? 'All' : undefined };
+}
+
+function signal(options: { signal?: AbortSignal | undefined }): { signal?: AbortSignal } {
+  return options.signal ? { signal: options.signal } : {};
+}

@@ -1,0 +1,371 @@
+/**
+ * @module client/kubeconfig
+ * Where to connect and how to authenticate, read the way kubectl reads it: `$KUBECONFIG` (a list of files; for each
+ * name the first file that defines it wins), else `~/.kube/config`, else the in-cluster service account. Supports
+ * contexts (current or chosen), the context's namespace, CA / client certificates as data or files (paths relative to
+ * the file), `insecure-skip-tls-verify`, `tls-server-name`, bearer `token` and `tokenFile`, basic auth, and `exec`
+ * credential plugins (client.authentication.k8s.io ExecCredential, cached until shortly before they expire).
+ * Legacy `auth-provider` users (oidc, gcp, azure) are delegated to @kubernetes/client-node's KubeConfig, loaded only
+ * then: it costs ~85 MB of RSS, which every other operator does not pay.
+ *
+ * Guarantees: credentials that can rotate (token files, in-cluster tokens, exec plugins) are re-read when due and after
+ * `invalidate()` (the transport calls it on a 401). Errors name the file and the field to fix.
+ */
+import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { homedir } from 'node:os';
+import { delimiter, dirname, isAbsolute, join } from 'node:path';
+import yaml from 'js-yaml';
+
+export class KubeconfigError extends Error {
+  override readonly name = 'KubeconfigError';
+  readonly code = 'InvalidKubeconfig' as const;
+}
+
+/** Credentials to attach to one request. */
+export interface Credentials {
+  readonly headers: Readonly<Record<string, string>>;
+  readonly cert?: string;
+  readonly key?: string;
+}
+
+export interface Authenticator {
+  credentials(): Promise<Credentials>;
+  /** Forget cached credentials (after a 401). */
+  invalidate(): void;
+}
+
+export interface ConnectionConfig {
+  /** `https://host:port` (no trailing slash). */
+  readonly server: string;
+  readonly ca?: string;
+  readonly insecureSkipTlsVerify?: boolean;
+  readonly tlsServerName?: string;
+  readonly auth: Authenticator;
+  /** The context's namespace (or the in-cluster pod's), default `default`. */
+  readonly namespace: string;
+  readonly contextName: string;
+}
+
+export interface LoadOptions {
+  /** A kubeconfig file (instead of $KUBECONFIG / ~/.kube/config). */
+  readonly path?: string;
+  /** A context other than the current one. */
+  readonly context?: string;
+  readonly env?: NodeJS.ProcessEnv;
+}
+
+interface NamedCluster {
+  name: string;
+  cluster: {
+    server?: string;
+    'certificate-authority'?: string;
+    'certificate-authority-data'?: string;
+    'insecure-skip-tls-verify'?: boolean;
+    'tls-server-name'?: string;
+  };
+}
+interface ExecConfig {
+  command?: string;
+  args?: string[];
+  env?: { name: string; value: string }[] | null;
+  apiVersion?: string;
+}
+interface NamedUser {
+  name: string;
+  user: {
+    token?: string;
+    tokenFile?: string;
+    username?: string;
+    password?: string;
+    'client-certificate'?: string;
+    'client-certificate-data'?: string;
+    'client-key'?: string;
+    'client-key-data'?: string;
+    exec?: ExecConfig;
+    'auth-provider'?: { name?: string };
+  };
+}
+interface NamedContext {
+  name: string;
+  context: { cluster?: string; user?: string; namespace?: string };
+}
+interface KubeconfigDoc {
+  clusters?: NamedCluster[];
+  users?: NamedUser[];
+  contexts?: NamedContext[];
+  'current-context'?: string;
+}
+
+const SA_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
+
+/** Loads the connection config as kubectl would (see the module comment). */
+export async function loadConfig(options: LoadOptions = {}): Promise<ConnectionConfig> {
+  const env = options.env ?? process.env;
+  const files = options.path
+    ? [options.path]
+    : env.KUBECONFIG
+      ? env.KUBECONFIG.split(delimiter).filter((f) => f.length > 0)
+      : [join(homedir(), '.kube', 'config')];
+  const docs: { file: string; doc: KubeconfigDoc; raw: string }[] = [];
+  for (const file of files) {
+    let raw: string;
+    try {
+      raw = await readFile(file, 'utf8');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT' && !options.path && files.length > 1) continue;
+      if (
+        (err as NodeJS.ErrnoException).code === 'ENOENT' &&
+        !options.path &&
+        !env.KUBECONFIG &&
+        env.KUBERNETES_SERVICE_HOST
+      ) {
+        return loadInCluster(env);
+      }
+      throw new KubeconfigError(`cannot read the kubeconfig ${file}: ${(err as Error).message}`, { cause: err });
+    }
+    let doc: unknown;
+    try {
+      doc = yaml.load(raw);
+    } catch (err) {
+      throw new KubeconfigError(`${file} is not valid YAML: ${(err as Error).message.split('\n')[0]}`, { cause: err });
+    }
+    if (doc === null || doc === undefined) continue;
+    if (typeof doc !== 'object' || Array.isArray(doc)) {
+      throw new KubeconfigError(`${file} is not a kubeconfig (expected a mapping with clusters, users, contexts)`);
+    }
+    docs.push({ file, doc: doc as KubeconfigDoc, raw });
+  }
+  if (docs.length === 0) throw new KubeconfigError(`no kubeconfig found (looked in ${files.join(', ')})`);
+  return fromDocs(docs, options.context);
+}
+
+function fromDocs(
+  docs: { file: string; doc: KubeconfigDoc; raw: string }[],
+  contextOverride?: string,
+): ConnectionConfig {
+  const first = <T extends { name: string }>(pick: (d: KubeconfigDoc) => T[] | undefined, name: string) => {
+    for (const { file, doc } of docs) {
+      const list = pick(doc);
+      if (list !== undefined && !Array.isArray(list)) throw new KubeconfigError(`${file}: expected a list`);
+      const found = list?.find((x) => x?.name === name);
+      if (found) return { file, item: found };
+    }
+    return undefined;
+  };
+  const contextName = contextOverride ?? docs.find((d) => d.doc['current-context'])?.doc['current-context'];
+  const where = docs.map((d) => d.file).join(', ');
+  if (!contextName) throw new KubeconfigError(`${where}: no current-context is set; set one or pass a context`);
+  const ctx = first((d) => d.contexts, contextName);
+  if (!ctx) throw new KubeconfigError(`${where}: context "${contextName}" is not defined under contexts`);
+  const clusterName = ctx.item.context?.cluster;
+  const userName = ctx.item.context?.user;
+  const cluster = clusterName ? first((d) => d.clusters, clusterName) : undefined;
+  if (!cluster) {
+    throw new KubeconfigError(
+      `${ctx.file}: context "${contextName}" names cluster "${clusterName ?? ''}", which is not defined`,
+    );
+  }
+  const c = cluster.item.cluster ?? {};
+  if (!c.server) throw new KubeconfigError(`${cluster.file}: cluster "${clusterName}" has no server`);
+  const base = dirname(cluster.file);
+  const ca = c['certificate-authority-data']
+    ? b64(c['certificate-authority-data'])
+    : c['certificate-authority']
+      ? readRelative(cluster.file, base, c['certificate-authority'], `clusters[${clusterName}].certificate-authority`)
+      : undefined;
+  const user = userName ? first((d) => d.users, userName) : undefined;
+  if (userName && !user)
+    throw new KubeconfigError(`${ctx.file}: context "${contextName}" names user "${userName}", which is not defined`);
+  const auth = user ? userAuth(user.file, user.item, contextName, docs) : staticAuth({ headers: {} });
+  return {
+    server: c.server.replace(/\/+$/, ''),
+    ...(ca !== undefined ? { ca } : {}),
+    ...(c['insecure-skip-tls-verify'] ? { insecureSkipTlsVerify: true } : {}),
+    ...(c['tls-server-name'] ? { tlsServerName: c['tls-server-name'] } : {}),
+    auth,
+    namespace: ctx.item.context?.namespace ?? 'default',
+    contextName,
+  };
+}
+
+function userAuth(
+  file: string,
+  named: NamedUser,
+  contextName: string,
+  docs: { file: string; raw: string }[],
+): Authenticator {
+  const u = named.user ?? {};
+  const base = dirname(file);
+  const field = (f: string) => `users[${named.name}].${f}`;
+  const cert = u['client-certificate-data']
+    ? b64(u['client-certificate-data'])
+    : u['client-certificate']
+      ? readRelative(file, base, u['client-certificate'], field('client-certificate'))
+      : undefined;
+  const key = u['client-key-data']
+    ? b64(u['client-key-data'])
+    : u['client-key']
+      ? readRelative(file, base, u['client-key'], field('client-key'))
+      : undefined;
+  if ((cert === undefined) !== (key === undefined)) {
+    throw new KubeconfigError(`${file}: ${field('client-certificate')} and client-key must be given together`);
+  }
+  const tls = cert !== undefined && key !== undefined ? { cert, key } : {};
+  if (u.exec) return execAuth(file, named.name, u.exec, tls);
+  if (u['auth-provider']) return authProviderAuth(docs, contextName);
+  if (u.tokenFile) return tokenFileAuth(isAbsolute(u.tokenFile) ? u.tokenFile : join(base, u.tokenFile), tls);
+  if (u.token) return staticAuth({ headers: { authorization: `Bearer ${u.token}` }, ...tls });
+  if (u.username !== undefined && u.password !== undefined) {
+    const basic = Buffer.from(`${u.username}:${u.password}`).toString('base64');
+    return staticAuth({ headers: { authorization: `Basic ${basic}` }, ...tls });
+  }
+  return staticAuth({ headers: {}, ...tls });
+}
+
+/** The in-cluster config: the service account token (re-read every minute), CA and namespace. */
+export function loadInCluster(env: NodeJS.ProcessEnv = process.env, dir = SA_DIR): ConnectionConfig {
+  const host = env.KUBERNETES_SERVICE_HOST;
+  const port = env.KUBERNETES_SERVICE_PORT ?? '443';
+  if (!host) throw new KubeconfigError('not running in a cluster: KUBERNETES_SERVICE_HOST is not set');
+  const ca = readFileSync(join(dir, 'ca.crt'), 'utf8');
+  let namespace = 'default';
+  try {
+    namespace = readFileSync(join(dir, 'namespace'), 'utf8').trim() || 'default';
+  } catch {
+    // keep the default
+  }
+  return {
+    server: `https://${host.includes(':') ? `[${host}]` : host}:${port}`,
+    ca,
+    auth: tokenFileAuth(join(dir, 'token'), {}),
+    namespace,
+    contextName: 'in-cluster',
+  };
+}
+
+function staticAuth(creds: Credentials): Authenticator {
+  return { credentials: async () => creds, invalidate: () => {} };
+}
+
+function tokenFileAuth(path: string, tls: { cert?: string; key?: string }): Authenticator {
+  let cached: { creds: Credentials; at: number } | undefined;
+  return {
+    async credentials() {
+      if (cached && Date.now() - cached.at < 60_000) return cached.creds;
+      const token = (await readFile(path, 'utf8')).trim();
+      cached = { creds: { headers: { authorization: `Bearer ${token}` }, ...tls }, at: Date.now() };
+      return cached.creds;
+    },
+    invalidate() {
+      cached = undefined;
+    },
+  };
+}
+
+interface ExecCredentialStatus {
+  token?: string;
+  clientCertificateData?: string;
+  clientKeyData?: string;
+  expirationTimestamp?: string;
+}
+
+function execAuth(
+  file: string,
+  userName: string,
+  exec: ExecConfig,
+  tls: { cert?: string; key?: string },
+): Authenticator {
+  if (!exec.command) throw new KubeconfigError(`${file}: users[${userName}].exec.command is missing`);
+  const command = exec.command;
+  let cached: { creds: Credentials; expires: number } | undefined;
+  let pending: Promise<Credentials> | undefined;
+  const run = async (): Promise<Credentials> => {
+    const apiVersion = exec.apiVersion ?? 'client.authentication.k8s.io/v1';
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      KUBERNETES_EXEC_INFO: JSON.stringify({ apiVersion, kind: 'ExecCredential', spec: { interactive: false } }),
+    };
+    for (const e of exec.env ?? []) env[e.name] = e.value;
+    const stdout = await new Promise<string>((resolve, reject) => {
+      execFile(command, exec.args ?? [], { env, timeout: 60_000, maxBuffer: 1 << 20 }, (err, out, errOut) => {
+        if (err)
+          reject(
+            new KubeconfigError(
+              `exec credential plugin "${command}" of user "${userName}" failed: ${errOut || err.message}`,
+              { cause: err },
+            ),
+          );
+        else resolve(out);
+      });
+    });
+    let status: ExecCredentialStatus | undefined;
+    try {
+      status = (JSON.parse(stdout) as { status?: ExecCredentialStatus }).status;
+    } catch (err) {
+      throw new KubeconfigError(`exec credential plugin "${command}" printed no ExecCredential JSON`, { cause: err });
+    }
+    if (!status?.token && !status?.clientCertificateData) {
+      throw new KubeconfigError(
+        `exec credential plugin "${command}" returned neither a token nor a client certificate`,
+      );
+    }
+    const creds: Credentials = {
+      headers: status.token ? { authorization: `Bearer ${status.token}` } : {},
+      ...tls,
+      ...(status.clientCertificateData ? { cert: status.clientCertificateData } : {}),
+      ...(status.clientKeyData ? { key: status.clientKeyData } : {}),
+    };
+    const expires = status.expirationTimestamp
+      ? Date.parse(status.expirationTimestamp) - 10_000
+      : Number.POSITIVE_INFINITY;
+    cached = { creds, expires };
+    return creds;
+  };
+  return {
+    async credentials() {
+      if (cached && Date.now() < cached.expires) return cached.creds;
+      pending ??= run().finally(() => {
+        pending = undefined;
+      });
+      return pending;
+    },
+    invalidate() {
+      cached = undefined;
+    },
+  };
+}
+
+/** Legacy auth providers: delegated to @kubernetes/client-node, imported only when such a user is configured. */
+function authProviderAuth(docs: { raw: string }[], contextName: string): Authenticator {
+  return {
+    async credentials() {
+      const { KubeConfig } = await import('@kubernetes/client-node');
+      const kc = new KubeConfig();
+      kc.loadFromString(docs[0]?.raw ?? '');
+      kc.setCurrentContext(contextName);
+      const opts: { headers?: Record<string, string> } = { headers: {} };
+      await kc.applyToHTTPSOptions(opts);
+      const headers: Record<string, string> = {};
+      for (const [k, v] of Object.entries(opts.headers ?? {})) headers[k.toLowerCase()] = String(v);
+      return { headers };
+    },
+    invalidate: () => {},
+  };
+}
+
+function b64(data: string): string {
+  return Buffer.from(data, 'base64').toString('utf8');
+}
+
+function readRelative(file: string, base: string, path: string, field: string): string {
+  const full = isAbsolute(path) ? path : join(base, path);
+  try {
+    return readFileSync(full, 'utf8');
+  } catch (err) {
+    throw new KubeconfigError(`${file}: ${field} names ${full}, which cannot be read: ${(err as Error).message}`, {
+      cause: err,
+    });
+  }
+}

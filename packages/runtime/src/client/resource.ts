@@ -1,0 +1,103 @@
+/**
+ * @module client/resource
+ * What the client needs to know about a kind: group, version, kind, plural and scope — a `ResourceType<T>`, which also
+ * carries the TypeScript type `T` of its objects. Objects are plain parsed JSON typed by interfaces (never model class
+ * instances): `Wire<T>` turns @kubernetes/client-node's model types (which say `Date` for timestamps) into what the
+ * API really sends (RFC 3339 strings), and every object has `metadata`.
+ */
+import type { V1ObjectMeta, V1OwnerReference } from '@kubernetes/client-node';
+
+/** The JSON form of a client-node model type: timestamps are strings. */
+export type Wire<T> = T extends Date
+  ? string
+  : T extends readonly (infer U)[]
+    ? Wire<U>[]
+    : T extends object
+      ? { [K in keyof T]: Wire<T[K]> }
+      : T;
+
+export type ObjectMeta = Wire<V1ObjectMeta>;
+export type OwnerReference = Wire<V1OwnerReference>;
+
+/** Any Kubernetes object as the API returns it. */
+export interface KubeObject {
+  apiVersion?: string;
+  kind?: string;
+  metadata: ObjectMeta;
+}
+
+/** A model type as an API object: its JSON form with required metadata. */
+export type ApiObject<T> = Omit<Wire<T>, 'metadata'> & { metadata: ObjectMeta };
+
+export interface ResourceType<T extends KubeObject = KubeObject> {
+  /** API group, '' for the core group. */
+  readonly group: string;
+  readonly version: string;
+  readonly kind: string;
+  /** Lower-case plural used in paths, e.g. `pods`. */
+  readonly plural: string;
+  readonly namespaced: boolean;
+  /** `v1` or `<group>/<version>`. */
+  readonly apiVersion: string;
+  /** Phantom: the object type (never set at run time). */
+  readonly _type?: T;
+}
+
+export interface ResourceDefinition {
+  readonly group: string;
+  readonly version: string;
+  readonly kind: string;
+  readonly plural: string;
+  readonly namespaced: boolean;
+}
+
+/** Describes a kind, e.g. a custom resource: `resource<AppService>({ group: 'app.example.com', … })`. */
+export function resource<T extends KubeObject>(def: ResourceDefinition): ResourceType<T> {
+  return Object.freeze({ ...def, apiVersion: def.group === '' ? def.version : `${def.group}/${def.version}` });
+}
+
+/** A unique, human-readable name of the resource: `pods`, `deployments.apps`, `appservices.app.example.com`. */
+export function resourceId(r: ResourceType): string {
+  return r.group === '' ? r.plural : `${r.plural}.${r.group}`;
+}
+
+/** The collection path: `/api/v1/namespaces/ns/pods` or `/apis/apps/v1/deployments` (all namespaces). */
+export function collectionPath(r: ResourceType, namespace?: string): string {
+  const base = r.group === '' ? `/api/${r.version}` : `/apis/${r.group}/${r.version}`;
+  return r.namespaced && namespace
+    ? `${base}/namespaces/${encodeURIComponent(namespace)}/${r.plural}`
+    : `${base}/${r.plural}`;
+}
+
+export function objectPath(r: ResourceType, ref: ObjectRef, subresource?: string): string {
+  if (r.namespaced && !ref.namespace) {
+    throw new TypeError(`${r.kind} is namespaced: the reference to "${ref.name}" needs a namespace`);
+  }
+  const path = `${collectionPath(r, ref.namespace)}/${encodeURIComponent(ref.name)}`;
+  return subresource ? `${path}/${subresource}` : path;
+}
+
+/** Names an object: `namespace` for namespaced kinds, none for cluster-scoped ones. */
+export interface ObjectRef {
+  readonly namespace?: string;
+  readonly name: string;
+}
+
+/** `namespace/name`, or `name` for cluster-scoped objects: the key of caches and work queues. */
+export function objectKey(ref: { readonly namespace?: string | undefined; readonly name: string }): string {
+  return ref.namespace ? `${ref.namespace}/${ref.name}` : ref.name;
+}
+
+export function keyOf(obj: KubeObject): string {
+  return objectKey({ namespace: obj.metadata.namespace, name: obj.metadata.name ?? '' });
+}
+
+export function refOf(obj: KubeObject): ObjectRef {
+  const name = obj.metadata.name ?? '';
+  return obj.metadata.namespace ? { namespace: obj.metadata.namespace, name } : { name };
+}
+
+export function parseKey(key: string): ObjectRef {
+  const slash = key.indexOf('/');
+  return slash < 0 ? { name: key } : { namespace: key.slice(0, slash), name: key.slice(slash + 1) };
+}

@@ -1,0 +1,82 @@
+/**
+ * @module controller/predicates
+ * Event filters: which changes of a watched object should enqueue a request. A `Predicate` answers per event kind
+ * (an absent method lets the event through). Combine with `and`, `or`, `not`.
+ */
+import type { KubeObject } from '../client/resource.ts';
+
+export interface Predicate<T extends KubeObject = KubeObject> {
+  create?(obj: T): boolean;
+  update?(old: T, obj: T): boolean;
+  delete?(obj: T): boolean;
+}
+
+const sameRecord = (
+  a: Readonly<Record<string, string>> | undefined,
+  b: Readonly<Record<string, string>> | undefined,
+) => {
+  const ak = Object.keys(a ?? {});
+  const bk = Object.keys(b ?? {});
+  return ak.length === bk.length && ak.every((k) => a?.[k] === b?.[k]);
+};
+
+/** Updates only when `metadata.generation` changed (a spec change; status-only updates are ignored). */
+export const generationChanged: Predicate = {
+  update: (old, obj) => old.metadata.generation !== obj.metadata.generation,
+};
+
+export const labelsChanged: Predicate = {
+  update: (old, obj) => !sameRecord(old.metadata.labels, obj.metadata.labels),
+};
+
+export const annotationsChanged: Predicate = {
+  update: (old, obj) => !sameRecord(old.metadata.annotations, obj.metadata.annotations),
+};
+
+/** Updates only when the object really changed (drops resync no-ops). */
+export const resourceVersionChanged: Predicate = {
+  update: (old, obj) => old.metadata.resourceVersion !== obj.metadata.resourceVersion,
+};
+
+/** A predicate from one function applied to every event's (new) object. */
+export function predicate<T extends KubeObject>(fn: (obj: T) => boolean): Predicate<T> {
+  return { create: fn, update: (_old, obj) => fn(obj), delete: fn };
+}
+
+type Kind = 'create' | 'update' | 'delete';
+
+function test<T extends KubeObject>(p: Predicate<T>, kind: Kind, old: T | undefined, obj: T): boolean {
+  if (kind === 'create') return p.create ? p.create(obj) : true;
+  if (kind === 'delete') return p.delete ? p.delete(obj) : true;
+  return p.update ? p.update(old as T, obj) : true;
+}
+
+export function and<T extends KubeObject>(...ps: Predicate<T>[]): Predicate<T> {
+  return combine((kind, old, obj) => ps.every((p) => test(p, kind, old, obj)));
+}
+
+export function or<T extends KubeObject>(...ps: Predicate<T>[]): Predicate<T> {
+  return combine((kind, old, obj) => ps.some((p) => test(p, kind, old, obj)));
+}
+
+export function not<T extends KubeObject>(p: Predicate<T>): Predicate<T> {
+  return combine((kind, old, obj) => !test(p, kind, old, obj));
+}
+
+function combine<T extends KubeObject>(fn: (kind: Kind, old: T | undefined, obj: T) => boolean): Predicate<T> {
+  return {
+    create: (obj) => fn('create', undefined, obj),
+    update: (old, obj) => fn('update', old, obj),
+    delete: (obj) => fn('delete', undefined, obj),
+  };
+}
+
+/** Whether every predicate lets this event through. */
+export function allow<T extends KubeObject>(
+  ps: readonly Predicate<T>[],
+  kind: Kind,
+  old: T | undefined,
+  obj: T,
+): boolean {
+  return ps.every((p) => test(p, kind, old, obj));
+}

@@ -1,0 +1,70 @@
+/**
+ * @module controller/reconcile
+ * The reconcile contract. `reconcile(request, ctx)` is level-triggered: it gets the name of an object whose state
+ * may need work — never the event that woke it — reads the current state (from the cache) and drives the world
+ * toward the desired state. It returns `done()` or `requeueAfter(ms)`; a thrown error is retried with per-key
+ * exponential backoff, unless it is a `TerminalError` (retrying cannot help; logged and counted, not retried).
+ */
+
+import type { Cache } from '../cache/cache.ts';
+import type { Client } from '../client/client.ts';
+import type { KubeObject, ObjectRef, ResourceType } from '../client/resource.ts';
+import type { Logger } from '../logger.ts';
+
+/** The object to reconcile: namespace (for namespaced kinds) and name. */
+export type Request = ObjectRef;
+
+export interface Result {
+  /** Reconcile this request again after this many milliseconds (even if nothing changes). */
+  readonly requeueAfter?: number;
+}
+
+/** Nothing more to do until something changes. */
+export function done(): Result {
+  return {};
+}
+
+/** Reconcile again after `ms` milliseconds. */
+export function requeueAfter(ms: number): Result {
+  if (!(ms > 0)) throw new RangeError(`requeueAfter needs a positive delay, got ${ms}`);
+  return { requeueAfter: ms };
+}
+
+/**
+ * Read-your-own-writes for children: after creating or deleting an object, declare it; the next reconcile of the
+ * same request waits until the cache has observed the change (or a timeout passes), so a stale cache can never make
+ * the controller create a duplicate or delete twice.
+ */
+export interface Expect {
+  created<T extends KubeObject>(r: ResourceType<T>, obj: T): void;
+  deleted<T extends KubeObject>(r: ResourceType<T>, obj: T): void;
+}
+
+export interface ReconcileContext {
+  /** Bound with controller, namespace, name and reconcileID. */
+  readonly log: Logger;
+  /** Aborts when the controller stops and the drain period for in-flight reconciles has passed. */
+  readonly signal: AbortSignal;
+  readonly reconcileID: string;
+  readonly client: Client;
+  readonly cache: Cache;
+  readonly expect: Expect;
+}
+
+export interface Reconciler {
+  // biome-ignore lint/suspicious/noConfusingVoidType: an async reconcile without a return statement means done()
+  reconcile(request: Request, ctx: ReconcileContext): Promise<Result | undefined | void>;
+}
+
+// biome-ignore lint/suspicious/noConfusingVoidType: as above
+export type ReconcileFunc = (request: Request, ctx: ReconcileContext) => Promise<Result | undefined | void>;
+
+/** An error that retrying will not fix (bad user input the controller cannot act on). Not requeued. */
+export class TerminalError extends Error {
+  override readonly name = 'TerminalError';
+  readonly code = 'Terminal' as const;
+}
+
+export function isTerminalError(err: unknown): err is TerminalError {
+  return err instanceof TerminalError;
+}

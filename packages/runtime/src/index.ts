@@ -1,0 +1,108 @@
+/**
+ * @opkit/runtime — controller-runtime for TypeScript.
+ *
+ * - client: `Client` (typed CRUD, patch kinds, server-side apply, status/scale subresources, paginated lists),
+ *   `loadConfig` (kubeconfig / in-cluster), `ApiError` with a `code` per failure, built-in resource types.
+ * - cache: `Cache` (shared informers with indexes; reads wait for sync), `Informer`, `Store`.
+ * - workqueue: `WorkQueue` and rate limiters, with an injectable clock.
+ * - controller: `ControllerBuilder` (`for` / `owns` / `watches` / predicates), `Controller`, the reconcile contract
+ *   (`done`, `requeueAfter`, `TerminalError`), expectations (read-your-own-writes).
+ * - logger, metrics (controller-runtime's metric names).
+ */
+export {
+  Cache,
+  type CacheListOptions,
+  type CacheOptions,
+  dropManagedFields,
+  type ResourceCacheOptions,
+} from './cache/cache.ts';
+export { type EventHandler, Informer, type InformerOptions } from './cache/informer.ts';
+export { type IndexFunc, indexers, Store } from './cache/store.ts';
+export type { WatchEvent, WatchEventType } from './cache/watch.ts';
+export * from './client/builtins.ts';
+export {
+  Client,
+  type ClientOptions,
+  type DeleteOptions,
+  type ListOptions,
+  type ObjectList,
+  type PatchOptions,
+  type PatchType,
+  type ScaleObject,
+  type WriteOptions,
+} from './client/client.ts';
+export {
+  ApiError,
+  type ApiErrorCode,
+  isAlreadyExists,
+  isApiError,
+  isConflict,
+  isGone,
+  isNotFound,
+  type Status,
+  type StatusCause,
+  toApiError,
+} from './client/errors.ts';
+export {
+  type ConnectionConfig,
+  type Credentials,
+  KubeconfigError,
+  type LoadOptions,
+  loadConfig,
+  loadInCluster,
+} from './client/kubeconfig.ts';
+export { type LabelSelector, parseSelector, Selector, SelectorError, type SelectorInput } from './client/labels.ts';
+export {
+  type ApiObject,
+  type KubeObject,
+  keyOf,
+  type ObjectMeta,
+  type ObjectRef,
+  type OwnerReference,
+  objectKey,
+  parseKey,
+  type ResourceDefinition,
+  type ResourceType,
+  refOf,
+  resource,
+  resourceId,
+  type Wire,
+} from './client/resource.ts';
+export { type BuilderOptions, ControllerBuilder, type ControllerDeps } from './controller/builder.ts';
+export { Controller, ControllerError, type ControllerOptions } from './controller/controller.ts';
+export { Expectations } from './controller/expectations.ts';
+export { type MapFunc, requestForObject, requestsForOwner } from './controller/handlers.ts';
+export {
+  and,
+  annotationsChanged,
+  generationChanged,
+  labelsChanged,
+  not,
+  or,
+  type Predicate,
+  predicate,
+  resourceVersionChanged,
+} from './controller/predicates.ts';
+export {
+  done,
+  type Expect,
+  isTerminalError,
+  type ReconcileContext,
+  type ReconcileFunc,
+  type Reconciler,
+  type Request,
+  type Result,
+  requeueAfter,
+  TerminalError,
+} from './controller/reconcile.ts';
+export {
+  createLogger,
+  type LogFields,
+  type Logger,
+  type LoggerOptions,
+  type LogLevel,
+  silentLogger,
+} from './logger.ts';
+export { Metrics, type WatchMetrics } from './metrics.ts';
+export { VERSION } from './version.ts';
+export * from './workqueue/index.ts';

@@ -1,0 +1,235 @@
+/**
+ * @module metrics
+ * Prometheus metrics with controller-runtime's names and labels, so existing dashboards work, plus watch health per
+ * informer (opkit's own). One `Metrics` per process holds a prom-client `Registry`; runtime parts report through the
+ * small hook interfaces they declare (RequestMetrics, WorkQueueMetrics, WatchMetrics), which `Metrics` implements.
+ */
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import type { RequestMetrics } from './client/transport.ts';
+import type { WorkQueueMetrics } from './workqueue/index.ts';
+
+/** Watch health of one informer. */
+export interface WatchMetrics {
+  /** A watch ended and is started again (`reason`: timeout, inactivity, error, gone). */
+  restarted(reason: string): void;
+  /** A full list replaced the store. */
+  relisted(): void;
+  /** An event or bookmark arrived. */
+  event(type: string): void;
+  /** A list or watch failed (reported, then retried with backoff). */
+  failed(code: string): void;
+}
+
+const QUEUE_BUCKETS = [1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 0.01, 0.1, 1, 10, 100, 1000];
+const RECONCILE_BUCKETS = [
+  0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9, 1, 1.25, 1.5, 1.75, 2,
+  2.5, 3, 3.5, 4, 4.5, 5, 6, 7, 8, 9, 10, 15, 20, 25, 30, 40, 50, 60,
+];
+
+export class Metrics {
+  readonly registry: Registry;
+  readonly reconcileTotal: Counter<'controller' | 'result'>;
+  readonly reconcileErrors: Counter<'controller'>;
+  readonly terminalReconcileErrors: Counter<'controller'>;
+  readonly reconcileTime: Histogram<'controller'>;
+  readonly maxConcurrentReconciles: Gauge<'controller'>;
+  readonly activeWorkers: Gauge<'controller'>;
+  readonly restRequests: Counter<'code' | 'method' | 'host'>;
+  readonly restLatency: Histogram<'verb' | 'host'>;
+  readonly leaderStatus: Gauge<'name'>;
+  readonly #queueDepth: Gauge<'name' | 'controller'>;
+  readonly #queueAdds: Counter<'name' | 'controller'>;
+  readonly #queueLatency: Histogram<'name' | 'controller'>;
+  readonly #queueWork: Histogram<'name' | 'controller'>;
+  readonly #queueRetries: Counter<'name' | 'controller'>;
+  readonly #watchRestarts: Counter<'resource' | 'reason'>;
+  readonly #watchRelists: Counter<'resource'>;
+  readonly #watchEvents: Counter<'resource' | 'type'>;
+  readonly #watchErrors: Counter<'resource' | 'code'>;
+  readonly #lastEventAt = new Map<string, number>();
+  readonly #queueProbes = new Map<string, () => { unfinished: number; longest: number }>();
+
+  constructor(options: { registry?: Registry; processMetrics?: boolean } = {}) {
+    this.registry = options.registry ?? new Registry();
+    const registers = [this.registry];
+    if (options.processMetrics ?? true) collectDefaultMetrics({ register: this.registry });
+    this.reconcileTotal = new Counter({
+      name: 'controller_runtime_reconcile_total',
+      help: 'Total number of reconciliations per controller',
+      labelNames: ['controller', 'result'],
+      registers,
+    });
+    this.reconcileErrors = new Counter({
+      name: 'controller_runtime_reconcile_errors_total',
+      help: 'Total number of reconciliation errors per controller',
+      labelNames: ['controller'],
+      registers,
+    });
+    this.terminalReconcileErrors = new Counter({
+      name: 'controller_runtime_terminal_reconcile_errors_total',
+      help: 'Total number of terminal reconciliation errors per controller',
+      labelNames: ['controller'],
+      registers,
+    });
+    this.reconcileTime = new Histogram({
+      name: 'controller_runtime_reconcile_time_seconds',
+      help: 'Length of time per reconciliation per controller',
+      labelNames: ['controller'],
+      buckets: RECONCILE_BUCKETS,
+      registers,
+    });
+    this.maxConcurrentReconciles = new Gauge({
+      name: 'controller_runtime_max_concurrent_reconciles',
+      help: 'Maximum number of concurrent reconciles per controller',
+      labelNames: ['controller'],
+      registers,
+    });
+    this.activeWorkers = new Gauge({
+      name: 'controller_runtime_active_workers',
+      help: 'Number of currently used workers per controller',
+      labelNames: ['controller'],
+      registers,
+    });
+    const queue = { labelNames: ['name', 'controller'] as const, registers };
+    this.#queueDepth = new Gauge({ name: 'workqueue_depth', help: 'Current depth of workqueue', ...queue });
+    this.#queueAdds = new Counter({
+      name: 'workqueue_adds_total',
+      help: 'Total number of adds handled by workqueue',
+      ...queue,
+    });
+    this.#queueLatency = new Histogram({
+      name: 'workqueue_queue_duration_seconds',
+      help: 'How long in seconds an item stays in workqueue before being requested',
+      buckets: QUEUE_BUCKETS,
+      ...queue,
+    });
+    this.#queueWork = new Histogram({
+      name: 'workqueue_work_duration_seconds',
+      help: 'How long in seconds processing an item from workqueue takes',
+      buckets: QUEUE_BUCKETS,
+      ...queue,
+    });
+    this.#queueRetries = new Counter({
+      name: 'workqueue_retries_total',
+      help: 'Total number of retries handled by workqueue',
+      ...queue,
+    });
+    const probes = this.#queueProbes;
+    new Gauge({
+      name: 'workqueue_unfinished_work_seconds',
+      help: 'How many seconds of work has been done that is in progress and has not been observed by work_duration',
+      ...queue,
+      collect() {
+        for (const [name, probe] of probes) this.set({ name, controller: name }, probe().unfinished);
+      },
+    });
+    new Gauge({
+      name: 'workqueue_longest_running_processor_seconds',
+      help: 'How many seconds has the longest running processor for workqueue been running',
+      ...queue,
+      collect() {
+        for (const [name, probe] of probes) this.set({ name, controller: name }, probe().longest);
+      },
+    });
+    this.restRequests = new Counter({
+      name: 'rest_client_requests_total',
+      help: 'Number of HTTP requests, partitioned by status code, method, and host',
+      labelNames: ['code', 'method', 'host'],
+      registers,
+    });
+    this.restLatency = new Histogram({
+      name: 'rest_client_request_duration_seconds',
+      help: 'Request latency in seconds, broken down by verb and host',
+      labelNames: ['verb', 'host'],
+      buckets: [0.005, 0.025, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60],
+      registers,
+    });
+    this.leaderStatus = new Gauge({
+      name: 'leader_election_master_status',
+      help: 'Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master',
+      labelNames: ['name'],
+      registers,
+    });
+    const w = { registers };
+    this.#watchRestarts = new Counter({
+      name: 'opkit_watch_restarts_total',
+      help: 'Watches restarted per resource, by reason (timeout, inactivity, error, gone)',
+      labelNames: ['resource', 'reason'],
+      ...w,
+    });
+    this.#watchRelists = new Counter({
+      name: 'opkit_watch_relists_total',
+      help: 'Full lists that replaced an informer store, per resource',
+      labelNames: ['resource'],
+      ...w,
+    });
+    this.#watchEvents = new Counter({
+      name: 'opkit_watch_events_total',
+      help: 'Watch events and bookmarks received per resource and type',
+      labelNames: ['resource', 'type'],
+      ...w,
+    });
+    this.#watchErrors = new Counter({
+      name: 'opkit_watch_errors_total',
+      help: 'Failed lists and watches per resource and error code (each is retried with backoff)',
+      labelNames: ['resource', 'code'],
+      ...w,
+    });
+    const lastEventAt = this.#lastEventAt;
+    new Gauge({
+      name: 'opkit_watch_seconds_since_last_event',
+      help: 'Seconds since the last watch event or bookmark per resource (a healthy watch stays below ~60 s)',
+      labelNames: ['resource'],
+      ...w,
+      collect() {
+        const now = Date.now();
+        for (const [resource, at] of lastEventAt) this.set({ resource }, (now - at) / 1000);
+      },
+    });
+  }
+
+  /** Hooks for the REST client. */
+  requests(): RequestMetrics {
+    return {
+      request: (code, method, host, seconds) => {
+        this.restRequests.inc({ code, method, host });
+        this.restLatency.observe({ verb: method, host }, seconds);
+      },
+    };
+  }
+
+  /** Hooks for one controller's work queue (`name` = the controller's name, as controller-runtime labels it). */
+  queue(name: string, probe: () => { unfinished: number; longest: number }): WorkQueueMetrics {
+    const labels = { name, controller: name };
+    this.#queueProbes.set(name, probe);
+    return {
+      depth: (n) => this.#queueDepth.set(labels, n),
+      added: () => this.#queueAdds.inc(labels),
+      queueLatency: (s) => this.#queueLatency.observe(labels, s),
+      workDuration: (s) => this.#queueWork.observe(labels, s),
+      retried: () => this.#queueRetries.inc(labels),
+    };
+  }
+
+  /** Hooks for one informer's watch (`resource` like `pods` or `appservices.app.example.com`). */
+  watch(resource: string): WatchMetrics {
+    this.#lastEventAt.set(resource, Date.now());
+    return {
+      restarted: (reason) => this.#watchRestarts.inc({ resource, reason }),
+      relisted: () => {
+        this.#watchRelists.inc({ resource });
+        this.#lastEventAt.set(resource, Date.now());
+      },
+      event: (type) => {
+        this.#watchEvents.inc({ resource, type });
+        this.#lastEventAt.set(resource, Date.now());
+      },
+      failed: (code) => this.#watchErrors.inc({ resource, code }),
+    };
+  }
+
+  /** The exposition text (for /metrics). */
+  text(): Promise<string> {
+    return this.registry.metrics();
+  }
+}

@@ -1,0 +1,381 @@
+/**
+ * @module workqueue/queue
+ * A deduplicating, delaying, rate-limited FIFO of keys ("namespace/name") feeding a controller's workers, in the
+ * dirty/processing design of client-go's workqueue. A key is *waiting* (in the FIFO), *processing* (handed out by
+ * `get()`, until `done()`), *delayed* (scheduled by `addAfter()`), or several of these at once.
+ * Guarantees:
+ * - A waiting key is queued once, however often it is added (dedup).
+ * - A key is never handed to two workers at once. Adding a key while it is processing marks it dirty; `done()` then
+ *   queues it once, so it is processed again exactly once.
+ * - Distinct keys come out in the order they were (first) queued; waiting `get()` calls are served in call order,
+ *   each with a different key.
+ * - `addAfter()` keeps the earliest ready time per key. It does not look at the waiting set: a key that is waiting now
+ *   is still scheduled, and when its time comes it is added like any `add()` (a no-op if it is still waiting; processed
+ *   again if it was processed in between), as client-go does. Keys falling due together are queued in schedule order.
+ * - After `shutDown()`/`shutDownWithDrain()`, adds are ignored, waiting and delayed keys are dropped, timers are
+ *   cancelled, and every pending and future `get()` resolves `undefined`.
+ * Caveats: metric hooks run synchronously inside queue calls and must not throw or call back into the queue. A
+ * worker that never calls `done()` keeps its key processing forever (and blocks `shutDownWithDrain()`). With the real
+ * clock, delayed adds use unref()'d timers, so they alone do not keep the process alive.
+ */
+import { type Clock, realClock, type Timer } from './clock.ts';
+import { defaultControllerRateLimiter, type RateLimiter } from './ratelimiter.ts';
+
+/** Optional hooks, called synchronously; the controller wires Prometheus metrics to them. */
+export interface WorkQueueMetrics {
+  /** The number of waiting keys (`len()`), after every change of it. */
+  depth?(n: number): void;
+  /** Every `add()` that made a key dirty (deduplicated adds are not counted, as client-go's adds_total); delayed adds count when they fall due. */
+  added?(): void;
+  /** Seconds from the add that made a key waiting (or dirty) to the `get()` that handed it out. */
+  queueLatency?(seconds: number): void;
+  /** Seconds from `get()` to `done()`. */
+  workDuration?(seconds: number): void;
+  /** Every `addRateLimited()` not ignored by shutdown. */
+  retried?(): void;
+}
+
+export interface WorkQueueOptions<K> {
+  /** Names the queue in metrics and logs. */
+  name: string;
+  /** Defaults to the real clock. */
+  clock?: Clock;
+  /** Defaults to `defaultControllerRateLimiter(clock)`. */
+  rateLimiter?: RateLimiter<K>;
+  metrics?: WorkQueueMetrics;
+}
+
+interface Scheduled<K> {
+  readonly item: K;
+  readonly readyAt: number;
+  /** Tells a live entry from one superseded by an earlier `addAfter()`, and orders entries due together. */
+  readonly seq: number;
+}
+
+/** A binary min-heap of scheduled adds, by ready time and then schedule order. */
+class ScheduleHeap<K> {
+  #entries: Scheduled<K>[] = [];
+
+  get size(): number {
+    return this.#entries.length;
+  }
+
+  peek(): Scheduled<K> | undefined {
+    return this.#entries[0];
+  }
+
+  push(entry: Scheduled<K>): void {
+    this.#entries.push(entry);
+    this.#up(this.#entries.length - 1);
+  }
+
+  pop(): Scheduled<K> | undefined {
+    const top = this.#entries[0];
+    const last = this.#entries.pop();
+    if (top !== undefined && last !== undefined && this.#entries.length > 0) {
+      this.#entries[0] = last;
+      this.#down(0);
+    }
+    return top;
+  }
+
+  /** Keeps only the entries `keep` accepts. */
+  retain(keep: (entry: Scheduled<K>) => boolean): void {
+    this.#entries = this.#entries.filter(keep);
+    for (let i = (this.#entries.length >> 1) - 1; i >= 0; i--) this.#down(i);
+  }
+
+  clear(): void {
+    this.#entries = [];
+  }
+
+  #less(i: number, j: number): boolean {
+    const a = this.#entries[i];
+    const b = this.#entries[j];
+    if (a === undefined || b === undefined) return false;
+    return a.readyAt < b.readyAt || (a.readyAt === b.readyAt && a.seq < b.seq);
+  }
+
+  #swap(i: number, j: number): void {
+    const a = this.#entries[i];
+    const b = this.#entries[j];
+    if (a === undefined || b === undefined) return;
+    this.#entries[i] = b;
+    this.#entries[j] = a;
+  }
+
+  #up(i: number): void {
+    let child = i;
+    while (child > 0) {
+      const parent = (child - 1) >> 1;
+      if (!this.#less(child, parent)) return;
+      this.#swap(child, parent);
+      child = parent;
+    }
+  }
+
+  #down(i: number): void {
+    let parent = i;
+    for (;;) {
+      const left = 2 * parent + 1;
+      const right = left + 1;
+      let smallest = parent;
+      if (this.#less(left, smallest)) smallest = left;
+      if (this.#less(right, smallest)) smallest = right;
+      if (smallest === parent) return;
+      this.#swap(parent, smallest);
+      parent = smallest;
+    }
+  }
+}
+
+/** Consumed slots at the head of the FIFO array before it is compacted. */
+const COMPACT_AFTER = 1024;
+
+export class WorkQueue<K extends string = string> {
+  readonly name: string;
+  readonly #clock: Clock;
+  readonly #rateLimiter: RateLimiter<K>;
+  readonly #metrics: WorkQueueMetrics;
+
+  /** Waiting keys, from `#head` on. Each is dirty and not processing. */
+  #queue: K[] = [];
+  #head = 0;
+  /** Keys that need processing: the waiting ones and the ones re-added while processing. */
+  readonly #dirty = new Set<K>();
+  /** Keys handed out by `get()` and not yet `done()`, with the time they were handed out. */
+  readonly #processing = new Map<K, number>();
+  /** When each dirty key was added, for the queue latency. */
+  readonly #addedAt = new Map<K, number>();
+  /** Pending `get()` calls, oldest first; only non-empty while no key is waiting. */
+  #getters: ((item: K | undefined) => void)[] = [];
+
+  /** The live schedule of each delayed key; heap entries not matching it are stale. */
+  readonly #delayed = new Map<K, Scheduled<K>>();
+  readonly #schedule = new ScheduleHeap<K>();
+  #seq = 0;
+  /** The one clock timer, set for the earliest scheduled add. */
+  #timer: { readonly at: number; readonly timer: Timer } | undefined;
+
+  #shuttingDown = false;
+  #drainers: (() => void)[] = [];
+
+  constructor(options: WorkQueueOptions<K>) {
+    this.name = options.name;
+    this.#clock = options.clock ?? realClock;
+    this.#rateLimiter = options.rateLimiter ?? defaultControllerRateLimiter<K>(this.#clock);
+    this.#metrics = options.metrics ?? {};
+  }
+
+  /** Marks the key as needing processing. Ignored after shutdown. */
+  add(item: K): void {
+    if (this.#shuttingDown) return;
+    if (!this.#dirty.has(item)) {
+      this.#dirty.add(item);
+      this.#addedAt.set(item, this.#clock.now());
+      if (!this.#processing.has(item)) this.#enqueue(item);
+      this.#metrics.added?.();
+    }
+  }
+
+  /**
+   * Adds the key once `delayMs` have passed (at once if `delayMs` <= 0). If the key is already scheduled, the earlier
+   * of the two times is kept. The schedule is independent of whether the key is waiting or processing now.
+   */
+  addAfter(item: K, delayMs: number): void {
+    if (this.#shuttingDown) return;
+    if (!(delayMs > 0)) {
+      this.add(item);
+      return;
+    }
+    const readyAt = this.#clock.now() + delayMs;
+    const current = this.#delayed.get(item);
+    if (current !== undefined && current.readyAt <= readyAt) return;
+    const entry: Scheduled<K> = { item, readyAt, seq: this.#seq++ };
+    this.#delayed.set(item, entry);
+    this.#schedule.push(entry);
+    // Superseded entries stay in the heap until they surface; drop them when they outnumber the live ones.
+    if (this.#schedule.size > 64 && this.#schedule.size > 2 * this.#delayed.size) {
+      this.#schedule.retain((e) => this.#delayed.get(e.item) === e);
+    }
+    this.#arm();
+  }
+
+  /** Adds the key after the rate limiter's delay for it (which counts a retry). Ignored after shutdown. */
+  addRateLimited(item: K): void {
+    if (this.#shuttingDown) return;
+    const delay = this.#rateLimiter.when(item);
+    this.#metrics.retried?.();
+    this.addAfter(item, delay);
+  }
+
+  /** Resets the key's rate-limiter backoff; call it when the key was processed successfully. */
+  forget(item: K): void {
+    this.#rateLimiter.forget(item);
+  }
+
+  /** How many times the key was rate-limited since it was last forgotten. */
+  numRequeues(item: K): number {
+    return this.#rateLimiter.retries(item);
+  }
+
+  /**
+   * The next waiting key, marked processing until `done()` is called for it; waits while none is waiting. Resolves
+   * `undefined` once the queue is shut down (then the caller should stop).
+   */
+  get(): Promise<K | undefined> {
+    if (this.#shuttingDown) return Promise.resolve(undefined);
+    const item = this.#shift();
+    if (item === undefined) return new Promise((resolve) => this.#getters.push(resolve));
+    this.#metrics.depth?.(this.len());
+    return Promise.resolve(this.#start(item));
+  }
+
+  /** Ends the processing of a key from `get()`; if it was added meanwhile, it is queued again (once). */
+  done(item: K): void {
+    const startedAt = this.#processing.get(item);
+    if (startedAt === undefined) return;
+    this.#processing.delete(item);
+    if (this.#dirty.has(item)) this.#enqueue(item);
+    this.#metrics.workDuration?.((this.#clock.now() - startedAt) / 1000);
+    if (this.#processing.size === 0) this.#releaseDrainers();
+  }
+
+  /** The number of waiting keys (not processing, not delayed). */
+  len(): number {
+    return this.#queue.length - this.#head;
+  }
+
+  /** Stops at once: waiting and delayed keys are dropped, pending and future `get()` resolve `undefined`. */
+  shutDown(): void {
+    this.#stop();
+    // Like client-go, a forced shutdown also ends a drain in progress.
+    this.#releaseDrainers();
+  }
+
+  /**
+   * Stops like `shutDown()`, and resolves once every key being processed is `done()`. Calling `shutDown()` meanwhile
+   * resolves it at once.
+   */
+  shutDownWithDrain(): Promise<void> {
+    this.#stop();
+    if (this.#processing.size === 0) return Promise.resolve();
+    return new Promise((resolve) => this.#drainers.push(resolve));
+  }
+
+  get shuttingDown(): boolean {
+    return this.#shuttingDown;
+  }
+
+  /** The sum of how long each key being processed has been processing, in seconds. */
+  unfinishedWorkSeconds(): number {
+    const now = this.#clock.now();
+    let total = 0;
+    for (const startedAt of this.#processing.values()) total += now - startedAt;
+    return total / 1000;
+  }
+
+  /** How long the longest-processing key has been processing, in seconds (0 when none is). */
+  longestRunningProcessorSeconds(): number {
+    const now = this.#clock.now();
+    let longest = 0;
+    for (const startedAt of this.#processing.values()) longest = Math.max(longest, now - startedAt);
+    return longest / 1000;
+  }
+
+  /** Makes a dirty, not processing key available: to the oldest pending `get()`, or at the end of the FIFO. */
+  #enqueue(item: K): void {
+    const getter = this.#getters.shift();
+    if (getter !== undefined) {
+      getter(this.#start(item));
+      return;
+    }
+    this.#queue.push(item);
+    this.#metrics.depth?.(this.len());
+  }
+
+  /** Moves a key from dirty to processing. */
+  #start(item: K): K {
+    const now = this.#clock.now();
+    this.#dirty.delete(item);
+    this.#processing.set(item, now);
+    const addedAt = this.#addedAt.get(item);
+    this.#addedAt.delete(item);
+    if (addedAt !== undefined) this.#metrics.queueLatency?.((now - addedAt) / 1000);
+    return item;
+  }
+
+  #shift(): K | undefined {
+    const item = this.#queue[this.#head];
+    if (item === undefined) return undefined;
+    this.#head++;
+    if (this.#head === this.#queue.length) {
+      this.#queue = [];
+      this.#head = 0;
+    } else if (this.#head >= COMPACT_AFTER && this.#head * 2 >= this.#queue.length) {
+      this.#queue = this.#queue.slice(this.#head);
+      this.#head = 0;
+    }
+    return item;
+  }
+
+  /** Sets the clock timer for the earliest live scheduled add, unless one is set early enough already. */
+  #arm(): void {
+    let next = this.#schedule.peek();
+    while (next !== undefined && this.#delayed.get(next.item) !== next) {
+      this.#schedule.pop();
+      next = this.#schedule.peek();
+    }
+    if (next === undefined) {
+      this.#disarm();
+      return;
+    }
+    if (this.#timer !== undefined && this.#timer.at <= next.readyAt) return;
+    this.#disarm();
+    const timer = this.#clock.setTimer(next.readyAt - this.#clock.now(), () => {
+      this.#timer = undefined;
+      this.#fire();
+    });
+    this.#timer = { at: next.readyAt, timer };
+  }
+
+  #disarm(): void {
+    this.#timer?.timer.cancel();
+    this.#timer = undefined;
+  }
+
+  /** Adds every scheduled key that is due, in order, and sets the timer for the rest. */
+  #fire(): void {
+    const now = this.#clock.now();
+    for (let next = this.#schedule.peek(); next !== undefined && next.readyAt <= now; next = this.#schedule.peek()) {
+      this.#schedule.pop();
+      if (this.#delayed.get(next.item) !== next) continue;
+      this.#delayed.delete(next.item);
+      this.add(next.item);
+    }
+    this.#arm();
+  }
+
+  #stop(): void {
+    if (this.#shuttingDown) return;
+    this.#shuttingDown = true;
+    const hadWaiting = this.len() > 0;
+    this.#queue = [];
+    this.#head = 0;
+    this.#dirty.clear();
+    this.#addedAt.clear();
+    this.#delayed.clear();
+    this.#schedule.clear();
+    this.#disarm();
+    const getters = this.#getters;
+    this.#getters = [];
+    for (const getter of getters) getter(undefined);
+    if (hadWaiting) this.#metrics.depth?.(0);
+  }
+
+  #releaseDrainers(): void {
+    const drainers = this.#drainers;
+    this.#drainers = [];
+    for (const drainer of drainers) drainer();
+  }
+}

@@ -1,0 +1,129 @@
+/**
+ * @module workqueue/ratelimiter
+ * How long an item waits before it is retried. `ItemExponentialRateLimiter` backs off per item (base * 2^retries,
+ * capped); `BucketRateLimiter` is one token bucket shared by all items (qps with a burst); `MaxOfRateLimiter` takes the
+ * longest delay of several; `defaultControllerRateLimiter` combines the first two with controller defaults.
+ * Guarantees: `when()` counts a retry for the item and returns a finite delay in milliseconds >= 0; `forget()` resets
+ * the item's count and backoff; `retries()` is the number of `when()` calls since the last `forget()`. The bucket
+ * reserves a token on every `when()`, so the delays it hands out are spaced 1000/qps ms apart once the burst is spent.
+ * Caveats: per-item state lives until `forget()` is called, so callers must forget items that succeeded or went away.
+ * The bucket is shared and is not refunded by `forget()`.
+ */
+import { type Clock, realClock } from './clock.ts';
+
+export interface RateLimiter<K> {
+  /** The delay in ms before the item may be processed again; counts a retry. */
+  when(item: K): number;
+  /** Stops tracking the item (resets its backoff). */
+  forget(item: K): void;
+  /** How many times `when()` was called for the item since the last `forget()`. */
+  retries(item: K): number;
+}
+
+/** Per-item exponential backoff: `baseMs * 2^retries`, capped at `maxMs`. */
+export class ItemExponentialRateLimiter<K> implements RateLimiter<K> {
+  readonly #baseMs: number;
+  readonly #maxMs: number;
+  readonly #failures = new Map<K, number>();
+
+  constructor(baseMs = 5, maxMs = 1_000_000) {
+    if (!(baseMs >= 0) || !(maxMs >= 0)) {
+      throw new RangeError(`ItemExponentialRateLimiter: baseMs and maxMs must be >= 0, got ${baseMs} and ${maxMs}`);
+    }
+    this.#baseMs = baseMs;
+    this.#maxMs = maxMs;
+  }
+
+  when(item: K): number {
+    const failures = this.#failures.get(item) ?? 0;
+    this.#failures.set(item, failures + 1);
+    // The exponent is capped so a zero base never meets an infinite power (0 * Infinity is NaN).
+    const backoff = this.#baseMs * 2 ** Math.min(failures, 1023);
+    return Math.min(backoff, this.#maxMs);
+  }
+
+  forget(item: K): void {
+    this.#failures.delete(item);
+  }
+
+  retries(item: K): number {
+    return this.#failures.get(item) ?? 0;
+  }
+}
+
+/**
+ * One token bucket for all items: it holds up to `burst` tokens and refills at `qps` tokens per second. Each `when()`
+ * takes a token, possibly one that will only exist in the future, and returns how long until it exists.
+ */
+export class BucketRateLimiter<K> implements RateLimiter<K> {
+  readonly #qps: number;
+  readonly #burst: number;
+  readonly #clock: Clock;
+  /** Tokens at `#last`; negative when future tokens are already reserved. */
+  #tokens: number;
+  #last: number;
+  readonly #retries = new Map<K, number>();
+
+  constructor(qps = 10, burst = 100, clock: Clock = realClock) {
+    if (!(qps > 0)) throw new RangeError(`BucketRateLimiter: qps must be > 0, got ${qps}`);
+    if (!(burst >= 1)) throw new RangeError(`BucketRateLimiter: burst must be >= 1, got ${burst}`);
+    this.#qps = qps;
+    this.#burst = burst;
+    this.#clock = clock;
+    this.#tokens = burst;
+    this.#last = clock.now();
+  }
+
+  when(item: K): number {
+    this.#retries.set(item, (this.#retries.get(item) ?? 0) + 1);
+    const now = this.#clock.now();
+    if (now > this.#last) {
+      this.#tokens = Math.min(this.#burst, this.#tokens + ((now - this.#last) * this.#qps) / 1000);
+      this.#last = now;
+    }
+    this.#tokens -= 1;
+    if (this.#tokens >= 0) return 0;
+    return (-this.#tokens * 1000) / this.#qps;
+  }
+
+  forget(item: K): void {
+    this.#retries.delete(item);
+  }
+
+  retries(item: K): number {
+    return this.#retries.get(item) ?? 0;
+  }
+}
+
+/** Asks every limiter (each counts the retry) and returns the longest delay. */
+export class MaxOfRateLimiter<K> implements RateLimiter<K> {
+  readonly #limiters: readonly RateLimiter<K>[];
+
+  constructor(...limiters: RateLimiter<K>[]) {
+    this.#limiters = limiters;
+  }
+
+  when(item: K): number {
+    let delay = 0;
+    for (const limiter of this.#limiters) delay = Math.max(delay, limiter.when(item));
+    return delay;
+  }
+
+  forget(item: K): void {
+    for (const limiter of this.#limiters) limiter.forget(item);
+  }
+
+  retries(item: K): number {
+    let retries = 0;
+    for (const limiter of this.#limiters) retries = Math.max(retries, limiter.retries(item));
+    return retries;
+  }
+}
+
+/** Per-item backoff from 5 ms to 1000 s, and at most 10 retries per second overall after a burst of 100. */
+export function defaultControllerRateLimiter<K>(clock?: Clock): RateLimiter<K> {
+  return new MaxOfRateLimiter<K>(
+    new ItemExponentialRateLimiter<K>(5, 1_000_000),
+    new BucketRateLimiter<K>(10, 100, clock ?? realClock),
+  );
+}
