@@ -310,6 +310,24 @@ export class Environment {
   }
 
   /**
+   * Compacts etcd's history up to its current revision, so a watch resumed from an older resourceVersion gets
+   * 410 Gone once the apiserver's watch cache no longer covers it (restart the apiserver to empty that cache).
+   * Returns the revision compacted to.
+   */
+  async compactEtcd(): Promise<number> {
+    const url = `http://127.0.0.1:${this.#ports.etcdClient}`;
+    const range = JSON.parse(await postText(`${url}/v3/kv/range`, { key: Buffer.from('/').toString('base64') })) as {
+      header?: { revision?: string };
+    };
+    const revision = Number(range.header?.revision);
+    if (!Number.isInteger(revision) || revision <= 0) {
+      throw new TestenvError('ApiRequestFailed', `etcd reported no revision: ${JSON.stringify(range)}`);
+    }
+    await postText(`${url}/v3/kv/compaction`, { revision: String(revision), physical: true });
+    return revision;
+  }
+
+  /**
    * A kubeconfig that authenticates as a ServiceAccount (created if missing) with a bound token from the
    * TokenRequest API, so code under test runs with only the permissions RBAC gives that account.
    */
@@ -584,6 +602,30 @@ export class Environment {
     };
     await writeFile(join(this.dir, 'state.json'), `${JSON.stringify(state, null, 2)}\n`);
   }
+}
+
+/** POST JSON to etcd's HTTP gateway on loopback; resolves with the body of a 200, rejects otherwise. */
+function postText(url: string, body: unknown): Promise<string> {
+  const payload = JSON.stringify(body);
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(
+      url,
+      { method: 'POST', timeout: 10_000, headers: { 'content-type': 'application/json' } },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          if (res.statusCode === 200) resolve(text);
+          else reject(new TestenvError('ApiRequestFailed', `POST ${url} answered ${res.statusCode}: ${text}`));
+        });
+        res.on('error', reject);
+      },
+    );
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.on('error', reject);
+    req.end(payload);
+  });
 }
 
 /** GET over HTTP(S) on loopback, accepting self-signed serving certificates (probes only). */

@@ -1,0 +1,125 @@
+/**
+ * @module test/support
+ * Shared set-up of the runtime's integration tests: a control plane, clients for it, a test CRD (`Widget`, with status
+ * and scale subresources), a logger that records entries, and polling.
+ */
+import { type Environment, start } from '@opkit/testenv';
+import { setTimeout as sleep } from 'node:timers/promises';
+import {
+  Client,
+  type ConnectionConfig,
+  CustomResourceDefinitions,
+  type KubeObject,
+  type LogFields,
+  type Logger,
+  loadConfig,
+  resource,
+} from '../src/index.ts';
+
+export interface Widget extends KubeObject {
+  spec?: { replicas?: number; color?: string };
+  status?: { replicas?: number; selector?: string; phase?: string };
+}
+
+export const Widgets = resource<Widget>({
+  group: 'test.opkit.dev',
+  version: 'v1',
+  kind: 'Widget',
+  plural: 'widgets',
+  namespaced: true,
+});
+
+export async function startEnv(nodes = 1): Promise<{ env: Environment; client: Client; config: ConnectionConfig }> {
+  const env = await start({ nodes, log: () => {} });
+  const config = await loadConfig({ path: env.kubeconfigPath });
+  return { env, client: new Client(config, { name: 'runtime-tests' }), config };
+}
+
+/** A client that reaches the apiserver at another address (e.g. through a FaultProxy). */
+export async function clientVia(env: Environment, server: string): Promise<Client> {
+  const config = await loadConfig({ path: env.kubeconfigPath });
+  return new Client({ ...config, server }, { name: 'runtime-tests-proxied' });
+}
+
+export async function installWidgetCrd(client: Client): Promise<void> {
+  await client.create(CustomResourceDefinitions, {
+    metadata: { name: 'widgets.test.opkit.dev' },
+    spec: {
+      group: 'test.opkit.dev',
+      names: { kind: 'Widget', plural: 'widgets', singular: 'widget', listKind: 'WidgetList' },
+      scope: 'Namespaced',
+      versions: [
+        {
+          name: 'v1',
+          served: true,
+          storage: true,
+          subresources: {
+            status: {},
+            scale: { specReplicasPath: '.spec.replicas', statusReplicasPath: '.status.replicas', labelSelectorPath: '.status.selector' },
+          },
+          schema: {
+            openAPIV3Schema: {
+              type: 'object',
+              properties: {
+                spec: {
+                  type: 'object',
+                  properties: { replicas: { type: 'integer', minimum: 0 }, color: { type: 'string', maxLength: 20 } },
+                },
+                status: {
+                  type: 'object',
+                  properties: { replicas: { type: 'integer' }, selector: { type: 'string' }, phase: { type: 'string' } },
+                },
+              },
+            },
+          },
+        },
+      ],
+    },
+  });
+  await waitFor('the Widget CRD to be served', async () => {
+    try {
+      await client.list(Widgets, { namespace: 'default' });
+      return true;
+    } catch {
+      return false;
+    }
+  });
+}
+
+export async function waitFor<T>(what: string, check: () => Promise<T | undefined | false>, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await check();
+      if (v !== undefined && v !== false) return v;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${String(last)}` : ''}`);
+    await sleep(50);
+  }
+}
+
+export interface LogEntry {
+  readonly level: 'debug' | 'info' | 'warn' | 'error';
+  readonly message: string;
+  readonly fields: LogFields;
+}
+
+/** A Logger that keeps every entry (with the bindings of its children) for assertions. */
+export function recordingLogger(entries: LogEntry[] = [], bindings: LogFields = {}): Logger & { entries: LogEntry[] } {
+  const at =
+    (level: LogEntry['level']) =>
+    (fields: LogFields, message: string): void => {
+      entries.push({ level, message, fields: { ...bindings, ...fields } });
+    };
+  return {
+    entries,
+    debug: at('debug'),
+    info: at('info'),
+    warn: at('warn'),
+    error: at('error'),
+    child: (more) => recordingLogger(entries, { ...bindings, ...more }),
+  };
+}
