@@ -8,9 +8,9 @@ import {
   Deployments,
   isApiError,
   loadConfig,
-  Client as RuntimeClient,
   Namespaces,
   Pods,
+  Client as RuntimeClient,
 } from '../src/index.ts';
 import { installWidgetCrd, startEnv, Widgets } from './support.ts';
 
@@ -37,9 +37,17 @@ describe('client against a real apiserver', () => {
     const updated = await client.update(ConfigMaps, got);
     assert.equal(updated.data?.a, '2');
     // a stale resourceVersion is a Conflict
-    await assert.rejects(client.update(ConfigMaps, { ...got, data: { a: '3' } }), (e) => isApiError(e, 'Conflict') && e.status === 409);
-    await assert.rejects(client.create(ConfigMaps, { metadata: { name: 'one', namespace: 'c' } }), (e) => isApiError(e, 'AlreadyExists'));
-    await assert.rejects(client.get(ConfigMaps, { namespace: 'c', name: 'nope' }), (e) => isApiError(e, 'NotFound') && e.status === 404);
+    await assert.rejects(
+      client.update(ConfigMaps, { ...got, data: { a: '3' } }),
+      (e) => isApiError(e, 'Conflict') && e.status === 409,
+    );
+    await assert.rejects(client.create(ConfigMaps, { metadata: { name: 'one', namespace: 'c' } }), (e) =>
+      isApiError(e, 'AlreadyExists'),
+    );
+    await assert.rejects(
+      client.get(ConfigMaps, { namespace: 'c', name: 'nope' }),
+      (e) => isApiError(e, 'NotFound') && e.status === 404,
+    );
     const ns = await client.get(Namespaces, { name: 'c' });
     assert.equal(ns.metadata.name, 'c');
     // delete with a precondition on the UID: a wrong UID is a Conflict, the right one deletes
@@ -47,7 +55,11 @@ describe('client against a real apiserver', () => {
       client.delete(ConfigMaps, { namespace: 'c', name: 'one' }, { preconditions: { uid: 'not-the-uid' } }),
       (e) => isApiError(e, 'Conflict'),
     );
-    await client.delete(ConfigMaps, { namespace: 'c', name: 'one' }, { preconditions: { uid: cm.metadata.uid as string } });
+    await client.delete(
+      ConfigMaps,
+      { namespace: 'c', name: 'one' },
+      { preconditions: { uid: cm.metadata.uid as string } },
+    );
     await assert.rejects(client.get(ConfigMaps, { namespace: 'c', name: 'one' }), (e) => isApiError(e, 'NotFound'));
   });
 
@@ -56,7 +68,10 @@ describe('client against a real apiserver', () => {
       assert.ok(e instanceof ApiError);
       assert.equal(e.code, 'Invalid');
       assert.equal(e.status, 422);
-      assert.ok(e.causes.some((c) => c.field === 'metadata.name'), JSON.stringify(e.causes));
+      assert.ok(
+        e.causes.some((c) => c.field === 'metadata.name'),
+        JSON.stringify(e.causes),
+      );
       assert.equal(e.retryable, false);
       return true;
     });
@@ -80,7 +95,12 @@ describe('client against a real apiserver', () => {
         selector: { matchLabels: { app: 'd' } },
         template: {
           metadata: { labels: { app: 'd' } },
-          spec: { containers: [{ name: 'main', image: 'busybox' }, { name: 'side', image: 'busybox' }] },
+          spec: {
+            containers: [
+              { name: 'main', image: 'busybox' },
+              { name: 'side', image: 'busybox' },
+            ],
+          },
         },
       },
     });
@@ -105,7 +125,11 @@ describe('client against a real apiserver', () => {
     assert.ok(applied.metadata.managedFields?.some((f) => f.manager === 'opkit-test'));
     // another manager changing the same field conflicts unless it forces
     await assert.rejects(
-      client.apply(ConfigMaps, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'ssa', namespace: 'c' }, data: { k: 'w' } }, { fieldManager: 'other' }),
+      client.apply(
+        ConfigMaps,
+        { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'ssa', namespace: 'c' }, data: { k: 'w' } },
+        { fieldManager: 'other' },
+      ),
       (e) => isApiError(e, 'Conflict'),
     );
     const forced = await client.apply(
@@ -118,12 +142,18 @@ describe('client against a real apiserver', () => {
   });
 
   test('status and scale subresources of a custom resource', async () => {
-    const w = await client.create(Widgets, { metadata: { name: 'w1', namespace: 'c' }, spec: { replicas: 2, color: 'red' } });
+    const w = await client.create(Widgets, {
+      metadata: { name: 'w1', namespace: 'c' },
+      spec: { replicas: 2, color: 'red' },
+    });
     // update() ignores status when the kind has a status subresource …
     const ignored = await client.update(Widgets, { ...w, status: { phase: 'Ready' } });
     assert.equal(ignored.status, undefined);
     // … updateStatus / patchStatus write it
-    const st = await client.updateStatus(Widgets, { ...ignored, status: { phase: 'Ready', replicas: 2, selector: 'app=w1' } });
+    const st = await client.updateStatus(Widgets, {
+      ...ignored,
+      status: { phase: 'Ready', replicas: 2, selector: 'app=w1' },
+    });
     assert.equal(st.status?.phase, 'Ready');
     const ps = await client.patchStatus(Widgets, { namespace: 'c', name: 'w1' }, { status: { phase: 'Scaling' } });
     assert.equal(ps.status?.phase, 'Scaling');
@@ -138,7 +168,9 @@ describe('client against a real apiserver', () => {
   test('lists are paginated and complete; kind and apiVersion are filled in; selectors filter on the server', async () => {
     await Promise.all(
       Array.from({ length: 23 }, (_, i) =>
-        client.create(ConfigMaps, { metadata: { name: `page-${i}`, namespace: 'c', labels: { page: i % 2 ? 'odd' : 'even' } } }),
+        client.create(ConfigMaps, {
+          metadata: { name: `page-${i}`, namespace: 'c', labels: { page: i % 2 ? 'odd' : 'even' } },
+        }),
       ),
     );
     const pages: number[] = [];
@@ -160,7 +192,15 @@ describe('client against a real apiserver', () => {
       metadata: {
         name: 'fg-child',
         namespace: 'c',
-        ownerReferences: [{ apiVersion: 'v1', kind: 'ConfigMap', name: 'fg-owner', uid: owner.metadata.uid as string, blockOwnerDeletion: true }],
+        ownerReferences: [
+          {
+            apiVersion: 'v1',
+            kind: 'ConfigMap',
+            name: 'fg-owner',
+            uid: owner.metadata.uid as string,
+            blockOwnerDeletion: true,
+          },
+        ],
       },
     });
     await client.delete(ConfigMaps, { namespace: 'c', name: 'fg-owner' }, { propagationPolicy: 'Foreground' });
@@ -176,10 +216,16 @@ describe('client against a real apiserver', () => {
   test('Forbidden for a ServiceAccount without RBAC; Unauthorized for a bad token; the user agent names opkit', async () => {
     const sa = await env.kubeconfigFor({ namespace: 'c', name: 'nobody' });
     const saClient = await RuntimeClient.create({ path: sa.path });
-    await assert.rejects(saClient.list(ConfigMaps, { namespace: 'c' }), (e) => isApiError(e, 'Forbidden') && e.status === 403);
+    await assert.rejects(
+      saClient.list(ConfigMaps, { namespace: 'c' }),
+      (e) => isApiError(e, 'Forbidden') && e.status === 403,
+    );
     saClient.close();
     const config = await loadConfig({ path: sa.path });
-    const bad = new RuntimeClient({ ...config, auth: { credentials: async () => ({ headers: { authorization: 'Bearer nope' } }), invalidate: () => {} } });
+    const bad = new RuntimeClient({
+      ...config,
+      auth: { credentials: async () => ({ headers: { authorization: 'Bearer nope' } }), invalidate: () => {} },
+    });
     await assert.rejects(bad.list(ConfigMaps, { namespace: 'c' }), (e) => isApiError(e, 'Unauthorized'));
     bad.close();
     const ev = await client.create(ConfigMaps, { metadata: { name: 'ua', namespace: 'c' }, data: { a: '1' } });

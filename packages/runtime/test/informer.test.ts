@@ -71,7 +71,10 @@ describe('informer against a real apiserver', () => {
     await client.create(Namespaces, { metadata: { name } });
     await Promise.all(
       Array.from({ length: objects }, (_, i) =>
-        client.create(ConfigMaps, { metadata: { name: `cm-${i}`, namespace: name, labels: { t: 'x' } }, data: { i: String(i) } }),
+        client.create(ConfigMaps, {
+          metadata: { name: `cm-${i}`, namespace: name, labels: { t: 'x' } },
+          data: { i: String(i) },
+        }),
       ),
     );
   }
@@ -112,7 +115,10 @@ describe('informer against a real apiserver', () => {
     await client.create(ConfigMaps, { metadata: { name: 'late', namespace: 's', labels: { t: 'x' } } });
     await client.patch(ConfigMaps, { namespace: 's', name: 'cm-1' }, { data: { i: 'changed' } });
     await client.delete(ConfigMaps, { namespace: 's', name: 'cm-2' });
-    await waitFor('the three events', async () => seen.adds.size === 31 && seen.updates.includes('cm-1') && seen.deletes.includes('cm-2'));
+    await waitFor(
+      'the three events',
+      async () => seen.adds.size === 31 && seen.updates.includes('cm-1') && seen.deletes.includes('cm-2'),
+    );
     const stored = inf.store.get('s/cm-1') as ConfigMap;
     assert.throws(() => {
       (stored.data as Record<string, string>).i = 'mutated';
@@ -128,14 +134,20 @@ describe('informer against a real apiserver', () => {
     const seen = recorder(inf);
     await env.restart('kube-apiserver', { downMs: 1_000 });
     await Promise.all(
-      Array.from({ length: 10 }, (_, i) => client.create(ConfigMaps, { metadata: { name: `new-${i}`, namespace: 'r', labels: { t: 'x' } } })),
+      Array.from({ length: 10 }, (_, i) =>
+        client.create(ConfigMaps, { metadata: { name: `new-${i}`, namespace: 'r', labels: { t: 'x' } } }),
+      ),
     );
-    for (let i = 0; i < 5; i++) await client.patch(ConfigMaps, { namespace: 'r', name: `cm-${i}` }, { data: { i: 'u' } });
+    for (let i = 0; i < 5; i++)
+      await client.patch(ConfigMaps, { namespace: 'r', name: `cm-${i}` }, { data: { i: 'u' } });
     for (let i = 5; i < 10; i++) await client.delete(ConfigMaps, { namespace: 'r', name: `cm-${i}` });
     await convergedWithList(inf, 'r');
     assert.equal(inf.store.size, 25);
     assert.equal(seen.adds.size, 30, '20 replayed + 10 new');
-    assert.ok([...seen.adds.values()].every((n) => n === 1), 'no object was added twice');
+    assert.ok(
+      [...seen.adds.values()].every((n) => n === 1),
+      'no object was added twice',
+    );
     assert.deepEqual(seen.deletes.sort(), ['cm-5', 'cm-6', 'cm-7', 'cm-8', 'cm-9']);
     for (let i = 0; i < 5; i++) assert.ok(seen.updates.includes(`cm-${i}`), `update of cm-${i} delivered`);
     assert.ok(m.restarts.length >= 1, 'the watch was restarted');
@@ -153,7 +165,8 @@ describe('informer against a real apiserver', () => {
       proxy.setMode({ kind: 'freeze' });
       for (const i of [0, 1, 2]) await client.delete(ConfigMaps, { namespace: 'g', name: `cm-${i}` });
       await client.patch(ConfigMaps, { namespace: 'g', name: 'cm-3' }, { data: { i: 'gap' } });
-      for (const n of ['gap-a', 'gap-b']) await client.create(ConfigMaps, { metadata: { name: n, namespace: 'g', labels: { t: 'x' } } });
+      for (const n of ['gap-a', 'gap-b'])
+        await client.create(ConfigMaps, { metadata: { name: n, namespace: 'g', labels: { t: 'x' } } });
       await env.compactEtcd();
       await env.restart('kube-apiserver'); // an empty watch cache: the informer's resourceVersion is now too old
       proxy.setMode({ kind: 'pass' });
@@ -163,7 +176,10 @@ describe('informer against a real apiserver', () => {
       assert.deepEqual(seen.deletes.sort(), ['cm-0', 'cm-1', 'cm-2'], 'deletes from the gap are reported');
       assert.deepEqual(seen.updates, ['cm-3']);
       assert.equal(seen.adds.size, 12, '10 replayed + 2 new');
-      assert.ok([...seen.adds.values()].every((n) => n === 1), 'unchanged objects are not added again');
+      assert.ok(
+        [...seen.adds.values()].every((n) => n === 1),
+        'unchanged objects are not added again',
+      );
     } finally {
       via.close();
       await proxy.close();

@@ -3,8 +3,9 @@
  * Shared set-up of the runtime's integration tests: a control plane, clients for it, a test CRD (`Widget`, with status
  * and scale subresources), a logger that records entries, and polling.
  */
-import { type Environment, start } from '@opkit/testenv';
+
 import { setTimeout as sleep } from 'node:timers/promises';
+import { type Environment, start } from '@opkit/testenv';
 import {
   Client,
   type ConnectionConfig,
@@ -55,7 +56,11 @@ export async function installWidgetCrd(client: Client): Promise<void> {
           storage: true,
           subresources: {
             status: {},
-            scale: { specReplicasPath: '.spec.replicas', statusReplicasPath: '.status.replicas', labelSelectorPath: '.status.selector' },
+            scale: {
+              specReplicasPath: '.spec.replicas',
+              statusReplicasPath: '.status.replicas',
+              labelSelectorPath: '.status.selector',
+            },
           },
           schema: {
             openAPIV3Schema: {
@@ -67,7 +72,11 @@ export async function installWidgetCrd(client: Client): Promise<void> {
                 },
                 status: {
                   type: 'object',
-                  properties: { replicas: { type: 'integer' }, selector: { type: 'string' }, phase: { type: 'string' } },
+                  properties: {
+                    replicas: { type: 'integer' },
+                    selector: { type: 'string' },
+                    phase: { type: 'string' },
+                  },
                 },
               },
             },
@@ -86,7 +95,11 @@ export async function installWidgetCrd(client: Client): Promise<void> {
   });
 }
 
-export async function waitFor<T>(what: string, check: () => Promise<T | undefined | false>, timeoutMs = 30_000): Promise<T> {
+export async function waitFor<T>(
+  what: string,
+  check: () => Promise<T | undefined | false>,
+  timeoutMs = 30_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {
@@ -96,7 +109,8 @@ export async function waitFor<T>(what: string, check: () => Promise<T | undefine
     } catch (err) {
       last = err;
     }
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${String(last)}` : ''}`);
+    if (Date.now() > deadline)
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${String(last)}` : ''}`);
     await sleep(50);
   }
 }

@@ -29,7 +29,7 @@ export {
   start,
 } from './environment.ts';
 export { isTestenvError, TestenvError, type TestenvErrorCode } from './errors.ts';
+export { type FaultMode, FaultProxy, type FaultProxyOptions, type FaultProxyStats, targetOf } from './fault-proxy.ts';
 export type { Kubeconfig } from './kubeconfig.ts';
 export { cacheRoot } from './paths.ts';
 export { ETCD_VERSION, KUBERNETES_VERSION, KWOK_VERSION } from './versions.ts';
-export { type FaultMode, FaultProxy, type FaultProxyOptions, type FaultProxyStats, targetOf } from './fault-proxy.ts';
