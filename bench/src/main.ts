@@ -6,11 +6,13 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { parseArgs } from 'node:util';
 import { envStart, envStartMarkdown } from './scenarios/env-start.ts';
+import { type InformerResult, informerScenario } from './scenarios/informer.ts';
 
 const USAGE = `Usage: npm run bench -- <scenario> [--repeat N] [--json FILE]
 
 Scenarios:
   env-start   warm start time and memory of the local control plane, and the recorded cold build time
+  informer    opkit's informer vs @kubernetes/client-node's: sync time, heap per object, CPU per event (--objects N)
 `;
 
 const { values, positionals } = parseArgs({
@@ -18,6 +20,7 @@ const { values, positionals } = parseArgs({
   options: {
     json: { type: 'string' },
     repeat: { type: 'string', default: '3' },
+    objects: { type: 'string', default: '10000' },
     help: { type: 'boolean', short: 'h', default: false },
   },
 });
@@ -42,6 +45,17 @@ switch (scenario) {
     table = envStartMarkdown(r);
     break;
   }
+  case 'informer': {
+    const objects = Number(values.objects);
+    if (!Number.isInteger(objects) || objects < 1) {
+      process.stderr.write(`bench: --objects must be a whole number ≥ 1, got "${values.objects}"\n`);
+      process.exit(2);
+    }
+    const r = await informerScenario({ objects, repeat, log });
+    result = r;
+    table = informerMarkdown(r);
+    break;
+  }
   default:
     process.stderr.write(`bench: unknown scenario "${scenario}"\n${USAGE}`);
     process.exit(2);
@@ -51,4 +65,24 @@ if (values.json) {
   await mkdir(dirname(values.json), { recursive: true });
   await writeFile(values.json, `${JSON.stringify(result, null, 2)}\n`);
   log(`figures written to ${values.json}`);
+}
+
+function informerMarkdown(r: InformerResult): string {
+  const row = (name: string, ours: number, peer: number, unit = '') =>
+    `| ${name} | ${ours}${unit} | ${peer}${unit} | ${(ours / peer).toFixed(2)}× |`;
+  return [
+    `Informer, ${r.objects} pods, median of ${r.repetitions} runs per informer`,
+    '',
+    '| figure | opkit | client-node | opkit / client-node |',
+    '| --- | --- | --- | --- |',
+    row('time to sync (s)', r.syncSeconds, r.peer.syncSeconds),
+    row('heap per cached object (bytes)', r.heapBytesPerObject, r.peer.heapBytesPerObject),
+    row('CPU per watch event (µs)', r.cpuMicrosPerEvent, r.peer.cpuMicrosPerEvent),
+    row('watch events delivered per second', r.eventsPerSecond, r.peer.eventsPerSecond),
+    '',
+    `opkit keeping managedFields (as the peer does): sync ${r.oursKeepingManagedFields.syncSeconds} s, ` +
+      `${r.oursKeepingManagedFields.heapBytesPerObject} bytes per object.`,
+    `Work queue (in-process): ${r.queueOpsPerSecond} add+get+done cycles per second.`,
+    `Update events never delivered: opkit ${r.missedEvents.ours}, client-node ${r.missedEvents.peer}.`,
+  ].join('\n');
 }

@@ -233,6 +233,16 @@ describe('client against a real apiserver', () => {
     assert.equal(manager, 'opkit', 'the apiserver derives the field manager from the user agent');
   });
 
+  test('an optional client-side rate limit spaces requests (off by default)', async () => {
+    const config = await loadConfig({ path: env.kubeconfigPath });
+    const limited = new RuntimeClient(config, { qps: 10, burst: 1 });
+    const t0 = performance.now();
+    await Promise.all(Array.from({ length: 6 }, () => limited.get(Namespaces, { name: 'default' })));
+    const elapsed = performance.now() - t0;
+    limited.close();
+    assert.ok(elapsed >= 450, `6 requests at 10 qps with burst 1 take ≥ 0.5 s, took ${Math.round(elapsed)} ms`);
+  });
+
   test('a request to an unreachable server fails fast with a Network error', async () => {
     const config = await loadConfig({ path: env.kubeconfigPath });
     const dead = new RuntimeClient({ ...config, server: 'https://127.0.0.1:1' });

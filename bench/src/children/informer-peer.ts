@@ -1,0 +1,65 @@
+/**
+ * The peer: @kubernetes/client-node's informer, as TypeScript operators use it today, measured exactly like ours.
+ * Args: <kubeconfig> <namespace> <expected objects>.
+ */
+import { CoreV1Api, KubeConfig, makeInformer, type V1Pod } from '@kubernetes/client-node';
+import { cpuSeconds, nextCommand, report, settledHeap, waitForEvents } from './protocol.ts';
+
+const [kubeconfig, namespace, expectedArg] = process.argv.slice(2) as [string, string, string];
+const kc = new KubeConfig();
+kc.loadFromFile(kubeconfig);
+const api = kc.makeApiClient(CoreV1Api);
+const informer = makeInformer<V1Pod>(kc, `/api/v1/namespaces/${namespace}/pods`, () =>
+  api.listNamespacedPod({ namespace }),
+);
+let updates = 0;
+let firstAt = 0;
+let lastAt = 0;
+let target = Number.POSITIVE_INFINITY;
+let reached: () => void = () => {};
+informer.on('update', () => {
+  updates += 1;
+  if (updates === 1) firstAt = performance.now();
+  lastAt = performance.now();
+});
+// The documented client-node pattern: the informer stops on any error other than 410, so restart it.
+let errors = 0;
+informer.on('error', (err: unknown) => {
+  errors += 1;
+  process.stderr.write(`informer error: ${String((err as Error)?.message ?? err)}\n`);
+  setTimeout(() => void informer.start(), 1_000);
+});
+const heap0 = settledHeap();
+const t0 = performance.now();
+await informer.start();
+const syncSeconds = (performance.now() - t0) / 1000;
+const objects = informer.list(namespace).length;
+const heap1 = settledHeap();
+report({
+  phase: 'synced',
+  objects,
+  expected: Number(expectedArg),
+  syncSeconds,
+  heapBytesPerObject: (heap1 - heap0) / objects,
+  rssBytes: process.memoryUsage().rss,
+});
+const churn = Number((await nextCommand()).split(' ')[1]);
+const cpu0 = cpuSeconds();
+target = churn;
+await waitForEvents(
+  churn,
+  () => updates,
+  (r) => {
+    reached = r;
+  },
+);
+report({
+  phase: 'churned',
+  events: updates,
+  missed: Math.max(0, churn - updates),
+  errors,
+  eventsPerSecond: updates / ((lastAt - firstAt) / 1000),
+  cpuMicrosPerEvent: ((cpuSeconds() - cpu0) * 1e6) / updates,
+});
+await informer.stop();
+process.exit(0);
