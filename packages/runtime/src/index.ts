@@ -7,6 +7,9 @@
  * - workqueue: `WorkQueue` and rate limiters, with an injectable clock.
  * - controller: `ControllerBuilder` (`for` / `owns` / `watches` / predicates), `Controller`, the reconcile contract
  *   (`done`, `requeueAfter`, `TerminalError`), expectations (read-your-own-writes).
+ * - manager: `Manager` (caches, controllers, leader election, /metrics, /healthz, /readyz, graceful shutdown),
+ *   settings from flags and environment.
+ * - helpers: Events (aggregated, rate limited), finalizers, owner references, conditions, status written only on change.
  * - logger, metrics (controller-runtime's metric names).
  */
 export {
@@ -96,6 +99,35 @@ export {
   TerminalError,
 } from './controller/reconcile.ts';
 export {
+  type Condition,
+  type ConditionInput,
+  type ConditionStatus,
+  getCondition,
+  isConditionFalse,
+  isConditionTrue,
+  isConditionUnknown,
+  removeCondition,
+  setCondition,
+} from './helpers/conditions.ts';
+export { EventRecorder, type EventRecorderOptions, type EventType } from './helpers/events.ts';
+export {
+  addFinalizer,
+  type FinalizerHandlers,
+  finalizer,
+  hasFinalizer,
+  removeFinalizer,
+} from './helpers/finalizers.ts';
+export {
+  controllerOf,
+  isControlledBy,
+  OwnerReferenceError,
+  type OwnerReferenceErrorCode,
+  removeOwnerReference,
+  setControllerReference,
+  setOwnerReference,
+} from './helpers/ownerrefs.ts';
+export { jsonEqual, updateStatusIfChanged } from './helpers/status.ts';
+export {
   createLogger,
   type LogFields,
   type Logger,
@@ -103,6 +135,16 @@ export {
   type LogLevel,
   silentLogger,
 } from './logger.ts';
+export { type LeaderCallbacks, type LeaderElectionOptions, LeaderElector, microTime } from './manager/leader.ts';
+export {
+  type LeaderElectionSettings,
+  Manager,
+  ManagerError,
+  type ManagerErrorCode,
+  type ManagerOptions,
+  type Runnable,
+} from './manager/manager.ts';
+export { parseDuration, SETTINGS_HELP, SettingsError, settingsFromArgs } from './manager/settings.ts';
 export { Metrics, type WatchMetrics } from './metrics.ts';
 export { VERSION } from './version.ts';
 export * from './workqueue/index.ts';

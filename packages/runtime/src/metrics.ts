@@ -202,6 +202,10 @@ export class Metrics {
   queue(name: string, probe: () => { unfinished: number; longest: number }): WorkQueueMetrics {
     const labels = { name, controller: name };
     this.#queueProbes.set(name, probe);
+    // Series exist from the start (at 0), as controller-runtime's do, so dashboards and alerts see them.
+    this.#queueDepth.set(labels, 0);
+    this.#queueAdds.inc(labels, 0);
+    this.#queueRetries.inc(labels, 0);
     return {
       depth: (n) => this.#queueDepth.set(labels, n),
       added: () => this.#queueAdds.inc(labels),
@@ -209,6 +213,16 @@ export class Metrics {
       workDuration: (s) => this.#queueWork.observe(labels, s),
       retried: () => this.#queueRetries.inc(labels),
     };
+  }
+
+  /** Creates a controller's series at 0 (results success, error, requeue, requeue_after; errors; workers). */
+  initController(controller: string, workers: number): void {
+    for (const result of ['success', 'error', 'requeue', 'requeue_after'])
+      this.reconcileTotal.inc({ controller, result }, 0);
+    this.reconcileErrors.inc({ controller }, 0);
+    this.terminalReconcileErrors.inc({ controller }, 0);
+    this.maxConcurrentReconciles.set({ controller }, workers);
+    this.activeWorkers.set({ controller }, 0);
   }
 
   /** Hooks for one informer's watch (`resource` like `pods` or `appservices.app.example.com`). */

@@ -76,6 +76,10 @@ export async function installWidgetCrd(client: Client): Promise<void> {
                     replicas: { type: 'integer' },
                     selector: { type: 'string' },
                     phase: { type: 'string' },
+                    conditions: {
+                      type: 'array',
+                      items: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true },
+                    },
                   },
                 },
               },

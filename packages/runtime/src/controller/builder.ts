@@ -19,7 +19,12 @@ import { type MapFunc, requestForObject, requestsForOwner } from './handlers.ts'
 import type { Predicate } from './predicates.ts';
 import type { ReconcileFunc, Reconciler } from './reconcile.ts';
 
-export type ControllerDeps = Pick<ControllerOptions, 'client' | 'cache' | 'log' | 'metrics' | 'clock'>;
+export type ControllerDeps = Pick<ControllerOptions, 'client' | 'cache' | 'log' | 'metrics' | 'clock'> & {
+  /** Called with the finished controller (the manager uses it to run the controller). */
+  readonly register?: (controller: Controller) => void;
+  /** Defaults for every controller built with these deps (e.g. the manager's settings). */
+  readonly defaults?: BuilderOptions;
+};
 export type BuilderOptions = Omit<ControllerOptions, 'client' | 'cache' | 'log' | 'metrics' | 'clock' | 'name'>;
 
 interface Source {
@@ -81,8 +86,10 @@ export class ControllerBuilder {
     if (!this.#for) throw new TypeError('a controller needs for(kind): the kind it reconciles');
     const r: Reconciler = typeof reconciler === 'function' ? { reconcile: reconciler } : reconciler;
     const name = this.#name ?? this.#for.resource.kind.toLowerCase();
-    const c = new Controller({ ...this.#deps, ...this.#options, name }, r);
+    const { register, defaults, ...deps } = this.#deps;
+    const c = new Controller({ ...deps, ...defaults, ...this.#options, name }, r);
     for (const s of [this.#for, ...this.#sources]) c.watch(s.resource, s.map, [...this.#filters, ...s.predicates]);
+    register?.(c);
     return c;
   }
 }

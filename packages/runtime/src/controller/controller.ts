@@ -117,6 +117,11 @@ export class Controller {
     );
   }
 
+  /** The resources this controller watches. */
+  resources(): ResourceType[] {
+    return this.#watched.map((i) => i.resource as ResourceType);
+  }
+
   /** Enqueues one request by hand. */
   enqueue(request: Request): void {
     this.queue.add(objectKey(request));
@@ -127,8 +132,7 @@ export class Controller {
     if (this.#started) throw new ControllerError('AlreadyStarted', `controller ${this.name} was already started`);
     this.#started = true;
     const workers = this.#o.maxConcurrentReconciles ?? 1;
-    this.#o.metrics?.maxConcurrentReconciles.set({ controller: this.name }, workers);
-    this.#o.metrics?.activeWorkers.set({ controller: this.name }, 0);
+    this.#o.metrics?.initController(this.name, workers);
     this.#o.cache.start(signal);
     const timeoutMs = this.#o.cacheSyncTimeoutMs ?? 120_000;
     const syncAbort = AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]);

@@ -1,0 +1,13 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { jsonEqual } from './status.ts';
+
+test('jsonEqual ignores key order and undefined members, not array order', () => {
+  assert.ok(jsonEqual({ a: 1, b: { c: [1, 2] } }, { b: { c: [1, 2] }, a: 1 }));
+  assert.ok(jsonEqual({ a: 1, b: undefined }, { a: 1 }));
+  assert.ok(!jsonEqual({ a: [1, 2] }, { a: [2, 1] }));
+  assert.ok(!jsonEqual({ a: 1 }, { a: '1' }));
+  assert.ok(!jsonEqual(undefined, {}));
+  assert.ok(jsonEqual(null, null));
+  assert.ok(!jsonEqual([], {}));
+});

@@ -1,0 +1,215 @@
+/**
+ * @module manager/leader
+ * Leader election on a `coordination.k8s.io/v1` Lease, as client-go does it: try to acquire every `retryPeriod`
+ * (jittered); while leading, renew every `retryPeriod`; if no renewal succeeded for `renewDeadline`, leadership is lost.
+ *
+ * Guarantees:
+ * - Times are written as MicroTime (RFC 3339 with microseconds), which the API requires.
+ * - Another holder's lease is judged by when *we* last saw it change (local clock), not by its renewTime, so clock
+ *   skew between replicas cannot make us take a live lease.
+ * - Writes use the Lease's resourceVersion: two candidates can never both win the same round.
+ * - `onStoppedLeading` runs the moment renewal fails past the deadline (before the lease can expire for others, as
+ *   renewDeadline < leaseDuration): the caller must stop acting at once — there is no other fencing.
+ * - On release (graceful stop) the lease is handed back (empty holder, 1 s duration) so a successor takes over
+ *   within one retry period.
+ */
+
+import { type Lease, Leases } from '../client/builtins.ts';
+import type { Client } from '../client/client.ts';
+import { isApiError } from '../client/errors.ts';
+import type { Logger } from '../logger.ts';
+
+export interface LeaderElectionOptions {
+  readonly client: Client;
+  readonly namespace: string;
+  readonly name: string;
+  /** This candidate's identity (default: hostname + random suffix). */
+  readonly identity: string;
+  /** Default 15 s. */
+  readonly leaseDurationMs?: number;
+  /** Default 10 s. */
+  readonly renewDeadlineMs?: number;
+  /** Default 2 s. */
+  readonly retryPeriodMs?: number;
+  readonly log: Logger;
+}
+
+export interface LeaderCallbacks {
+  /** Leadership acquired; `signal` aborts when it is lost or released. */
+  onStartedLeading(signal: AbortSignal): void;
+  /** Leadership lost (renewal failed past the deadline) — not called after a graceful release. */
+  onStoppedLeading(): void;
+  /** Another (or no) identity holds the lease. */
+  onNewLeader?(identity: string): void;
+}
+
+/** RFC 3339 with microseconds, as the API's MicroTime requires. */
+export function microTime(date: Date): string {
+  return date.toISOString().replace(/Z$/, '000Z');
+}
+
+export class LeaderElector {
+  readonly #o: Required<Omit<LeaderElectionOptions, 'log' | 'client'>> & Pick<LeaderElectionOptions, 'log' | 'client'>;
+  #observed: { holder: string; renewTime: string | undefined; at: number } | undefined;
+  #leading = false;
+  #lastLeader: string | undefined;
+
+  constructor(options: LeaderElectionOptions) {
+    this.#o = {
+      leaseDurationMs: 15_000,
+      renewDeadlineMs: 10_000,
+      retryPeriodMs: 2_000,
+      ...options,
+    };
+    if (this.#o.renewDeadlineMs >= this.#o.leaseDurationMs) {
+      throw new RangeError('leader election: renewDeadline must be shorter than leaseDuration');
+    }
+  }
+
+  get isLeader(): boolean {
+    return this.#leading;
+  }
+
+  /**
+   * Campaigns until leading, then renews until `signal` aborts (then releases the lease) or leadership is lost.
+   * Resolves after either; never rejects.
+   */
+  async run(signal: AbortSignal, callbacks: LeaderCallbacks): Promise<void> {
+    const { log, retryPeriodMs, renewDeadlineMs } = this.#o;
+    while (!signal.aborted) {
+      if (await this.#tryAcquireOrRenew(callbacks)) break;
+      await sleep(retryPeriodMs * (1 + Math.random() * 0.2), signal);
+    }
+    if (signal.aborted) return;
+    this.#leading = true;
+    log.info({ lease: `${this.#o.namespace}/${this.#o.name}`, identity: this.#o.identity }, 'became leader');
+    const leading = new AbortController();
+    callbacks.onStartedLeading(leading.signal);
+    let lastRenew = Date.now();
+    while (!signal.aborted) {
+      await sleep(retryPeriodMs, signal);
+      if (signal.aborted) break;
+      if (await this.#tryAcquireOrRenew(callbacks, Math.max(500, renewDeadlineMs - (Date.now() - lastRenew)))) {
+        lastRenew = Date.now();
+        continue;
+      }
+      if (Date.now() - lastRenew >= renewDeadlineMs) {
+        this.#leading = false;
+        log.error(
+          { lease: `${this.#o.namespace}/${this.#o.name}`, sinceRenewMs: Date.now() - lastRenew },
+          'leader election lost: could not renew the lease before the deadline',
+        );
+        leading.abort(new Error('leadership lost'));
+        callbacks.onStoppedLeading();
+        return;
+      }
+    }
+    this.#leading = false;
+    leading.abort(new Error('leadership released'));
+    await this.#release();
+  }
+
+  async #tryAcquireOrRenew(callbacks: LeaderCallbacks, timeoutMs?: number): Promise<boolean> {
+    const { client, namespace, name, identity, leaseDurationMs, log } = this.#o;
+    const now = new Date();
+    const ref = { namespace, name };
+    const opts = timeoutMs ? { signal: AbortSignal.timeout(timeoutMs) } : {};
+    let lease: Lease;
+    try {
+      lease = await client.get(Leases, ref, opts);
+    } catch (err) {
+      if (!isApiError(err, 'NotFound')) {
+        log.warn({ err: (err as Error).message }, 'leader election: cannot read the lease');
+        return false;
+      }
+      try {
+        await client.create(
+          Leases,
+          {
+            metadata: { namespace, name },
+            spec: {
+              holderIdentity: identity,
+              leaseDurationSeconds: Math.ceil(leaseDurationMs / 1000),
+              acquireTime: microTime(now),
+              renewTime: microTime(now),
+              leaseTransitions: 0,
+            },
+          },
+          opts,
+        );
+        this.#noteLeader(identity, callbacks);
+        return true;
+      } catch (e) {
+        log.debug({ err: (e as Error).message }, 'leader election: create lost the race');
+        return false;
+      }
+    }
+    const spec = lease.spec ?? {};
+    const holder = spec.holderIdentity ?? '';
+    if (!this.#observed || this.#observed.holder !== holder || this.#observed.renewTime !== spec.renewTime) {
+      this.#observed = { holder, renewTime: spec.renewTime, at: Date.now() };
+    }
+    this.#noteLeader(holder, callbacks);
+    const duration = (spec.leaseDurationSeconds ?? Math.ceil(leaseDurationMs / 1000)) * 1000;
+    const heldByOther = holder !== '' && holder !== identity;
+    if (heldByOther && this.#observed.at + duration > Date.now()) return false;
+    const takingOver = holder !== identity;
+    const updated: Lease = {
+      ...lease,
+      spec: {
+        ...spec,
+        holderIdentity: identity,
+        leaseDurationSeconds: Math.ceil(leaseDurationMs / 1000),
+        renewTime: microTime(now),
+        ...(takingOver ? { acquireTime: microTime(now), leaseTransitions: (spec.leaseTransitions ?? 0) + 1 } : {}),
+      },
+    };
+    try {
+      const written = await client.update(Leases, updated, opts);
+      this.#observed = { holder: identity, renewTime: written.spec?.renewTime, at: Date.now() };
+      this.#noteLeader(identity, callbacks);
+      return true;
+    } catch (err) {
+      log.debug({ err: (err as Error).message }, 'leader election: update failed');
+      return false;
+    }
+  }
+
+  async #release(): Promise<void> {
+    const { client, namespace, name, identity, log } = this.#o;
+    try {
+      const lease = await client.get(Leases, { namespace, name }, { signal: AbortSignal.timeout(5_000) });
+      if (lease.spec?.holderIdentity !== identity) return;
+      const now = microTime(new Date());
+      await client.update(
+        Leases,
+        {
+          ...lease,
+          spec: { ...lease.spec, holderIdentity: '', leaseDurationSeconds: 1, renewTime: now, acquireTime: now },
+        },
+        { signal: AbortSignal.timeout(5_000) },
+      );
+      log.info({ lease: `${namespace}/${name}` }, 'released the leader lease');
+    } catch (err) {
+      log.warn({ err: (err as Error).message }, 'could not release the leader lease; it expires by itself');
+    }
+  }
+
+  #noteLeader(identity: string, callbacks: LeaderCallbacks): void {
+    if (identity === this.#lastLeader) return;
+    this.#lastLeader = identity;
+    callbacks.onNewLeader?.(identity);
+  }
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+  });
+}

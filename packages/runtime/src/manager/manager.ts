@@ -1,0 +1,379 @@
+/**
+ * @module manager/manager
+ * The Manager owns what an operator process runs: the client, the shared cache, the controllers (and any other
+ * runnables), leader election, the metrics server and the health probes.
+ *
+ * `start(signal)`: serve /metrics, /healthz and /readyz (on every replica) → check that every watched resource is
+ * served (a missing CRD fails at once, naming it) → start the cache (standbys keep warm caches) → campaign for the
+ * Lease when leader election is on → run the controllers while leading. `/readyz` passes once every informer has
+ * synced.
+ *
+ * Stopping (the signal aborts, or SIGTERM/SIGINT under `run()`): controllers stop taking work and in-flight reconciles
+ * get `gracefulShutdownTimeoutMs` (30 s) to finish; then the Lease is released (a standby takes over within its retry
+ * period) and the servers close. Fatal errors — caches that never sync, a lost Lease, a controller that fails —
+ * stop everything at once; `start` rejects with a `ManagerError` and `run()` exits 1 with a one-line reason.
+ */
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import { Cache, type CacheOptions } from '../cache/cache.ts';
+import { Client } from '../client/client.ts';
+import { isApiError } from '../client/errors.ts';
+import { type ResourceType, resourceId } from '../client/resource.ts';
+import { type BuilderOptions, ControllerBuilder } from '../controller/builder.ts';
+import type { Controller } from '../controller/controller.ts';
+import { EventRecorder } from '../helpers/events.ts';
+import { createLogger, type Logger } from '../logger.ts';
+import { Metrics } from '../metrics.ts';
+import { LeaderElector } from './leader.ts';
+import { type Check, CheckSet, HttpEndpoints } from './server.ts';
+
+export interface LeaderElectionSettings {
+  readonly enabled?: boolean;
+  /** Namespace of the Lease (default: $POD_NAMESPACE, else the client's namespace). */
+  readonly namespace?: string;
+  /** Name of the Lease (default `<manager name>-leader`). */
+  readonly leaseName?: string;
+  /** Default: hostname + random suffix. */
+  readonly identity?: string;
+  readonly leaseDurationMs?: number;
+  readonly renewDeadlineMs?: number;
+  readonly retryPeriodMs?: number;
+}
+
+export interface ManagerOptions {
+  /** The operator's name: user agent, default Lease name, Event source. */
+  readonly name: string;
+  readonly client?: Client;
+  /** Kubeconfig file and context when no client is given (default: as kubectl, or in-cluster). */
+  readonly kubeconfig?: { readonly path?: string; readonly context?: string };
+  readonly log?: Logger;
+  readonly leaderElection?: LeaderElectionSettings;
+  /** `host:port`, `:port`, or `0` to disable (default `:8080`). */
+  readonly metrics?: { readonly bindAddress?: string };
+  /** `host:port`, `:port`, or `0` to disable (default `:8081`). */
+  readonly health?: { readonly bindAddress?: string };
+  readonly cache?: Omit<CacheOptions, 'client' | 'log' | 'metrics'>;
+  readonly controllers?: {
+    readonly maxConcurrentReconciles?: number;
+    readonly cacheSyncTimeoutMs?: number;
+    /** Time in-flight reconciles get on shutdown (default 30 s). */
+    readonly gracefulShutdownTimeoutMs?: number;
+  };
+}
+
+export type ManagerErrorCode =
+  | 'CacheSyncTimeout'
+  | 'LeaderElectionLost'
+  | 'ResourceNotServed'
+  | 'RunnableFailed'
+  | 'BindFailed';
+
+export class ManagerError extends Error {
+  override readonly name = 'ManagerError';
+  readonly code: ManagerErrorCode;
+
+  constructor(code: ManagerErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.code = code;
+  }
+}
+
+/** Anything the manager runs: started with a signal, resolves when stopped. */
+export interface Runnable {
+  start(signal: AbortSignal): Promise<void>;
+  /** Run only on the leader (default true). */
+  readonly needLeaderElection?: boolean;
+}
+
+export class Manager {
+  readonly name: string;
+  readonly client: Client;
+  readonly cache: Cache;
+  readonly metrics: Metrics;
+  readonly log: Logger;
+  readonly #o: ManagerOptions;
+  readonly #runnables: Runnable[] = [];
+  readonly #controllers: Controller[] = [];
+  readonly #healthz = new CheckSet('/healthz');
+  readonly #readyz = new CheckSet('/readyz');
+  readonly #recorders = new Map<string, EventRecorder>();
+  #servers: HttpEndpoints[] = [];
+  #metricsServer: HttpEndpoints | undefined;
+  #healthServer: HttpEndpoints | undefined;
+  #elector: LeaderElector | undefined;
+  #started = false;
+
+  /** Prefer `Manager.create`, which also wires the client's request metrics. */
+  constructor(options: ManagerOptions & { client: Client; metricsRegistry?: Metrics }) {
+    this.#o = options;
+    this.name = options.name;
+    this.client = options.client;
+    this.log = options.log ?? createLogger({ name: options.name });
+    this.metrics = options.metricsRegistry ?? new Metrics();
+    this.cache = new Cache({ ...options.cache, client: this.client, log: this.log, metrics: this.metrics });
+    this.#healthz.add('ping', () => {});
+    this.#readyz.add('informers', () => {
+      if (!this.cache.started) throw new Error('the cache has not started');
+      const pending = this.cache.informers().filter((i) => !i.hasSynced);
+      if (pending.length > 0) throw new Error(`not synced: ${pending.map((i) => resourceId(i.resource)).join(', ')}`);
+    });
+  }
+
+  /**
+   * A manager with a client from `options.client`, or the kubeconfig (as kubectl), or the in-cluster config; a client
+   * made here reports `rest_client_requests_total`.
+   */
+  static async create(options: ManagerOptions): Promise<Manager> {
+    const metrics = new Metrics();
+    const client =
+      options.client ??
+      (await Client.create({
+        name: options.name,
+        metrics: metrics.requests(),
+        ...(options.kubeconfig?.path ? { path: options.kubeconfig.path } : {}),
+        ...(options.kubeconfig?.context ? { context: options.kubeconfig.context } : {}),
+      }));
+    return new Manager({ ...options, client, metricsRegistry: metrics });
+  }
+
+  /** A controller builder whose controller this manager runs (on the leader). */
+  controller(): ControllerBuilder {
+    const defaults: BuilderOptions = {
+      ...(this.#o.controllers?.maxConcurrentReconciles
+        ? { maxConcurrentReconciles: this.#o.controllers.maxConcurrentReconciles }
+        : {}),
+      ...(this.#o.controllers?.cacheSyncTimeoutMs
+        ? { cacheSyncTimeoutMs: this.#o.controllers.cacheSyncTimeoutMs }
+        : {}),
+      drainTimeoutMs: this.#o.controllers?.gracefulShutdownTimeoutMs ?? 30_000,
+    };
+    return new ControllerBuilder({
+      client: this.client,
+      cache: this.cache,
+      log: this.log,
+      metrics: this.metrics,
+      defaults,
+      register: (c) => {
+        this.#controllers.push(c);
+        this.add(c);
+      },
+    });
+  }
+
+  add(runnable: Runnable): void {
+    if (this.#started) throw new Error('add runnables before start()');
+    this.#runnables.push(runnable);
+  }
+
+  addHealthzCheck(name: string, check: Check): void {
+    this.#healthz.add(name, check);
+  }
+
+  addReadyzCheck(name: string, check: Check): void {
+    this.#readyz.add(name, check);
+  }
+
+  /** An EventRecorder with `component` (default: the manager's name) as the Events' source. */
+  eventRecorder(component = this.name): EventRecorder {
+    let r = this.#recorders.get(component);
+    if (!r) {
+      r = new EventRecorder({ client: this.client, component, log: this.log.child({ component: 'events' }) });
+      this.#recorders.set(component, r);
+    }
+    return r;
+  }
+
+  get isLeader(): boolean {
+    return this.#o.leaderElection?.enabled ? (this.#elector?.isLeader ?? false) : this.#started;
+  }
+
+  /** `host:port` the metrics server listens on (after start). */
+  get metricsAddress(): string | undefined {
+    return this.#metricsServer?.address;
+  }
+
+  get healthAddress(): string | undefined {
+    return this.#healthServer?.address;
+  }
+
+  /** Runs until `signal` aborts (then shuts down gracefully and resolves) or a fatal error (rejects). */
+  async start(signal: AbortSignal): Promise<void> {
+    if (this.#started) throw new Error('a manager starts once');
+    this.#started = true;
+    const log = this.log;
+    const fatal = new AbortController();
+    let fatalError: ManagerError | undefined;
+    const fail = (err: ManagerError) => {
+      if (fatalError) return;
+      fatalError = err;
+      log.error({ code: err.code }, err.message);
+      fatal.abort(err);
+    };
+    await this.#startServers();
+    const cacheStop = new AbortController();
+    const runStop = new AbortController();
+    const electorStop = new AbortController();
+    const stopAll = AbortSignal.any([signal, fatal.signal]);
+    try {
+      await this.#checkServed(stopAll);
+      if (stopAll.aborted) throw fatalError ?? 'stopped';
+      this.cache.start(cacheStop.signal);
+      const running: Promise<void>[] = [];
+      const launch = (r: Runnable, s: AbortSignal) =>
+        running.push(
+          r.start(AbortSignal.any([s, runStop.signal])).catch((err: unknown) => {
+            const code = (err as { code?: string }).code === 'CacheSyncTimeout' ? 'CacheSyncTimeout' : 'RunnableFailed';
+            fail(new ManagerError(code, (err as Error).message ?? String(err), { cause: err }));
+          }),
+        );
+      for (const r of this.#runnables.filter((x) => x.needLeaderElection === false)) launch(r, stopAll);
+      const leaderRunnables = this.#runnables.filter((x) => x.needLeaderElection !== false);
+      let electing: Promise<void> = Promise.resolve();
+      const le = this.#o.leaderElection;
+      if (le?.enabled) {
+        const namespace = le.namespace ?? process.env.POD_NAMESPACE ?? this.client.defaultNamespace;
+        const leaseName = le.leaseName ?? `${this.name}-leader`;
+        this.#elector = new LeaderElector({
+          client: this.client,
+          namespace,
+          name: leaseName,
+          identity: le.identity ?? `${hostname()}_${randomUUID()}`,
+          log: log.child({ component: 'leader-election' }),
+          ...(le.leaseDurationMs ? { leaseDurationMs: le.leaseDurationMs } : {}),
+          ...(le.renewDeadlineMs ? { renewDeadlineMs: le.renewDeadlineMs } : {}),
+          ...(le.retryPeriodMs ? { retryPeriodMs: le.retryPeriodMs } : {}),
+        });
+        this.metrics.leaderStatus.set({ name: leaseName }, 0);
+        electing = this.#elector.run(AbortSignal.any([electorStop.signal, fatal.signal]), {
+          onStartedLeading: (leading) => {
+            this.metrics.leaderStatus.set({ name: leaseName }, 1);
+            for (const r of leaderRunnables) launch(r, AbortSignal.any([stopAll, leading]));
+          },
+          onStoppedLeading: () => {
+            this.metrics.leaderStatus.set({ name: leaseName }, 0);
+            fail(
+              new ManagerError(
+                'LeaderElectionLost',
+                `leader election lost: the Lease ${namespace}/${leaseName} could not be renewed in time; stopping at once`,
+              ),
+            );
+          },
+          onNewLeader: (id) => log.info({ leader: id || '(none)' }, 'leader changed'),
+        });
+      } else {
+        for (const r of leaderRunnables) launch(r, stopAll);
+      }
+      await new Promise<void>((resolve) => stopAll.addEventListener('abort', () => resolve(), { once: true }));
+      if (!fatalError) {
+        log.info(
+          { timeoutMs: this.#o.controllers?.gracefulShutdownTimeoutMs ?? 30_000 },
+          'stopping: draining in-flight work',
+        );
+        await Promise.all(running);
+      } else {
+        runStop.abort(fatalError);
+      }
+      electorStop.abort();
+      await electing;
+    } finally {
+      cacheStop.abort();
+      runStop.abort();
+      electorStop.abort();
+      await Promise.all([...this.#recorders.values()].map((r) => r.flush()));
+      await Promise.all(this.#servers.map((s) => s.stop()));
+    }
+    if (fatalError) throw fatalError;
+    log.info({}, 'stopped');
+  }
+
+  /**
+   * The main of an operator process: `start()` with SIGTERM/SIGINT handling. Exits 0 after a graceful stop, 1 with a
+   * one-line reason on stderr after a fatal error; a second signal exits at once.
+   */
+  async run(): Promise<never> {
+    const ctl = new AbortController();
+    const onSignal = (sig: NodeJS.Signals) => {
+      if (ctl.signal.aborted) {
+        this.log.warn({ signal: sig }, 'second signal: exiting now');
+        process.exit(1);
+      }
+      this.log.info({ signal: sig }, 'shutdown requested');
+      ctl.abort();
+    };
+    process.on('SIGTERM', onSignal);
+    process.on('SIGINT', onSignal);
+    try {
+      await this.start(ctl.signal);
+      process.exit(0);
+    } catch (err) {
+      process.stderr.write(`${this.name}: ${oneLine(err)}\n`);
+      process.exit(1);
+    }
+  }
+
+  async #startServers(): Promise<void> {
+    const metricsAt = this.#o.metrics?.bindAddress ?? ':8080';
+    const healthAt = this.#o.health?.bindAddress ?? ':8081';
+    const metricsEndpoint = {
+      path: '/metrics',
+      handle: async () => ({
+        status: 200,
+        contentType: this.metrics.registry.contentType,
+        body: await this.metrics.text(),
+      }),
+    };
+    if (metricsAt !== '0') this.#metricsServer = new HttpEndpoints(metricsAt, [metricsEndpoint]);
+    if (healthAt !== '0') this.#healthServer = new HttpEndpoints(healthAt, [this.#healthz, this.#readyz]);
+    for (const s of [this.#metricsServer, this.#healthServer]) {
+      if (!s) continue;
+      try {
+        await s.start();
+        this.#servers.push(s);
+      } catch (err) {
+        await Promise.all(this.#servers.map((x) => x.stop()));
+        throw new ManagerError('BindFailed', `cannot listen: ${(err as Error).message}`, { cause: err });
+      }
+    }
+    this.log.info({ metrics: this.metricsAddress ?? 'off', health: this.healthAddress ?? 'off' }, 'serving');
+  }
+
+  /** Every watched resource must be served by the apiserver (a missing CRD is a clear, fatal error). */
+  async #checkServed(signal: AbortSignal): Promise<void> {
+    const resources = new Map<string, ResourceType>();
+    for (const c of this.#controllers) for (const r of c.resources()) resources.set(resourceId(r), r);
+    for (const r of resources.values()) {
+      for (let attempt = 1; ; attempt++) {
+        if (signal.aborted) return;
+        try {
+          const path = r.group === '' ? `/api/${r.version}` : `/apis/${r.group}/${r.version}`;
+          const list = await this.client.transport.request<{ resources?: { name: string }[] }>({
+            method: 'GET',
+            path,
+            signal,
+          });
+          if (list.resources?.some((x) => x.name === r.plural)) break;
+          throw new ManagerError('ResourceNotServed', notServed(r));
+        } catch (err) {
+          if (err instanceof ManagerError) throw err;
+          if (isApiError(err, 'NotFound')) throw new ManagerError('ResourceNotServed', notServed(r));
+          if (isApiError(err, 'Aborted')) return;
+          const delay = Math.min(30_000, 500 * 2 ** attempt);
+          this.log.warn({ err: (err as Error).message, retryInMs: delay }, 'cannot reach the apiserver yet');
+          await new Promise((res) => setTimeout(res, delay));
+        }
+      }
+    }
+  }
+}
+
+function notServed(r: ResourceType): string {
+  const id = resourceId(r);
+  return r.group === '' || r.group.endsWith('.k8s.io') || !r.group.includes('.')
+    ? `the apiserver does not serve ${id} (${r.apiVersion})`
+    : `the apiserver does not serve ${id} (${r.apiVersion}): install its CustomResourceDefinition first (e.g. kubectl apply -f config/crd)`;
+}
+
+function oneLine(err: unknown): string {
+  const text = err instanceof Error ? err.message : String(err);
+  return text.split('\n')[0] ?? text;
+}

@@ -1,0 +1,287 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { type Environment, FaultProxy, targetOf } from '@opkit/testenv';
+import {
+  type Client,
+  type ConfigMap,
+  ConfigMaps,
+  done,
+  Events,
+  finalizer,
+  getCondition,
+  isApiError,
+  Manager,
+  ManagerError,
+  Namespaces,
+  resource,
+  setCondition,
+  updateStatusIfChanged,
+} from '../src/index.ts';
+import { parseMetrics, sumOf } from './metrics-parse.ts';
+import { clientVia, installWidgetCrd, recordingLogger, startEnv, type Widget, Widgets, waitFor } from './support.ts';
+
+const get = async (address: string | undefined, path: string) => {
+  const res = await fetch(`http://${address}${path}`);
+  return { status: res.status, text: await res.text() };
+};
+
+describe('manager against a real apiserver', () => {
+  let env: Environment;
+  let client: Client;
+  before(async () => {
+    ({ env, client } = await startEnv());
+    await installWidgetCrd(client);
+  });
+  after(async () => {
+    client?.close();
+    await env?.stop();
+  });
+
+  async function manager(name: string, namespace: string, via: Client = client) {
+    await client.create(Namespaces, { metadata: { name: namespace } }).catch(() => {});
+    return Manager.create({
+      name,
+      client: via,
+      log: recordingLogger(),
+      metrics: { bindAddress: '127.0.0.1:0' },
+      health: { bindAddress: '127.0.0.1:0' },
+      cache: { namespace },
+    });
+  }
+
+  test('metrics: controller-runtime series move as reconciles happen; conditions and status are written only on change', async () => {
+    const mgr = await Manager.create({
+      name: 'metrics-op',
+      kubeconfig: { path: env.kubeconfigPath },
+      log: recordingLogger(),
+      metrics: { bindAddress: '127.0.0.1:0' },
+      health: { bindAddress: '127.0.0.1:0' },
+      cache: { namespace: 'mx' },
+    });
+    await client.create(Namespaces, { metadata: { name: 'mx' } });
+    let reconciles = 0;
+    mgr
+      .controller()
+      .for(Widgets)
+      .complete(async (req, ctx) => {
+        reconciles += 1;
+        const w = await ctx.cache.get(Widgets, req);
+        if (!w) return done();
+        const ready = w.spec?.color !== undefined;
+        const { conditions } = setCondition((w.status as { conditions?: never[] } | undefined)?.conditions, {
+          type: 'Ready',
+          status: ready ? 'True' : 'False',
+          reason: ready ? 'Painted' : 'NoColor',
+          message: ready ? `painted ${w.spec?.color}` : 'spec.color is not set',
+          observedGeneration: w.metadata.generation ?? 0,
+        });
+        await updateStatusIfChanged(ctx.client, Widgets, w, { ...w.status, conditions } as Widget['status']);
+        return done();
+      });
+    const stop = new AbortController();
+    const running = mgr.start(stop.signal);
+    try {
+      await waitFor('readyz', async () => (await get(mgr.healthAddress, '/readyz')).status === 200);
+      assert.equal((await get(mgr.healthAddress, '/healthz')).text, 'ok');
+      const before = parseMetrics((await get(mgr.metricsAddress, '/metrics')).text);
+      await client.create(Widgets, { metadata: { name: 'w', namespace: 'mx' }, spec: { replicas: 1 } });
+      type WithConditions = {
+        conditions?: { type: string; status: string; lastTransitionTime: string; reason: string }[];
+      };
+      const status = async () =>
+        (await client.get(Widgets, { namespace: 'mx', name: 'w' })).status as WithConditions | undefined;
+      const first = await waitFor('Ready=False', async () =>
+        getCondition((await status())?.conditions as never, 'Ready'),
+      );
+      assert.equal(first.status, 'False');
+      const rv = (await client.get(Widgets, { namespace: 'mx', name: 'w' })).metadata.resourceVersion;
+      // a label change reconciles again, but nothing in the status changes: no write
+      await new Promise((r) => setTimeout(r, 300)); // let the reconcile caused by our own status write pass
+      const seen = reconciles;
+      const touched = (
+        await client.patch(Widgets, { namespace: 'mx', name: 'w' }, { metadata: { labels: { touch: '1' } } })
+      ).metadata.resourceVersion;
+      await waitFor('another reconcile', async () => reconciles > seen);
+      await new Promise((r) => setTimeout(r, 300));
+      assert.equal(
+        (await client.get(Widgets, { namespace: 'mx', name: 'w' })).metadata.resourceVersion,
+        touched,
+        'no status write without a change',
+      );
+      assert.notEqual(rv, touched);
+      await client.patch(Widgets, { namespace: 'mx', name: 'w' }, { spec: { color: 'blue' } });
+      const second = await waitFor('Ready=True', async () => {
+        const c = getCondition((await status())?.conditions as never, 'Ready');
+        return c?.status === 'True' ? c : undefined;
+      });
+      assert.equal(second.reason, 'Painted');
+      const text = (await get(mgr.metricsAddress, '/metrics')).text;
+      const m = parseMetrics(text);
+      const delta = (name: string, match: Record<string, string>) => sumOf(m, name, match) - sumOf(before, name, match);
+      assert.ok(delta('controller_runtime_reconcile_total', { controller: 'widget', result: 'success' }) >= 3);
+      assert.ok(delta('workqueue_adds_total', { name: 'widget' }) >= 3);
+      assert.ok(sumOf(m, 'controller_runtime_reconcile_time_seconds_count', { controller: 'widget' }) >= 3);
+      assert.equal(sumOf(m, 'controller_runtime_max_concurrent_reconciles', { controller: 'widget' }), 1);
+      assert.ok(
+        sumOf(m, 'rest_client_requests_total', { code: '200', method: 'PUT' }) >= 2,
+        'status writes are counted',
+      );
+      assert.ok(sumOf(m, 'opkit_watch_events_total', { resource: 'widgets.test.opkit.dev' }) >= 3);
+      for (const name of [
+        'workqueue_depth',
+        'workqueue_queue_duration_seconds_count',
+        'workqueue_work_duration_seconds_count',
+        'workqueue_retries_total',
+        'workqueue_unfinished_work_seconds',
+        'workqueue_longest_running_processor_seconds',
+        'controller_runtime_active_workers',
+        'controller_runtime_reconcile_errors_total',
+        'opkit_watch_seconds_since_last_event',
+        'opkit_watch_relists_total',
+        'process_cpu_seconds_total',
+        'nodejs_heap_size_used_bytes',
+      ]) {
+        assert.ok(
+          [...m.keys()].some((k) => k === name || k.startsWith(`${name}{`)),
+          `${name} is exported`,
+        );
+      }
+    } finally {
+      stop.abort();
+      await running;
+    }
+    await assert.rejects(get(mgr.metricsAddress, '/metrics'), 'servers close on stop');
+  });
+
+  test('/readyz fails until the caches have synced, then passes', async () => {
+    const proxy = await FaultProxy.start({ target: targetOf(env.server), mode: { kind: 'freeze' } });
+    const via = await clientVia(env, proxy.url);
+    const mgr = await manager('ready-op', 'rz', via);
+    mgr
+      .controller()
+      .for(ConfigMaps)
+      .complete(async () => done());
+    const stop = new AbortController();
+    const running = mgr.start(stop.signal);
+    try {
+      await waitFor('the health server', async () => mgr.healthAddress);
+      await new Promise((r) => setTimeout(r, 500));
+      const before = await get(mgr.healthAddress, '/readyz');
+      assert.equal(before.status, 500);
+      assert.match(before.text, /\[-\]informers failed/);
+      assert.equal((await get(mgr.healthAddress, '/healthz')).status, 200, 'alive while not ready');
+      proxy.setMode({ kind: 'pass' });
+      await waitFor('/readyz to pass', async () => (await get(mgr.healthAddress, '/readyz')).status === 200, 20_000);
+      assert.match((await get(mgr.healthAddress, '/readyz?verbose')).text, /\[\+\]informers ok/);
+    } finally {
+      stop.abort();
+      await running;
+      via.close();
+      await proxy.close();
+    }
+  });
+
+  test('events: written with the controller as source; repeats aggregate into a count; floods are rate limited', async () => {
+    const mgr = await manager('events-op', 'ev');
+    const cm = await client.create(ConfigMaps, { metadata: { name: 'subject', namespace: 'ev' } });
+    const rec = mgr.eventRecorder('widget-controller');
+    for (let i = 0; i < 5; i++) rec.event(ConfigMaps, cm, 'Warning', 'CreateFailed', 'quota exceeded');
+    rec.event(ConfigMaps, cm, 'Normal', 'Created', 'created 3 pods');
+    await rec.flush();
+    const events = (await client.list(Events, { namespace: 'ev' })).items.filter(
+      (e) => e.involvedObject.uid === cm.metadata.uid,
+    );
+    assert.equal(events.length, 2, 'one Event per distinct message');
+    const failed = events.find((e) => e.reason === 'CreateFailed');
+    assert.equal(failed?.count, 5);
+    assert.equal(failed?.type, 'Warning');
+    assert.equal(failed?.source?.component, 'widget-controller');
+    assert.equal(failed?.involvedObject.kind, 'ConfigMap');
+    const { EventRecorder } = await import('../src/index.ts');
+    const limited = new EventRecorder({ client, component: 'flood', log: recordingLogger(), burst: 3 });
+    for (let i = 0; i < 10; i++) limited.event(ConfigMaps, cm, 'Warning', `Flood${i}`, `message ${i}`);
+    await limited.flush();
+    assert.equal(limited.dropped, 7);
+    const flood = (await client.list(Events, { namespace: 'ev' })).items.filter((e) => e.source?.component === 'flood');
+    assert.equal(flood.length, 3);
+  });
+
+  test('finalizers: added before acting, cleanup on delete (background and foreground), then removed', async () => {
+    const mgr = await manager('fin-op', 'fin');
+    const cleaned: string[] = [];
+    const NAME = 'test.opkit.dev/cleanup';
+    mgr
+      .controller()
+      .for(ConfigMaps)
+      .complete(async (req, ctx) => {
+        const cm = await ctx.cache.get(ConfigMaps, req);
+        if (!cm || !cm.metadata.labels?.managed) return done();
+        return finalizer(ctx.client, ConfigMaps, cm, NAME, {
+          apply: async () => done(),
+          cleanup: async (obj: ConfigMap) => {
+            cleaned.push(obj.metadata.name as string);
+            return done();
+          },
+        });
+      });
+    const stop = new AbortController();
+    const running = mgr.start(stop.signal);
+    try {
+      for (const name of ['bg', 'fg'])
+        await client.create(ConfigMaps, { metadata: { name, namespace: 'fin', labels: { managed: 'yes' } } });
+      for (const name of ['bg', 'fg']) {
+        await waitFor(`finalizer on ${name}`, async () =>
+          (await client.get(ConfigMaps, { namespace: 'fin', name })).metadata.finalizers?.includes(NAME),
+        );
+      }
+      const fg = await client.get(ConfigMaps, { namespace: 'fin', name: 'fg' });
+      await client.create(ConfigMaps, {
+        metadata: {
+          name: 'fg-child',
+          namespace: 'fin',
+          ownerReferences: [
+            {
+              apiVersion: 'v1',
+              kind: 'ConfigMap',
+              name: 'fg',
+              uid: fg.metadata.uid as string,
+              blockOwnerDeletion: true,
+            },
+          ],
+        },
+      });
+      await client.delete(ConfigMaps, { namespace: 'fin', name: 'bg' });
+      await client.delete(ConfigMaps, { namespace: 'fin', name: 'fg' }, { propagationPolicy: 'Foreground' });
+      const gone = async (name: string) =>
+        isApiError(await client.get(ConfigMaps, { namespace: 'fin', name }).catch((e: unknown) => e), 'NotFound');
+      await waitFor('both deleted', async () => (await gone('bg')) && (await gone('fg')) && (await gone('fg-child')));
+      assert.deepEqual(cleaned.sort(), ['bg', 'fg'], 'cleanup ran once per object');
+    } finally {
+      stop.abort();
+      await running;
+    }
+  });
+
+  test('a missing CRD stops the manager at once with a clear error', async () => {
+    const mgr = await manager('missing-op', 'mi');
+    const Gadgets = resource({
+      group: 'nowhere.opkit.dev',
+      version: 'v1',
+      kind: 'Gadget',
+      plural: 'gadgets',
+      namespaced: true,
+    });
+    mgr
+      .controller()
+      .for(Gadgets)
+      .complete(async () => done());
+    const t0 = Date.now();
+    await assert.rejects(mgr.start(new AbortController().signal), (e) => {
+      assert.ok(e instanceof ManagerError);
+      assert.equal(e.code, 'ResourceNotServed');
+      assert.match(e.message, /gadgets\.nowhere\.opkit\.dev.*install its CustomResourceDefinition/);
+      return true;
+    });
+    assert.ok(Date.now() - t0 < 5_000);
+  });
+});
