@@ -215,7 +215,7 @@ describe('manager against a real apiserver', () => {
       .for(ConfigMaps)
       .complete(async (req, ctx) => {
         const cm = await ctx.cache.get(ConfigMaps, req);
-        if (!cm || !cm.metadata.labels?.managed) return done();
+        if (!cm?.metadata.labels?.managed) return done();
         return finalizer(ctx.client, ConfigMaps, cm, NAME, {
           apply: async () => done(),
           cleanup: async (obj: ConfigMap) => {
