@@ -16,7 +16,7 @@ const ALLOWED: Record<string, readonly string[]> = {
   'packages/runtime': [],
   'packages/cli': ['@opkit/runtime', '@opkit/testenv'],
   'operators/appservice': ['@opkit/runtime', '@opkit/testenv'],
-  bench: ['@opkit/runtime', '@opkit/testenv'],
+  bench: ['@opkit/runtime', '@opkit/testenv', '@opkit/appservice'],
 };
 
 async function* tsFiles(dir: string): AsyncGenerator<string> {

@@ -5,6 +5,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { parseArgs } from 'node:util';
+import { type ConvergeResult, convergeScenario } from './scenarios/converge.ts';
 import { envStart, envStartMarkdown } from './scenarios/env-start.ts';
 import { type InformerResult, informerScenario } from './scenarios/informer.ts';
 
@@ -13,6 +14,7 @@ const USAGE = `Usage: npm run bench -- <scenario> [--repeat N] [--json FILE]
 Scenarios:
   env-start   warm start time and memory of the local control plane, and the recorded cold build time
   informer    opkit's informer vs @kubernetes/client-node's: sync time, heap per object, CPU per event (--objects N)
+  converge    the AppService operator from zero: --crs N --replicas R [--workers W] [--idle-seconds S]
 `;
 
 const { values, positionals } = parseArgs({
@@ -21,6 +23,10 @@ const { values, positionals } = parseArgs({
     json: { type: 'string' },
     repeat: { type: 'string', default: '3' },
     objects: { type: 'string', default: '10000' },
+    crs: { type: 'string', default: '1000' },
+    replicas: { type: 'string', default: '3' },
+    workers: { type: 'string', default: '4' },
+    'idle-seconds': { type: 'string', default: '60' },
     help: { type: 'boolean', short: 'h', default: false },
   },
 });
@@ -56,6 +62,26 @@ switch (scenario) {
     table = informerMarkdown(r);
     break;
   }
+  case 'converge': {
+    const num = (name: 'crs' | 'replicas' | 'workers' | 'idle-seconds', min: number) => {
+      const v = Number(values[name]);
+      if (!Number.isInteger(v) || v < min) {
+        process.stderr.write(`bench: --${name} must be a whole number ≥ ${min}, got "${values[name]}"\n`);
+        process.exit(2);
+      }
+      return v;
+    };
+    const r = await convergeScenario({
+      crs: num('crs', 1),
+      replicas: num('replicas', 0),
+      workers: num('workers', 1),
+      idleSeconds: num('idle-seconds', 0),
+      log,
+    });
+    result = r;
+    table = convergeMarkdown(r);
+    break;
+  }
   default:
     process.stderr.write(`bench: unknown scenario "${scenario}"\n${USAGE}`);
     process.exit(2);
@@ -84,5 +110,22 @@ function informerMarkdown(r: InformerResult): string {
       `${r.oursKeepingManagedFields.heapBytesPerObject} bytes per object.`,
     `Work queue (in-process): ${r.queueOpsPerSecond} add+get+done cycles per second.`,
     `Update events never delivered: opkit ${r.missedEvents.ours}, client-node ${r.missedEvents.peer}.`,
+  ].join('\n');
+}
+
+function convergeMarkdown(r: ConvergeResult): string {
+  return [
+    `AppService operator, ${r.crs} AppServices × ${r.replicas} pods, ${r.workers} workers`,
+    '',
+    '| figure | value |',
+    '| --- | --- |',
+    `| wall time to all converged (s) | ${r.seconds} |`,
+    `| create → converged, p50 / p99 (s) | ${r.latencyP50Seconds} / ${r.latencyP99Seconds} |`,
+    `| API requests per AppService | ${r.requestsPerCR} (${Object.entries(r.requestsPerCRByVerb)
+      .map(([v, n]) => `${v} ${n}`)
+      .join(', ')}) |`,
+    `| operator peak RSS (MiB) | ${r.peakRssMiB} |`,
+    `| operator CPU (s) | ${r.cpuSeconds} |`,
+    `| writes while idle for ${r.idleSeconds} s | ${r.idleWrites} |`,
   ].join('\n');
 }

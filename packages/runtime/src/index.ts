@@ -9,6 +9,7 @@
  *   (`done`, `requeueAfter`, `TerminalError`), expectations (read-your-own-writes).
  * - manager: `Manager` (caches, controllers, leader election, /metrics, /healthz, /readyz, graceful shutdown),
  *   settings from flags and environment.
+ * - crd: `defineKind` — a custom resource from a TypeBox schema: its ResourceType, TypeScript type and CRD manifest.
  * - helpers: Events (aggregated, rate limited), finalizers, owner references, conditions, status written only on change.
  * - logger, metrics (controller-runtime's metric names).
  */
@@ -99,6 +100,15 @@ export {
   TerminalError,
 } from './controller/reconcile.ts';
 export {
+  type CustomKind,
+  defineKind,
+  type KindDefinition,
+  type KindObject,
+  type PrinterColumn,
+  type ValidationRule,
+} from './crd/kind.ts';
+export { CrdSchemaError, structuralSchema } from './crd/schema.ts';
+export {
   type Condition,
   type ConditionInput,
   type ConditionStatus,
@@ -126,6 +136,16 @@ export {
   setControllerReference,
   setOwnerReference,
 } from './helpers/ownerrefs.ts';
+export {
+  managerPermissions,
+  type Permission,
+  type PolicyRule,
+  permission,
+  policyRules,
+  type RbacManifests,
+  rbacManifests,
+  type Verb,
+} from './helpers/rbac.ts';
 export { jsonEqual, updateStatusIfChanged } from './helpers/status.ts';
 export {
   createLogger,

@@ -8,6 +8,8 @@
  * Lease when leader election is on → run the controllers while leading. `/readyz` passes once every informer has
  * synced.
  *
+ * An apiserver that cannot be reached for 30 s at start is fatal too (`ApiUnreachable`).
+ *
  * Stopping (the signal aborts, or SIGTERM/SIGINT under `run()`): controllers stop taking work and in-flight reconciles
  * get `gracefulShutdownTimeoutMs` (30 s) to finish; then the Lease is released (a standby takes over within its retry
  * period) and the servers close. Fatal errors — caches that never sync, a lost Lease, a controller that fails —
@@ -56,12 +58,15 @@ export interface ManagerOptions {
   readonly controllers?: {
     readonly maxConcurrentReconciles?: number;
     readonly cacheSyncTimeoutMs?: number;
+    /** How long to keep trying to reach the apiserver at start before failing (default 30 s). */
+    readonly apiReachableTimeoutMs?: number;
     /** Time in-flight reconciles get on shutdown (default 30 s). */
     readonly gracefulShutdownTimeoutMs?: number;
   };
 }
 
 export type ManagerErrorCode =
+  | 'ApiUnreachable'
   | 'CacheSyncTimeout'
   | 'LeaderElectionLost'
   | 'ResourceNotServed'
@@ -341,6 +346,7 @@ export class Manager {
   async #checkServed(signal: AbortSignal): Promise<void> {
     const resources = new Map<string, ResourceType>();
     for (const c of this.#controllers) for (const r of c.resources()) resources.set(resourceId(r), r);
+    const deadline = Date.now() + (this.#o.controllers?.apiReachableTimeoutMs ?? 30_000);
     for (const r of resources.values()) {
       for (let attempt = 1; ; attempt++) {
         if (signal.aborted) return;
@@ -357,7 +363,14 @@ export class Manager {
           if (err instanceof ManagerError) throw err;
           if (isApiError(err, 'NotFound')) throw new ManagerError('ResourceNotServed', notServed(r));
           if (isApiError(err, 'Aborted')) return;
-          const delay = Math.min(30_000, 500 * 2 ** attempt);
+          if (Date.now() > deadline) {
+            throw new ManagerError(
+              'ApiUnreachable',
+              `cannot reach the apiserver at ${this.client.transport.server.origin}: ${(err as Error).message}`,
+              { cause: err },
+            );
+          }
+          const delay = Math.min(5_000, 250 * 2 ** attempt);
           this.log.warn({ err: (err as Error).message, retryInMs: delay }, 'cannot reach the apiserver yet');
           await new Promise((res) => setTimeout(res, delay));
         }

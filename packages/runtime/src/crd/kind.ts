@@ -1,0 +1,311 @@
+/**
+ * @module crd/kind
+ * `defineKind`: a custom resource described once, in code — group, names, scope and TypeBox schemas for `spec` and
+ * `status` — giving the TypeScript type of its objects (`KindObject`), the client's `ResourceType`, and the
+ * CustomResourceDefinition manifest generated from the schemas (no hand-written YAML that can drift).
+ *
+ * Guarantees: the definition is checked when `defineKind` runs (names, version, scope, scale paths, printer columns,
+ * CEL rules, and the schemas via `structuralSchema`), so a bad kind fails at start-up with a `CrdSchemaError` naming
+ * the field at fault. `crd()` returns a fresh, byte-stable object on every call: one served+storage version, optional
+ * fields left out rather than `undefined`, an `Age` printer column appended unless one is defined.
+ *
+ * Caveats: one version per kind (no conversion webhooks); CEL rules and regular expressions are compiled by the
+ * apiserver only when the CRD is applied. The CRD's schema is typed with client-node's model, whose schema fields are
+ * named for its serializer (`x_kubernetes_validations`, `_default`); the object holds the wire names
+ * (`x-kubernetes-validations`, `default`) the apiserver reads, so send it as JSON, not through client-node's
+ * ObjectSerializer.
+ */
+import type { Static, TSchema } from '@sinclair/typebox';
+import type { CustomResourceDefinition } from '../client/builtins.ts';
+import { type KubeObject, type ObjectMeta, type ResourceType, resource } from '../client/resource.ts';
+import { CrdSchemaError, structuralSchema } from './schema.ts';
+
+export interface PrinterColumn {
+  name: string;
+  type: 'integer' | 'number' | 'string' | 'boolean' | 'date';
+  /** A JSONPath into the object, e.g. `.status.replicas`. */
+  jsonPath: string;
+  description?: string;
+  /** 0 (default) shows in the standard view; greater values only with `-o wide`. */
+  priority?: number;
+  format?: string;
+}
+
+export interface ValidationRule {
+  /** A CEL expression over `self` (the spec), e.g. `self.minReplicas <= self.replicas`. */
+  rule: string;
+  message?: string;
+  messageExpression?: string;
+  /** The field reported on failure, e.g. `.replicas`. */
+  fieldPath?: string;
+  /** FieldValueInvalid (default), FieldValueForbidden, FieldValueRequired or FieldValueDuplicate. */
+  reason?: string;
+}
+
+export interface KindDefinition<Spec extends TSchema, Status extends TSchema> {
+  /** API group: a DNS subdomain with at least one dot, e.g. `app.example.com`. */
+  group: string;
+  /** `v1`, `v1alpha1`, `v2beta3`, … */
+  version: string;
+  /** UpperCamelCase, e.g. `AppService`. */
+  kind: string;
+  /** Lower-case plural used in paths, e.g. `appservices`. */
+  plural: string;
+  /** Default `kind.toLowerCase()`. */
+  singular?: string;
+  /** Default `${kind}List`. */
+  listKind?: string;
+  shortNames?: string[];
+  categories?: string[];
+  /** Default `Namespaced`. */
+  scope?: 'Namespaced' | 'Cluster';
+  /** Description of the resource (the schema root's `description`, shown by `kubectl explain`). */
+  description?: string;
+  spec: Spec;
+  status?: Status;
+  subresources?: {
+    status?: boolean;
+    scale?: { specReplicasPath: string; statusReplicasPath: string; labelSelectorPath?: string };
+  };
+  printerColumns?: PrinterColumn[];
+  /** x-kubernetes-validations on the spec object, for CEL rules spanning fields. */
+  validations?: ValidationRule[];
+}
+
+/** An object of a custom kind as the API returns it. */
+export type KindObject<Spec extends TSchema, Status extends TSchema> = {
+  apiVersion?: string;
+  kind?: string;
+  metadata: ObjectMeta;
+  spec: Static<Spec>;
+  status?: Static<Status>;
+};
+
+export interface CustomKind<T extends KubeObject> {
+  readonly resource: ResourceType<T>;
+  /** The definition with defaults applied (`singular`, `listKind`, `scope`). */
+  readonly definition: KindDefinition<TSchema, TSchema>;
+  /** The CustomResourceDefinition manifest (apiVersion apiextensions.k8s.io/v1), one served+storage version. */
+  crd(): CustomResourceDefinition;
+}
+
+type Json = Record<string, unknown>;
+type CrdVersion = CustomResourceDefinition['spec']['versions'][number];
+type JSONSchemaProps = NonNullable<NonNullable<CrdVersion['schema']>['openAPIV3Schema']>;
+
+const DNS_LABEL = /^[a-z]([-a-z0-9]*[a-z0-9])?$/;
+const DNS_SUBDOMAIN_WITH_DOT = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+$/;
+const KUBE_VERSION = /^v[1-9][0-9]*((alpha|beta)[1-9][0-9]*)?$/;
+const UPPER_CAMEL = /^[A-Z][A-Za-z0-9]*$/;
+const SIMPLE_PATH = /^(\.[A-Za-z_][A-Za-z0-9_-]*)+$/;
+const COLUMN_TYPES: ReadonlySet<string> = new Set(['integer', 'number', 'string', 'boolean', 'date']);
+const AGE: PrinterColumn = { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' };
+
+/** Describes a custom resource: its object type, resource type and generated CustomResourceDefinition. */
+export function defineKind<Spec extends TSchema, Status extends TSchema>(
+  def: KindDefinition<Spec, Status>,
+): CustomKind<KindObject<Spec, Status>> {
+  const definition = normalize(def);
+  const manifest = buildCrd(definition);
+  const json = JSON.stringify(manifest);
+  return Object.freeze({
+    resource: resource<KindObject<Spec, Status>>({
+      group: definition.group,
+      version: definition.version,
+      kind: definition.kind,
+      plural: definition.plural,
+      namespaced: definition.scope !== 'Cluster',
+    }),
+    definition,
+    crd: (): CustomResourceDefinition => JSON.parse(json) as CustomResourceDefinition,
+  });
+}
+
+/** Validates the names and fills in the defaults. */
+function normalize<Spec extends TSchema, Status extends TSchema>(
+  def: KindDefinition<Spec, Status>,
+): KindDefinition<Spec, Status> {
+  if (typeof def.group !== 'string' || def.group.length > 253 || !DNS_SUBDOMAIN_WITH_DOT.test(def.group)) {
+    invalid(
+      'group',
+      `${show(def.group)} must be a lower-case DNS subdomain with at least one dot, e.g. app.example.com`,
+    );
+  }
+  if (typeof def.version !== 'string' || !KUBE_VERSION.test(def.version)) {
+    invalid('version', `${show(def.version)} must look like v1, v1alpha1 or v2beta3`);
+  }
+  if (typeof def.kind !== 'string' || !UPPER_CAMEL.test(def.kind) || def.kind.length > 63) {
+    invalid('kind', `${show(def.kind)} must be UpperCamelCase, e.g. AppService`);
+  }
+  dnsLabel(def.plural, 'plural');
+  const singular = def.singular ?? def.kind.toLowerCase();
+  dnsLabel(singular, 'singular');
+  if (singular === def.plural) invalid('singular', `${show(singular)} must differ from the plural`);
+  const listKind = def.listKind ?? `${def.kind}List`;
+  if (!UPPER_CAMEL.test(listKind) || listKind === def.kind) {
+    invalid('listKind', `${show(listKind)} must be UpperCamelCase and differ from the kind`);
+  }
+  for (const [i, n] of (def.shortNames ?? []).entries()) dnsLabel(n, `shortNames[${i}]`);
+  for (const [i, n] of (def.categories ?? []).entries()) dnsLabel(n, `categories[${i}]`);
+  const scope = def.scope ?? 'Namespaced';
+  if (scope !== 'Namespaced' && scope !== 'Cluster') invalid('scope', `${show(scope)} must be Namespaced or Cluster`);
+  for (const [i, c] of (def.printerColumns ?? []).entries()) printerColumn(c, `printerColumns[${i}]`);
+  if (def.description !== undefined && typeof def.description !== 'string') {
+    invalid('description', 'must be a string');
+  }
+  return Object.freeze({ ...def, singular, listKind, scope });
+}
+
+function buildCrd(def: KindDefinition<TSchema, TSchema>): CustomResourceDefinition {
+  const specInput =
+    def.validations !== undefined && def.validations.length > 0
+      ? {
+          ...def.spec,
+          'x-kubernetes-validations': [...existingRules(def.spec), ...def.validations],
+        }
+      : def.spec;
+  const spec = structuralSchema(specInput, 'spec');
+  if (spec.type !== 'object') invalid('spec', 'must be an object schema (Type.Object)');
+  const status = def.status === undefined ? undefined : structuralSchema(def.status, 'status');
+  if (status !== undefined && status.type !== 'object') invalid('status', 'must be an object schema (Type.Object)');
+  if (def.subresources?.status === true && status === undefined) {
+    invalid('subresources.status', 'the status subresource needs a status schema (status: Type.Object(…))');
+  }
+
+  const properties: Json = {
+    apiVersion: { type: 'string' },
+    kind: { type: 'string' },
+    metadata: { type: 'object' },
+    spec,
+    ...(status !== undefined ? { status } : {}),
+  };
+  const root: Json = {
+    type: 'object',
+    ...(def.description !== undefined ? { description: def.description } : {}),
+    properties,
+    ...(Array.isArray(spec.required) && spec.required.length > 0 ? { required: ['spec'] } : {}),
+  };
+
+  const subresources: Json = {};
+  if (def.subresources?.status === true) subresources.status = {};
+  const scale = def.subresources?.scale;
+  if (scale !== undefined) subresources.scale = scaleSubresource(scale, spec, status);
+
+  const columns = [...(def.printerColumns ?? [])];
+  if (!columns.some((c) => c.name === AGE.name)) columns.push(AGE);
+
+  const version: CrdVersion = {
+    name: def.version,
+    served: true,
+    storage: true,
+    schema: { openAPIV3Schema: root as JSONSchemaProps },
+    ...(Object.keys(subresources).length > 0 ? { subresources } : {}),
+    additionalPrinterColumns: columns.map(columnJson),
+  };
+
+  return {
+    apiVersion: 'apiextensions.k8s.io/v1',
+    kind: 'CustomResourceDefinition',
+    metadata: { name: `${def.plural}.${def.group}` },
+    spec: {
+      group: def.group,
+      names: {
+        kind: def.kind,
+        listKind: def.listKind ?? `${def.kind}List`,
+        plural: def.plural,
+        singular: def.singular ?? def.kind.toLowerCase(),
+        ...(def.shortNames !== undefined && def.shortNames.length > 0 ? { shortNames: [...def.shortNames] } : {}),
+        ...(def.categories !== undefined && def.categories.length > 0 ? { categories: [...def.categories] } : {}),
+      },
+      scope: def.scope ?? 'Namespaced',
+      versions: [version],
+    },
+  };
+}
+
+/** Rules already set on the spec schema with TypeBox options; `validations` are appended after them. */
+function existingRules(spec: TSchema): unknown[] {
+  const rules: unknown = (spec as Json)['x-kubernetes-validations'];
+  return Array.isArray(rules) ? rules : [];
+}
+
+function scaleSubresource(
+  scale: NonNullable<NonNullable<KindDefinition<TSchema, TSchema>['subresources']>['scale']>,
+  spec: Json,
+  status: Json | undefined,
+): Json {
+  const roots = { spec, status };
+  const check = (path: unknown, field: string, allowed: ('spec' | 'status')[], type: string): string => {
+    const where = `subresources.scale.${field}`;
+    const prefix = allowed.find((p) => typeof path === 'string' && path.startsWith(`.${p}.`));
+    if (typeof path !== 'string' || prefix === undefined || !SIMPLE_PATH.test(path)) {
+      invalid(where, `${show(path)} must be a simple path under ${allowed.map((p) => `.${p}.`).join(' or ')}`);
+    }
+    const found = resolve(roots[prefix], path.slice(prefix.length + 2).split('.'));
+    if (found === undefined) invalid(where, `${path} is not a field of the ${prefix} schema`);
+    if (found.type !== undefined && found.type !== type) {
+      invalid(where, `${path} must be of type ${type}, not ${String(found.type)}`);
+    }
+    return path;
+  };
+  return {
+    specReplicasPath: check(scale.specReplicasPath, 'specReplicasPath', ['spec'], 'integer'),
+    statusReplicasPath: check(scale.statusReplicasPath, 'statusReplicasPath', ['status'], 'integer'),
+    ...(scale.labelSelectorPath !== undefined
+      ? { labelSelectorPath: check(scale.labelSelectorPath, 'labelSelectorPath', ['status', 'spec'], 'string') }
+      : {}),
+  };
+}
+
+/** The schema of a field by its path segments; a free-form (preserve-unknown-fields) node admits any field. */
+function resolve(node: Json | undefined, segments: string[]): Json | undefined {
+  let current = node;
+  for (const segment of segments) {
+    if (current === undefined) return undefined;
+    const properties = current.properties as Json | undefined;
+    const next = properties?.[segment];
+    if (next === undefined || next === null || typeof next !== 'object') {
+      return current['x-kubernetes-preserve-unknown-fields'] === true ? {} : undefined;
+    }
+    current = next as Json;
+  }
+  return current;
+}
+
+function printerColumn(c: PrinterColumn, where: string): void {
+  if (typeof c.name !== 'string' || c.name.trim() === '') invalid(`${where}.name`, 'must be a non-empty string');
+  if (!COLUMN_TYPES.has(c.type)) {
+    invalid(`${where}.type`, `${show(c.type)} must be one of ${[...COLUMN_TYPES].join(', ')}`);
+  }
+  if (typeof c.jsonPath !== 'string' || !c.jsonPath.startsWith('.')) {
+    invalid(`${where}.jsonPath`, `${show(c.jsonPath)} must be a JSONPath starting with ".", e.g. .status.replicas`);
+  }
+  if (c.priority !== undefined && (!Number.isInteger(c.priority) || c.priority < 0)) {
+    invalid(`${where}.priority`, 'must be a non-negative integer');
+  }
+}
+
+function columnJson(c: PrinterColumn): { name: string; type: string; jsonPath: string } & Json {
+  return {
+    name: c.name,
+    type: c.type,
+    jsonPath: c.jsonPath,
+    ...(c.description !== undefined ? { description: c.description } : {}),
+    ...(c.format !== undefined ? { format: c.format } : {}),
+    ...(c.priority !== undefined ? { priority: c.priority } : {}),
+  };
+}
+
+function dnsLabel(value: unknown, where: string): void {
+  if (typeof value !== 'string' || value.length > 63 || !DNS_LABEL.test(value)) {
+    invalid(where, `${show(value)} must be a lower-case DNS label (a-z, 0-9, '-'; starting with a letter)`);
+  }
+}
+
+function show(value: unknown): string {
+  return value === undefined ? 'undefined' : JSON.stringify(value);
+}
+
+function invalid(where: string, message: string): never {
+  throw new CrdSchemaError(where, message);
+}

@@ -1,0 +1,123 @@
+/**
+ * @module helpers/rbac
+ * Least-privilege RBAC from what the code declares it needs. A controller module exports its `permissions`; the
+ * manager adds its own (Leases for leader election in its namespace, Events); `rbacManifests` turns them into a
+ * ServiceAccount, a ClusterRole + binding (cluster-wide needs) and a Role + binding (needs in the operator's own
+ * namespace). Rules are merged and sorted, so the output is byte-stable.
+ */
+import { Events, Leases } from '../client/builtins.ts';
+import type { KubeObject, ResourceType } from '../client/resource.ts';
+
+export type Verb = 'get' | 'list' | 'watch' | 'create' | 'update' | 'patch' | 'delete' | 'deletecollection';
+
+export interface Permission {
+  readonly group: string;
+  /** e.g. `pods` or `appservices/status`. */
+  readonly resource: string;
+  readonly verbs: readonly Verb[];
+  /** `cluster` (default): everywhere the operator watches; `namespace`: only the operator's own namespace. */
+  readonly scope?: 'cluster' | 'namespace';
+}
+
+export function permission(
+  r: ResourceType<KubeObject>,
+  verbs: readonly Verb[],
+  options: { subresource?: string; scope?: 'cluster' | 'namespace' } = {},
+): Permission {
+  return {
+    group: r.group,
+    resource: options.subresource ? `${r.plural}/${options.subresource}` : r.plural,
+    verbs,
+    ...(options.scope ? { scope: options.scope } : {}),
+  };
+}
+
+/** What every manager needs: Events (create, and patch to aggregate), and a Lease when leader election is on. */
+export function managerPermissions(leaderElection: boolean): Permission[] {
+  return [
+    permission(Events, ['create', 'patch']),
+    ...(leaderElection ? [permission(Leases, ['get', 'create', 'update'], { scope: 'namespace' })] : []),
+  ];
+}
+
+export interface PolicyRule {
+  apiGroups: string[];
+  resources: string[];
+  verbs: string[];
+}
+
+const VERB_ORDER: readonly Verb[] = ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete', 'deletecollection'];
+
+/** Merged, sorted rules: one per (group, verb set), resources sorted. */
+export function policyRules(perms: readonly Permission[]): PolicyRule[] {
+  const byResource = new Map<string, Set<Verb>>();
+  for (const p of perms) {
+    const key = `${p.group}\u0000${p.resource}`;
+    const verbs = byResource.get(key) ?? new Set<Verb>();
+    for (const v of p.verbs) verbs.add(v);
+    byResource.set(key, verbs);
+  }
+  const byVerbs = new Map<string, { group: string; verbs: Verb[]; resources: string[] }>();
+  for (const [key, verbs] of byResource) {
+    const [group = '', resource = ''] = key.split('\u0000');
+    const sorted = VERB_ORDER.filter((v) => verbs.has(v));
+    const k = `${group}\u0000${sorted.join(',')}`;
+    const rule = byVerbs.get(k) ?? { group, verbs: sorted, resources: [] };
+    rule.resources.push(resource);
+    byVerbs.set(k, rule);
+  }
+  return [...byVerbs.values()]
+    .map((r) => ({ apiGroups: [r.group], resources: r.resources.sort(), verbs: r.verbs }))
+    .sort((a, b) => `${a.apiGroups[0]}/${a.resources[0]}`.localeCompare(`${b.apiGroups[0]}/${b.resources[0]}`));
+}
+
+export interface RbacManifests {
+  readonly serviceAccount: KubeObject;
+  readonly clusterRole: KubeObject & { rules: PolicyRule[] };
+  readonly clusterRoleBinding: KubeObject;
+  readonly role: (KubeObject & { rules: PolicyRule[] }) | undefined;
+  readonly roleBinding: KubeObject | undefined;
+}
+
+/** ServiceAccount `<name>`, ClusterRole/Binding `<name>`, Role/Binding `<name>` (in `namespace`) for `perms`. */
+export function rbacManifests(name: string, namespace: string, perms: readonly Permission[]): RbacManifests {
+  const cluster = policyRules(perms.filter((p) => (p.scope ?? 'cluster') === 'cluster'));
+  const local = policyRules(perms.filter((p) => p.scope === 'namespace'));
+  const labels = { 'app.kubernetes.io/name': name, 'app.kubernetes.io/managed-by': 'opkit' };
+  const subject = [{ kind: 'ServiceAccount', name, namespace }];
+  return {
+    serviceAccount: { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name, namespace, labels } },
+    clusterRole: {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRole',
+      metadata: { name, labels },
+      rules: cluster,
+    },
+    clusterRoleBinding: {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRoleBinding',
+      metadata: { name, labels },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name },
+      subjects: subject,
+    } as KubeObject,
+    role:
+      local.length > 0
+        ? {
+            apiVersion: 'rbac.authorization.k8s.io/v1',
+            kind: 'Role',
+            metadata: { name, namespace, labels },
+            rules: local,
+          }
+        : undefined,
+    roleBinding:
+      local.length > 0
+        ? ({
+            apiVersion: 'rbac.authorization.k8s.io/v1',
+            kind: 'RoleBinding',
+            metadata: { name, namespace, labels },
+            roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name },
+            subjects: subject,
+          } as KubeObject)
+        : undefined,
+  };
+}
