@@ -3,8 +3,16 @@
  * `run(argv)` is the whole CLI as a function (used by main.ts and by tests): it returns the exit code and writes
  * through the given output functions.
  */
+import { isApiError, KubeconfigError, ManifestError } from '@opkit/runtime';
 import { isTestenvError } from '@opkit/testenv';
+import { buildCommand } from './commands/build.ts';
+import { bundleCommand } from './commands/bundle.ts';
+import { createApiCommand } from './commands/create-api.ts';
+import { deployCommand } from './commands/deploy.ts';
 import { envCommand } from './commands/env.ts';
+import { generateCommand } from './commands/generate.ts';
+import { initCommand } from './commands/init.ts';
+import { runCommand } from './commands/run-operator.ts';
 import { CliError } from './errors.ts';
 
 export const HELP = `Usage: opkit <command> [options]
@@ -12,7 +20,15 @@ export const HELP = `Usage: opkit <command> [options]
 opkit: the operator SDK for TypeScript.
 
 Commands:
-  env      a local Kubernetes cluster for development (up, status, down, build)
+  init         create a new operator project
+  create api   add an API (custom resource) and optionally its controller
+  generate     CRDs, RBAC and manifests from the code (--check for CI)
+  run          apply the CRDs and run the operator locally against the current cluster
+  build        build the operator image (docker, podman or buildah)
+  deploy       apply CRDs, RBAC and the Deployment (image substituted) to the cluster
+  undeploy     delete them again
+  bundle       an OLM bundle (--version X.Y.Z)
+  env          a local Kubernetes cluster for development (up, status, down, build)
 
 Run "opkit <command> --help" for a command's options.
 `;
@@ -33,6 +49,22 @@ export async function run(
         return command === undefined ? 2 : 0;
       case 'env':
         return await envCommand(rest, out);
+      case 'init':
+        return await initCommand(rest, out);
+      case 'create':
+        return await createApiCommand(rest, out);
+      case 'generate':
+        return await generateCommand(rest, out);
+      case 'run':
+        return await runCommand(rest, out);
+      case 'build':
+        return await buildCommand(rest, out);
+      case 'deploy':
+        return await deployCommand(rest, out, false);
+      case 'undeploy':
+        return await deployCommand(rest, out, true);
+      case 'bundle':
+        return await bundleCommand(rest, out);
       default:
         throw new CliError('Usage', `unknown command "${command}"; run opkit --help`);
     }
@@ -41,7 +73,7 @@ export async function run(
       err(`opkit: ${e.message}`);
       return e.exitCode;
     }
-    if (isTestenvError(e)) {
+    if (isTestenvError(e) || e instanceof KubeconfigError || e instanceof ManifestError || isApiError(e)) {
       err(`opkit: ${e.message}`);
       return 1;
     }

@@ -23,6 +23,7 @@ export {
 export { type EventHandler, Informer, type InformerOptions } from './cache/informer.ts';
 export { type IndexFunc, indexers, Store } from './cache/store.ts';
 export type { WatchEvent, WatchEventType } from './cache/watch.ts';
+export { Applier, ManifestError, parseManifests } from './client/apply.ts';
 export * from './client/builtins.ts';
 export {
   Client,

@@ -1,0 +1,61 @@
+/**
+ * @module commands/deploy
+ * `opkit deploy [--image IMAGE] [--dir DIR]`: applies the namespace, CRDs, RBAC and the manager Deployment (with the
+ * image substituted — no sed) by server-side apply with opkit's own client; kubectl is not needed.
+ * `opkit undeploy`: deletes them again, last first (the CRDs, and so every custom resource, included).
+ */
+import { resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { Applier, Client, loadConfig } from '@opkit/runtime';
+import { installObjects, loadApis } from '../generate/manifests.ts';
+import { checkImage } from '../project/names.ts';
+import { readProject } from '../project/project.ts';
+import { reachableKubeconfig } from './run-operator.ts';
+
+export const DEPLOY_HELP = `Usage: opkit deploy [--image IMAGE] [--dir DIR] [--kubeconfig FILE]
+       opkit undeploy [--dir DIR] [--kubeconfig FILE]
+
+deploy: applies the namespace, CRDs, RBAC and Deployment (image substituted) by server-side apply.
+undeploy: deletes them (the CRDs, and so their custom resources, too).
+`;
+
+export async function deployCommand(
+  argv: readonly string[],
+  out: (line: string) => void,
+  remove: boolean,
+): Promise<number> {
+  const { values } = parseArgs({
+    args: [...argv],
+    options: {
+      image: { type: 'string' },
+      dir: { type: 'string', default: '.' },
+      kubeconfig: { type: 'string' },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+  });
+  if (values.help) {
+    out(DEPLOY_HELP);
+    return 0;
+  }
+  const dir = resolve(values.dir);
+  const project = await readProject(dir);
+  const image = checkImage(values.image ?? project.image);
+  const objects = installObjects(project, await loadApis(dir, project), image);
+  const target = await reachableKubeconfig(values.kubeconfig);
+  const client = new Client(await loadConfig(target.path ? { path: target.path } : {}), { name: 'opkit' });
+  try {
+    const applier = new Applier(client, 'opkit');
+    if (remove) {
+      const n = await applier.deleteAll(objects);
+      out(`deleted ${n} object(s) of ${project.projectName} from ${target.server}`);
+    } else {
+      await applier.applyAll(objects);
+      for (const o of objects)
+        out(`applied ${o.kind} ${o.metadata.namespace ? `${o.metadata.namespace}/` : ''}${o.metadata.name}`);
+      out(`deployed ${project.projectName} (${image}) to ${target.server}`);
+    }
+  } finally {
+    client.close();
+  }
+  return 0;
+}

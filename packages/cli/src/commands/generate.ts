@@ -1,0 +1,51 @@
+/**
+ * @module commands/generate
+ * `opkit generate [--check] [--dir DIR]`: CRDs, RBAC, manager manifests and dist/install.yaml from the code (see
+ * generate/manifests.ts). `--check` writes nothing and exits 1 naming every stale file (for CI). Samples and other
+ * files that are the user's are never touched.
+ */
+import { resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { generatedFiles, loadApis } from '../generate/manifests.ts';
+import { readProject } from '../project/project.ts';
+import { staleFiles, writeFiles } from '../scaffold/files.ts';
+
+export const GENERATE_HELP = `Usage: opkit generate [--check] [--dir DIR]
+
+Writes config/ (CRDs from the TypeBox kinds, RBAC from the controllers' declared permissions, the manager Deployment,
+kustomizations) and dist/install.yaml. --check: write nothing; exit 1 if any generated file is stale.
+`;
+
+export async function generate(dir: string, check: boolean, out: (line: string) => void): Promise<number> {
+  const project = await readProject(dir);
+  const files = generatedFiles(project, await loadApis(dir, project));
+  if (check) {
+    const stale = await staleFiles(dir, files);
+    if (stale.length === 0) {
+      out('generated files are up to date');
+      return 0;
+    }
+    out(`stale generated files (run opkit generate):\n  ${stale.join('\n  ')}`);
+    return 1;
+  }
+  const result = await writeFiles(dir, files);
+  for (const f of result.written) out(`wrote ${f}`);
+  if (result.written.length === 0) out('generated files are up to date');
+  return 0;
+}
+
+export async function generateCommand(argv: readonly string[], out: (line: string) => void): Promise<number> {
+  const { values } = parseArgs({
+    args: [...argv],
+    options: {
+      check: { type: 'boolean', default: false },
+      dir: { type: 'string', default: '.' },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+  });
+  if (values.help) {
+    out(GENERATE_HELP);
+    return 0;
+  }
+  return generate(resolve(values.dir), values.check, out);
+}

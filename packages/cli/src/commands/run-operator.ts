@@ -1,0 +1,100 @@
+/**
+ * @module commands/run-operator
+ * `opkit run [--dir DIR] [--kubeconfig FILE] [-- operator flags…]`: runs the project's operator locally (node
+ * src/main.ts) against the current kubeconfig — or, when that does not answer, the cluster of `opkit env up` —
+ * after applying its CRDs. Signals are passed to the operator; opkit exits with its exit code.
+ */
+import { spawn } from 'node:child_process';
+import { readdir, readFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { Applier, Client, type KubeObject, loadConfig, parseManifests } from '@opkit/runtime';
+import { type ClusterStatus, paths, readJson, stateDir } from '../env/state.ts';
+import { CliError } from '../errors.ts';
+import { readProject } from '../project/project.ts';
+
+export const RUN_HELP = `Usage: opkit run [--dir DIR] [--kubeconfig FILE] [-- OPERATOR FLAGS]
+
+Applies the project's CRDs and runs the operator locally (node src/main.ts) against the current kubeconfig, or the
+cluster of "opkit env up" when that does not answer. Flags after -- go to the operator (see node src/main.ts --help).
+`;
+
+/** The kubeconfig to use: the given one, the current one if it answers, else a running `opkit env up` cluster. */
+export async function reachableKubeconfig(
+  explicit: string | undefined,
+): Promise<{ path: string | undefined; server: string }> {
+  try {
+    const config = await loadConfig(explicit ? { path: explicit } : {});
+    const probe = new Client(config, { timeoutMs: 3_000 });
+    try {
+      await probe.transport.request({ method: 'GET', path: '/api' });
+    } finally {
+      probe.close();
+    }
+    return { path: explicit ?? process.env.KUBECONFIG, server: config.server };
+  } catch (err) {
+    if (explicit)
+      throw new CliError('ClusterNotRunning', `the cluster of ${explicit} does not answer: ${(err as Error).message}`);
+    const status = await readJson<ClusterStatus>(paths(stateDir('default')).status);
+    if (status?.phase === 'ready' && status.kubeconfigPath && status.server) {
+      return { path: status.kubeconfigPath, server: status.server };
+    }
+    throw new CliError(
+      'ClusterNotRunning',
+      `no cluster answers (${(err as Error).message.split('\n')[0]}): start one with "npx opkit env up", or set KUBECONFIG`,
+    );
+  }
+}
+
+export async function crdObjects(dir: string): Promise<KubeObject[]> {
+  const base = join(dir, 'config/crd/bases');
+  const files = (await readdir(base).catch(() => [] as string[])).filter((f) => f.endsWith('.yaml')).sort();
+  if (files.length === 0) throw new CliError('Usage', `no CRDs in ${base}: run opkit generate first`);
+  const out: KubeObject[] = [];
+  for (const f of files) out.push(...parseManifests(await readFile(join(base, f), 'utf8'), join(base, f)));
+  return out;
+}
+
+export async function runCommand(argv: readonly string[], out: (line: string) => void): Promise<number> {
+  const split = argv.indexOf('--');
+  const own = split >= 0 ? argv.slice(0, split) : [...argv];
+  const passThrough = split >= 0 ? argv.slice(split + 1) : [];
+  const { values } = parseArgs({
+    args: own,
+    options: {
+      dir: { type: 'string', default: '.' },
+      kubeconfig: { type: 'string' },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+  });
+  if (values.help) {
+    out(RUN_HELP);
+    return 0;
+  }
+  const dir = resolve(values.dir);
+  const project = await readProject(dir);
+  const target = await reachableKubeconfig(values.kubeconfig);
+  const client = new Client(await loadConfig(target.path ? { path: target.path } : {}), { name: 'opkit' });
+  try {
+    const crds = await crdObjects(dir);
+    await new Applier(client, 'opkit').applyAll(crds);
+    out(`opkit: applied ${crds.length} CRD(s) to ${target.server}; running ${project.projectName}`);
+  } finally {
+    client.close();
+  }
+  const child = spawn(
+    process.execPath,
+    [join(dir, 'src/main.ts'), ...(target.path ? ['--kubeconfig', target.path] : []), ...passThrough],
+    {
+      cwd: dir,
+      stdio: 'inherit',
+    },
+  );
+  const forward = (sig: NodeJS.Signals) => child.kill(sig);
+  process.on('SIGINT', forward);
+  process.on('SIGTERM', forward);
+  const code = await new Promise<number>((res) => child.once('exit', (c, s) => res(c ?? (s ? 128 + 15 : 1))));
+  process.off('SIGINT', forward);
+  process.off('SIGTERM', forward);
+  return code;
+}

@@ -1,0 +1,326 @@
+/**
+ * @module scaffold/templates
+ * The files `opkit init` and `opkit create api` write. Scaffolded files are the user's from then on (their first
+ * line says so); generated ones are rewritten by `opkit generate`. Templates are plain functions of the project, so
+ * golden tests pin their output.
+ */
+import yaml from 'js-yaml';
+import { camel, lower } from '../project/names.ts';
+import { type ApiEntry, apiGroup, type Project } from '../project/project.ts';
+
+export const YOURS = '// scaffolded by opkit — this file is yours to edit';
+const YOURS_YAML = '# scaffolded by opkit — this file is yours to edit';
+export const MARK_IMPORTS = '// +opkit:scaffold:imports';
+export const MARK_CONTROLLERS = '// +opkit:scaffold:controllers';
+
+export const OPKIT_VERSION = '^0.1.0';
+
+export function initFiles(p: Project): Map<string, string> {
+  const files = new Map<string, string>();
+  files.set(
+    'package.json',
+    `${JSON.stringify(
+      {
+        name: p.projectName,
+        version: '0.1.0',
+        private: true,
+        description: `${p.projectName}: a Kubernetes operator built with opkit`,
+        type: 'module',
+        engines: { node: '>=24.11' },
+        scripts: {
+          start: 'node src/main.ts',
+          generate: 'opkit generate',
+          test: 'node --test --test-concurrency=1 "test/**/*.test.ts"',
+          typecheck: 'tsc --noEmit -p tsconfig.json',
+        },
+        dependencies: { '@opkit/runtime': OPKIT_VERSION, '@sinclair/typebox': '^0.34.52' },
+        devDependencies: {
+          '@opkit/cli': OPKIT_VERSION,
+          '@opkit/testenv': OPKIT_VERSION,
+          '@types/node': '^24.19.4',
+          typescript: '^5.9.3',
+        },
+      },
+      null,
+      2,
+    )}\n`,
+  );
+  files.set(
+    'tsconfig.json',
+    `${JSON.stringify(
+      {
+        compilerOptions: {
+          target: 'ES2024',
+          lib: ['ES2024'],
+          module: 'NodeNext',
+          moduleResolution: 'NodeNext',
+          types: ['node'],
+          strict: true,
+          noUncheckedIndexedAccess: true,
+          exactOptionalPropertyTypes: true,
+          noImplicitOverride: true,
+          isolatedModules: true,
+          verbatimModuleSyntax: true,
+          erasableSyntaxOnly: true,
+          allowImportingTsExtensions: true,
+          noEmit: true,
+          skipLibCheck: true,
+        },
+        include: ['src', 'test'],
+      },
+      null,
+      2,
+    )}\n`,
+  );
+  files.set(
+    'src/main.ts',
+    `#!/usr/bin/env node
+${YOURS}
+/**
+ * The ${p.projectName} operator process: a Manager (caches, controllers, leader election, /metrics, /healthz,
+ * /readyz) configured from flags and environment (run with --help), and the controllers \`opkit create api\` added.
+ */
+import { Manager, SettingsError, settingsFromArgs } from '@opkit/runtime';
+${MARK_IMPORTS}
+
+export const OPERATOR_NAME = '${p.projectName}';
+
+try {
+  const mgr = await Manager.create(settingsFromArgs({ name: OPERATOR_NAME }));
+  ${MARK_CONTROLLERS}
+  await mgr.run();
+} catch (err) {
+  process.stderr.write(\`\${OPERATOR_NAME}: \${(err as Error).message.split('\\n')[0]}\\n\`);
+  process.exit(err instanceof SettingsError ? 2 : 1);
+}
+`,
+  );
+  files.set(
+    'Dockerfile',
+    `# syntax=docker/dockerfile:1
+${YOURS_YAML}
+# Node 24 runs the TypeScript sources directly: no build step, production dependencies only, non-root.
+ARG NODE_IMAGE=node:24.21.0-bookworm-slim
+
+FROM \${NODE_IMAGE} AS deps
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund
+
+FROM \${NODE_IMAGE}
+ENV NODE_ENV=production
+WORKDIR /app
+COPY --from=deps /app/node_modules ./node_modules
+COPY package.json ./
+COPY src ./src
+USER 65532:65532
+EXPOSE 8080 8081
+ENTRYPOINT ["node", "src/main.ts"]
+`,
+  );
+  files.set('.dockerignore', `${YOURS_YAML}\nnode_modules\ntest\n**/*.test.ts\n.git\n`);
+  files.set('.gitignore', `${YOURS_YAML}\nnode_modules/\n`);
+  files.set(
+    'README.md',
+    `# ${p.projectName}
+
+A Kubernetes operator built with [opkit](https://www.npmjs.com/package/@opkit/cli).
+
+    npm install
+    npx opkit create api --group app --version v1alpha1 --kind MyKind --controller   # add an API
+    npx opkit generate      # CRDs, RBAC and manifests under config/, dist/install.yaml
+    npx opkit env up        # a local cluster (prints export KUBECONFIG=…)
+    npx opkit run           # install the CRDs and run the operator against the current kubeconfig
+    npm test                # the operator's tests, on a real local control plane
+    npx opkit build --image registry.example.com/${p.projectName}:0.1.0 && npx opkit deploy --image …
+
+Layout: \`src/api/<version>/\` (your API types: TypeBox schemas), \`src/controllers/\` (reconcilers and the permissions
+they need), \`src/main.ts\`, \`config/\` (generated, except \`config/samples/\`), \`PROJECT\` (what was scaffolded).
+`,
+  );
+  return files;
+}
+
+export function apiFile(p: Project, api: ApiEntry): string {
+  return `${YOURS}
+/**
+ * The ${api.kind} API (\`${apiGroup(p, api)}/${api.version}\`). This TypeBox schema is the single source of the
+ * CustomResourceDefinition (\`opkit generate\`) and of the TypeScript types. Add your fields; validation keywords
+ * (minimum, pattern, maxLength, …) and CEL rules (\`'x-kubernetes-validations'\`) are enforced by the apiserver.
+ */
+import { type Static, Type } from '@sinclair/typebox';
+import { defineKind } from '@opkit/runtime';
+
+export const ${api.kind}Spec = Type.Object(
+  {
+    // Example field — replace with yours.
+    replicas: Type.Integer({ minimum: 0, default: 1, format: 'int32', description: 'How many to run.' }),
+  },
+  { description: 'The desired state of a ${api.kind}.' },
+);
+
+export const ${api.kind}Status = Type.Object(
+  {
+    observedGeneration: Type.Optional(Type.Integer({ format: 'int64' })),
+    conditions: Type.Optional(
+      Type.Array(
+        Type.Object({
+          type: Type.String(),
+          status: Type.Union([Type.Literal('True'), Type.Literal('False'), Type.Literal('Unknown')]),
+          reason: Type.String(),
+          message: Type.String(),
+          lastTransitionTime: Type.String({ format: 'date-time' }),
+          observedGeneration: Type.Optional(Type.Integer({ format: 'int64' })),
+        }),
+        { 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['type'] },
+      ),
+    ),
+  },
+  { description: 'The observed state of a ${api.kind}.' },
+);
+
+export const ${api.kind}Kind = defineKind({
+  group: '${apiGroup(p, api)}',
+  version: '${api.version}',
+  kind: '${api.kind}',
+  plural: '${api.plural}',
+  scope: '${api.namespaced ? 'Namespaced' : 'Cluster'}',
+  spec: ${api.kind}Spec,
+  status: ${api.kind}Status,
+  subresources: { status: true },
+  printerColumns: [{ name: 'Ready', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].status' }],
+});
+
+export const ${api.kind}s = ${api.kind}Kind.resource;
+export type ${api.kind}Spec = Static<typeof ${api.kind}Spec>;
+export type ${api.kind}Status = Static<typeof ${api.kind}Status>;
+export type ${api.kind} = NonNullable<(typeof ${api.kind}s)['_type']>;
+`;
+}
+
+export function controllerFile(_project: Project, api: ApiEntry): string {
+  const k = api.kind;
+  return `${YOURS}
+/**
+ * The ${k} controller. Level-triggered: \`reconcile\` gets the name of a ${k} whose state may need work (never the
+ * event), reads it from the cache and drives the world toward its spec. Declare in \`permissions\` everything it does
+ * with the API: \`opkit generate\` turns exactly that into the operator's RBAC.
+ */
+import {
+  type Condition,
+  done,
+  type Manager,
+  type Permission,
+  permission,
+  type ReconcileContext,
+  type Request,
+  type Result,
+  setCondition,
+  updateStatusIfChanged,
+} from '@opkit/runtime';
+import { type ${k}, ${k}s, type ${k}Status } from '../api/${api.version}/${lower(k)}.ts';
+
+export const permissions: readonly Permission[] = [
+  permission(${k}s, ['list', 'watch']),
+  permission(${k}s, ['update'], { subresource: 'status' }),
+];
+
+export async function reconcile${k}(req: Request, ctx: ReconcileContext): Promise<Result> {
+  const obj: ${k} | undefined = await ctx.cache.get(${k}s, req);
+  if (!obj || obj.metadata.deletionTimestamp) return done();
+  // Your logic goes here: make the world match obj.spec (create or update children; after a create, call
+  // ctx.expect.created(kind, created) so a lagging cache never makes a duplicate).
+  const generation = obj.metadata.generation ?? 0;
+  const { conditions } = setCondition((obj.status?.conditions ?? []) as Condition[], {
+    type: 'Ready',
+    status: 'True',
+    reason: 'Reconciled',
+    message: 'the spec is applied',
+    observedGeneration: generation,
+  });
+  const status: ${k}Status = { ...obj.status, observedGeneration: generation, conditions: conditions as NonNullable<${k}Status['conditions']> };
+  await updateStatusIfChanged(ctx.client, ${k}s, obj, status);
+  return done();
+}
+
+export function setup${k}Controller(mgr: Manager): void {
+  mgr.controller().named('${camel(k).toLowerCase()}').for(${k}s).complete(reconcile${k});
+}
+`;
+}
+
+export function controllerTestFile(p: Project, api: ApiEntry): string {
+  const k = api.kind;
+  return `${YOURS}
+// The ${k} controller on a real local control plane (@opkit/testenv): the generated CRD is installed, the
+// controller runs in a Manager, and a ${k} becomes Ready.
+import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import { after, before, test } from 'node:test';
+import { Applier, Client, getCondition, loadConfig, Manager, parseManifests, silentLogger } from '@opkit/runtime';
+import { type Environment, start } from '@opkit/testenv';
+import { ${k}s } from '../src/api/${api.version}/${lower(k)}.ts';
+import { setup${k}Controller } from '../src/controllers/${lower(k)}.ts';
+
+let env: Environment;
+let client: Client;
+before(async () => {
+  env = await start({ nodes: 1, log: () => {} });
+  client = new Client(await loadConfig({ path: env.kubeconfigPath }));
+  const crd = await readFile(new URL('../config/crd/bases/${apiGroup(p, api)}_${api.plural}.yaml', import.meta.url), 'utf8');
+  await new Applier(client, 'test').applyAll(parseManifests(crd));
+});
+after(async () => {
+  client?.close();
+  await env?.stop();
+});
+
+test('a ${k} becomes Ready', async () => {
+  const mgr = new Manager({ name: 'test', client, log: silentLogger, metrics: { bindAddress: '0' }, health: { bindAddress: '0' } });
+  setup${k}Controller(mgr);
+  const stop = new AbortController();
+  const running = mgr.start(stop.signal);
+  try {
+    await client.create(${k}s, { metadata: { name: 'sample'${api.namespaced ? ", namespace: 'default'" : ''} }, spec: { replicas: 1 } } as never);
+    for (let i = 0; i < 100; i++) {
+      const obj = await client.get(${k}s, { ${api.namespaced ? "namespace: 'default', " : ''}name: 'sample' });
+      if (getCondition(obj.status?.conditions as never, 'Ready')?.status === 'True') return;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.fail('the ${k} did not become Ready');
+  } finally {
+    stop.abort();
+    await running;
+  }
+});
+`;
+}
+
+export function sampleFile(p: Project, api: ApiEntry): string {
+  return `${'# scaffolded by opkit — this file is yours to edit'}\n${yaml.dump(
+    {
+      apiVersion: `${apiGroup(p, api)}/${api.version}`,
+      kind: api.kind,
+      metadata: { name: `${lower(api.kind)}-sample` },
+      spec: { replicas: 1 },
+    },
+    { noRefs: true, lineWidth: -1 },
+  )}`;
+}
+
+/** main.ts with the controller's import and setup inserted at the markers (nothing else changes). */
+export function registerController(main: string, api: ApiEntry): string {
+  const importLine = `import { setup${api.kind}Controller } from './controllers/${lower(api.kind)}.ts';`;
+  const setupLine = `setup${api.kind}Controller(mgr);`;
+  if (main.includes(importLine)) return main;
+  const lines = main.split('\n');
+  const at = (mark: string) => lines.findIndex((l) => l.trim() === mark);
+  const i = at(MARK_IMPORTS);
+  if (i < 0) throw new Error(`the marker "${MARK_IMPORTS}" is missing`);
+  lines.splice(i, 0, importLine);
+  const j = at(MARK_CONTROLLERS);
+  if (j < 0) throw new Error(`the marker "${MARK_CONTROLLERS}" is missing`);
+  const indent = /^\s*/.exec(lines[j] ?? '')?.[0] ?? '';
+  lines.splice(j, 0, `${indent}${setupLine}`);
+  return lines.join('\n');
+}

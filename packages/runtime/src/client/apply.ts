@@ -1,0 +1,122 @@
+/**
+ * @module client/apply
+ * Server-side apply of arbitrary manifests (a multi-document YAML, or objects), the way `kubectl apply
+ * --server-side` does it: each object's resource is found by discovery (group/version → plural and scope, cached), so
+ * any kind works, custom ones included once their CRD is served. Objects are applied in the order given; a CRD is
+ * waited for until Established before the next object, so a file can carry a CRD and objects of its kind. `deleteAll`
+ * removes manifests in reverse order and ignores what is already gone.
+ */
+import yaml from 'js-yaml';
+import type { Client } from './client.ts';
+import { isNotFound } from './errors.ts';
+import { type KubeObject, type ResourceType, resource } from './resource.ts';
+
+interface DiscoveredResource {
+  name: string;
+  kind: string;
+  namespaced: boolean;
+}
+
+export class ManifestError extends Error {
+  override readonly name = 'ManifestError';
+  readonly code = 'InvalidManifest' as const;
+}
+
+/** The objects of a multi-document YAML (empty documents skipped); each must have apiVersion, kind, metadata.name. */
+export function parseManifests(text: string, source = 'manifest'): KubeObject[] {
+  const out: KubeObject[] = [];
+  let index = 0;
+  for (const doc of yaml.loadAll(text)) {
+    index += 1;
+    if (doc === null || doc === undefined) continue;
+    const o = doc as Partial<KubeObject>;
+    if (typeof o !== 'object' || !o.apiVersion || !o.kind || !o.metadata?.name) {
+      throw new ManifestError(`${source}: document ${index} needs apiVersion, kind and metadata.name`);
+    }
+    out.push(o as KubeObject);
+  }
+  return out;
+}
+
+export class Applier {
+  readonly #client: Client;
+  readonly #fieldManager: string;
+  readonly #discovery = new Map<string, DiscoveredResource[]>();
+
+  constructor(client: Client, fieldManager: string) {
+    this.#client = client;
+    this.#fieldManager = fieldManager;
+  }
+
+  /** The ResourceType of `apiVersion`/`kind`, by discovery. */
+  async resourceFor(apiVersion: string, kind: string, refresh = false): Promise<ResourceType> {
+    if (refresh) this.#discovery.delete(apiVersion);
+    let list = this.#discovery.get(apiVersion);
+    if (!list) {
+      const path = apiVersion.includes('/') ? `/apis/${apiVersion}` : `/api/${apiVersion}`;
+      const res = await this.#client.transport
+        .request<{ resources?: DiscoveredResource[] }>({ method: 'GET', path })
+        .catch((err: unknown) => {
+          if (isNotFound(err)) return { resources: [] };
+          throw err;
+        });
+      list = (res.resources ?? []).filter((r) => !r.name.includes('/'));
+      this.#discovery.set(apiVersion, list);
+    }
+    const found = list.find((r) => r.kind === kind);
+    if (!found) {
+      if (!refresh) return this.resourceFor(apiVersion, kind, true);
+      throw new ManifestError(`the apiserver does not serve kind ${kind} in ${apiVersion}`);
+    }
+    const [group, version] = apiVersion.includes('/') ? (apiVersion.split('/') as [string, string]) : ['', apiVersion];
+    return resource({ group, version, kind, plural: found.name, namespaced: found.namespaced });
+  }
+
+  /** Applies every object (server-side apply, forced), waiting for CRDs to be Established. */
+  async applyAll(objects: readonly KubeObject[], options: { namespace?: string } = {}): Promise<KubeObject[]> {
+    const out: KubeObject[] = [];
+    for (const obj of objects) {
+      const r = await this.resourceFor(obj.apiVersion ?? '', obj.kind ?? '');
+      const body =
+        r.namespaced && !obj.metadata.namespace && options.namespace
+          ? { ...obj, metadata: { ...obj.metadata, namespace: options.namespace } }
+          : obj;
+      const applied = await this.#client.apply(r, body, { fieldManager: this.#fieldManager, force: true });
+      out.push(applied);
+      if (obj.kind === 'CustomResourceDefinition') await this.#established(r, obj.metadata.name ?? '');
+    }
+    return out;
+  }
+
+  /** Deletes every object, last first; absent ones are fine. */
+  async deleteAll(objects: readonly KubeObject[]): Promise<number> {
+    let deleted = 0;
+    for (const obj of [...objects].reverse()) {
+      try {
+        const r = await this.resourceFor(obj.apiVersion ?? '', obj.kind ?? '');
+        const ref = r.namespaced
+          ? { namespace: obj.metadata.namespace ?? 'default', name: obj.metadata.name ?? '' }
+          : { name: obj.metadata.name ?? '' };
+        await this.#client.delete(r, ref, { propagationPolicy: 'Background' });
+        deleted += 1;
+      } catch (err) {
+        if (isNotFound(err) || err instanceof ManifestError) continue;
+        throw err;
+      }
+    }
+    return deleted;
+  }
+
+  async #established(r: ResourceType, name: string): Promise<void> {
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      const crd = (await this.#client.get(r, { name })) as KubeObject & {
+        status?: { conditions?: { type: string; status: string }[] };
+      };
+      if (crd.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True')) return;
+      if (Date.now() > deadline)
+        throw new ManifestError(`the CustomResourceDefinition ${name} did not become Established within 60 s`);
+      await new Promise((res) => setTimeout(res, 200));
+    }
+  }
+}
