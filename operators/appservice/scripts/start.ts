@@ -16,7 +16,7 @@ import { fileURLToPath } from 'node:url';
 import { Client, type ConnectionConfig, loadConfig, Pods } from '@opkit/runtime';
 import { type Environment, start } from '@opkit/testenv';
 import { AppServices } from '../src/api/v1alpha1/appservice.ts';
-import { LABELS } from '../src/controller/pods.ts';
+import { LABELS } from '../src/controllers/pods.ts';
 import { applySample, installApiAndRbac, serviceAccountKubeconfig } from '../src/install.ts';
 
 const MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));

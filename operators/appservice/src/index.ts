@@ -1,6 +1,6 @@
 /**
- * @opkit/appservice — the AppService reference operator: its API (kind, types, schema), its reconciler and the
- * manifests generated from them.
+ * @opkit/appservice — the AppService reference operator: its API (kind, types, schema), its controller, and helpers
+ * to install it from the generated manifests.
  */
 export {
   type AppService,
@@ -9,7 +9,14 @@ export {
   type AppServiceStatus,
   AppServices,
 } from './api/v1alpha1/appservice.ts';
-export { AppServiceReconciler, permissions } from './controller/appservice.ts';
-export { LABELS, plan, podFor, selectorLabels, templateHash } from './controller/pods.ts';
-export { applySample, installApiAndRbac, serviceAccountKubeconfig } from './install.ts';
-export { installYaml, manifests, NAME, NAMESPACE, rbac, sample } from './manifests.ts';
+export { AppServiceReconciler, permissions, setupAppServiceController } from './controllers/appservice.ts';
+export { LABELS, plan, podFor, selectorLabels, templateHash } from './controllers/pods.ts';
+export {
+  applySample,
+  installApiAndRbac,
+  installObjects,
+  NAME,
+  NAMESPACE,
+  sample,
+  serviceAccountKubeconfig,
+} from './install.ts';

@@ -1,22 +1,14 @@
 #!/usr/bin/env node
+// scaffolded by opkit — this file is yours to edit
 /**
- * @module main
- * The AppService operator process. Flags and environment (see `--help`): the manager's (kubeconfig, namespace to
- * watch, metrics and health addresses, leader election, log level and format, workers, shutdown timeout) and
- * `--resync-period` (off by default: watches drive reconciles). Exits 0 after SIGTERM/SIGINT, 1 with a one-line
- * reason on a fatal error (no cluster, missing CRD, lost leadership), 2 on a bad flag.
+ * The appservice-operator process: a Manager (caches, controllers, leader election, /metrics, /healthz, /readyz)
+ * configured from flags and environment (run with --help), and the AppService controller. Beyond the manager's flags
+ * it takes `--resync-period` (off by default: watches drive reconciles). Exits 0 after SIGTERM/SIGINT, 1 with a
+ * one-line reason on a fatal error (no cluster, missing CRD, lost leadership), 2 on a bad flag.
  */
-import {
-  generationChanged,
-  Manager,
-  Pods,
-  parseDuration,
-  SETTINGS_HELP,
-  SettingsError,
-  settingsFromArgs,
-} from '@opkit/runtime';
-import { AppServices } from './api/v1alpha1/appservice.ts';
-import { AppServiceReconciler } from './controller/appservice.ts';
+import { Manager, parseDuration, SETTINGS_HELP, SettingsError, settingsFromArgs } from '@opkit/runtime';
+import { setupAppServiceController } from './controllers/appservice.ts';
+// +opkit:scaffold:imports
 
 export const OPERATOR_NAME = 'appservice-operator';
 
@@ -24,46 +16,33 @@ const HELP = `Usage: appservice-operator [options]
 
 Runs the AppService controller: each AppService (app.example.com/v1alpha1) gets spec.replicas pods.
 
-${SETTINGS_HELP}  --resync-period DUR                reconcile every AppService this often too (default: off)
+${SETTINGS_HELP}  --resync-period DUR                reconcile every AppService this often too (default: off; env RESYNC_PERIOD)
   -h, --help                         show this help
 `;
 
-async function main(argv: string[]): Promise<void> {
-  if (argv.includes('-h') || argv.includes('--help')) {
-    process.stdout.write(HELP);
-    return;
-  }
-  const rest = [...argv];
-  let resyncPeriodMs: number | undefined;
-  const at = rest.findIndex((a) => a === '--resync-period' || a.startsWith('--resync-period='));
-  try {
-    if (at >= 0) {
-      const [flag, inline] = (rest[at] as string).split('=', 2);
-      const value = inline ?? rest[at + 1];
-      if (value === undefined) throw new SettingsError(`${flag}: a duration is required`);
-      resyncPeriodMs = parseDuration(value, '--resync-period');
-      rest.splice(at, inline === undefined ? 2 : 1);
-    }
-    const settings = settingsFromArgs({ name: OPERATOR_NAME }, rest, {
-      ...process.env,
-      RESYNC_PERIOD: undefined,
-    });
-    if (resyncPeriodMs === undefined && process.env.RESYNC_PERIOD)
-      resyncPeriodMs = parseDuration(process.env.RESYNC_PERIOD, 'RESYNC_PERIOD');
-    const mgr = await Manager.create(settings);
-    mgr
-      .controller()
-      .named('appservice')
-      .for(AppServices, generationChanged)
-      .owns(Pods)
-      .withOptions(resyncPeriodMs ? { resyncPeriodMs } : {})
-      .complete(new AppServiceReconciler(mgr.eventRecorder(OPERATOR_NAME)));
-    await mgr.run();
-  } catch (err) {
-    const line = (err instanceof Error ? err.message : String(err)).split('\n')[0];
-    process.stderr.write(`${OPERATOR_NAME}: ${line}\n`);
-    process.exit(err instanceof SettingsError ? 2 : 1);
-  }
+/** Takes `--resync-period D` / `--resync-period=D` out of argv (the manager's parser knows only its own flags). */
+function resyncPeriod(argv: string[]): number | undefined {
+  const at = argv.findIndex((a) => a === '--resync-period' || a.startsWith('--resync-period='));
+  if (at < 0) return process.env.RESYNC_PERIOD ? parseDuration(process.env.RESYNC_PERIOD, 'RESYNC_PERIOD') : undefined;
+  const [flag, inline] = (argv[at] as string).split('=', 2);
+  const value = inline ?? argv[at + 1];
+  if (value === undefined) throw new SettingsError(`${flag}: a duration is required (e.g. 10m)`);
+  argv.splice(at, inline === undefined ? 2 : 1);
+  return parseDuration(value, '--resync-period');
 }
 
-await main(process.argv.slice(2));
+const argv = process.argv.slice(2);
+if (argv.includes('-h') || argv.includes('--help')) {
+  process.stdout.write(HELP);
+  process.exit(0);
+}
+try {
+  const resyncPeriodMs = resyncPeriod(argv);
+  const mgr = await Manager.create(settingsFromArgs({ name: OPERATOR_NAME }, argv));
+  setupAppServiceController(mgr, resyncPeriodMs ? { resyncPeriodMs } : {});
+  // +opkit:scaffold:controllers
+  await mgr.run();
+} catch (err) {
+  process.stderr.write(`${OPERATOR_NAME}: ${(err as Error).message.split('\n')[0]}\n`);
+  process.exit(err instanceof SettingsError ? 2 : 1);
+}

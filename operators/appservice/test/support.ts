@@ -9,9 +9,8 @@ import { fileURLToPath } from 'node:url';
 import { Client, loadConfig, Namespaces, type Pod, Pods } from '@opkit/runtime';
 import { type Environment, start } from '@opkit/testenv';
 import { type AppService, AppServices } from '../src/api/v1alpha1/appservice.ts';
-import { LABELS } from '../src/controller/pods.ts';
-import { installApiAndRbac } from '../src/install.ts';
-import { NAME, NAMESPACE } from '../src/manifests.ts';
+import { LABELS } from '../src/controllers/pods.ts';
+import { installApiAndRbac, NAME, NAMESPACE } from '../src/install.ts';
 
 const MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
 

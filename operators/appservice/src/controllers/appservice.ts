@@ -15,8 +15,10 @@
 import {
   type Condition,
   type EventRecorder,
+  generationChanged,
   isApiError,
   isNotFound,
+  type Manager,
   type Permission,
   type Pod,
   Pods,
@@ -181,6 +183,17 @@ export class AppServiceReconciler implements Reconciler {
 function errorText(err: unknown): string {
   const text = err instanceof Error ? err.message : String(err);
   return text.length > 500 ? `${text.slice(0, 497)}...` : text;
+}
+
+/** Registers the AppService controller with the manager (what `opkit create api --controller` wires into main.ts). */
+export function setupAppServiceController(mgr: Manager, options: { resyncPeriodMs?: number } = {}): void {
+  mgr
+    .controller()
+    .named('appservice')
+    .for(AppServices, generationChanged)
+    .owns(Pods)
+    .withOptions(options.resyncPeriodMs ? { resyncPeriodMs: options.resyncPeriodMs } : {})
+    .complete(new AppServiceReconciler(mgr.eventRecorder(MANAGED_BY)));
 }
 
 export { MANAGED_BY };
