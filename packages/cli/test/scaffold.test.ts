@@ -1,0 +1,216 @@
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join, relative } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { Applier, Client, loadConfig, parseManifests } from '@opkit/runtime';
+import { type Environment, start } from '@opkit/testenv';
+
+const MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
+const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+
+function opkit(cwd: string, args: string[], env: NodeJS.ProcessEnv = {}) {
+  const r = spawnSync(process.execPath, [MAIN, ...args], {
+    cwd,
+    encoding: 'utf8',
+    env: { ...process.env, ...env },
+    timeout: 120_000,
+  });
+  return { code: r.status, out: r.stdout + r.stderr };
+}
+
+/** Links the workspace's packages into a scaffolded project, as `npm install` would install them from the registry. */
+export async function linkWorkspace(project: string): Promise<void> {
+  const links: [string, string][] = [
+    ['@opkit/runtime', 'packages/runtime'],
+    ['@opkit/testenv', 'packages/testenv'],
+    ['@opkit/cli', 'packages/cli'],
+    ['@sinclair/typebox', 'node_modules/@sinclair/typebox'],
+    ['@types/node', 'node_modules/@types/node'],
+  ];
+  for (const [name, target] of links) {
+    const at = join(project, 'node_modules', name);
+    await mkdir(dirname(at), { recursive: true });
+    await symlink(join(ROOT, target), at);
+  }
+}
+
+async function files(dir: string, base = dir): Promise<string[]> {
+  const out: string[] = [];
+  for (const e of await readdir(dir, { withFileTypes: true })) {
+    if (e.name === 'node_modules') continue;
+    const p = join(dir, e.name);
+    if (e.isDirectory()) out.push(...(await files(p, base)));
+    else out.push(relative(base, p));
+  }
+  return out.sort();
+}
+
+describe('opkit init → create api → generate → a working operator', () => {
+  let work: string;
+  let env: Environment;
+  before(async () => {
+    work = await mkdtemp(join(tmpdir(), 'opkit-scaffold-'));
+    env = await start({ nodes: 1, auditLog: true, log: () => {} });
+  });
+  after(async () => {
+    await env?.stop();
+    await rm(work, { recursive: true, force: true });
+  });
+
+  test('the full journey, with the operator under its generated RBAC making zero forbidden requests', {
+    timeout: 300_000,
+  }, async () => {
+    assert.equal(opkit(work, ['init', 'gadget-operator', '--domain', 'example.org']).code, 0);
+    const dir = join(work, 'gadget-operator');
+    await linkWorkspace(dir);
+    const created = opkit(dir, [
+      'create',
+      'api',
+      '--group',
+      'shop',
+      '--version',
+      'v1beta1',
+      '--kind',
+      'Gadget',
+      '--controller',
+    ]);
+    assert.equal(created.code, 0, created.out);
+    // add a field, as a user would
+    const apiPath = join(dir, 'src/api/v1beta1/gadget.ts');
+    const api = await readFile(apiPath, 'utf8');
+    await writeFile(
+      apiPath,
+      api.replace(
+        "description: 'How many to run.' }),",
+        "description: 'How many to run.' }),\n    color: Type.Optional(Type.String({ maxLength: 20 })),",
+      ),
+    );
+    const stale = opkit(dir, ['generate', '--check']);
+    assert.equal(stale.code, 1, 'a changed API makes the CRD stale');
+    assert.match(stale.out, /config\/crd\/bases\/shop\.example\.org_gadgets\.yaml/);
+    assert.equal(opkit(dir, ['generate']).code, 0);
+    assert.equal(opkit(dir, ['generate', '--check']).code, 0);
+    assert.match(
+      await readFile(join(dir, 'config/crd/bases/shop.example.org_gadgets.yaml'), 'utf8'),
+      /color:\n\s+type: string\n\s+maxLength: 20/,
+    );
+    const tsc = spawnSync(join(ROOT, 'node_modules/.bin/tsc'), ['--noEmit', '-p', join(dir, 'tsconfig.json')], {
+      encoding: 'utf8',
+    });
+    assert.equal(tsc.status, 0, tsc.stdout + tsc.stderr);
+    const childEnv = { ...process.env };
+    delete childEnv.NODE_TEST_CONTEXT; // a nested test run must report as a top-level one
+    const tests = spawnSync(process.execPath, ['--test', 'test/**/*.test.ts'], {
+      cwd: dir,
+      encoding: 'utf8',
+      env: childEnv,
+      timeout: 120_000,
+    });
+    assert.equal(tests.status, 0, `the scaffold's own tests pass:\n${tests.stdout}${tests.stderr}`);
+    assert.match(tests.stdout, /pass 1\n/, tests.stdout);
+
+    // the generated install: CRD accepted, RBAC applied; the operator runs as its ServiceAccount
+    const admin = new Client(await loadConfig({ path: env.kubeconfigPath }));
+    const objects = parseManifests(await readFile(join(dir, 'dist/install.yaml'), 'utf8')).filter(
+      (o) => o.kind !== 'Deployment' && o.kind !== 'Service',
+    );
+    await new Applier(admin, 'test').applyAll(objects);
+    const sample = parseManifests(await readFile(join(dir, 'config/samples/shop_v1beta1_gadget.yaml'), 'utf8'));
+    await new Applier(admin, 'test').applyAll(sample, { namespace: 'default' });
+    const sa = await env.kubeconfigFor({ namespace: 'gadget-operator-system', name: 'gadget-operator' });
+    const auditFrom = (await readFile(env.auditLogPath as string, 'utf8')).length;
+    const op = spawnSync(
+      process.execPath,
+      [
+        '-e',
+        `const { spawn } = await import('node:child_process');
+         const p = spawn(process.execPath, ['src/main.ts', '--kubeconfig', ${JSON.stringify(sa.path)}, '--metrics-bind-address', '0', '--health-probe-bind-address', '0', '--leader-elect', '--leader-election-namespace', 'gadget-operator-system'], { stdio: 'inherit' });
+         setTimeout(() => p.kill('SIGTERM'), 8000);
+         p.on('exit', (c) => process.exit(c ?? 1));`,
+      ],
+      { cwd: dir, encoding: 'utf8', timeout: 60_000, input: '' },
+    );
+    assert.equal(op.status, 0, `the operator stopped cleanly on SIGTERM: ${op.stdout}${op.stderr}`);
+    const gadget = await admin.transport.request<{ status?: { conditions?: { type: string; status: string }[] } }>({
+      method: 'GET',
+      path: '/apis/shop.example.org/v1beta1/namespaces/default/gadgets/gadget-sample',
+    });
+    assert.equal(
+      gadget.status?.conditions?.find((c) => c.type === 'Ready')?.status,
+      'True',
+      'the sample was reconciled',
+    );
+    admin.close();
+    const audit = (await readFile(env.auditLogPath as string, 'utf8')).slice(auditFrom).split('\n').filter(Boolean);
+    const mine = audit
+      .map(
+        (l) =>
+          JSON.parse(l) as {
+            user: { username: string };
+            responseStatus?: { code?: number };
+            verb: string;
+            objectRef?: { resource?: string };
+          },
+      )
+      .filter((e) => e.user.username === 'system:serviceaccount:gadget-operator-system:gadget-operator');
+    assert.ok(mine.length > 0, 'the operator talked to the apiserver');
+    const forbidden = mine
+      .filter((e) => e.responseStatus?.code === 403)
+      .map((e) => `${e.verb} ${e.objectRef?.resource}`);
+    assert.deepEqual(forbidden, [], 'zero 403 responses under the generated RBAC');
+    assert.ok(
+      mine.some((e) => e.objectRef?.resource === 'leases' && e.verb === 'create'),
+      'it took the leader lease',
+    );
+
+    // a bundle and a dry-run build
+    assert.equal(opkit(dir, ['bundle', '--version', '0.2.0', '--channels', 'alpha,stable']).code, 0);
+    const csv = await readFile(join(dir, 'bundle/manifests/gadget-operator.clusterserviceversion.yaml'), 'utf8');
+    assert.match(csv, /name: gadget-operator\.v0\.2\.0/);
+    assert.match(csv, /strategy: deployment/);
+    assert.match(csv, /kind: Gadget/);
+    const annotations = await readFile(join(dir, 'bundle/metadata/annotations.yaml'), 'utf8');
+    const dockerfile = await readFile(join(dir, 'bundle.Dockerfile'), 'utf8');
+    for (const line of annotations.split('\n').filter((l) => l.includes('operators.operatorframework.io'))) {
+      const [k, v] = line.trim().split(/:\s+/) as [string, string];
+      assert.ok(dockerfile.includes(`LABEL ${k}=${v}`), `bundle.Dockerfile labels ${k}`);
+    }
+  });
+
+  test('deploy applies the manifests with the image substituted; undeploy removes them', async () => {
+    const dir = join(work, 'gadget-operator');
+    const kube = { KUBECONFIG: env.kubeconfigPath };
+    const deployed = opkit(dir, ['deploy', '--image', 'registry.example.org/gadget:1.2.3'], kube);
+    assert.equal(deployed.code, 0, deployed.out);
+    const admin = new Client(await loadConfig({ path: env.kubeconfigPath }));
+    const { Deployments } = await import('@opkit/runtime');
+    const d = await admin.get(Deployments, { namespace: 'gadget-operator-system', name: 'gadget-operator' });
+    assert.equal(d.spec?.template.spec?.containers[0]?.image, 'registry.example.org/gadget:1.2.3');
+    assert.equal(opkit(dir, ['undeploy'], kube).code, 0);
+    await assert.rejects(admin.get(Deployments, { namespace: 'gadget-operator-system', name: 'gadget-operator' }));
+    admin.close();
+  });
+
+  test('the AppService operator has the layout the scaffold produces', async () => {
+    assert.equal(
+      opkit(work, ['init', 'appservice-operator', '--domain', 'example.com', '--namespace', 'appservice-system']).code,
+      0,
+    );
+    const dir = join(work, 'appservice-operator');
+    await linkWorkspace(dir);
+    assert.equal(
+      opkit(dir, ['create', 'api', '--group', 'app', '--version', 'v1alpha1', '--kind', 'AppService', '--controller'])
+        .code,
+      0,
+    );
+    const scaffolded = await files(dir);
+    const actual = new Set(await files(join(ROOT, 'operators/appservice')));
+    const missing = scaffolded.filter((f) => !actual.has(f));
+    assert.deepEqual(missing, [], 'every file the scaffold makes exists in operators/appservice');
+    const project = await readFile(join(dir, 'PROJECT'), 'utf8');
+    assert.equal(await readFile(join(ROOT, 'operators/appservice/PROJECT'), 'utf8'), project, 'the same PROJECT');
+  });
+});
