@@ -75,7 +75,9 @@ describe('manager against a real apiserver', () => {
           message: ready ? `painted ${w.spec?.color}` : 'spec.color is not set',
           observedGeneration: w.metadata.generation ?? 0,
         });
-        await updateStatusIfChanged(ctx.client, Widgets, w, { ...w.status, conditions } as Widget['status']);
+        await updateStatusIfChanged(ctx.client, Widgets, w, { ...w.status, conditions } as NonNullable<
+          Widget['status']
+        >);
         return done();
       });
     const stop = new AbortController();

@@ -27,11 +27,11 @@ export function jsonEqual(a: unknown, b: unknown): boolean {
  * Writes `status` if it differs from `obj.status`. Resolves with the written object, or `undefined` when nothing
  * needed writing.
  */
-export async function updateStatusIfChanged<S, T extends KubeObject & { status?: S }>(
+export async function updateStatusIfChanged<T extends KubeObject & { status?: unknown }>(
   client: Client,
   r: ResourceType<T>,
   obj: T,
-  status: S,
+  status: NonNullable<T['status']>,
 ): Promise<T | undefined> {
   if (jsonEqual(obj.status, status)) return undefined;
   return client.updateStatus(r, { ...obj, status });

@@ -1,0 +1,159 @@
+import assert from 'node:assert/strict';
+import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { run } from '../src/index.ts';
+
+async function opkit(args: string[]): Promise<{ code: number; out: string }> {
+  const lines: string[] = [];
+  const code = await run(
+    args,
+    (l) => lines.push(l),
+    (l) => lines.push(l),
+  );
+  return { code, out: lines.join('\n') };
+}
+
+describe('input checks: each error names the bad value and the rule; nothing the user had is touched', () => {
+  let work: string;
+  before(async () => {
+    work = await mkdtemp(join(tmpdir(), 'opkit-inputs-'));
+  });
+  after(async () => {
+    await rm(work, { recursive: true, force: true });
+  });
+
+  test('init refuses bad names and an existing project', async () => {
+    const bad = await opkit(['init', 'My_Operator', '--dir', join(work, 'a')]);
+    assert.equal(bad.code, 2);
+    assert.match(bad.out, /project name "My_Operator" must be lower-case/);
+    assert.match(
+      (await opkit(['init', 'ok', '--domain', 'Example.COM', '--dir', join(work, 'b')])).out,
+      /domain "Example\.COM" must be a DNS-1123 subdomain/,
+    );
+    assert.match(
+      (await opkit(['init', 'ok', '--image', 'bad image', '--dir', join(work, 'c')])).out,
+      /image "bad image"/,
+    );
+    assert.equal((await opkit(['init', 'good', '--dir', join(work, 'good')])).code, 0);
+    const again = await opkit(['init', 'good', '--dir', join(work, 'good')]);
+    assert.equal(again.code, 2);
+    assert.match(again.out, /already a project/);
+    const mine = join(work, 'mine');
+    await mkdir(mine, { recursive: true });
+    await writeFile(join(mine, 'package.json'), '{"name":"mine"}\n');
+    const refused = await opkit(['init', 'mine', '--dir', mine]);
+    assert.equal(refused.code, 2);
+    assert.match(refused.out, /package\.json already exists and is yours/);
+    assert.equal(
+      await readFile(join(mine, 'package.json'), 'utf8'),
+      '{"name":"mine"}\n',
+      'the user’s file is untouched',
+    );
+  });
+
+  test('create api checks kind, group, version, duplicates and never overwrites a user file', async () => {
+    const dir = join(work, 'good');
+    const cases: [string[], RegExp][] = [
+      [['--group', 'app', '--version', 'v1', '--kind', 'lowercase'], /kind "lowercase" must be UpperCamelCase/],
+      [
+        ['--group', 'App_Group', '--version', 'v1', '--kind', 'Thing'],
+        /group "App_Group" must be a DNS-1123 subdomain/,
+      ],
+      [
+        ['--group', 'app', '--version', '1.0', '--kind', 'Thing'],
+        /version "1\.0" must look like v1, v1alpha1 or v2beta3/,
+      ],
+      [
+        ['--group', 'app', '--version', 'v1', '--kind', 'Thing', '--namespaced', 'maybe'],
+        /--namespaced must be true or false/,
+      ],
+      [['--group', 'app', '--version', 'v1'], /--kind is required/],
+    ];
+    for (const [args, message] of cases) {
+      const r = await opkit(['create', 'api', ...args, '--dir', dir]);
+      assert.equal(r.code, 2, r.out);
+      assert.match(r.out, message);
+    }
+    await mkdir(join(dir, 'src/api/v1'), { recursive: true });
+    await writeFile(join(dir, 'src/api/v1/thing.ts'), '// my own file\n');
+    const clash = await opkit(['create', 'api', '--group', 'app', '--version', 'v1', '--kind', 'Thing', '--dir', dir]);
+    assert.equal(clash.code, 2);
+    assert.match(clash.out, /thing\.ts already exists and is yours \(not generated\): nothing was written/);
+    assert.equal(await readFile(join(dir, 'src/api/v1/thing.ts'), 'utf8'), '// my own file\n');
+    assert.doesNotMatch(await readFile(join(dir, 'PROJECT'), 'utf8'), /Thing/, 'PROJECT unchanged');
+    const outside = await opkit([
+      'create',
+      'api',
+      '--group',
+      'app',
+      '--version',
+      'v1',
+      '--kind',
+      'Thing',
+      '--dir',
+      work,
+    ]);
+    assert.match(outside.out, /PROJECT not found: run this inside an opkit project/);
+    assert.match((await opkit(['create', 'widget'])).out, /the only thing to create is an api/);
+  });
+
+  test('build: names docker, podman and buildah when none is on PATH; otherwise runs the first found', async () => {
+    const dir = join(work, 'good');
+    const empty = join(work, 'empty-bin');
+    await mkdir(empty, { recursive: true });
+    const saved = process.env.PATH;
+    try {
+      process.env.PATH = empty;
+      const none = await opkit(['build', '--dir', dir]);
+      assert.equal(none.code, 2);
+      assert.match(none.out, /no container build tool found: install one of docker, podman, buildah/);
+      const fake = join(work, 'fake-bin');
+      await mkdir(fake, { recursive: true });
+      await writeFile(join(fake, 'podman'), `#!/bin/sh\necho "$@" > "${join(work, 'podman-args')}"\n`);
+      await chmod(join(fake, 'podman'), 0o755);
+      process.env.PATH = fake;
+      const dry = await opkit(['build', '--dir', dir, '--image', 'reg.example/good:1', '--dry-run']);
+      assert.equal(dry.code, 0);
+      assert.match(dry.out, /^podman build -t reg\.example\/good:1 -f .*\/Dockerfile /m);
+      const real = await opkit(['build', '--dir', dir, '--image', 'reg.example/good:1']);
+      assert.equal(real.code, 0, real.out);
+      assert.match(await readFile(join(work, 'podman-args'), 'utf8'), /^build -t reg\.example\/good:1 -f /);
+    } finally {
+      process.env.PATH = saved;
+    }
+  });
+
+  test('bundle checks its version and channels', async () => {
+    const dir = join(work, 'good');
+    assert.match((await opkit(['bundle', '--dir', dir])).out, /--version is required/);
+    assert.match(
+      (await opkit(['bundle', '--version', '1.0', '--dir', dir])).out,
+      /bundle version "1\.0" must be a semantic version/,
+    );
+    assert.match(
+      (
+        await opkit([
+          'bundle',
+          '--version',
+          '1.0.0',
+          '--channels',
+          'alpha',
+          '--default-channel',
+          'stable',
+          '--dir',
+          dir,
+        ])
+      ).out,
+      /--default-channel "stable" is not one of/,
+    );
+  });
+
+  test('unknown commands and flags are usage errors', async () => {
+    assert.equal((await opkit(['frobnicate'])).code, 2);
+    const flag = await opkit(['generate', '--frob']);
+    assert.equal(flag.code, 2);
+    assert.match(flag.out, /--frob/);
+  });
+});
