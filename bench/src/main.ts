@@ -3,8 +3,10 @@
  * writes the figures as JSON. Scenarios: env-start.
  */
 import { mkdir, writeFile } from 'node:fs/promises';
+import { cpus, totalmem } from 'node:os';
 import { dirname } from 'node:path';
 import { parseArgs } from 'node:util';
+import { compareMarkdown, compareScenario, writeDocs } from './scenarios/compare.ts';
 import { type ConvergeResult, convergeScenario } from './scenarios/converge.ts';
 import { envStart, envStartMarkdown } from './scenarios/env-start.ts';
 import { type InformerResult, informerScenario } from './scenarios/informer.ts';
@@ -15,6 +17,7 @@ Scenarios:
   env-start   warm start time and memory of the local control plane, and the recorded cold build time
   informer    opkit's informer vs @kubernetes/client-node's: sync time, heap per object, CPU per event (--objects N)
   converge    the AppService operator from zero: --crs N --replicas R [--workers W] [--idle-seconds S]
+  compare     opkit vs Go controller-runtime vs client-node vs the floor (converge + idle), --repeat N, --docs
 `;
 
 const { values, positionals } = parseArgs({
@@ -27,6 +30,7 @@ const { values, positionals } = parseArgs({
     replicas: { type: 'string', default: '3' },
     workers: { type: 'string', default: '4' },
     'idle-seconds': { type: 'string', default: '60' },
+    docs: { type: 'boolean', default: false },
     help: { type: 'boolean', short: 'h', default: false },
   },
 });
@@ -72,6 +76,7 @@ switch (scenario) {
       return v;
     };
     const r = await convergeScenario({
+      system: 'opkit',
       crs: num('crs', 1),
       replicas: num('replicas', 0),
       workers: num('workers', 1),
@@ -80,6 +85,25 @@ switch (scenario) {
     });
     result = r;
     table = convergeMarkdown(r);
+    break;
+  }
+  case 'compare': {
+    const int = (name: 'crs' | 'replicas' | 'workers' | 'idle-seconds') => Number(values[name]);
+    const r = await compareScenario({
+      crs: int('crs'),
+      replicas: int('replicas'),
+      workers: int('workers'),
+      idleSeconds: int('idle-seconds'),
+      repeat,
+      log,
+    });
+    result = r;
+    table = compareMarkdown(r);
+    if (values.docs)
+      await writeDocs(
+        r,
+        `${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.versions.node}`,
+      );
     break;
   }
   default:
