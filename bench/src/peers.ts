@@ -78,6 +78,6 @@ export async function startPeer(
       return spawn(process.execPath, [CLIENT_NODE, ...common], { stdio });
     case 'go':
       if (!goBinary) throw new Error('the Go peer binary is missing');
-      return spawn(goBinary, common, { stdio });
+      return spawn(goBinary, [...common, '--zap-log-level', 'error'], { stdio });
   }
 }

@@ -21,12 +21,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	"k8s.io/client-go/tools/record"
 )
 
 var appGVK = schema.GroupVersionKind{Group: "app.example.com", Version: "v1alpha1", Kind: "AppService"}
@@ -190,14 +191,19 @@ func normalize(m map[string]interface{}) map[string]interface{} {
 func main() {
 	var workers int
 	flag.IntVar(&workers, "max-concurrent-reconciles", 1, "workers")
+	opts := zap.Options{}
+	opts.BindFlags(flag.CommandLine)
 	flag.Parse() // --kubeconfig is controller-runtime's own flag
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
 	cfg := ctrl.GetConfigOrDie()
 	cfg.QPS = -1 // no client-side rate limit, as the other peers
 	cfg.UserAgent = "appservice-go-controller-runtime"
 	scheme := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(scheme)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 scheme,
+		Scheme: scheme,
+		// read AppServices (unstructured) from the cache too, as typed objects are
+		Client:                 client.Options{Cache: &client.CacheOptions{Unstructured: true}},
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 	})
