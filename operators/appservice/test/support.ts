@@ -3,11 +3,11 @@
  * End-to-end set-up: a control plane (with the audit log), the operator's API and RBAC installed from the generated
  * manifests, and the operator started as a separate process that authenticates as its own ServiceAccount.
  */
+
 import { type ChildProcessWithoutNullStreams, spawn, spawnSync } from 'node:child_process';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { Client, loadConfig, Namespaces, type Pod, Pods } from '@opkit/runtime';
-import { type Environment, start } from '@opkit/testenv';
+import { type Environment, start, waitFor } from '@opkit/testenv';
 import { type AppService, AppServices } from '../src/api/v1alpha1/appservice.ts';
 import { LABELS } from '../src/controllers/pods.ts';
 import { installApiAndRbac, NAME, NAMESPACE } from '../src/install.ts';
@@ -89,25 +89,7 @@ export async function livePods(c: Cluster, ns: string, app: string): Promise<Pod
   return pods.filter((p) => !p.metadata.deletionTimestamp);
 }
 
-export async function waitFor<T>(
-  what: string,
-  check: () => Promise<T | undefined | false>,
-  timeoutMs = 60_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await check();
-      if (v !== undefined && v !== false) return v;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline)
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${String(last)}` : ''}`);
-    await sleep(100);
-  }
-}
+export { waitFor };
 
 /** Waits until the AppService reports `replicas` ready pods for its current generation, and exactly that many pods run. */
 export async function settled(

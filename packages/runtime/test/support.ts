@@ -4,8 +4,7 @@
  * and scale subresources), a logger that records entries, and polling.
  */
 
-import { setTimeout as sleep } from 'node:timers/promises';
-import { type Environment, start } from '@opkit/testenv';
+import { type Environment, start, waitFor } from '@opkit/testenv';
 import {
   Client,
   type ConnectionConfig,
@@ -99,25 +98,7 @@ export async function installWidgetCrd(client: Client): Promise<void> {
   });
 }
 
-export async function waitFor<T>(
-  what: string,
-  check: () => Promise<T | undefined | false>,
-  timeoutMs = 30_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await check();
-      if (v !== undefined && v !== false) return v;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline)
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${String(last)}` : ''}`);
-    await sleep(50);
-  }
-}
+export { waitFor };
 
 export interface LogEntry {
   readonly level: 'debug' | 'info' | 'warn' | 'error';

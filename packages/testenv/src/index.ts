@@ -33,3 +33,4 @@ export { type FaultMode, FaultProxy, type FaultProxyOptions, type FaultProxyStat
 export type { Kubeconfig } from './kubeconfig.ts';
 export { cacheRoot } from './paths.ts';
 export { ETCD_VERSION, KUBERNETES_VERSION, KWOK_VERSION } from './versions.ts';
+export { waitFor } from './wait.ts';
