@@ -11,7 +11,16 @@
 import type { ChildProcess } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type AppService, AppServices, installApiAndRbac, NAME, NAMESPACE } from '@opkit/appservice';
-import { Cache, Client, loadConfig, Namespaces, type Pod, Pods } from '@opkit/runtime';
+import {
+  Cache,
+  Client,
+  ClusterRoleBindings,
+  ClusterRoles,
+  loadConfig,
+  Namespaces,
+  type Pod,
+  Pods,
+} from '@opkit/runtime';
 import { start } from '@opkit/testenv';
 import { auditEvents, auditOffset, countByVerb, WRITE_VERBS } from '../audit.ts';
 import { type PeerName, startPeer } from '../peers.ts';
@@ -56,6 +65,7 @@ export async function convergeScenario(o: ConvergeOptions): Promise<ConvergeResu
   try {
     const admin = new Client(await loadConfig({ path: env.kubeconfigPath }), { name: 'bench-writer' });
     await installApiAndRbac(admin);
+    await grantPeerStatusUpdates(admin);
     await admin.create(Namespaces, { metadata: { name: 'bench' } });
     const sa = await env.kubeconfigFor({ namespace: NAMESPACE, name: NAME });
     if (o.system !== 'floor') proc = await startPeer(o.system, sa.path, o.workers, o.goBinary);
@@ -184,16 +194,19 @@ function floorWriter(client: Client, replicas: number, signal: AbortSignal) {
     if (ready.length < replicas) return;
     done.add(uid as string);
     queue.push(async () => {
-      await client.updateStatus(AppServices, {
-        ...app,
-        status: {
-          replicas,
-          readyReplicas: replicas,
-          updatedReplicas: replicas,
-          podNames: mine.map((p) => p.metadata.name ?? '').sort(),
-          observedGeneration: app.metadata.generation ?? 1,
+      await client.patchStatus(
+        AppServices,
+        { namespace: 'bench', name: app.metadata.name ?? '' },
+        {
+          status: {
+            replicas,
+            readyReplicas: replicas,
+            updatedReplicas: replicas,
+            podNames: mine.map((p) => p.metadata.name ?? '').sort(),
+            observedGeneration: app.metadata.generation ?? 1,
+          },
         },
-      });
+      );
     });
     pump();
   };
@@ -224,4 +237,21 @@ function floorWriter(client: Client, replicas: number, signal: AbortSignal) {
       pump();
     },
   };
+}
+
+/**
+ * The peers write status with an update (PUT), as kubebuilder's and client-node's examples do; opkit's operator
+ * patches it. The shared ServiceAccount gets that one extra verb, so every system runs under the same identity.
+ */
+async function grantPeerStatusUpdates(admin: Client): Promise<void> {
+  const name = 'bench-peers-status-update';
+  await admin.create(ClusterRoles, {
+    metadata: { name },
+    rules: [{ apiGroups: [AppServices.group], resources: ['appservices/status'], verbs: ['update'] }],
+  });
+  await admin.create(ClusterRoleBindings, {
+    metadata: { name },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name },
+    subjects: [{ kind: 'ServiceAccount', name: NAME, namespace: NAMESPACE }],
+  });
 }

@@ -172,6 +172,20 @@ describe('opkit init → create api → generate → a working operator', () => 
     }
   });
 
+  test('run applies the CRDs, then starts the operator with the cluster’s kubeconfig', async () => {
+    const dir = join(work, 'gadget-operator');
+    const r = opkit(dir, ['run', '--', '--help'], { KUBECONFIG: env.kubeconfigPath });
+    assert.equal(r.code, 0, r.out);
+    assert.match(r.out, /applied 1 CRD\(s\) to https:\/\/127\.0\.0\.1:\d+; running gadget-operator/);
+    assert.match(r.out, /--leader-elect/, 'the operator printed its help');
+    const unreachable = opkit(dir, ['run'], {
+      KUBECONFIG: join(work, 'nope'),
+      OPKIT_STATE_DIR: join(work, 'no-state'),
+    });
+    assert.equal(unreachable.code, 1);
+    assert.match(unreachable.out, /no cluster answers .*start one with "npx opkit env up"/);
+  });
+
   test('deploy applies the manifests with the image substituted; undeploy removes them', async () => {
     const dir = join(work, 'gadget-operator');
     const kube = { KUBECONFIG: env.kubeconfigPath };

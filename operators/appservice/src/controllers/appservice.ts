@@ -36,7 +36,7 @@ import { APP_NAME, isReady, LABELS, MANAGED_BY, plan, podFor, selectorString, te
 /** What this controller does with the API: the generated ClusterRole grants exactly this (plus the manager's own). */
 export const permissions: readonly Permission[] = [
   permission(AppServices, ['list', 'watch']),
-  permission(AppServices, ['update'], { subresource: 'status' }),
+  permission(AppServices, ['patch'], { subresource: 'status' }),
   permission(Pods, ['list', 'watch', 'create', 'delete']),
 ];
 

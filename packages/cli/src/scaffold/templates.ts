@@ -80,11 +80,15 @@ ${YOURS}
  * The ${p.projectName} operator process: a Manager (caches, controllers, leader election, /metrics, /healthz,
  * /readyz) configured from flags and environment (run with --help), and the controllers \`opkit create api\` added.
  */
-import { Manager, SettingsError, settingsFromArgs } from '@opkit/runtime';
+import { Manager, SETTINGS_HELP, SettingsError, settingsFromArgs } from '@opkit/runtime';
 ${MARK_IMPORTS}
 
 export const OPERATOR_NAME = '${p.projectName}';
 
+if (process.argv.includes('--help') || process.argv.includes('-h')) {
+  process.stdout.write(\`Usage: \${OPERATOR_NAME} [options]\\n\\n\${SETTINGS_HELP}\`);
+  process.exit(0);
+}
 try {
   const mgr = await Manager.create(settingsFromArgs({ name: OPERATOR_NAME }));
   ${MARK_CONTROLLERS}
@@ -222,7 +226,7 @@ import { type ${k}, ${k}s, type ${k}Status } from '../api/${api.version}/${lower
 
 export const permissions: readonly Permission[] = [
   permission(${k}s, ['list', 'watch']),
-  permission(${k}s, ['update'], { subresource: 'status' }),
+  permission(${k}s, ['patch'], { subresource: 'status' }),
 ];
 
 export async function reconcile${k}(req: Request, ctx: ReconcileContext): Promise<Result> {

@@ -1,10 +1,14 @@
 /**
  * @module helpers/status
  * Write status only when it changed. `updateStatusIfChanged` compares the desired status with the object's current
- * one (deep, key order ignored) and writes through the status subresource only on a difference, with the object's
- * resourceVersion (a stale object fails with Conflict and the reconcile is retried with fresh state). A controller
- * that reconciles often therefore does not write at all while nothing changes — the hot-loop failure (status patches
- * with no real change) cannot happen.
+ * one (deep, key order ignored) and writes only on a difference — so a controller reconciling in a loop writes nothing
+ * while nothing changes (the hot-loop failure, status patches with no real change, cannot happen).
+ *
+ * The write is a JSON merge patch of the status subresource that sets every field of the new status and removes (null)
+ * the top-level fields it no longer has. It carries no resourceVersion: a status computed from a cache that is a moment
+ * behind is not refused with a Conflict (which would cost a rate-limited retry); it is written, and the next reconcile
+ * — triggered by whatever made the cache move — writes the correction. Status is the controller's own observation, so
+ * last-writer-wins is the right rule for it.
  */
 import type { Client } from '../client/client.ts';
 import type { KubeObject, ResourceType } from '../client/resource.ts';
@@ -23,6 +27,18 @@ export function jsonEqual(a: unknown, b: unknown): boolean {
   );
 }
 
+/** The merge patch that turns status `from` into `to` (top-level fields of `from` missing in `to` become null). */
+export function statusPatch(from: unknown, to: unknown): Record<string, unknown> {
+  const patch: Record<string, unknown> = {};
+  if (from && typeof from === 'object' && !Array.isArray(from)) {
+    for (const k of Object.keys(from)) patch[k] = null;
+  }
+  if (to && typeof to === 'object') {
+    for (const [k, v] of Object.entries(to)) if (v !== undefined) patch[k] = v;
+  }
+  return { status: patch };
+}
+
 /**
  * Writes `status` if it differs from `obj.status`. Resolves with the written object, or `undefined` when nothing
  * needed writing.
@@ -34,5 +50,8 @@ export async function updateStatusIfChanged<T extends KubeObject & { status?: un
   status: NonNullable<T['status']>,
 ): Promise<T | undefined> {
   if (jsonEqual(obj.status, status)) return undefined;
-  return client.updateStatus(r, { ...obj, status });
+  const ref = obj.metadata.namespace
+    ? { namespace: obj.metadata.namespace, name: obj.metadata.name ?? '' }
+    : { name: obj.metadata.name ?? '' };
+  return client.patchStatus(r, ref, statusPatch(obj.status, status));
 }
