@@ -2,7 +2,7 @@
  * @module peers
  * The systems the comparison benchmarks run side by side, each started as its own process authenticated as the same
  * ServiceAccount under the same RBAC, with the same worker count and no client-side rate limit:
- * - `opkit`: operators/appservice (this repository);
+ * - `opkit`: operators/appservice (this repository), with the NODE_OPTIONS of its generated Deployment;
  * - `go`: the same operator written with Go controller-runtime (bench/peers/go-controller-runtime), built here from Go
  *   modules with the local Go the first time (cached in the user cache);
  * - `clientNode`: the same operator written with @kubernetes/client-node's informers (bench/peers/client-node).
@@ -12,6 +12,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdir, rename, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { installObjects } from '@opkit/appservice';
 import { cacheRoot, findGo } from '@opkit/testenv';
 
 export type PeerName = 'opkit' | 'go' | 'clientNode';
@@ -48,6 +49,14 @@ export async function goPeerBinary(log: (line: string) => void): Promise<string>
   await rename(partial, out);
   log(`built the Go peer in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
   return out;
+}
+
+/** The NODE_OPTIONS the operator's generated Deployment sets, so the benchmark runs it as it is shipped. */
+async function deployedNodeOptions(): Promise<string> {
+  const deployment = (await installObjects()).find((o) => o.kind === 'Deployment') as
+    | { spec?: { template?: { spec?: { containers?: { env?: { name: string; value?: string }[] }[] } } } }
+    | undefined;
+  return deployment?.spec?.template?.spec?.containers?.[0]?.env?.find((e) => e.name === 'NODE_OPTIONS')?.value ?? '';
 }
 
 export async function startPeer(

@@ -116,7 +116,8 @@ export function deploymentObject(p: Project, image = p.image): KubeObject {
               args: ['--leader-elect', '--metrics-bind-address=:8080', '--health-probe-bind-address=:8081'],
               env: [
                 { name: 'POD_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
-                { name: 'NODE_OPTIONS', value: '--max-old-space-size=192' },
+                // small young generation: about a third less RSS for an operator, at a few % more CPU (bench: converge)
+                { name: 'NODE_OPTIONS', value: '--max-semi-space-size=2 --max-old-space-size=192' },
               ],
               ports: [
                 { name: 'metrics', containerPort: 8080, protocol: 'TCP' },
