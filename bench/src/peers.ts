@@ -81,7 +81,7 @@ export async function startPeer(
           '--log-level',
           'warn',
         ],
-        { stdio },
+        { stdio, env: { ...process.env, NODE_OPTIONS: await deployedNodeOptions() } },
       );
     case 'clientNode':
       return spawn(process.execPath, [CLIENT_NODE, ...common], { stdio });

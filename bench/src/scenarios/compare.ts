@@ -148,7 +148,8 @@ export function convergeSvg(r: CompareResult): string {
     const y = 40 + i * 36;
     return `<text x="10" y="${y + 17}" font-size="13">${LABEL[sys]}</text><rect x="170" y="${y}" width="${w}" height="24" fill="${sys === 'opkit' ? '#2b6cb0' : '#a0aec0'}"/><text x="${176 + w}" y="${y + 17}" font-size="13">${s[sys].seconds} s</text>`;
   }).join('');
-  return `<svg xmlns="http://www.w3.org/2000/svg" width="680" height="${60 + SYSTEMS.length * 36}" font-family="sans-serif"><text x="10" y="22" font-size="15">Time to converge ${s.crs} AppServices × ${s.replicas} pods (median, lower is better)</text>${bars}</svg>\n`;
+  const title = `Time to converge ${s.crs} AppServices × ${s.replicas} pods (median, lower is better)`;
+  return `<svg xmlns="http://www.w3.org/2000/svg" width="680" height="${60 + SYSTEMS.length * 36}" font-family="sans-serif" role="img" aria-label="${title}"><title>${title}</title><text x="10" y="22" font-size="15">${title}</text>${bars}</svg>\n`;
 }
 
 const DOC = fileURLToPath(new URL('../../../docs/benchmarks.md', import.meta.url));
