@@ -132,7 +132,12 @@ describe('the AppService operator, end to end, as its own ServiceAccount', () =>
     await createApp(c, 'gc', 'web', { replicas: 2 });
     await settled(c, 'gc', 'web', 2);
     await c.admin.delete(AppServices, { namespace: 'gc', name: 'web' });
-    await waitFor('pods collected', async () => (await c.admin.list(Pods, { namespace: 'gc' })).items.length === 0);
+    // the garbage collector picks up a new CRD's resources on its next discovery resync (every 30 s)
+    await waitFor(
+      'pods collected',
+      async () => (await c.admin.list(Pods, { namespace: 'gc' })).items.length === 0,
+      90_000,
+    );
   });
 
   test('invalid bodies are refused by the apiserver with a message naming the field', async () => {

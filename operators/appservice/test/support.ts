@@ -99,16 +99,20 @@ export async function settled(
   replicas: number,
   image?: string,
 ): Promise<AppService> {
-  return waitFor(`${ns}/${name} to settle at ${replicas}`, async () => {
-    const app = await c.admin.get(AppServices, { namespace: ns, name });
-    const s = app.status;
-    if (s?.observedGeneration !== app.metadata.generation) return undefined;
-    if (s?.replicas !== replicas || s.readyReplicas !== replicas || s.updatedReplicas !== replicas) return undefined;
-    const pods = await livePods(c, ns, name);
-    if (pods.length !== replicas) return undefined;
-    if (image && pods.some((p) => p.spec?.containers[0]?.image !== image)) return undefined;
-    return app;
-  });
+  return waitFor(
+    `${ns}/${name} to settle at ${replicas}`,
+    async () => {
+      const app = await c.admin.get(AppServices, { namespace: ns, name });
+      const s = app.status;
+      if (s?.observedGeneration !== app.metadata.generation) return undefined;
+      if (s?.replicas !== replicas || s.readyReplicas !== replicas || s.updatedReplicas !== replicas) return undefined;
+      const pods = await livePods(c, ns, name);
+      if (pods.length !== replicas) return undefined;
+      if (image && pods.some((p) => p.spec?.containers[0]?.image !== image)) return undefined;
+      return app;
+    },
+    60_000,
+  );
 }
 
 export function kubectl(c: Cluster, args: string[]): { code: number | null; stdout: string; stderr: string } {
