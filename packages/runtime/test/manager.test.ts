@@ -125,7 +125,7 @@ describe('manager against a real apiserver', () => {
       assert.ok(sumOf(m, 'controller_runtime_reconcile_time_seconds_count', { controller: 'widget' }) >= 3);
       assert.equal(sumOf(m, 'controller_runtime_max_concurrent_reconciles', { controller: 'widget' }), 1);
       assert.ok(
-        sumOf(m, 'rest_client_requests_total', { code: '200', method: 'PUT' }) >= 2,
+        sumOf(m, 'rest_client_requests_total', { code: '200', method: 'PATCH' }) >= 2,
         'status writes are counted',
       );
       assert.ok(sumOf(m, 'opkit_watch_events_total', { resource: 'widgets.test.opkit.dev' }) >= 3);
