@@ -3,7 +3,7 @@
  * Args: <kubeconfig> <namespace> <expected objects>.
  */
 import { CoreV1Api, KubeConfig, makeInformer, type V1Pod } from '@kubernetes/client-node';
-import { cpuSeconds, nextCommand, report, settledHeap, waitForEvents } from './protocol.ts';
+import { ChurnMeter, report, settledHeap } from './protocol.ts';
 
 const [kubeconfig, namespace, expectedArg] = process.argv.slice(2) as [string, string, string];
 const kc = new KubeConfig();
@@ -12,17 +12,8 @@ const api = kc.makeApiClient(CoreV1Api);
 const informer = makeInformer<V1Pod>(kc, `/api/v1/namespaces/${namespace}/pods`, () =>
   api.listNamespacedPod({ namespace }),
 );
-let updates = 0;
-let firstAt = 0;
-let lastAt = 0;
-let target = Number.POSITIVE_INFINITY;
-let reached: () => void = () => {};
-informer.on('update', () => {
-  updates += 1;
-  if (updates === 1) firstAt = performance.now();
-  lastAt = performance.now();
-  if (updates >= target) reached();
-});
+const meter = new ChurnMeter();
+informer.on('update', meter.onUpdate);
 // The documented client-node pattern: the informer stops on any error other than 410, so restart it.
 let errors = 0;
 informer.on('error', (err: unknown) => {
@@ -44,23 +35,6 @@ report({
   heapBytesPerObject: (heap1 - heap0) / objects,
   rssBytes: process.memoryUsage().rss,
 });
-const churn = Number((await nextCommand()).split(' ')[1]);
-const cpu0 = cpuSeconds();
-target = churn;
-await waitForEvents(
-  churn,
-  () => updates,
-  (r) => {
-    reached = r;
-  },
-);
-report({
-  phase: 'churned',
-  events: updates,
-  missed: Math.max(0, churn - updates),
-  errors,
-  eventsPerSecond: updates / ((lastAt - firstAt) / 1000),
-  cpuMicrosPerEvent: ((cpuSeconds() - cpu0) * 1e6) / updates,
-});
+await meter.measure({ errors });
 await informer.stop();
 process.exit(0);

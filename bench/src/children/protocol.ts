@@ -49,3 +49,42 @@ export async function waitForEvents(
     void nextCommand().then(() => setTimeout(resolve, 15_000).unref());
   });
 }
+
+/** Counts update events and reports the churn figures once the parent's writes are seen (or given up on). */
+export class ChurnMeter {
+  updates = 0;
+  #firstAt = 0;
+  #lastAt = 0;
+  #target = Number.POSITIVE_INFINITY;
+  #reached: () => void = () => {};
+
+  /** Call on every update event. */
+  readonly onUpdate = (): void => {
+    this.updates += 1;
+    if (this.updates === 1) this.#firstAt = performance.now();
+    this.#lastAt = performance.now();
+    if (this.updates >= this.#target) this.#reached();
+  };
+
+  /** Waits for `churn N` from the parent, then for N updates, and reports events/s and CPU per event. */
+  async measure(extra: Record<string, unknown> = {}): Promise<void> {
+    const churn = Number((await nextCommand()).split(' ')[1]);
+    const cpu0 = cpuSeconds();
+    this.#target = churn;
+    await waitForEvents(
+      churn,
+      () => this.updates,
+      (r) => {
+        this.#reached = r;
+      },
+    );
+    report({
+      phase: 'churned',
+      events: this.updates,
+      missed: Math.max(0, churn - this.updates),
+      ...extra,
+      eventsPerSecond: this.updates / ((this.#lastAt - this.#firstAt) / 1000),
+      cpuMicrosPerEvent: ((cpuSeconds() - cpu0) * 1e6) / this.updates,
+    });
+  }
+}
