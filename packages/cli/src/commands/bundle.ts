@@ -67,6 +67,7 @@ export async function bundleFiles(
     kind: 'ClusterServiceVersion',
     metadata: {
       name: csvName,
+      // OLM sets the namespace when it installs the bundle; the CSV carries this conventional value until then
       namespace: 'placeholder',
       annotations: {
         'alm-examples': JSON.stringify(samples),

@@ -10,10 +10,8 @@
  */
 import type { Client } from '../client/client.ts';
 import { type KubeObject, type ResourceType, resourceId } from '../client/resource.ts';
-import type { BackoffOptions } from '../internal/backoff.ts';
 import type { Logger } from '../logger.ts';
-import type { WatchMetrics } from '../metrics.ts';
-import { Reflector } from './reflector.ts';
+import { Reflector, type ReflectorOptions } from './reflector.ts';
 import { type IndexFunc, indexers, Store } from './store.ts';
 
 export interface EventHandler<T> {
@@ -22,19 +20,10 @@ export interface EventHandler<T> {
   delete?(obj: T): void;
 }
 
-export interface InformerOptions<T extends KubeObject> {
-  readonly namespace?: string | undefined;
-  readonly labelSelector?: string | undefined;
-  readonly fieldSelector?: string | undefined;
-  readonly transform?: ((obj: T) => T) | undefined;
-  readonly pageSize?: number | undefined;
-  readonly inactivityTimeoutMs?: number | undefined;
-  readonly watchTimeoutSeconds?: readonly [number, number] | undefined;
-  readonly backoff?: BackoffOptions | undefined;
+/** The reflector's options (but the client and resource, given separately), and whether to freeze stored objects. */
+export interface InformerOptions<T extends KubeObject> extends Omit<ReflectorOptions<T>, 'client' | 'resource'> {
   /** Deep-freeze stored objects so that a mutation throws (for tests). */
   readonly freeze?: boolean | undefined;
-  readonly log: Logger;
-  readonly metrics?: WatchMetrics | undefined;
 }
 
 export class Informer<T extends KubeObject> {
