@@ -81,6 +81,45 @@ export function structuralSchema(schema: TSchema, path = ''): Record<string, unk
 // ---------------------------------------------------------------------------------------------------------------------
 // Structural nodes
 
+/**
+ * The value-validation keywords, the same on a field and inside allOf/anyOf/oneOf/not: converted into `out`. Returns
+ * whether `key` was one of them (minimum/maximum and their exclusive forms are converted afterwards by `bounds`).
+ */
+function valueKeyword(s: Json, out: Json, key: string, value: unknown, path: string): boolean {
+  switch (key) {
+    case 'const':
+      if (s.enum === undefined) out.enum = [jsonValue(value, childPath(path, 'const'))];
+      return true;
+    case 'enum':
+      if (!Array.isArray(value) || value.length === 0) fail(path, '"enum" must be a non-empty array');
+      out.enum = value.map((v, i) => jsonValue(v, `${path}.enum[${i}]`));
+      return true;
+    case 'format':
+    case 'pattern':
+      out[key] = stringValue(value, path, key);
+      return true;
+    case 'minimum':
+    case 'maximum':
+    case 'exclusiveMinimum':
+    case 'exclusiveMaximum':
+      return true;
+    case 'multipleOf':
+      out.multipleOf = numberValue(value, path, key);
+      if ((out.multipleOf as number) <= 0) fail(path, '"multipleOf" must be greater than 0');
+      return true;
+    case 'minLength':
+    case 'maxLength':
+    case 'minItems':
+    case 'maxItems':
+    case 'minProperties':
+    case 'maxProperties':
+      out[key] = countValue(value, path, key);
+      return true;
+    default:
+      return false;
+  }
+}
+
 function convertNode(input: unknown, path: string): Json {
   const s = asSchema(input, path);
   const kind = kindOf(input);
@@ -98,7 +137,7 @@ function convertNode(input: unknown, path: string): Json {
 
   for (const key of Object.keys(s)) {
     const value = s[key];
-    if (value === undefined || DROPPED.has(key)) continue;
+    if (value === undefined || DROPPED.has(key) || valueKeyword(s, out, key, value, path)) continue;
     switch (key) {
       case 'type':
       case 'nullable':
@@ -108,11 +147,7 @@ function convertNode(input: unknown, path: string): Json {
         break;
       case 'title':
       case 'description':
-      case 'format':
         out[key] = stringValue(value, path, key);
-        break;
-      case 'pattern':
-        out.pattern = stringValue(value, path, key);
         break;
       case 'default':
       case 'example':
@@ -121,30 +156,6 @@ function convertNode(input: unknown, path: string): Json {
       case 'examples':
         if (!Array.isArray(value)) fail(path, '"examples" must be an array');
         if (value.length > 0 && s.example === undefined) out.example = jsonValue(value[0], childPath(path, 'examples'));
-        break;
-      case 'const':
-        if (s.enum === undefined) out.enum = [jsonValue(value, childPath(path, 'const'))];
-        break;
-      case 'enum':
-        if (!Array.isArray(value) || value.length === 0) fail(path, '"enum" must be a non-empty array');
-        out.enum = value.map((v, i) => jsonValue(v, `${path}.enum[${i}]`));
-        break;
-      case 'minimum':
-      case 'maximum':
-      case 'exclusiveMinimum':
-      case 'exclusiveMaximum':
-        break; // handled by bounds below
-      case 'multipleOf':
-        out.multipleOf = numberValue(value, path, key);
-        if ((out.multipleOf as number) <= 0) fail(path, '"multipleOf" must be greater than 0');
-        break;
-      case 'minLength':
-      case 'maxLength':
-      case 'minItems':
-      case 'maxItems':
-      case 'minProperties':
-      case 'maxProperties':
-        out[key] = countValue(value, path, key);
         break;
       case 'uniqueItems':
         if (value === true) {
@@ -459,7 +470,7 @@ function convertJunctor(input: unknown, path: string, structural: Json | undefin
   const out: Json = {};
   for (const key of Object.keys(s)) {
     const value = s[key];
-    if (value === undefined || DROPPED.has(key)) continue;
+    if (value === undefined || DROPPED.has(key) || valueKeyword(s, out, key, value, path)) continue;
     switch (key) {
       case 'title':
       case 'description':
@@ -481,33 +492,6 @@ function convertJunctor(input: unknown, path: string, structural: Json | undefin
         break;
       case '$ref':
         fail(path, 'references (Type.Ref, recursive types) are not supported: inline the schema');
-        break;
-      case 'const':
-        if (s.enum === undefined) out.enum = [jsonValue(value, childPath(path, 'const'))];
-        break;
-      case 'enum':
-        if (!Array.isArray(value) || value.length === 0) fail(path, '"enum" must be a non-empty array');
-        out.enum = value.map((v, i) => jsonValue(v, `${path}.enum[${i}]`));
-        break;
-      case 'format':
-      case 'pattern':
-        out[key] = stringValue(value, path, key);
-        break;
-      case 'minimum':
-      case 'maximum':
-      case 'exclusiveMinimum':
-      case 'exclusiveMaximum':
-        break;
-      case 'multipleOf':
-        out.multipleOf = numberValue(value, path, key);
-        break;
-      case 'minLength':
-      case 'maxLength':
-      case 'minItems':
-      case 'maxItems':
-      case 'minProperties':
-      case 'maxProperties':
-        out[key] = countValue(value, path, key);
         break;
       case 'uniqueItems':
         if (value !== false) fail(path, 'uniqueItems: true is not allowed: use "x-kubernetes-list-type": "set"');
