@@ -8,8 +8,10 @@ import { open } from 'node:fs/promises';
 export interface AuditEvent {
   readonly verb: string;
   readonly user: { readonly username: string };
-  readonly objectRef?: { readonly resource?: string; readonly subresource?: string };
+  readonly objectRef?: { readonly resource?: string; readonly subresource?: string; readonly name?: string };
   readonly userAgent?: string;
+  /** When the apiserver finished the request (RFC 3339 with microseconds). */
+  readonly stageTimestamp?: string;
 }
 
 export const WRITE_VERBS: ReadonlySet<string> = new Set(['create', 'update', 'patch', 'delete', 'deletecollection']);

@@ -1,12 +1,12 @@
 /**
  * `npm run bench -- <scenario> [--repeat N] [--json FILE]`: runs a benchmark scenario, prints a Markdown table and
- * writes the figures as JSON. Scenarios: env-start.
+ * writes the figures as JSON. Scenarios: env-start, informer, converge, compare (see USAGE).
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import { cpus, totalmem } from 'node:os';
 import { dirname } from 'node:path';
 import { parseArgs } from 'node:util';
-import { compareMarkdown, compareScenario, writeDocs } from './scenarios/compare.ts';
+import { compareMarkdown, compareScenario, SCENARIOS, type ScenarioName, writeDocs } from './scenarios/compare.ts';
 import { type ConvergeResult, convergeScenario } from './scenarios/converge.ts';
 import { envStart, envStartMarkdown } from './scenarios/env-start.ts';
 import { type InformerResult, informerScenario } from './scenarios/informer.ts';
@@ -17,7 +17,14 @@ Scenarios:
   env-start   warm start time and memory of the local control plane, and the recorded cold build time
   informer    opkit's informer vs @kubernetes/client-node's: sync time, heap per object, CPU per event (--objects N)
   converge    the AppService operator from zero: --crs N --replicas R [--workers W] [--idle-seconds S]
-  compare     opkit vs Go controller-runtime vs client-node vs the floor (converge + idle), --repeat N, --docs
+  compare     opkit vs Go controller-runtime vs client-node vs the floor, side by side, --repeat N, --docs
+              --scenario NAME (repeatable; default all): converge, churn, idle, restart, scale
+              converge: --crs N (1000) --replicas R (3) --idle-seconds S (60)
+              churn:    --churn-crs N (2000) --rate R changes/s (50) --churn-seconds S (60)
+              idle, restart (one run per system): --steady-crs N (3000) --steady-pods P (10000)
+                        --steady-idle-seconds S (300) --restarts K (3)
+              scale:    --sizes A,B,C cached pods (1000,10000,30000)
+              all: --workers W (4)
 `;
 
 const { values, positionals } = parseArgs({
@@ -31,6 +38,15 @@ const { values, positionals } = parseArgs({
     workers: { type: 'string', default: '4' },
     'idle-seconds': { type: 'string', default: '60' },
     docs: { type: 'boolean', default: false },
+    scenario: { type: 'string', multiple: true },
+    'churn-crs': { type: 'string', default: '2000' },
+    rate: { type: 'string', default: '50' },
+    'churn-seconds': { type: 'string', default: '60' },
+    'steady-crs': { type: 'string', default: '3000' },
+    'steady-pods': { type: 'string', default: '10000' },
+    'steady-idle-seconds': { type: 'string', default: '300' },
+    restarts: { type: 'string', default: '3' },
+    sizes: { type: 'string', default: '1000,10000,30000' },
     help: { type: 'boolean', short: 'h', default: false },
   },
 });
@@ -43,6 +59,27 @@ const repeat = Number(values.repeat);
 if (!Number.isInteger(repeat) || repeat < 1) {
   process.stderr.write(`bench: --repeat must be a whole number ≥ 1, got "${values.repeat}"\n`);
   process.exit(2);
+}
+function fail(message: string): never {
+  process.stderr.write(`bench: ${message}\n`);
+  process.exit(2);
+}
+type WholeOption =
+  | 'crs'
+  | 'replicas'
+  | 'workers'
+  | 'idle-seconds'
+  | 'churn-crs'
+  | 'rate'
+  | 'churn-seconds'
+  | 'steady-crs'
+  | 'steady-pods'
+  | 'steady-idle-seconds'
+  | 'restarts';
+function whole(name: WholeOption, min: number): number {
+  const v = Number(values[name]);
+  if (!Number.isInteger(v) || v < min) fail(`--${name} must be a whole number ≥ ${min}, got "${values[name]}"`);
+  return v;
 }
 const log = (line: string) => process.stderr.write(`[bench] ${line}\n`);
 
@@ -67,20 +104,12 @@ switch (scenario) {
     break;
   }
   case 'converge': {
-    const num = (name: 'crs' | 'replicas' | 'workers' | 'idle-seconds', min: number) => {
-      const v = Number(values[name]);
-      if (!Number.isInteger(v) || v < min) {
-        process.stderr.write(`bench: --${name} must be a whole number ≥ ${min}, got "${values[name]}"\n`);
-        process.exit(2);
-      }
-      return v;
-    };
     const r = await convergeScenario({
       system: 'opkit',
-      crs: num('crs', 1),
-      replicas: num('replicas', 0),
-      workers: num('workers', 1),
-      idleSeconds: num('idle-seconds', 0),
+      crs: whole('crs', 1),
+      replicas: whole('replicas', 0),
+      workers: whole('workers', 1),
+      idleSeconds: whole('idle-seconds', 0),
       log,
     });
     result = r;
@@ -88,22 +117,34 @@ switch (scenario) {
     break;
   }
   case 'compare': {
-    const int = (name: 'crs' | 'replicas' | 'workers' | 'idle-seconds') => Number(values[name]);
-    const r = await compareScenario({
-      crs: int('crs'),
-      replicas: int('replicas'),
-      workers: int('workers'),
-      idleSeconds: int('idle-seconds'),
-      repeat,
-      log,
-    });
+    const scenarios = (values.scenario ?? [...SCENARIOS]) as ScenarioName[];
+    const unknown = scenarios.find((s) => !(SCENARIOS as readonly string[]).includes(s));
+    if (unknown) fail(`--scenario must be one of ${SCENARIOS.join(', ')}, got "${unknown}"`);
+    const sizes = (values.sizes ?? '').split(',').map(Number);
+    if (sizes.some((n) => !Number.isInteger(n) || n < 1))
+      fail(`--sizes must be whole numbers ≥ 1 separated by commas, got "${values.sizes}"`);
+    const machine = `${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.versions.node}`;
+    const r = await compareScenario(
+      {
+        scenarios,
+        repeat,
+        workers: whole('workers', 1),
+        converge: { crs: whole('crs', 1), replicas: whole('replicas', 0), idleSeconds: whole('idle-seconds', 0) },
+        churn: { crs: whole('churn-crs', 1), rate: whole('rate', 1), seconds: whole('churn-seconds', 1) },
+        steady: {
+          crs: whole('steady-crs', 1),
+          pods: whole('steady-pods', 0),
+          idleSeconds: whole('steady-idle-seconds', 0),
+          restarts: whole('restarts', 1),
+        },
+        scale: { sizes },
+        log,
+      },
+      machine,
+    );
     result = r;
     table = compareMarkdown(r);
-    if (values.docs)
-      await writeDocs(
-        r,
-        `${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.versions.node}`,
-      );
+    if (values.docs) await writeDocs(r);
     break;
   }
   default:

@@ -6,7 +6,8 @@
  * - `go`: the same operator written with Go controller-runtime (bench/peers/go-controller-runtime), built here from Go
  *   modules with the local Go the first time (cached in the user cache);
  * - `clientNode`: the same operator written with @kubernetes/client-node's informers (bench/peers/client-node).
- * The floor (the minimum writes, at full concurrency) runs in the benchmark process itself: see scenarios/compare.ts.
+ * The floor (the minimum writes, at full concurrency) runs in the benchmark process itself: see floor.ts.
+ * `heapMiB` raises the Node peers' old-space limit (the scale scenario caches more than the Deployment is sized for).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdir, rename, stat } from 'node:fs/promises';
@@ -64,7 +65,9 @@ export async function startPeer(
   kubeconfig: string,
   workers: number,
   goBinary?: string,
+  options: { heapMiB?: number } = {},
 ): Promise<ChildProcess> {
+  const heap = options.heapMiB ? `--max-old-space-size=${options.heapMiB}` : '';
   const common = ['--kubeconfig', kubeconfig, '--max-concurrent-reconciles', String(workers)];
   const stdio: ['ignore', 'ignore', 'inherit'] = ['ignore', 'ignore', 'inherit'];
   switch (name) {
@@ -81,10 +84,17 @@ export async function startPeer(
           '--log-level',
           'warn',
         ],
-        { stdio, env: { ...process.env, NODE_OPTIONS: await deployedNodeOptions() } },
+        {
+          stdio,
+          env: {
+            ...process.env,
+            NODE_OPTIONS:
+              `${(await deployedNodeOptions()).replace(/--max-old-space-size=\d+/, heap ? '' : '$&')} ${heap}`.trim(),
+          },
+        },
       );
     case 'clientNode':
-      return spawn(process.execPath, [CLIENT_NODE, ...common], { stdio });
+      return spawn(process.execPath, [CLIENT_NODE, ...common], { stdio, env: { ...process.env, NODE_OPTIONS: heap } });
     case 'go':
       if (!goBinary) throw new Error('the Go peer binary is missing');
       return spawn(goBinary, [...common, '--zap-log-level', 'error'], { stdio });

@@ -1,17 +1,26 @@
 /**
  * @module scenarios/compare
- * opkit side by side with its peers (Go controller-runtime, @kubernetes/client-node) and the floor, on the same
- * job, each alone on a fresh control plane, `repeat` times in rotating order; medians, spreads and ratios.
- * Scenario implemented: `converge` (with its idle window). Writes the Markdown section and an SVG chart into
- * docs/benchmarks.md / docs/benchmarks-converge.svg when asked.
+ * opkit side by side with its peers (Go controller-runtime, @kubernetes/client-node) and, where the job has a
+ * minimum, the floor — each system alone on a fresh control plane (or, for `scale`, one after the other on the same
+ * objects), in rotating order; medians, spreads and ratios. Scenarios: converge, churn, idle, restart, scale (idle and
+ * restart share one run per system: the 5-minute idle window comes before the restarts). Writes one Markdown section
+ * and chart per scenario into docs/benchmarks.md when asked, leaving the other scenarios' sections as they were.
  */
 import { readFile, writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import { goPeerBinary } from '../peers.ts';
+import { goPeerBinary, type PeerName } from '../peers.ts';
 import { round, type Summary, summarize } from '../stats.ts';
+import { barChart, lineChart } from '../svg.ts';
+import { type ChurnResult, churnScenario } from './churn.ts';
 import { type ConvergeResult, convergeScenario, type SystemName } from './converge.ts';
+import { type ScaleRun, scaleFigures, scaleScenario } from './scale.ts';
+import { type SteadyResult, steadyScenario } from './steady.ts';
+
+export const SCENARIOS = ['converge', 'churn', 'idle', 'restart', 'scale'] as const;
+export type ScenarioName = (typeof SCENARIOS)[number];
 
 const SYSTEMS: readonly SystemName[] = ['opkit', 'go', 'clientNode', 'floor'];
+const PEERS: readonly PeerName[] = ['opkit', 'go', 'clientNode'];
 const LABEL: Record<SystemName, string> = {
   opkit: 'opkit',
   go: 'Go controller-runtime',
@@ -19,7 +28,77 @@ const LABEL: Record<SystemName, string> = {
   floor: 'floor',
 };
 
-export interface SystemFigures {
+export interface CompareOptions {
+  readonly scenarios: readonly ScenarioName[];
+  readonly repeat: number;
+  readonly workers: number;
+  readonly converge: { readonly crs: number; readonly replicas: number; readonly idleSeconds: number };
+  readonly churn: { readonly crs: number; readonly rate: number; readonly seconds: number };
+  readonly steady: {
+    readonly crs: number;
+    readonly pods: number;
+    readonly idleSeconds: number;
+    readonly restarts: number;
+  };
+  readonly scale: { readonly sizes: readonly number[] };
+  readonly log: (line: string) => void;
+}
+
+/** One scenario's entry: the figures of each system (null where the system has no part) and the ratios. */
+export interface ScenarioFigures<F> {
+  readonly name: ScenarioName;
+  readonly parameters: Record<string, unknown>;
+  readonly repetitions: number;
+  readonly opkit: F;
+  readonly go: F;
+  readonly clientNode: F;
+  readonly floor: F | null;
+  readonly ratios: { readonly opkitOverGo: number | null; readonly opkitOverFloor: number | null } & Record<
+    string,
+    number | null
+  >;
+}
+
+export interface CompareResult {
+  readonly machine: string;
+  readonly scenarios: ScenarioFigures<unknown>[];
+}
+
+const med = <R>(rs: readonly R[], f: (r: R) => number, digits = 2) => round(summarize(rs.map(f)).median, digits);
+const ratio = (a: number | null | undefined, b: number | null | undefined) =>
+  a === null || a === undefined || !b ? null : round(a / b, 2);
+
+/** Runs `job` for every system `repeat` times, rotating the order each round. */
+async function rotate<S extends SystemName, R>(
+  systems: readonly S[],
+  repeat: number,
+  job: (system: S) => Promise<R>,
+): Promise<Map<S, R[]>> {
+  const runs = new Map<S, R[]>(systems.map((s) => [s, []]));
+  for (let i = 0; i < repeat; i++)
+    for (let j = 0; j < systems.length; j++) {
+      const system = systems[(i + j) % systems.length] as S;
+      runs.get(system)?.push(await job(system));
+    }
+  return runs;
+}
+
+export async function compareScenario(o: CompareOptions, machine: string): Promise<CompareResult> {
+  const goBinary = await goPeerBinary(o.log);
+  const scenarios: ScenarioFigures<unknown>[] = [];
+  const want = new Set(o.scenarios);
+  if (want.has('converge')) scenarios.push(await converge(o, goBinary));
+  if (want.has('churn')) scenarios.push(await churn(o, goBinary));
+  if (want.has('idle') || want.has('restart')) {
+    const [idle, restart] = await steady(o, goBinary);
+    if (want.has('idle')) scenarios.push(idle);
+    if (want.has('restart')) scenarios.push(restart);
+  }
+  if (want.has('scale')) scenarios.push(await scale(o, goBinary));
+  return { machine, scenarios };
+}
+
+export interface ConvergeFigures {
   seconds: number;
   latencyP50Seconds: number;
   latencyP99Seconds: number;
@@ -32,62 +111,28 @@ export interface SystemFigures {
   runs: ConvergeResult[];
 }
 
-export interface CompareResult {
-  scenarios: {
-    name: 'converge';
-    crs: number;
-    replicas: number;
-    workers: number;
-    repetitions: number;
-    opkit: SystemFigures;
-    go: SystemFigures;
-    clientNode: SystemFigures;
-    floor: SystemFigures;
-    ratios: {
-      opkitOverGo: number;
-      opkitOverFloor: number;
-      opkitOverClientNode: number;
-      rssOpkitOverGo: number | null;
-      requestsOpkitOverGo: number;
-    };
-  }[];
-}
-
-export async function compareScenario(o: {
-  crs: number;
-  replicas: number;
-  workers: number;
-  idleSeconds: number;
-  repeat: number;
-  log: (line: string) => void;
-}): Promise<CompareResult> {
-  const goBinary = await goPeerBinary(o.log);
-  const runs = new Map<SystemName, ConvergeResult[]>(SYSTEMS.map((s) => [s, []]));
-  for (let i = 0; i < o.repeat; i++) {
-    const order = SYSTEMS.map((_, j) => SYSTEMS[(i + j) % SYSTEMS.length] as SystemName);
-    for (const system of order) {
-      const r = await convergeScenario({ ...o, system, goBinary });
-      runs.get(system)?.push(r);
-      o.log(
-        `run ${i + 1}/${o.repeat} ${system}: ${r.seconds} s, ${r.requestsPerCR} req/CR, RSS ${r.peakRssMiB ?? '-'} MiB, CPU ${r.cpuSeconds ?? '-'} s, idle writes ${r.idleWrites}`,
-      );
-    }
-  }
-  const figures = (system: SystemName): SystemFigures => {
+async function converge(o: CompareOptions, goBinary: string): Promise<ScenarioFigures<ConvergeFigures>> {
+  const runs = await rotate(SYSTEMS, o.repeat, async (system) => {
+    const r = await convergeScenario({ ...o.converge, workers: o.workers, system, goBinary, log: o.log });
+    o.log(
+      `converge ${system}: ${r.seconds} s, ${r.requestsPerCR} req/CR, RSS ${r.peakRssMiB ?? '-'} MiB, CPU ${r.cpuSeconds ?? '-'} s, idle writes ${r.idleWrites}`,
+    );
+    return r;
+  });
+  const figures = (system: SystemName): ConvergeFigures => {
     const rs = runs.get(system) ?? [];
-    const med = (f: (r: ConvergeResult) => number) => round(summarize(rs.map(f)).median, 2);
     const rss = rs.every((r) => r.peakRssMiB !== null) ? summarize(rs.map((r) => r.peakRssMiB as number)) : null;
     const byVerb: Record<string, number> = {};
     for (const verb of new Set(rs.flatMap((r) => Object.keys(r.requestsPerCRByVerb))))
-      byVerb[verb] = med((r) => r.requestsPerCRByVerb[verb] ?? 0);
+      byVerb[verb] = med(rs, (r) => r.requestsPerCRByVerb[verb] ?? 0);
     return {
-      seconds: med((r) => r.seconds),
-      latencyP50Seconds: med((r) => r.latencyP50Seconds),
-      latencyP99Seconds: med((r) => r.latencyP99Seconds),
-      requestsPerCR: med((r) => r.requestsPerCR),
+      seconds: med(rs, (r) => r.seconds),
+      latencyP50Seconds: med(rs, (r) => r.latencyP50Seconds),
+      latencyP99Seconds: med(rs, (r) => r.latencyP99Seconds),
+      requestsPerCR: med(rs, (r) => r.requestsPerCR),
       requestsPerCRByVerb: byVerb,
       peakRssMiB: rss ? round(rss.median, 1) : null,
-      cpuSeconds: rs.every((r) => r.cpuSeconds !== null) ? med((r) => r.cpuSeconds as number) : null,
+      cpuSeconds: rs.every((r) => r.cpuSeconds !== null) ? med(rs, (r) => r.cpuSeconds as number) : null,
       idleWrites: Math.max(...rs.map((r) => r.idleWrites)),
       spread: { seconds: summarize(rs.map((r) => r.seconds)), peakRssMiB: rss },
       runs: rs,
@@ -95,75 +140,343 @@ export async function compareScenario(o: {
   };
   const f = { opkit: figures('opkit'), go: figures('go'), clientNode: figures('clientNode'), floor: figures('floor') };
   return {
-    scenarios: [
-      {
-        name: 'converge',
-        crs: o.crs,
-        replicas: o.replicas,
-        workers: o.workers,
-        repetitions: o.repeat,
-        ...f,
-        ratios: {
-          opkitOverGo: round(f.opkit.seconds / f.go.seconds, 2),
-          opkitOverFloor: round(f.opkit.seconds / f.floor.seconds, 2),
-          opkitOverClientNode: round(f.opkit.seconds / f.clientNode.seconds, 2),
-          rssOpkitOverGo: f.opkit.peakRssMiB && f.go.peakRssMiB ? round(f.opkit.peakRssMiB / f.go.peakRssMiB, 2) : null,
-          requestsOpkitOverGo: round(f.opkit.requestsPerCR / f.go.requestsPerCR, 2),
-        },
-      },
-    ],
+    name: 'converge',
+    parameters: { ...o.converge, workers: o.workers },
+    repetitions: o.repeat,
+    ...f,
+    ratios: {
+      opkitOverGo: ratio(f.opkit.seconds, f.go.seconds),
+      opkitOverFloor: ratio(f.opkit.seconds, f.floor.seconds),
+      opkitOverClientNode: ratio(f.opkit.seconds, f.clientNode.seconds),
+      rssOpkitOverGo: ratio(f.opkit.peakRssMiB, f.go.peakRssMiB),
+      requestsOpkitOverGo: ratio(f.opkit.requestsPerCR, f.go.requestsPerCR),
+    },
   };
+}
+
+export interface ChurnFigures {
+  latencyP50Seconds: number;
+  latencyP99Seconds: number;
+  latencyMaxSeconds: number;
+  unobserved: number;
+  writesPerChange: number;
+  peakRssMiB: number | null;
+  cpuSeconds: number | null;
+  spread: { latencyP99Seconds: Summary };
+  runs: ChurnResult[];
+}
+
+async function churn(o: CompareOptions, goBinary: string): Promise<ScenarioFigures<ChurnFigures>> {
+  const runs = await rotate(SYSTEMS, o.repeat, async (system) => {
+    const r = await churnScenario({ ...o.churn, workers: o.workers, system, goBinary, log: o.log });
+    o.log(
+      `churn ${system}: p50 ${r.latencyP50Seconds} s, p99 ${r.latencyP99Seconds} s, max ${r.latencyMaxSeconds} s, unobserved ${r.unobserved}, ${r.writesPerChange} writes/change`,
+    );
+    return r;
+  });
+  const figures = (system: SystemName): ChurnFigures => {
+    const rs = runs.get(system) ?? [];
+    return {
+      latencyP50Seconds: med(rs, (r) => r.latencyP50Seconds, 3),
+      latencyP99Seconds: med(rs, (r) => r.latencyP99Seconds, 3),
+      latencyMaxSeconds: med(rs, (r) => r.latencyMaxSeconds, 3),
+      unobserved: Math.max(...rs.map((r) => r.unobserved)),
+      writesPerChange: med(rs, (r) => r.writesPerChange),
+      peakRssMiB: rs.every((r) => r.peakRssMiB !== null) ? med(rs, (r) => r.peakRssMiB as number, 1) : null,
+      cpuSeconds: rs.every((r) => r.cpuSeconds !== null) ? med(rs, (r) => r.cpuSeconds as number) : null,
+      spread: { latencyP99Seconds: summarize(rs.map((r) => r.latencyP99Seconds)) },
+      runs: rs,
+    };
+  };
+  const f = { opkit: figures('opkit'), go: figures('go'), clientNode: figures('clientNode'), floor: figures('floor') };
+  return {
+    name: 'churn',
+    parameters: { ...o.churn, workers: o.workers },
+    repetitions: o.repeat,
+    ...f,
+    ratios: {
+      opkitOverGo: ratio(f.opkit.latencyP99Seconds, f.go.latencyP99Seconds),
+      opkitOverFloor: ratio(f.opkit.latencyP99Seconds, f.floor.latencyP99Seconds),
+      p50OpkitOverGo: ratio(f.opkit.latencyP50Seconds, f.go.latencyP50Seconds),
+      writesOpkitOverGo: ratio(f.opkit.writesPerChange, f.go.writesPerChange),
+    },
+  };
+}
+
+export interface IdleFigures {
+  seconds: number;
+  writes: number;
+  cpuSeconds: number;
+}
+
+export interface RestartFigures {
+  syncedSeconds: number;
+  idleAfterSeconds: number;
+  writes: number;
+  requests: number;
+  peakRssMiB: number;
+  convergeSeconds: number;
+  spread: { syncedSeconds: Summary; idleAfterSeconds: Summary };
+  runs: SteadyResult['restarts'];
+}
+
+async function steady(
+  o: CompareOptions,
+  goBinary: string,
+): Promise<[ScenarioFigures<IdleFigures>, ScenarioFigures<RestartFigures>]> {
+  const runs = await rotate(PEERS, 1, (system) =>
+    steadyScenario({ ...o.steady, workers: o.workers, system, goBinary, log: o.log }),
+  );
+  const only = (s: PeerName) => runs.get(s)?.[0] as SteadyResult;
+  const idle = (s: PeerName): IdleFigures => only(s).idle;
+  const restart = (s: PeerName): RestartFigures => {
+    const r = only(s);
+    return {
+      syncedSeconds: med(r.restarts, (x) => x.syncedSeconds),
+      idleAfterSeconds: med(r.restarts, (x) => x.idleAfterSeconds),
+      writes: Math.max(...r.restarts.map((x) => x.writes)),
+      requests: med(r.restarts, (x) => x.requests, 0),
+      peakRssMiB: med(r.restarts, (x) => x.peakRssMiB, 1),
+      convergeSeconds: r.convergeSeconds,
+      spread: {
+        syncedSeconds: summarize(r.restarts.map((x) => x.syncedSeconds)),
+        idleAfterSeconds: summarize(r.restarts.map((x) => x.idleAfterSeconds)),
+      },
+      runs: r.restarts,
+    };
+  };
+  const i = { opkit: idle('opkit'), go: idle('go'), clientNode: idle('clientNode') };
+  const r = { opkit: restart('opkit'), go: restart('go'), clientNode: restart('clientNode') };
+  const parameters = { crs: o.steady.crs, pods: o.steady.pods, workers: o.workers };
+  return [
+    {
+      name: 'idle',
+      parameters: { ...parameters, idleSeconds: o.steady.idleSeconds },
+      repetitions: 1,
+      ...i,
+      floor: null,
+      ratios: { opkitOverGo: ratio(i.opkit.cpuSeconds, i.go.cpuSeconds), opkitOverFloor: null },
+    },
+    {
+      name: 'restart',
+      parameters: { ...parameters, restarts: o.steady.restarts },
+      repetitions: o.steady.restarts,
+      ...r,
+      floor: null,
+      ratios: {
+        opkitOverGo: ratio(r.opkit.syncedSeconds, r.go.syncedSeconds),
+        opkitOverFloor: null,
+        idleAfterOpkitOverGo: ratio(r.opkit.idleAfterSeconds, r.go.idleAfterSeconds),
+        rssOpkitOverGo: ratio(r.opkit.peakRssMiB, r.go.peakRssMiB),
+      },
+    },
+  ];
+}
+
+export type ScaleFigures = ReturnType<typeof scaleFigures> & { runs: ScaleRun[] };
+
+async function scale(o: CompareOptions, goBinary: string): Promise<ScenarioFigures<ScaleFigures>> {
+  const runs = await scaleScenario({
+    sizes: o.scale.sizes,
+    systems: PEERS,
+    repeat: o.repeat,
+    workers: o.workers,
+    goBinary,
+    log: o.log,
+  });
+  const figures = (s: PeerName): ScaleFigures => ({
+    ...scaleFigures(runs, s),
+    runs: runs.filter((r) => r.system === s),
+  });
+  const f = { opkit: figures('opkit'), go: figures('go'), clientNode: figures('clientNode') };
+  const at = (x: ScaleFigures, pods: number) => x.sizes.find((s) => s.pods === pods);
+  const ref = o.scale.sizes.includes(10_000) ? 10_000 : Math.max(...o.scale.sizes);
+  const top = Math.max(...o.scale.sizes);
+  return {
+    name: 'scale',
+    parameters: { sizes: o.scale.sizes, workers: o.workers },
+    repetitions: o.repeat,
+    ...f,
+    floor: null,
+    ratios: {
+      opkitOverGo: ratio(at(f.opkit, ref)?.steadyRssMiB, at(f.go, ref)?.steadyRssMiB),
+      opkitOverFloor: null,
+      referencePods: ref,
+      bytesPerObjectOpkitOverGo: ratio(f.opkit.bytesPerObject, f.go.bytesPerObject),
+      syncedOpkitOverGoAtLargest: ratio(at(f.opkit, top)?.syncedSeconds, at(f.go, top)?.syncedSeconds),
+    },
+  };
+}
+
+// ---- Markdown and charts ----
+
+const cell = (v: number | null | undefined, unit = '') => (v === null || v === undefined ? '—' : `${v}${unit}`);
+const range = (s: Summary, digits = 1) => `${round(s.min, digits)}–${round(s.max, digits)}`;
+const systemsOf = (s: ScenarioFigures<unknown>): SystemName[] =>
+  SYSTEMS.filter((x) => x !== 'floor' || s.floor !== null);
+
+function section(s: ScenarioFigures<unknown>): { title: string; table: string; chart?: string } {
+  switch (s.name) {
+    case 'converge': {
+      const c = s as ScenarioFigures<ConvergeFigures>;
+      const p = c.parameters as CompareOptions['converge'] & { workers: number };
+      const row = (sys: SystemName) => {
+        const x = c[sys] as ConvergeFigures;
+        const verbs = Object.entries(x.requestsPerCRByVerb)
+          .map(([v, n]) => `${v} ${n}`)
+          .join(', ');
+        return `| ${LABEL[sys]} | ${x.seconds} (${range(x.spread.seconds)}) | ${x.latencyP50Seconds} / ${x.latencyP99Seconds} | ${x.requestsPerCR} (${verbs}) | ${cell(x.peakRssMiB)} | ${cell(x.cpuSeconds)} | ${x.idleWrites} |`;
+      };
+      return {
+        title: `converge — ${p.crs} AppServices × ${p.replicas} pods from zero`,
+        table: [
+          `${p.workers} workers, median of ${c.repetitions} runs per system (rotating order, a fresh control plane each); idle writes over ${p.idleSeconds} s after converging.`,
+          '',
+          '| system | wall time (s), median (min–max) | create → converged p50 / p99 (s) | requests per AppService | peak RSS (MiB) | CPU (s) | idle writes |',
+          '| --- | --- | --- | --- | --- | --- | --- |',
+          ...SYSTEMS.map(row),
+          '',
+          `Ratios: opkit / Go ${cell(c.ratios.opkitOverGo)}× (goal ≤ 1.0), opkit / floor ${cell(c.ratios.opkitOverFloor)}× (goal ≤ 1.25), opkit / client-node ${cell(c.ratios.opkitOverClientNode)}×, RSS opkit / Go ${cell(c.ratios.rssOpkitOverGo)}×, requests opkit / Go ${cell(c.ratios.requestsOpkitOverGo)}× (goal ≤ 1).`,
+        ].join('\n'),
+        chart: barChart(
+          `Time to converge ${p.crs} AppServices × ${p.replicas} pods (median, lower is better)`,
+          's',
+          SYSTEMS.map((sys) => ({
+            label: LABEL[sys],
+            bars: [{ name: 'wall time', value: (c[sys] as ConvergeFigures).seconds }],
+          })),
+        ),
+      };
+    }
+    case 'churn': {
+      const c = s as ScenarioFigures<ChurnFigures>;
+      const p = c.parameters as CompareOptions['churn'] & { workers: number };
+      const row = (sys: SystemName) => {
+        const x = c[sys] as ChurnFigures;
+        return `| ${LABEL[sys]} | ${x.latencyP50Seconds} | ${x.latencyP99Seconds} (${range(x.spread.latencyP99Seconds, 3)}) | ${x.latencyMaxSeconds} | ${x.unobserved} | ${x.writesPerChange} | ${cell(x.peakRssMiB)} | ${cell(x.cpuSeconds)} |`;
+      };
+      return {
+        title: `churn — ${p.rate} spec changes per second for ${p.seconds} s on ${p.crs} AppServices at rest`,
+        table: [
+          `Each change flips one AppService between 1 and 2 replicas; latency is change → a status reporting the new count for that generation, seen by a watching client. ${p.workers} workers, median of ${c.repetitions} runs per system.`,
+          '',
+          '| system | p50 (s) | p99 (s), median (min–max) | max (s) | never observed | writes per change | peak RSS (MiB) | CPU (s) |',
+          '| --- | --- | --- | --- | --- | --- | --- | --- |',
+          ...SYSTEMS.map(row),
+          '',
+          `Ratios: p99 opkit / Go ${cell(c.ratios.opkitOverGo)}×, p99 opkit / floor ${cell(c.ratios.opkitOverFloor)}×, p50 opkit / Go ${cell(c.ratios.p50OpkitOverGo)}×, writes opkit / Go ${cell(c.ratios.writesOpkitOverGo)}×. Goal: p99 ≤ 1 s.`,
+        ].join('\n'),
+        chart: barChart(
+          `Change → status observed under ${p.rate} changes/s (median of runs, lower is better)`,
+          's',
+          SYSTEMS.map((sys) => {
+            const x = c[sys] as ChurnFigures;
+            return {
+              label: LABEL[sys],
+              bars: [
+                { name: 'p50', value: x.latencyP50Seconds },
+                { name: 'p99', value: x.latencyP99Seconds },
+              ],
+            };
+          }),
+        ),
+      };
+    }
+    case 'idle': {
+      const c = s as ScenarioFigures<IdleFigures>;
+      const p = c.parameters as { crs: number; pods: number; idleSeconds: number };
+      return {
+        title: `idle — ${p.idleSeconds >= 60 ? `${round(p.idleSeconds / 60, 1)} minutes` : `${p.idleSeconds} s`} at rest with ${p.crs} AppServices and ${p.pods} pods`,
+        table: [
+          'Writes exclude Lease renewals (leader election). One run per system, after it converged the state itself.',
+          '',
+          '| system | writes | CPU (s) |',
+          '| --- | --- | --- |',
+          ...systemsOf(c).map((sys) => {
+            const x = c[sys] as IdleFigures;
+            return `| ${LABEL[sys]} | ${x.writes} | ${x.cpuSeconds} |`;
+          }),
+          '',
+          `CPU opkit / Go ${cell(c.ratios.opkitOverGo)}×. Goal: 0 writes.`,
+        ].join('\n'),
+      };
+    }
+    case 'restart': {
+      const c = s as ScenarioFigures<RestartFigures>;
+      const p = c.parameters as { crs: number; pods: number; restarts: number };
+      return {
+        title: `restart — a new process with ${p.crs} AppServices and ${p.pods} pods present`,
+        table: [
+          `Median of ${p.restarts} restarts per system (SIGTERM, then a new process). Synced: spawn → the status of a probe AppService created at spawn is observed. Idle: spawn → its last request (watches and Lease renewals aside). Writes exclude the probe's own and Lease renewals: 0 means nothing was rewritten.`,
+          '',
+          '| system | synced (s), median (min–max) | idle after (s), median (min–max) | writes | requests | peak RSS (MiB) | first converge (s) |',
+          '| --- | --- | --- | --- | --- | --- | --- |',
+          ...systemsOf(c).map((sys) => {
+            const x = c[sys] as RestartFigures;
+            return `| ${LABEL[sys]} | ${x.syncedSeconds} (${range(x.spread.syncedSeconds, 2)}) | ${x.idleAfterSeconds} (${range(x.spread.idleAfterSeconds, 2)}) | ${x.writes} | ${x.requests} | ${x.peakRssMiB} | ${x.convergeSeconds} |`;
+          }),
+          '',
+          `Ratios: synced opkit / Go ${cell(c.ratios.opkitOverGo)}×, idle after opkit / Go ${cell(c.ratios.idleAfterOpkitOverGo)}×, RSS opkit / Go ${cell(c.ratios.rssOpkitOverGo)}×.`,
+        ].join('\n'),
+      };
+    }
+    case 'scale': {
+      const c = s as ScenarioFigures<ScaleFigures>;
+      const sizes = (c.parameters as { sizes: number[] }).sizes;
+      const peers = systemsOf(c);
+      return {
+        title: `scale — memory and start-up at ${sizes.map((n) => n.toLocaleString('en-US')).join(' / ')} cached pods`,
+        table: [
+          `Pods with the operator's labels and no owner (cached, nothing to reconcile); each system started ${c.repetitions} times per size in rotating order, Node heap limit raised to 2 GiB. Steady RSS 5 s after the caches synced; bytes per object = the slope of steady RSS between the smallest and largest size.`,
+          '',
+          `| system | ${sizes.map((n) => `RSS at ${n.toLocaleString('en-US')} (MiB)`).join(' | ')} | ${sizes.map((n) => `synced at ${n.toLocaleString('en-US')} (s)`).join(' | ')} | bytes per object |`,
+          `| --- |${' --- |'.repeat(sizes.length * 2 + 1)}`,
+          ...peers.map((sys) => {
+            const x = c[sys] as ScaleFigures;
+            const at = (n: number) => x.sizes.find((z) => z.pods === n);
+            return `| ${LABEL[sys]} | ${sizes.map((n) => cell(at(n)?.steadyRssMiB)).join(' | ')} | ${sizes.map((n) => cell(at(n)?.syncedSeconds)).join(' | ')} | ${cell(x.bytesPerObject)} |`;
+          }),
+          '',
+          `Ratios: RSS opkit / Go at ${cell(c.ratios.referencePods)} pods ${cell(c.ratios.opkitOverGo)}× (goal ≤ 1.5), bytes per object opkit / Go ${cell(c.ratios.bytesPerObjectOpkitOverGo)}×, synced opkit / Go at the largest size ${cell(c.ratios.syncedOpkitOverGoAtLargest)}×.`,
+        ].join('\n'),
+        chart: lineChart(
+          'Operator RSS vs cached pods (median, lower is better)',
+          'cached pods',
+          'RSS (MiB)',
+          peers.map((sys) => ({
+            label: LABEL[sys],
+            points: (c[sys] as ScaleFigures).sizes.map((z) => [z.pods, z.steadyRssMiB] as const),
+          })),
+        ),
+      };
+    }
+  }
 }
 
 export function compareMarkdown(r: CompareResult): string {
-  const s = r.scenarios[0];
-  if (!s) return '';
-  const cell = (v: number | null, unit = '') => (v === null ? '—' : `${v}${unit}`);
-  const row = (sys: SystemName) => {
-    const x = s[sys];
-    return `| ${LABEL[sys]} | ${x.seconds} (${round(x.spread.seconds.min, 1)}–${round(x.spread.seconds.max, 1)}) | ${x.latencyP50Seconds} / ${x.latencyP99Seconds} | ${x.requestsPerCR} (${Object.entries(
-      x.requestsPerCRByVerb,
-    )
-      .map(([v, n]) => `${v} ${n}`)
-      .join(', ')}) | ${cell(x.peakRssMiB)} | ${cell(x.cpuSeconds)} | ${x.idleWrites} |`;
-  };
-  return [
-    `converge: ${s.crs} AppServices × ${s.replicas} pods, ${s.workers} workers, median of ${s.repetitions} runs per system (rotating order, a fresh control plane each)`,
-    '',
-    '| system | wall time (s), median (min–max) | create → converged p50 / p99 (s) | requests per AppService | peak RSS (MiB) | CPU (s) | idle writes |',
-    '| --- | --- | --- | --- | --- | --- | --- |',
-    ...SYSTEMS.map(row),
-    '',
-    `Ratios: opkit / Go ${s.ratios.opkitOverGo}× (goal ≤ 1.0), opkit / floor ${s.ratios.opkitOverFloor}× (goal ≤ 1.25), opkit / client-node ${s.ratios.opkitOverClientNode}×, RSS opkit / Go ${s.ratios.rssOpkitOverGo ?? '—'}×, requests opkit / Go ${s.ratios.requestsOpkitOverGo}× (goal ≤ 1).`,
-  ].join('\n');
+  return r.scenarios
+    .map((s) => {
+      const { title, table } = section(s);
+      return `### ${title}\n\n${table}`;
+    })
+    .join('\n\n');
 }
 
-/** A bar chart of the median convergence time per system. */
-export function convergeSvg(r: CompareResult): string {
-  const s = r.scenarios[0];
-  if (!s) return '';
-  const max = Math.max(...SYSTEMS.map((x) => s[x].seconds));
-  const bars = SYSTEMS.map((sys, i) => {
-    const w = Math.round((s[sys].seconds / max) * 420);
-    const y = 40 + i * 36;
-    return `<text x="10" y="${y + 17}" font-size="13">${LABEL[sys]}</text><rect x="170" y="${y}" width="${w}" height="24" fill="${sys === 'opkit' ? '#2b6cb0' : '#a0aec0'}"/><text x="${176 + w}" y="${y + 17}" font-size="13">${s[sys].seconds} s</text>`;
-  }).join('');
-  const title = `Time to converge ${s.crs} AppServices × ${s.replicas} pods (median, lower is better)`;
-  return `<svg xmlns="http://www.w3.org/2000/svg" width="680" height="${60 + SYSTEMS.length * 36}" font-family="sans-serif" role="img" aria-label="${title}"><title>${title}</title><text x="10" y="22" font-size="15">${title}</text>${bars}</svg>\n`;
-}
+const DOCS = new URL('../../../docs/', import.meta.url);
 
-const DOC = fileURLToPath(new URL('../../../docs/benchmarks.md', import.meta.url));
-const BEGIN = '<!-- BEGIN compare (generated by npm run bench -- compare --docs) -->';
-const END = '<!-- END compare -->';
-
-export async function writeDocs(r: CompareResult, machine: string): Promise<void> {
-  await writeFile(fileURLToPath(new URL('../../../docs/benchmarks-converge.svg', import.meta.url)), convergeSvg(r));
-  const section = `${BEGIN}\n## compare — opkit side by side with Go controller-runtime, client-node and the floor\n\n\`npm run bench -- compare --json bench/results/compare.json --docs\` (${machine})\n\n${compareMarkdown(r)}\n\n![converge](benchmarks-converge.svg)\n${END}`;
-  const doc = await readFile(DOC, 'utf8');
-  const at = doc.indexOf(BEGIN);
-  const next =
-    at >= 0
-      ? doc.slice(0, at) + section + doc.slice(doc.indexOf(END) + END.length)
-      : `${doc.trimEnd()}\n\n${section}\n`;
-  await writeFile(DOC, next);
+/** Rewrites each measured scenario's section (and chart) of docs/benchmarks.md; other sections are kept. */
+export async function writeDocs(r: CompareResult): Promise<void> {
+  const path = fileURLToPath(new URL('benchmarks.md', DOCS));
+  let doc = await readFile(path, 'utf8');
+  for (const s of r.scenarios) {
+    const { title, table, chart } = section(s);
+    const begin = `<!-- BEGIN compare:${s.name} (generated by npm run bench -- compare --scenario ${s.name} --docs) -->`;
+    const end = `<!-- END compare:${s.name} -->`;
+    if (chart) await writeFile(fileURLToPath(new URL(`benchmarks-${s.name}.svg`, DOCS)), chart);
+    const body = `${begin}\n### ${title}\n\n\`npm run bench -- compare --scenario ${s.name} --docs\` (${r.machine})\n\n${table}${chart ? `\n\n![${s.name}](benchmarks-${s.name}.svg)` : ''}\n${end}`;
+    const at = doc.indexOf(`<!-- BEGIN compare:${s.name} `);
+    doc =
+      at >= 0 ? doc.slice(0, at) + body + doc.slice(doc.indexOf(end) + end.length) : `${doc.trimEnd()}\n\n${body}\n`;
+  }
+  await writeFile(path, doc);
 }

@@ -1,0 +1,187 @@
+/**
+ * @module harness
+ * What every comparison scenario shares: a fresh control plane with the apiserver audit log, the AppService API and
+ * the operator's RBAC installed, the `bench` namespace and the operator ServiceAccount's kubeconfig; a watching client
+ * that observes AppServices from outside the system under test; AppServices created at a fixed concurrency; the
+ * system's process started, sampled (/proc RSS) and stopped.
+ */
+import type { ChildProcess } from 'node:child_process';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { type AppService, AppServices, installApiAndRbac, NAME, NAMESPACE } from '@opkit/appservice';
+import {
+  Cache,
+  Client,
+  ClusterRoleBindings,
+  ClusterRoles,
+  type Informer,
+  loadConfig,
+  Namespaces,
+} from '@opkit/runtime';
+import { type Environment, start } from '@opkit/testenv';
+import { rssBytes } from './proc.ts';
+
+/** The audit-log user every system runs as. */
+export const USER = `system:serviceaccount:${NAMESPACE}:${NAME}`;
+export const BENCH_NAMESPACE = 'bench';
+
+export interface Bench {
+  readonly env: Environment;
+  readonly admin: Client;
+  /** The operator ServiceAccount's kubeconfig. */
+  readonly kubeconfig: string;
+  readonly auditLog: string;
+  stop(): Promise<void>;
+}
+
+/** A fresh control plane sized for `pods` pods on 3 kwok nodes, with the API, RBAC and namespace in place. */
+export async function benchEnv(pods: number): Promise<Bench> {
+  const env = await start({ nodes: 3, podsPerNode: Math.ceil(pods / 3) + 100, auditLog: true, log: () => {} });
+  try {
+    const admin = new Client(await loadConfig({ path: env.kubeconfigPath }), { name: 'bench-writer' });
+    await installApiAndRbac(admin);
+    await grantPeerStatusUpdates(admin);
+    await admin.create(Namespaces, { metadata: { name: BENCH_NAMESPACE } });
+    const sa = await env.kubeconfigFor({ namespace: NAMESPACE, name: NAME });
+    return {
+      env,
+      admin,
+      kubeconfig: sa.path,
+      auditLog: env.auditLogPath as string,
+      async stop() {
+        admin.close();
+        await env.stop();
+      },
+    };
+  } catch (err) {
+    await env.stop();
+    throw err;
+  }
+}
+
+/**
+ * The peers write status with an update (PUT), as kubebuilder's and client-node's examples do; opkit's operator
+ * patches it. The shared ServiceAccount gets that one extra verb, so every system runs under the same identity.
+ */
+async function grantPeerStatusUpdates(admin: Client): Promise<void> {
+  const name = 'bench-peers-status-update';
+  await admin.create(ClusterRoles, {
+    metadata: { name },
+    rules: [{ apiGroups: [AppServices.group], resources: ['appservices/status'], verbs: ['update'] }],
+  });
+  await admin.create(ClusterRoleBindings, {
+    metadata: { name },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name },
+    subjects: [{ kind: 'ServiceAccount', name: NAME, namespace: NAMESPACE }],
+  });
+}
+
+/** A client watching the bench namespace's AppServices, as a user would: the system's effects seen from outside. */
+export async function watchAppServices(admin: Client, signal: AbortSignal): Promise<Informer<AppService>> {
+  const cache = new Cache({ client: admin, namespace: BENCH_NAMESPACE });
+  cache.start(signal);
+  const inf = cache.informer(AppServices);
+  await inf.waitForSync();
+  return inf;
+}
+
+/**
+ * Resolves with `performance.now()` at the moment the watching client sees AppService `name` satisfy `ok` (at once
+ * when it already does).
+ */
+export function observedAt(inf: Informer<AppService>, name: string, ok: (app: AppService) => boolean): Promise<number> {
+  return new Promise((resolve) => {
+    const seen = (app: AppService) => {
+      if (app.metadata.name !== name || !ok(app)) return;
+      off();
+      resolve(performance.now());
+    };
+    const off = inf.addEventHandler({ add: seen, update: (_old, app) => seen(app) });
+    const now = inf.store.get(`${BENCH_NAMESPACE}/${name}`);
+    if (now) seen(now);
+  });
+}
+
+/** Waits for `promise`, failing when the process exits or `timeoutMs` passes. */
+export async function within<T>(what: string, promise: Promise<T>, timeoutMs: number, proc?: ChildProcess): Promise<T> {
+  let settled = false;
+  const guard = waitUntil(what, () => settled, timeoutMs, proc);
+  try {
+    return await Promise.race([promise, guard.then(() => promise)]);
+  } finally {
+    settled = true;
+    await guard.catch(() => {});
+  }
+}
+
+/** True when the AppService's status reports `replicas` pods for its current generation (ready ones when asked). */
+export function reports(app: AppService, replicas: number, ready: boolean): boolean {
+  const s = app.status;
+  return (
+    s?.observedGeneration === app.metadata.generation &&
+    s?.replicas === replicas &&
+    (!ready || s.readyReplicas === replicas)
+  );
+}
+
+/** Creates `count` AppServices (`app-0`…) with 32 in flight; `replicasOf(i)` pods each. */
+export async function createAppServices(
+  admin: Client,
+  count: number,
+  replicasOf: (i: number) => number,
+  onCreated?: (app: AppService, at: number) => void,
+): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: 32 }, async () => {
+      while (next < count) {
+        const i = next++;
+        const at = performance.now();
+        const created = await admin.create(AppServices, {
+          metadata: { name: `app-${i}`, namespace: BENCH_NAMESPACE },
+          spec: { replicas: replicasOf(i), image: 'busybox' },
+        } as AppService);
+        onCreated?.(created, at);
+      }
+    }),
+  );
+}
+
+/** Polls `done` every 250 ms; fails when the process exits or `timeoutMs` passes. */
+export async function waitUntil(
+  what: string,
+  done: () => boolean,
+  timeoutMs: number,
+  proc?: ChildProcess,
+): Promise<void> {
+  const t0 = performance.now();
+  while (!done()) {
+    if (proc && proc.exitCode !== null) throw new Error(`${what}: the system exited (${proc.exitCode})`);
+    if (performance.now() - t0 > timeoutMs) throw new Error(`${what}: not done after ${timeoutMs / 1000} s`);
+    await sleep(250);
+  }
+}
+
+/** Samples a process's RSS every 200 ms: the peak and the last value. */
+export function sampleRss(pid: number | undefined): { peak(): number; last(): number; stop(): void } {
+  let peak = 0;
+  let last = 0;
+  const timer = setInterval(async () => {
+    if (!pid) return;
+    last = await rssBytes(pid);
+    peak = Math.max(peak, last);
+  }, 200);
+  return { peak: () => peak, last: () => last, stop: () => clearInterval(timer) };
+}
+
+/** SIGTERM, then waits for the exit. */
+export async function stopProcess(proc: ChildProcess | undefined): Promise<void> {
+  if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
+  const exited = new Promise((r) => proc.once('exit', r));
+  proc.kill('SIGTERM');
+  await exited;
+}
+
+/** The q-quantile of ascending `sorted` values (nearest rank). */
+export function quantile(sorted: readonly number[], q: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(sorted.length * q) - 1))] ?? 0;
+}

@@ -1,0 +1,147 @@
+/**
+ * @module scenarios/churn
+ * Latency under load: `crs` AppServices (1 pod each) converged and at rest, then `rate` spec changes per second for
+ * `seconds` seconds — each flips one AppService between 1 and 2 replicas, visiting them in turn — and for each change
+ * the time until a watching client sees a status that reports the new replica count for that generation
+ * (observedGeneration ≥ the change's). One system alone on a fresh control plane; the floor does the pod creates or
+ * deletes and one status write per change.
+ */
+import type { ChildProcess } from 'node:child_process';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { type AppService, AppServices } from '@opkit/appservice';
+import { Client, loadConfig } from '@opkit/runtime';
+import { auditEvents, auditOffset, WRITE_VERBS } from '../audit.ts';
+import { floorWriter } from '../floor.ts';
+import {
+  BENCH_NAMESPACE,
+  benchEnv,
+  createAppServices,
+  quantile,
+  reports,
+  sampleRss,
+  stopProcess,
+  USER,
+  waitUntil,
+  watchAppServices,
+} from '../harness.ts';
+import { startPeer } from '../peers.ts';
+import { cpuSeconds } from '../proc.ts';
+import { round } from '../stats.ts';
+import type { SystemName } from './converge.ts';
+
+export interface ChurnResult {
+  readonly system: SystemName;
+  readonly crs: number;
+  readonly rate: number;
+  readonly seconds: number;
+  readonly changes: number;
+  /** Changes whose status was never observed within 60 s after the churn ended. */
+  readonly unobserved: number;
+  readonly latencyP50Seconds: number;
+  readonly latencyP99Seconds: number;
+  readonly latencyMaxSeconds: number;
+  readonly writesPerChange: number;
+  readonly peakRssMiB: number | null;
+  readonly cpuSeconds: number | null;
+}
+
+export interface ChurnOptions {
+  readonly system: SystemName;
+  readonly crs: number;
+  readonly rate: number;
+  readonly seconds: number;
+  readonly workers: number;
+  readonly goBinary?: string;
+  readonly log: (line: string) => void;
+}
+
+export async function churnScenario(o: ChurnOptions): Promise<ChurnResult> {
+  const bench = await benchEnv(o.crs * 2);
+  let proc: ChildProcess | undefined;
+  const ctl = new AbortController();
+  try {
+    if (o.system !== 'floor') proc = await startPeer(o.system, bench.kubeconfig, o.workers, o.goBinary);
+    const pid = proc?.pid;
+    const observed = await watchAppServices(bench.admin, ctl.signal);
+    const floor =
+      o.system === 'floor'
+        ? floorWriter(new Client(await loadConfig({ path: bench.kubeconfig })), ctl.signal)
+        : undefined;
+    await floor?.synced();
+    const t0 = performance.now();
+    await createAppServices(
+      bench.admin,
+      o.crs,
+      () => 1,
+      (app) => floor?.add(app),
+    );
+    const atRest = () => observed.store.list().filter((a) => reports(a, 1, true)).length >= o.crs;
+    await waitUntil(`${o.system} converging ${o.crs} AppServices`, atRest, 10 * 60_000, proc);
+    o.log(`${o.system}: ${o.crs} AppServices at rest after ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+    await sleep(3_000);
+
+    const pending = new Map<string, { generation: number; replicas: number; at: number }>();
+    const latencies: number[] = [];
+    const check = (app: AppService) => {
+      const p = pending.get(app.metadata.name as string);
+      const s = app.status;
+      if (!p || (s?.observedGeneration ?? 0) < p.generation || s?.replicas !== p.replicas) return;
+      pending.delete(app.metadata.name as string);
+      latencies.push((performance.now() - p.at) / 1000);
+    };
+    observed.addEventHandler({ update: (_old, a) => check(a) });
+    const rss = sampleRss(pid);
+    const cpu0 = pid ? await cpuSeconds(pid) : 0;
+    const offset0 = await auditOffset(bench.auditLog);
+    const total = o.rate * o.seconds;
+    const start = performance.now();
+    let cursor = 0;
+    const inFlight: Promise<void>[] = [];
+    for (let i = 0; i < total; i++) {
+      const due = start + (i * 1000) / o.rate;
+      const wait = due - performance.now();
+      if (wait > 0) await sleep(wait);
+      let name = `app-${cursor++ % o.crs}`;
+      while (pending.has(name)) name = `app-${cursor++ % o.crs}`;
+      const current = observed.store.get(`${BENCH_NAMESPACE}/${name}`);
+      const replicas = current?.spec?.replicas === 1 ? 2 : 1;
+      const at = performance.now();
+      const change = bench.admin
+        .patch(AppServices, { namespace: BENCH_NAMESPACE, name }, { spec: { replicas } })
+        .then((app) => {
+          pending.set(name, { generation: app.metadata.generation ?? 0, replicas, at });
+          floor?.scale(app, replicas);
+          check(observed.store.get(`${BENCH_NAMESPACE}/${name}`) ?? app);
+        });
+      inFlight.push(change);
+    }
+    await Promise.all(inFlight);
+    o.log(`${o.system}: ${total} changes in ${((performance.now() - start) / 1000).toFixed(1)} s`);
+    await waitUntil('every change observed', () => pending.size === 0, 60_000).catch(() => {});
+    await sleep(1_000);
+    const cpu = pid ? (await cpuSeconds(pid)) - cpu0 : null;
+    rss.stop();
+    const writes = (await auditEvents(bench.auditLog, offset0, undefined, USER)).filter(
+      (e) => WRITE_VERBS.has(e.verb) && e.objectRef?.resource !== 'leases',
+    ).length;
+    latencies.sort((a, b) => a - b);
+    return {
+      system: o.system,
+      crs: o.crs,
+      rate: o.rate,
+      seconds: o.seconds,
+      changes: total,
+      unobserved: pending.size,
+      latencyP50Seconds: round(quantile(latencies, 0.5), 3),
+      latencyP99Seconds: round(quantile(latencies, 0.99), 3),
+      latencyMaxSeconds: round(latencies[latencies.length - 1] ?? 0, 3),
+      writesPerChange: round(writes / total, 2),
+      peakRssMiB: pid ? round(rss.peak() / 2 ** 20, 1) : null,
+      cpuSeconds: cpu === null ? null : round(cpu, 2),
+    };
+  } finally {
+    ctl.abort();
+    await stopProcess(proc);
+    await bench.stop();
+  }
+}
