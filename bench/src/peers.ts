@@ -2,14 +2,15 @@
  * @module peers
  * The systems the comparison benchmarks run side by side, each started as its own process authenticated as the same
  * ServiceAccount under the same RBAC, with the same worker count and no client-side rate limit:
- * - `opkit`: operators/appservice (this repository), with the NODE_OPTIONS of its generated Deployment;
+ * - `opkit`: operators/appservice (this repository), with the environment of its generated Deployment (NODE_OPTIONS,
+ *   malloc tuning) and, as its image has, a warm Node compile cache;
  * - `go`: the same operator written with Go controller-runtime (bench/peers/go-controller-runtime), built here from Go
  *   modules with the local Go the first time (cached in the user cache);
- * - `clientNode`: the same operator written with @kubernetes/client-node's informers (bench/peers/client-node).
+ * - `clientNode`: the same operator written with @kubernetes/client-node's informers (bench/peers/client-node), with
+ *   a warm compile cache too.
  * The floor (the minimum writes, at full concurrency) runs in the benchmark process itself: see floor.ts.
- * `heapMiB` raises the Node peers' old-space limit (the scale scenario caches more than the Deployment is sized for).
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { mkdir, rename, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -52,12 +53,33 @@ export async function goPeerBinary(log: (line: string) => void): Promise<string>
   return out;
 }
 
-/** The NODE_OPTIONS the operator's generated Deployment sets, so the benchmark runs it as it is shipped. */
-async function deployedNodeOptions(): Promise<string> {
+const COMPILE_CACHE = join(cacheRoot(), 'bench', 'node-compile-cache');
+let warmed = false;
+
+/**
+ * Fills the Node compile cache for both Node peers, as the operator image does at build time: each is loaded once
+ * (opkit with --help; client-node with no cluster, so it exits after loading).
+ */
+function warmCompileCache(): void {
+  if (warmed) return;
+  warmed = true;
+  const env = { ...process.env, NODE_COMPILE_CACHE: COMPILE_CACHE };
+  spawnSync(process.execPath, [OPKIT_MAIN, '--help'], { env, stdio: 'ignore', timeout: 60_000 });
+  spawnSync(process.execPath, [CLIENT_NODE, '--kubeconfig', '/nonexistent'], { env, stdio: 'ignore', timeout: 60_000 });
+}
+
+/**
+ * The literal environment of the operator's generated Deployment (NODE_OPTIONS, malloc tuning; not the downward-API
+ * values), so the benchmark runs it as it is shipped.
+ */
+async function deployedEnv(): Promise<Record<string, string>> {
   const deployment = (await installObjects()).find((o) => o.kind === 'Deployment') as
     | { spec?: { template?: { spec?: { containers?: { env?: { name: string; value?: string }[] }[] } } } }
     | undefined;
-  return deployment?.spec?.template?.spec?.containers?.[0]?.env?.find((e) => e.name === 'NODE_OPTIONS')?.value ?? '';
+  const env: Record<string, string> = {};
+  for (const e of deployment?.spec?.template?.spec?.containers?.[0]?.env ?? [])
+    if (e.value !== undefined) env[e.name] = e.value;
+  return env;
 }
 
 export async function startPeer(
@@ -65,11 +87,11 @@ export async function startPeer(
   kubeconfig: string,
   workers: number,
   goBinary?: string,
-  options: { heapMiB?: number } = {},
 ): Promise<ChildProcess> {
-  const heap = options.heapMiB ? `--max-old-space-size=${options.heapMiB}` : '';
   const common = ['--kubeconfig', kubeconfig, '--max-concurrent-reconciles', String(workers)];
   const stdio: ['ignore', 'ignore', 'inherit'] = ['ignore', 'ignore', 'inherit'];
+  if (name !== 'go') warmCompileCache();
+  const env = { ...process.env, NODE_COMPILE_CACHE: COMPILE_CACHE };
   switch (name) {
     case 'opkit':
       return spawn(
@@ -84,17 +106,10 @@ export async function startPeer(
           '--log-level',
           'warn',
         ],
-        {
-          stdio,
-          env: {
-            ...process.env,
-            NODE_OPTIONS:
-              `${(await deployedNodeOptions()).replace(/--max-old-space-size=\d+/, heap ? '' : '$&')} ${heap}`.trim(),
-          },
-        },
+        { stdio, env: { ...env, ...(await deployedEnv()) } },
       );
     case 'clientNode':
-      return spawn(process.execPath, [CLIENT_NODE, ...common], { stdio, env: { ...process.env, NODE_OPTIONS: heap } });
+      return spawn(process.execPath, [CLIENT_NODE, ...common], { stdio, env });
     case 'go':
       if (!goBinary) throw new Error('the Go peer binary is missing');
       return spawn(goBinary, [...common, '--zap-log-level', 'error'], { stdio });

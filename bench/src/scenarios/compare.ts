@@ -427,7 +427,7 @@ function section(s: ScenarioFigures<unknown>): { title: string; table: string; c
       return {
         title: `scale — memory and start-up at ${sizes.map((n) => n.toLocaleString('en-US')).join(' / ')} cached pods`,
         table: [
-          `Pods with the operator's labels and no owner (cached, nothing to reconcile); each system started ${c.repetitions} times per size in rotating order, Node heap limit raised to 2 GiB. Steady RSS 5 s after the caches synced; bytes per object = the slope of steady RSS between the smallest and largest size.`,
+          `Pods with the operator's labels and no owner (cached, nothing to reconcile); each system started ${c.repetitions} times per size in rotating order, as shipped (opkit with its Deployment's environment). Steady RSS 5 s after the caches synced; bytes per object = the slope of steady RSS between the smallest and largest size.`,
           '',
           `| system | ${sizes.map((n) => `RSS at ${n.toLocaleString('en-US')} (MiB)`).join(' | ')} | ${sizes.map((n) => `synced at ${n.toLocaleString('en-US')} (s)`).join(' | ')} | bytes per object |`,
           `| --- |${' --- |'.repeat(sizes.length * 2 + 1)}`,

@@ -72,7 +72,7 @@ export async function scaleScenario(o: ScaleOptions): Promise<ScaleRun[]> {
         for (let j = 0; j < o.systems.length; j++) {
           const system = o.systems[(rep + j) % o.systems.length] as PeerName;
           const t = performance.now();
-          proc = await startPeer(system, bench.kubeconfig, o.workers, o.goBinary, { heapMiB: 2048 });
+          proc = await startPeer(system, bench.kubeconfig, o.workers, o.goBinary);
           const rss = sampleRss(proc.pid);
           const probe = `probe-${size}-${system.toLowerCase()}-${rep}`;
           await bench.admin.create(AppServices, {

@@ -28,6 +28,12 @@ test('the operator Dockerfile is multi-stage, pinned, production-only and non-ro
     for (const src of parts) await access(join(ROOT, src)); // throws if a COPY source is missing
   }
   assert.match(text, /ENTRYPOINT \["node", "operators\/appservice\/src\/main\.ts"\]/);
+  // The compile cache is warmed in the final stage, from the entry point, and readable by the non-root user.
+  const cache = /NODE_COMPILE_CACHE=(\S+)/.exec(text)?.[1] ?? '';
+  assert.ok(cache.startsWith('/app/'), 'NODE_COMPILE_CACHE is set in the image');
+  const warm = lines.findIndex((l) => l.startsWith('RUN node operators/appservice/src/main.ts --help'));
+  assert.ok(warm > lines.findLastIndex((l) => l.startsWith('FROM ')) && warm < lines.indexOf(`USER ${user}`));
+  assert.ok(lines[warm]?.includes(`chmod -R a+rX ${cache}`), 'the cache is readable by the runtime user');
   const ignore = await readFile(join(ROOT, '.dockerignore'), 'utf8');
   for (const p of ['**/node_modules', '**/*.test.ts', '.git']) assert.ok(ignore.includes(p), `.dockerignore has ${p}`);
 });

@@ -167,5 +167,6 @@ export {
 } from './manager/manager.ts';
 export { parseDuration, SETTINGS_HELP, SettingsError, settingsFromArgs } from './manager/settings.ts';
 export { Metrics, type WatchMetrics } from './metrics.ts';
+export { Counter, Gauge, Histogram, type Labels, type MetricOptions, Registry } from './prometheus.ts';
 export { VERSION } from './version.ts';
 export * from './workqueue/index.ts';

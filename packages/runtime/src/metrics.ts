@@ -1,11 +1,13 @@
 /**
  * @module metrics
  * Prometheus metrics with controller-runtime's names and labels, so existing dashboards work, plus watch health per
- * informer (opkit's own). One `Metrics` per process holds a prom-client `Registry`; runtime parts report through the
- * small hook interfaces they declare (RequestMetrics, WorkQueueMetrics, WatchMetrics), which `Metrics` implements.
+ * informer (opkit's own). One `Metrics` per process holds a `Registry` (prometheus.ts; an operator's own metrics go
+ * there too: `metrics.registry.counter({...})`); runtime parts report through the small hook interfaces they declare
+ * (RequestMetrics, WorkQueueMetrics, WatchMetrics), which `Metrics` implements.
  */
-import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+
 import type { RequestMetrics } from './client/transport.ts';
+import { type Counter, type Gauge, type Histogram, Registry, registerProcessMetrics } from './prometheus.ts';
 import type { WorkQueueMetrics } from './workqueue/index.ts';
 
 /** Watch health of one informer. */
@@ -51,139 +53,124 @@ export class Metrics {
 
   constructor(options: { registry?: Registry; processMetrics?: boolean } = {}) {
     this.registry = options.registry ?? new Registry();
-    const registers = [this.registry];
-    if (options.processMetrics ?? true) collectDefaultMetrics({ register: this.registry });
-    this.reconcileTotal = new Counter({
+    const r = this.registry;
+    if (options.processMetrics ?? true) registerProcessMetrics(r);
+    this.reconcileTotal = r.counter({
       name: 'controller_runtime_reconcile_total',
       help: 'Total number of reconciliations per controller',
       labelNames: ['controller', 'result'],
-      registers,
     });
-    this.reconcileErrors = new Counter({
+    this.reconcileErrors = r.counter({
       name: 'controller_runtime_reconcile_errors_total',
       help: 'Total number of reconciliation errors per controller',
       labelNames: ['controller'],
-      registers,
     });
-    this.terminalReconcileErrors = new Counter({
+    this.terminalReconcileErrors = r.counter({
       name: 'controller_runtime_terminal_reconcile_errors_total',
       help: 'Total number of terminal reconciliation errors per controller',
       labelNames: ['controller'],
-      registers,
     });
-    this.reconcileTime = new Histogram({
+    this.reconcileTime = r.histogram({
       name: 'controller_runtime_reconcile_time_seconds',
       help: 'Length of time per reconciliation per controller',
       labelNames: ['controller'],
       buckets: RECONCILE_BUCKETS,
-      registers,
     });
-    this.maxConcurrentReconciles = new Gauge({
+    this.maxConcurrentReconciles = r.gauge({
       name: 'controller_runtime_max_concurrent_reconciles',
       help: 'Maximum number of concurrent reconciles per controller',
       labelNames: ['controller'],
-      registers,
     });
-    this.activeWorkers = new Gauge({
+    this.activeWorkers = r.gauge({
       name: 'controller_runtime_active_workers',
       help: 'Number of currently used workers per controller',
       labelNames: ['controller'],
-      registers,
     });
-    const queue = { labelNames: ['name', 'controller'] as const, registers };
-    this.#queueDepth = new Gauge({ name: 'workqueue_depth', help: 'Current depth of workqueue', ...queue });
-    this.#queueAdds = new Counter({
+    const queue = { labelNames: ['name', 'controller'] as const };
+    this.#queueDepth = r.gauge({ name: 'workqueue_depth', help: 'Current depth of workqueue', ...queue });
+    this.#queueAdds = r.counter({
       name: 'workqueue_adds_total',
       help: 'Total number of adds handled by workqueue',
       ...queue,
     });
-    this.#queueLatency = new Histogram({
+    this.#queueLatency = r.histogram({
       name: 'workqueue_queue_duration_seconds',
       help: 'How long in seconds an item stays in workqueue before being requested',
       buckets: QUEUE_BUCKETS,
       ...queue,
     });
-    this.#queueWork = new Histogram({
+    this.#queueWork = r.histogram({
       name: 'workqueue_work_duration_seconds',
       help: 'How long in seconds processing an item from workqueue takes',
       buckets: QUEUE_BUCKETS,
       ...queue,
     });
-    this.#queueRetries = new Counter({
+    this.#queueRetries = r.counter({
       name: 'workqueue_retries_total',
       help: 'Total number of retries handled by workqueue',
       ...queue,
     });
     const probes = this.#queueProbes;
-    new Gauge({
+    r.gauge({
       name: 'workqueue_unfinished_work_seconds',
       help: 'How many seconds of work has been done that is in progress and has not been observed by work_duration',
       ...queue,
-      collect() {
-        for (const [name, probe] of probes) this.set({ name, controller: name }, probe().unfinished);
+      collect: (g) => {
+        for (const [name, probe] of probes) g.set({ name, controller: name }, probe().unfinished);
       },
     });
-    new Gauge({
+    r.gauge({
       name: 'workqueue_longest_running_processor_seconds',
       help: 'How many seconds has the longest running processor for workqueue been running',
       ...queue,
-      collect() {
-        for (const [name, probe] of probes) this.set({ name, controller: name }, probe().longest);
+      collect: (g) => {
+        for (const [name, probe] of probes) g.set({ name, controller: name }, probe().longest);
       },
     });
-    this.restRequests = new Counter({
+    this.restRequests = r.counter({
       name: 'rest_client_requests_total',
       help: 'Number of HTTP requests, partitioned by status code, method, and host',
       labelNames: ['code', 'method', 'host'],
-      registers,
     });
-    this.restLatency = new Histogram({
+    this.restLatency = r.histogram({
       name: 'rest_client_request_duration_seconds',
       help: 'Request latency in seconds, broken down by verb and host',
       labelNames: ['verb', 'host'],
       buckets: [0.005, 0.025, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60],
-      registers,
     });
-    this.leaderStatus = new Gauge({
+    this.leaderStatus = r.gauge({
       name: 'leader_election_master_status',
       help: 'Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master',
       labelNames: ['name'],
-      registers,
     });
-    const w = { registers };
-    this.#watchRestarts = new Counter({
+    this.#watchRestarts = r.counter({
       name: 'opkit_watch_restarts_total',
       help: 'Watches restarted per resource, by reason (timeout, inactivity, error, gone)',
       labelNames: ['resource', 'reason'],
-      ...w,
     });
-    this.#watchRelists = new Counter({
+    this.#watchRelists = r.counter({
       name: 'opkit_watch_relists_total',
       help: 'Full lists that replaced an informer store, per resource',
       labelNames: ['resource'],
-      ...w,
     });
-    this.#watchEvents = new Counter({
+    this.#watchEvents = r.counter({
       name: 'opkit_watch_events_total',
       help: 'Watch events and bookmarks received per resource and type',
       labelNames: ['resource', 'type'],
-      ...w,
     });
-    this.#watchErrors = new Counter({
+    this.#watchErrors = r.counter({
       name: 'opkit_watch_errors_total',
       help: 'Failed lists and watches per resource and error code (each is retried with backoff)',
       labelNames: ['resource', 'code'],
-      ...w,
     });
     const lastEventAt = this.#lastEventAt;
-    new Gauge({
+    r.gauge({
       name: 'opkit_watch_seconds_since_last_event',
       help: 'Seconds since the last watch event or bookmark per resource (a healthy watch stays below ~60 s)',
       labelNames: ['resource'],
-      ...w,
-      collect() {
+      collect: (g) => {
         const now = Date.now();
-        for (const [resource, at] of lastEventAt) this.set({ resource }, (now - at) / 1000);
+        for (const [resource, at] of lastEventAt) g.set({ resource }, (now - at) / 1000);
       },
     });
   }
@@ -243,7 +230,7 @@ export class Metrics {
   }
 
   /** The exposition text (for /metrics). */
-  text(): Promise<string> {
+  text(): string {
     return this.registry.metrics();
   }
 }

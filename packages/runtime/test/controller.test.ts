@@ -130,7 +130,7 @@ describe('controllers against a real apiserver', () => {
       [],
       'no error-level log for a conflict',
     );
-    const text = await metrics.text();
+    const text = metrics.text();
     assert.match(text, /controller_runtime_reconcile_total\{controller="conflicts",result="error"\} 1/);
     assert.match(text, /workqueue_retries_total\{name="conflicts",controller="conflicts"\} 1/);
     void running;

@@ -9,7 +9,10 @@
  * the loop: no error stops it, and every error is reported (log + metric) before the retry.
  *
  * Guarantees: `synced` becomes true only after the first full list is in the store. Each watch asks the server for a
- * random timeout in [5, 10) minutes so a fleet's watches do not restart together. A watch that ends within a second
+ * random timeout in [30, 45) seconds (so a fleet's watches do not restart together) and is torn down if it has not ended
+ * 15 s after that: the server promised to end it, so its silence means the connection hangs — a silent hang is
+ * detected within 60 s even on a resource with no changes, without HTTP/2 pings (restarting a watch from the last
+ * resourceVersion costs the apiserver one request served from its watch cache). A watch that ends within a second
  * without delivering anything is treated as an error (backoff), so a misbehaving server cannot cause a tight loop.
  */
 import type { Client } from '../client/client.ts';
@@ -31,9 +34,9 @@ export interface ReflectorOptions<T extends KubeObject> {
   readonly transform?: ((obj: T) => T) | undefined;
   /** Items per list page (default 500). */
   readonly pageSize?: number | undefined;
-  /** Longest tolerated silence on a watch (default 150 s; bookmarks arrive about once a minute). */
+  /** Longest tolerated silence on a watch (default: its server-side timeout + 15 s, so at most 60 s). */
   readonly inactivityTimeoutMs?: number | undefined;
-  /** Server-side watch timeout range in seconds (default [300, 600)). */
+  /** Server-side watch timeout range in seconds (default [30, 45)). */
   readonly watchTimeoutSeconds?: readonly [number, number] | undefined;
   readonly backoff?: BackoffOptions | undefined;
   readonly log: Logger;
@@ -127,7 +130,8 @@ export class Reflector<T extends KubeObject> {
 
   async #watch(signal: AbortSignal): Promise<void> {
     const o = this.#o;
-    const [min, max] = o.watchTimeoutSeconds ?? [300, 600];
+    const [min, max] = o.watchTimeoutSeconds ?? [30, 45];
+    const timeoutSeconds = Math.floor(min + Math.random() * (max - min));
     const started = performance.now();
     let events = 0;
     for await (const event of watchEvents(o.client.transport, o.resource, {
@@ -135,8 +139,8 @@ export class Reflector<T extends KubeObject> {
       labelSelector: o.labelSelector,
       fieldSelector: o.fieldSelector,
       resourceVersion: this.#resourceVersion ?? '',
-      timeoutSeconds: Math.floor(min + Math.random() * (max - min)),
-      inactivityTimeoutMs: o.inactivityTimeoutMs ?? 150_000,
+      timeoutSeconds,
+      inactivityTimeoutMs: o.inactivityTimeoutMs ?? (timeoutSeconds + 15) * 1000,
       signal,
     })) {
       events += 1;

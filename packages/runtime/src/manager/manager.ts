@@ -35,7 +35,7 @@ export interface LeaderElectionSettings {
   readonly namespace?: string;
   /** Name of the Lease (default `<manager name>-leader`). */
   readonly leaseName?: string;
-  /** Default: hostname + random suffix. */
+  /** Default: the instance name (`$POD_NAME`, else the hostname) + a random suffix. */
   readonly identity?: string;
   readonly leaseDurationMs?: number;
   readonly renewDeadlineMs?: number;
@@ -126,14 +126,15 @@ export class Manager {
 
   /**
    * A manager with a client from `options.client`, or the kubeconfig (as kubectl), or the in-cluster config; a client
-   * made here reports `rest_client_requests_total`.
+   * made here reports `rest_client_requests_total` and names the replica in its user agent
+   * (`opkit/<v> (<operator>; <instance>)`), so audit logs tell replicas apart.
    */
   static async create(options: ManagerOptions): Promise<Manager> {
     const metrics = new Metrics();
     const client =
       options.client ??
       (await Client.create({
-        name: options.name,
+        name: `${options.name}; ${instanceName()}`,
         metrics: metrics.requests(),
         ...(options.kubeconfig?.path ? { path: options.kubeconfig.path } : {}),
         ...(options.kubeconfig?.context ? { context: options.kubeconfig.context } : {}),
@@ -242,7 +243,7 @@ export class Manager {
           client: this.client,
           namespace,
           name: leaseName,
-          identity: le.identity ?? `${hostname()}_${randomUUID()}`,
+          identity: le.identity ?? `${instanceName()}_${randomUUID()}`,
           log: log.child({ component: 'leader-election' }),
           ...(le.leaseDurationMs ? { leaseDurationMs: le.leaseDurationMs } : {}),
           ...(le.renewDeadlineMs ? { renewDeadlineMs: le.renewDeadlineMs } : {}),
@@ -324,7 +325,7 @@ export class Manager {
       handle: async () => ({
         status: 200,
         contentType: this.metrics.registry.contentType,
-        body: await this.metrics.text(),
+        body: this.metrics.text(),
       }),
     };
     if (metricsAt !== '0') this.#metricsServer = new HttpEndpoints(metricsAt, [metricsEndpoint]);
@@ -389,4 +390,9 @@ function notServed(r: ResourceType): string {
 function oneLine(err: unknown): string {
   const text = err instanceof Error ? err.message : String(err);
   return text.split('\n')[0] ?? text;
+}
+
+/** This replica's name: `$POD_NAME` (the Deployment sets it from the downward API), else the hostname. */
+function instanceName(): string {
+  return process.env.POD_NAME || hostname();
 }
