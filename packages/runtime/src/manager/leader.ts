@@ -77,7 +77,8 @@ export class LeaderElector {
   async run(signal: AbortSignal, callbacks: LeaderCallbacks): Promise<void> {
     const { log, retryPeriodMs, renewDeadlineMs } = this.#o;
     while (!signal.aborted) {
-      if (await this.#tryAcquireOrRenew(callbacks)) break;
+      // each attempt is bounded, so a standby on a connection that hangs is back in the race within renewDeadline
+      if (await this.#tryAcquireOrRenew(callbacks, renewDeadlineMs)) break;
       await sleep(retryPeriodMs * (1 + Math.random() * 0.2), signal);
     }
     if (signal.aborted) return;

@@ -1,0 +1,108 @@
+/**
+ * @module chaos/audit
+ * What the apiserver's audit log says about the operator: its requests by replica (the user agent names the replica),
+ * whether two replicas ever acted at once (split brain), Forbidden answers, and which of its granted permissions it
+ * used.
+ */
+import { open } from 'node:fs/promises';
+import { OPERATOR_USER } from './cluster.ts';
+
+export interface AuditEvent {
+  readonly verb: string;
+  readonly user: { readonly username: string };
+  readonly userAgent?: string;
+  readonly objectRef?: {
+    readonly resource?: string;
+    readonly subresource?: string;
+    readonly apiGroup?: string;
+    readonly name?: string;
+  };
+  readonly responseStatus?: { readonly code?: number };
+  readonly requestReceivedTimestamp?: string;
+  readonly stageTimestamp?: string;
+}
+
+const WRITES = new Set(['create', 'update', 'patch', 'delete', 'deletecollection']);
+
+/** The operator's audit events after byte `from` (and the log's size, to continue from). */
+export async function operatorEvents(path: string, from = 0): Promise<{ events: AuditEvent[]; end: number }> {
+  const fh = await open(path, 'r');
+  try {
+    const end = (await fh.stat()).size;
+    const buf = Buffer.alloc(end - from);
+    await fh.read(buf, 0, buf.length, from);
+    const text = buf.toString('utf8');
+    const complete = text.lastIndexOf('\n') + 1;
+    const events: AuditEvent[] = [];
+    for (const line of text.slice(0, complete).split('\n')) {
+      if (!line.includes(OPERATOR_USER)) continue;
+      const e = JSON.parse(line) as AuditEvent;
+      if (e.user.username === OPERATOR_USER) events.push(e);
+    }
+    return { events, end: from + Buffer.byteLength(text.slice(0, complete)) };
+  } finally {
+    await fh.close();
+  }
+}
+
+export const replicaOf = (e: AuditEvent): string | undefined => /; ([^)]+)\)/.exec(e.userAgent ?? '')?.[1];
+
+/**
+ * Split brain: a write (not to the Lease) by a replica received after another replica had taken the Lease, and before
+ * this replica took it back. The Lease holder is the replica whose Lease write last succeeded, in the log's order.
+ */
+export function splitBrain(events: readonly AuditEvent[]): string[] {
+  let holder: string | undefined;
+  let since = 0;
+  const out: string[] = [];
+  for (const e of events) {
+    const who = replicaOf(e);
+    const ok = (e.responseStatus?.code ?? 0) < 300;
+    if (!who || !ok || !WRITES.has(e.verb)) continue;
+    if (e.objectRef?.resource === 'leases') {
+      if (holder !== who) {
+        holder = who;
+        since = Date.parse(e.stageTimestamp ?? '');
+      }
+      continue;
+    }
+    const at = Date.parse(e.requestReceivedTimestamp ?? '');
+    if (holder !== undefined && holder !== who && at > since)
+      out.push(
+        `${who} ${e.verb} ${e.objectRef?.resource}/${e.objectRef?.name ?? ''} at ${e.requestReceivedTimestamp} while ${holder} held the Lease (since ${new Date(since).toISOString()})`,
+      );
+  }
+  return out;
+}
+
+export function forbidden(events: readonly AuditEvent[]): AuditEvent[] {
+  return events.filter((e) => e.responseStatus?.code === 403);
+}
+
+export interface Rule {
+  readonly apiGroups: readonly string[];
+  readonly resources: readonly string[];
+  readonly verbs: readonly string[];
+}
+
+/** Every (group, resource, verb) the rules grant that no successful request used. */
+export function unusedPermissions(events: readonly AuditEvent[], rules: readonly Rule[]): string[] {
+  const used = new Set(
+    events
+      .filter(
+        (e) => (e.responseStatus?.code ?? 0) < 400 || e.responseStatus?.code === 404 || e.responseStatus?.code === 409,
+      )
+      .map((e) => {
+        const r = e.objectRef;
+        const resource = r?.subresource ? `${r.resource}/${r.subresource}` : r?.resource;
+        return `${r?.apiGroup ?? ''}|${resource}|${e.verb}`;
+      }),
+  );
+  const out: string[] = [];
+  for (const rule of rules)
+    for (const group of rule.apiGroups)
+      for (const resource of rule.resources)
+        for (const verb of rule.verbs)
+          if (!used.has(`${group}|${resource}|${verb}`)) out.push(`${verb} ${resource}${group ? `.${group}` : ''}`);
+  return out;
+}

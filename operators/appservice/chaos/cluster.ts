@@ -1,0 +1,212 @@
+/**
+ * @module chaos/cluster
+ * The system under test, as it runs in production: a control plane (with the audit log), the operator's API and RBAC
+ * from the generated install manifests, and two operator replicas with leader election, each authenticating as the
+ * operator's ServiceAccount through its own fault proxy and named by POD_NAME (so the audit log tells them apart by
+ * user agent). A supervisor plays the kubelet: a replica that exits is started again after a short back-off, and every
+ * exit is recorded with the replica's log.
+ */
+import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { Client, type KubeObject, type Lease, Leases, loadConfig, Namespaces, resource } from '@opkit/runtime';
+import { type Environment, FaultProxy, start, targetOf } from '@opkit/testenv';
+import { installApiAndRbac, NAME, NAMESPACE } from '../src/install.ts';
+
+export const MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
+export const CHAOS_NAMESPACE = 'chaos';
+export const OPERATOR_USER = `system:serviceaccount:${NAMESPACE}:${NAME}`;
+const LEASE = { namespace: NAMESPACE, name: `${NAME}-leader` };
+
+export interface Exit {
+  readonly code: number | null;
+  readonly signal: NodeJS.Signals | null;
+  readonly at: number;
+  /** Exits the harness caused (kill, SIGTERM) are expected; others are the operator's own decision. */
+  readonly caused: boolean;
+}
+
+export class Replica {
+  readonly name: string;
+  readonly proxy: FaultProxy;
+  readonly kubeconfig: string;
+  proc: ChildProcessWithoutNullStreams | undefined;
+  /** What the replica printed since the last `takeLog()`, across restarts. */
+  #log = '';
+  readonly exits: Exit[] = [];
+  /** Strings that must never appear in the output (the ServiceAccount token); `leaks` lists any that did. */
+  readonly secrets: string[] = [];
+  readonly leaks: string[] = [];
+  #tail = '';
+  #causing = false;
+  #stopped = false;
+
+  constructor(name: string, proxy: FaultProxy, kubeconfig: string) {
+    this.name = name;
+    this.proxy = proxy;
+    this.kubeconfig = kubeconfig;
+  }
+
+  /** The output since the last call (each trial checks its own). */
+  takeLog(): string {
+    const log = this.#log;
+    this.#log = '';
+    return log;
+  }
+
+  /** The output since the last `takeLog()`, left in place. */
+  peekLog(): string {
+    return this.#log;
+  }
+
+  get running(): boolean {
+    return this.proc !== undefined && this.proc.exitCode === null && this.proc.signalCode === null;
+  }
+
+  start(): void {
+    const proc = spawn(
+      process.execPath,
+      [
+        MAIN,
+        '--kubeconfig',
+        this.kubeconfig,
+        '--leader-elect',
+        '--leader-election-namespace',
+        NAMESPACE,
+        '--metrics-bind-address',
+        '0',
+        '--health-probe-bind-address',
+        '0',
+        '--log-level',
+        'debug',
+      ],
+      { env: { ...process.env, POD_NAME: this.name, NODE_OPTIONS: '' }, stdio: ['pipe', 'pipe', 'pipe'] },
+    );
+    this.proc = proc;
+    const add = (c: Buffer) => {
+      const text = c.toString();
+      this.#log += text;
+      const window = this.#tail + text; // a secret split across two chunks is still seen
+      for (const s of this.secrets)
+        if (window.includes(s) && !this.leaks.includes(s)) this.leaks.push(`${s.slice(0, 6)}…`);
+      this.#tail = window.slice(-4096);
+    };
+    proc.stdout.on('data', add);
+    proc.stderr.on('data', add);
+    proc.once('exit', (code, signal) => {
+      this.exits.push({ code, signal, at: Date.now(), caused: this.#causing });
+      this.#causing = false;
+      if (this.#stopped) return;
+      // the kubelet's part: start it again (a short back-off, so trials stay short)
+      void sleep(1_000).then(() => {
+        if (!this.#stopped && !this.running) this.start();
+      });
+    });
+  }
+
+  /** Sends `signal` as a fault (the supervisor starts the replica again). */
+  async signal(signal: NodeJS.Signals): Promise<void> {
+    if (!this.running || !this.proc) return;
+    this.#causing = true;
+    const exited = new Promise((r) => this.proc?.once('exit', r));
+    this.proc.kill(signal);
+    await exited;
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    if (!this.running || !this.proc) return;
+    const exited = new Promise((r) => this.proc?.once('exit', r));
+    this.proc.kill('SIGTERM');
+    await Promise.race([exited, sleep(10_000).then(() => this.proc?.kill('SIGKILL'))]);
+    await this.proxy.close();
+  }
+}
+
+export interface ChaosCluster {
+  readonly env: Environment;
+  readonly admin: Client;
+  readonly auditLog: string;
+  readonly replicas: readonly Replica[];
+  /** The replica holding the Lease now (by its holderIdentity), if any. */
+  leader(): Promise<Replica | undefined>;
+  lease(): Promise<Lease | undefined>;
+  stop(): Promise<void>;
+}
+
+interface AccessReview extends KubeObject {
+  spec: { user: string; resourceAttributes: { namespace: string; verb: string; group: string; resource: string } };
+  status?: { allowed?: boolean };
+}
+const SubjectAccessReviews = resource<AccessReview>({
+  group: 'authorization.k8s.io',
+  version: 'v1',
+  kind: 'SubjectAccessReview',
+  plural: 'subjectaccessreviews',
+  namespaced: false,
+});
+
+/**
+ * Waits until the apiserver's authorizer knows the RBAC just applied (it learns it from a watch, a moment later), so
+ * the replicas' first requests are judged by it — a Forbidden in the audit log is then the operator's own. Asked by
+ * the admin (a SubjectAccessReview), so the operator's identity makes no request here.
+ */
+async function rbacEffective(admin: Client): Promise<void> {
+  for (let i = 0; i < 100; i++) {
+    const review = await admin.create(SubjectAccessReviews, {
+      metadata: {},
+      spec: {
+        user: OPERATOR_USER,
+        resourceAttributes: { namespace: NAMESPACE, verb: 'get', group: 'coordination.k8s.io', resource: 'leases' },
+      },
+    });
+    if (review.status?.allowed) return;
+    await sleep(100);
+  }
+  throw new Error('the operator ServiceAccount was still not allowed to get its Lease after 10 s');
+}
+
+export async function chaosCluster(options: { replicas?: number } = {}): Promise<ChaosCluster> {
+  const env = await start({ nodes: 3, podsPerNode: 500, auditLog: true, log: () => {} });
+  const replicas: Replica[] = [];
+  try {
+    const admin = new Client(await loadConfig({ path: env.kubeconfigPath }), { name: 'chaos-admin' });
+    await installApiAndRbac(admin);
+    await admin.create(Namespaces, { metadata: { name: CHAOS_NAMESPACE } });
+    const sa = await env.kubeconfigFor({ namespace: NAMESPACE, name: NAME });
+    await rbacEffective(admin);
+    const text = await readFile(sa.path, 'utf8');
+    for (const name of ['chaos-a', 'chaos-b'].slice(0, options.replicas ?? 2)) {
+      const proxy = await FaultProxy.start({ target: targetOf(env.server) });
+      const kubeconfig = join(env.dir, `kubeconfig-${name}`);
+      await writeFile(kubeconfig, text.replace(env.server, proxy.url), { mode: 0o600 });
+      const r = new Replica(name, proxy, kubeconfig);
+      r.secrets.push(sa.token);
+      r.start();
+      replicas.push(r);
+    }
+    return {
+      env,
+      admin,
+      auditLog: env.auditLogPath as string,
+      replicas,
+      lease: () => admin.get(Leases, LEASE).catch(() => undefined),
+      async leader() {
+        const lease = await admin.get(Leases, LEASE).catch(() => undefined);
+        const holder = lease?.spec?.holderIdentity ?? '';
+        return replicas.find((r) => holder.startsWith(`${r.name}_`));
+      },
+      async stop() {
+        await Promise.all(replicas.map((r) => r.stop()));
+        admin.close();
+        await env.stop();
+      },
+    };
+  } catch (err) {
+    await Promise.all(replicas.map((r) => r.stop()));
+    await env.stop();
+    throw err;
+  }
+}

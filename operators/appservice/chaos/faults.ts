@@ -1,0 +1,314 @@
+/**
+ * @module chaos/faults
+ * One trial: with the namespace settled, the harness starts a change (scale up, scale down or a template rollout) on
+ * one AppService, injects one fault at a random moment, lifts it, waits for the namespace to settle again and checks
+ * every invariant (monitor.ts) plus the replicas' health (no crash loop, no unexpected error logs) and the audit log
+ * (no split brain). Fault kinds:
+ * - `freeze`, `drop`, `reset`, `delay`: the leader's connection to the apiserver hangs silently / is closed / is
+ *   reset / lags (a stale view), for a random while;
+ * - `kill`: SIGKILL of the leader mid-change (the standby takes over; the supervisor restarts the killed one);
+ * - `apiserver-restart`; `compaction`: etcd compacted and the apiserver restarted, so watches resume with 410 Gone;
+ * - `leader-cutoff`: the leader cut off for longer than the lease: it must stop acting before the lease can expire;
+ * - `handover`: SIGTERM of the leader with work in flight: drained, Lease released, the successor leads within 3 s;
+ * - `watch-hang`: the standby's connection hangs silently: its watches must notice within 60 s.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { AppServices } from '../src/api/v1alpha1/appservice.ts';
+import { operatorEvents, splitBrain } from './audit.ts';
+import { CHAOS_NAMESPACE, type ChaosCluster, type Replica } from './cluster.ts';
+import type { Monitor, Violation } from './monitor.ts';
+import type { Rng } from './rng.ts';
+
+export const FAULT_KINDS = [
+  'freeze',
+  'drop',
+  'reset',
+  'delay',
+  'kill',
+  'apiserver-restart',
+  'compaction',
+  'leader-cutoff',
+  'handover',
+  'watch-hang',
+] as const;
+export type FaultKind = (typeof FAULT_KINDS)[number];
+
+export interface TrialResult {
+  readonly kind: FaultKind;
+  readonly action: string;
+  readonly faultSeconds: number;
+  /** Fault lifted → namespace settled. */
+  readonly recoverySeconds: number;
+  /** kill / leader-cutoff: the leader's loss → the standby holds the Lease. */
+  readonly failoverSeconds?: number;
+  /** handover: SIGTERM → the successor holds the Lease. */
+  readonly handoverSeconds?: number;
+  /** watch-hang: the hang → the standby's watch gives up on it; leader-cutoff: the cut → the leader stops. */
+  readonly detectionSeconds?: number;
+  readonly violations: Violation[];
+}
+
+const IMAGES = ['busybox:1.36', 'busybox:1.37'];
+const SETTLE_TIMEOUT_MS = 120_000;
+
+/** Waits until every invariant of a settled namespace holds twice in a row, 200 ms apart; the remaining ones if not. */
+export async function settle(m: Monitor, timeoutMs = SETTLE_TIMEOUT_MS): Promise<Violation[]> {
+  const t0 = performance.now();
+  let streak = 0;
+  for (;;) {
+    const now = m.unsettled();
+    streak = now.length === 0 ? streak + 1 : 0;
+    if (streak >= 2) return [];
+    if (performance.now() - t0 > timeoutMs) return now;
+    await sleep(200);
+  }
+}
+
+/** Polls the Lease until `ok(holder)`; the seconds it took, or undefined after `timeoutMs`. */
+async function leaseUntil(
+  c: ChaosCluster,
+  ok: (holder: Replica | undefined) => boolean,
+  timeoutMs: number,
+): Promise<number | undefined> {
+  const t0 = performance.now();
+  while (performance.now() - t0 < timeoutMs) {
+    if (ok(await c.leader())) return (performance.now() - t0) / 1000;
+    await sleep(100);
+  }
+  return undefined;
+}
+
+export class TrialRunner {
+  readonly #c: ChaosCluster;
+  readonly #m: Monitor;
+  readonly #rng: Rng;
+  #auditFrom = 0;
+
+  constructor(c: ChaosCluster, m: Monitor, rng: Rng) {
+    this.#c = c;
+    this.#m = m;
+    this.#rng = rng;
+  }
+
+  /**
+   * While the apiserver restarts, requests that reach it before its authorizer has loaded RBAC get 403 whatever the
+   * RBAC says; these windows (plus 2 s) are kept so the least-privilege check can tell those apart.
+   */
+  readonly restartWindows: [number, number][] = [];
+
+  async #restartApiserver(): Promise<void> {
+    const from = Date.now();
+    await this.#c.env.restart('kube-apiserver');
+    this.restartWindows.push([from, Date.now() + 2_000]);
+  }
+
+  /**
+   * Creates the AppServices trials work on and waits for the first convergence; then scales app-0 up, down and up
+   * again, so every permission the operator holds is exercised whatever the trials draw (pod deletes, and a repeated
+   * Event, which is patched to count 2).
+   */
+  async prepare(count: number): Promise<Violation[]> {
+    for (let i = 0; i < count; i++)
+      await this.#c.admin.create(AppServices, {
+        metadata: { name: `app-${i}`, namespace: CHAOS_NAMESPACE },
+        spec: { replicas: 2, image: IMAGES[0] as string },
+      } as never);
+    let left = await settle(this.#m, 180_000);
+    for (const replicas of [4, 2, 4, 2]) {
+      if (left.length > 0) break;
+      await this.#c.admin.patch(AppServices, { namespace: CHAOS_NAMESPACE, name: 'app-0' }, { spec: { replicas } });
+      left = await settle(this.#m);
+    }
+    this.#auditFrom = (await operatorEvents(this.#c.auditLog)).end;
+    for (const r of this.#c.replicas) r.takeLog();
+    return left;
+  }
+
+  async run(kind: FaultKind): Promise<TrialResult> {
+    const c = this.#c;
+    const rng = this.#rng;
+    const violations: Violation[] = [];
+    const pre = await settle(this.#m);
+    violations.push(...pre.map((v) => ({ ...v, detail: `before the trial: ${v.detail}` })));
+    await leaseUntil(c, (h) => h !== undefined, 30_000);
+    const leader = (await c.leader()) ?? (c.replicas[0] as Replica);
+    const standby = c.replicas.find((r) => r !== leader);
+    const exitsBefore = new Map(c.replicas.map((r) => [r, r.exits.length]));
+    this.#m.arm();
+
+    // the change under way
+    const app = rng.pick(this.#m.apps());
+    const replicas = app.spec.replicas ?? 1;
+    const choice = rng.pick(['scale-up', 'scale-down', 'rollout']);
+    let patch: Record<string, unknown>;
+    let action: string;
+    if (choice === 'rollout') {
+      const image = IMAGES[(IMAGES.indexOf(app.spec.image) + 1) % IMAGES.length] as string;
+      patch = { spec: { image } };
+      action = `rollout ${app.metadata.name} to ${image}`;
+    } else {
+      const next =
+        choice === 'scale-up' || replicas === 0 ? Math.min(8, replicas + rng.int(2, 5)) : rng.int(0, replicas - 1);
+      patch = { spec: { replicas: next } };
+      action = `scale ${app.metadata.name} ${replicas} → ${next}`;
+      this.#m.allow(app, next);
+    }
+    await c.admin.patch(AppServices, { namespace: CHAOS_NAMESPACE, name: app.metadata.name as string }, patch);
+    await sleep(rng.int(0, 1500));
+
+    // the fault
+    const t0 = performance.now();
+    const extra: { failoverSeconds?: number; handoverSeconds?: number; detectionSeconds?: number } = {};
+    let harnessExits = 0;
+    switch (kind) {
+      case 'freeze':
+      case 'drop':
+        leader.proxy.setMode({ kind });
+        await sleep(kind === 'freeze' ? rng.int(2_000, 12_000) : rng.int(1_000, 5_000));
+        leader.proxy.setMode({ kind: 'pass' });
+        break;
+      case 'reset':
+        leader.proxy.setMode({ kind: 'reset' });
+        await sleep(500);
+        leader.proxy.setMode({ kind: 'pass' });
+        break;
+      case 'delay':
+        leader.proxy.setMode({ kind: 'delay', ms: rng.int(200, 1_500) });
+        await sleep(rng.int(3_000, 8_000));
+        leader.proxy.setMode({ kind: 'pass' });
+        break;
+      case 'kill': {
+        await leader.signal('SIGKILL');
+        harnessExits = 1;
+        const s = await leaseUntil(c, (h) => h !== undefined && h !== leader, 40_000);
+        if (s === undefined) violations.push({ invariant: 'not-settled', detail: 'no failover within 40 s' });
+        else extra.failoverSeconds = (performance.now() - t0) / 1000;
+        break;
+      }
+      case 'apiserver-restart':
+        await this.#restartApiserver();
+        break;
+      case 'compaction':
+        await c.env.compactEtcd();
+        await this.#restartApiserver();
+        break;
+      case 'leader-cutoff': {
+        leader.proxy.setMode({ kind: 'freeze' });
+        const exits = leader.exits.length;
+        while (leader.exits.length === exits && performance.now() - t0 < 30_000) await sleep(50);
+        if (leader.exits.length > exits) extra.detectionSeconds = (performance.now() - t0) / 1000;
+        else violations.push({ invariant: 'split-brain', detail: 'the cut-off leader did not stop within 30 s' });
+        const s = await leaseUntil(c, (h) => h !== undefined && h !== leader, 40_000);
+        if (s === undefined) violations.push({ invariant: 'not-settled', detail: 'no failover within 40 s' });
+        else extra.failoverSeconds = (performance.now() - t0) / 1000;
+        leader.proxy.setMode({ kind: 'pass' });
+        break;
+      }
+      case 'handover': {
+        const stopped = leader.signal('SIGTERM');
+        harnessExits = 1;
+        const s = await leaseUntil(c, (h) => h !== undefined && h !== leader, 20_000);
+        await stopped;
+        if (s === undefined)
+          violations.push({
+            invariant: 'not-settled',
+            detail: `no successor within 20 s; the Lease: ${JSON.stringify((await c.lease())?.spec)}; ${standby?.name} said: ${standby?.peekLog().slice(-2500)}`,
+          });
+        else extra.handoverSeconds = (performance.now() - t0) / 1000;
+        const exit = leader.exits[leader.exits.length - 1];
+        if (exit?.code !== 0)
+          violations.push({ invariant: 'crash-loop', detail: `SIGTERM: exit ${exit?.code ?? exit?.signal}, not 0` });
+        break;
+      }
+      case 'watch-hang': {
+        const target = standby ?? leader;
+        target.takeLog();
+        target.proxy.setMode({ kind: 'freeze' });
+        let seen = '';
+        while (performance.now() - t0 < 90_000) {
+          seen += target.takeLog();
+          if (/watch went silent/.test(seen)) break;
+          await sleep(250);
+        }
+        if (/watch went silent/.test(seen)) extra.detectionSeconds = (performance.now() - t0) / 1000;
+        else
+          violations.push({
+            invariant: 'log',
+            detail: `${target.name}: a hung watch went unnoticed for 90 s; its log: ${seen.slice(-1500)}`,
+          });
+        target.proxy.setMode({ kind: 'pass' });
+        break;
+      }
+    }
+    const faultEnd = performance.now();
+    const left = await settle(this.#m);
+    violations.push(...left);
+    const recoverySeconds = (performance.now() - faultEnd) / 1000;
+    await sleep(1_500); // a replica that exited is back (the supervisor waits 1 s)
+
+    // the replicas: no crash loop, no crash, no unexpected error
+    for (const r of c.replicas) {
+      const own = r.exits.slice(exitsBefore.get(r) ?? 0).filter((e) => !e.caused);
+      if (own.length > 2)
+        violations.push({ invariant: 'crash-loop', detail: `${r.name} exited ${own.length} times on its own` });
+      for (const e of own)
+        if (e.code !== 1)
+          violations.push({ invariant: 'crash-loop', detail: `${r.name} crashed (exit ${e.code ?? e.signal})` });
+      if (!r.running) violations.push({ invariant: 'crash-loop', detail: `${r.name} is not running after the trial` });
+      violations.push(...logViolations(r.name, r.takeLog()));
+    }
+    if (harnessExits === 0 && kind !== 'leader-cutoff')
+      for (const r of c.replicas)
+        if (r.exits.slice(exitsBefore.get(r) ?? 0).some((e) => e.caused))
+          violations.push({ invariant: 'crash-loop', detail: `${r.name}: unexpected harness exit` });
+
+    // the audit log: never two replicas acting at once
+    const { events, end } = await operatorEvents(c.auditLog, this.#auditFrom);
+    this.#auditFrom = end;
+    for (const d of splitBrain(events)) violations.push({ invariant: 'split-brain', detail: d });
+    violations.push(...this.#m.violations.splice(0));
+    return {
+      kind,
+      action,
+      faultSeconds: (faultEnd - t0) / 1000,
+      recoverySeconds,
+      ...extra,
+      violations,
+    };
+  }
+}
+
+/** Errors that are real under the faults injected: network and apiserver failures, conflicts, lost leadership. */
+const EXPECTED_ERROR =
+  /ECONNRESET|ECONNREFUSED|EPIPE|ETIMEDOUT|socket hang up|Timeout|Unavailable|ServiceUnavailable|Conflict|TooManyRequests|InternalError|connection|leadership|lease|unreachable|Gone|aborted|closed|ended at once/i;
+
+/** A crash sign (stack trace, unhandled rejection) or an error/fatal line that is not a fault's real error. */
+export function logViolations(replica: string, log: string): Violation[] {
+  const out: Violation[] = [];
+  if (/unhandled|uncaught/i.test(log) || /\n\s+at .+:\d+:\d+\)?\n/.test(log))
+    out.push({ invariant: 'log', detail: `${replica}: a crash sign in the log: ${firstMatch(log)}` });
+  for (const line of log.split('\n')) {
+    if (!line.startsWith('{')) {
+      if (line.trim() && !/^appservice-operator: /.test(line))
+        out.push({ invariant: 'log', detail: `${replica}: unstructured output: ${line.slice(0, 200)}` });
+      continue;
+    }
+    let entry: { level?: string; msg?: string; err?: { message?: string; code?: string } };
+    try {
+      entry = JSON.parse(line);
+    } catch {
+      out.push({ invariant: 'log', detail: `${replica}: a broken log line: ${line.slice(0, 200)}` });
+      continue;
+    }
+    if (entry.level !== 'error' && entry.level !== 'fatal') continue;
+    const text = `${entry.msg ?? ''} ${entry.err?.code ?? ''} ${entry.err?.message ?? ''}`;
+    if (!EXPECTED_ERROR.test(text))
+      out.push({ invariant: 'log', detail: `${replica}: ${entry.level}: ${text.slice(0, 300)}` });
+  }
+  return out;
+}
+
+function firstMatch(log: string): string {
+  const at = log.search(/unhandled|uncaught|\n\s+at /i);
+  return log.slice(Math.max(0, at - 200), at + 200).replace(/\n/g, ' | ');
+}

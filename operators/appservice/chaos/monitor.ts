@@ -1,0 +1,120 @@
+/**
+ * @module chaos/monitor
+ * Watches the chaos namespace from outside the operator (an admin informer on AppServices and pods) and checks the
+ * invariants:
+ * - overshoot: after the first convergence, an AppService never has more live pods (not terminating, not finished)
+ *   than the larger of its replicas before and after the change under way (the rollout surge is 0: old pods are
+ *   deleted before their replacements are created). Seen on every pod event, in the apiserver's order;
+ * - settled: pods = spec.replicas, every pod on the current image, status equal to the pods (replicas, readyReplicas,
+ *   updatedReplicas, podNames, observedGeneration);
+ * - no orphans: every pod of the operator has a controller owner that exists.
+ */
+import { Cache, type Client, type Pod, Pods } from '@opkit/runtime';
+import { type AppService, AppServices } from '../src/api/v1alpha1/appservice.ts';
+import { LABELS, MANAGED_BY } from '../src/controllers/pods.ts';
+import { CHAOS_NAMESPACE } from './cluster.ts';
+
+export interface Violation {
+  readonly invariant: 'overshoot' | 'not-settled' | 'status' | 'orphan' | 'crash-loop' | 'log' | 'split-brain';
+  readonly detail: string;
+}
+
+const live = (p: Pod) =>
+  !p.metadata.deletionTimestamp && p.status?.phase !== 'Failed' && p.status?.phase !== 'Succeeded';
+const ready = (p: Pod) => p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
+
+export class Monitor {
+  readonly #cache: Cache;
+  readonly #apps;
+  readonly #pods;
+  /** Per AppService UID: the replica count allowed right now (max of before and after the change under way). */
+  readonly #allowed = new Map<string, number>();
+  #armed = false;
+  readonly violations: Violation[] = [];
+  readonly #seen = new Set<string>();
+
+  constructor(admin: Client, signal: AbortSignal) {
+    this.#cache = new Cache({ client: admin, namespace: CHAOS_NAMESPACE });
+    this.#cache.start(signal);
+    this.#apps = this.#cache.informer(AppServices);
+    this.#pods = this.#cache.informer(Pods);
+    const check = (pod: Pod) => this.#checkOvershoot(pod);
+    this.#pods.addEventHandler({ add: check, update: (_o, p) => check(p) });
+  }
+
+  async synced(): Promise<void> {
+    await Promise.all([this.#apps.waitForSync(), this.#pods.waitForSync()]);
+  }
+
+  apps(): AppService[] {
+    return this.#apps.store.list();
+  }
+
+  /** From now on, overshoot counts; the allowance of each AppService is reset to its current (settled) spec. */
+  arm(): void {
+    this.#armed = true;
+    for (const a of this.apps()) this.#allowed.set(a.metadata.uid as string, a.spec.replicas ?? 1);
+  }
+
+  /**
+   * The harness is about to set `app`'s replicas to `replicas`: until the next `arm()`, the larger of the two is
+   * allowed. (Told by the harness rather than read from the AppService watch: after a relist the pod watch may be
+   * ahead of the AppService watch.)
+   */
+  allow(app: AppService, replicas: number): void {
+    const uid = app.metadata.uid as string;
+    this.#allowed.set(uid, Math.max(this.#allowed.get(uid) ?? 0, replicas));
+  }
+
+  #checkOvershoot(pod: Pod): void {
+    if (!this.#armed) return;
+    const owner = pod.metadata.ownerReferences?.find((r) => r.controller)?.uid;
+    if (!owner) return;
+    const allowed = this.#allowed.get(owner);
+    if (allowed === undefined) return;
+    const count = this.#pods.store.byIndex('controller', owner).filter(live).length;
+    const key = `${owner}/${count}`;
+    if (count > allowed && !this.#seen.has(key)) {
+      this.#seen.add(key);
+      const app = this.apps().find((a) => a.metadata.uid === owner)?.metadata.name ?? owner;
+      this.violations.push({
+        invariant: 'overshoot',
+        detail: `${app}: ${count} live pods, at most ${allowed} allowed`,
+      });
+    }
+  }
+
+  /** Every invariant of a settled namespace that does not hold now (empty when settled). */
+  unsettled(): Violation[] {
+    const out: Violation[] = [];
+    const uids = new Set<string>();
+    for (const app of this.apps()) {
+      const name = app.metadata.name as string;
+      const uid = app.metadata.uid as string;
+      uids.add(uid);
+      if (app.metadata.deletionTimestamp) continue;
+      const want = app.spec.replicas ?? 1;
+      const pods = this.#pods.store.byIndex('controller', uid).filter(live);
+      const wrong = (detail: string) => out.push({ invariant: 'not-settled', detail: `${name}: ${detail}` });
+      if (pods.length !== want) wrong(`${pods.length} live pods, want ${want}`);
+      const stale = pods.filter((p) => p.spec?.containers[0]?.image !== app.spec.image);
+      if (stale.length > 0) wrong(`${stale.length} pods not on image ${app.spec.image}`);
+      if (pods.some((p) => !ready(p))) wrong('pods not ready');
+      const s = app.status;
+      const names = pods.map((p) => p.metadata.name as string).sort();
+      const status = (detail: string) => out.push({ invariant: 'status', detail: `${name}: ${detail}` });
+      if (s?.observedGeneration !== app.metadata.generation)
+        status(`observedGeneration ${s?.observedGeneration} ≠ generation ${app.metadata.generation}`);
+      if (s?.replicas !== pods.length || s?.readyReplicas !== pods.length || s?.updatedReplicas !== pods.length)
+        status(`status replicas ${s?.replicas}/${s?.readyReplicas}/${s?.updatedReplicas}, pods ${pods.length}`);
+      if (JSON.stringify(s?.podNames ?? []) !== JSON.stringify(names)) status('status.podNames ≠ the live pods');
+    }
+    for (const pod of this.#pods.store.list()) {
+      if (pod.metadata.labels?.[LABELS.managedBy] !== MANAGED_BY || pod.metadata.deletionTimestamp) continue;
+      const owner = pod.metadata.ownerReferences?.find((r) => r.controller)?.uid;
+      if (!owner || !uids.has(owner))
+        out.push({ invariant: 'orphan', detail: `pod ${pod.metadata.name} has no existing controller owner` });
+    }
+    return out;
+  }
+}
