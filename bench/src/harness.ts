@@ -101,6 +101,27 @@ export function observedAt(inf: Informer<AppService>, name: string, ok: (app: Ap
   });
 }
 
+/**
+ * Time to caches synced, seen from outside: right after `proc` was spawned (at `spawnedAt`, a `performance.now()`),
+ * a probe AppService (replicas 0) is created; a system reconciles only once its caches are synced, so the moment its
+ * status for the probe is observed bounds that time. Seconds from spawn.
+ */
+export async function probeSynced(
+  admin: Client,
+  observed: Informer<AppService>,
+  probe: string,
+  proc: ChildProcess,
+  spawnedAt: number,
+  timeoutMs: number,
+): Promise<number> {
+  await admin.create(AppServices, {
+    metadata: { name: probe, namespace: BENCH_NAMESPACE },
+    spec: { replicas: 0, image: 'busybox' },
+  } as AppService);
+  const seen = observedAt(observed, probe, (a) => reports(a, 0, false));
+  return ((await within(`${probe}: the system reconciling`, seen, timeoutMs, proc)) - spawnedAt) / 1000;
+}
+
 /** Waits for `promise`, failing when the process exits or `timeoutMs` passes. */
 export async function within<T>(what: string, promise: Promise<T>, timeoutMs: number, proc?: ChildProcess): Promise<T> {
   let settled = false;

@@ -8,18 +8,16 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type AppService, AppServices } from '@opkit/appservice';
+import { AppServices } from '@opkit/appservice';
 import { Cache, type Client, Nodes, Pods } from '@opkit/runtime';
 import {
   BENCH_NAMESPACE,
   benchEnv,
-  observedAt,
-  reports,
+  probeSynced,
   sampleRss,
   stopProcess,
   waitUntil,
   watchAppServices,
-  within,
 } from '../harness.ts';
 import { type PeerName, startPeer } from '../peers.ts';
 import { round, summarize } from '../stats.ts';
@@ -75,13 +73,7 @@ export async function scaleScenario(o: ScaleOptions): Promise<ScaleRun[]> {
           proc = await startPeer(system, bench.kubeconfig, o.workers, o.goBinary);
           const rss = sampleRss(proc.pid);
           const probe = `probe-${size}-${system.toLowerCase()}-${rep}`;
-          await bench.admin.create(AppServices, {
-            metadata: { name: probe, namespace: BENCH_NAMESPACE },
-            spec: { replicas: 0, image: 'busybox' },
-          } as AppService);
-          const probed = observedAt(observed, probe, (a) => reports(a, 0, false));
-          const syncedSeconds =
-            ((await within(`${system} syncing ${size} pods`, probed, 10 * 60_000, proc)) - t) / 1000;
+          const syncedSeconds = await probeSynced(bench.admin, observed, probe, proc, t, 10 * 60_000);
           await sleep(5_000);
           const run = {
             system,

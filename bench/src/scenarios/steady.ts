@@ -10,20 +10,19 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type AppService, AppServices } from '@opkit/appservice';
+import { AppServices } from '@opkit/appservice';
 import { type AuditEvent, auditEvents, auditOffset, WRITE_VERBS } from '../audit.ts';
 import {
   BENCH_NAMESPACE,
   benchEnv,
   createAppServices,
-  observedAt,
+  probeSynced,
   reports,
   sampleRss,
   stopProcess,
   USER,
   waitUntil,
   watchAppServices,
-  within,
 } from '../harness.ts';
 import { type PeerName, startPeer } from '../peers.ts';
 import { cpuSeconds } from '../proc.ts';
@@ -98,13 +97,7 @@ export async function steadyScenario(o: SteadyOptions): Promise<SteadyResult> {
       proc = await startPeer(o.system, bench.kubeconfig, o.workers, o.goBinary);
       const rss = sampleRss(proc.pid);
       const probe = `probe-${k}`;
-      await bench.admin.create(AppServices, {
-        metadata: { name: probe, namespace: BENCH_NAMESPACE },
-        spec: { replicas: 0, image: 'busybox' },
-      } as AppService);
-      const probed = observedAt(observed, probe, (a) => reports(a, 0, false));
-      const syncedSeconds =
-        ((await within(`${o.system} reconciling after restart`, probed, 5 * 60_000, proc)) - t) / 1000;
+      const syncedSeconds = await probeSynced(bench.admin, observed, probe, proc, t, 5 * 60_000);
       const events = await quiet(bench.auditLog, from, 10_000);
       rss.stop();
       const active = events.filter((e) => e.verb !== 'watch' && e.objectRef?.resource !== 'leases');

@@ -64,19 +64,22 @@ export async function settle(m: Monitor, timeoutMs = SETTLE_TIMEOUT_MS): Promise
   }
 }
 
-/** Polls the Lease until `ok(holder)`; the seconds it took, or undefined after `timeoutMs`. */
+/** Polls the Lease until `ok(holderIdentity)`; the seconds it took, or undefined after `timeoutMs`. */
 async function leaseUntil(
   c: ChaosCluster,
-  ok: (holder: Replica | undefined) => boolean,
+  ok: (holder: string) => boolean,
   timeoutMs: number,
 ): Promise<number | undefined> {
   const t0 = performance.now();
   while (performance.now() - t0 < timeoutMs) {
-    if (ok(await c.leader())) return (performance.now() - t0) / 1000;
+    if (ok((await c.lease())?.spec?.holderIdentity ?? '')) return (performance.now() - t0) / 1000;
     await sleep(100);
   }
   return undefined;
 }
+
+/** Another process holds the Lease: a new holder identity (the standby, or the old leader's restarted process). */
+const successorOf = (identity: string) => (holder: string) => holder !== '' && holder !== identity;
 
 export class TrialRunner {
   readonly #c: ChaosCluster;
@@ -130,8 +133,9 @@ export class TrialRunner {
     const violations: Violation[] = [];
     const pre = await settle(this.#m);
     violations.push(...pre.map((v) => ({ ...v, detail: `before the trial: ${v.detail}` })));
-    await leaseUntil(c, (h) => h !== undefined, 30_000);
+    await leaseUntil(c, (h) => h !== '', 30_000);
     const leader = (await c.leader()) ?? (c.replicas[0] as Replica);
+    const leaderIdentity = (await c.lease())?.spec?.holderIdentity ?? '';
     const standby = c.replicas.find((r) => r !== leader);
     const exitsBefore = new Map(c.replicas.map((r) => [r, r.exits.length]));
     this.#m.arm();
@@ -180,7 +184,7 @@ export class TrialRunner {
       case 'kill': {
         await leader.signal('SIGKILL');
         harnessExits = 1;
-        const s = await leaseUntil(c, (h) => h !== undefined && h !== leader, 40_000);
+        const s = await leaseUntil(c, successorOf(leaderIdentity), 40_000);
         if (s === undefined) violations.push({ invariant: 'not-settled', detail: 'no failover within 40 s' });
         else extra.failoverSeconds = (performance.now() - t0) / 1000;
         break;
@@ -198,7 +202,7 @@ export class TrialRunner {
         while (leader.exits.length === exits && performance.now() - t0 < 30_000) await sleep(50);
         if (leader.exits.length > exits) extra.detectionSeconds = (performance.now() - t0) / 1000;
         else violations.push({ invariant: 'split-brain', detail: 'the cut-off leader did not stop within 30 s' });
-        const s = await leaseUntil(c, (h) => h !== undefined && h !== leader, 40_000);
+        const s = await leaseUntil(c, successorOf(leaderIdentity), 40_000);
         if (s === undefined) violations.push({ invariant: 'not-settled', detail: 'no failover within 40 s' });
         else extra.failoverSeconds = (performance.now() - t0) / 1000;
         leader.proxy.setMode({ kind: 'pass' });
@@ -207,12 +211,12 @@ export class TrialRunner {
       case 'handover': {
         const stopped = leader.signal('SIGTERM');
         harnessExits = 1;
-        const s = await leaseUntil(c, (h) => h !== undefined && h !== leader, 20_000);
+        const s = await leaseUntil(c, successorOf(leaderIdentity), 20_000);
         await stopped;
         if (s === undefined)
           violations.push({
             invariant: 'not-settled',
-            detail: `no successor within 20 s; the Lease: ${JSON.stringify((await c.lease())?.spec)}; ${standby?.name} said: ${standby?.peekLog().slice(-2500)}`,
+            detail: `no successor within 20 s; the Lease: ${JSON.stringify((await c.lease())?.spec)}; ${leader.name} said: ${leader.peekLog().slice(-3000)}; ${standby?.name} said: ${standby?.peekLog().slice(-1500)}`,
           });
         else extra.handoverSeconds = (performance.now() - t0) / 1000;
         const exit = leader.exits[leader.exits.length - 1];
@@ -293,7 +297,7 @@ export function logViolations(replica: string, log: string): Violation[] {
         out.push({ invariant: 'log', detail: `${replica}: unstructured output: ${line.slice(0, 200)}` });
       continue;
     }
-    let entry: { level?: string; msg?: string; err?: { message?: string; code?: string } };
+    let entry: { level?: string; msg?: string; code?: string; err?: string | { message?: string; code?: string } };
     try {
       entry = JSON.parse(line);
     } catch {
@@ -301,7 +305,8 @@ export function logViolations(replica: string, log: string): Violation[] {
       continue;
     }
     if (entry.level !== 'error' && entry.level !== 'fatal') continue;
-    const text = `${entry.msg ?? ''} ${entry.err?.code ?? ''} ${entry.err?.message ?? ''}`;
+    const err = typeof entry.err === 'string' ? entry.err : `${entry.err?.code ?? ''} ${entry.err?.message ?? ''}`;
+    const text = `${entry.msg ?? ''} ${entry.code ?? ''} ${err}`;
     if (!EXPECTED_ERROR.test(text))
       out.push({ invariant: 'log', detail: `${replica}: ${entry.level}: ${text.slice(0, 300)}` });
   }

@@ -13,7 +13,7 @@
  * - Expectations: a request with unobserved creates/deletes (see `ctx.expect`) is not reconciled until the cache has
  *   caught up or the expectation times out; it is re-checked when its children change and at least once a second.
  * - Stopping (the `start` signal aborts): no new work is taken; in-flight reconciles may finish for
- *   `drainTimeoutMs` (default 30 s), after which their `ctx.signal` aborts.
+ *   `drainTimeoutMs` (default 2 s), after which their `ctx.signal` aborts.
  */
 import { randomUUID } from 'node:crypto';
 import type { Cache } from '../cache/cache.ts';
@@ -162,7 +162,7 @@ export class Controller {
     await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
     clearInterval(resync);
     this.#log.info({ inFlight: this.#active }, 'stopping: draining in-flight reconciles');
-    const drainMs = this.#o.drainTimeoutMs ?? 30_000;
+    const drainMs = this.#o.drainTimeoutMs ?? 2_000;
     const timer = setTimeout(() => reconcileAbort.abort(new Error('drain timeout')), drainMs);
     await this.queue.shutDownWithDrain();
     clearTimeout(timer);

@@ -11,8 +11,9 @@
  * An apiserver that cannot be reached for 30 s at start is fatal too (`ApiUnreachable`).
  *
  * Stopping (the signal aborts, or SIGTERM/SIGINT under `run()`): controllers stop taking work and in-flight reconciles
- * get `gracefulShutdownTimeoutMs` (30 s) to finish; then the Lease is released (a standby takes over within its retry
- * period) and the servers close. Fatal errors — caches that never sync, a lost Lease, a controller that fails —
+ * get `gracefulShutdownTimeoutMs` (2 s) to finish, then their `ctx.signal` aborts (level-triggered: the successor
+ * redoes whatever was cut short); then the Lease is released (a standby takes over within its retry period, so a
+ * handover takes under 3 s even with a reconcile stuck on a hung request) and the servers close. Fatal errors — caches that never sync, a lost Lease, a controller that fails —
  * stop everything at once; `start` rejects with a `ManagerError` and `run()` exits 1 with a one-line reason.
  */
 import { randomUUID } from 'node:crypto';
@@ -60,7 +61,7 @@ export interface ManagerOptions {
     readonly cacheSyncTimeoutMs?: number;
     /** How long to keep trying to reach the apiserver at start before failing (default 30 s). */
     readonly apiReachableTimeoutMs?: number;
-    /** Time in-flight reconciles get on shutdown (default 30 s). */
+    /** Time in-flight reconciles get on shutdown before their signal aborts (default 2 s). */
     readonly gracefulShutdownTimeoutMs?: number;
   };
 }
@@ -151,7 +152,7 @@ export class Manager {
       ...(this.#o.controllers?.cacheSyncTimeoutMs
         ? { cacheSyncTimeoutMs: this.#o.controllers.cacheSyncTimeoutMs }
         : {}),
-      drainTimeoutMs: this.#o.controllers?.gracefulShutdownTimeoutMs ?? 30_000,
+      drainTimeoutMs: this.#o.controllers?.gracefulShutdownTimeoutMs ?? 2_000,
     };
     return new ControllerBuilder({
       client: this.client,
@@ -272,7 +273,7 @@ export class Manager {
       await new Promise<void>((resolve) => stopAll.addEventListener('abort', () => resolve(), { once: true }));
       if (!fatalError) {
         log.info(
-          { timeoutMs: this.#o.controllers?.gracefulShutdownTimeoutMs ?? 30_000 },
+          { timeoutMs: this.#o.controllers?.gracefulShutdownTimeoutMs ?? 2_000 },
           'stopping: draining in-flight work',
         );
         await Promise.all(running);

@@ -13,7 +13,7 @@
  * | `--leader-election-id` | `LEADER_ELECTION_ID` | the Lease's name |
  * | `--namespace` | `WATCH_NAMESPACE` | watch one namespace only (default: all) |
  * | `--max-concurrent-reconciles` | `MAX_CONCURRENT_RECONCILES` | workers per controller (default 1) |
- * | `--graceful-shutdown-timeout` | `GRACEFUL_SHUTDOWN_TIMEOUT` | e.g. `30s`, `2m` (default 30s) |
+ * | `--graceful-shutdown-timeout` | `GRACEFUL_SHUTDOWN_TIMEOUT` | e.g. `2s`, `30s` (default 2s) |
  * | `--kubeconfig`, `--context` | `KUBECONFIG` | which cluster (default: as kubectl, or in-cluster) |
  * | `--log-level` | `LOG_LEVEL` | debug, info, warn, error (default info) |
  * | `--log-format` | `LOG_FORMAT` | json (default) or pretty |
@@ -38,7 +38,7 @@ export const SETTINGS_HELP = `Manager options:
   --leader-election-id NAME          the Lease's name (default <operator>-leader)
   --namespace NS                     watch only this namespace (default: all)
   --max-concurrent-reconciles N      workers per controller (default 1)
-  --graceful-shutdown-timeout DUR    time in-flight reconciles get on shutdown (default 30s)
+  --graceful-shutdown-timeout DUR    time in-flight reconciles get on shutdown (default 2s)
   --kubeconfig FILE, --context NAME  which cluster (default: as kubectl, or in-cluster)
   --log-level LEVEL                  debug, info, warn, error (default info)
   --log-format FORMAT                json or pretty (default json)
