@@ -151,8 +151,8 @@ export class TrialRunner {
       patch = { spec: { image } };
       action = `rollout ${app.metadata.name} to ${image}`;
     } else {
-      const next =
-        choice === 'scale-up' || replicas === 0 ? Math.min(8, replicas + rng.int(2, 5)) : rng.int(0, replicas - 1);
+      const up = replicas === 0 || (choice === 'scale-up' && replicas < 7);
+      const next = up ? Math.min(8, replicas + rng.int(2, 5)) : rng.int(0, replicas - 1);
       patch = { spec: { replicas: next } };
       action = `scale ${app.metadata.name} ${replicas} → ${next}`;
       this.#m.allow(app, next);
