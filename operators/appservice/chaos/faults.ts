@@ -286,11 +286,16 @@ export class TrialRunner {
 const EXPECTED_ERROR =
   /ECONNRESET|ECONNREFUSED|EPIPE|ETIMEDOUT|socket hang up|Timeout|Unavailable|ServiceUnavailable|Conflict|TooManyRequests|InternalError|connection|leadership|lease|unreachable|Gone|aborted|closed|ended at once/i;
 
-/** A crash sign (stack trace, unhandled rejection) or an error/fatal line that is not a fault's real error. */
+/** A stack trace or an unhandled rejection / uncaught exception in the output. */
+export function crashSigns(replica: string, log: string): Violation[] {
+  return /unhandled|uncaught/i.test(log) || /\n\s+at .+:\d+:\d+\)?\n/.test(log)
+    ? [{ invariant: 'log', detail: `${replica}: a crash sign in the log: ${firstMatch(log)}` }]
+    : [];
+}
+
+/** A crash sign, or an error/fatal line that is not a fault's real error. */
 export function logViolations(replica: string, log: string): Violation[] {
-  const out: Violation[] = [];
-  if (/unhandled|uncaught/i.test(log) || /\n\s+at .+:\d+:\d+\)?\n/.test(log))
-    out.push({ invariant: 'log', detail: `${replica}: a crash sign in the log: ${firstMatch(log)}` });
+  const out: Violation[] = crashSigns(replica, log);
   for (const line of log.split('\n')) {
     if (!line.startsWith('{')) {
       if (line.trim() && !/^appservice-operator: /.test(line))
