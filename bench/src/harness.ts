@@ -90,14 +90,17 @@ export async function watchAppServices(admin: Client, signal: AbortSignal): Prom
  */
 export function observedAt(inf: Informer<AppService>, name: string, ok: (app: AppService) => boolean): Promise<number> {
   return new Promise((resolve) => {
+    let done = false;
+    let off: (() => void) | undefined;
     const seen = (app: AppService) => {
-      if (app.metadata.name !== name || !ok(app)) return;
-      off();
+      if (done || app.metadata.name !== name || !ok(app)) return;
+      done = true;
+      off?.();
       resolve(performance.now());
     };
-    const off = inf.addEventHandler({ add: seen, update: (_old, app) => seen(app) });
-    const now = inf.store.get(`${BENCH_NAMESPACE}/${name}`);
-    if (now) seen(now);
+    // registering replays the store (an `add` per object), so an AppService already there is seen at once
+    off = inf.addEventHandler({ add: seen, update: (_old, app) => seen(app) });
+    if (done) off();
   });
 }
 
@@ -186,11 +189,17 @@ export async function waitUntil(
 export function sampleRss(pid: number | undefined): { peak(): number; last(): number; stop(): void } {
   let peak = 0;
   let last = 0;
+  let reading = false;
   const timer = setInterval(async () => {
-    if (!pid) return;
-    last = await rssBytes(pid);
+    if (!pid || reading) return;
+    reading = true;
+    const now = await rssBytes(pid);
+    reading = false;
+    if (now === 0) return; // the process has exited: keep the last reading
+    last = now;
     peak = Math.max(peak, last);
   }, 200);
+  timer.unref();
   return { peak: () => peak, last: () => last, stop: () => clearInterval(timer) };
 }
 

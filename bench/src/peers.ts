@@ -60,7 +60,7 @@ let warmed = false;
  * Fills the Node compile cache for both Node peers, as the operator image does at build time: each is loaded once
  * (opkit with --help; client-node with no cluster, so it exits after loading).
  */
-function warmCompileCache(): void {
+export function warmCompileCache(): void {
   if (warmed) return;
   warmed = true;
   const env = { ...process.env, NODE_COMPILE_CACHE: COMPILE_CACHE };

@@ -19,7 +19,7 @@ import {
   waitUntil,
   watchAppServices,
 } from '../harness.ts';
-import { type PeerName, startPeer } from '../peers.ts';
+import { type PeerName, startPeer, warmCompileCache } from '../peers.ts';
 import { round, summarize } from '../stats.ts';
 
 export interface ScaleRun {
@@ -48,6 +48,7 @@ const LABELS = {
 
 export async function scaleScenario(o: ScaleOptions): Promise<ScaleRun[]> {
   const sizes = [...o.sizes].sort((a, b) => a - b);
+  warmCompileCache(); // now, not inside the first timed start
   const bench = await benchEnv(sizes[sizes.length - 1] ?? 0);
   const ctl = new AbortController();
   let proc: ChildProcess | undefined;

@@ -130,11 +130,16 @@ export async function steadyScenario(o: SteadyOptions): Promise<SteadyResult> {
   }
 }
 
-/** Waits until the system has made no request (watches and Lease renewals aside) for `forMs`; its events since `from`. */
+/**
+ * Waits until the system has made no request (watches and Lease renewals aside) for `forMs`, at most 5 minutes; its
+ * events since `from`.
+ */
 async function quiet(log: string, from: number, forMs: number): Promise<AuditEvent[]> {
   let seen = -1;
-  let since = performance.now();
+  const t0 = performance.now();
+  let since = t0;
   for (;;) {
+    if (performance.now() - t0 > 300_000) throw new Error('the system never went quiet for 5 minutes');
     const events = (await auditEvents(log, from, undefined, USER)).filter(
       (e) => e.verb !== 'watch' && e.objectRef?.resource !== 'leases',
     );

@@ -28,7 +28,7 @@ const WRITES = new Set(['create', 'update', 'patch', 'delete', 'deletecollection
 export async function operatorEvents(path: string, from = 0): Promise<{ events: AuditEvent[]; end: number }> {
   const fh = await open(path, 'r');
   try {
-    const end = (await fh.stat()).size;
+    const end = Math.max(from, (await fh.stat()).size);
     const buf = Buffer.alloc(end - from);
     await fh.read(buf, 0, buf.length, from);
     const text = buf.toString('utf8');
@@ -36,8 +36,12 @@ export async function operatorEvents(path: string, from = 0): Promise<{ events: 
     const events: AuditEvent[] = [];
     for (const line of text.slice(0, complete).split('\n')) {
       if (!line.includes(OPERATOR_USER)) continue;
-      const e = JSON.parse(line) as AuditEvent;
-      if (e.user.username === OPERATOR_USER) events.push(e);
+      try {
+        const e = JSON.parse(line) as AuditEvent;
+        if (e.user.username === OPERATOR_USER) events.push(e);
+      } catch {
+        // not an event line: skip it
+      }
     }
     return { events, end: from + Buffer.byteLength(text.slice(0, complete)) };
   } finally {
@@ -47,13 +51,19 @@ export async function operatorEvents(path: string, from = 0): Promise<{ events: 
 
 export const replicaOf = (e: AuditEvent): string | undefined => /; ([^)]+)\)/.exec(e.userAgent ?? '')?.[1];
 
+/** Who holds the Lease by the audit log so far, carried from one slice of the log to the next. */
+export interface LeaseView {
+  holder: string | undefined;
+  since: number;
+}
+
 /**
  * Split brain: a write (not to the Lease) by a replica received after another replica had taken the Lease, and before
- * this replica took it back. The Lease holder is the replica whose Lease write last succeeded, in the log's order.
+ * this replica took it back. The Lease holder is the replica whose Lease write last succeeded, in the log's order;
+ * `view` is updated, so consecutive slices are judged as one log.
  */
-export function splitBrain(events: readonly AuditEvent[]): string[] {
-  let holder: string | undefined;
-  let since = 0;
+export function splitBrain(events: readonly AuditEvent[], view: LeaseView = { holder: undefined, since: 0 }): string[] {
+  let { holder, since } = view;
   const out: string[] = [];
   for (const e of events) {
     const who = replicaOf(e);
@@ -72,6 +82,8 @@ export function splitBrain(events: readonly AuditEvent[]): string[] {
         `${who} ${e.verb} ${e.objectRef?.resource}/${e.objectRef?.name ?? ''} at ${e.requestReceivedTimestamp} while ${holder} held the Lease (since ${new Date(since).toISOString()})`,
       );
   }
+  view.holder = holder;
+  view.since = since;
   return out;
 }
 

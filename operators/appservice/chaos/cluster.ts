@@ -38,7 +38,7 @@ export class Replica {
   readonly exits: Exit[] = [];
   /** Strings that must never appear in the output (the ServiceAccount token); `leaks` lists any that did. */
   readonly secrets: string[] = [];
-  readonly leaks: string[] = [];
+  readonly #leaked = new Set<string>();
   #tail = '';
   #causing = false;
   #stopped = false;
@@ -49,10 +49,16 @@ export class Replica {
     this.kubeconfig = kubeconfig;
   }
 
-  /** The output since the last call (each trial checks its own). */
+  /** The secrets seen in the output, shortened to their first 6 characters. */
+  get leaks(): string[] {
+    return [...this.#leaked].map((s) => `${s.slice(0, 6)}…`);
+  }
+
+  /** The complete lines output since the last call (each trial checks its own); a partial last line waits. */
   takeLog(): string {
-    const log = this.#log;
-    this.#log = '';
+    const end = this.#log.lastIndexOf('\n') + 1;
+    const log = this.#log.slice(0, end);
+    this.#log = this.#log.slice(end);
     return log;
   }
 
@@ -89,8 +95,7 @@ export class Replica {
       const text = c.toString();
       this.#log += text;
       const window = this.#tail + text; // a secret split across two chunks is still seen
-      for (const s of this.secrets)
-        if (window.includes(s) && !this.leaks.includes(s)) this.leaks.push(`${s.slice(0, 6)}…`);
+      for (const s of this.secrets) if (window.includes(s)) this.#leaked.add(s);
       this.#tail = window.slice(-4096);
     };
     proc.stdout.on('data', add);

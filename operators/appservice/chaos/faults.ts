@@ -14,8 +14,8 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { AppServices } from '../src/api/v1alpha1/appservice.ts';
-import { operatorEvents, splitBrain } from './audit.ts';
-import { CHAOS_NAMESPACE, type ChaosCluster, type Replica } from './cluster.ts';
+import { type AuditEvent, type LeaseView, operatorEvents, splitBrain } from './audit.ts';
+import { CHAOS_NAMESPACE, type ChaosCluster } from './cluster.ts';
 import type { Monitor, Violation } from './monitor.ts';
 import type { Rng } from './rng.ts';
 
@@ -86,11 +86,28 @@ export class TrialRunner {
   readonly #m: Monitor;
   readonly #rng: Rng;
   #auditFrom = 0;
+  readonly #leaseView: LeaseView = { holder: undefined, since: 0 };
+  /** The operator's audit events read so far (each trial reads only its own slice of the log). */
+  readonly #events: AuditEvent[] = [];
 
   constructor(c: ChaosCluster, m: Monitor, rng: Rng) {
     this.#c = c;
     this.#m = m;
     this.#rng = rng;
+  }
+
+  /** Reads the audit log from where the last read stopped; the new events of the operator. */
+  async #readAudit(): Promise<AuditEvent[]> {
+    const { events, end } = await operatorEvents(this.#c.auditLog, this.#auditFrom);
+    this.#auditFrom = end;
+    this.#events.push(...events);
+    return events;
+  }
+
+  /** Every audit event of the operator so far, the log read up to now. */
+  async auditEvents(): Promise<readonly AuditEvent[]> {
+    await this.#readAudit();
+    return this.#events;
   }
 
   /**
@@ -122,20 +139,33 @@ export class TrialRunner {
       await this.#c.admin.patch(AppServices, { namespace: CHAOS_NAMESPACE, name: 'app-0' }, { spec: { replicas } });
       left = await settle(this.#m);
     }
-    this.#auditFrom = (await operatorEvents(this.#c.auditLog)).end;
+    await this.#readAudit();
     for (const r of this.#c.replicas) r.takeLog();
     return left;
   }
 
+  /** One trial; whatever happens, every proxy passes traffic again afterwards. */
   async run(kind: FaultKind): Promise<TrialResult> {
+    try {
+      return await this.#run(kind);
+    } finally {
+      for (const r of this.#c.replicas) r.proxy.setMode({ kind: 'pass' });
+    }
+  }
+
+  async #run(kind: FaultKind): Promise<TrialResult> {
     const c = this.#c;
     const rng = this.#rng;
     const violations: Violation[] = [];
     const pre = await settle(this.#m);
     violations.push(...pre.map((v) => ({ ...v, detail: `before the trial: ${v.detail}` })));
     await leaseUntil(c, (h) => h !== '', 30_000);
-    const leader = (await c.leader()) ?? (c.replicas[0] as Replica);
     const leaderIdentity = (await c.lease())?.spec?.holderIdentity ?? '';
+    const leader = c.replicas.find((r) => leaderIdentity.startsWith(`${r.name}_`));
+    if (!leader) {
+      violations.push({ invariant: 'not-settled', detail: `no replica leads (Lease holder "${leaderIdentity}")` });
+      return { kind, action: 'none', faultSeconds: 0, recoverySeconds: 0, violations };
+    }
     const standby = c.replicas.find((r) => r !== leader);
     const exitsBefore = new Map(c.replicas.map((r) => [r, r.exits.length]));
     this.#m.arm();
@@ -205,6 +235,9 @@ export class TrialRunner {
         const s = await leaseUntil(c, successorOf(leaderIdentity), 40_000);
         if (s === undefined) violations.push({ invariant: 'not-settled', detail: 'no failover within 40 s' });
         else extra.failoverSeconds = (performance.now() - t0) / 1000;
+        // what the cut-off process sent while frozen is discarded, not delivered late (it has exited)
+        leader.proxy.setMode({ kind: 'reset' });
+        await sleep(200);
         leader.proxy.setMode({ kind: 'pass' });
         break;
       }
@@ -212,7 +245,12 @@ export class TrialRunner {
         const stopped = leader.signal('SIGTERM');
         harnessExits = 1;
         const s = await leaseUntil(c, successorOf(leaderIdentity), 20_000);
-        await stopped;
+        const exitedInTime = await Promise.race([stopped.then(() => true), sleep(10_000).then(() => false)]);
+        if (!exitedInTime) {
+          violations.push({ invariant: 'crash-loop', detail: `${leader.name} still running 10 s after SIGTERM` });
+          leader.proc?.kill('SIGKILL');
+          await stopped;
+        }
         if (s === undefined)
           violations.push({
             invariant: 'not-settled',
@@ -226,11 +264,11 @@ export class TrialRunner {
       }
       case 'watch-hang': {
         const target = standby ?? leader;
-        target.takeLog();
+        const before = target.peekLog().length;
         target.proxy.setMode({ kind: 'freeze' });
         let seen = '';
         while (performance.now() - t0 < 90_000) {
-          seen += target.takeLog();
+          seen = target.peekLog().slice(before);
           if (/watch went silent/.test(seen)) break;
           await sleep(250);
         }
@@ -267,9 +305,8 @@ export class TrialRunner {
           violations.push({ invariant: 'crash-loop', detail: `${r.name}: unexpected harness exit` });
 
     // the audit log: never two replicas acting at once
-    const { events, end } = await operatorEvents(c.auditLog, this.#auditFrom);
-    this.#auditFrom = end;
-    for (const d of splitBrain(events)) violations.push({ invariant: 'split-brain', detail: d });
+    const events = await this.#readAudit();
+    for (const d of splitBrain(events, this.#leaseView)) violations.push({ invariant: 'split-brain', detail: d });
     violations.push(...this.#m.violations.splice(0));
     return {
       kind,

@@ -19,7 +19,8 @@ export interface FuzzCase {
 
 export interface FuzzOutcome {
   readonly what: string;
-  readonly result: 'refused' | 'reconciled' | 'refused-unnamed' | 'not-reconciled';
+  /** `error`: the request failed without an answer from the schema (5xx, network): the harness's or the server's. */
+  readonly result: 'refused' | 'reconciled' | 'refused-unnamed' | 'not-reconciled' | 'error';
   readonly message?: string;
 }
 
@@ -142,8 +143,11 @@ export async function runFuzz(admin: Client, namespace: string, cases: readonly 
         try {
           created = await admin.create(AppServices, body);
         } catch (err) {
-          if (!(err instanceof ApiError) || err.status === 0 || err.status >= 500) throw err;
-          const message = err.message;
+          const message = (err as Error).message;
+          if (!(err instanceof ApiError) || err.status === 0 || err.status >= 500) {
+            out.push({ what: c.what, result: 'error', message });
+            continue;
+          }
           out.push({ what: c.what, result: message.includes(c.field) ? 'refused' : 'refused-unnamed', message });
           continue;
         }

@@ -15,7 +15,15 @@ import { LABELS, MANAGED_BY } from '../src/controllers/pods.ts';
 import { CHAOS_NAMESPACE } from './cluster.ts';
 
 export interface Violation {
-  readonly invariant: 'overshoot' | 'not-settled' | 'status' | 'orphan' | 'crash-loop' | 'log' | 'split-brain';
+  readonly invariant:
+    | 'overshoot'
+    | 'not-settled'
+    | 'status'
+    | 'orphan'
+    | 'crash-loop'
+    | 'log'
+    | 'split-brain'
+    | 'harness';
   readonly detail: string;
 }
 

@@ -5,7 +5,6 @@
  * security checks over everything the operator did. Returns the figures; `passed` says whether every goal held.
  */
 import { Namespaces } from '@opkit/runtime';
-import { operatorEvents } from './audit.ts';
 import { chaosCluster } from './cluster.ts';
 import { crashSigns, FAULT_KINDS, type FaultKind, settle, type TrialResult, TrialRunner } from './faults.ts';
 import { type FuzzOutcome, fuzzCases, runFuzz } from './fuzz.ts';
@@ -77,7 +76,20 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     const results: TrialResult[] = [];
     for (let round = 0; round < o.trials; round++)
       for (const kind of kinds) {
-        const r = await runner.run(kind);
+        let r: TrialResult;
+        try {
+          r = await runner.run(kind);
+        } catch (err) {
+          // the harness itself failed (a request right after a restart, …): a violation, and the run goes on
+          const detail = `the trial could not run: ${(err as Error).message}`;
+          r = {
+            kind,
+            action: 'none',
+            faultSeconds: 0,
+            recoverySeconds: 0,
+            violations: [{ invariant: 'harness', detail }],
+          };
+        }
         results.push(r);
         violations.push(...r.violations.map((v) => ({ ...v, trial: results.length, kind })));
         const extra = [
@@ -109,7 +121,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     violations.push(...after.map((v) => ({ ...v, trial: results.length + 1, kind: 'after the fuzz' })));
 
     log('security…');
-    const { events } = await operatorEvents(c.auditLog);
+    const events = await runner.auditEvents();
     const security = await securityReport(
       c.admin,
       events,
@@ -120,7 +132,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     const faults: Record<string, number> = {};
     for (const r of results) faults[r.kind] = (faults[r.kind] ?? 0) + 1;
     const unnamed = outcomes.filter((x) => x.result === 'refused-unnamed');
-    const notReconciled = outcomes.filter((x) => x.result === 'not-reconciled');
+    const notReconciled = outcomes.filter((x) => x.result === 'not-reconciled' || x.result === 'error');
     const report = {
       seed: o.seed,
       trials: results.length,

@@ -51,7 +51,11 @@ abstract class Metric<L extends string, Self> {
   }
 
   render(): string {
-    this.#collect?.(this as unknown as Self);
+    try {
+      this.#collect?.(this as unknown as Self);
+    } catch {
+      // a failing probe leaves its last values: one metric must not take /metrics down
+    }
     return `# HELP ${this.name} ${escapeHelp(this.help)}\n# TYPE ${this.name} ${this.type}\n${this.samples()}`;
   }
 
@@ -65,7 +69,7 @@ export class Counter<L extends string = never> extends Metric<L, Counter<L>> {
   readonly #values = new Map<string, number>();
 
   inc(labels?: Labels<L>, by = 1): void {
-    if (by < 0) throw new Error(`metric ${this.name}: a counter only goes up (inc by ${by})`);
+    if (!(by >= 0)) throw new Error(`metric ${this.name}: a counter only goes up (inc by ${by})`);
     const k = this.key(labels);
     this.#values.set(k, (this.#values.get(k) ?? 0) + by);
   }

@@ -78,7 +78,7 @@ export class LeaderElector {
     const { log, retryPeriodMs, renewDeadlineMs } = this.#o;
     while (!signal.aborted) {
       // each attempt is bounded, so a standby on a connection that hangs is back in the race within renewDeadline
-      if (await this.#tryAcquireOrRenew(callbacks, renewDeadlineMs)) break;
+      if (await this.#tryAcquireOrRenew(callbacks, renewDeadlineMs, signal)) break;
       await sleep(retryPeriodMs * (1 + Math.random() * 0.2), signal);
     }
     if (signal.aborted) return;
@@ -110,11 +110,12 @@ export class LeaderElector {
     await this.#release();
   }
 
-  async #tryAcquireOrRenew(callbacks: LeaderCallbacks, timeoutMs?: number): Promise<boolean> {
+  async #tryAcquireOrRenew(callbacks: LeaderCallbacks, timeoutMs: number, stop?: AbortSignal): Promise<boolean> {
     const { client, namespace, name, identity, leaseDurationMs, log } = this.#o;
     const now = new Date();
     const ref = { namespace, name };
-    const opts = timeoutMs ? { signal: AbortSignal.timeout(timeoutMs) } : {};
+    const timeout = AbortSignal.timeout(timeoutMs);
+    const opts = { signal: stop ? AbortSignal.any([stop, timeout]) : timeout };
     let lease: Lease;
     try {
       lease = await client.get(Leases, ref, opts);

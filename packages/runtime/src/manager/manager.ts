@@ -125,6 +125,11 @@ export class Manager {
     });
   }
 
+  /** Time in-flight reconciles get on shutdown before their signal aborts. */
+  get #drainMs(): number {
+    return this.#o.controllers?.gracefulShutdownTimeoutMs ?? 2_000;
+  }
+
   /**
    * A manager with a client from `options.client`, or the kubeconfig (as kubectl), or the in-cluster config; a client
    * made here reports `rest_client_requests_total` and names the replica in its user agent
@@ -152,7 +157,7 @@ export class Manager {
       ...(this.#o.controllers?.cacheSyncTimeoutMs
         ? { cacheSyncTimeoutMs: this.#o.controllers.cacheSyncTimeoutMs }
         : {}),
-      drainTimeoutMs: this.#o.controllers?.gracefulShutdownTimeoutMs ?? 2_000,
+      drainTimeoutMs: this.#drainMs,
     };
     return new ControllerBuilder({
       client: this.client,
@@ -272,10 +277,7 @@ export class Manager {
       }
       await new Promise<void>((resolve) => stopAll.addEventListener('abort', () => resolve(), { once: true }));
       if (!fatalError) {
-        log.info(
-          { timeoutMs: this.#o.controllers?.gracefulShutdownTimeoutMs ?? 2_000 },
-          'stopping: draining in-flight work',
-        );
+        log.info({ timeoutMs: this.#drainMs }, 'stopping: draining in-flight work');
         await Promise.all(running);
       } else {
         runStop.abort(fatalError);
