@@ -51,6 +51,8 @@ export function microTime(date: Date): string {
 export class LeaderElector {
   readonly #o: Required<Omit<LeaderElectionOptions, 'log' | 'client'>> & Pick<LeaderElectionOptions, 'log' | 'client'>;
   #observed: { holder: string; renewTime: string | undefined; at: number } | undefined;
+  /** When the other holder's lease runs out, by our own clock (from when we saw it last change). */
+  #expiresAt: number | undefined;
   #leading = false;
   #lastLeader: string | undefined;
 
@@ -79,7 +81,10 @@ export class LeaderElector {
     while (!signal.aborted) {
       // each attempt is bounded, so a standby on a connection that hangs is back in the race within renewDeadline
       if (await this.#tryAcquireOrRenew(callbacks, renewDeadlineMs, signal)) break;
-      await sleep(retryPeriodMs * (1 + Math.random() * 0.2), signal);
+      // the next try: after the retry period (jittered), or right when the holder's lease runs out if sooner — so a
+      // failover takes the lease duration, not the lease duration plus most of a retry period
+      const untilExpiry = this.#expiresAt === undefined ? Infinity : this.#expiresAt - Date.now() + 20;
+      await sleep(Math.max(20, Math.min(retryPeriodMs * (1 + Math.random() * 0.2), untilExpiry)), signal);
     }
     if (signal.aborted) return;
     this.#leading = true;
@@ -116,6 +121,7 @@ export class LeaderElector {
     const ref = { namespace, name };
     const timeout = AbortSignal.timeout(timeoutMs);
     const opts = { signal: stop ? AbortSignal.any([stop, timeout]) : timeout };
+    this.#expiresAt = undefined; // set again only when another holder's lease is seen running
     let lease: Lease;
     try {
       lease = await client.get(Leases, ref, opts);
@@ -154,7 +160,10 @@ export class LeaderElector {
     this.#noteLeader(holder, callbacks);
     const duration = (spec.leaseDurationSeconds ?? Math.ceil(leaseDurationMs / 1000)) * 1000;
     const heldByOther = holder !== '' && holder !== identity;
-    if (heldByOther && this.#observed.at + duration > Date.now()) return false;
+    if (heldByOther && this.#observed.at + duration > Date.now()) {
+      this.#expiresAt = this.#observed.at + duration;
+      return false;
+    }
     const takingOver = holder !== identity;
     const updated: Lease = {
       ...lease,
