@@ -15,9 +15,14 @@
  * Guarantees: idempotent (adding twice or removing an absent finalizer writes nothing). Writes are merge patches of
  * the finalizer list carrying the object's resourceVersion, so a concurrent change fails with Conflict (retried)
  * instead of dropping someone else's finalizer — e.g. `foregroundDeletion`, which stays in place.
+ * Cleanup runs once per object: the cache can still show the finalizer for a moment after it was removed (the
+ * watch event of that write is on its way), so before cleaning up the object is read from the apiserver — one GET
+ * per deletion. It runs again only if it threw, or if the process stopped between cleanup and the removal; write
+ * it to be safe to repeat.
  * Caveat: an object deleted before the finalizer was added gets no cleanup (nothing needed it yet).
  */
 import type { Client } from '../client/client.ts';
+import { isNotFound } from '../client/errors.ts';
 import type { KubeObject, ResourceType } from '../client/resource.ts';
 import type { Result } from '../controller/reconcile.ts';
 
@@ -58,11 +63,14 @@ function writeFinalizers<T extends KubeObject>(
   obj: T,
   finalizers: string[],
 ): Promise<T> {
-  const ref = {
+  return client.patch(r, refOf(obj), { metadata: { finalizers, resourceVersion: obj.metadata.resourceVersion } });
+}
+
+function refOf(obj: KubeObject): { namespace?: string; name: string } {
+  return {
     ...(obj.metadata.namespace ? { namespace: obj.metadata.namespace } : {}),
     name: obj.metadata.name ?? '',
   };
-  return client.patch(r, ref, { metadata: { finalizers, resourceVersion: obj.metadata.resourceVersion } });
 }
 
 export interface FinalizerHandlers<T extends KubeObject> {
@@ -82,8 +90,13 @@ export async function finalizer<T extends KubeObject>(
 ): Promise<Result> {
   if (obj.metadata.deletionTimestamp) {
     if (!hasFinalizer(obj, name)) return {};
-    const result = await handlers.cleanup(obj);
-    await removeFinalizer(client, r, obj, name);
+    const live = await client.get(r, refOf(obj)).catch((err: unknown) => {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    });
+    if (!live || !hasFinalizer(live, name)) return {};
+    const result = await handlers.cleanup(live);
+    await removeFinalizer(client, r, live, name);
     return result;
   }
   const current = await addFinalizer(client, r, obj, name);
