@@ -35,6 +35,7 @@ step('lint and format', bin('biome'), ['check', '.']);
 const UNIT = [
   'packages/*/src/**/*.test.ts',
   'operators/*/src/**/*.test.ts',
+  'operators/*/chaos/**/*.test.ts',
   'bench/src/**/*.test.ts',
   'test/**/*.test.ts',
 ];

@@ -1,21 +1,26 @@
 /**
  * `npm run chaos -- [--trials N] [--seed S] [--kinds a,b] [--fuzz N] [--json FILE]`: the reliability and security
- * suite against the AppService operator on a local control plane (chaos/run.ts). Prints the report; exits 1 when a
- * goal is missed, 2 on a bad flag.
+ * suite against the AppService operator on a local control plane (chaos/run.ts). `--merge FILE` (repeated) instead
+ * combines the JSON reports of earlier runs into one (chaos/report.ts). Prints the report; exits 1 when a goal is
+ * missed, 2 on a bad flag or an unreadable report.
  */
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { parseArgs } from 'node:util';
 import { FAULT_KINDS, type FaultKind } from './faults.ts';
-import { chaosMarkdown, runChaos } from './run.ts';
+import { type ChaosReport, chaosMarkdown, mergeReports } from './report.ts';
+import { runChaos } from './run.ts';
 
 const USAGE = `Usage: npm run chaos -- [--trials N] [--seed S] [--kinds KIND,…] [--fuzz N] [--json FILE]
+       npm run chaos -- --merge FILE --merge FILE … [--json FILE]
 
   --trials N   trials of each fault kind (default 50)
   --seed S     seed of the trials, faults and fuzz bodies (default 1)
   --kinds      fault kinds to run (default all): ${FAULT_KINDS.join(', ')}
   --fuzz N     hostile AppService bodies (default 1000)
   --json FILE  write the figures as JSON
+  --merge FILE a JSON report of an earlier run (repeat it): print and write one report over all of them, e.g. of
+               runs that split the fault kinds between them (each on its own control plane, at the same time)
 `;
 
 function fail(message: string): never {
@@ -27,11 +32,12 @@ let values: ReturnType<typeof parse>['values'];
 function parse() {
   return parseArgs({
     options: {
-      trials: { type: 'string', default: '50' },
-      seed: { type: 'string', default: '1' },
+      trials: { type: 'string' },
+      seed: { type: 'string' },
       kinds: { type: 'string' },
-      fuzz: { type: 'string', default: '1000' },
+      fuzz: { type: 'string' },
       json: { type: 'string' },
+      merge: { type: 'string', multiple: true },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
@@ -45,22 +51,52 @@ if (values.help) {
   process.stdout.write(USAGE);
   process.exit(0);
 }
+const DEFAULTS = { trials: '50', seed: '1', fuzz: '1000' } as const;
 const whole = (name: 'trials' | 'seed' | 'fuzz', min: number) => {
-  const v = Number(values[name]);
+  const v = Number(values[name] ?? DEFAULTS[name]);
   if (!Number.isInteger(v) || v < min) fail(`--${name} must be a whole number ≥ ${min}, got "${values[name]}"`);
   return v;
 };
-const kinds = values.kinds?.split(',').map((k) => k.trim());
-const unknown = kinds?.find((k) => !(FAULT_KINDS as readonly string[]).includes(k));
-if (unknown) fail(`--kinds: unknown fault kind "${unknown}"`);
+async function readReport(file: string): Promise<ChaosReport> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (err) {
+    fail(`--merge: cannot read ${file}: ${(err as Error).message}`);
+  }
+  let r: Partial<ChaosReport>;
+  try {
+    r = JSON.parse(text) as Partial<ChaosReport>;
+  } catch (err) {
+    fail(`--merge: ${file} is not JSON: ${(err as Error).message}`);
+  }
+  const missing = (['seeds', 'results', 'violations', 'fuzzOutcomes', 'startup', 'security'] as const).find(
+    (k) => r?.[k] === undefined,
+  );
+  if (missing) fail(`--merge: ${file} is not a chaos report (no "${missing}"); pass files written by --json`);
+  return r as ChaosReport;
+}
 
-const report = await runChaos({
-  trials: whole('trials', 0),
-  seed: whole('seed', 0),
-  fuzz: whole('fuzz', 0),
-  ...(kinds ? { kinds: kinds as FaultKind[] } : {}),
-  log: (line) => process.stderr.write(`[chaos] ${line}\n`),
-});
+async function run(): Promise<ChaosReport> {
+  if (values.merge) {
+    const flag = (['trials', 'seed', 'kinds', 'fuzz'] as const).find((k) => values[k] !== undefined);
+    if (flag) fail(`--${flag} runs trials; --merge only combines reports, so leave one of them out`);
+    return mergeReports(await Promise.all(values.merge.map(readReport)));
+  }
+  const kinds = values.kinds?.split(',').map((k) => k.trim());
+  const unknown = kinds?.find((k) => !(FAULT_KINDS as readonly string[]).includes(k));
+  if (unknown) fail(`--kinds: unknown fault kind "${unknown}"`);
+
+  return runChaos({
+    trials: whole('trials', 0),
+    seed: whole('seed', 0),
+    fuzz: whole('fuzz', 0),
+    ...(kinds ? { kinds: kinds as FaultKind[] } : {}),
+    log: (line) => process.stderr.write(`[chaos] ${line}\n`),
+  });
+}
+
+const report = await run();
 process.stdout.write(`${chaosMarkdown(report)}\n`);
 if (values.json) {
   await mkdir(dirname(values.json), { recursive: true });

@@ -4,7 +4,8 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { chaosMarkdown, runChaos } from '../chaos/run.ts';
+import { chaosMarkdown } from '../chaos/report.ts';
+import { runChaos } from '../chaos/run.ts';
 
 test('faults, hostile input and least privilege: no violation, no crash, every goal met', {
   timeout: 900_000,
