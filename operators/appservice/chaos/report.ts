@@ -13,12 +13,24 @@ import type { StartupCheck } from './startup.ts';
 
 export type RunViolation = Violation & { readonly seed: number; readonly trial: number; readonly kind: string };
 
-export interface ChaosReport {
+/** What one run (or several) observed, before the figures are computed. */
+export interface Observed {
   /** One per run: a merged report lists the seed of each. */
   readonly seeds: number[];
+  readonly results: TrialResult[];
+  readonly violations: RunViolation[];
+  readonly fuzzCrashes: number;
+  readonly fuzzOutcomes: Record<string, number>;
+  readonly fuzzRefusedUnnamed: FuzzOutcome[];
+  readonly fuzzNotReconciled: FuzzOutcome[];
+  readonly startup: StartupCheck[];
+  readonly security: SecurityReport;
+}
+
+/** The figures: what was observed, and what follows from it. */
+export interface ChaosReport extends Observed {
   readonly trials: number;
   readonly faults: Record<string, number>;
-  readonly violations: RunViolation[];
   readonly recoveryP50Seconds: number;
   readonly recoveryP99Seconds: number;
   /** kill: SIGKILL of the leader → the standby holds the Lease. */
@@ -29,27 +41,7 @@ export interface ChaosReport {
   readonly leaderStopMaxSeconds: number | null;
   readonly watchHangDetectionMaxSeconds: number | null;
   readonly fuzzCases: number;
-  readonly fuzzCrashes: number;
-  readonly fuzzOutcomes: Record<string, number>;
-  readonly fuzzRefusedUnnamed: FuzzOutcome[];
-  readonly fuzzNotReconciled: FuzzOutcome[];
-  readonly startup: StartupCheck[];
-  readonly security: SecurityReport;
-  readonly results: TrialResult[];
   readonly passed: boolean;
-}
-
-/** What one run (or several) observed, before the figures are computed. */
-export interface Observed {
-  readonly seeds: number[];
-  readonly results: TrialResult[];
-  readonly violations: RunViolation[];
-  readonly fuzzCrashes: number;
-  readonly fuzzOutcomes: Record<string, number>;
-  readonly fuzzRefusedUnnamed: FuzzOutcome[];
-  readonly fuzzNotReconciled: FuzzOutcome[];
-  readonly startup: StartupCheck[];
-  readonly security: SecurityReport;
 }
 
 export const GOALS = { failoverSeconds: 17, handoverSeconds: 3, watchHangDetectionSeconds: 60 } as const;
