@@ -10,7 +10,7 @@ import type { ChildProcess } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type AppService, AppServices } from '@opkit/appservice';
 import { Client, loadConfig } from '@opkit/runtime';
-import { auditEvents, auditOffset, WRITE_VERBS } from '../audit.ts';
+import { auditLogSize, readAuditLog, WRITE_VERBS } from '@opkit/testenv';
 import { floorWriter } from '../floor.ts';
 import {
   BENCH_NAMESPACE,
@@ -92,7 +92,7 @@ export async function churnScenario(o: ChurnOptions): Promise<ChurnResult> {
     observed.addEventHandler({ update: (_old, a) => check(a) });
     const rss = sampleRss(pid);
     const cpu0 = pid ? await cpuSeconds(pid) : 0;
-    const offset0 = await auditOffset(bench.auditLog);
+    const offset0 = await auditLogSize(bench.auditLog);
     const total = o.rate * o.seconds;
     const start = performance.now();
     let cursor = 0;
@@ -121,7 +121,7 @@ export async function churnScenario(o: ChurnOptions): Promise<ChurnResult> {
     await sleep(1_000);
     const cpu = pid ? (await cpuSeconds(pid)) - cpu0 : null;
     rss.stop();
-    const writes = (await auditEvents(bench.auditLog, offset0, undefined, USER)).filter(
+    const writes = (await readAuditLog(bench.auditLog, { from: offset0, username: USER })).events.filter(
       (e) => WRITE_VERBS.has(e.verb) && e.objectRef?.resource !== 'leases',
     ).length;
     latencies.sort((a, b) => a - b);

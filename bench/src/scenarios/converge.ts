@@ -11,7 +11,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Client, loadConfig } from '@opkit/runtime';
-import { auditEvents, auditOffset, countByVerb, WRITE_VERBS } from '../audit.ts';
+import { auditLogSize, readAuditLog, WRITE_VERBS } from '@opkit/testenv';
 import { floorWriter } from '../floor.ts';
 import {
   benchEnv,
@@ -81,7 +81,7 @@ export async function convergeScenario(o: ConvergeOptions): Promise<ConvergeResu
     await floor?.synced();
     await sleep(2_000); // the system is up and synced
     const cpu0 = pid ? await cpuSeconds(pid) : 0;
-    const offset0 = await auditOffset(bench.auditLog);
+    const offset0 = await auditLogSize(bench.auditLog);
     const t0 = performance.now();
     await createAppServices(
       bench.admin,
@@ -96,19 +96,20 @@ export async function convergeScenario(o: ConvergeOptions): Promise<ConvergeResu
     await waitUntil(`${o.system} converging`, () => convergedAt.size >= o.crs, 20 * 60_000, proc);
     const seconds = (performance.now() - t0) / 1000;
     await sleep(500);
-    const offset1 = await auditOffset(bench.auditLog);
+    const offset1 = await auditLogSize(bench.auditLog);
     const cpu = pid ? (await cpuSeconds(pid)) - cpu0 : null;
     o.log(`${o.system}: converged in ${seconds.toFixed(1)} s; idle for ${o.idleSeconds} s`);
     await sleep(o.idleSeconds * 1000);
-    const idle = await auditEvents(bench.auditLog, offset1, undefined, USER);
+    const idle = (await readAuditLog(bench.auditLog, { from: offset1, username: USER })).events;
     const idleWrites = idle.filter((e) => WRITE_VERBS.has(e.verb) && e.objectRef?.resource !== 'leases').length;
-    const busy = await auditEvents(bench.auditLog, offset0, offset1, USER);
+    const busy = (await readAuditLog(bench.auditLog, { from: offset0, to: offset1, username: USER })).events;
     rss.stop();
     const latencies = [...convergedAt]
       .map(([name, at]) => (at - (createdAt.get(name) ?? at)) / 1000)
       .sort((a, b) => a - b);
     const perCR: Record<string, number> = {};
-    for (const [verb, n] of Object.entries(countByVerb(busy))) perCR[verb] = round(n / o.crs, 2);
+    for (const e of busy) perCR[e.verb] = (perCR[e.verb] ?? 0) + 1;
+    for (const verb of Object.keys(perCR)) perCR[verb] = round((perCR[verb] as number) / o.crs, 2);
     return {
       system: o.system,
       crs: o.crs,

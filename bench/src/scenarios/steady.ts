@@ -11,7 +11,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { AppServices } from '@opkit/appservice';
-import { type AuditEvent, auditEvents, auditOffset, WRITE_VERBS } from '../audit.ts';
+import { type AuditEvent, auditLogSize, readAuditLog, WRITE_VERBS } from '@opkit/testenv';
 import {
   BENCH_NAMESPACE,
   benchEnv,
@@ -76,14 +76,14 @@ export async function steadyScenario(o: SteadyOptions): Promise<SteadyResult> {
     await waitUntil(`${o.system} converging ${o.pods} pods`, converged, 20 * 60_000, proc);
     const convergeSeconds = (performance.now() - t0) / 1000;
     o.log(`${o.system}: ${o.crs} AppServices, ${o.pods} pods converged in ${convergeSeconds.toFixed(1)} s`);
-    await quiet(bench.auditLog, await auditOffset(bench.auditLog), 10_000);
+    await quiet(bench.auditLog, await auditLogSize(bench.auditLog), 10_000);
 
-    const idleFrom = await auditOffset(bench.auditLog);
+    const idleFrom = await auditLogSize(bench.auditLog);
     const cpu0 = await cpuSeconds(proc.pid as number);
     await sleep(o.idleSeconds * 1000);
     const idle = {
       seconds: o.idleSeconds,
-      writes: (await auditEvents(bench.auditLog, idleFrom, undefined, USER)).filter(counted).length,
+      writes: (await readAuditLog(bench.auditLog, { from: idleFrom, username: USER })).events.filter(counted).length,
       cpuSeconds: round((await cpuSeconds(proc.pid as number)) - cpu0, 2),
     };
     o.log(`${o.system}: idle ${o.idleSeconds} s → ${idle.writes} writes, ${idle.cpuSeconds} s CPU`);
@@ -91,7 +91,7 @@ export async function steadyScenario(o: SteadyOptions): Promise<SteadyResult> {
     const restarts: RestartRun[] = [];
     for (let k = 0; k < o.restarts; k++) {
       await stopProcess(proc);
-      const from = await auditOffset(bench.auditLog);
+      const from = await auditLogSize(bench.auditLog);
       const spawnedAt = Date.now();
       const t = performance.now();
       proc = await startPeer(o.system, bench.kubeconfig, o.workers, o.goBinary);
@@ -140,14 +140,14 @@ async function quiet(log: string, from: number, forMs: number): Promise<AuditEve
   let since = t0;
   for (;;) {
     if (performance.now() - t0 > 300_000) throw new Error('the system never went quiet for 5 minutes');
-    const events = (await auditEvents(log, from, undefined, USER)).filter(
+    const events = (await readAuditLog(log, { from, username: USER })).events.filter(
       (e) => e.verb !== 'watch' && e.objectRef?.resource !== 'leases',
     );
     if (events.length !== seen) {
       seen = events.length;
       since = performance.now();
     } else if (performance.now() - since >= forMs) {
-      return auditEvents(log, from, undefined, USER);
+      return (await readAuditLog(log, { from, username: USER })).events;
     }
     await sleep(1_000);
   }

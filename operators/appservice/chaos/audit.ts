@@ -4,50 +4,7 @@
  * whether two replicas ever acted at once (split brain), Forbidden answers, and which of its granted permissions it
  * used.
  */
-import { open } from 'node:fs/promises';
-import { OPERATOR_USER } from './cluster.ts';
-
-export interface AuditEvent {
-  readonly verb: string;
-  readonly user: { readonly username: string };
-  readonly userAgent?: string;
-  readonly objectRef?: {
-    readonly resource?: string;
-    readonly subresource?: string;
-    readonly apiGroup?: string;
-    readonly name?: string;
-  };
-  readonly responseStatus?: { readonly code?: number };
-  readonly requestReceivedTimestamp?: string;
-  readonly stageTimestamp?: string;
-}
-
-const WRITES = new Set(['create', 'update', 'patch', 'delete', 'deletecollection']);
-
-/** The operator's audit events after byte `from` (and the log's size, to continue from). */
-export async function operatorEvents(path: string, from = 0): Promise<{ events: AuditEvent[]; end: number }> {
-  const fh = await open(path, 'r');
-  try {
-    const end = Math.max(from, (await fh.stat()).size);
-    const buf = Buffer.alloc(end - from);
-    await fh.read(buf, 0, buf.length, from);
-    const text = buf.toString('utf8');
-    const complete = text.lastIndexOf('\n') + 1;
-    const events: AuditEvent[] = [];
-    for (const line of text.slice(0, complete).split('\n')) {
-      if (!line.includes(OPERATOR_USER)) continue;
-      try {
-        const e = JSON.parse(line) as AuditEvent;
-        if (e.user.username === OPERATOR_USER) events.push(e);
-      } catch {
-        // not an event line: skip it
-      }
-    }
-    return { events, end: from + Buffer.byteLength(text.slice(0, complete)) };
-  } finally {
-    await fh.close();
-  }
-}
+import { type AuditEvent, WRITE_VERBS } from '@opkit/testenv';
 
 export const replicaOf = (e: AuditEvent): string | undefined => /; ([^)]+)\)/.exec(e.userAgent ?? '')?.[1];
 
@@ -68,7 +25,7 @@ export function splitBrain(events: readonly AuditEvent[], view: LeaseView = { ho
   for (const e of events) {
     const who = replicaOf(e);
     const ok = (e.responseStatus?.code ?? 0) < 300;
-    if (!who || !ok || !WRITES.has(e.verb)) continue;
+    if (!who || !ok || !WRITE_VERBS.has(e.verb)) continue;
     if (e.objectRef?.resource === 'leases') {
       if (holder !== who) {
         holder = who;

@@ -13,9 +13,10 @@
  * - `watch-hang`: the standby's connection hangs silently: its watches must notice within 60 s.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
+import { type AuditEvent, readAuditLog } from '@opkit/testenv';
 import { AppServices } from '../src/api/v1alpha1/appservice.ts';
-import { type AuditEvent, type LeaseView, operatorEvents, splitBrain } from './audit.ts';
-import { CHAOS_NAMESPACE, type ChaosCluster } from './cluster.ts';
+import { type LeaseView, splitBrain } from './audit.ts';
+import { CHAOS_NAMESPACE, type ChaosCluster, OPERATOR_USER } from './cluster.ts';
 import type { Monitor, Violation } from './monitor.ts';
 import type { Rng } from './rng.ts';
 
@@ -98,7 +99,7 @@ export class TrialRunner {
 
   /** Reads the audit log from where the last read stopped; the new events of the operator. */
   async #readAudit(): Promise<AuditEvent[]> {
-    const { events, end } = await operatorEvents(this.#c.auditLog, this.#auditFrom);
+    const { events, end } = await readAuditLog(this.#c.auditLog, { from: this.#auditFrom, username: OPERATOR_USER });
     this.#auditFrom = end;
     this.#events.push(...events);
     return events;

@@ -17,8 +17,9 @@ import {
   Pods,
   ServiceAccounts,
 } from '@opkit/runtime';
+import type { AuditEvent } from '@opkit/testenv';
 import { installObjects, NAME } from '../src/install.ts';
-import { type AuditEvent, forbidden, type Rule, unusedPermissions } from './audit.ts';
+import { forbidden, type Rule, unusedPermissions } from './audit.ts';
 
 export interface SecurityReport {
   readonly forbidden: number;

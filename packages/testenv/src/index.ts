@@ -7,6 +7,7 @@
  * `stop()`. Binaries come from an explicit directory, KUBEBUILDER_ASSETS, the user cache, or a build from Go modules.
  */
 export { ApiClient, type ApiRequest, type ApiResponse } from './api.ts';
+export { type AuditEvent, type AuditLogSlice, auditLogSize, readAuditLog, WRITE_VERBS } from './audit-log.ts';
 export {
   type BinaryPaths,
   binaryCacheDir,
