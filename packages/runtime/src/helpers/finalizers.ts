@@ -18,7 +18,7 @@
  * Cleanup runs once per object: the cache can still show the finalizer for a moment after it was removed (the
  * watch event of that write is on its way), so before cleaning up the object is read from the apiserver — one GET
  * per deletion. It runs again only if it threw, or if the process stopped between cleanup and the removal; write
- * it to be safe to repeat.
+ * it to be safe to repeat. Permissions needed on the kind: `get` and `patch`.
  * Caveat: an object deleted before the finalizer was added gets no cleanup (nothing needed it yet).
  */
 import type { Client } from '../client/client.ts';
