@@ -208,6 +208,31 @@ describe('manager against a real apiserver', () => {
     assert.equal(flood.length, 3);
   });
 
+  test('events: a flush with a deadline cancels writes stuck on a hung connection, and the recorder goes on', async () => {
+    const cm = await client.create(ConfigMaps, { metadata: { name: 'stuck', namespace: 'ev' } });
+    const proxy = await FaultProxy.start({ target: targetOf(env.server) });
+    const via = await clientVia(env, proxy.url);
+    try {
+      const { EventRecorder } = await import('../src/index.ts');
+      const rec = new EventRecorder({ client: via, component: 'stuck', log: recordingLogger() });
+      proxy.setMode({ kind: 'freeze' });
+      rec.event(ConfigMaps, cm, 'Normal', 'Hung', 'written while the connection hangs');
+      const t0 = performance.now();
+      assert.equal(await rec.flush(300), 1, 'the hung write is cancelled');
+      assert.ok(performance.now() - t0 < 2_000, `flush(300) took ${performance.now() - t0} ms`);
+      proxy.setMode({ kind: 'pass' });
+      rec.event(ConfigMaps, cm, 'Normal', 'Later', 'written once the connection is back');
+      assert.equal(await rec.flush(10_000), 0);
+      const reasons = (await client.list(Events, { namespace: 'ev' })).items
+        .filter((e) => e.source?.component === 'stuck')
+        .map((e) => e.reason);
+      assert.deepEqual(reasons, ['Later']);
+    } finally {
+      via.close();
+      await proxy.close();
+    }
+  });
+
   test('finalizers: added before acting, cleanup on delete (background and foreground), then removed', async () => {
     const mgr = await manager('fin-op', 'fin');
     const cleaned: string[] = [];

@@ -9,6 +9,9 @@
  *   the excess is dropped (counted in `dropped`), so a failing reconcile cannot flood the cluster.
  * - Never throws and never blocks a reconcile: writes happen in the background, one at a time per Event; failures are
  *   logged at debug level.
+ * - `flush(timeoutMs)` waits for the writes under way, but never longer than `timeoutMs`: then it cancels the rest, so
+ *   a process stopping on a hung connection (a lost Lease, a SIGTERM) exits on time instead of waiting for the
+ *   client's request timeout.
  */
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
@@ -46,6 +49,8 @@ export class EventRecorder {
   readonly #buckets = new Map<string, { tokens: number; at: number }>();
   #dropped = 0;
   #inFlight = new Set<Promise<void>>();
+  /** Aborts the writes recorded so far when a flush gives up on them (then replaced for later events). */
+  #cancel = new AbortController();
 
   constructor(options: EventRecorderOptions) {
     this.#o = options;
@@ -72,6 +77,7 @@ export class EventRecorder {
       this.#remember(key, agg);
     }
     const a = agg;
+    const { signal } = this.#cancel;
     // Writes of one Event are chained, so repeats patch the Event the first write created.
     const pending = a.pending.then(async () => {
       try {
@@ -81,6 +87,7 @@ export class EventRecorder {
               Events,
               { namespace: a.namespace, name: a.name },
               { count: a.count + 1, lastTimestamp: now },
+              { signal },
             );
             a.count += 1;
             return;
@@ -88,7 +95,9 @@ export class EventRecorder {
             if (!isApiError(err, 'NotFound')) throw err; // the Event expired: create a new one
           }
         }
-        const created = await this.#o.client.create(Events, this.#build(r, obj, type, reason, message, now));
+        const created = await this.#o.client.create(Events, this.#build(r, obj, type, reason, message, now), {
+          signal,
+        });
         a.namespace = created.metadata.namespace ?? 'default';
         a.name = created.metadata.name ?? '';
         a.count = 1;
@@ -101,9 +110,24 @@ export class EventRecorder {
     void pending.finally(() => this.#inFlight.delete(pending));
   }
 
-  /** Resolves when every event recorded so far has been written (or given up on). */
-  async flush(): Promise<void> {
-    while (this.#inFlight.size > 0) await Promise.all([...this.#inFlight]);
+  /**
+   * Resolves when every event recorded so far has been written or given up on — after `timeoutMs` at the latest
+   * (default: no limit), cancelling the writes still under way. Returns how many were cancelled.
+   */
+  async flush(timeoutMs = Infinity): Promise<number> {
+    const deadline = Date.now() + timeoutMs;
+    while (this.#inFlight.size > 0) {
+      const left = deadline - Date.now();
+      const all = Promise.all([...this.#inFlight]).then(() => true);
+      if (left === Infinity ? await all : await Promise.race([all, delay(Math.max(0, left))])) continue;
+      const cancelled = this.#inFlight.size;
+      this.#cancel.abort(new Error('event recorder flush timed out'));
+      this.#cancel = new AbortController();
+      await Promise.all([...this.#inFlight]);
+      this.#o.log.info({ cancelled, timeoutMs }, 'stopped writing events still under way');
+      return cancelled;
+    }
+    return 0;
   }
 
   #build<T extends KubeObject>(
@@ -162,4 +186,8 @@ export class EventRecorder {
     }
     return true;
   }
+}
+
+function delay(ms: number): Promise<false> {
+  return new Promise((resolve) => setTimeout(resolve, ms, false).unref());
 }

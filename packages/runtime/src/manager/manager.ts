@@ -13,8 +13,10 @@
  * Stopping (the signal aborts, or SIGTERM/SIGINT under `run()`): controllers stop taking work and in-flight reconciles
  * get `gracefulShutdownTimeoutMs` (2 s) to finish, then their `ctx.signal` aborts (level-triggered: the successor
  * redoes whatever was cut short); then the Lease is released (a standby takes over within its retry period, so a
- * handover takes under 3 s even with a reconcile stuck on a hung request) and the servers close. Fatal errors — caches that never sync, a lost Lease, a controller that fails —
- * stop everything at once; `start` rejects with a `ManagerError` and `run()` exits 1 with a one-line reason.
+ * handover takes under 3 s even with a reconcile stuck on a hung request); Events still being written get the same
+ * time again, then are cancelled; the servers close. Fatal errors — caches that never sync, a lost Lease, a controller
+ * that fails — stop everything at once, Event writes included; `start` rejects with a `ManagerError` and `run()` exits
+ * 1 with a one-line reason.
  */
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
@@ -288,7 +290,9 @@ export class Manager {
       cacheStop.abort();
       runStop.abort();
       electorStop.abort();
-      await Promise.all([...this.#recorders.values()].map((r) => r.flush()));
+      // events under way get the drain time after a graceful stop, none after a fatal error (a lost Lease: stop acting)
+      const flushMs = fatalError ? 0 : this.#drainMs;
+      await Promise.all([...this.#recorders.values()].map((r) => r.flush(flushMs)));
       await Promise.all(this.#servers.map((s) => s.stop()));
     }
     if (fatalError) throw fatalError;
