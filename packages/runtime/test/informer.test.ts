@@ -186,6 +186,33 @@ describe('informer against a real apiserver', () => {
     }
   });
 
+  test('the retry backoff starts over once the server answers well again, so the next outage gets short retries', async () => {
+    await namespace('b', 1);
+    const proxy = await FaultProxy.start({ target: targetOf(env.server) });
+    const via = await clientVia(env, proxy.url);
+    const log = recordingLogger();
+    const failures = () => log.entries.filter((e) => /list\/watch failed/.test(e.message));
+    const inf = informer(via, 'b', { log, watchTimeoutSeconds: [1, 2] });
+    try {
+      await inf.waitForSync();
+      proxy.setMode({ kind: 'drop' });
+      await waitFor('three failed retries', async () => failures().length >= 3, 15_000);
+      proxy.setMode({ kind: 'pass' });
+      // the last retry comes within 2.4 s; then, in this quiet namespace, a watch delivers nothing and ends at its 1–2 s
+      // server timeout: the server answered well
+      await new Promise((r) => setTimeout(r, 6_000));
+      const before = failures().length;
+      proxy.setMode({ kind: 'drop' });
+      await waitFor('a failure in the second outage', async () => failures().length > before, 15_000);
+      proxy.setMode({ kind: 'pass' });
+      assert.equal(failures()[before]?.fields.attempt, 1, 'the second outage starts with the shortest retry');
+      assert.ok((failures()[before - 1]?.fields.attempt as number) >= 3, 'the first outage had grown the backoff');
+    } finally {
+      via.close();
+      await proxy.close();
+    }
+  });
+
   test('a silently hung watch is detected by the inactivity deadline and recovers', async () => {
     await namespace('h', 1);
     const proxy = await FaultProxy.start({ target: targetOf(env.server) });

@@ -14,6 +14,9 @@
  * detected within 60 s even on a resource with no changes, without HTTP/2 pings (restarting a watch from the last
  * resourceVersion costs the apiserver one request served from its watch cache). A watch that ends within a second
  * without delivering anything is treated as an error (backoff), so a misbehaving server cannot cause a tight loop.
+ * The backoff starts over once the server answered well again — a list stored, a watch that delivered something or
+ * ran to its timeout — so after an outage the next one is met with short retries again, not with the long ones the
+ * last outage grew to (a quiet resource would otherwise keep them: its watches deliver nothing).
  */
 import type { Client } from '../client/client.ts';
 import { ApiError, toApiError } from '../client/errors.ts';
@@ -120,6 +123,7 @@ export class Reflector<T extends KubeObject> {
     }
     this.#store.replace(items);
     this.#resourceVersion = rv;
+    this.#backoff.reset();
     o.metrics?.relisted();
     o.log.debug({ items: items.length, resourceVersion: rv }, 'listed');
     if (!this.#synced) {
@@ -159,6 +163,7 @@ export class Reflector<T extends KubeObject> {
     if (events === 0 && performance.now() - started < 1_000) {
       throw new ApiError('Unknown', `the watch of ${o.resource.plural} ended at once without an event`);
     }
+    this.#backoff.reset();
     o.metrics?.restarted('timeout');
   }
 }
