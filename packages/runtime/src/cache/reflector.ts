@@ -14,9 +14,10 @@
  * detected within 60 s even on a resource with no changes, without HTTP/2 pings (restarting a watch from the last
  * resourceVersion costs the apiserver one request served from its watch cache). A watch that ends within a second
  * without delivering anything is treated as an error (backoff), so a misbehaving server cannot cause a tight loop.
- * The backoff starts over once the server answered well again — a list stored, a watch that delivered something or
- * ran to its timeout — so after an outage the next one is met with short retries again, not with the long ones the
- * last outage grew to (a quiet resource would otherwise keep them: its watches deliver nothing).
+ * A server that says when to come back (Retry-After) is retried then. The backoff starts over once the server
+ * answered well again — a list stored, a watch that delivered something or ran to its timeout — so the next outage
+ * is met with short retries again, not with the long ones the last outage grew to (a quiet resource would otherwise
+ * keep them: its watches deliver nothing).
  */
 import type { Client } from '../client/client.ts';
 import { ApiError, toApiError } from '../client/errors.ts';
@@ -92,7 +93,10 @@ export class Reflector<T extends KubeObject> {
           this.#resourceVersion = undefined;
           continue;
         }
-        const delay = this.#backoff.next();
+        // the server said when to come back (429/503 with Retry-After, e.g. its storage still initializing after a
+        // restart): then, not after a backoff grown by the outage before it
+        const delay =
+          err.retryAfterSeconds !== undefined ? Math.max(500, err.retryAfterSeconds * 1000) : this.#backoff.next();
         const fields = { code: err.code, status: err.status, retryInMs: delay, attempt: this.#backoff.attempts };
         if (err.code === 'Timeout' && /no event or bookmark/.test(err.message)) {
           log.warn(fields, 'watch went silent: restarting it');
