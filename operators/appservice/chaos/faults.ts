@@ -46,6 +46,8 @@ export interface TrialResult {
   readonly handoverSeconds?: number;
   /** watch-hang: the hang → the standby's watch gives up on it; leader-cutoff: the cut → the leader stops. */
   readonly detectionSeconds?: number;
+  /** A recovery slower than 5 s: what was still unsettled then, to tell where the time went. */
+  readonly slow?: string;
   readonly violations: Violation[];
 }
 
@@ -53,13 +55,22 @@ const IMAGES = ['busybox:1.36', 'busybox:1.37'];
 const SETTLE_TIMEOUT_MS = 120_000;
 
 /** Waits until every invariant of a settled namespace holds twice in a row, 200 ms apart; the remaining ones if not. */
-export async function settle(m: Monitor, timeoutMs = SETTLE_TIMEOUT_MS): Promise<Violation[]> {
+export async function settle(
+  m: Monitor,
+  timeoutMs = SETTLE_TIMEOUT_MS,
+  slow?: { readonly afterMs: number; note(unsettled: readonly Violation[]): void },
+): Promise<Violation[]> {
   const t0 = performance.now();
   let streak = 0;
+  let noted = false;
   for (;;) {
     const now = m.unsettled();
     streak = now.length === 0 ? streak + 1 : 0;
     if (streak >= 2) return [];
+    if (slow && !noted && now.length > 0 && performance.now() - t0 > slow.afterMs) {
+      noted = true;
+      slow.note(now);
+    }
     if (performance.now() - t0 > timeoutMs) return now;
     await sleep(200);
   }
@@ -284,7 +295,16 @@ export class TrialRunner {
       }
     }
     const faultEnd = performance.now();
-    const left = await settle(this.#m);
+    let slow: string | undefined;
+    const left = await settle(this.#m, SETTLE_TIMEOUT_MS, {
+      afterMs: 5_000,
+      note: (unsettled) => {
+        slow = unsettled
+          .slice(0, 3)
+          .map((v) => v.detail)
+          .join('; ');
+      },
+    });
     violations.push(...left);
     const recoverySeconds = (performance.now() - faultEnd) / 1000;
     await sleep(1_500); // a replica that exited is back (the supervisor waits 1 s)
@@ -298,7 +318,12 @@ export class TrialRunner {
         if (e.code !== 1)
           violations.push({ invariant: 'crash-loop', detail: `${r.name} crashed (exit ${e.code ?? e.signal})` });
       if (!r.running) violations.push({ invariant: 'crash-loop', detail: `${r.name} is not running after the trial` });
-      violations.push(...logViolations(r.name, r.takeLog()));
+      const log = r.takeLog();
+      violations.push(...logViolations(r.name, log));
+      if (slow !== undefined) {
+        const warnings = log.split('\n').filter((l) => /"level":"(warn|error)"/.test(l));
+        for (const l of warnings.slice(-2)) slow += `; ${r.name}: ${l.slice(0, 300)}`;
+      }
     }
     if (harnessExits === 0 && kind !== 'leader-cutoff')
       for (const r of c.replicas)
@@ -312,6 +337,7 @@ export class TrialRunner {
     return {
       kind,
       action,
+      ...(slow !== undefined ? { slow } : {}),
       faultSeconds: (faultEnd - t0) / 1000,
       recoverySeconds,
       ...extra,
