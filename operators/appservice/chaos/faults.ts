@@ -48,6 +48,11 @@ export interface TrialResult {
   readonly detectionSeconds?: number;
   /** A recovery slower than 5 s: what was still unsettled then, to tell where the time went. */
   readonly slow?: string;
+  /**
+   * A recovery slower than 5 s: whether, at 5 s, only the nodes' part was left (pods not yet scheduled or Ready, the
+   * operator's status already matching them) — the scheduler or the simulated kubelet still reconnecting.
+   */
+  readonly waitingOnNodes?: boolean;
   readonly violations: Violation[];
 }
 
@@ -296,9 +301,11 @@ export class TrialRunner {
     }
     const faultEnd = performance.now();
     let slow: string | undefined;
+    let waitingOnNodes: boolean | undefined;
     const left = await settle(this.#m, SETTLE_TIMEOUT_MS, {
       afterMs: 5_000,
       note: (unsettled) => {
+        waitingOnNodes = this.#m.waitingOnNodes();
         slow = unsettled
           .slice(0, 3)
           .map((v) => v.detail)
@@ -319,7 +326,7 @@ export class TrialRunner {
           violations.push({ invariant: 'crash-loop', detail: `${r.name} crashed (exit ${e.code ?? e.signal})` });
       if (!r.running) violations.push({ invariant: 'crash-loop', detail: `${r.name} is not running after the trial` });
       const log = r.takeLog();
-      violations.push(...logViolations(r.name, log));
+      violations.push(...logViolations(r.name, log, this.restartWindows));
       if (slow !== undefined) {
         const warnings = log.split('\n').filter((l) => /"level":"(warn|error)"/.test(l));
         for (const l of warnings.slice(-2)) slow += `; ${r.name}: ${l.slice(0, 300)}`;
@@ -337,7 +344,7 @@ export class TrialRunner {
     return {
       kind,
       action,
-      ...(slow !== undefined ? { slow } : {}),
+      ...(slow !== undefined ? { slow, waitingOnNodes: waitingOnNodes ?? false } : {}),
       faultSeconds: (faultEnd - t0) / 1000,
       recoverySeconds,
       ...extra,
@@ -357,8 +364,15 @@ export function crashSigns(replica: string, log: string): Violation[] {
     : [];
 }
 
-/** A crash sign, or an error/fatal line that is not a fault's real error. */
-export function logViolations(replica: string, log: string): Violation[] {
+/**
+ * A crash sign, or an error/fatal line that is not a fault's real error. A Forbidden logged while the apiserver
+ * restarted is one: until its authorizer has loaded RBAC it refuses everyone (`restartWindows`, ms since the epoch).
+ */
+export function logViolations(
+  replica: string,
+  log: string,
+  restartWindows: readonly (readonly [number, number])[] = [],
+): Violation[] {
   const out: Violation[] = crashSigns(replica, log);
   for (const line of log.split('\n')) {
     if (!line.startsWith('{')) {
@@ -366,7 +380,13 @@ export function logViolations(replica: string, log: string): Violation[] {
         out.push({ invariant: 'log', detail: `${replica}: unstructured output: ${line.slice(0, 200)}` });
       continue;
     }
-    let entry: { level?: string; msg?: string; code?: string; err?: string | { message?: string; code?: string } };
+    let entry: {
+      level?: string;
+      time?: string;
+      msg?: string;
+      code?: string;
+      err?: string | { message?: string; code?: string };
+    };
     try {
       entry = JSON.parse(line);
     } catch {
@@ -376,7 +396,9 @@ export function logViolations(replica: string, log: string): Violation[] {
     if (entry.level !== 'error' && entry.level !== 'fatal') continue;
     const err = typeof entry.err === 'string' ? entry.err : `${entry.err?.code ?? ''} ${entry.err?.message ?? ''}`;
     const text = `${entry.msg ?? ''} ${entry.code ?? ''} ${err}`;
-    if (!EXPECTED_ERROR.test(text))
+    const at = Date.parse(entry.time ?? '');
+    const restarting = restartWindows.some(([from, to]) => at >= from && at <= to);
+    if (!EXPECTED_ERROR.test(text) && !(restarting && /Forbidden/.test(text)))
       out.push({ invariant: 'log', detail: `${replica}: ${entry.level}: ${text.slice(0, 300)}` });
   }
   return out;

@@ -97,25 +97,8 @@ export class Monitor {
     const out: Violation[] = [];
     const uids = new Set<string>();
     for (const app of this.apps()) {
-      const name = app.metadata.name as string;
-      const uid = app.metadata.uid as string;
-      uids.add(uid);
-      if (app.metadata.deletionTimestamp) continue;
-      const want = app.spec.replicas ?? 1;
-      const pods = this.#pods.store.byIndex('controller', uid).filter(live);
-      const wrong = (detail: string) => out.push({ invariant: 'not-settled', detail: `${name}: ${detail}` });
-      if (pods.length !== want) wrong(`${pods.length} live pods, want ${want}`);
-      const stale = pods.filter((p) => p.spec?.containers[0]?.image !== app.spec.image);
-      if (stale.length > 0) wrong(`${stale.length} pods not on image ${app.spec.image}`);
-      if (pods.some((p) => !ready(p))) wrong('pods not ready');
-      const s = app.status;
-      const names = pods.map((p) => p.metadata.name as string).sort();
-      const status = (detail: string) => out.push({ invariant: 'status', detail: `${name}: ${detail}` });
-      if (s?.observedGeneration !== app.metadata.generation)
-        status(`observedGeneration ${s?.observedGeneration} ≠ generation ${app.metadata.generation}`);
-      if (s?.replicas !== pods.length || s?.readyReplicas !== pods.length || s?.updatedReplicas !== pods.length)
-        status(`status replicas ${s?.replicas}/${s?.readyReplicas}/${s?.updatedReplicas}, pods ${pods.length}`);
-      if (JSON.stringify(s?.podNames ?? []) !== JSON.stringify(names)) status('status.podNames ≠ the live pods');
+      uids.add(app.metadata.uid as string);
+      if (!app.metadata.deletionTimestamp) out.push(...this.#check(app).problems);
     }
     for (const pod of this.#pods.store.list()) {
       if (pod.metadata.labels?.[LABELS.managedBy] !== MANAGED_BY || pod.metadata.deletionTimestamp) continue;
@@ -124,5 +107,46 @@ export class Monitor {
         out.push({ invariant: 'orphan', detail: `pod ${pod.metadata.name} has no existing controller owner` });
     }
     return out;
+  }
+
+  /**
+   * Whether what is left is the nodes' part: every AppService not settled has pods not yet Ready, and its status
+   * already says so (it matches the pods as they are) — the operator has done what it can until a node reports.
+   */
+  waitingOnNodes(): boolean {
+    let waiting = false;
+    for (const app of this.apps()) {
+      if (app.metadata.deletionTimestamp) continue;
+      const c = this.#check(app);
+      if (c.problems.length === 0) continue;
+      if (c.unready === 0 || !c.statusMatchesPods) return false;
+      waiting = true;
+    }
+    return waiting;
+  }
+
+  #check(app: AppService): { problems: Violation[]; unready: number; statusMatchesPods: boolean } {
+    const problems: Violation[] = [];
+    const name = app.metadata.name as string;
+    const want = app.spec.replicas ?? 1;
+    const pods = this.#pods.store.byIndex('controller', app.metadata.uid as string).filter(live);
+    const wrong = (detail: string) => problems.push({ invariant: 'not-settled', detail: `${name}: ${detail}` });
+    if (pods.length !== want) wrong(`${pods.length} live pods, want ${want}`);
+    const stale = pods.filter((p) => p.spec?.containers[0]?.image !== app.spec.image);
+    if (stale.length > 0) wrong(`${stale.length} pods not on image ${app.spec.image}`);
+    const unready = pods.filter((p) => !ready(p)).length;
+    if (unready > 0) wrong('pods not ready');
+    const s = app.status;
+    const names = pods.map((p) => p.metadata.name as string).sort();
+    const status = (detail: string) => problems.push({ invariant: 'status', detail: `${name}: ${detail}` });
+    const current = s?.observedGeneration === app.metadata.generation;
+    if (!current) status(`observedGeneration ${s?.observedGeneration} ≠ generation ${app.metadata.generation}`);
+    if (s?.replicas !== pods.length || s?.readyReplicas !== pods.length || s?.updatedReplicas !== pods.length)
+      status(`status replicas ${s?.replicas}/${s?.readyReplicas}/${s?.updatedReplicas}, pods ${pods.length}`);
+    const sameNames = JSON.stringify(s?.podNames ?? []) === JSON.stringify(names);
+    if (!sameNames) status('status.podNames ≠ the live pods');
+    const statusMatchesPods =
+      current && sameNames && s?.replicas === pods.length && s?.readyReplicas === pods.length - unready;
+    return { problems, unready, statusMatchesPods };
   }
 }

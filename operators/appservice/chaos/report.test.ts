@@ -41,7 +41,7 @@ test('summarise counts trials per kind, takes percentiles and maxima, and judges
       results: [
         trial('kill', 0.2, { failoverSeconds: 15.04 }),
         trial('kill', 0.4, { failoverSeconds: 16.5 }),
-        trial('watch-hang', 3, { detectionSeconds: 51.2 }),
+        trial('watch-hang', 7, { detectionSeconds: 51.2, slow: 'app-1: pods not ready', waitingOnNodes: true }),
         trial('handover', 0.2, { handoverSeconds: 1.1 }),
       ],
       fuzzOutcomes: { refused: 3, reconciled: 2 },
@@ -50,7 +50,8 @@ test('summarise counts trials per kind, takes percentiles and maxima, and judges
   assert.deepEqual(r.faults, { kill: 2, 'watch-hang': 1, handover: 1 });
   assert.equal(r.trials, 4);
   assert.equal(r.recoveryP50Seconds, 0.2);
-  assert.equal(r.recoveryP99Seconds, 3);
+  assert.equal(r.recoveryP99Seconds, 7);
+  assert.deepEqual(r.slowRecoveries, { total: 1, waitingOnNodes: 1 });
   assert.equal(r.failoverMaxSeconds, 16.5);
   assert.equal(r.cutoffFailoverMaxSeconds, null);
   assert.equal(r.watchHangDetectionMaxSeconds, 51.2);

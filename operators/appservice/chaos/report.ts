@@ -33,6 +33,8 @@ export interface ChaosReport extends Observed {
   readonly faults: Record<string, number>;
   readonly recoveryP50Seconds: number;
   readonly recoveryP99Seconds: number;
+  /** Recoveries over 5 s, and how many of them were only waiting on the nodes then (see `TrialResult`). */
+  readonly slowRecoveries: { readonly total: number; readonly waitingOnNodes: number };
   /** kill: SIGKILL of the leader → the standby holds the Lease. */
   readonly failoverMaxSeconds: number | null;
   /** leader-cutoff: the cut → the standby holds the Lease (the lease must expire first: up to 15 s + a retry). */
@@ -68,6 +70,10 @@ export function summarise(o: Observed): ChaosReport {
     violations: o.violations,
     recoveryP50Seconds: round(quantile(recovery, 0.5)),
     recoveryP99Seconds: round(quantile(recovery, 0.99)),
+    slowRecoveries: {
+      total: results.filter((r) => r.slow !== undefined).length,
+      waitingOnNodes: results.filter((r) => r.waitingOnNodes).length,
+    },
     failoverMaxSeconds: max(of(results, 'kill').map((r) => r.failoverSeconds)),
     cutoffFailoverMaxSeconds: max(of(results, 'leader-cutoff').map((r) => r.failoverSeconds)),
     handoverMaxSeconds: max(results.map((r) => r.handoverSeconds)),
@@ -151,7 +157,7 @@ export function chaosMarkdown(r: ChaosReport): string {
     `Trials: ${r.trials} (${Object.entries(r.faults)
       .map(([k, n]) => `${k} ${n}`)
       .join(', ')}). Violations: ${r.violations.length}.`,
-    `Recovery (fault lifted → settled): p50 ${r.recoveryP50Seconds} s, p99 ${r.recoveryP99Seconds} s.`,
+    `Recovery (fault lifted → settled): p50 ${r.recoveryP50Seconds} s, p99 ${r.recoveryP99Seconds} s; over 5 s: ${r.slowRecoveries.total}, of which ${r.slowRecoveries.waitingOnNodes} only waiting on the nodes by then (pods not yet scheduled or Ready, the status already saying so).`,
     `Failover (leader lost → standby leads): max ${r.failoverMaxSeconds ?? '—'} s (goal ≤ ${GOALS.failoverSeconds}). Handover (SIGTERM → successor leads): max ${r.handoverMaxSeconds ?? '—'} s (goal ≤ ${GOALS.handoverSeconds}).`,
     `Cut-off leader stopped after: max ${r.leaderStopMaxSeconds ?? '—'} s (the lease is 15 s); standby leading after: max ${r.cutoffFailoverMaxSeconds ?? '—'} s. Silent watch hang detected after: max ${r.watchHangDetectionMaxSeconds ?? '—'} s (goal ≤ ${GOALS.watchHangDetectionSeconds}).`,
     '',

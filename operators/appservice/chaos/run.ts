@@ -69,7 +69,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
           .filter(Boolean)
           .join(', ');
         log(
-          `trial ${results.length} ${kind} (${r.action}): fault ${r.faultSeconds.toFixed(1)} s, recovered in ${r.recoverySeconds.toFixed(1)} s${extra ? `, ${extra}` : ''}${r.slow ? ` (slow: ${r.slow})` : ''}${r.violations.length ? ` — ${r.violations.length} VIOLATIONS: ${r.violations.map((v) => v.detail).join('; ')}` : ''}`,
+          `trial ${results.length} ${kind} (${r.action}): fault ${r.faultSeconds.toFixed(1)} s, recovered in ${r.recoverySeconds.toFixed(1)} s${extra ? `, ${extra}` : ''}${r.slow ? ` (slow${r.waitingOnNodes ? ', waiting on the nodes' : ''}: ${r.slow})` : ''}${r.violations.length ? ` — ${r.violations.length} VIOLATIONS: ${r.violations.map((v) => v.detail).join('; ')}` : ''}`,
         );
       }
 
