@@ -213,6 +213,31 @@ describe('informer against a real apiserver', () => {
     }
   });
 
+  test('a watch that stayed open for 5 s also starts the backoff over, however it ends', async () => {
+    await namespace('b2', 1);
+    const proxy = await FaultProxy.start({ target: targetOf(env.server) });
+    const via = await clientVia(env, proxy.url);
+    const log = recordingLogger();
+    const failures = () => log.entries.filter((e) => /list\/watch failed/.test(e.message));
+    const inf = informer(via, 'b2', { log, watchTimeoutSeconds: [60, 61] });
+    try {
+      await inf.waitForSync();
+      proxy.setMode({ kind: 'drop' });
+      await waitFor('three failed retries', async () => failures().length >= 3, 15_000);
+      proxy.setMode({ kind: 'pass' });
+      // the last retry comes within 2.4 s; the watch it opens delivers nothing and would run for 60 s
+      await new Promise((r) => setTimeout(r, 8_000));
+      const before = failures().length;
+      proxy.setMode({ kind: 'reset' });
+      await waitFor('a failure in the second outage', async () => failures().length > before, 15_000);
+      proxy.setMode({ kind: 'pass' });
+      assert.equal(failures()[before]?.fields.attempt, 1, 'the second outage starts with the shortest retry');
+    } finally {
+      via.close();
+      await proxy.close();
+    }
+  });
+
   test('a silently hung watch is detected by the inactivity deadline and recovers', async () => {
     await namespace('h', 1);
     const proxy = await FaultProxy.start({ target: targetOf(env.server) });

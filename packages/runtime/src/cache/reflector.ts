@@ -15,9 +15,9 @@
  * resourceVersion costs the apiserver one request served from its watch cache). A watch that ends within a second
  * without delivering anything is treated as an error (backoff), so a misbehaving server cannot cause a tight loop.
  * A server that says when to come back (Retry-After) is retried then. The backoff starts over once the server
- * answered well again — a list stored, a watch that delivered something or ran to its timeout — so the next outage
- * is met with short retries again, not with the long ones the last outage grew to (a quiet resource would otherwise
- * keep them: its watches deliver nothing).
+ * answered well again — a list stored, a watch that delivered something, ran to its timeout or stayed open for 5 s —
+ * so the next outage is met with short retries again, not with the long ones the last outage grew to (a quiet
+ * resource would otherwise keep them: its watches deliver nothing).
  */
 import type { Client } from '../client/client.ts';
 import { ApiError, toApiError } from '../client/errors.ts';
@@ -47,11 +47,16 @@ export interface ReflectorOptions<T extends KubeObject> {
   readonly metrics?: WatchMetrics | undefined;
 }
 
+/** How long a watch must stay open to count as a good answer from the server (the backoff starts over). */
+const HEALTHY_WATCH_MS = 5_000;
+
 export class Reflector<T extends KubeObject> {
   readonly #o: ReflectorOptions<T>;
   readonly #store: Store<T>;
   readonly #backoff: Backoff;
   #resourceVersion: string | undefined;
+  /** When the current watch was accepted by the server (performance.now()), while it runs. */
+  #watchOpenedAt: number | undefined;
   #synced = false;
   #onSynced: (() => void)[] = [];
 
@@ -87,6 +92,10 @@ export class Reflector<T extends KubeObject> {
         if (signal.aborted) break;
         const err = toApiError(e);
         this.#o.metrics?.failed(err.code);
+        // a watch that stayed open for a while was a good answer from the server, whatever ended it
+        if (this.#watchOpenedAt !== undefined && performance.now() - this.#watchOpenedAt >= HEALTHY_WATCH_MS)
+          this.#backoff.reset();
+        this.#watchOpenedAt = undefined;
         if (err.code === 'Gone') {
           log.info({ resourceVersion: this.#resourceVersion }, 'resourceVersion expired (410 Gone): relisting');
           this.#o.metrics?.restarted('gone');
@@ -141,6 +150,7 @@ export class Reflector<T extends KubeObject> {
     const [min, max] = o.watchTimeoutSeconds ?? [30, 45];
     const timeoutSeconds = Math.floor(min + Math.random() * (max - min));
     const started = performance.now();
+    this.#watchOpenedAt = undefined;
     let events = 0;
     for await (const event of watchEvents(o.client.transport, o.resource, {
       namespace: o.namespace,
@@ -149,6 +159,9 @@ export class Reflector<T extends KubeObject> {
       resourceVersion: this.#resourceVersion ?? '',
       timeoutSeconds,
       inactivityTimeoutMs: o.inactivityTimeoutMs ?? (timeoutSeconds + 15) * 1000,
+      onOpen: () => {
+        this.#watchOpenedAt = performance.now();
+      },
       signal,
     })) {
       events += 1;

@@ -26,6 +26,8 @@ export interface WatchRequest {
   readonly timeoutSeconds: number;
   /** Client-side: longest silence (no event, no bookmark) tolerated. */
   readonly inactivityTimeoutMs: number;
+  /** Called once the server accepted the watch (200), before any event. */
+  readonly onOpen?: (() => void) | undefined;
   readonly signal: AbortSignal;
 }
 
@@ -61,6 +63,7 @@ export async function* watchEvents<T extends KubeObject>(
       },
       signal: local.signal,
     });
+    req.onOpen?.();
     let pending = '';
     for await (const chunk of res as AsyncIterable<Buffer>) {
       pending += chunk.toString('utf8');
