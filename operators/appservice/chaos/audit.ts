@@ -6,6 +6,10 @@
  */
 import { type AuditEvent, WRITE_VERBS } from '@opkit/testenv';
 
+/** Whether `at` (ms since the epoch) falls in one of the windows, e.g. while the apiserver restarted. */
+export const inWindows = (at: number, windows: readonly (readonly [number, number])[]): boolean =>
+  windows.some(([from, to]) => at >= from && at <= to);
+
 export const replicaOf = (e: AuditEvent): string | undefined => /; ([^)]+)\)/.exec(e.userAgent ?? '')?.[1];
 
 /** Who holds the Lease by the audit log so far, carried from one slice of the log to the next. */

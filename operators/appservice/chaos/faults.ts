@@ -15,7 +15,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type AuditEvent, readAuditLog } from '@opkit/testenv';
 import { AppServices } from '../src/api/v1alpha1/appservice.ts';
-import { type LeaseView, splitBrain } from './audit.ts';
+import { inWindows, type LeaseView, splitBrain } from './audit.ts';
 import { CHAOS_NAMESPACE, type ChaosCluster, OPERATOR_USER } from './cluster.ts';
 import type { Monitor, Violation } from './monitor.ts';
 import type { Rng } from './rng.ts';
@@ -396,8 +396,7 @@ export function logViolations(
     if (entry.level !== 'error' && entry.level !== 'fatal') continue;
     const err = typeof entry.err === 'string' ? entry.err : `${entry.err?.code ?? ''} ${entry.err?.message ?? ''}`;
     const text = `${entry.msg ?? ''} ${entry.code ?? ''} ${err}`;
-    const at = Date.parse(entry.time ?? '');
-    const restarting = restartWindows.some(([from, to]) => at >= from && at <= to);
+    const restarting = inWindows(Date.parse(entry.time ?? ''), restartWindows);
     if (!EXPECTED_ERROR.test(text) && !(restarting && /Forbidden/.test(text)))
       out.push({ invariant: 'log', detail: `${replica}: ${entry.level}: ${text.slice(0, 300)}` });
   }

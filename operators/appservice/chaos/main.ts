@@ -70,10 +70,32 @@ async function readReport(file: string): Promise<ChaosReport> {
   } catch (err) {
     fail(`--merge: ${file} is not JSON: ${(err as Error).message}`);
   }
-  const missing = (['seeds', 'results', 'violations', 'fuzzOutcomes', 'startup', 'security'] as const).find(
-    (k) => r?.[k] === undefined,
-  );
-  if (missing) fail(`--merge: ${file} is not a chaos report (no "${missing}"); pass files written by --json`);
+  const isArray = Array.isArray;
+  const isNumber = (x: unknown) => typeof x === 'number';
+  const isObject = (x: unknown) => typeof x === 'object' && x !== null;
+  const sec = r?.security;
+  const shape: [string, unknown, (x: unknown) => boolean][] = [
+    ['seeds', r?.seeds, isArray],
+    ['results', r?.results, isArray],
+    ['violations', r?.violations, isArray],
+    ['fuzzCrashes', r?.fuzzCrashes, isNumber],
+    ['fuzzOutcomes', r?.fuzzOutcomes, isObject],
+    ['fuzzRefusedUnnamed', r?.fuzzRefusedUnnamed, isArray],
+    ['fuzzNotReconciled', r?.fuzzNotReconciled, isArray],
+    ['startup', r?.startup, isArray],
+    ['security.forbidden', sec?.forbidden, isNumber],
+    ['security.forbiddenWhileApiserverRestarted', sec?.forbiddenWhileApiserverRestarted, isNumber],
+    ['security.forbiddenRequests', sec?.forbiddenRequests, isArray],
+    ['security.unusedPermissions', sec?.unusedPermissions, isArray],
+    ['security.secretsLogged', sec?.secretsLogged, isArray],
+    ['security.restrictedAdmission', sec?.restrictedAdmission, isObject],
+    ['security.npmAudit', sec?.npmAudit, isObject],
+  ];
+  const bad = shape.find(([, value, ok]) => !ok(value))?.[0];
+  if (bad)
+    fail(
+      `--merge: ${file} is not a chaos report ("${bad}" is missing or of the wrong type); pass files written by --json`,
+    );
   return r as ChaosReport;
 }
 

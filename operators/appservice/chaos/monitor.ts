@@ -110,8 +110,9 @@ export class Monitor {
   }
 
   /**
-   * Whether what is left is the nodes' part: every AppService not settled has pods not yet Ready, and its status
-   * already says so (it matches the pods as they are) — the operator has done what it can until a node reports.
+   * Whether what is left is the nodes' part: every AppService not settled has all its pods, some not yet Ready, and
+   * its status already says so (it matches the pods as they are) — the operator has done what it can until a node
+   * reports.
    */
   waitingOnNodes(): boolean {
     let waiting = false;
@@ -119,13 +120,18 @@ export class Monitor {
       if (app.metadata.deletionTimestamp) continue;
       const c = this.#check(app);
       if (c.problems.length === 0) continue;
-      if (c.unready === 0 || !c.statusMatchesPods) return false;
+      if (c.unready === 0 || !c.statusMatchesPods || !c.allCreated) return false;
       waiting = true;
     }
     return waiting;
   }
 
-  #check(app: AppService): { problems: Violation[]; unready: number; statusMatchesPods: boolean } {
+  #check(app: AppService): {
+    problems: Violation[];
+    unready: number;
+    statusMatchesPods: boolean;
+    allCreated: boolean;
+  } {
     const problems: Violation[] = [];
     const name = app.metadata.name as string;
     const want = app.spec.replicas ?? 1;
@@ -147,6 +153,6 @@ export class Monitor {
     if (!sameNames) status('status.podNames ≠ the live pods');
     const statusMatchesPods =
       current && sameNames && s?.replicas === pods.length && s?.readyReplicas === pods.length - unready;
-    return { problems, unready, statusMatchesPods };
+    return { problems, unready, statusMatchesPods, allCreated: pods.length === want };
   }
 }

@@ -19,7 +19,7 @@ import {
 } from '@opkit/runtime';
 import type { AuditEvent } from '@opkit/testenv';
 import { installObjects, NAME } from '../src/install.ts';
-import { forbidden, type Rule, unusedPermissions } from './audit.ts';
+import { forbidden, inWindows, type Rule, unusedPermissions } from './audit.ts';
 
 export interface SecurityReport {
   readonly forbidden: number;
@@ -53,10 +53,7 @@ export async function securityReport(
   leaks: readonly string[],
   restartWindows: readonly (readonly [number, number])[],
 ): Promise<SecurityReport> {
-  const during = (e: AuditEvent) => {
-    const at = Date.parse(e.requestReceivedTimestamp ?? '');
-    return restartWindows.some(([from, to]) => at >= from && at <= to);
-  };
+  const during = (e: AuditEvent) => inWindows(Date.parse(e.requestReceivedTimestamp ?? ''), restartWindows);
   const all = forbidden(events);
   const denied = all.filter((e) => !during(e));
   return {

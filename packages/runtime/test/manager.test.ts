@@ -243,13 +243,20 @@ describe('manager against a real apiserver', () => {
       .complete(async (req, ctx) => {
         const cm = await ctx.cache.get(ConfigMaps, req);
         if (!cm?.metadata.labels?.managed) return done();
-        return finalizer(ctx.client, ConfigMaps, cm, NAME, {
-          apply: async () => done(),
-          cleanup: async (obj: ConfigMap) => {
-            cleaned.push(obj.metadata.name as string);
-            return done();
+        return finalizer(
+          ctx.client,
+          ConfigMaps,
+          cm,
+          NAME,
+          {
+            apply: async () => done(),
+            cleanup: async (obj: ConfigMap) => {
+              cleaned.push(obj.metadata.name as string);
+              return done();
+            },
           },
-        });
+          { signal: ctx.signal },
+        );
       });
     const stop = new AbortController();
     const running = mgr.start(stop.signal);

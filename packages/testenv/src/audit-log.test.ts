@@ -17,6 +17,7 @@ test('readAuditLog reads whole lines only, filters by user, and continues where 
     const size = await auditLogSize(path);
     const half = event(op, 'delete', 'd');
     await appendFile(path, half.slice(0, 20));
+    assert.equal(await auditLogSize(path), size, 'the size is taken at a line boundary');
     const first = await readAuditLog(path, { username: op });
     assert.deepEqual(
       first.events.map((e) => e.objectRef?.name),

@@ -33,11 +33,23 @@ export interface AuditLogSlice {
   readonly end: number;
 }
 
-/** The current size of the log: events written from now on come after this offset. */
+/**
+ * Where the log ends now, at a line boundary (after its last whole line): events written from now on come after this
+ * offset, and a slice read from it never starts inside an event.
+ */
 export async function auditLogSize(path: string): Promise<number> {
   const fh = await open(path, 'r');
   try {
-    return (await fh.stat()).size;
+    let end = (await fh.stat()).size;
+    const chunk = Buffer.alloc(64 * 1024);
+    while (end > 0) {
+      const from = Math.max(0, end - chunk.length);
+      const { bytesRead } = await fh.read(chunk, 0, end - from, from);
+      const newline = chunk.subarray(0, bytesRead).lastIndexOf(0x0a);
+      if (newline >= 0) return from + newline + 1;
+      end = from;
+    }
+    return 0;
   } finally {
     await fh.close();
   }

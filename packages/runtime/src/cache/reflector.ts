@@ -47,6 +47,9 @@ export interface ReflectorOptions<T extends KubeObject> {
   readonly metrics?: WatchMetrics | undefined;
 }
 
+/** The longest Retry-After honoured (as the backoff's cap); it is stretched by up to 20 % so replicas spread out. */
+const RETRY_AFTER_MAX_MS = 30_000;
+
 /** How long a watch must stay open to count as a good answer from the server (the backoff starts over). */
 const HEALTHY_WATCH_MS = 5_000;
 
@@ -105,7 +108,11 @@ export class Reflector<T extends KubeObject> {
         // the server said when to come back (429/503 with Retry-After, e.g. its storage still initializing after a
         // restart): then, not after a backoff grown by the outage before it
         const delay =
-          err.retryAfterSeconds !== undefined ? Math.max(500, err.retryAfterSeconds * 1000) : this.#backoff.next();
+          err.retryAfterSeconds !== undefined
+            ? Math.round(
+                Math.min(RETRY_AFTER_MAX_MS, Math.max(500, err.retryAfterSeconds * 1000)) * (1 + Math.random() * 0.2),
+              )
+            : this.#backoff.next();
         const fields = { code: err.code, status: err.status, retryInMs: delay, attempt: this.#backoff.attempts };
         if (err.code === 'Timeout' && /no event or bookmark/.test(err.message)) {
           log.warn(fields, 'watch went silent: restarting it');

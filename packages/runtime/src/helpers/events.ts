@@ -15,6 +15,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { type Event, Events } from '../client/builtins.ts';
 import type { Client } from '../client/client.ts';
 import { isApiError } from '../client/errors.ts';
@@ -22,6 +23,9 @@ import type { KubeObject, ResourceType } from '../client/resource.ts';
 import type { Logger } from '../logger.ts';
 
 export type EventType = 'Normal' | 'Warning';
+
+/** The longest a Node timer can wait (2^31 − 1 ms); a longer flush timeout means no limit. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 export interface EventRecorderOptions {
   readonly client: Client;
@@ -115,11 +119,21 @@ export class EventRecorder {
    * (default: no limit), cancelling the writes still under way. Returns how many were cancelled.
    */
   async flush(timeoutMs = Infinity): Promise<number> {
+    const limited = timeoutMs < MAX_TIMER_MS; // longer than a timer can wait: no limit
     const deadline = Date.now() + timeoutMs;
     while (this.#inFlight.size > 0) {
-      const left = deadline - Date.now();
       const all = Promise.all([...this.#inFlight]).then(() => true);
-      if (left === Infinity ? await all : await Promise.race([all, delay(Math.max(0, left))])) continue;
+      if (!limited) {
+        await all;
+        continue;
+      }
+      const timer = new AbortController();
+      const timedOut = sleep(Math.max(0, deadline - Date.now()), false, { signal: timer.signal, ref: false }).catch(
+        () => false,
+      );
+      const written = await Promise.race([all, timedOut]);
+      timer.abort();
+      if (written) continue;
       const cancelled = this.#inFlight.size;
       this.#cancel.abort(new Error('event recorder flush timed out'));
       this.#cancel = new AbortController();
@@ -186,8 +200,4 @@ export class EventRecorder {
     }
     return true;
   }
-}
-
-function delay(ms: number): Promise<false> {
-  return new Promise((resolve) => setTimeout(resolve, ms, false).unref());
 }

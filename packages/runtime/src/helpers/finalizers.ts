@@ -6,7 +6,7 @@
  * return finalizer(ctx.client, AppServices, app, 'app.example.com/cleanup', {
  *   apply: async (app) => { …create/update children…; return done(); },
  *   cleanup: async (app) => { …release what the object holds outside the cluster…; return done(); },
- * });
+ * }, { signal: ctx.signal });
  * ```
  * Expected flow: while the object lives, the finalizer is added first (before `apply` may create anything that
  * needs cleaning up), then `apply` runs. Once it is being deleted (deletionTimestamp set), `cleanup` runs and the
@@ -17,14 +17,21 @@
  * instead of dropping someone else's finalizer — e.g. `foregroundDeletion`, which stays in place.
  * Cleanup runs once per object: the cache can still show the finalizer for a moment after it was removed (the
  * watch event of that write is on its way), so before cleaning up the object is read from the apiserver — one GET
- * per deletion. It runs again only if it threw, or if the process stopped between cleanup and the removal; write
- * it to be safe to repeat. Permissions needed on the kind: `get` and `patch`.
+ * per deletion — and cleanup runs only if it is the same object (uid), being deleted, still holding the finalizer.
+ * A Conflict on the removal (another actor changed the object) is retried without cleaning again. Cleanup runs again
+ * only if it threw, or if the process stopped between cleanup and the removal; write it to be safe to repeat.
+ * Permissions needed on the kind: `get` and `patch`.
  * Caveat: an object deleted before the finalizer was added gets no cleanup (nothing needed it yet).
  */
 import type { Client } from '../client/client.ts';
-import { isNotFound } from '../client/errors.ts';
-import type { KubeObject, ResourceType } from '../client/resource.ts';
+import { isConflict, isNotFound } from '../client/errors.ts';
+import { type KubeObject, type ResourceType, refOf } from '../client/resource.ts';
 import type { Result } from '../controller/reconcile.ts';
+
+/** Options of the finalizer helpers: pass the reconcile's `ctx.signal`, so a stop cuts their requests short. */
+export interface FinalizerOptions {
+  readonly signal?: AbortSignal | undefined;
+}
 
 export function hasFinalizer(obj: KubeObject, name: string): boolean {
   return obj.metadata.finalizers?.includes(name) ?? false;
@@ -36,9 +43,10 @@ export async function addFinalizer<T extends KubeObject>(
   r: ResourceType<T>,
   obj: T,
   name: string,
+  options: FinalizerOptions = {},
 ): Promise<T> {
   if (hasFinalizer(obj, name)) return obj;
-  return writeFinalizers(client, r, obj, [...(obj.metadata.finalizers ?? []), name]);
+  return writeFinalizers(client, r, obj, [...(obj.metadata.finalizers ?? []), name], options);
 }
 
 /** Removes the finalizer (no write if absent), keeping every other finalizer; returns the object as written. */
@@ -47,6 +55,7 @@ export async function removeFinalizer<T extends KubeObject>(
   r: ResourceType<T>,
   obj: T,
   name: string,
+  options: FinalizerOptions = {},
 ): Promise<T> {
   if (!hasFinalizer(obj, name)) return obj;
   return writeFinalizers(
@@ -54,6 +63,7 @@ export async function removeFinalizer<T extends KubeObject>(
     r,
     obj,
     (obj.metadata.finalizers ?? []).filter((f) => f !== name),
+    options,
   );
 }
 
@@ -62,15 +72,14 @@ function writeFinalizers<T extends KubeObject>(
   r: ResourceType<T>,
   obj: T,
   finalizers: string[],
+  options: FinalizerOptions,
 ): Promise<T> {
-  return client.patch(r, refOf(obj), { metadata: { finalizers, resourceVersion: obj.metadata.resourceVersion } });
-}
-
-function refOf(obj: KubeObject): { namespace?: string; name: string } {
-  return {
-    ...(obj.metadata.namespace ? { namespace: obj.metadata.namespace } : {}),
-    name: obj.metadata.name ?? '',
-  };
+  return client.patch(
+    r,
+    refOf(obj),
+    { metadata: { finalizers, resourceVersion: obj.metadata.resourceVersion } },
+    options.signal ? { signal: options.signal } : {},
+  );
 }
 
 export interface FinalizerHandlers<T extends KubeObject> {
@@ -80,6 +89,28 @@ export interface FinalizerHandlers<T extends KubeObject> {
   cleanup(obj: T): Promise<Result>;
 }
 
+/**
+ * The object as the apiserver has it now, if it is still the same object (same uid), being deleted and holding the
+ * finalizer — the one `cleanup` may act on; undefined otherwise (gone, recreated under the name, or already done).
+ */
+async function stillToClean<T extends KubeObject>(
+  client: Client,
+  r: ResourceType<T>,
+  obj: T,
+  name: string,
+  options: FinalizerOptions,
+): Promise<T | undefined> {
+  const live = await client.get(r, refOf(obj), options.signal ? { signal: options.signal } : {}).catch((err) => {
+    if (isNotFound(err)) return undefined;
+    throw err;
+  });
+  const same = live?.metadata.uid === obj.metadata.uid && live?.metadata.deletionTimestamp;
+  return live && same && hasFinalizer(live, name) ? live : undefined;
+}
+
+/** Tries to remove the finalizer again after a Conflict (someone else changed the object) — without cleaning again. */
+const REMOVE_ATTEMPTS = 5;
+
 /** Runs the finalizer flow described in the module comment. */
 export async function finalizer<T extends KubeObject>(
   client: Client,
@@ -87,18 +118,25 @@ export async function finalizer<T extends KubeObject>(
   obj: T,
   name: string,
   handlers: FinalizerHandlers<T>,
+  options: FinalizerOptions = {},
 ): Promise<Result> {
-  if (obj.metadata.deletionTimestamp) {
-    if (!hasFinalizer(obj, name)) return {};
-    const live = await client.get(r, refOf(obj)).catch((err: unknown) => {
-      if (isNotFound(err)) return undefined;
-      throw err;
-    });
-    if (!live || !hasFinalizer(live, name)) return {};
-    const result = await handlers.cleanup(live);
-    await removeFinalizer(client, r, live, name);
-    return result;
+  if (!obj.metadata.deletionTimestamp) {
+    const current = await addFinalizer(client, r, obj, name, options);
+    return handlers.apply(current);
   }
-  const current = await addFinalizer(client, r, obj, name);
-  return handlers.apply(current);
+  if (!hasFinalizer(obj, name)) return {};
+  let live = await stillToClean(client, r, obj, name, options);
+  if (!live) return {};
+  const result = await handlers.cleanup(live);
+  for (let attempt = 1; live; attempt++) {
+    try {
+      await removeFinalizer(client, r, live, name, options);
+      break;
+    } catch (err) {
+      if (isNotFound(err)) break;
+      if (!isConflict(err) || attempt >= REMOVE_ATTEMPTS) throw err;
+      live = await stillToClean(client, r, live, name, options);
+    }
+  }
+  return result;
 }
