@@ -186,56 +186,50 @@ describe('informer against a real apiserver', () => {
     }
   });
 
-  test('the retry backoff starts over once the server answers well again, so the next outage gets short retries', async () => {
-    await namespace('b', 1);
+  /**
+   * Two outages of a quiet namespace's informer, `healthyMs` apart: the retry attempt numbers (1 = the shortest
+   * backoff) of the last failure of the first outage and the first failure of the second.
+   */
+  async function twoOutages(
+    ns: string,
+    watchTimeoutSeconds: readonly [number, number],
+    healthyMs: number,
+    second: 'drop' | 'reset',
+  ): Promise<{ grownTo: unknown; restartedAt: unknown }> {
+    await namespace(ns, 1);
     const proxy = await FaultProxy.start({ target: targetOf(env.server) });
     const via = await clientVia(env, proxy.url);
     const log = recordingLogger();
     const failures = () => log.entries.filter((e) => /list\/watch failed/.test(e.message));
-    const inf = informer(via, 'b', { log, watchTimeoutSeconds: [1, 2] });
+    const inf = informer(via, ns, { log, watchTimeoutSeconds });
     try {
       await inf.waitForSync();
       proxy.setMode({ kind: 'drop' });
       await waitFor('three failed retries', async () => failures().length >= 3, 15_000);
       proxy.setMode({ kind: 'pass' });
-      // the last retry comes within 2.4 s; then, in this quiet namespace, a watch delivers nothing and ends at its 1–2 s
-      // server timeout: the server answered well
-      await new Promise((r) => setTimeout(r, 6_000));
+      await new Promise((r) => setTimeout(r, healthyMs));
       const before = failures().length;
-      proxy.setMode({ kind: 'drop' });
+      proxy.setMode({ kind: second });
       await waitFor('a failure in the second outage', async () => failures().length > before, 15_000);
       proxy.setMode({ kind: 'pass' });
-      assert.equal(failures()[before]?.fields.attempt, 1, 'the second outage starts with the shortest retry');
-      assert.ok((failures()[before - 1]?.fields.attempt as number) >= 3, 'the first outage had grown the backoff');
+      return { grownTo: failures()[before - 1]?.fields.attempt, restartedAt: failures()[before]?.fields.attempt };
     } finally {
       via.close();
       await proxy.close();
     }
+  }
+
+  test('the retry backoff starts over once the server answers well again, so the next outage gets short retries', async () => {
+    // the last retry comes within 2.4 s; then the watch delivers nothing and ends at its 1–2 s server timeout
+    const { grownTo, restartedAt } = await twoOutages('b', [1, 2], 6_000, 'drop');
+    assert.ok((grownTo as number) >= 3, 'the first outage had grown the backoff');
+    assert.equal(restartedAt, 1, 'the second outage starts with the shortest retry');
   });
 
   test('a watch that stayed open for 5 s also starts the backoff over, however it ends', async () => {
-    await namespace('b2', 1);
-    const proxy = await FaultProxy.start({ target: targetOf(env.server) });
-    const via = await clientVia(env, proxy.url);
-    const log = recordingLogger();
-    const failures = () => log.entries.filter((e) => /list\/watch failed/.test(e.message));
-    const inf = informer(via, 'b2', { log, watchTimeoutSeconds: [60, 61] });
-    try {
-      await inf.waitForSync();
-      proxy.setMode({ kind: 'drop' });
-      await waitFor('three failed retries', async () => failures().length >= 3, 15_000);
-      proxy.setMode({ kind: 'pass' });
-      // the last retry comes within 2.4 s; the watch it opens delivers nothing and would run for 60 s
-      await new Promise((r) => setTimeout(r, 8_000));
-      const before = failures().length;
-      proxy.setMode({ kind: 'reset' });
-      await waitFor('a failure in the second outage', async () => failures().length > before, 15_000);
-      proxy.setMode({ kind: 'pass' });
-      assert.equal(failures()[before]?.fields.attempt, 1, 'the second outage starts with the shortest retry');
-    } finally {
-      via.close();
-      await proxy.close();
-    }
+    // the last retry comes within 2.4 s; the watch it opens delivers nothing and would run for 60 s
+    const { restartedAt } = await twoOutages('b2', [60, 61], 8_000, 'reset');
+    assert.equal(restartedAt, 1, 'the second outage starts with the shortest retry');
   });
 
   test('a silently hung watch is detected by the inactivity deadline and recovers', async () => {
