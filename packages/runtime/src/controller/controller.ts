@@ -60,6 +60,9 @@ export class ControllerError extends Error {
   }
 }
 
+/** Time in-flight reconciles get on stop before their `ctx.signal` aborts, unless configured. */
+export const DEFAULT_DRAIN_TIMEOUT_MS = 2_000;
+
 export class Controller {
   readonly name: string;
   readonly queue: WorkQueue<string>;
@@ -162,7 +165,7 @@ export class Controller {
     await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
     clearInterval(resync);
     this.#log.info({ inFlight: this.#active }, 'stopping: draining in-flight reconciles');
-    const drainMs = this.#o.drainTimeoutMs ?? 2_000;
+    const drainMs = this.#o.drainTimeoutMs ?? DEFAULT_DRAIN_TIMEOUT_MS;
     const timer = setTimeout(() => reconcileAbort.abort(new Error('drain timeout')), drainMs);
     await this.queue.shutDownWithDrain();
     clearTimeout(timer);

@@ -25,7 +25,7 @@ import { Client } from '../client/client.ts';
 import { isApiError } from '../client/errors.ts';
 import { type ResourceType, resourceId } from '../client/resource.ts';
 import { type BuilderOptions, ControllerBuilder } from '../controller/builder.ts';
-import type { Controller } from '../controller/controller.ts';
+import { type Controller, DEFAULT_DRAIN_TIMEOUT_MS } from '../controller/controller.ts';
 import { EventRecorder } from '../helpers/events.ts';
 import { createLogger, type Logger } from '../logger.ts';
 import { Metrics } from '../metrics.ts';
@@ -129,7 +129,7 @@ export class Manager {
 
   /** Time in-flight reconciles get on shutdown before their signal aborts. */
   get #drainMs(): number {
-    return this.#o.controllers?.gracefulShutdownTimeoutMs ?? 2_000;
+    return this.#o.controllers?.gracefulShutdownTimeoutMs ?? DEFAULT_DRAIN_TIMEOUT_MS;
   }
 
   /**
