@@ -1,10 +1,10 @@
 /**
  * @module cache/watch
  * One watch request as an async stream of events. Decodes the newline-delimited JSON incrementally (one line at a
- * time, never the whole stream). Ends normally when the server closes the watch (its `timeoutSeconds` elapsed);
+ * time, never the whole stream), as a UTF-8 stream: a character split across network chunks is decoded whole. Ends normally when the server closes the watch (its `timeoutSeconds` elapsed);
  * throws an `ApiError` for an ERROR event (410 Gone for an expired resourceVersion), for a network failure, when the
  * caller aborts (`Aborted`), and — the silent-hang guard — when no event or bookmark arrives for
- * `inactivityTimeoutMs` (`Timeout`).
+ * `inactivityTimeoutMs` (`Inactive`).
  */
 import { ApiError, type Status } from '../client/errors.ts';
 import { collectionPath, type KubeObject, type ResourceType } from '../client/resource.ts';
@@ -64,9 +64,10 @@ export async function* watchEvents<T extends KubeObject>(
       signal: local.signal,
     });
     req.onOpen?.();
+    const decoder = new TextDecoder('utf-8');
     let pending = '';
     for await (const chunk of res as AsyncIterable<Buffer>) {
-      pending += chunk.toString('utf8');
+      pending += decoder.decode(chunk, { stream: true });
       let newline = pending.indexOf('\n');
       while (newline >= 0) {
         const line = pending.slice(0, newline);
@@ -84,7 +85,7 @@ export async function* watchEvents<T extends KubeObject>(
     }
   } catch (err) {
     if (silent) {
-      throw new ApiError('Timeout', `WATCH ${path}: no event or bookmark for ${req.inactivityTimeoutMs} ms`, {
+      throw new ApiError('Inactive', `WATCH ${path}: no event or bookmark for ${req.inactivityTimeoutMs} ms`, {
         request: `WATCH ${path}`,
       });
     }
