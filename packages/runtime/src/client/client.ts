@@ -4,9 +4,12 @@
  * namespaced or cluster-scoped), the `status` and `scale` subresources, and paginated lists.
  *
  * Guarantees: every list is paginated (`limit`/`continue`, 500 per page by default) and all pages come from one
- * consistent snapshot; if the continue token expires mid-way the list restarts once from scratch. Status changes go
+ * consistent snapshot; if the continue token expires mid-way (410), the rest comes from one unpaginated list, as
+ * client-go's pager does — the caller is told to drop the pages it had (`ObjectList.restart`). Status changes go
  * through the status subresource (`updateStatus` / `patchStatus`): `update` of an object whose kind has a status
- * subresource ignores status, as the apiserver does. Errors are `ApiError`s.
+ * subresource ignores status, as the apiserver does. Errors are `ApiError`s. A client made by `withSignal(signal)`
+ * shares the connection and aborts every request it makes when `signal` does (a reconcile's client: a stopping
+ * controller cuts its hung requests short without each call passing the signal).
  */
 
 import { VERSION } from '../version.ts';
@@ -23,6 +26,8 @@ export interface ListMeta {
 export interface ObjectList<T> {
   readonly items: T[];
   readonly metadata: ListMeta;
+  /** Set by `listPages` on a page that replaces every page before it (the unpaginated fallback). */
+  readonly restart?: boolean;
 }
 
 export interface ListOptions {
@@ -87,8 +92,20 @@ export class Client {
   readonly transport: Transport;
   /** The namespace of the kubeconfig context (or the pod's, in a cluster). */
   readonly defaultNamespace: string;
+  /** Aborts every request of this client (see `withSignal`). */
+  readonly #bound: AbortSignal | undefined;
 
-  constructor(config: ConnectionConfig, options: Omit<ClientOptions, 'config'> = {}) {
+  constructor(
+    config: ConnectionConfig | Client,
+    options: Omit<ClientOptions, 'config'> & { bound?: AbortSignal } = {},
+  ) {
+    if (config instanceof Client) {
+      this.transport = config.transport;
+      this.defaultNamespace = config.defaultNamespace;
+      const outer = config.#bound;
+      this.#bound = outer && options.bound ? AbortSignal.any([outer, options.bound]) : (options.bound ?? outer);
+      return;
+    }
     this.transport = new Transport({
       config,
       userAgent: `opkit/${VERSION}${options.name ? ` (${options.name})` : ''}`,
@@ -98,6 +115,15 @@ export class Client {
       ...(options.metrics ? { metrics: options.metrics } : {}),
     });
     this.defaultNamespace = config.namespace;
+    this.#bound = options.bound;
+  }
+
+  /**
+   * A client on the same connection whose every request also aborts when `signal` does (with `Aborted`). Closing it
+   * closes the shared connection: close only the client you created.
+   */
+  withSignal(signal: AbortSignal): Client {
+    return new Client(this, { bound: signal });
   }
 
   /** A client for the kubeconfig kubectl would use (or the given file/context), or the in-cluster config. */
@@ -107,7 +133,7 @@ export class Client {
   }
 
   get<T extends KubeObject>(r: ResourceType<T>, ref: ObjectRef, options: { signal?: AbortSignal } = {}): Promise<T> {
-    return this.transport.request<T>({ method: 'GET', path: objectPath(r, ref), ...signal(options) });
+    return this.transport.request<T>({ method: 'GET', path: objectPath(r, ref), ...this.#signal(options) });
   }
 
   /** All items, fetched page by page (see `listPages`). */
@@ -115,6 +141,7 @@ export class Client {
     const items: T[] = [];
     let resourceVersion = '';
     for await (const page of this.listPages(r, options)) {
+      if (page.restart) items.length = 0;
       for (const item of page.items) items.push(item);
       resourceVersion = page.metadata.resourceVersion;
     }
@@ -123,39 +150,46 @@ export class Client {
 
   /**
    * Pages of at most `pageSize` items from one snapshot; `kind` and `apiVersion` are filled in on every item (the
-   * apiserver omits them in lists). An expired continue token (410) restarts the list once.
+   * apiserver omits them in lists). When the continue token expires (410) mid-way, the next page is the whole list,
+   * fetched unpaginated and marked `restart: true`: the caller drops what it had (as client-go's pager falls back).
    */
   async *listPages<T extends KubeObject>(r: ResourceType<T>, options: ListOptions = {}): AsyncGenerator<ObjectList<T>> {
-    let restarted = false;
     let token: string | undefined;
+    const query = (limit: number | undefined, cont: string | undefined) => ({
+      limit,
+      continue: cont,
+      labelSelector: options.labelSelector,
+      fieldSelector: options.fieldSelector,
+    });
+    const path = collectionPath(r, options.namespace);
     for (;;) {
       let page: ObjectList<T>;
+      let restart = false;
       try {
         page = await this.transport.request<ObjectList<T>>({
           method: 'GET',
-          path: collectionPath(r, options.namespace),
-          query: {
-            limit: options.pageSize ?? 500,
-            continue: token,
-            labelSelector: options.labelSelector,
-            fieldSelector: options.fieldSelector,
-          },
-          ...signal(options),
+          path,
+          query: query(options.pageSize ?? 500, token),
+          ...this.#signal(options),
         });
       } catch (err) {
-        if (err instanceof ApiError && err.code === 'Gone' && token !== undefined && !restarted) {
-          restarted = true;
-          token = undefined;
-          continue;
-        }
-        throw err;
+        if (!(err instanceof ApiError && err.code === 'Gone' && token !== undefined)) throw err;
+        page = await this.transport.request<ObjectList<T>>({
+          method: 'GET',
+          path,
+          query: query(undefined, undefined),
+          ...this.#signal(options),
+        });
+        restart = true;
       }
       for (const item of page.items) {
         item.apiVersion = r.apiVersion;
         item.kind = r.kind;
       }
-      yield page;
-      token = page.metadata.continue || undefined;
+      yield restart
+        ? { items: page.items, metadata: { resourceVersion: page.metadata.resourceVersion }, restart }
+        : page;
+      token = restart ? undefined : page.metadata.continue || undefined;
       if (!token) return;
     }
   }
@@ -168,7 +202,7 @@ export class Client {
       path: collectionPath(r, namespace),
       query: writeQuery(options),
       body: withType(r, obj),
-      ...signal(options),
+      ...this.#signal(options),
     });
   }
 
@@ -179,7 +213,7 @@ export class Client {
       path: objectPath(r, this.#ref(r, obj)),
       query: writeQuery(options),
       body: withType(r, obj),
-      ...signal(options),
+      ...this.#signal(options),
     });
   }
 
@@ -190,7 +224,7 @@ export class Client {
       path: objectPath(r, this.#ref(r, obj), 'status'),
       query: writeQuery(options),
       body: withType(r, obj),
-      ...signal(options),
+      ...this.#signal(options),
     });
   }
 
@@ -246,7 +280,7 @@ export class Client {
             },
           }
         : {}),
-      ...signal(options),
+      ...this.#signal(options),
     });
   }
 
@@ -254,7 +288,7 @@ export class Client {
     return this.transport.request<ScaleObject>({
       method: 'GET',
       path: objectPath(r, ref, 'scale'),
-      ...signal(options),
+      ...this.#signal(options),
     });
   }
 
@@ -264,7 +298,7 @@ export class Client {
       path: objectPath(r, ref, 'scale'),
       query: writeQuery(options),
       body: { apiVersion: 'autoscaling/v1', kind: 'Scale', ...scale },
-      ...signal(options),
+      ...this.#signal(options),
     });
   }
 
@@ -276,12 +310,21 @@ export class Client {
       query: writeQuery(options),
       body: { spec: { replicas } },
       contentType: CONTENT_TYPES.merge,
-      ...signal(options),
+      ...this.#signal(options),
     });
   }
 
   close(): void {
     this.transport.close();
+  }
+
+  /** The request's own signal and the client's bound one, as one. */
+  #signal(options: { signal?: AbortSignal | undefined }): { signal?: AbortSignal } {
+    const own = options.signal;
+    const bound = this.#bound;
+    if (own && bound) return { signal: AbortSignal.any([own, bound]) };
+    const one = own ?? bound;
+    return one ? { signal: one } : {};
   }
 
   #ref(r: ResourceType, obj: KubeObject): ObjectRef {
@@ -309,7 +352,7 @@ export class Client {
       },
       body: patch,
       contentType: CONTENT_TYPES[type],
-      ...signal(options),
+      ...this.#signal(options),
     });
   }
 }
@@ -329,8 +372,4 @@ function withType<T extends KubeObject>(r: ResourceType<T>, obj: T): T {
 
 function writeQuery(options: WriteOptions): Record<string, string | undefined> {
   return { fieldManager: options.fieldManager, dryRun: options.dryRun ? 'All' : undefined };
-}
-
-function signal(options: { signal?: AbortSignal | undefined }): { signal?: AbortSignal } {
-  return options.signal ? { signal: options.signal } : {};
 }

@@ -3,10 +3,11 @@
  * `ApiError`: every failure of a request to the apiserver, with a stable `code` (from the Status `reason`, or the HTTP
  * status when the reason is absent), the HTTP `status`, the server's `reason` and `message`, the field `causes` of an
  * Invalid error, and `retryAfterSeconds` when the server asked for it. Network failures and client-side timeouts are
- * ApiErrors too (`Network`, `Timeout`), with the original error as `cause`. `toApiError` normalises anything thrown.
+ * ApiErrors too (`Network`, `Timeout`), with the original error as `cause`; a watch that stayed silent past its
+ * inactivity deadline is `Inactive`; a request its caller aborted is `Aborted`. `toApiError` normalises anything thrown.
  *
- * Retryable: Conflict, TooManyRequests, Timeout, ServerTimeout, Unavailable, InternalError, Network, Gone (by
- * relisting). Not retryable: NotFound, AlreadyExists, Forbidden, Unauthorized, Invalid, BadRequest, MethodNotAllowed.
+ * Retryable: Conflict, TooManyRequests, Timeout, ServerTimeout, Unavailable, InternalError, Network, Inactive,
+ * Gone (by relisting). Not retryable: NotFound, AlreadyExists, Forbidden, Unauthorized, Invalid, BadRequest, MethodNotAllowed.
  */
 
 export type ApiErrorCode =
@@ -26,6 +27,7 @@ export type ApiErrorCode =
   | 'Timeout'
   | 'Unavailable'
   | 'Network'
+  | 'Inactive'
   | 'Aborted'
   | 'Unknown';
 
@@ -95,6 +97,7 @@ const RETRYABLE: ReadonlySet<ApiErrorCode> = new Set([
   'Timeout',
   'Unavailable',
   'Network',
+  'Inactive',
 ]);
 
 export class ApiError extends Error {
@@ -170,3 +173,12 @@ export const isNotFound = (err: unknown): boolean => isApiError(err, 'NotFound')
 export const isConflict = (err: unknown): boolean => isApiError(err, 'Conflict');
 export const isAlreadyExists = (err: unknown): boolean => isApiError(err, 'AlreadyExists');
 export const isGone = (err: unknown): boolean => isApiError(err, 'Gone');
+
+/**
+ * The apiserver's answer to a resourceVersion newer than any it has (after an etcd restore, or a watch cache behind a
+ * newer apiserver): a 504 whose Status carries the cause `ResourceVersionTooLarge`. The way out is a fresh list with
+ * no resourceVersion, as client-go's reflector does.
+ */
+export function isResourceVersionTooLarge(err: unknown): boolean {
+  return err instanceof ApiError && err.causes.some((c) => c.reason === 'ResourceVersionTooLarge');
+}

@@ -179,3 +179,124 @@ test('bad kubeconfigs fail with an error naming the file and what to fix', async
   }
   await assert.rejects(loadConfig({ path: join(dir, 'absent.yaml') }), /cannot read the kubeconfig/);
 });
+
+test('impersonation: as, as-uid, as-groups and as-user-extra are read; the others without as are refused', async () => {
+  const path = await file(
+    'as.yaml',
+    `current-context: x
+contexts: [{ name: x, context: { cluster: c, user: admin } }]
+clusters: [{ name: c, cluster: { server: "https://s:1" } }]
+users:
+- name: admin
+  user:
+    token: t
+    as: jane
+    as-uid: "1234"
+    as-groups: [devs, "system:authenticated"]
+    as-user-extra: { scopes: [view, "déploy"] }
+`,
+  );
+  const cfg = await loadConfig({ path });
+  assert.deepEqual(cfg.impersonate, {
+    user: 'jane',
+    uid: '1234',
+    groups: ['devs', 'system:authenticated'],
+    extra: { scopes: ['view', 'déploy'] },
+  });
+  const bad = await file(
+    'as-bad.yaml',
+    `current-context: x
+contexts: [{ name: x, context: { cluster: c, user: u } }]
+clusters: [{ name: c, cluster: { server: "https://s:1" } }]
+users: [{ name: u, user: { as-groups: [devs] } }]
+`,
+  );
+  await assert.rejects(loadConfig({ path: bad }), /users\[u\]\.as-groups needs `as`/);
+});
+
+test('proxy-url wins; else HTTPS_PROXY applies unless NO_PROXY or a loopback server says otherwise', async () => {
+  const kubeconfig = (name: string, server: string, proxy?: string) =>
+    file(
+      name,
+      `current-context: x
+contexts: [{ name: x, context: { cluster: c } }]
+clusters: [{ name: c, cluster: { server: "${server}"${proxy ? `, proxy-url: "${proxy}"` : ''} } }]
+`,
+    );
+  const env = { HTTPS_PROXY: 'http://corp-proxy:3128', NO_PROXY: '.internal,10.0.0.0/8' };
+  const explicit = await loadConfig({
+    path: await kubeconfig('p1.yaml', 'https://api.example:6443', 'socks5://s:1080'),
+    env,
+  });
+  assert.equal(explicit.proxyUrl, 'socks5://s:1080');
+  const fromEnv = await loadConfig({ path: await kubeconfig('p2.yaml', 'https://api.example:6443'), env });
+  assert.equal(fromEnv.proxyUrl, 'http://corp-proxy:3128/');
+  for (const server of ['https://k8s.internal:6443', 'https://10.1.2.3:6443', 'https://127.0.0.1:6443']) {
+    const direct = await loadConfig({ path: await kubeconfig('p3.yaml', server), env });
+    assert.equal(direct.proxyUrl, undefined, server);
+  }
+  await assert.rejects(
+    loadConfig({ path: await kubeconfig('p4.yaml', 'https://a:1', 'ftp://x:21'), env }),
+    /clusters\[c\]\.proxy-url: proxy scheme "ftp" is not supported/,
+  );
+});
+
+test('a relative exec command is found beside the kubeconfig, whatever the working directory', async () => {
+  const sub = join(dir, 'cfgdir');
+  await mkdir(join(sub, 'bin'), { recursive: true });
+  const plugin = join(sub, 'bin', 'cred.sh');
+  await writeFile(
+    plugin,
+    `#!/bin/sh
+echo '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"beside"}}'
+`,
+  );
+  await chmod(plugin, 0o755);
+  const path = join(sub, 'config');
+  await writeFile(
+    path,
+    `current-context: x
+contexts: [{ name: x, context: { cluster: c, user: e } }]
+clusters: [{ name: c, cluster: { server: "https://s:1" } }]
+users: [{ name: e, user: { exec: { apiVersion: client.authentication.k8s.io/v1, command: ./bin/cred.sh } } }]
+`,
+  );
+  const cwd = process.cwd();
+  process.chdir(tmpdir());
+  try {
+    const cfg = await loadConfig({ path });
+    assert.equal((await cfg.auth.credentials()).headers.authorization, 'Bearer beside');
+  } finally {
+    process.chdir(cwd);
+  }
+});
+
+test('in a pod with KUBECONFIG unset, the service account wins over ~/.kube/config (as controller-runtime)', async () => {
+  const home = join(dir, 'home');
+  await mkdir(join(home, '.kube'), { recursive: true });
+  await writeFile(
+    join(home, '.kube', 'config'),
+    `current-context: x
+contexts: [{ name: x, context: { cluster: c } }]
+clusters: [{ name: c, cluster: { server: "https://laptop:6443" } }]
+`,
+  );
+  const sa = join(dir, 'sa2');
+  await mkdir(sa, { recursive: true });
+  await writeFile(join(sa, 'token'), 'sa-token');
+  await writeFile(join(sa, 'ca.crt'), 'SA-CA');
+  const savedHome = process.env.HOME;
+  process.env.HOME = home;
+  try {
+    const env = { HOME: home, KUBERNETES_SERVICE_HOST: '10.0.0.1', KUBERNETES_SERVICE_PORT: '443' };
+    const cfg = await loadConfig({ env, inClusterDir: sa });
+    assert.equal(cfg.server, 'https://10.0.0.1:443');
+    assert.equal(cfg.contextName, 'in-cluster');
+    const local = await loadConfig({ env: { HOME: home } });
+    assert.equal(local.server, 'https://laptop:6443', 'outside a pod, ~/.kube/config');
+    const chosen = await loadConfig({ env: { ...env, KUBECONFIG: join(home, '.kube', 'config') }, inClusterDir: sa });
+    assert.equal(chosen.server, 'https://laptop:6443', 'KUBECONFIG still wins');
+  } finally {
+    process.env.HOME = savedHome;
+  }
+});

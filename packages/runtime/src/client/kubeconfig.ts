@@ -1,22 +1,27 @@
 /**
  * @module client/kubeconfig
- * Where to connect and how to authenticate, read the way kubectl reads it: `$KUBECONFIG` (a list of files; for each
- * name the first file that defines it wins), else `~/.kube/config`, else the in-cluster service account. Supports
- * contexts (current or chosen), the context's namespace, CA / client certificates as data or files (paths relative to
- * the file), `insecure-skip-tls-verify`, `tls-server-name`, bearer `token` and `tokenFile`, basic auth, and `exec`
- * credential plugins (client.authentication.k8s.io ExecCredential, cached until shortly before they expire).
- * Legacy `auth-provider` users (oidc, gcp, azure) are delegated to @kubernetes/client-node's KubeConfig, loaded only
- * then: it costs ~85 MB of RSS, which every other operator does not pay.
+ * Where to connect and how to authenticate. The file is found as controller-runtime finds it: an explicit path, else
+ * `$KUBECONFIG` (a list of files; for each name the first file that defines it wins), else the in-cluster service
+ * account when running in a pod, else `~/.kube/config`. The file is read the way kubectl reads it: contexts (current
+ * or chosen), the context's namespace, CA / client certificates as data or files (paths relative to the file),
+ * `insecure-skip-tls-verify`, `tls-server-name`, `proxy-url` (else the environment's HTTPS_PROXY / NO_PROXY, see
+ * proxy.ts), bearer `token` and `tokenFile`, basic auth, impersonation (`as`, `as-uid`, `as-groups`,
+ * `as-user-extra`), and `exec` credential plugins (client.authentication.k8s.io ExecCredential, cached until shortly
+ * before they expire; a command with a path separator is relative to the kubeconfig's folder, a bare name is looked
+ * up on PATH). Legacy `auth-provider` users (oidc, gcp, azure) are delegated to @kubernetes/client-node's KubeConfig,
+ * loaded only then: it costs ~85 MB of RSS, which every other operator does not pay.
  *
  * Guarantees: credentials that can rotate (token files, in-cluster tokens, exec plugins) are re-read when due and after
- * `invalidate()` (the transport calls it on a 401). Errors name the file and the field to fix.
+ * `invalidate()` (the transport calls it on a 401). Errors name the file and the field to fix. Nothing the kubeconfig
+ * asks for is silently ignored: impersonation and proxies are applied to every request.
  */
 import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
-import { delimiter, dirname, isAbsolute, join } from 'node:path';
+import { delimiter, dirname, isAbsolute, join, sep } from 'node:path';
 import yaml from 'js-yaml';
+import { checkProxyUrl, proxyFor } from './proxy.ts';
 
 export class KubeconfigError extends Error {
   override readonly name = 'KubeconfigError';
@@ -36,6 +41,14 @@ export interface Authenticator {
   invalidate(): void;
 }
 
+/** Who the requests act as (the apiserver checks that the authenticated user may impersonate them). */
+export interface Impersonation {
+  readonly user: string;
+  readonly uid?: string;
+  readonly groups?: readonly string[];
+  readonly extra?: Readonly<Record<string, readonly string[]>>;
+}
+
 export interface ConnectionConfig {
   /** `https://host:port` (no trailing slash). */
   readonly server: string;
@@ -43,6 +56,10 @@ export interface ConnectionConfig {
   readonly insecureSkipTlsVerify?: boolean;
   readonly tlsServerName?: string;
   readonly auth: Authenticator;
+  /** Act as this user (kubeconfig `as`, `as-uid`, `as-groups`, `as-user-extra`). */
+  readonly impersonate?: Impersonation;
+  /** Tunnel through this proxy (`proxy-url`, else HTTPS_PROXY / HTTP_PROXY unless NO_PROXY or loopback). */
+  readonly proxyUrl?: string;
   /** The context's namespace (or the in-cluster pod's), default `default`. */
   readonly namespace: string;
   readonly contextName: string;
@@ -54,6 +71,8 @@ export interface LoadOptions {
   /** A context other than the current one. */
   readonly context?: string;
   readonly env?: NodeJS.ProcessEnv;
+  /** The service account folder of the in-cluster config (default /var/run/secrets/kubernetes.io/serviceaccount). */
+  readonly inClusterDir?: string;
 }
 
 interface NamedCluster {
@@ -64,6 +83,7 @@ interface NamedCluster {
     'certificate-authority-data'?: string;
     'insecure-skip-tls-verify'?: boolean;
     'tls-server-name'?: string;
+    'proxy-url'?: string;
   };
 }
 interface ExecConfig {
@@ -85,6 +105,10 @@ interface NamedUser {
     'client-key-data'?: string;
     exec?: ExecConfig;
     'auth-provider'?: { name?: string };
+    as?: string;
+    'as-uid'?: string;
+    'as-groups'?: string[];
+    'as-user-extra'?: Record<string, string[]>;
   };
 }
 interface NamedContext {
@@ -103,6 +127,9 @@ const SA_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
 /** Loads the connection config as kubectl would (see the module comment). */
 export async function loadConfig(options: LoadOptions = {}): Promise<ConnectionConfig> {
   const env = options.env ?? process.env;
+  if (!options.path && !env.KUBECONFIG && env.KUBERNETES_SERVICE_HOST && inClusterTokenExists(options.inClusterDir)) {
+    return loadInCluster(env, options.inClusterDir);
+  }
   const files = options.path
     ? [options.path]
     : env.KUBECONFIG
@@ -115,14 +142,6 @@ export async function loadConfig(options: LoadOptions = {}): Promise<ConnectionC
       raw = await readFile(file, 'utf8');
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT' && !options.path && files.length > 1) continue;
-      if (
-        (err as NodeJS.ErrnoException).code === 'ENOENT' &&
-        !options.path &&
-        !env.KUBECONFIG &&
-        env.KUBERNETES_SERVICE_HOST
-      ) {
-        return loadInCluster(env);
-      }
       throw new KubeconfigError(`cannot read the kubeconfig ${file}: ${(err as Error).message}`, { cause: err });
     }
     let doc: unknown;
@@ -138,12 +157,13 @@ export async function loadConfig(options: LoadOptions = {}): Promise<ConnectionC
     docs.push({ file, doc: doc as KubeconfigDoc, raw });
   }
   if (docs.length === 0) throw new KubeconfigError(`no kubeconfig found (looked in ${files.join(', ')})`);
-  return fromDocs(docs, options.context);
+  return fromDocs(docs, options.context, env);
 }
 
 function fromDocs(
   docs: { file: string; doc: KubeconfigDoc; raw: string }[],
-  contextOverride?: string,
+  contextOverride: string | undefined,
+  env: NodeJS.ProcessEnv,
 ): ConnectionConfig {
   const first = <T extends { name: string }>(pick: (d: KubeconfigDoc) => T[] | undefined, name: string) => {
     for (const { file, doc } of docs) {
@@ -179,12 +199,19 @@ function fromDocs(
   if (userName && !user)
     throw new KubeconfigError(`${ctx.file}: context "${contextName}" names user "${userName}", which is not defined`);
   const auth = user ? userAuth(user.file, user.item, contextName, docs) : staticAuth({ headers: {} });
+  const server = c.server.replace(/\/+$/, '');
+  const impersonate = user ? impersonation(user.file, user.item) : undefined;
+  const proxyUrl = c['proxy-url']
+    ? checkProxyUrl(c['proxy-url'], `${cluster.file}: clusters[${clusterName}].proxy-url`)
+    : proxyFor(server, env);
   return {
-    server: c.server.replace(/\/+$/, ''),
+    server,
     ...(ca !== undefined ? { ca } : {}),
     ...(c['insecure-skip-tls-verify'] ? { insecureSkipTlsVerify: true } : {}),
     ...(c['tls-server-name'] ? { tlsServerName: c['tls-server-name'] } : {}),
     auth,
+    ...(impersonate ? { impersonate } : {}),
+    ...(proxyUrl !== undefined ? { proxyUrl } : {}),
     namespace: ctx.item.context?.namespace ?? 'default',
     contextName,
   };
@@ -213,7 +240,7 @@ function userAuth(
     throw new KubeconfigError(`${file}: ${field('client-certificate')} and client-key must be given together`);
   }
   const tls = cert !== undefined && key !== undefined ? { cert, key } : {};
-  if (u.exec) return execAuth(file, named.name, u.exec, tls);
+  if (u.exec) return execAuth(file, named.name, u.exec, tls, base);
   if (u['auth-provider']) return authProviderAuth(docs, contextName);
   if (u.tokenFile) return tokenFileAuth(isAbsolute(u.tokenFile) ? u.tokenFile : join(base, u.tokenFile), tls);
   if (u.token) return staticAuth({ headers: { authorization: `Bearer ${u.token}` }, ...tls });
@@ -225,7 +252,7 @@ function userAuth(
 }
 
 /** The in-cluster config: the service account token (re-read every minute), CA and namespace. */
-export function loadInCluster(env: NodeJS.ProcessEnv = process.env, dir = SA_DIR): ConnectionConfig {
+export function loadInCluster(env: NodeJS.ProcessEnv = process.env, dir: string = SA_DIR): ConnectionConfig {
   const host = env.KUBERNETES_SERVICE_HOST;
   const port = env.KUBERNETES_SERVICE_PORT ?? '443';
   if (!host) throw new KubeconfigError('not running in a cluster: KUBERNETES_SERVICE_HOST is not set');
@@ -236,12 +263,49 @@ export function loadInCluster(env: NodeJS.ProcessEnv = process.env, dir = SA_DIR
   } catch {
     // keep the default
   }
+  const server = `https://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  const proxyUrl = proxyFor(server, env);
   return {
-    server: `https://${host.includes(':') ? `[${host}]` : host}:${port}`,
+    server,
     ca,
     auth: tokenFileAuth(join(dir, 'token'), {}),
+    ...(proxyUrl !== undefined ? { proxyUrl } : {}),
     namespace,
     contextName: 'in-cluster',
+  };
+}
+
+function inClusterTokenExists(dir = SA_DIR): boolean {
+  return existsSync(join(dir, 'token'));
+}
+
+/** The user's `as*` fields, checked: `as-uid`, `as-groups` and `as-user-extra` need `as`. */
+function impersonation(file: string, named: NamedUser): Impersonation | undefined {
+  const u = named.user ?? {};
+  const field = (f: string) => `${file}: users[${named.name}].${f}`;
+  const groups = u['as-groups'];
+  const extra = u['as-user-extra'];
+  if (groups !== undefined && (!Array.isArray(groups) || groups.some((g) => typeof g !== 'string')))
+    throw new KubeconfigError(`${field('as-groups')} must be a list of group names`);
+  if (extra !== undefined) {
+    const ok =
+      typeof extra === 'object' &&
+      extra !== null &&
+      !Array.isArray(extra) &&
+      Object.values(extra).every((v) => Array.isArray(v) && v.every((x) => typeof x === 'string'));
+    if (!ok) throw new KubeconfigError(`${field('as-user-extra')} must map keys to lists of strings`);
+  }
+  if (!u.as) {
+    const given = (['as-uid', 'as-groups', 'as-user-extra'] as const).filter((k) => u[k] !== undefined);
+    if (given.length > 0)
+      throw new KubeconfigError(`${field(given[0] ?? 'as')} needs \`as\` (the user to impersonate) to be set too`);
+    return undefined;
+  }
+  return {
+    user: u.as,
+    ...(u['as-uid'] ? { uid: u['as-uid'] } : {}),
+    ...(groups && groups.length > 0 ? { groups } : {}),
+    ...(extra ? { extra } : {}),
   };
 }
 
@@ -276,9 +340,14 @@ function execAuth(
   userName: string,
   exec: ExecConfig,
   tls: { cert?: string; key?: string },
+  base: string,
 ): Authenticator {
   if (!exec.command) throw new KubeconfigError(`${file}: users[${userName}].exec.command is missing`);
-  const command = exec.command;
+  // as client-go: a command that names a path is relative to the kubeconfig; a bare name is found on PATH
+  const command =
+    !isAbsolute(exec.command) && (exec.command.includes('/') || exec.command.includes(sep))
+      ? join(base, exec.command)
+      : exec.command;
   let cached: { creds: Credentials; expires: number } | undefined;
   let pending: Promise<Credentials> | undefined;
   const run = async (): Promise<Credentials> => {

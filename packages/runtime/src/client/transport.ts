@@ -1,20 +1,31 @@
 /**
  * @module client/transport
- * HTTP(S) to one apiserver: one keep-alive agent per cluster (renewed only when the client certificate rotates),
- * credentials from the kubeconfig's authenticator (a 401 invalidates them and the request is tried once more), a user
- * agent, an optional client-side token bucket (off by default), a deadline on every non-watch request, and a hook for
- * request metrics. Throttled answers (429, or 503 with Retry-After) are retried up to 3 times after the delay the
- * server asks for (at most 10 s each); every other failure becomes an `ApiError`.
+ * HTTP(S) to one apiserver: keep-alive connections, credentials from the kubeconfig's authenticator (a 401
+ * invalidates them and the request is tried once more), impersonation headers, an HTTP(S) or SOCKS5 proxy when the
+ * kubeconfig or the environment names one, a user agent, an optional client-side token bucket (off by default), and a
+ * hook for request metrics.
+ *
+ * Guarantees:
+ * - The deadline of a non-watch request (default 60 s) covers the whole exchange, the response body included: a body
+ *   that stalls fails with `Timeout`, so no caller can hang on a half-sent answer. A watch (`stream`) has no deadline;
+ *   its reader guards against silence (see cache/watch.ts).
+ * - Aborting the caller's signal cuts the request off at once (`Aborted`), whatever stage it is in.
+ * - Retries: an answer that says when to come back (429, or 500–504 with Retry-After) is retried up to 3 times after
+ *   the delay asked for (at most 10 s each); a GET whose connection was reset or closed before the answer is retried
+ *   up to 3 times with a short backoff (GETs are idempotent; writes are never replayed). Everything else becomes an
+ *   `ApiError`.
+ * - A rotated client certificate moves new requests to a new connection pool; requests and watches already under
+ *   way finish on the old one, which is closed once they have.
  *
  * Bodies are parsed with one `JSON.parse` per response; list callers page with `limit`/`continue`, so no response
  * becomes a string anywhere near V8's maximum string length.
  */
-import type { IncomingMessage } from 'node:http';
+import type { Agent, IncomingMessage } from 'node:http';
 import { Agent as HttpAgent, request as httpRequest } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { ApiError } from './errors.ts';
-import type { ConnectionConfig, Credentials } from './kubeconfig.ts';
+import type { ConnectionConfig, Credentials, Impersonation } from './kubeconfig.ts';
+import { proxyAgent } from './proxy.ts';
 
 export interface RequestMetrics {
   /** One call per finished request: HTTP status code as a string (or `<error>`), method, host. */
@@ -29,7 +40,7 @@ export interface TransportOptions {
   readonly qps?: number;
   /** Burst for `qps` (default 2 × qps). */
   readonly burst?: number;
-  /** Deadline of non-watch requests (default 60 s). */
+  /** Deadline of non-watch requests, response body included (default 60 s). */
   readonly timeoutMs?: number;
   readonly metrics?: RequestMetrics;
 }
@@ -42,21 +53,37 @@ export interface TransportRequest {
   readonly query?: Readonly<Record<string, string | number | boolean | undefined>>;
   readonly body?: unknown;
   readonly contentType?: string;
-  readonly signal?: AbortSignal;
+  readonly signal?: AbortSignal | undefined;
   readonly timeoutMs?: number;
+}
+
+/** How many times a throttled answer or a reset GET is tried again. */
+const MAX_RETRIES = 3;
+/** The longest Retry-After honoured per retry. */
+const MAX_RETRY_AFTER_MS = 10_000;
+/** TCP keep-alive probes start after this much idle time on a connection. */
+const KEEPALIVE_MS = 15_000;
+
+/** One connection pool, with the client certificate it presents and the requests still using it. */
+interface Pool {
+  readonly agent: Agent;
+  readonly cert: string | undefined;
+  active: number;
+  retired: boolean;
 }
 
 export class Transport {
   readonly server: URL;
   readonly #options: TransportOptions;
-  #agent: HttpsAgent | HttpAgent;
-  #agentCert: string | undefined;
+  readonly #impersonation: Readonly<Record<string, string | string[]>>;
+  #pool: Pool | undefined;
+  readonly #retired = new Set<Pool>();
   readonly #bucket: TokenBucket | undefined;
 
   constructor(options: TransportOptions) {
     this.#options = options;
     this.server = new URL(options.config.server);
-    this.#agent = this.#newAgent(undefined);
+    this.#impersonation = impersonationHeaders(options.config.impersonate);
     this.#bucket = options.qps
       ? new TokenBucket(options.qps, options.burst ?? Math.max(1, options.qps * 2))
       : undefined;
@@ -64,9 +91,20 @@ export class Transport {
 
   /** A JSON request; resolves with the parsed body of a 2xx answer, rejects with an ApiError otherwise. */
   async request<T>(req: TransportRequest): Promise<T> {
-    for (let attempt = 0; ; attempt++) {
-      const res = await this.#send(req, false, attempt);
-      const text = await readBody(res);
+    const timeoutMs = req.timeoutMs ?? this.#options.timeoutMs ?? 60_000;
+    let unauthorizedRetried = false;
+    for (let retry = 0; ; retry++) {
+      let answer: { res: IncomingMessage; text: string };
+      try {
+        answer = await this.#exchange(req, timeoutMs, retry);
+      } catch (err) {
+        if (req.method === 'GET' && retry < MAX_RETRIES && isConnectionDropped(err)) {
+          await abortableDelay(100 * 2 ** retry * (1 + Math.random()), req.signal, req);
+          continue;
+        }
+        throw err;
+      }
+      const { res, text } = answer;
       const status = res.statusCode ?? 0;
       if (status >= 200 && status < 300) return (text.length > 0 ? JSON.parse(text) : undefined) as T;
       const err = ApiError.fromResponse(
@@ -75,13 +113,15 @@ export class Transport {
         `${req.method} ${req.path}`,
         header(res, 'retry-after'),
       );
-      if (status === 401 && attempt === 0) {
+      if (status === 401 && !unauthorizedRetried) {
+        unauthorizedRetried = true;
         this.#options.config.auth.invalidate();
+        retry -= 1;
         continue;
       }
-      const throttled = status === 429 || (status === 503 && err.retryAfterSeconds !== undefined);
-      if (throttled && attempt < 3) {
-        await sleep(Math.min(10, err.retryAfterSeconds ?? 1) * 1000, undefined, { signal: req.signal });
+      const throttled = status === 429 || (status >= 500 && status <= 504 && err.retryAfterSeconds !== undefined);
+      if (throttled && retry < MAX_RETRIES) {
+        await abortableDelay(Math.min(MAX_RETRY_AFTER_MS, (err.retryAfterSeconds ?? 1) * 1000), req.signal, req);
         continue;
       }
       throw err;
@@ -93,10 +133,11 @@ export class Transport {
    * ApiError otherwise. No deadline: the caller's signal ends it.
    */
   async stream(req: Omit<TransportRequest, 'method' | 'body' | 'contentType'>): Promise<IncomingMessage> {
+    const full: TransportRequest = { ...req, method: 'GET' };
     for (let attempt = 0; ; attempt++) {
-      const res = await this.#send({ ...req, method: 'GET' }, true, attempt);
+      const res = await this.#send(full, undefined, attempt);
       if (res.statusCode === 200) return res;
-      const text = await readBody(res);
+      const text = await readBody(res, full);
       const err = ApiError.fromResponse(
         res.statusCode ?? 0,
         parseMaybe(text),
@@ -111,89 +152,199 @@ export class Transport {
     }
   }
 
+  /** Closes every connection (requests still under way fail). */
   close(): void {
-    this.#agent.destroy();
+    this.#pool?.agent.destroy();
+    this.#pool = undefined;
+    for (const p of this.#retired) p.agent.destroy();
+    this.#retired.clear();
   }
 
-  #newAgent(creds: Credentials | undefined): HttpsAgent | HttpAgent {
-    const cfg = this.#options.config;
-    if (this.server.protocol === 'http:') return new HttpAgent({ keepAlive: true });
-    return new HttpsAgent({
-      keepAlive: true,
-      ...(cfg.ca !== undefined ? { ca: cfg.ca } : {}),
-      ...(cfg.insecureSkipTlsVerify ? { rejectUnauthorized: false } : {}),
-      ...(cfg.tlsServerName ? { servername: cfg.tlsServerName } : {}),
-      ...(creds?.cert !== undefined ? { cert: creds.cert } : {}),
-      ...(creds?.key !== undefined ? { key: creds.key } : {}),
-    });
-  }
-
-  async #send(req: TransportRequest, streaming: boolean, attempt: number): Promise<IncomingMessage> {
-    if (this.#bucket) await this.#bucket.take(req.signal);
-    const creds = await this.#options.config.auth.credentials();
-    if (creds.cert !== this.#agentCert) {
-      this.#agent.destroy();
-      this.#agent = this.#newAgent(creds);
-      this.#agentCert = creds.cert;
+  /** One request and its whole body under one deadline. */
+  async #exchange(
+    req: TransportRequest,
+    timeoutMs: number,
+    attempt: number,
+  ): Promise<{ res: IncomingMessage; text: string }> {
+    const describe = `${req.method} ${req.path}`;
+    const deadline = new AbortController();
+    const timer = setTimeout(
+      () =>
+        deadline.abort(
+          new ApiError('Timeout', `${describe}: no full answer within ${timeoutMs} ms`, { request: describe }),
+        ),
+      timeoutMs,
+    );
+    try {
+      const res = await this.#send(req, deadline.signal, attempt);
+      const text = await readBody(res, req, deadline.signal);
+      return { res, text };
+    } finally {
+      clearTimeout(timer);
     }
+  }
+
+  async #poolFor(creds: Credentials): Promise<Pool> {
+    const current = this.#pool;
+    if (current && current.cert === creds.cert) return current;
+    if (current) {
+      current.retired = true;
+      if (current.active === 0) current.agent.destroy();
+      else this.#retired.add(current);
+    }
+    this.#pool = undefined;
+    const agent = await this.#newAgent();
+    // another request may have made the pool for these credentials while the proxy agent loaded
+    if (this.#pool !== undefined && (this.#pool as Pool).cert === creds.cert) {
+      agent.destroy();
+      return this.#pool;
+    }
+    const created: Pool = { agent, cert: creds.cert, active: 0, retired: false };
+    this.#pool = created;
+    return created;
+  }
+
+  async #newAgent(): Promise<Agent> {
+    const options = { keepAlive: true, keepAliveMsecs: KEEPALIVE_MS };
+    const proxy = this.#options.config.proxyUrl;
+    if (proxy !== undefined) return proxyAgent(proxy, options);
+    return this.server.protocol === 'http:' ? new HttpAgent(options) : new HttpsAgent(options);
+  }
+
+  #release(pool: Pool): void {
+    pool.active -= 1;
+    if (pool.retired && pool.active === 0) {
+      pool.agent.destroy();
+      this.#retired.delete(pool);
+    }
+  }
+
+  /** Sends the request; resolves with the response once its headers arrive. `deadline` aborts it as a Timeout. */
+  async #send(req: TransportRequest, deadline: AbortSignal | undefined, attempt: number): Promise<IncomingMessage> {
+    const describe = `${req.method} ${req.path}`;
+    const signals = [req.signal, deadline].filter((s): s is AbortSignal => s !== undefined);
+    const signal = signals.length === 0 ? undefined : signals.length === 1 ? signals[0] : AbortSignal.any(signals);
+    const failure = (err: unknown): ApiError => {
+      if (deadline?.aborted && deadline.reason instanceof ApiError) return deadline.reason;
+      if (req.signal?.aborted)
+        return new ApiError('Aborted', `${describe}: aborted`, { request: describe, cause: req.signal.reason });
+      if (err instanceof ApiError) return err;
+      const message = err instanceof Error ? err.message : String(err);
+      return new ApiError('Network', `${describe}: ${message}${attempt > 0 ? ` (attempt ${attempt + 1})` : ''}`, {
+        request: describe,
+        cause: err,
+      });
+    };
+    try {
+      if (this.#bucket) await this.#bucket.take(signal);
+      const creds = await this.#options.config.auth.credentials();
+      if (signal?.aborted) throw signal.reason;
+      const pool = await this.#poolFor(creds);
+      return await this.#dispatch(req, creds, pool, signal);
+    } catch (err) {
+      throw failure(err);
+    }
+  }
+
+  #dispatch(
+    req: TransportRequest,
+    creds: Credentials,
+    pool: Pool,
+    signal: AbortSignal | undefined,
+  ): Promise<IncomingMessage> {
+    const cfg = this.#options.config;
     const url = new URL(this.server.href.replace(/\/$/, '') + req.path);
     for (const [k, v] of Object.entries(req.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
     const payload =
       req.body === undefined ? undefined : typeof req.body === 'string' ? req.body : JSON.stringify(req.body);
-    const headers: Record<string, string> = {
+    const headers: Record<string, string | string[]> = {
       accept: 'application/json',
       'user-agent': this.#options.userAgent,
+      ...this.#impersonation,
       ...creds.headers,
     };
     if (payload !== undefined) {
       headers['content-type'] = req.contentType ?? 'application/json';
       headers['content-length'] = String(Buffer.byteLength(payload));
     }
+    const tls =
+      this.server.protocol === 'https:'
+        ? {
+            ...(cfg.ca !== undefined ? { ca: cfg.ca } : {}),
+            ...(cfg.insecureSkipTlsVerify ? { rejectUnauthorized: false } : {}),
+            ...(cfg.tlsServerName ? { servername: cfg.tlsServerName } : {}),
+            ...(creds.cert !== undefined ? { cert: creds.cert } : {}),
+            ...(creds.key !== undefined ? { key: creds.key } : {}),
+          }
+        : {};
     const started = performance.now();
     const send = this.server.protocol === 'http:' ? httpRequest : httpsRequest;
-    const timeoutMs = streaming ? undefined : (req.timeoutMs ?? this.#options.timeoutMs ?? 60_000);
-    const describe = `${req.method} ${req.path}`;
+    const metrics = this.#options.metrics;
+    const host = this.server.host;
+    pool.active += 1;
+    let released = false;
+    const release = () => {
+      if (released) return;
+      released = true;
+      this.#release(pool);
+    };
     return new Promise<IncomingMessage>((resolve, reject) => {
-      const r = send(url, { method: req.method, agent: this.#agent, headers, signal: req.signal }, (res) => {
-        this.#options.metrics?.request(
-          String(res.statusCode ?? 0),
-          req.method,
-          this.server.host,
-          (performance.now() - started) / 1000,
-        );
-        if (timer) clearTimeout(timer);
-        resolve(res);
-      });
-      const timer =
-        timeoutMs === undefined
-          ? undefined
-          : setTimeout(
-              () =>
-                r.destroy(
-                  new ApiError('Timeout', `${describe}: no answer within ${timeoutMs} ms`, { request: describe }),
-                ),
-              timeoutMs,
-            );
+      const r = send(
+        url,
+        { method: req.method, agent: pool.agent, headers, ...tls, ...(signal ? { signal } : {}) },
+        (res) => {
+          metrics?.request(String(res.statusCode ?? 0), req.method, host, (performance.now() - started) / 1000);
+          res.once('close', release);
+          resolve(res);
+        },
+      );
       r.on('error', (err) => {
-        if (timer) clearTimeout(timer);
-        this.#options.metrics?.request('<error>', req.method, this.server.host, (performance.now() - started) / 1000);
-        if (err instanceof ApiError) return reject(err);
-        if (req.signal?.aborted) {
-          return reject(
-            new ApiError('Aborted', `${describe}: aborted`, { request: describe, cause: req.signal.reason }),
-          );
-        }
-        reject(
-          new ApiError('Network', `${describe}: ${err.message}${attempt > 0 ? ` (attempt ${attempt + 1})` : ''}`, {
-            request: describe,
-            cause: err,
-          }),
-        );
+        release();
+        metrics?.request('<error>', req.method, host, (performance.now() - started) / 1000);
+        reject(err);
       });
       if (payload !== undefined) r.write(payload);
       r.end();
     });
   }
+}
+
+/** The Impersonate-* headers for a kubeconfig's `as`, `as-uid`, `as-groups` and `as-user-extra`. */
+export function impersonationHeaders(imp: Impersonation | undefined): Record<string, string | string[]> {
+  if (!imp) return {};
+  const out: Record<string, string | string[]> = { 'impersonate-user': imp.user };
+  if (imp.uid) out['impersonate-uid'] = imp.uid;
+  if (imp.groups && imp.groups.length > 0) out['impersonate-group'] = [...imp.groups];
+  for (const [key, values] of Object.entries(imp.extra ?? {})) {
+    if (values.length > 0) out[`impersonate-extra-${encodeURIComponent(key).toLowerCase()}`] = [...values];
+  }
+  return out;
+}
+
+/** A connection that broke before any answer: worth one more try for an idempotent request. */
+function isConnectionDropped(err: unknown): boolean {
+  if (!(err instanceof ApiError) || err.code !== 'Network') return false;
+  const code = (err.cause as NodeJS.ErrnoException | undefined)?.code;
+  return code === 'ECONNRESET' || code === 'EPIPE' || code === 'ECONNREFUSED' || code === 'ECONNABORTED';
+}
+
+function abortableDelay(ms: number, signal: AbortSignal | undefined, req: TransportRequest): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const describe = `${req.method} ${req.path}`;
+    if (signal?.aborted) {
+      reject(new ApiError('Aborted', `${describe}: aborted`, { request: describe, cause: signal.reason }));
+      return;
+    }
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(new ApiError('Aborted', `${describe}: aborted`, { request: describe, cause: signal?.reason }));
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
 }
 
 function header(res: IncomingMessage, name: string): string | undefined {
@@ -209,14 +360,37 @@ function parseMaybe(text: string): unknown {
   }
 }
 
-function readBody(res: IncomingMessage): Promise<string> {
+/** The whole body as text (decoded once, after the last byte). Rejects as the deadline or the caller says. */
+function readBody(res: IncomingMessage, req: TransportRequest, deadline?: AbortSignal): Promise<string> {
+  const describe = `${req.method} ${req.path}`;
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
+    let settled = false;
+    const fail = (err: unknown) => {
+      if (settled) return;
+      settled = true;
+      if (deadline?.aborted && deadline.reason instanceof ApiError) reject(deadline.reason);
+      else if (req.signal?.aborted)
+        reject(new ApiError('Aborted', `${describe}: aborted`, { request: describe, cause: req.signal.reason }));
+      else
+        reject(
+          new ApiError('Network', `${describe}: reading the response failed: ${(err as Error).message}`, {
+            request: describe,
+            cause: err,
+          }),
+        );
+    };
     res.on('data', (c: Buffer) => chunks.push(c));
-    res.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    res.on('error', (err) =>
-      reject(new ApiError('Network', `reading the response failed: ${err.message}`, { cause: err })),
-    );
+    res.on('end', () => {
+      if (settled) return;
+      settled = true;
+      resolve(Buffer.concat(chunks).toString('utf8'));
+    });
+    res.on('error', fail);
+    res.on('aborted', () => fail(new Error('the connection closed before the response ended')));
+    res.on('close', () => {
+      if (!res.complete) fail(new Error('the connection closed before the response ended'));
+    });
   });
 }
 
@@ -239,6 +413,19 @@ class TokenBucket {
     this.#last = now;
     this.#tokens -= 1;
     if (this.#tokens >= 0) return;
-    await sleep((-this.#tokens / this.#qps) * 1000, undefined, signal ? { signal } : undefined);
+    await new Promise<void>((resolve, reject) => {
+      const onAbort = () => {
+        clearTimeout(timer);
+        reject(signal?.reason);
+      };
+      const timer = setTimeout(
+        () => {
+          signal?.removeEventListener('abort', onAbort);
+          resolve();
+        },
+        (-this.#tokens / this.#qps) * 1000,
+      );
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
   }
 }

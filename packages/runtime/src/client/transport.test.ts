@@ -1,0 +1,159 @@
+/**
+ * The transport on the wire, against scripted HTTP servers on loopback: deadlines that cover the body, retries,
+ * certificate rotation with requests in flight, impersonation headers, a client bound to a signal, and a CONNECT proxy.
+ */
+import assert from 'node:assert/strict';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { type AddressInfo, connect, type Socket } from 'node:net';
+import { after, test } from 'node:test';
+import { ConfigMaps } from './builtins.ts';
+import { Client } from './client.ts';
+import { isApiError } from './errors.ts';
+import type { Authenticator, ConnectionConfig } from './kubeconfig.ts';
+import { Transport } from './transport.ts';
+
+type Handler = (req: IncomingMessage, res: ServerResponse, nth: number) => void;
+
+const servers: Server[] = [];
+after(() => {
+  for (const s of servers) {
+    s.closeAllConnections();
+    s.close();
+  }
+});
+
+async function serve(handler: Handler): Promise<{ url: string; requests: IncomingMessage[]; server: Server }> {
+  const requests: IncomingMessage[] = [];
+  const server = createServer((req, res) => {
+    requests.push(req);
+    handler(req, res, requests.length);
+  });
+  servers.push(server);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, requests, server };
+}
+
+const noAuth: Authenticator = { credentials: async () => ({ headers: {} }), invalidate() {} };
+
+function config(server: string, extra: Partial<ConnectionConfig> = {}): ConnectionConfig {
+  return { server, auth: noAuth, namespace: 'default', contextName: 'test', ...extra };
+}
+
+function transport(server: string, extra: Partial<ConnectionConfig> = {}, timeoutMs = 60_000): Transport {
+  return new Transport({ config: config(server, extra), userAgent: 'test', timeoutMs });
+}
+
+const json = (res: ServerResponse, code: number, body: unknown, headers: Record<string, string> = {}) => {
+  res.writeHead(code, { 'content-type': 'application/json', ...headers });
+  res.end(JSON.stringify(body));
+};
+
+test('the deadline covers the response body: a body that stalls after the headers fails with Timeout', async () => {
+  const { url } = await serve((_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.write('{"items":[');
+    // …and nothing more
+  });
+  const t = transport(url, {}, 300);
+  const started = performance.now();
+  await assert.rejects(t.request({ method: 'GET', path: '/api/v1/configmaps' }), (err) => isApiError(err, 'Timeout'));
+  assert.ok(performance.now() - started < 2_000, 'cut off near the deadline');
+  t.close();
+});
+
+test('500 and 504 with Retry-After are retried; a 500 without it is not', async () => {
+  const { url, requests } = await serve((_req, res, nth) => {
+    if (nth === 1)
+      return json(res, 500, { kind: 'Status', code: 500, reason: 'InternalError' }, { 'retry-after': '0' });
+    if (nth === 2) return json(res, 504, { kind: 'Status', code: 504, reason: 'Timeout' }, { 'retry-after': '0' });
+    if (nth === 3) return json(res, 200, { ok: true });
+    return json(res, 500, { kind: 'Status', code: 500, reason: 'InternalError', message: 'boom' });
+  });
+  const t = transport(url);
+  assert.deepEqual(await t.request({ method: 'GET', path: '/x' }), { ok: true });
+  assert.equal(requests.length, 3);
+  await assert.rejects(t.request({ method: 'GET', path: '/x' }), (err) => isApiError(err, 'InternalError'));
+  assert.equal(requests.length, 4, 'no Retry-After: not retried');
+  t.close();
+});
+
+test('a GET whose connection is reset is retried; a POST is never replayed', async () => {
+  const { url, requests } = await serve((req, res, nth) => {
+    if (nth === 1 || req.method === 'POST') req.socket.destroy();
+    else json(res, 200, { ok: nth });
+  });
+  const t = transport(url);
+  assert.deepEqual(await t.request({ method: 'GET', path: '/x' }), { ok: 2 });
+  const before = requests.length;
+  await assert.rejects(t.request({ method: 'POST', path: '/x', body: {} }), (err) => isApiError(err, 'Network'));
+  assert.equal(requests.length, before + 1, 'one POST only');
+  t.close();
+});
+
+test('a rotated client certificate lets requests in flight finish on the old connections', async () => {
+  let cert = 'cert-1';
+  const auth: Authenticator = { credentials: async () => ({ headers: {}, cert }), invalidate() {} };
+  const { url } = await serve((_req, res, nth) => {
+    if (nth === 1) setTimeout(() => json(res, 200, { slow: true }), 300);
+    else json(res, 200, { fast: true });
+  });
+  const t = transport(url, { auth });
+  const slow = t.request({ method: 'GET', path: '/slow' });
+  await new Promise((r) => setTimeout(r, 50));
+  cert = 'cert-2';
+  assert.deepEqual(await t.request({ method: 'GET', path: '/fast' }), { fast: true });
+  assert.deepEqual(await slow, { slow: true }, 'the request under way was not cut off');
+  t.close();
+});
+
+test('impersonation is sent as Impersonate-* headers on every request', async () => {
+  const { url, requests } = await serve((_req, res) => json(res, 200, {}));
+  const t = transport(url, {
+    impersonate: { user: 'jane', uid: '42', groups: ['devs', 'ops'], extra: { 'acme.io/scopes': ['view', 'édit'] } },
+  });
+  await t.request({ method: 'GET', path: '/x' });
+  const h = requests[0]?.headersDistinct ?? {};
+  assert.deepEqual(h['impersonate-user'], ['jane']);
+  assert.deepEqual(h['impersonate-uid'], ['42']);
+  assert.deepEqual(h['impersonate-group'], ['devs', 'ops']);
+  assert.deepEqual(h['impersonate-extra-acme.io%2fscopes'], ['view', 'édit']);
+  t.close();
+});
+
+test('a client made withSignal aborts its requests when the signal does, without passing it per call', async () => {
+  const { url } = await serve(() => {
+    // never answers
+  });
+  const client = new Client(config(url));
+  const ctl = new AbortController();
+  const bound = client.withSignal(ctl.signal);
+  const pending = bound.get(ConfigMaps, { namespace: 'default', name: 'x' });
+  setTimeout(() => ctl.abort(), 50);
+  await assert.rejects(pending, (err) => isApiError(err, 'Aborted'));
+  client.close();
+});
+
+test('a proxy-url tunnels the requests through the proxy (CONNECT)', async () => {
+  const { url } = await serve((_req, res) => json(res, 200, { through: 'proxy' }));
+  const connects: string[] = [];
+  const proxy = createServer();
+  servers.push(proxy);
+  proxy.on('connect', (req: IncomingMessage, client: Socket, head: Buffer) => {
+    connects.push(req.url ?? '');
+    const [host, port] = (req.url ?? '').split(':');
+    const upstream = connect(Number(port), host ?? '127.0.0.1', () => {
+      client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+      upstream.write(head);
+      upstream.pipe(client);
+      client.pipe(upstream);
+    });
+    upstream.on('error', () => client.destroy());
+    client.on('error', () => upstream.destroy());
+  });
+  await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+  const proxyUrl = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
+  const t = transport(url, { proxyUrl });
+  assert.deepEqual(await t.request({ method: 'GET', path: '/x' }), { through: 'proxy' });
+  assert.deepEqual(connects, [new URL(url).host]);
+  t.close();
+});

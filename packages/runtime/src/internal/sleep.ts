@@ -1,0 +1,31 @@
+/**
+ * @module internal/sleep
+ * An abortable sleep that never rejects: it resolves after `ms`, or as soon as `signal` aborts (then early), and
+ * leaves no timer or listener behind either way. Timers come from an injectable source (a test's fake clock), by
+ * default Node's own.
+ */
+
+/** Where timers come from (the work queue's `Clock` fits). */
+export interface TimerSource {
+  setTimer(ms: number, fn: () => void): { cancel(): void };
+}
+
+const nodeTimers: TimerSource = {
+  setTimer(ms, fn) {
+    const t = setTimeout(fn, ms);
+    return { cancel: () => clearTimeout(t) };
+  },
+};
+
+export function sleep(ms: number, signal: AbortSignal, timers: TimerSource = nodeTimers): Promise<void> {
+  if (signal.aborted) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      timer.cancel();
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = timers.setTimer(Math.max(0, ms), done);
+    signal.addEventListener('abort', done, { once: true });
+  });
+}
