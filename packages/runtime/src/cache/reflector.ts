@@ -3,10 +3,15 @@
  * Keeps a `Store` equal to the server's state of one resource: list (paginated), then watch from the list's
  * resourceVersion with bookmarks, resuming each new watch from the last resourceVersion seen.
  *
- * The loop, as a state machine: LIST → WATCH → (server timeout: WATCH again at once) | (410 Gone: LIST again and
- * replace the store atomically) | (any other error, or a watch silent for longer than the inactivity deadline: wait
- * with exponential backoff and jitter, then WATCH again from the last resourceVersion). Only the caller's abort ends
- * the loop: no error stops it, and every error is reported (log + metric) before the retry.
+ * The loop, as a state machine: LIST → WATCH → (server timeout: WATCH again at once) | (410 Gone, or a
+ * resourceVersion too large for the server after an etcd restore: LIST again from scratch and replace the store
+ * atomically) | (any other error, or a watch silent for longer than the inactivity deadline: wait with exponential
+ * backoff and jitter, then WATCH again from the last resourceVersion). Only the caller's abort ends the loop: no error
+ * stops it, and every error is reported (log + metric) before the retry.
+ *
+ * Relists are paced as client-go paces list-and-watch cycles: the first relist after a healthy watch runs at once (a
+ * compaction is routine), each further one without a healthy watch in between waits 800 ms, doubling up to 30 s, with
+ * up to 100 % jitter — so a server that keeps answering 410 cannot drive a tight relist loop.
  *
  * Guarantees: `synced` becomes true only after the first full list is in the store. Each watch asks the server for a
  * random timeout in [30, 45) seconds (so a fleet's watches do not restart together) and is torn down if it has not ended
@@ -20,9 +25,10 @@
  * resource would otherwise keep them: its watches deliver nothing).
  */
 import type { Client } from '../client/client.ts';
-import { ApiError, toApiError } from '../client/errors.ts';
+import { ApiError, isResourceVersionTooLarge, toApiError } from '../client/errors.ts';
 import type { KubeObject, ResourceType } from '../client/resource.ts';
 import { Backoff, type BackoffOptions } from '../internal/backoff.ts';
+import { sleep } from '../internal/sleep.ts';
 import type { Logger } from '../logger.ts';
 import type { WatchMetrics } from '../metrics.ts';
 import type { Store } from './store.ts';
@@ -43,6 +49,8 @@ export interface ReflectorOptions<T extends KubeObject> {
   /** Server-side watch timeout range in seconds (default [30, 45)). */
   readonly watchTimeoutSeconds?: readonly [number, number] | undefined;
   readonly backoff?: BackoffOptions | undefined;
+  /** Pacing of relists without a healthy watch between them (default 800 ms … 30 s, jitter 1.0). */
+  readonly relistBackoff?: BackoffOptions | undefined;
   readonly log: Logger;
   readonly metrics?: WatchMetrics | undefined;
 }
@@ -57,6 +65,9 @@ export class Reflector<T extends KubeObject> {
   readonly #o: ReflectorOptions<T>;
   readonly #store: Store<T>;
   readonly #backoff: Backoff;
+  readonly #relistBackoff: Backoff;
+  /** Relists since the last healthy watch: the first is immediate, later ones are paced by `#relistBackoff`. */
+  #relistsSinceHealthy = 0;
   #resourceVersion: string | undefined;
   /** When the current watch was accepted by the server (performance.now()), while it runs. */
   #watchOpenedAt: number | undefined;
@@ -67,6 +78,7 @@ export class Reflector<T extends KubeObject> {
     this.#o = options;
     this.#store = store;
     this.#backoff = new Backoff(options.backoff);
+    this.#relistBackoff = new Backoff({ initialMs: 800, maxMs: 30_000, jitter: 1, ...options.relistBackoff });
   }
 
   get synced(): boolean {
@@ -97,12 +109,20 @@ export class Reflector<T extends KubeObject> {
         this.#o.metrics?.failed(err.code);
         // a watch that stayed open for a while was a good answer from the server, whatever ended it
         if (this.#watchOpenedAt !== undefined && performance.now() - this.#watchOpenedAt >= HEALTHY_WATCH_MS)
-          this.#backoff.reset();
+          this.#healthy();
         this.#watchOpenedAt = undefined;
-        if (err.code === 'Gone') {
-          log.info({ resourceVersion: this.#resourceVersion }, 'resourceVersion expired (410 Gone): relisting');
+        if (err.code === 'Gone' || isResourceVersionTooLarge(err)) {
+          const wait = this.#relistsSinceHealthy === 0 ? 0 : this.#relistBackoff.next();
+          this.#relistsSinceHealthy += 1;
+          log.info(
+            { resourceVersion: this.#resourceVersion, relistInMs: wait },
+            err.code === 'Gone'
+              ? 'resourceVersion expired (410 Gone): relisting'
+              : 'resourceVersion is newer than the server has (etcd restored?): relisting',
+          );
           this.#o.metrics?.restarted('gone');
           this.#resourceVersion = undefined;
+          if (wait > 0) await sleep(wait, signal);
           continue;
         }
         // the server said when to come back (429/503 with Retry-After, e.g. its storage still initializing after a
@@ -114,7 +134,7 @@ export class Reflector<T extends KubeObject> {
               )
             : this.#backoff.next();
         const fields = { code: err.code, status: err.status, retryInMs: delay, attempt: this.#backoff.attempts };
-        if (err.code === 'Timeout' && /no event or bookmark/.test(err.message)) {
+        if (err.code === 'Inactive') {
           log.warn(fields, 'watch went silent: restarting it');
           this.#o.metrics?.restarted('inactivity');
         } else {
@@ -138,6 +158,7 @@ export class Reflector<T extends KubeObject> {
       ...(o.pageSize ? { pageSize: o.pageSize } : {}),
       signal,
     })) {
+      if (page.restart) items.length = 0;
       for (const item of page.items) items.push(o.transform ? o.transform(item) : item);
       rv = page.metadata.resourceVersion;
     }
@@ -182,24 +203,20 @@ export class Reflector<T extends KubeObject> {
       if (event.type === 'DELETED') this.#store.remove(obj);
       else this.#store.upsert(obj);
       if (rv) this.#resourceVersion = rv;
+      // something arrived: the error backoff starts over; the relist pacing only after a watch that lasted
       if (events === 1 || performance.now() - started > 60_000) this.#backoff.reset();
     }
     if (events === 0 && performance.now() - started < 1_000) {
       throw new ApiError('Unknown', `the watch of ${o.resource.plural} ended at once without an event`);
     }
-    this.#backoff.reset();
+    this.#healthy();
     o.metrics?.restarted('timeout');
   }
-}
 
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-    signal.addEventListener('abort', done, { once: true });
-  });
+  /** A watch lasted (ran to its timeout, or stayed open for 5 s): the next outage or relist starts short again. */
+  #healthy(): void {
+    this.#backoff.reset();
+    this.#relistBackoff.reset();
+    this.#relistsSinceHealthy = 0;
+  }
 }
