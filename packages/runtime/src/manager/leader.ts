@@ -4,12 +4,17 @@
  * (jittered); while leading, renew every `retryPeriod`; if no renewal succeeded for `renewDeadline`, leadership is lost.
  *
  * Guarantees:
- * - Times are written as MicroTime (RFC 3339 with microseconds), which the API requires.
- * - Another holder's lease is judged by when *we* last saw it change (local clock), not by its renewTime, so clock
- *   skew between replicas cannot make us take a live lease.
+ * - Every duration is measured on a monotonic clock (`performance.now()`, injectable): a wall-clock jump in either
+ *   direction neither ends a leadership early nor lets a standby take a live lease.
+ * - The timings are checked as client-go checks them: leaseDuration > renewDeadline > 1.2 × retryPeriod
+ *   (`RangeError` otherwise).
+ * - Times are written as MicroTime (RFC 3339 with microseconds, from the wall clock), which the API requires.
+ * - Another holder's lease is judged by when *we* last saw it change (our monotonic clock), not by its renewTime, so
+ *   clock skew between replicas cannot make us take a live lease.
  * - Writes use the Lease's resourceVersion: two candidates can never both win the same round.
- * - `onStoppedLeading` runs the moment renewal fails past the deadline (before the lease can expire for others, as
- *   renewDeadline < leaseDuration): the caller must stop acting at once — there is no other fencing.
+ * - `onStoppedLeading` runs at the renew deadline — `renewDeadline` after the start of the last successful renewal —
+ *   even if a renewal is still in flight then (it is aborted): before the lease can expire for others, as
+ *   renewDeadline < leaseDuration. The caller must stop acting at once — there is no other fencing.
  * - On release (graceful stop) the lease is handed back (empty holder, 1 s duration) so a successor takes over
  *   within one retry period.
  */
@@ -17,10 +22,24 @@
 import { type Lease, Leases } from '../client/builtins.ts';
 import type { Client } from '../client/client.ts';
 import { isApiError } from '../client/errors.ts';
+import { sleep } from '../internal/sleep.ts';
 import type { Logger } from '../logger.ts';
+import type { Clock } from '../workqueue/index.ts';
+
+/** What leader election needs of a client. */
+export type LeaseClient = Pick<Client, 'get' | 'create' | 'update'>;
+
+/** A monotonic clock: `performance.now()` and Node's timers. */
+export const monotonicClock: Clock = {
+  now: () => performance.now(),
+  setTimer(ms, fn) {
+    const t = setTimeout(fn, Math.max(0, ms));
+    return { cancel: () => clearTimeout(t) };
+  },
+};
 
 export interface LeaderElectionOptions {
-  readonly client: Client;
+  readonly client: LeaseClient;
   readonly namespace: string;
   readonly name: string;
   /** This candidate's identity (default: hostname + random suffix). */
@@ -32,6 +51,10 @@ export interface LeaderElectionOptions {
   /** Default 2 s. */
   readonly retryPeriodMs?: number;
   readonly log: Logger;
+  /** Measures every duration and runs every wait (default `monotonicClock`). */
+  readonly clock?: Clock;
+  /** The wall clock, for the times written into the Lease (default `new Date()`). */
+  readonly wallClock?: () => Date;
 }
 
 export interface LeaderCallbacks {
@@ -48,23 +71,39 @@ export function microTime(date: Date): string {
   return date.toISOString().replace(/Z$/, '000Z');
 }
 
+/** client-go's JitterFactor: the retry period is stretched by up to this much, and must fit the renew deadline. */
+const JITTER = 1.2;
+
 export class LeaderElector {
-  readonly #o: Required<Omit<LeaderElectionOptions, 'log' | 'client'>> & Pick<LeaderElectionOptions, 'log' | 'client'>;
+  readonly #o: Required<LeaderElectionOptions>;
   #observed: { holder: string; renewTime: string | undefined; at: number } | undefined;
   /** When the other holder's lease runs out, by our own clock (from when we saw it last change). */
   #expiresAt: number | undefined;
   #leading = false;
   #lastLeader: string | undefined;
+  /** When the latest acquire/renew attempt started (monotonic): a success renews the lease as of then. */
+  #lastAttemptAt = 0;
 
   constructor(options: LeaderElectionOptions) {
     this.#o = {
       leaseDurationMs: 15_000,
       renewDeadlineMs: 10_000,
       retryPeriodMs: 2_000,
+      clock: monotonicClock,
+      wallClock: () => new Date(),
       ...options,
     };
-    if (this.#o.renewDeadlineMs >= this.#o.leaseDurationMs) {
-      throw new RangeError('leader election: renewDeadline must be shorter than leaseDuration');
+    const { leaseDurationMs: lease, renewDeadlineMs: renew, retryPeriodMs: retry } = this.#o;
+    if (!(retry > 0)) throw new RangeError(`leader election: retryPeriod must be positive, got ${retry} ms`);
+    if (!(lease > renew)) {
+      throw new RangeError(
+        `leader election: leaseDuration (${lease} ms) must be longer than renewDeadline (${renew} ms)`,
+      );
+    }
+    if (!(renew > JITTER * retry)) {
+      throw new RangeError(
+        `leader election: renewDeadline (${renew} ms) must be longer than ${JITTER} × retryPeriod (${retry} ms)`,
+      );
     }
   }
 
@@ -77,32 +116,43 @@ export class LeaderElector {
    * Resolves after either; never rejects.
    */
   async run(signal: AbortSignal, callbacks: LeaderCallbacks): Promise<void> {
-    const { log, retryPeriodMs, renewDeadlineMs } = this.#o;
+    const { log, retryPeriodMs, renewDeadlineMs, clock } = this.#o;
     while (!signal.aborted) {
       // each attempt is bounded, so a standby on a connection that hangs is back in the race within renewDeadline
       if (await this.#tryAcquireOrRenew(callbacks, renewDeadlineMs, signal)) break;
       // the next try: after the retry period (jittered), or right when the holder's lease runs out if sooner — so a
       // failover takes the lease duration, not the lease duration plus most of a retry period
-      const untilExpiry = this.#expiresAt === undefined ? Infinity : this.#expiresAt - Date.now() + 20;
-      await sleep(Math.max(20, Math.min(retryPeriodMs * (1 + Math.random() * 0.2), untilExpiry)), signal);
+      const untilExpiry = this.#expiresAt === undefined ? Infinity : this.#expiresAt - clock.now() + 20;
+      await sleep(
+        Math.max(20, Math.min(retryPeriodMs * (1 + Math.random() * (JITTER - 1)), untilExpiry)),
+        signal,
+        clock,
+      );
     }
-    if (signal.aborted) return;
+    if (signal.aborted) {
+      // the stop may have come as an attempt won the lease: hand it back (a no-op unless we hold it)
+      await this.#release();
+      return;
+    }
     this.#leading = true;
     log.info({ lease: `${this.#o.namespace}/${this.#o.name}`, identity: this.#o.identity }, 'became leader');
     const leading = new AbortController();
     callbacks.onStartedLeading(leading.signal);
-    let lastRenew = Date.now();
+    let lastRenew = this.#lastAttemptAt;
     while (!signal.aborted) {
-      await sleep(retryPeriodMs, signal);
+      const deadlineAt = lastRenew + renewDeadlineMs;
+      await sleep(Math.min(retryPeriodMs, deadlineAt - clock.now()), signal, clock);
       if (signal.aborted) break;
-      if (await this.#tryAcquireOrRenew(callbacks, Math.max(500, renewDeadlineMs - (Date.now() - lastRenew)))) {
-        lastRenew = Date.now();
+      const left = deadlineAt - clock.now();
+      if (left > 0 && (await this.#tryAcquireOrRenew(callbacks, left, signal))) {
+        lastRenew = this.#lastAttemptAt;
         continue;
       }
-      if (Date.now() - lastRenew >= renewDeadlineMs) {
+      if (signal.aborted) break;
+      if (clock.now() >= deadlineAt) {
         this.#leading = false;
         log.error(
-          { lease: `${this.#o.namespace}/${this.#o.name}`, sinceRenewMs: Date.now() - lastRenew },
+          { lease: `${this.#o.namespace}/${this.#o.name}`, sinceRenewMs: Math.round(clock.now() - lastRenew) },
           'leader election lost: could not renew the lease before the deadline',
         );
         leading.abort(new Error('leadership lost'));
@@ -115,12 +165,25 @@ export class LeaderElector {
     await this.#release();
   }
 
-  async #tryAcquireOrRenew(callbacks: LeaderCallbacks, timeoutMs: number, stop?: AbortSignal): Promise<boolean> {
-    const { client, namespace, name, identity, leaseDurationMs, log } = this.#o;
-    const now = new Date();
+  /** One attempt, cut off after `timeoutMs` (by the injected clock). */
+  async #tryAcquireOrRenew(callbacks: LeaderCallbacks, timeoutMs: number, stop: AbortSignal): Promise<boolean> {
+    const timeout = new AbortController();
+    const timer = this.#o.clock.setTimer(timeoutMs, () =>
+      timeout.abort(new Error('leader election attempt timed out')),
+    );
+    try {
+      return await this.#attempt(callbacks, AbortSignal.any([stop, timeout.signal]));
+    } finally {
+      timer.cancel();
+    }
+  }
+
+  async #attempt(callbacks: LeaderCallbacks, signal: AbortSignal): Promise<boolean> {
+    const { client, namespace, name, identity, leaseDurationMs, log, clock } = this.#o;
+    this.#lastAttemptAt = clock.now();
+    const now = this.#o.wallClock();
     const ref = { namespace, name };
-    const timeout = AbortSignal.timeout(timeoutMs);
-    const opts = { signal: stop ? AbortSignal.any([stop, timeout]) : timeout };
+    const opts = { signal };
     this.#expiresAt = undefined; // set again only when another holder's lease is seen running
     let lease: Lease;
     try {
@@ -155,12 +218,12 @@ export class LeaderElector {
     const spec = lease.spec ?? {};
     const holder = spec.holderIdentity ?? '';
     if (!this.#observed || this.#observed.holder !== holder || this.#observed.renewTime !== spec.renewTime) {
-      this.#observed = { holder, renewTime: spec.renewTime, at: Date.now() };
+      this.#observed = { holder, renewTime: spec.renewTime, at: clock.now() };
     }
     this.#noteLeader(holder, callbacks);
     const duration = (spec.leaseDurationSeconds ?? Math.ceil(leaseDurationMs / 1000)) * 1000;
     const heldByOther = holder !== '' && holder !== identity;
-    if (heldByOther && this.#observed.at + duration > Date.now()) {
+    if (heldByOther && this.#observed.at + duration > clock.now()) {
       this.#expiresAt = this.#observed.at + duration;
       return false;
     }
@@ -177,7 +240,7 @@ export class LeaderElector {
     };
     try {
       const written = await client.update(Leases, updated, opts);
-      this.#observed = { holder: identity, renewTime: written.spec?.renewTime, at: Date.now() };
+      this.#observed = { holder: identity, renewTime: written.spec?.renewTime, at: clock.now() };
       this.#noteLeader(identity, callbacks);
       return true;
     } catch (err) {
@@ -191,7 +254,7 @@ export class LeaderElector {
     try {
       const lease = await client.get(Leases, { namespace, name }, { signal: AbortSignal.timeout(5_000) });
       if (lease.spec?.holderIdentity !== identity) return;
-      const now = microTime(new Date());
+      const now = microTime(this.#o.wallClock());
       await client.update(
         Leases,
         {
@@ -211,16 +274,4 @@ export class LeaderElector {
     this.#lastLeader = identity;
     callbacks.onNewLeader?.(identity);
   }
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener('abort', done, { once: true });
-  });
 }

@@ -27,6 +27,7 @@ import { type ResourceType, resourceId } from '../client/resource.ts';
 import { type BuilderOptions, ControllerBuilder } from '../controller/builder.ts';
 import { type Controller, DEFAULT_DRAIN_TIMEOUT_MS } from '../controller/controller.ts';
 import { EventRecorder } from '../helpers/events.ts';
+import { sleep } from '../internal/sleep.ts';
 import { createLogger, type Logger } from '../logger.ts';
 import { Metrics } from '../metrics.ts';
 import { LeaderElector } from './leader.ts';
@@ -230,7 +231,12 @@ export class Manager {
     const stopAll = AbortSignal.any([signal, fatal.signal]);
     try {
       await this.#checkServed(stopAll);
-      if (stopAll.aborted) throw fatalError ?? 'stopped';
+      if (stopAll.aborted) {
+        // stopped (or failed) before anything ran: the finally block still stops the servers
+        if (fatalError) throw fatalError;
+        log.info({}, 'stopped before the controllers started');
+        return;
+      }
       this.cache.start(cacheStop.signal);
       const running: Promise<void>[] = [];
       const launch = (r: Runnable, s: AbortSignal) =>
@@ -380,7 +386,7 @@ export class Manager {
           }
           const delay = Math.min(5_000, 250 * 2 ** attempt);
           this.log.warn({ err: (err as Error).message, retryInMs: delay }, 'cannot reach the apiserver yet');
-          await new Promise((res) => setTimeout(res, delay));
+          await sleep(delay, signal);
         }
       }
     }
