@@ -10,7 +10,8 @@
  * - manager: `Manager` (caches, controllers, leader election, /metrics, /healthz, /readyz, graceful shutdown),
  *   settings from flags and environment.
  * - crd: `defineKind` — a custom resource from a TypeBox schema: its ResourceType, TypeScript type and CRD manifest.
- * - helpers: Events (aggregated, rate limited), finalizers, owner references, conditions, status written only on change.
+ * - helpers: Events (aggregated, rate limited), finalizers, owner references, adopting and releasing children
+ *   (`claimChildren`), conditions, status written only on change.
  * - logger, metrics (controller-runtime's metric names).
  */
 export {
@@ -44,6 +45,7 @@ export {
   isConflict,
   isGone,
   isNotFound,
+  isResourceVersionTooLarge,
   type Status,
   type StatusCause,
   toApiError,
@@ -51,6 +53,7 @@ export {
 export {
   type ConnectionConfig,
   type Credentials,
+  type Impersonation,
   KubeconfigError,
   type LoadOptions,
   loadConfig,
@@ -109,6 +112,13 @@ export {
   type ValidationRule,
 } from './crd/kind.ts';
 export { CrdSchemaError, structuralSchema } from './crd/schema.ts';
+export {
+  ClaimError,
+  type ClaimErrorCode,
+  type ClaimOptions,
+  type ClaimResult,
+  claimChildren,
+} from './helpers/claim.ts';
 export {
   type Condition,
   type ConditionInput,

@@ -10,10 +10,17 @@
  * - A thrown error is retried with per-request exponential backoff (5 ms … 1000 s, and 10 qps / burst 100 overall);
  *   a Conflict (409) is retried the same way but logged at debug level only; TooManyRequests waits the server's
  *   Retry-After; a `TerminalError` is not retried. `requeueAfter` schedules the request again.
+ * - An update enqueues the requests of the old object and of the new one, deduplicated (as controller-runtime's
+ *   handlers do): when a child moves to another owner, or a mapping depends on labels that changed, the previous
+ *   owner is reconciled too.
  * - Expectations: a request with unobserved creates/deletes (see `ctx.expect`) is not reconciled until the cache has
  *   caught up or the expectation times out; it is re-checked when its children change and at least once a second.
+ *   Every event of a watched kind is shown to the expectations (see expectations.ts).
+ * - `ctx.client` aborts its requests when `ctx.signal` does, so a hung request cannot outlast the drain.
+ * - An `Aborted` error means "stopping" only when the controller is stopping; a reconcile that aborted a call of its
+ *   own (say with `AbortSignal.timeout`) is retried with backoff like any failure.
  * - Stopping (the `start` signal aborts): no new work is taken; in-flight reconciles may finish for
- *   `drainTimeoutMs` (default 2 s), after which their `ctx.signal` aborts.
+ *   `drainTimeoutMs` (default 2 s), after which their `ctx.signal` aborts, and with it their requests.
  */
 import { randomUUID } from 'node:crypto';
 import type { Cache } from '../cache/cache.ts';
@@ -42,7 +49,7 @@ export interface ControllerOptions {
   readonly clock?: Clock;
   /** How long informers may take to sync before `start` fails (default 2 min). */
   readonly cacheSyncTimeoutMs?: number;
-  /** How long in-flight reconciles may finish after stop (default 30 s). */
+  /** How long in-flight reconciles may finish after stop (default 2 s, `DEFAULT_DRAIN_TIMEOUT_MS`). */
   readonly drainTimeoutMs?: number;
   /** Expectation timeout (default 60 s). */
   readonly expectationTimeoutMs?: number;
@@ -108,14 +115,25 @@ export class Controller {
     const informer = this.#o.cache.informer(r);
     if (!this.#primary) this.#primary = informer as unknown as Informer<KubeObject>;
     this.#watched.push(informer as unknown as Informer<KubeObject>);
-    const enqueue = (obj: T) => {
-      for (const req of map(obj)) this.queue.add(objectKey(req));
+    const enqueue = (...objs: T[]) => {
+      const keys = new Set<string>();
+      for (const obj of objs) for (const req of map(obj)) keys.add(objectKey(req));
+      for (const key of keys) this.queue.add(key);
     };
     this.#unwatch.push(
       informer.addEventHandler({
-        add: (obj) => allow(predicates, 'create', undefined, obj) && enqueue(obj),
-        update: (old, obj) => allow(predicates, 'update', old, obj) && enqueue(obj),
-        delete: (obj) => allow(predicates, 'delete', undefined, obj) && enqueue(obj),
+        add: (obj) => {
+          this.expectations.observe(obj, false);
+          if (allow(predicates, 'create', undefined, obj)) enqueue(obj);
+        },
+        update: (old, obj) => {
+          this.expectations.observe(obj, false);
+          if (allow(predicates, 'update', old, obj)) enqueue(old, obj);
+        },
+        delete: (obj) => {
+          this.expectations.observe(obj, true);
+          if (allow(predicates, 'delete', undefined, obj)) enqueue(obj);
+        },
       }),
     );
   }
@@ -210,7 +228,7 @@ export class Controller {
       log,
       signal,
       reconcileID,
-      client: this.#o.client,
+      client: this.#o.client.withSignal(signal),
       cache: this.#o.cache,
       expect: {
         created: (r, obj) =>
@@ -227,7 +245,7 @@ export class Controller {
       result = await this.#reconciler.reconcile(request, ctx);
     } catch (err) {
       m?.reconcileTime.observe({ controller: this.name }, (performance.now() - started) / 1000);
-      this.#failed(key, err, log);
+      this.#failed(key, err, log, signal);
       return;
     }
     m?.reconcileTime.observe({ controller: this.name }, (performance.now() - started) / 1000);
@@ -240,7 +258,7 @@ export class Controller {
     }
   }
 
-  #failed(key: string, err: unknown, log: Logger): void {
+  #failed(key: string, err: unknown, log: Logger, stopping: AbortSignal): void {
     const m = this.#o.metrics;
     m?.reconcileTotal.inc({ controller: this.name, result: 'error' });
     m?.reconcileErrors.inc({ controller: this.name });
@@ -261,8 +279,8 @@ export class Controller {
       this.queue.addAfter(key, err.retryAfterSeconds * 1000);
       return;
     }
-    if (isApiError(err, 'Aborted')) {
-      log.debug({ err: message }, 'reconcile aborted (stopping)');
+    if (stopping.aborted) {
+      log.debug({ err: message }, 'reconcile ended by the stop (not retried)');
       return;
     }
     log.error(

@@ -49,3 +49,41 @@ test('expectations time out so a lost event cannot wedge the controller', () => 
   assert.equal(e.satisfied('ns/owner'), true);
   assert.throws(() => e.expectCreated('k', store, { metadata: { name: 'x' } }), /metadata.uid/);
 });
+
+test('a delete is observed as soon as the child is terminating (deletionTimestamp), not when it leaves the cache', () => {
+  const store = new Store<KubeObject>();
+  const e = new Expectations({ now: () => 0, log: silentLogger });
+  const p = pod('graceful', 'u1');
+  store.upsert(p);
+  e.expectDeleted('ns/owner', store, p);
+  assert.equal(e.satisfied('ns/owner'), false, 'still running');
+  // the apiserver sets deletionTimestamp and keeps the pod for its 30 s grace period
+  store.upsert({ metadata: { ...p.metadata, resourceVersion: '2', deletionTimestamp: '2026-11-30T00:00:00Z' } });
+  assert.equal(e.satisfied('ns/owner'), true, 'terminating counts as deleted');
+});
+
+test('a create that the cache saw and that was deleted again before the next check is observed (no 60 s wait)', () => {
+  const store = new Store<KubeObject>();
+  const e = new Expectations({ now: () => 0, log: silentLogger });
+  const created = pod('short-lived', 'u7');
+  e.expectCreated('ns/owner', store, created);
+  // the ADDED and DELETED events passed through the cache between two checks
+  e.observe(created, false);
+  e.observe(created, true);
+  assert.equal(store.get('ns/short-lived'), undefined);
+  assert.equal(e.satisfied('ns/owner'), true);
+});
+
+test('a delete event observed by UID lowers the expectation even if a new object took the name', () => {
+  const store = new Store<KubeObject>();
+  const e = new Expectations({ now: () => 0, log: silentLogger });
+  const old = pod('p', 'u1');
+  store.upsert(old);
+  e.expectDeleted('ns/owner', store, old);
+  e.observe({ metadata: { ...old.metadata, resourceVersion: '5' } }, false);
+  assert.equal(e.satisfied('ns/owner'), false, 'an update without deletionTimestamp is not a delete');
+  e.observe(old, true);
+  assert.equal(e.satisfied('ns/owner'), true);
+  e.observe(old, true); // an event for a UID nobody expects is ignored
+  assert.equal(e.pending('ns/owner'), 0);
+});

@@ -1,11 +1,14 @@
 /**
  * @module controller/expectations
  * Read-your-own-writes for a controller's children (the ReplicaSet controller's "expectations", by UID). For each
- * request key it records the objects the controller just created or deleted; `satisfied(key)` is true once the cache
- * shows every created object (same UID present) and no longer shows every deleted one (UID gone or replaced).
+ * request key it records the objects the controller just created or deleted. As in Kubernetes' `controller_utils.go`,
+ * a create is observed once the cache has seen the object at all (present now, or any event for its UID since), and a
+ * delete once the cache shows the object terminating (`deletionTimestamp` set), gone, or replaced — a pod in its
+ * grace period does not hold its owner back.
  *
- * Guarantees: judged against the cache's current state, not against events, so a change the cache saw before the
- * expectation was recorded still counts and nothing can be missed. An expectation older than the timeout (default
+ * Guarantees: judged against the cache's current state and, through `observe()` (the controller feeds it every event
+ * of its watched kinds), against what passed through the cache since the expectation was recorded — so a created
+ * object that was deleted again before the next check still counts. An expectation older than the timeout (default
  * 60 s) is dropped with a warning, so a lost event can delay a controller but never wedge it.
  */
 
@@ -19,17 +22,21 @@ interface Pending {
   readonly objectKey: string;
   readonly uid: string;
   readonly at: number;
+  /** Set by `observe()` when an event shows the change. */
+  seen: boolean;
 }
 
 export class Expectations {
   readonly #pending = new Map<string, Pending[]>();
+  /** Pending entries by the child's UID, for `observe()`. */
+  readonly #byUid = new Map<string, Set<Pending>>();
   readonly #timeoutMs: number;
   readonly #now: () => number;
   readonly #log: Logger;
 
   constructor(options: { timeoutMs?: number; now?: () => number; log: Logger }) {
     this.#timeoutMs = options.timeoutMs ?? 60_000;
-    this.#now = options.now ?? Date.now;
+    this.#now = options.now ?? (() => performance.now());
     this.#log = options.log;
   }
 
@@ -41,6 +48,20 @@ export class Expectations {
     this.#add(key, 'delete', store, obj);
   }
 
+  /**
+   * An event for `obj` passed through the cache (`deleted`: it was a delete). Lowers the expectations it satisfies: a
+   * create by any event for its UID, a delete by a delete event or a `deletionTimestamp`.
+   */
+  observe(obj: KubeObject, deleted: boolean): void {
+    const uid = obj.metadata.uid;
+    if (!uid) return;
+    const entries = this.#byUid.get(uid);
+    if (!entries) return;
+    for (const p of entries) {
+      if (p.kind === 'create' || deleted || obj.metadata.deletionTimestamp) p.seen = true;
+    }
+  }
+
   /** True when the cache reflects every recorded change of `key` (satisfied entries are dropped). */
   satisfied(key: string): boolean {
     const list = this.#pending.get(key);
@@ -48,13 +69,19 @@ export class Expectations {
     const now = this.#now();
     const left = list.filter((p) => {
       const current = p.store.get(p.objectKey);
-      const observed = p.kind === 'create' ? current?.metadata.uid === p.uid : current?.metadata.uid !== p.uid;
-      if (observed) return false;
+      const same = current?.metadata.uid === p.uid;
+      const observed =
+        p.seen || (p.kind === 'create' ? same : !same || current?.metadata.deletionTimestamp !== undefined);
+      if (observed) {
+        this.#unindex(p);
+        return false;
+      }
       if (now - p.at > this.#timeoutMs) {
         this.#log.warn(
           { request: key, object: p.objectKey, expected: p.kind, afterMs: now - p.at },
           'the cache did not observe an expected change in time: going on without it',
         );
+        this.#unindex(p);
         return false;
       }
       return true;
@@ -77,6 +104,7 @@ export class Expectations {
 
   /** Forget everything about `key` (e.g. the object is gone). */
   clear(key: string): void {
+    for (const p of this.#pending.get(key) ?? []) this.#unindex(p);
     this.#pending.delete(key);
   }
 
@@ -84,7 +112,18 @@ export class Expectations {
     const uid = obj.metadata.uid;
     if (!uid) throw new TypeError('an expectation needs the object as the API returned it (with metadata.uid)');
     const list = this.#pending.get(key) ?? [];
-    list.push({ kind, store, objectKey: keyOf(obj), uid, at: this.#now() });
+    const p: Pending = { kind, store, objectKey: keyOf(obj), uid, at: this.#now(), seen: false };
+    list.push(p);
     this.#pending.set(key, list);
+    const byUid = this.#byUid.get(uid) ?? new Set<Pending>();
+    byUid.add(p);
+    this.#byUid.set(uid, byUid);
+  }
+
+  #unindex(p: Pending): void {
+    const set = this.#byUid.get(p.uid);
+    if (!set) return;
+    set.delete(p);
+    if (set.size === 0) this.#byUid.delete(p.uid);
   }
 }
