@@ -13,8 +13,10 @@
  * - `watch-hang`: the standby's connection hangs silently: its watches must notice within 60 s.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
+import { isNotFound, Pods } from '@opkit/runtime';
 import { type AuditEvent, readAuditLog } from '@opkit/testenv';
 import { AppServices } from '../src/api/v1alpha1/appservice.ts';
+import { LABELS } from '../src/controllers/pods.ts';
 import { inWindows, type LeaseView, splitBrain } from './audit.ts';
 import { CHAOS_NAMESPACE, type ChaosCluster, OPERATOR_USER } from './cluster.ts';
 import type { Monitor, Violation } from './monitor.ts';
@@ -142,7 +144,8 @@ export class TrialRunner {
   /**
    * Creates the AppServices trials work on and waits for the first convergence; then scales app-0 up, down and up
    * again, so every permission the operator holds is exercised whatever the trials draw (pod deletes, and a repeated
-   * Event, which is patched to count 2).
+   * Event, which is patched to count 2); then re-parents app-0's pods: app-0 is deleted with its pods orphaned and
+   * created again, and must adopt the same pods rather than run a second set (`adoption`).
    */
   async prepare(count: number): Promise<Violation[]> {
     for (let i = 0; i < count; i++)
@@ -156,9 +159,53 @@ export class TrialRunner {
       await this.#c.admin.patch(AppServices, { namespace: CHAOS_NAMESPACE, name: 'app-0' }, { spec: { replicas } });
       left = await settle(this.#m);
     }
+    if (left.length === 0) left = await this.#reparent('app-0');
     await this.#readAudit();
     for (const r of this.#c.replicas) r.takeLog();
     return left;
+  }
+
+  /** Deletes `name` orphaning its pods, re-creates it, and checks that it adopted exactly those pods. */
+  async #reparent(name: string): Promise<Violation[]> {
+    const admin = this.#c.admin;
+    const ref = { namespace: CHAOS_NAMESPACE, name };
+    const selector = `${LABELS.instance}=${name}`;
+    const podNames = async () =>
+      (await admin.list(Pods, { namespace: CHAOS_NAMESPACE, labelSelector: selector })).items
+        .filter((p) => !p.metadata.deletionTimestamp)
+        .map((p) => p.metadata.name ?? '')
+        .sort();
+    const app = await admin.get(AppServices, ref);
+    const before = await podNames();
+    await admin.delete(AppServices, ref, { propagationPolicy: 'Orphan' });
+    // gone, and its pods freed by the garbage collector (their controller references removed)
+    const deadline = performance.now() + 60_000;
+    for (;;) {
+      let gone = false;
+      try {
+        await admin.get(AppServices, ref);
+      } catch (err) {
+        if (!isNotFound(err)) throw err;
+        gone = true;
+      }
+      const pods = (await admin.list(Pods, { namespace: CHAOS_NAMESPACE, labelSelector: selector })).items;
+      if (gone && pods.every((p) => !p.metadata.ownerReferences?.some((r) => r.controller))) break;
+      if (performance.now() > deadline)
+        return [{ invariant: 'adoption', detail: `${name} and its pods' references were not gone within 60 s` }];
+      await sleep(200);
+    }
+    await admin.create(AppServices, { metadata: { name, namespace: CHAOS_NAMESPACE }, spec: app.spec } as never);
+    const left = await settle(this.#m);
+    if (left.length > 0) return left;
+    const after = await podNames();
+    if (after.join(',') !== before.join(','))
+      return [
+        {
+          invariant: 'adoption',
+          detail: `re-created ${name} runs pods ${after.join(', ')} instead of adopting ${before.join(', ')}`,
+        },
+      ];
+    return [];
   }
 
   /** One trial; whatever happens, every proxy passes traffic again afterwards. */

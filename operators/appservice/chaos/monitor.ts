@@ -20,6 +20,7 @@ export interface Violation {
     | 'not-settled'
     | 'status'
     | 'orphan'
+    | 'adoption'
     | 'crash-loop'
     | 'log'
     | 'split-brain'

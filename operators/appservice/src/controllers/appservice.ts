@@ -3,7 +3,11 @@
  * The AppService reconciler. Level-triggered: it reads the AppService and its pods from the cache, plans (pods.ts),
  * acts, and writes the status — only when it changed.
  *
- * - Pods are found by the controller-owner index (the AppService's UID) and the selector labels.
+ * - Pods are claimed as the ReplicaSet controller claims them (`claimChildren`): those it controls and that carry the
+ *   selector labels; orphans that carry them are adopted (after a fresh read of the AppService), so an AppService
+ *   re-created after `kubectl delete --cascade=orphan` takes its old pods back instead of running a second set; pods
+ *   it controls whose labels no longer match are released. An orphan that appears later is mapped to the AppService
+ *   its instance label names.
  * - Creates run in slow-start batches (1, 2, 4, … up to 64 at once) and stop at the first failure, as the ReplicaSet
  *   controller does, so a quota or admission error costs one failed request, not hundreds. Every create and delete is
  *   declared to the expectations, so a lagging cache can never cause an overshoot or a double delete.
@@ -14,6 +18,8 @@
  */
 import {
   type Condition,
+  claimChildren,
+  controllerOf,
   type EventRecorder,
   generationChanged,
   isApiError,
@@ -31,13 +37,23 @@ import {
   updateStatusIfChanged,
 } from '@opkit/runtime';
 import { type AppService, type AppServiceStatus, AppServices } from '../api/v1alpha1/appservice.ts';
-import { APP_NAME, isReady, LABELS, MANAGED_BY, plan, podFor, selectorString, templateHash } from './pods.ts';
+import {
+  APP_NAME,
+  isReady,
+  LABELS,
+  MANAGED_BY,
+  plan,
+  podFor,
+  selectorLabels,
+  selectorString,
+  templateHash,
+} from './pods.ts';
 
 /** What this controller does with the API: the generated ClusterRole grants exactly this (plus the manager's own). */
 export const permissions: readonly Permission[] = [
-  permission(AppServices, ['list', 'watch']),
+  permission(AppServices, ['get', 'list', 'watch']),
   permission(AppServices, ['patch'], { subresource: 'status' }),
-  permission(Pods, ['list', 'watch', 'create', 'delete']),
+  permission(Pods, ['list', 'watch', 'create', 'patch', 'delete']),
 ];
 
 const MAX_BATCH = 64;
@@ -53,10 +69,19 @@ export class AppServiceReconciler implements Reconciler {
     const app = await ctx.cache.get(AppServices, req);
     if (!app || app.metadata.deletionTimestamp) return {}; // the garbage collector removes the pods
     const uid = app.metadata.uid ?? '';
-    const pods = (await ctx.cache.list(Pods, { index: { name: 'controller', value: uid } })).filter(
-      (p) =>
-        p.metadata.labels?.[LABELS.name] === APP_NAME && p.metadata.labels?.[LABELS.instance] === app.metadata.name,
-    );
+    const selector = selectorLabels(app);
+    const { claimed: pods } = await claimChildren({
+      client: ctx.client,
+      ownerType: AppServices,
+      owner: app,
+      childType: Pods,
+      candidates: [
+        ...(await ctx.cache.list(Pods, { index: { name: 'controller', value: uid } })),
+        ...(await ctx.cache.list(Pods, { namespace: app.metadata.namespace ?? 'default', labelSelector: selector })),
+      ],
+      matches: (pod) => Object.entries(selector).every(([k, v]) => pod.metadata.labels?.[k] === v),
+      signal: ctx.signal,
+    });
     const hash = templateHash(app);
     const p = plan(app, pods, hash);
     let failure: { reason: 'FailedCreate' | 'FailedDelete'; error: unknown } | undefined;
@@ -185,6 +210,13 @@ function errorText(err: unknown): string {
   return text.length > 500 ? `${text.slice(0, 497)}...` : text;
 }
 
+/** An orphaned AppService pod maps to the AppService its instance label names (which may adopt it). */
+function orphanOwner(pod: Pod): Request[] {
+  const name = pod.metadata.labels?.[LABELS.instance];
+  if (controllerOf(pod) || pod.metadata.labels?.[LABELS.name] !== APP_NAME || !name) return [];
+  return [{ namespace: pod.metadata.namespace ?? 'default', name }];
+}
+
 /** Registers the AppService controller with the manager (what `opkit create api --controller` wires into main.ts). */
 export function setupAppServiceController(mgr: Manager, options: { resyncPeriodMs?: number } = {}): void {
   mgr
@@ -192,6 +224,7 @@ export function setupAppServiceController(mgr: Manager, options: { resyncPeriodM
     .named('appservice')
     .for(AppServices, generationChanged)
     .owns(Pods)
+    .watches(Pods, orphanOwner)
     .withOptions(options.resyncPeriodMs ? { resyncPeriodMs: options.resyncPeriodMs } : {})
     .complete(new AppServiceReconciler(mgr.eventRecorder(MANAGED_BY)));
 }
