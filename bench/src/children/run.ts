@@ -20,8 +20,8 @@ export class Child {
       if (w) w(line);
       else this.#lines.push(line);
     });
-    this.process.stderr.on('data', (c: Buffer) => {
-      this.#stderr = (this.#stderr + c.toString()).slice(-4000);
+    this.process.stderr.setEncoding('utf8').on('data', (c: string) => {
+      this.#stderr = (this.#stderr + c).slice(-4000);
     });
   }
 

@@ -91,15 +91,14 @@ export class Replica {
       { env: { ...process.env, POD_NAME: this.name, NODE_OPTIONS: '' }, stdio: ['pipe', 'pipe', 'pipe'] },
     );
     this.proc = proc;
-    const add = (c: Buffer) => {
-      const text = c.toString();
+    const add = (text: string) => {
       this.#log += text;
       const window = this.#tail + text; // a secret split across two chunks is still seen
       for (const s of this.secrets) if (window.includes(s)) this.#leaked.add(s);
       this.#tail = window.slice(-4096);
     };
-    proc.stdout.on('data', add);
-    proc.stderr.on('data', add);
+    proc.stdout.setEncoding('utf8').on('data', add);
+    proc.stderr.setEncoding('utf8').on('data', add);
     proc.once('exit', (code, signal) => {
       this.exits.push({ code, signal, at: Date.now(), caused: this.#causing });
       this.#causing = false;

@@ -29,11 +29,11 @@ function run(kubeconfig: string, mustMention: RegExp, what: string): Promise<Sta
   );
   let out = '';
   let err = '';
-  p.stdout.on('data', (c: Buffer) => {
-    out += c.toString();
+  p.stdout.setEncoding('utf8').on('data', (c: string) => {
+    out += c;
   });
-  p.stderr.on('data', (c: Buffer) => {
-    err += c.toString();
+  p.stderr.setEncoding('utf8').on('data', (c: string) => {
+    err += c;
   });
   const timer = setTimeout(() => p.kill('SIGKILL'), 90_000);
   return new Promise((resolve) => {

@@ -140,6 +140,48 @@ describe('the AppService operator, end to end, as its own ServiceAccount', () =>
     );
   });
 
+  test('multibyte env values spanning many network chunks reach the pods intact, and the pods are not rolled', async () => {
+    await namespace(c, 'utf8');
+    const env = Array.from({ length: 10 }, (_, i) => ({
+      name: `GREETING_${i}`,
+      value: `héllo wörld ${i} — 日本語 — 😀 — ${'ü€𝄞'.repeat(2_500)}`,
+    }));
+    await createApp(c, 'utf8', 'intl', { replicas: 2, env });
+    await settled(c, 'utf8', 'intl', 2);
+    const first = await livePods(c, 'utf8', 'intl');
+    for (const pod of first) {
+      const got = pod.spec?.containers[0]?.env ?? [];
+      assert.equal(got.length, env.length);
+      for (const [i, e] of env.entries()) assert.ok(got[i]?.value === e.value, `${pod.metadata.name} ${e.name} intact`);
+    }
+    await new Promise((r) => setTimeout(r, 3_000));
+    const later = await livePods(c, 'utf8', 'intl');
+    assert.deepEqual(
+      later.map((p) => p.metadata.name).sort(),
+      first.map((p) => p.metadata.name).sort(),
+      'no rollout: the template hash is stable',
+    );
+  });
+
+  test('orphaned pods are adopted: delete --cascade=orphan, re-create, the same pods come back under the new owner', async () => {
+    await namespace(c, 'orphan');
+    await createApp(c, 'orphan', 'web', { replicas: 3 });
+    await settled(c, 'orphan', 'web', 3);
+    const before = (await livePods(c, 'orphan', 'web')).map((p) => p.metadata.name).sort();
+    const del = kubectl(c, ['delete', 'appservice', 'web', '-n', 'orphan', '--cascade=orphan', '--wait=true']);
+    assert.equal(del.code, 0, del.stderr);
+    await waitFor('the pods to be orphaned', async () =>
+      (await c.admin.list(Pods, { namespace: 'orphan' })).items.every((p) => !p.metadata.ownerReferences?.length),
+    );
+    const app = await createApp(c, 'orphan', 'web', { replicas: 3 });
+    await settled(c, 'orphan', 'web', 3);
+    const pods = await livePods(c, 'orphan', 'web');
+    assert.deepEqual(pods.map((p) => p.metadata.name).sort(), before, 'the same pods, no second set');
+    for (const p of pods)
+      assert.equal(p.metadata.ownerReferences?.find((r) => r.controller)?.uid, app.metadata.uid, 'adopted');
+    assert.equal((await c.admin.list(Pods, { namespace: 'orphan' })).items.length, 3);
+  });
+
   test('invalid bodies are refused by the apiserver with a message naming the field', async () => {
     await namespace(c, 'bad');
     const post = async (spec: unknown) => {

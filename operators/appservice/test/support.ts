@@ -59,11 +59,11 @@ export function operator(c: Cluster, args: readonly string[] = []): OperatorProc
       return p.exit;
     },
   };
-  const add = (c: Buffer) => {
-    p.log = (p.log + c.toString()).slice(-200_000);
+  const add = (c: string) => {
+    p.log = (p.log + c).slice(-200_000);
   };
-  proc.stdout.on('data', add);
-  proc.stderr.on('data', add);
+  proc.stdout.setEncoding('utf8').on('data', add);
+  proc.stderr.setEncoding('utf8').on('data', add);
   return p;
 }
 

@@ -46,8 +46,9 @@ export function createLogger(options: LoggerOptions = {}): Logger {
 /** Formats pino's JSON lines as `time LEVEL message key=value …`. */
 function prettyStream(out: NodeJS.WritableStream): NodeJS.WritableStream {
   return new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      for (const line of chunk.toString('utf8').split('\n')) {
+    decodeStrings: false, // pino writes whole lines as strings: take them as they are
+    write(chunk: string | Buffer, _encoding, done) {
+      for (const line of String(chunk).split('\n')) {
         if (!line) continue;
         try {
           const { time, level, msg, ...rest } = JSON.parse(line) as Record<string, unknown>;
