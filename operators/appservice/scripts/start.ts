@@ -113,7 +113,7 @@ async function render(): Promise<void> {
           labelSelector: `${LABELS.instance}=${a.metadata.name}`,
         })
       ).items;
-      for (const p of pods.sort((x, y) => (x.metadata.name ?? '').localeCompare(y.metadata.name ?? ''))) {
+      for (const p of pods.sort((x, y) => ((x.metadata.name ?? '') < (y.metadata.name ?? '') ? -1 : 1))) {
         const ready = p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True');
         lines.push(
           `    ${(p.metadata.name ?? '').padEnd(36)}${p.metadata.deletionTimestamp ? 'Terminating' : (p.status?.phase ?? 'Pending')}${ready ? ', ready' : ''}${p.spec?.nodeName ? ` on ${p.spec.nodeName}` : ''}`,

@@ -130,10 +130,10 @@ export function deletionOrder(pods: readonly Pod[], currentHash: string): Pod[] 
     const ra = rank(a);
     const rb = rank(b);
     for (let i = 0; i < ra.length; i++) if (ra[i] !== rb[i]) return (ra[i] as number) - (rb[i] as number);
-    // newest first
+    // newest first, then by name — in code-unit order, the same on every machine whatever its locale
     return (
-      (b.metadata.creationTimestamp ?? '').localeCompare(a.metadata.creationTimestamp ?? '') ||
-      (a.metadata.name ?? '').localeCompare(b.metadata.name ?? '')
+      byCodeUnit(b.metadata.creationTimestamp ?? '', a.metadata.creationTimestamp ?? '') ||
+      byCodeUnit(a.metadata.name ?? '', b.metadata.name ?? '')
     );
   });
 }
@@ -181,4 +181,8 @@ export function plan(app: AppService, pods: readonly Pod[], currentHash: string)
     keep = keep.filter((p) => !replace.includes(p));
   }
   return { create: Math.max(0, desired - keep.length), delete: toDelete, active: keep, rolling };
+}
+
+function byCodeUnit(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
 }
