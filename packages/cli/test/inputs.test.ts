@@ -156,4 +156,23 @@ describe('input checks: each error names the bad value and the rule; nothing the
     assert.equal(flag.code, 2);
     assert.match(flag.out, /--frob/);
   });
+
+  test('file-system failures are one line naming the path and what to do, never a stack trace', async () => {
+    const file = join(work, 'a-file');
+    await writeFile(file, 'mine\n');
+    const init = await opkit(['init', 'fileop', '--dir', file]);
+    assert.equal(init.code, 2, init.out);
+    assert.match(init.out, /^opkit: --dir .*a-file is a file, not a directory: pass a directory/);
+    assert.equal(init.out.split('\n').length, 1, init.out);
+    assert.equal(await readFile(file, 'utf8'), 'mine\n', 'the file is untouched');
+
+    const dir = join(work, 'fsop');
+    assert.equal((await opkit(['init', 'fsop', '--dir', dir])).code, 0);
+    await writeFile(join(dir, 'config'), 'my notes, not a directory\n');
+    const gen = await opkit(['generate', '--dir', dir]);
+    assert.equal(gen.code, 1, gen.out);
+    assert.match(gen.out, /^opkit: .*fsop\/config.*: (a part of this path is a file|already exists)/);
+    assert.equal(gen.out.split('\n').length, 1, gen.out);
+    assert.doesNotMatch(gen.out, /\n\s+at /);
+  });
 });

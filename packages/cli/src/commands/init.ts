@@ -4,7 +4,7 @@
  * operator project in DIR (default ./<name>): package.json, tsconfig, src/main.ts (with the markers create api uses),
  * Dockerfile, README, PROJECT. Refuses a directory that already holds a project or any of these files.
  */
-import { mkdir, readdir } from 'node:fs/promises';
+import { mkdir, readdir, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { CliError } from '../errors.ts';
@@ -53,6 +53,13 @@ export async function initCommand(argv: readonly string[], out: (line: string) =
     resources: [],
   };
   const dir = resolve(values.dir ?? name);
+  const info = await stat(dir).catch(() => undefined);
+  if (info && !info.isDirectory()) {
+    throw new CliError(
+      'Usage',
+      `--dir ${dir} is a file, not a directory: pass a directory (it is created when missing), or move the file away`,
+    );
+  }
   const existing = await readdir(dir).catch(() => [] as string[]);
   if (existing.includes(PROJECT_FILE))
     throw new CliError('Usage', `${join(dir, PROJECT_FILE)} exists: ${dir} is already a project`);
