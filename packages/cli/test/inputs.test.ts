@@ -175,4 +175,43 @@ describe('input checks: each error names the bad value and the rule; nothing the
     assert.equal(gen.out.split('\n').length, 1, gen.out);
     assert.doesNotMatch(gen.out, /\n\s+at /);
   });
+
+  test('init refuses a project name whose derived names the API server would refuse, naming the derived object', async () => {
+    const digit = await opkit(['init', '9ops', '--dir', join(work, 'nine')]);
+    assert.equal(digit.code, 2, digit.out);
+    assert.match(digit.out, /project name "9ops" must start with a letter: the metrics Service is named 9ops-metrics/);
+    const n56 = 'a'.repeat(56);
+    const long = await opkit(['init', n56, '--dir', join(work, 'n56')]);
+    assert.equal(long.code, 2, long.out);
+    assert.match(long.out, /is 56 characters; at most 55 fit: the metrics Service a+-metrics would be 64, over .* 63/);
+    const n58 = await opkit(['init', 'b'.repeat(58), '--dir', join(work, 'n58')]);
+    assert.equal(n58.code, 2);
+    assert.match(n58.out, /project name "b{58}" is 58 characters/);
+    assert.doesNotMatch(n58.out, /namespace/, 'no error about a namespace the user never passed');
+    const n55 = await opkit(['init', 'c'.repeat(55), '--dir', join(work, 'n55')]);
+    assert.equal(n55.code, 0, n55.out);
+  });
+
+  test('deploy checks every object name before applying anything', async () => {
+    const dir = join(work, 'renamed');
+    assert.equal((await opkit(['init', 'renamed', '--dir', dir])).code, 0);
+    const project = join(dir, 'PROJECT');
+    await writeFile(project, (await readFile(project, 'utf8')).replace('projectName: renamed', 'projectName: 9ops'));
+    const saved = process.env.KUBECONFIG;
+    process.env.KUBECONFIG = join(work, 'no-such-kubeconfig');
+    try {
+      for (const command of ['deploy', 'undeploy']) {
+        const r = await opkit([command, '--dir', dir]);
+        assert.equal(r.code, 2, r.out);
+        assert.match(
+          r.out,
+          /nothing was (applied|deleted): the API server would refuse Service 9ops-metrics: a Service/,
+        );
+        assert.match(r.out, /fix projectName or namespace in .*PROJECT/);
+      }
+    } finally {
+      if (saved === undefined) delete process.env.KUBECONFIG;
+      else process.env.KUBECONFIG = saved;
+    }
+  });
 });

@@ -8,7 +8,7 @@ import { mkdir, readdir, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { CliError } from '../errors.ts';
-import { checkDomain, checkImage, checkNamespace, checkProjectName } from '../project/names.ts';
+import { checkDomain, checkImage, checkNamespace, checkProjectName, NAMESPACE_SUFFIX } from '../project/names.ts';
 import { PROJECT_FILE, type Project, writeProject } from '../project/project.ts';
 import { writeFiles } from '../scaffold/files.ts';
 import { initFiles } from '../scaffold/templates.ts';
@@ -48,7 +48,7 @@ export async function initCommand(argv: readonly string[], out: (line: string) =
     layout: 'opkit.dev/v1',
     projectName: checkProjectName(name),
     domain: checkDomain('domain', values.domain),
-    namespace: checkNamespace(values.namespace ?? `${name}-system`),
+    namespace: checkNamespace(values.namespace ?? `${name}${NAMESPACE_SUFFIX}`),
     image: checkImage(values.image ?? `${name}:0.1.0`),
     resources: [],
   };
