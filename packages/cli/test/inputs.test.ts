@@ -214,4 +214,101 @@ describe('input checks: each error names the bad value and the rule; nothing the
       else process.env.KUBECONFIG = saved;
     }
   });
+
+  test('create api is all or nothing: when generate fails, nothing is kept and the same command can be run again', async () => {
+    const dir = join(work, 'atomic');
+    assert.equal((await opkit(['init', 'atomic', '--dir', dir])).code, 0);
+    const main = await readFile(join(dir, 'src/main.ts'), 'utf8');
+    const project = await readFile(join(dir, 'PROJECT'), 'utf8');
+    // this project has no node_modules, so generate cannot load the new API file: a failure after the first write
+    const args = [
+      'create',
+      'api',
+      '--group',
+      'app',
+      '--version',
+      'v1',
+      '--kind',
+      'Widget',
+      '--controller',
+      '--dir',
+      dir,
+    ];
+    for (const attempt of [1, 2]) {
+      const r = await opkit(args);
+      assert.notEqual(r.code, 0, r.out);
+      assert.match(r.out, /cannot load .*widget\.ts/, `attempt ${attempt}`);
+      assert.match(r.out, /nothing was kept: the files of Widget, src\/main\.ts and PROJECT are as they were/);
+      assert.doesNotMatch(r.out, /already/, 'a retry is not refused');
+      assert.equal(r.out.split('\n').length, 1, r.out);
+      assert.equal(await readFile(join(dir, 'src/main.ts'), 'utf8'), main);
+      assert.equal(await readFile(join(dir, 'PROJECT'), 'utf8'), project);
+      for (const gone of ['src/api', 'src/controllers', 'test', 'config/samples']) {
+        await assert.rejects(readFile(join(dir, gone)), { code: 'ENOENT' }, `${gone} removed`);
+      }
+    }
+  });
+
+  test('bundle refuses a version that would make an invalid CSV name, and keeps hand edits to the CSV', async () => {
+    const dir = join(work, 'good');
+    const rc = await opkit(['bundle', '--version', '1.0.0-RC1', '--dir', dir]);
+    assert.equal(rc.code, 2);
+    assert.match(rc.out, /bundle version "1\.0\.0-RC1" must be lower-case: .*ClusterServiceVersion name.*1\.0\.0-rc1/);
+    assert.equal((await opkit(['bundle', '--version', '1.0.0-rc1', '--dir', dir])).code, 0);
+    const csvPath = join(dir, 'bundle/manifests/good.clusterserviceversion.yaml');
+    const csv = await readFile(csvPath, 'utf8');
+    assert.match(csv, /name: good\.v1\.0\.0-rc1/);
+    await writeFile(
+      csvPath,
+      csv
+        .replace(/description: .*/, 'description: My own words about this operator.')
+        .replace(/^spec:\n/m, 'spec:\n  icon:\n    - base64data: PHN2Zy8+\n      mediatype: image/svg+xml\n'),
+    );
+    assert.equal((await opkit(['bundle', '--version', '1.1.0', '--dir', dir])).code, 0);
+    const again = await readFile(csvPath, 'utf8');
+    assert.match(again, /description: My own words about this operator\./, again);
+    assert.match(again, /base64data: PHN2Zy8\+/);
+    assert.match(again, /name: good\.v1\.1\.0/);
+    assert.match(again, /^ {2}version: 1\.1\.0$/m);
+  });
+
+  test('deploy and undeploy never switch to another cluster when the current one does not answer', async () => {
+    const dir = join(work, 'good');
+    const kubeconfig = (port: number) =>
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'Config',
+        clusters: [{ name: 'c', cluster: { server: `https://127.0.0.1:${port}`, 'insecure-skip-tls-verify': true } }],
+        users: [{ name: 'u', user: { token: 't' } }],
+        contexts: [{ name: 'x', context: { cluster: 'c', user: 'u' } }],
+        'current-context': 'x',
+      });
+    // the current kubeconfig's cluster does not answer; a "ready" opkit env cluster exists
+    await writeFile(join(work, 'current.kubeconfig'), kubeconfig(1));
+    const state = join(work, 'state');
+    await mkdir(join(state, 'clusters/default'), { recursive: true });
+    await writeFile(join(work, 'dev.kubeconfig'), kubeconfig(2));
+    await writeFile(
+      join(state, 'clusters/default/status.json'),
+      JSON.stringify({ phase: 'ready', server: 'https://127.0.0.1:2', kubeconfigPath: join(work, 'dev.kubeconfig') }),
+    );
+    const saved = { KUBECONFIG: process.env.KUBECONFIG, OPKIT_STATE_DIR: process.env.OPKIT_STATE_DIR };
+    process.env.KUBECONFIG = join(work, 'current.kubeconfig');
+    process.env.OPKIT_STATE_DIR = state;
+    try {
+      for (const command of ['deploy', 'undeploy']) {
+        const r = await opkit([command, '--dir', dir]);
+        assert.equal(r.code, 1, r.out);
+        assert.match(r.out, /the cluster of the current kubeconfig \(https:\/\/127\.0\.0\.1:1\) does not answer/);
+        assert.match(r.out, /never switches to another cluster/);
+        assert.match(r.out, /opkit env up's: --kubeconfig .*dev\.kubeconfig/);
+        assert.doesNotMatch(r.out, /127\.0\.0\.1:2/, 'the dev cluster was not used');
+      }
+    } finally {
+      for (const [k, v] of Object.entries(saved)) {
+        if (v === undefined) delete process.env[k];
+        else process.env[k] = v;
+      }
+    }
+  });
 });

@@ -4,6 +4,8 @@
  * image substituted — no sed) by server-side apply with opkit's own client; kubectl is not needed. Every object's name
  * is checked against the API server's rules before anything is applied, so a bad name never leaves half a deployment.
  * `opkit undeploy`: deletes them again, last first (the CRDs, and so every custom resource, included).
+ * Both use the given or current kubeconfig only: a cluster that does not answer is an error naming it, never a reason
+ * to switch to another (such as `opkit env up`'s).
  */
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -51,7 +53,7 @@ export async function deployCommand(
         `fix projectName or namespace in ${join(dir, PROJECT_FILE)}, then run opkit generate`,
     );
   }
-  const target = await reachableKubeconfig(values.kubeconfig);
+  const target = await reachableKubeconfig(values.kubeconfig, { fallback: false });
   const client = new Client(await loadConfig(target.path ? { path: target.path } : {}), { name: 'opkit' });
   try {
     const applier = new Applier(client, 'opkit');

@@ -93,10 +93,30 @@ export function checkImage(image: string): string {
   return image;
 }
 
-/** Semantic version X.Y.Z (OLM bundles). */
+/**
+ * Semantic version X.Y.Z[-prerelease] (OLM bundles). It is part of the ClusterServiceVersion's name
+ * (`<project>.v<version>`), a lower-case DNS name, so upper-case letters and empty pre-release parts are refused.
+ */
 export function checkSemver(version: string): string {
-  if (!/^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(-[0-9A-Za-z.-]+)?$/.test(version)) {
-    throw rule('bundle version', version, 'must be a semantic version X.Y.Z', '0.1.0');
+  const id = '(0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*)';
+  if (!new RegExp(`^(0|[1-9]\\d*)\\.(0|[1-9]\\d*)\\.(0|[1-9]\\d*)(-${id}(\\.${id})*)?$`).test(version)) {
+    throw rule(
+      'bundle version',
+      version,
+      'must be a semantic version X.Y.Z or X.Y.Z-PRERELEASE',
+      '0.1.0 or 1.0.0-rc.1',
+    );
+  }
+  if (version !== version.toLowerCase()) {
+    throw rule(
+      'bundle version',
+      version,
+      'must be lower-case: it is part of the ClusterServiceVersion name, and Kubernetes names are lower-case',
+      version.toLowerCase(),
+    );
+  }
+  if (/-$|-\.|\.-/.test(version)) {
+    throw rule('bundle version', version, 'must not end a pre-release part with "-"', '1.0.0-rc.1');
   }
   return version;
 }
