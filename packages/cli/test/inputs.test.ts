@@ -221,19 +221,7 @@ describe('input checks: each error names the bad value and the rule; nothing the
     const main = await readFile(join(dir, 'src/main.ts'), 'utf8');
     const project = await readFile(join(dir, 'PROJECT'), 'utf8');
     // this project has no node_modules, so generate cannot load the new API file: a failure after the first write
-    const args = [
-      'create',
-      'api',
-      '--group',
-      'app',
-      '--version',
-      'v1',
-      '--kind',
-      'Widget',
-      '--controller',
-      '--dir',
-      dir,
-    ];
+    const args = [...'create api --group app --version v1 --kind Widget --controller --dir'.split(' '), dir];
     for (const attempt of [1, 2]) {
       const r = await opkit(args);
       assert.notEqual(r.code, 0, r.out);

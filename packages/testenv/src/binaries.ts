@@ -124,9 +124,23 @@ export async function resolveBinaries(options: ResolveOptions = {}): Promise<Bin
       },
       async () => {
         const now = await checkCache(cacheDir, env); // the process we waited for may have built or repaired it
-        if (!now.manifest) return buildSet(go, cacheDir, env, log);
+        if (!now.manifest) {
+          log(
+            `building the control plane from Go modules (Kubernetes ${KUBERNETES_VERSION}, etcd ${ETCD_VERSION}, ` +
+              `kwok ${KWOK_VERSION}) into ${cacheDir}; a cold build took about 7 minutes on 2 cores here; later starts reuse it`,
+          );
+          const seconds = await buildIntoCache(go, cacheDir, COMPONENT_NAMES, undefined, env, log);
+          log(`control plane built in ${seconds} s`);
+          return;
+        }
         const broken = COMPONENT_NAMES.filter((c) => !now.found[c]);
-        if (broken.some(needFromCache)) await repairSet(go, cacheDir, now.manifest, broken, now.problems, env, log);
+        if (!broken.some(needFromCache)) return;
+        log(
+          `the binary cache ${cacheDir} lacks ${describe(broken, now.problems)}; ` +
+            `rebuilding ${broken.length === 1 ? 'it' : 'them'} from Go modules`,
+        );
+        const seconds = await buildIntoCache(go, cacheDir, broken, now.manifest, env, log);
+        log(`repaired ${broken.join(', ')} in ${seconds} s`);
       },
     );
     check = await checkCache(cacheDir, env);
@@ -172,60 +186,33 @@ async function exists(path: string): Promise<boolean> {
   );
 }
 
-async function buildSet(go: string, cacheDir: string, env: NodeJS.ProcessEnv, log: (line: string) => void) {
-  log(
-    `building the control plane from Go modules (Kubernetes ${KUBERNETES_VERSION}, etcd ${ETCD_VERSION}, kwok ${KWOK_VERSION}) ` +
-      `into ${cacheDir}; a cold build took about 7 minutes on 2 cores here; later starts reuse it`,
-  );
-  await rm(cacheDir, { recursive: true, force: true });
-  const report = await buildBinaries({
-    go,
-    binDir: cacheDir,
-    workDir: join(cacheRoot(env), 'build'),
-    components: COMPONENT_NAMES,
-    log,
-  });
+/**
+ * Builds `components` into the cache and writes its manifest. Without `previous`, a whole set into an emptied
+ * directory; with it, a repair that keeps the other binaries and the manifest's other fields.
+ */
+async function buildIntoCache(
+  go: string,
+  cacheDir: string,
+  components: readonly ComponentName[],
+  previous: CacheManifest | undefined,
+  env: NodeJS.ProcessEnv,
+  log: (line: string) => void,
+): Promise<number> {
+  if (previous) for (const c of components) await rm(join(cacheDir, c), { force: true });
+  else await rm(cacheDir, { recursive: true, force: true });
+  const report = await buildBinaries({ go, binDir: cacheDir, workDir: join(cacheRoot(env), 'build'), components, log });
   await writeManifest(cacheDir, {
     kubernetes: KUBERNETES_VERSION,
     etcd: ETCD_VERSION,
     kwok: KWOK_VERSION,
-    goVersion: report.goVersion,
     builtAt: new Date().toISOString(),
     buildSeconds: report.totalSeconds,
-    componentSeconds: report.seconds,
-    files: await fileSizes(cacheDir),
-  });
-  log(`control plane built in ${report.totalSeconds} s`);
-}
-
-/** Rebuilds the components of a cached set that are missing or damaged, keeping the others. */
-async function repairSet(
-  go: string,
-  cacheDir: string,
-  manifest: CacheManifest,
-  broken: readonly ComponentName[],
-  problems: Readonly<Partial<Record<ComponentName, string>>>,
-  env: NodeJS.ProcessEnv,
-  log: (line: string) => void,
-) {
-  log(
-    `the binary cache ${cacheDir} lacks ${describe(broken, problems)}; rebuilding ${broken.length === 1 ? 'it' : 'them'} from Go modules`,
-  );
-  for (const c of broken) await rm(join(cacheDir, c), { force: true });
-  const report = await buildBinaries({
-    go,
-    binDir: cacheDir,
-    workDir: join(cacheRoot(env), 'build'),
-    components: broken,
-    log,
-  });
-  await writeManifest(cacheDir, {
-    ...manifest,
+    ...previous,
     goVersion: report.goVersion,
-    componentSeconds: { ...manifest.componentSeconds, ...report.seconds },
+    componentSeconds: { ...previous?.componentSeconds, ...report.seconds },
     files: await fileSizes(cacheDir),
   });
-  log(`repaired ${broken.join(', ')} in ${report.totalSeconds} s`);
+  return report.totalSeconds;
 }
 
 async function writeManifest(cacheDir: string, manifest: CacheManifest): Promise<void> {
