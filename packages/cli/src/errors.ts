@@ -1,9 +1,10 @@
 /**
  * @module errors
  * `CliError`: a failure the user can act on. `main.ts` prints its message on one line (no stack trace) and exits with
- * its `exitCode`. Errors of @opkit/testenv are shown the same way.
+ * its `exitCode`. Errors of @opkit/testenv are shown the same way. `describeSystemError` turns a failed file-system or
+ * process call (ENOTDIR, EACCES, …) into such a one-line message naming the path and what to do.
  */
-export type CliErrorCode = 'Usage' | 'ClusterNotRunning' | 'ClusterFailed' | 'Timeout';
+export type CliErrorCode = 'Usage' | 'ClusterNotRunning' | 'ClusterFailed' | 'Timeout' | 'FileSystem';
 
 export class CliError extends Error {
   override readonly name = 'CliError';
@@ -15,4 +16,25 @@ export class CliError extends Error {
     this.code = code;
     this.exitCode = options?.exitCode ?? (code === 'Usage' ? 2 : 1);
   }
+}
+
+const SYSTEM_ERRORS: Readonly<Record<string, string>> = {
+  ENOTDIR: 'a part of this path is a file, not a directory: choose another path or move that file away',
+  EISDIR: 'is a directory where a file is expected: choose another path or move that directory away',
+  EEXIST: 'already exists and is in the way: choose another path or move it away',
+  ENOENT: 'does not exist: check the path',
+  EACCES: 'permission denied: fix its permissions or choose another path',
+  EPERM: 'operation not permitted: fix its permissions or choose another path',
+  EROFS: 'is on a read-only file system: choose a writable path',
+  ENOSPC: 'no space left on the device: free some space and run the command again',
+  ENAMETOOLONG: 'the path is too long: choose a shorter one',
+};
+
+/** A `CliError` for a failed system call with a path (a Node `ErrnoException`), or undefined for any other error. */
+export function describeSystemError(err: unknown): CliError | undefined {
+  if (!(err instanceof Error)) return undefined;
+  const { code, path, syscall } = err as NodeJS.ErrnoException;
+  if (typeof code !== 'string' || typeof syscall !== 'string' || typeof path !== 'string') return undefined;
+  const what = SYSTEM_ERRORS[code] ?? `${syscall} failed with ${code}: check the path and its permissions`;
+  return new CliError('FileSystem', `${path}: ${what}`, { cause: err });
 }

@@ -1,7 +1,9 @@
 /**
  * @module run
  * `run(argv)` is the whole CLI as a function (used by main.ts and by tests): it returns the exit code and writes
- * through the given output functions.
+ * through the given output functions. It never throws: every failure is one line `opkit: <what happened and what to
+ * do>` — usage errors exit 2, others 1; an error opkit did not expect says so and how to get its stack trace
+ * (`OPKIT_DEBUG=1`).
  */
 import { isApiError, KubeconfigError, ManifestError } from '@opkit/runtime';
 import { isTestenvError } from '@opkit/testenv';
@@ -13,7 +15,7 @@ import { envCommand } from './commands/env.ts';
 import { generateCommand } from './commands/generate.ts';
 import { initCommand } from './commands/init.ts';
 import { runCommand } from './commands/run-operator.ts';
-import { CliError } from './errors.ts';
+import { CliError, describeSystemError } from './errors.ts';
 
 export const HELP = `Usage: opkit <command> [options]
 
@@ -81,6 +83,17 @@ export async function run(
       err(`opkit: ${e.message}; run opkit ${command} --help`);
       return 2;
     }
-    throw e;
+    const system = describeSystemError(e);
+    if (system) {
+      err(`opkit: ${system.message}`);
+      return system.exitCode;
+    }
+    const message = e instanceof Error ? e.message.split('\n')[0] : String(e);
+    err(
+      `opkit: ${command} failed unexpectedly: ${message}` +
+        (process.env.OPKIT_DEBUG ? '' : ' (run again with OPKIT_DEBUG=1 for the stack trace, and please report it)'),
+    );
+    if (process.env.OPKIT_DEBUG && e instanceof Error && e.stack) err(e.stack);
+    return 1;
   }
 }

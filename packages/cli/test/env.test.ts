@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { spawn, spawnSync } from 'node:child_process';
+import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
@@ -101,4 +101,47 @@ test('usage errors exit 2 and name the problem', () => {
   const help = opkit(['--help']);
   assert.equal(help.code, 0);
   assert.match(help.stdout, /env/);
+});
+
+/** `opkit args…` as a child process, resolved when it exits (so several can run at once). */
+function opkitAsync(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; output: string }> {
+  const child = spawn(process.execPath, [MAIN, ...args], { env: { ...process.env, ...env } });
+  const chunks: string[] = [];
+  child.stdout.setEncoding('utf8').on('data', (c: string) => chunks.push(c));
+  child.stderr.setEncoding('utf8').on('data', (c: string) => chunks.push(c));
+  return new Promise((done) => child.once('close', (code) => done({ code, output: chunks.join('') })));
+}
+
+test('two env up of one cluster at once: one daemon starts it, the other waits for it and reports it', {
+  timeout: 120_000,
+}, async () => {
+  // binaries that never become ready: the cluster stays "starting", so both callers reach their timeout
+  const root = await mkdtemp(join(tmpdir(), 'opkit-twoup-'));
+  const bin = join(root, 'bin');
+  await mkdir(bin);
+  for (const name of ['etcd', 'kube-apiserver', 'kube-controller-manager', 'kube-scheduler', 'kwok']) {
+    await writeFile(join(bin, name), `#!${process.execPath}\nsetInterval(() => {}, 1 << 30);\n`);
+    await chmod(join(bin, name), 0o755);
+  }
+  await writeFile(join(bin, 'kwok-stages.yaml'), '');
+  const env = { OPKIT_STATE_DIR: join(root, 'state'), OPKIT_TESTENV_BINARIES: bin };
+  try {
+    const [a, b] = await Promise.all([
+      opkitAsync(['env', 'up', '--name', 'twice', '--timeout', '3'], env),
+      opkitAsync(['env', 'up', '--name', 'twice', '--timeout', '3'], env),
+    ]);
+    const both = `${a.output}\n---\n${b.output}`;
+    assert.doesNotMatch(both, /not empty|failed to start/, both);
+    assert.equal((both.match(/opkit: starting cluster "twice"/g) ?? []).length, 1, both);
+    assert.match(both, /another "opkit env up" \(pid \d+\) is starting cluster "twice"; waiting for it/);
+    assert.match(both, /cluster "twice" is starting \(daemon of an earlier "opkit env up"\); waiting for it/);
+    assert.deepEqual([a.code, b.code], [1, 1], both);
+    assert.equal((both.match(/was not ready within 3 s/g) ?? []).length, 2, both);
+    const status = opkit(['env', 'status', '--name', 'twice'], env);
+    assert.match(status.stdout, /cluster "twice": starting/, 'the shared status file still says starting');
+  } finally {
+    const down = opkit(['env', 'down', '--name', 'twice'], env);
+    assert.equal(down.code, 0, down.stdout + down.stderr);
+    await rm(root, { recursive: true, force: true });
+  }
 });

@@ -156,4 +156,147 @@ describe('input checks: each error names the bad value and the rule; nothing the
     assert.equal(flag.code, 2);
     assert.match(flag.out, /--frob/);
   });
+
+  test('file-system failures are one line naming the path and what to do, never a stack trace', async () => {
+    const file = join(work, 'a-file');
+    await writeFile(file, 'mine\n');
+    const init = await opkit(['init', 'fileop', '--dir', file]);
+    assert.equal(init.code, 2, init.out);
+    assert.match(init.out, /^opkit: --dir .*a-file is a file, not a directory: pass a directory/);
+    assert.equal(init.out.split('\n').length, 1, init.out);
+    assert.equal(await readFile(file, 'utf8'), 'mine\n', 'the file is untouched');
+
+    const dir = join(work, 'fsop');
+    assert.equal((await opkit(['init', 'fsop', '--dir', dir])).code, 0);
+    await writeFile(join(dir, 'config'), 'my notes, not a directory\n');
+    const gen = await opkit(['generate', '--dir', dir]);
+    assert.equal(gen.code, 1, gen.out);
+    assert.match(gen.out, /^opkit: .*fsop\/config.*: (a part of this path is a file|already exists)/);
+    assert.equal(gen.out.split('\n').length, 1, gen.out);
+    assert.doesNotMatch(gen.out, /\n\s+at /);
+  });
+
+  test('init refuses a project name whose derived names the API server would refuse, naming the derived object', async () => {
+    const digit = await opkit(['init', '9ops', '--dir', join(work, 'nine')]);
+    assert.equal(digit.code, 2, digit.out);
+    assert.match(digit.out, /project name "9ops" must start with a letter: the metrics Service is named 9ops-metrics/);
+    const n56 = 'a'.repeat(56);
+    const long = await opkit(['init', n56, '--dir', join(work, 'n56')]);
+    assert.equal(long.code, 2, long.out);
+    assert.match(long.out, /is 56 characters; at most 55 fit: the metrics Service a+-metrics would be 64, over .* 63/);
+    const n58 = await opkit(['init', 'b'.repeat(58), '--dir', join(work, 'n58')]);
+    assert.equal(n58.code, 2);
+    assert.match(n58.out, /project name "b{58}" is 58 characters/);
+    assert.doesNotMatch(n58.out, /namespace/, 'no error about a namespace the user never passed');
+    const n55 = await opkit(['init', 'c'.repeat(55), '--dir', join(work, 'n55')]);
+    assert.equal(n55.code, 0, n55.out);
+  });
+
+  test('deploy checks every object name before applying anything', async () => {
+    const dir = join(work, 'renamed');
+    assert.equal((await opkit(['init', 'renamed', '--dir', dir])).code, 0);
+    const project = join(dir, 'PROJECT');
+    await writeFile(project, (await readFile(project, 'utf8')).replace('projectName: renamed', 'projectName: 9ops'));
+    const saved = process.env.KUBECONFIG;
+    process.env.KUBECONFIG = join(work, 'no-such-kubeconfig');
+    try {
+      for (const command of ['deploy', 'undeploy']) {
+        const r = await opkit([command, '--dir', dir]);
+        assert.equal(r.code, 2, r.out);
+        assert.match(
+          r.out,
+          /nothing was (applied|deleted): the API server would refuse Service 9ops-metrics: a Service/,
+        );
+        assert.match(r.out, /fix projectName or namespace in .*PROJECT/);
+      }
+    } finally {
+      if (saved === undefined) delete process.env.KUBECONFIG;
+      else process.env.KUBECONFIG = saved;
+    }
+  });
+
+  test('create api is all or nothing: when generate fails, nothing is kept and the same command can be run again', async () => {
+    const dir = join(work, 'atomic');
+    assert.equal((await opkit(['init', 'atomic', '--dir', dir])).code, 0);
+    const main = await readFile(join(dir, 'src/main.ts'), 'utf8');
+    const project = await readFile(join(dir, 'PROJECT'), 'utf8');
+    // this project has no node_modules, so generate cannot load the new API file: a failure after the first write
+    const args = [...'create api --group app --version v1 --kind Widget --controller --dir'.split(' '), dir];
+    for (const attempt of [1, 2]) {
+      const r = await opkit(args);
+      assert.notEqual(r.code, 0, r.out);
+      assert.match(r.out, /cannot load .*widget\.ts/, `attempt ${attempt}`);
+      assert.match(r.out, /nothing was kept: the files of Widget, src\/main\.ts and PROJECT are as they were/);
+      assert.doesNotMatch(r.out, /already/, 'a retry is not refused');
+      assert.equal(r.out.split('\n').length, 1, r.out);
+      assert.equal(await readFile(join(dir, 'src/main.ts'), 'utf8'), main);
+      assert.equal(await readFile(join(dir, 'PROJECT'), 'utf8'), project);
+      for (const gone of ['src/api', 'src/controllers', 'test', 'config/samples']) {
+        await assert.rejects(readFile(join(dir, gone)), { code: 'ENOENT' }, `${gone} removed`);
+      }
+    }
+  });
+
+  test('bundle refuses a version that would make an invalid CSV name, and keeps hand edits to the CSV', async () => {
+    const dir = join(work, 'good');
+    const rc = await opkit(['bundle', '--version', '1.0.0-RC1', '--dir', dir]);
+    assert.equal(rc.code, 2);
+    assert.match(rc.out, /bundle version "1\.0\.0-RC1" must be lower-case: .*ClusterServiceVersion name.*1\.0\.0-rc1/);
+    assert.equal((await opkit(['bundle', '--version', '1.0.0-rc1', '--dir', dir])).code, 0);
+    const csvPath = join(dir, 'bundle/manifests/good.clusterserviceversion.yaml');
+    const csv = await readFile(csvPath, 'utf8');
+    assert.match(csv, /name: good\.v1\.0\.0-rc1/);
+    await writeFile(
+      csvPath,
+      csv
+        .replace(/description: .*/, 'description: My own words about this operator.')
+        .replace(/^spec:\n/m, 'spec:\n  icon:\n    - base64data: PHN2Zy8+\n      mediatype: image/svg+xml\n'),
+    );
+    assert.equal((await opkit(['bundle', '--version', '1.1.0', '--dir', dir])).code, 0);
+    const again = await readFile(csvPath, 'utf8');
+    assert.match(again, /description: My own words about this operator\./, again);
+    assert.match(again, /base64data: PHN2Zy8\+/);
+    assert.match(again, /name: good\.v1\.1\.0/);
+    assert.match(again, /^ {2}version: 1\.1\.0$/m);
+  });
+
+  test('deploy and undeploy never switch to another cluster when the current one does not answer', async () => {
+    const dir = join(work, 'good');
+    const kubeconfig = (port: number) =>
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'Config',
+        clusters: [{ name: 'c', cluster: { server: `https://127.0.0.1:${port}`, 'insecure-skip-tls-verify': true } }],
+        users: [{ name: 'u', user: { token: 't' } }],
+        contexts: [{ name: 'x', context: { cluster: 'c', user: 'u' } }],
+        'current-context': 'x',
+      });
+    // the current kubeconfig's cluster does not answer; a "ready" opkit env cluster exists
+    await writeFile(join(work, 'current.kubeconfig'), kubeconfig(1));
+    const state = join(work, 'state');
+    await mkdir(join(state, 'clusters/default'), { recursive: true });
+    await writeFile(join(work, 'dev.kubeconfig'), kubeconfig(2));
+    await writeFile(
+      join(state, 'clusters/default/status.json'),
+      JSON.stringify({ phase: 'ready', server: 'https://127.0.0.1:2', kubeconfigPath: join(work, 'dev.kubeconfig') }),
+    );
+    const saved = { KUBECONFIG: process.env.KUBECONFIG, OPKIT_STATE_DIR: process.env.OPKIT_STATE_DIR };
+    process.env.KUBECONFIG = join(work, 'current.kubeconfig');
+    process.env.OPKIT_STATE_DIR = state;
+    try {
+      for (const command of ['deploy', 'undeploy']) {
+        const r = await opkit([command, '--dir', dir]);
+        assert.equal(r.code, 1, r.out);
+        assert.match(r.out, /the cluster of the current kubeconfig \(https:\/\/127\.0\.0\.1:1\) does not answer/);
+        assert.match(r.out, /never switches to another cluster/);
+        assert.match(r.out, /opkit env up's: --kubeconfig .*dev\.kubeconfig/);
+        assert.doesNotMatch(r.out, /127\.0\.0\.1:2/, 'the dev cluster was not used');
+      }
+    } finally {
+      for (const [k, v] of Object.entries(saved)) {
+        if (v === undefined) delete process.env[k];
+        else process.env[k] = v;
+      }
+    }
+  });
 });

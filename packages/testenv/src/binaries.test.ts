@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -62,5 +62,82 @@ test('KUBEBUILDER_ASSETS provides what it holds; the cache provides the rest; an
   assert.equal(paths['kube-apiserver'], join(assets, 'kube-apiserver'));
   assert.equal(paths['kube-scheduler'], join(cacheDir, 'kube-scheduler'));
   assert.equal(paths.kwok, join(cacheDir, 'kwok'));
+  await rm(root, { recursive: true, force: true });
+});
+
+/** A stand-in `go` that "builds" a component by writing a small executable, and logs each built path. */
+async function fakeGo(root: string): Promise<{ go: string; built: () => Promise<string[]> }> {
+  const go = join(root, 'fake-go');
+  const log = join(root, 'built.log');
+  await writeFile(join(root, 'go.mod'), 'module k8s.io/kubernetes\n');
+  await writeFile(
+    go,
+    [
+      '#!/bin/sh',
+      'case "$1" in',
+      '  env) echo go1.26.0 ;;',
+      `  mod) printf '{"GoMod":"%s","Dir":"%s"}\\n' "${join(root, 'go.mod')}" "${root}" ;;`,
+      '  get) ;;',
+      '  build) while [ "$1" != "-o" ]; do shift; done; printf "#!/bin/sh\\n# rebuilt\\n" > "$2"; chmod +x "$2";',
+      `         echo "$2" >> "${log}" ;;`,
+      'esac',
+      '',
+    ].join('\n'),
+  );
+  await chmod(go, 0o755);
+  return {
+    go,
+    built: async () =>
+      (await readFile(log, 'utf8').catch(() => ''))
+        .split('\n')
+        .filter(Boolean)
+        .map((p) => p.replace(/^.*\//, '').replace(/\.partial-\d+$/, '')),
+  };
+}
+
+test('a cache with manifest.json but a missing binary is not trusted: with no Go, the error names what is missing', async () => {
+  const root = await mkdtemp(join(tmpdir(), 'opkit-damaged-'));
+  const env = { OPKIT_CACHE_DIR: join(root, 'cache'), OPKIT_GO: join(root, 'none'), PATH: '' };
+  const cacheDir = binaryCacheDir(env);
+  for (const gone of ['kube-scheduler', 'kwok']) {
+    await rm(cacheDir, { recursive: true, force: true });
+    await fakeBinaries(cacheDir, ALL);
+    await writeFile(join(cacheDir, 'manifest.json'), '{}');
+    await rm(join(cacheDir, gone));
+    await assert.rejects(resolveBinaries({ env, log: () => {} }), (err) => {
+      assert.ok(isTestenvError(err, 'BinariesMissing'), String(err));
+      assert.match(err.message, new RegExp(`holds manifest\\.json but lacks ${gone} \\(missing\\)`));
+      assert.match(err.message, /npx opkit env build/);
+      return true;
+    });
+  }
+  await chmod(join(cacheDir, 'kube-scheduler'), 0o644);
+  await assert.rejects(resolveBinaries({ env, log: () => {} }), /kube-scheduler \(not an executable file\)/);
+  await rm(root, { recursive: true, force: true });
+});
+
+test('a damaged cache is repaired with Go: only the missing or resized binaries are rebuilt', async () => {
+  const root = await mkdtemp(join(tmpdir(), 'opkit-repair-'));
+  const { go, built } = await fakeGo(root);
+  const env = { OPKIT_CACHE_DIR: join(root, 'cache'), OPKIT_GO: go, PATH: '' };
+  const cacheDir = binaryCacheDir(env);
+  await fakeBinaries(cacheDir, ALL);
+  await writeFile(join(cacheDir, 'manifest.json'), JSON.stringify({ kubernetes: 'v', componentSeconds: { etcd: 1 } }));
+  await rm(join(cacheDir, 'kube-scheduler'));
+  const lines: string[] = [];
+  const paths = await resolveBinaries({ env, log: (l) => lines.push(l) });
+  assert.equal(paths['kube-scheduler'], join(cacheDir, 'kube-scheduler'));
+  assert.deepEqual(await built(), ['kube-scheduler']);
+  assert.ok(
+    lines.some((l) => /lacks kube-scheduler \(missing\); rebuilding it/.test(l)),
+    lines.join('\n'),
+  );
+  const manifest = JSON.parse(await readFile(join(cacheDir, 'manifest.json'), 'utf8'));
+  assert.equal(manifest.kubernetes, 'v', 'the rest of the manifest is kept');
+  assert.equal(manifest.files.etcd, '#!/bin/sh\n'.length);
+  // a binary replaced by one of another size (say, copied from another version set) is rebuilt too
+  await writeFile(join(cacheDir, 'etcd'), '#!/bin/sh\n# some other etcd\n');
+  await resolveBinaries({ env, log: () => {} });
+  assert.deepEqual(await built(), ['kube-scheduler', 'etcd']);
   await rm(root, { recursive: true, force: true });
 });

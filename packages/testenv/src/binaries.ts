@@ -3,13 +3,16 @@
  * Finds the control-plane binaries, in this order:
  * 1. an explicit directory (`binaryDir` option or `OPKIT_TESTENV_BINARIES`): must hold every required component;
  * 2. `KUBEBUILDER_ASSETS` (setup-envtest's layout: etcd, kube-apiserver, kubectl): used for what it holds;
- * 3. the user cache, one directory per pinned version set, complete only when its `manifest.json` exists;
- * 4. a build from Go modules with the local Go (see `build.ts`), under a cross-process lock, into the cache.
+ * 3. the user cache, one directory per pinned version set, used only when its `manifest.json` exists and each
+ *    component it must provide is there, executable and of the size the build recorded;
+ * 4. a build from Go modules with the local Go (see `build.ts`), under a cross-process lock, into the cache. A cache
+ *    with a manifest but a missing or damaged component is repaired: only those components are rebuilt.
  * kwok's stage configuration (`kwok-stages.yaml`) must sit beside the kwok binary; builds write it.
- * With neither binaries nor Go it fails at once with a `BinariesMissing` error that lists the ways to provide them.
+ * With neither binaries nor Go it fails at once with a `BinariesMissing` error that names each missing component and
+ * lists the ways to provide them; it never returns a set without every required component.
  */
 import { constants } from 'node:fs';
-import { access, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { access, mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { delimiter, dirname, join } from 'node:path';
 import { buildBinaries, KWOK_STAGES_FILE, writeKwokStages } from './build.ts';
 import { TestenvError } from './errors.ts';
@@ -58,6 +61,8 @@ export interface CacheManifest {
   /** Wall time of the build that produced this set (cold when the Go caches were empty). */
   readonly buildSeconds: number;
   readonly componentSeconds: Partial<Record<ComponentName, number>>;
+  /** Size in bytes of each binary as built; a cached binary of another size is rebuilt (absent in older caches). */
+  readonly files?: Partial<Record<ComponentName, number>>;
 }
 
 export function defaultLog(line: string): void {
@@ -97,13 +102,18 @@ export async function resolveBinaries(options: ResolveOptions = {}): Promise<Bin
     ? await scan(env.KUBEBUILDER_ASSETS)
     : {};
   const cacheDir = binaryCacheDir(env);
-  const needFromCache = () => COMPONENT_NAMES.filter((c) => !assets[c]);
-  let cached: Partial<Record<ComponentName, string>> = (await readCacheManifest(env)) ? await scan(cacheDir) : {};
-  const lacking = () => needFromCache().filter((c) => !cached[c] && REQUIRED_COMPONENTS.includes(c));
+  const needFromCache = (c: ComponentName) => !assets[c] && REQUIRED_COMPONENTS.includes(c);
+  let check = await checkCache(cacheDir, env);
+  const lacking = () => COMPONENT_NAMES.filter((c) => needFromCache(c) && !check.found[c]);
   if (lacking().length > 0) {
     const go = await findGo(env);
     if (!go || options.build === false) {
-      throw new TestenvError('BinariesMissing', missingMessage(lacking(), go !== undefined, env));
+      throw new TestenvError(
+        'BinariesMissing',
+        check.manifest
+          ? damagedMessage(cacheDir, lacking(), check.problems, go !== undefined)
+          : missingMessage(lacking(), go !== undefined, env),
+      );
     }
     await mkdir(join(cacheRoot(env), 'bin'), { recursive: true });
     await withLock(
@@ -113,12 +123,32 @@ export async function resolveBinaries(options: ResolveOptions = {}): Promise<Bin
         onWait: (pid) => log(`another process (pid ${pid}) is building the control-plane binaries; waiting for it`),
       },
       async () => {
-        if (await readCacheManifest(env)) return; // built by the process we waited for
-        await buildSet(go, cacheDir, env, log);
+        const now = await checkCache(cacheDir, env); // the process we waited for may have built or repaired it
+        if (!now.manifest) {
+          log(
+            `building the control plane from Go modules (Kubernetes ${KUBERNETES_VERSION}, etcd ${ETCD_VERSION}, ` +
+              `kwok ${KWOK_VERSION}) into ${cacheDir}; a cold build took about 7 minutes on 2 cores here; later starts reuse it`,
+          );
+          const seconds = await buildIntoCache(go, cacheDir, COMPONENT_NAMES, undefined, env, log);
+          log(`control plane built in ${seconds} s`);
+          return;
+        }
+        const broken = COMPONENT_NAMES.filter((c) => !now.found[c]);
+        if (!broken.some(needFromCache)) return;
+        log(
+          `the binary cache ${cacheDir} lacks ${describe(broken, now.problems)}; ` +
+            `rebuilding ${broken.length === 1 ? 'it' : 'them'} from Go modules`,
+        );
+        const seconds = await buildIntoCache(go, cacheDir, broken, now.manifest, env, log);
+        log(`repaired ${broken.join(', ')} in ${seconds} s`);
       },
     );
-    cached = await scan(cacheDir);
+    check = await checkCache(cacheDir, env);
+    if (lacking().length > 0) {
+      throw new TestenvError('BinariesMissing', damagedMessage(cacheDir, lacking(), check.problems, true));
+    }
   }
+  const cached = check.found;
   if (cached.kwok && !assets.kwok && !(await exists(join(cacheDir, KWOK_STAGES_FILE)))) {
     // a cache built before the stages file existed: add it (cheap: reads the kwok module)
     const go = await findGo(env);
@@ -156,32 +186,101 @@ async function exists(path: string): Promise<boolean> {
   );
 }
 
-async function buildSet(go: string, cacheDir: string, env: NodeJS.ProcessEnv, log: (line: string) => void) {
-  log(
-    `building the control plane from Go modules (Kubernetes ${KUBERNETES_VERSION}, etcd ${ETCD_VERSION}, kwok ${KWOK_VERSION}) ` +
-      `into ${cacheDir}; a cold build took about 7 minutes on 2 cores here; later starts reuse it`,
-  );
-  await rm(cacheDir, { recursive: true, force: true });
-  const report = await buildBinaries({
-    go,
-    binDir: cacheDir,
-    workDir: join(cacheRoot(env), 'build'),
-    components: COMPONENT_NAMES,
-    log,
-  });
-  const manifest: CacheManifest = {
+/**
+ * Builds `components` into the cache and writes its manifest. Without `previous`, a whole set into an emptied
+ * directory; with it, a repair that keeps the other binaries and the manifest's other fields.
+ */
+async function buildIntoCache(
+  go: string,
+  cacheDir: string,
+  components: readonly ComponentName[],
+  previous: CacheManifest | undefined,
+  env: NodeJS.ProcessEnv,
+  log: (line: string) => void,
+): Promise<number> {
+  if (previous) for (const c of components) await rm(join(cacheDir, c), { force: true });
+  else await rm(cacheDir, { recursive: true, force: true });
+  const report = await buildBinaries({ go, binDir: cacheDir, workDir: join(cacheRoot(env), 'build'), components, log });
+  await writeManifest(cacheDir, {
     kubernetes: KUBERNETES_VERSION,
     etcd: ETCD_VERSION,
     kwok: KWOK_VERSION,
-    goVersion: report.goVersion,
     builtAt: new Date().toISOString(),
     buildSeconds: report.totalSeconds,
-    componentSeconds: report.seconds,
-  };
+    ...previous,
+    goVersion: report.goVersion,
+    componentSeconds: { ...previous?.componentSeconds, ...report.seconds },
+    files: await fileSizes(cacheDir),
+  });
+  return report.totalSeconds;
+}
+
+async function writeManifest(cacheDir: string, manifest: CacheManifest): Promise<void> {
   const tmp = join(cacheDir, `manifest.json.partial-${process.pid}`);
   await writeFile(tmp, `${JSON.stringify(manifest, null, 2)}\n`);
   await rename(tmp, join(cacheDir, 'manifest.json'));
-  log(`control plane built in ${report.totalSeconds} s`);
+}
+
+async function fileSizes(dir: string): Promise<Partial<Record<ComponentName, number>>> {
+  const sizes: Partial<Record<ComponentName, number>> = {};
+  for (const c of COMPONENT_NAMES) {
+    const size = await stat(join(dir, c)).then(
+      (s) => s.size,
+      () => undefined,
+    );
+    if (size !== undefined) sizes[c] = size;
+  }
+  return sizes;
+}
+
+interface CacheCheck {
+  readonly manifest: CacheManifest | undefined;
+  /** The components that are present, executable and of the size the build recorded. */
+  readonly found: Partial<Record<ComponentName, string>>;
+  /** What is wrong with each component that is not found (only when the manifest exists). */
+  readonly problems: Partial<Record<ComponentName, string>>;
+}
+
+/**
+ * Verifies the cached set: the manifest (written last by a build) must exist, and each component must be an
+ * executable file of the size recorded at build time (a cheap check that catches a binary copied from another set).
+ */
+async function checkCache(cacheDir: string, env: NodeJS.ProcessEnv): Promise<CacheCheck> {
+  const manifest = await readCacheManifest(env);
+  if (!manifest) return { manifest, found: {}, problems: {} };
+  const found: Partial<Record<ComponentName, string>> = {};
+  const problems: Partial<Record<ComponentName, string>> = {};
+  for (const c of COMPONENT_NAMES) {
+    const path = join(cacheDir, c);
+    const info = await stat(path).catch(() => undefined);
+    const recorded = manifest.files?.[c];
+    if (!info) problems[c] = 'missing';
+    else if (!info.isFile() || !(await isExecutable(path))) problems[c] = 'not an executable file';
+    else if (recorded !== undefined && info.size !== recorded)
+      problems[c] = `${info.size} bytes where the build wrote ${recorded}`;
+    else found[c] = path;
+  }
+  return { manifest, found, problems };
+}
+
+function describe(names: readonly ComponentName[], problems: Readonly<Partial<Record<ComponentName, string>>>): string {
+  return names.map((c) => `${c} (${problems[c] ?? 'missing'})`).join(', ');
+}
+
+function damagedMessage(
+  cacheDir: string,
+  missing: readonly ComponentName[],
+  problems: Readonly<Partial<Record<ComponentName, string>>>,
+  haveGo: boolean,
+): string {
+  return (
+    `the binary cache ${cacheDir} holds manifest.json but lacks ${describe(missing, problems)}: ` +
+    (haveGo
+      ? 'run `npx opkit env build` to rebuild what is missing'
+      : 'install Go ≥ 1.26 and run `npx opkit env build` to rebuild what is missing, or copy the complete directory ' +
+        'from a machine where `npx opkit env build` succeeded') +
+    ', or set OPKIT_TESTENV_BINARIES to a directory holding every component'
+  );
 }
 
 /** The executables of known component names found in `dir`. */

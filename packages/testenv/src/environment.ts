@@ -11,6 +11,8 @@
  *   running.
  * - `stop()` ends every child process and removes the run directory. If the owning process dies instead, a watchdog
  *   process ends the components; a later `start()` also reaps run directories whose owner is gone.
+ * - With `keepDir`, the run directory is marked kept (a `KEPT` file) on stop, or by the watchdog if the owner dies:
+ *   neither the watchdog nor a later `start()` in any process removes it; only the user does.
  * Caveats: the TaintNodesByCondition admission plugin is disabled (no node-lifecycle controller runs, so a new node's
  * not-ready taint would never be lifted); client rate limits of the controller-manager and scheduler are raised so
  * that benchmarks with tens of thousands of pods are not limited by them.
@@ -29,7 +31,7 @@ import { type CertPair, createPki, type Pki } from './certs.ts';
 import { Component } from './component.ts';
 import { isTestenvError, TestenvError } from './errors.ts';
 import { type Kubeconfig, makeKubeconfig, writeKubeconfig } from './kubeconfig.ts';
-import { runRoot } from './paths.ts';
+import { KEPT_MARKER, KEPT_TEXT, runRoot } from './paths.ts';
 import { freePorts } from './ports.ts';
 import { isProcessAlive } from './process.ts';
 
@@ -376,9 +378,8 @@ export class Environment {
     await stopAll(['etcd']);
     this.#api?.close();
     process.off('exit', this.#onExit);
-    if (this.#watchdog?.stdin) {
-      this.#watchdog.stdin.end(this.#options.keepDir ? 'keep\ndone\n' : 'done\n');
-    }
+    if (this.#options.keepDir) await writeFile(join(this.dir, KEPT_MARKER), KEPT_TEXT);
+    this.#watchdog?.stdin?.end('done\n');
     if (!this.#options.keepDir) await rm(this.dir, { recursive: true, force: true });
   }
 
@@ -400,6 +401,7 @@ export class Environment {
     child.unref();
     (child.stdin as unknown as Socket).unref();
     child.stdin?.on('error', () => {});
+    if (this.#options.keepDir) child.stdin?.write('keep\n');
     this.#watchdog = child;
   }
 
@@ -646,10 +648,9 @@ function getText(url: string): Promise<string> {
 
 /**
  * Ends the components of run directories whose owner process is gone (it was killed before it could stop them and
- * the watchdog could not act either), then removes those directories.
+ * the watchdog could not act either), then removes those directories — except those marked kept (`keepDir`).
  */
-export async function reapStale(log: (line: string) => void = defaultLog): Promise<void> {
-  const root = runRoot();
+export async function reapStale(log: (line: string) => void = defaultLog, root: string = runRoot()): Promise<void> {
   const entries = await readdir(root).catch(() => [] as string[]);
   for (const entry of entries) {
     const dir = join(root, entry);
@@ -667,6 +668,14 @@ export async function reapStale(log: (line: string) => void = defaultLog): Promi
         process.kill(pid, 'SIGKILL');
         killed += 1;
       }
+    }
+    const kept = await readFile(join(dir, KEPT_MARKER)).then(
+      () => true,
+      () => false,
+    );
+    if (kept) {
+      if (killed > 0) log(`ended ${killed} orphaned processes of the kept environment in ${dir}`);
+      continue;
     }
     await rm(dir, { recursive: true, force: true });
     log(`reaped a stale environment in ${dir}${killed > 0 ? ` (${killed} orphaned processes ended)` : ''}`);

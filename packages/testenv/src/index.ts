@@ -32,6 +32,7 @@ export {
 export { isTestenvError, TestenvError, type TestenvErrorCode } from './errors.ts';
 export { type FaultMode, FaultProxy, type FaultProxyOptions, type FaultProxyStats, targetOf } from './fault-proxy.ts';
 export type { Kubeconfig } from './kubeconfig.ts';
+export { type LockOptions, withLock } from './lock.ts';
 export { cacheRoot } from './paths.ts';
 export { ETCD_VERSION, KUBERNETES_VERSION, KWOK_VERSION } from './versions.ts';
 export { waitFor } from './wait.ts';

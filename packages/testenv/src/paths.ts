@@ -12,7 +12,11 @@ export function cacheRoot(env: NodeJS.ProcessEnv = process.env): string {
   return join(xdg && xdg.length > 0 ? xdg : join(homedir(), '.cache'), 'opkit');
 }
 
-/** Directory holding the run directories (one per environment, removed on clean stop). */
+/** Directory holding the run directories (one per environment, removed on clean stop unless kept). */
 export function runRoot(): string {
   return join(tmpdir(), 'opkit-testenv');
 }
+
+/** The file that marks a run directory kept (`keepDir`): no watchdog and no later `start()` removes that directory. */
+export const KEPT_MARKER = 'KEPT';
+export const KEPT_TEXT = 'kept for inspection (keepDir): opkit never removes this directory; delete it when done\n';

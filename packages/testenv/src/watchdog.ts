@@ -3,10 +3,13 @@
  * A tiny process that outlives its owner to clean up after it. The owner (the process that started an environment)
  * writes `pid <n>` lines to the watchdog's stdin as components start, `exited <n>` as they stop, and `done` after a clean stop. When stdin closes
  * without `done` — the owner died, even by SIGKILL — the watchdog sends SIGTERM to every recorded pid whose command line still names the run directory, SIGKILL after
- * 5 s, removes the run directory unless told `keep`, and exits. Run as: `node watchdog.ts <runDir>`.
+ * 5 s, removes the run directory — or, when told `keep`, marks it kept (a `KEPT` file, as `stop()` writes) so that no
+ * later `start()` reaps it — and exits. Run as: `node watchdog.ts <runDir>`.
  */
-import { readFileSync, rmSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { KEPT_MARKER, KEPT_TEXT } from './paths.ts';
 
 const runDir = process.argv[2];
 const pids = new Set<number>();
@@ -64,7 +67,13 @@ lines.on('close', () => {
     if (pids.size > 0 && Date.now() - started < 5_000) return;
     signalAll('SIGKILL');
     clearInterval(timer);
-    if (runDir && !keep) rmSync(runDir, { recursive: true, force: true });
+    if (runDir && keep) {
+      try {
+        writeFileSync(join(runDir, KEPT_MARKER), KEPT_TEXT);
+      } catch {
+        // the directory is gone already: nothing to keep
+      }
+    } else if (runDir) rmSync(runDir, { recursive: true, force: true });
     process.exit(0);
   }, 100);
 });

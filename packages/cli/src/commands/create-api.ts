@@ -4,13 +4,15 @@
  * the API's TypeBox schema file and a sample; with `--controller`, a controller with a working reconcile skeleton and
  * its declared permissions, its registration in src/main.ts (at the marker), and a test on a real control plane.
  * Then runs `generate`. A kind already in PROJECT, or a file that exists, is refused before anything is written.
+ * All or nothing: if anything fails after the first write (generate cannot load the new API, a write fails), every
+ * file written, src/main.ts and PROJECT are put back as they were, so the same command can simply be run again.
  */
-import { readFile, writeFile } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { readFile, rm, rmdir, stat, writeFile } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { CliError } from '../errors.ts';
+import { CliError, describeSystemError } from '../errors.ts';
 import { checkGroup, checkKind, checkVersion, lower, plural } from '../project/names.ts';
-import { type ApiEntry, readProject, writeProject } from '../project/project.ts';
+import { type ApiEntry, PROJECT_FILE, readProject, writeProject } from '../project/project.ts';
 import { writeFiles } from '../scaffold/files.ts';
 import { apiFile, controllerFile, controllerTestFile, registerController, sampleFile } from '../scaffold/templates.ts';
 import { generate } from './generate.ts';
@@ -104,14 +106,55 @@ export async function createApiCommand(argv: readonly string[], out: (line: stri
       );
     }
   }
-  const result = await writeFiles(dir, files);
-  if (main !== undefined) {
-    await writeFile(join(dir, 'src/main.ts'), main);
-    result.written.push('src/main.ts (controller registered)');
+  const touched = [...files.keys(), ...(main !== undefined ? ['src/main.ts'] : []), PROJECT_FILE];
+  const snapshot = await takeSnapshot(dir, touched);
+  const lines: string[] = [];
+  try {
+    const result = await writeFiles(dir, files);
+    if (main !== undefined) {
+      await writeFile(join(dir, 'src/main.ts'), main);
+      result.written.push('src/main.ts (controller registered)');
+    }
+    project.resources.push(api);
+    await writeProject(dir, project);
+    for (const f of result.written) lines.push(`created ${f}`);
+    await generate(dir, false, (line) => lines.push(line));
+  } catch (err) {
+    await snapshot.restore();
+    const reason = describeSystemError(err)?.message ?? (err instanceof Error ? err.message : String(err));
+    throw new CliError(
+      err instanceof CliError ? err.code : 'Usage',
+      `${reason}; nothing was kept: the files of ${kind}, src/main.ts and PROJECT are as they were; fix that, then run the same command again`,
+      { cause: err, exitCode: err instanceof CliError ? err.exitCode : 1 },
+    );
   }
-  project.resources.push(api);
-  await writeProject(dir, project);
-  for (const f of result.written) out(`created ${f}`);
-  await generate(dir, false, out);
+  for (const line of lines) out(line);
   return 0;
+}
+
+/** What `paths` (relative to `dir`) hold now, and the directories that do not exist yet, to put back on failure. */
+async function takeSnapshot(dir: string, paths: readonly string[]): Promise<{ restore: () => Promise<void> }> {
+  const before = new Map<string, string | undefined>();
+  const newDirs = new Set<string>();
+  for (const path of paths) {
+    before.set(path, await readFile(join(dir, path), 'utf8').catch(() => undefined));
+    for (let d = dirname(join(dir, path)); d.startsWith(`${dir}/`); d = dirname(d)) {
+      if (
+        await stat(d).then(
+          () => false,
+          () => true,
+        )
+      )
+        newDirs.add(d);
+    }
+  }
+  return {
+    restore: async () => {
+      for (const [path, content] of before) {
+        if (content === undefined) await rm(join(dir, path), { force: true });
+        else await writeFile(join(dir, path), content);
+      }
+      for (const d of [...newDirs].sort((a, b) => b.length - a.length)) await rmdir(d).catch(() => {});
+    },
+  };
 }

@@ -1,15 +1,19 @@
 /**
  * @module commands/deploy
  * `opkit deploy [--image IMAGE] [--dir DIR]`: applies the namespace, CRDs, RBAC and the manager Deployment (with the
- * image substituted — no sed) by server-side apply with opkit's own client; kubectl is not needed.
+ * image substituted — no sed) by server-side apply with opkit's own client; kubectl is not needed. Every object's name
+ * is checked against the API server's rules before anything is applied, so a bad name never leaves half a deployment.
  * `opkit undeploy`: deletes them again, last first (the CRDs, and so every custom resource, included).
+ * Both use the given or current kubeconfig only: a cluster that does not answer is an error naming it, never a reason
+ * to switch to another (such as `opkit env up`'s).
  */
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Applier, Client, loadConfig } from '@opkit/runtime';
+import { CliError } from '../errors.ts';
 import { installObjects, loadApis } from '../generate/manifests.ts';
-import { checkImage } from '../project/names.ts';
-import { readProject } from '../project/project.ts';
+import { checkImage, nameProblems } from '../project/names.ts';
+import { PROJECT_FILE, readProject } from '../project/project.ts';
 import { reachableKubeconfig } from './run-operator.ts';
 
 export const DEPLOY_HELP = `Usage: opkit deploy [--image IMAGE] [--dir DIR] [--kubeconfig FILE]
@@ -41,7 +45,15 @@ export async function deployCommand(
   const project = await readProject(dir);
   const image = checkImage(values.image ?? project.image);
   const objects = installObjects(project, await loadApis(dir, project), image);
-  const target = await reachableKubeconfig(values.kubeconfig);
+  const problems = nameProblems(objects);
+  if (problems.length > 0) {
+    throw new CliError(
+      'Usage',
+      `nothing was ${remove ? 'deleted' : 'applied'}: the API server would refuse ${problems.join('; ')} — ` +
+        `fix projectName or namespace in ${join(dir, PROJECT_FILE)}, then run opkit generate`,
+    );
+  }
+  const target = await reachableKubeconfig(values.kubeconfig, { fallback: false });
   const client = new Client(await loadConfig(target.path ? { path: target.path } : {}), { name: 'opkit' });
   try {
     const applier = new Applier(client, 'opkit');

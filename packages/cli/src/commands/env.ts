@@ -3,9 +3,12 @@
  * `opkit env up | status | down | build`: a persistent local cluster for development, owned by a background process
  * (see env/daemon.ts). `up` builds or finds the binaries in the foreground (showing progress), starts the daemon,
  * waits until the cluster is ready and prints `export KUBECONFIG=…`. `up` on a running cluster only prints that line.
+ * `up` runs under a lock per cluster name: a second `up` of the same cluster waits for the first and reports the
+ * cluster it started (or waits for a daemon that is still starting); only one daemon ever owns a state directory.
  */
 import { spawn } from 'node:child_process';
 import { mkdir, open, readFile, rm, writeFile } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import {
@@ -14,6 +17,7 @@ import {
   REQUIRED_COMPONENTS,
   readCacheManifest,
   resolveBinaries,
+  withLock,
 } from '@opkit/testenv';
 import { type ClusterStatus, type DaemonInfo, paths, readJson, stateDir } from '../env/state.ts';
 import { CliError } from '../errors.ts';
@@ -96,7 +100,24 @@ async function runningDaemon(dir: string): Promise<number | undefined> {
   return cmdline.includes(dir) ? info.pid : undefined;
 }
 
+/** The longest a first build of the binaries may take, which a second `up` may have to wait for. */
+const BUILD_WAIT_MS = 90 * 60_000;
+
 async function up(flags: EnvFlags, out: (line: string) => void): Promise<number> {
+  const dir = stateDir(flags.name);
+  await mkdir(dirname(dir), { recursive: true });
+  return withLock(
+    `${dir}.lock`,
+    {
+      timeoutMs: BUILD_WAIT_MS + flags.timeoutMs,
+      onWait: (pid) =>
+        out(`opkit: another "opkit env up" (pid ${pid}) is starting cluster "${flags.name}"; waiting for it`),
+    },
+    () => upLocked(flags, out),
+  );
+}
+
+async function upLocked(flags: EnvFlags, out: (line: string) => void): Promise<number> {
   const dir = stateDir(flags.name);
   const files = paths(dir);
   if (await runningDaemon(dir)) {
@@ -106,10 +127,8 @@ async function up(flags: EnvFlags, out: (line: string) => void): Promise<number>
       out(`export KUBECONFIG=${st.kubeconfigPath}`);
       return 0;
     }
-    throw new CliError(
-      'ClusterFailed',
-      `cluster "${flags.name}" has a daemon that is still ${st?.phase ?? 'starting'}; wait, or run opkit env down`,
-    );
+    out(`opkit: cluster "${flags.name}" is starting (daemon of an earlier "opkit env up"); waiting for it`);
+    return waitReady(flags, out);
   }
   // Foreground: find or build the binaries, so build progress is visible here.
   await resolveBinaries({ log: (line) => out(`opkit: ${line}`) });
@@ -124,6 +143,13 @@ async function up(flags: EnvFlags, out: (line: string) => void): Promise<number>
   child.unref();
   await writeFile(files.daemon, JSON.stringify({ pid: child.pid, startedAt: new Date().toISOString() }));
   out(`opkit: starting cluster "${flags.name}" (${flags.nodes} kwok nodes), log: ${files.log}`);
+  return waitReady(flags, out);
+}
+
+/** Waits until the cluster's daemon reports ready (prints the export line), fails, exits, or the timeout passes. */
+async function waitReady(flags: EnvFlags, out: (line: string) => void): Promise<number> {
+  const dir = stateDir(flags.name);
+  const files = paths(dir);
   const deadline = Date.now() + flags.timeoutMs;
   for (;;) {
     const st = await readJson<ClusterStatus>(files.status);
@@ -134,7 +160,7 @@ async function up(flags: EnvFlags, out: (line: string) => void): Promise<number>
       out(`export KUBECONFIG=${st.kubeconfigPath}`);
       return 0;
     }
-    const alive = child.exitCode === null && (await runningDaemon(dir)) !== undefined;
+    const alive = (await runningDaemon(dir)) !== undefined;
     if (st?.phase === 'failed' || !alive) {
       const tail = (await readFile(files.log, 'utf8').catch(() => '')).trimEnd().split('\n').slice(-15).join('\n');
       throw new CliError(

@@ -4,11 +4,11 @@
  * operator project in DIR (default ./<name>): package.json, tsconfig, src/main.ts (with the markers create api uses),
  * Dockerfile, README, PROJECT. Refuses a directory that already holds a project or any of these files.
  */
-import { mkdir, readdir } from 'node:fs/promises';
+import { mkdir, readdir, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { CliError } from '../errors.ts';
-import { checkDomain, checkImage, checkNamespace, checkProjectName } from '../project/names.ts';
+import { checkDomain, checkImage, checkNamespace, checkProjectName, NAMESPACE_SUFFIX } from '../project/names.ts';
 import { PROJECT_FILE, type Project, writeProject } from '../project/project.ts';
 import { writeFiles } from '../scaffold/files.ts';
 import { initFiles } from '../scaffold/templates.ts';
@@ -48,11 +48,18 @@ export async function initCommand(argv: readonly string[], out: (line: string) =
     layout: 'opkit.dev/v1',
     projectName: checkProjectName(name),
     domain: checkDomain('domain', values.domain),
-    namespace: checkNamespace(values.namespace ?? `${name}-system`),
+    namespace: checkNamespace(values.namespace ?? `${name}${NAMESPACE_SUFFIX}`),
     image: checkImage(values.image ?? `${name}:0.1.0`),
     resources: [],
   };
   const dir = resolve(values.dir ?? name);
+  const info = await stat(dir).catch(() => undefined);
+  if (info && !info.isDirectory()) {
+    throw new CliError(
+      'Usage',
+      `--dir ${dir} is a file, not a directory: pass a directory (it is created when missing), or move the file away`,
+    );
+  }
   const existing = await readdir(dir).catch(() => [] as string[]);
   if (existing.includes(PROJECT_FILE))
     throw new CliError('Usage', `${join(dir, PROJECT_FILE)} exists: ${dir} is already a project`);

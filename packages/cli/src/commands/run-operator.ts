@@ -2,10 +2,12 @@
  * @module commands/run-operator
  * `opkit run [--dir DIR] [--kubeconfig FILE] [-- operator flags…]`: runs the project's operator locally (node
  * src/main.ts) against the current kubeconfig — or, when that does not answer, the cluster of `opkit env up` —
- * after applying its CRDs. Signals are passed to the operator; opkit exits with its exit code.
+ * after applying its CRDs. Signals are passed to the operator; opkit exits with its exit code, or 128 + the signal's
+ * number when a signal ended it (130 for Ctrl-C), as a shell does.
  */
 import { spawn } from 'node:child_process';
 import { readdir, readFile } from 'node:fs/promises';
+import { constants } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Applier, Client, type KubeObject, loadConfig, parseManifests } from '@opkit/runtime';
@@ -19,12 +21,19 @@ Applies the project's CRDs and runs the operator locally (node src/main.ts) agai
 cluster of "opkit env up" when that does not answer. Flags after -- go to the operator (see node src/main.ts --help).
 `;
 
-/** The kubeconfig to use: the given one, the current one if it answers, else a running `opkit env up` cluster. */
+/**
+ * The kubeconfig to use: the given one, or the current one, if it answers. Only with `fallback` (for `opkit run`,
+ * which writes nothing but CRDs to a dev cluster) does a current kubeconfig that does not answer give way to a running
+ * `opkit env up` cluster; commands that deploy or delete never switch clusters implicitly.
+ */
 export async function reachableKubeconfig(
   explicit: string | undefined,
+  options: { fallback: boolean },
 ): Promise<{ path: string | undefined; server: string }> {
+  let server: string | undefined;
   try {
     const config = await loadConfig(explicit ? { path: explicit } : {});
+    server = config.server;
     const probe = new Client(config, { timeoutMs: 3_000 });
     try {
       await probe.transport.request({ method: 'GET', path: '/api' });
@@ -33,17 +42,30 @@ export async function reachableKubeconfig(
     }
     return { path: explicit ?? process.env.KUBECONFIG, server: config.server };
   } catch (err) {
-    if (explicit)
-      throw new CliError('ClusterNotRunning', `the cluster of ${explicit} does not answer: ${(err as Error).message}`);
+    const reason = (err as Error).message.split('\n')[0];
+    if (explicit) throw new CliError('ClusterNotRunning', `the cluster of ${explicit} does not answer: ${reason}`);
     const status = await readJson<ClusterStatus>(paths(stateDir('default')).status);
-    if (status?.phase === 'ready' && status.kubeconfigPath && status.server) {
-      return { path: status.kubeconfigPath, server: status.server };
+    const dev = status?.phase === 'ready' && status.kubeconfigPath && status.server ? status : undefined;
+    if (!options.fallback) {
+      throw new CliError(
+        'ClusterNotRunning',
+        `${server ? `the cluster of the current kubeconfig (${server}) does not answer` : 'no cluster to write to'}: ` +
+          `${reason}; opkit never switches to another cluster for a command that writes: start that cluster, or ` +
+          `choose one with --kubeconfig or KUBECONFIG${dev ? ` (opkit env up's: --kubeconfig ${dev.kubeconfigPath})` : ''}`,
+      );
     }
+    if (dev?.kubeconfigPath && dev.server) return { path: dev.kubeconfigPath, server: dev.server };
     throw new CliError(
       'ClusterNotRunning',
       `no cluster answers (${(err as Error).message.split('\n')[0]}): start one with "npx opkit env up", or set KUBECONFIG`,
     );
   }
+}
+
+/** The shell's exit code for a child that exited with `code` or was ended by `signal`: 128 + the signal's number. */
+export function exitCodeOf(code: number | null, signal: NodeJS.Signals | null): number {
+  if (code !== null) return code;
+  return signal ? 128 + (constants.signals[signal] ?? 15) : 1;
 }
 
 export async function crdObjects(dir: string): Promise<KubeObject[]> {
@@ -73,7 +95,7 @@ export async function runCommand(argv: readonly string[], out: (line: string) =>
   }
   const dir = resolve(values.dir);
   const project = await readProject(dir);
-  const target = await reachableKubeconfig(values.kubeconfig);
+  const target = await reachableKubeconfig(values.kubeconfig, { fallback: true });
   const client = new Client(await loadConfig(target.path ? { path: target.path } : {}), { name: 'opkit' });
   try {
     const crds = await crdObjects(dir);
@@ -93,7 +115,7 @@ export async function runCommand(argv: readonly string[], out: (line: string) =>
   const forward = (sig: NodeJS.Signals) => child.kill(sig);
   process.on('SIGINT', forward);
   process.on('SIGTERM', forward);
-  const code = await new Promise<number>((res) => child.once('exit', (c, s) => res(c ?? (s ? 128 + 15 : 1))));
+  const code = await new Promise<number>((res) => child.once('exit', (c, s) => res(exitCodeOf(c, s))));
   process.off('SIGINT', forward);
   process.off('SIGTERM', forward);
   return code;

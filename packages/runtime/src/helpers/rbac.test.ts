@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { test } from 'node:test';
 import { Pods } from '../client/builtins.ts';
 import { managerPermissions, permission, policyRules, rbacManifests } from './rbac.ts';
@@ -21,4 +22,22 @@ test('rules merge by group and verb set, sorted and byte-stable', () => {
   assert.equal(m.role?.metadata.namespace, 'ops');
   assert.equal(JSON.stringify(rbacManifests('op', 'ops', perms)), JSON.stringify(m));
   assert.equal(rbacManifests('op', 'ops', [permission(Pods, ['get'])]).role, undefined);
+});
+
+test('rule order is the same under every locale (code-unit order): Danish, Lithuanian and Estonian sort differently', () => {
+  const script = `
+    const { policyRules } = await import(${JSON.stringify(new URL('./rbac.ts', import.meta.url).href)});
+    const p = (group, resource) => ({ group, resource, verbs: ['get'] });
+    const rules = policyRules([p('apps', 'deployments'), p('aardvark.io', 'burrows'), p('b.io', 'x'), p('ia.io', 'y'), p('j.io', 'z'), p('y.io', 'w'), p('z.io', 'v')]);
+    process.stdout.write(JSON.stringify(rules.map((r) => r.apiGroups[0])));
+  `;
+  const expected = ['aardvark.io', 'apps', 'b.io', 'ia.io', 'j.io', 'y.io', 'z.io'];
+  for (const locale of ['C', 'en_US.UTF-8', 'da_DK.UTF-8', 'lt_LT.UTF-8', 'et_EE.UTF-8']) {
+    const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
+      encoding: 'utf8',
+      env: { ...process.env, LANG: locale, LC_ALL: locale },
+    });
+    assert.equal(r.status, 0, r.stderr);
+    assert.deepEqual(JSON.parse(r.stdout), expected, `under ${locale}`);
+  }
 });

@@ -3,7 +3,8 @@
  * Least-privilege RBAC from what the code declares it needs. A controller module exports its `permissions`; the
  * manager adds its own (Leases for leader election in its namespace, Events); `rbacManifests` turns them into a
  * ServiceAccount, a ClusterRole + binding (cluster-wide needs) and a Role + binding (needs in the operator's own
- * namespace). Rules are merged and sorted, so the output is byte-stable.
+ * namespace). Rules are merged and sorted by code unit (never by the machine's locale), so the output is byte-stable
+ * on every machine.
  */
 import { Events, Leases } from '../client/builtins.ts';
 import type { KubeObject, ResourceType } from '../client/resource.ts';
@@ -66,9 +67,15 @@ export function policyRules(perms: readonly Permission[]): PolicyRule[] {
     rule.resources.push(resource);
     byVerbs.set(k, rule);
   }
+  const key = (r: PolicyRule) => `${r.apiGroups[0]}/${r.resources[0]}`;
   return [...byVerbs.values()]
     .map((r) => ({ apiGroups: [r.group], resources: r.resources.sort(), verbs: r.verbs }))
-    .sort((a, b) => `${a.apiGroups[0]}/${a.resources[0]}`.localeCompare(`${b.apiGroups[0]}/${b.resources[0]}`));
+    .sort((a, b) => byCodeUnit(key(a), key(b)));
+}
+
+/** Orders strings by UTF-16 code unit, as `Array.prototype.sort` does: the same on every machine, whatever its locale. */
+function byCodeUnit(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
 }
 
 export interface RbacManifests {

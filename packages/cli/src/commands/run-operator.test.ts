@@ -1,0 +1,12 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { exitCodeOf } from './run-operator.ts';
+
+test('opkit run exits as a shell would: the exit code, or 128 + the number of the signal that ended the operator', () => {
+  assert.equal(exitCodeOf(0, null), 0);
+  assert.equal(exitCodeOf(3, null), 3);
+  assert.equal(exitCodeOf(null, 'SIGINT'), 130);
+  assert.equal(exitCodeOf(null, 'SIGTERM'), 143);
+  assert.equal(exitCodeOf(null, 'SIGKILL'), 137);
+  assert.equal(exitCodeOf(null, null), 1);
+});

@@ -1,0 +1,29 @@
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { reapStale } from './environment.ts';
+import { KEPT_MARKER } from './paths.ts';
+
+test('reapStale removes run directories of dead owners, except those marked kept', async () => {
+  const root = await mkdtemp(join(tmpdir(), 'opkit-reap-'));
+  const dead = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))']).stdout.toString();
+  const runDir = async (name: string, ownerPid: string | number, kept: boolean) => {
+    await mkdir(join(root, name));
+    await writeFile(join(root, name, 'owner.json'), JSON.stringify({ ownerPid: Number(ownerPid) }));
+    await writeFile(join(root, name, 'kube-apiserver.log'), 'the log a test asked to keep\n');
+    if (kept) await writeFile(join(root, name, KEPT_MARKER), '');
+  };
+  await runDir('env-kept', dead, true);
+  await runDir('env-stale', dead, false);
+  await runDir('env-live', process.pid, false);
+  const lines: string[] = [];
+  await reapStale((l) => lines.push(l), root);
+  assert.deepEqual((await readdir(root)).sort(), ['env-kept', 'env-live']);
+  assert.deepEqual(await readdir(join(root, 'env-kept')), [KEPT_MARKER, 'kube-apiserver.log', 'owner.json'].sort());
+  assert.equal(lines.length, 1);
+  assert.match(lines[0] ?? '', /reaped a stale environment in .*env-stale/);
+  await rm(root, { recursive: true, force: true });
+});
