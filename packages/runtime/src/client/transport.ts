@@ -135,9 +135,9 @@ export class Transport {
   async stream(req: Omit<TransportRequest, 'method' | 'body' | 'contentType'>): Promise<IncomingMessage> {
     const full: TransportRequest = { ...req, method: 'GET' };
     for (let attempt = 0; ; attempt++) {
-      const res = await this.#send(full, undefined, attempt);
+      const res = await this.#send(full, req.signal, attempt);
       if (res.statusCode === 200) return res;
-      const text = await readBody(res, full);
+      const text = await readBody(res, full, req.signal);
       const err = ApiError.fromResponse(
         res.statusCode ?? 0,
         parseMaybe(text),
@@ -167,20 +167,23 @@ export class Transport {
     attempt: number,
   ): Promise<{ res: IncomingMessage; text: string }> {
     const describe = `${req.method} ${req.path}`;
-    const deadline = new AbortController();
-    const timer = setTimeout(
-      () =>
-        deadline.abort(
-          new ApiError('Timeout', `${describe}: no full answer within ${timeoutMs} ms`, { request: describe }),
-        ),
-      timeoutMs,
-    );
+    // one signal for the exchange, cut by the deadline or the caller, whose reason says which (no AbortSignal.any:
+    // the caller's signal often lives as long as a controller, and listeners are removed here when the exchange ends)
+    const cut = new AbortController();
+    const timer = setTimeout(() => {
+      cut.abort(new ApiError('Timeout', `${describe}: no full answer within ${timeoutMs} ms`, { request: describe }));
+    }, timeoutMs);
+    const caller = req.signal;
+    const onAbort = () => cut.abort(aborted(req, caller?.reason));
+    if (caller?.aborted) onAbort();
+    else caller?.addEventListener('abort', onAbort, { once: true });
     try {
-      const res = await this.#send(req, deadline.signal, attempt);
-      const text = await readBody(res, req, deadline.signal);
+      const res = await this.#send(req, cut.signal, attempt);
+      const text = await readBody(res, req, cut.signal);
       return { res, text };
     } finally {
       clearTimeout(timer);
+      caller?.removeEventListener('abort', onAbort);
     }
   }
 
@@ -219,15 +222,11 @@ export class Transport {
     }
   }
 
-  /** Sends the request; resolves with the response once its headers arrive. `deadline` aborts it as a Timeout. */
-  async #send(req: TransportRequest, deadline: AbortSignal | undefined, attempt: number): Promise<IncomingMessage> {
+  /** Sends the request; resolves with the response once its headers arrive. `signal` cuts it off. */
+  async #send(req: TransportRequest, signal: AbortSignal | undefined, attempt: number): Promise<IncomingMessage> {
     const describe = `${req.method} ${req.path}`;
-    const signals = [req.signal, deadline].filter((s): s is AbortSignal => s !== undefined);
-    const signal = signals.length === 0 ? undefined : signals.length === 1 ? signals[0] : AbortSignal.any(signals);
     const failure = (err: unknown): ApiError => {
-      if (deadline?.aborted && deadline.reason instanceof ApiError) return deadline.reason;
-      if (req.signal?.aborted)
-        return new ApiError('Aborted', `${describe}: aborted`, { request: describe, cause: req.signal.reason });
+      if (signal?.aborted) return cutOff(req, signal);
       if (err instanceof ApiError) return err;
       const message = err instanceof Error ? err.message : String(err);
       return new ApiError('Network', `${describe}: ${message}${attempt > 0 ? ` (attempt ${attempt + 1})` : ''}`, {
@@ -328,16 +327,16 @@ function isConnectionDropped(err: unknown): boolean {
   return code === 'ECONNRESET' || code === 'EPIPE' || code === 'ECONNREFUSED' || code === 'ECONNABORTED';
 }
 
+/** Waits `ms`; rejects with `Aborted` as soon as `signal` aborts. */
 function abortableDelay(ms: number, signal: AbortSignal | undefined, req: TransportRequest): Promise<void> {
   return new Promise((resolve, reject) => {
-    const describe = `${req.method} ${req.path}`;
     if (signal?.aborted) {
-      reject(new ApiError('Aborted', `${describe}: aborted`, { request: describe, cause: signal.reason }));
+      reject(aborted(req, signal.reason));
       return;
     }
     const onAbort = () => {
       clearTimeout(timer);
-      reject(new ApiError('Aborted', `${describe}: aborted`, { request: describe, cause: signal?.reason }));
+      reject(aborted(req, signal?.reason));
     };
     const timer = setTimeout(() => {
       signal?.removeEventListener('abort', onAbort);
@@ -360,8 +359,19 @@ function parseMaybe(text: string): unknown {
   }
 }
 
-/** The whole body as text (decoded once, after the last byte). Rejects as the deadline or the caller says. */
-function readBody(res: IncomingMessage, req: TransportRequest, deadline?: AbortSignal): Promise<string> {
+/** `Aborted`, for a request its caller aborted. */
+function aborted(req: TransportRequest, reason: unknown): ApiError {
+  const describe = `${req.method} ${req.path}`;
+  return new ApiError('Aborted', `${describe}: aborted`, { request: describe, cause: reason });
+}
+
+/** The error of a request cut off by `signal`: its reason when that is an ApiError (the deadline), else `Aborted`. */
+function cutOff(req: TransportRequest, signal: AbortSignal): ApiError {
+  return signal.reason instanceof ApiError ? signal.reason : aborted(req, signal.reason);
+}
+
+/** The whole body as text (decoded once, after the last byte). Rejects as `signal` or the connection says. */
+function readBody(res: IncomingMessage, req: TransportRequest, signal: AbortSignal | undefined): Promise<string> {
   const describe = `${req.method} ${req.path}`;
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
@@ -369,9 +379,7 @@ function readBody(res: IncomingMessage, req: TransportRequest, deadline?: AbortS
     const fail = (err: unknown) => {
       if (settled) return;
       settled = true;
-      if (deadline?.aborted && deadline.reason instanceof ApiError) reject(deadline.reason);
-      else if (req.signal?.aborted)
-        reject(new ApiError('Aborted', `${describe}: aborted`, { request: describe, cause: req.signal.reason }));
+      if (signal?.aborted) reject(cutOff(req, signal));
       else
         reject(
           new ApiError('Network', `${describe}: reading the response failed: ${(err as Error).message}`, {
