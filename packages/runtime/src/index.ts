@@ -23,10 +23,10 @@ export {
 } from './cache/cache.ts';
 export { type EventHandler, Informer, type InformerOptions } from './cache/informer.ts';
 export { type IndexFunc, indexers, Store } from './cache/store.ts';
-export type { WatchEvent, WatchEventType } from './cache/watch.ts';
 export { Applier, ManifestError, parseManifests } from './client/apply.ts';
 export * from './client/builtins.ts';
 export {
+  type APIResource,
   Client,
   type ClientOptions,
   type DeleteOptions,
@@ -76,6 +76,7 @@ export {
   resourceId,
   type Wire,
 } from './client/resource.ts';
+export type { WatchEvent, WatchEventType } from './client/watch.ts';
 export { type BuilderOptions, ControllerBuilder, type ControllerDeps } from './controller/builder.ts';
 export { Controller, ControllerError, type ControllerOptions } from './controller/controller.ts';
 export { Expectations } from './controller/expectations.ts';

@@ -22,6 +22,7 @@ import {
   controllerOf,
   type EventRecorder,
   generationChanged,
+  indexers,
   isApiError,
   isNotFound,
   type Manager,
@@ -57,6 +58,8 @@ export const permissions: readonly Permission[] = [
 ];
 
 const MAX_BATCH = 64;
+/** The pod index by instance label (the AppService's name): where orphans to adopt are found. */
+const INSTANCE_INDEX = 'label:app.kubernetes.io/instance';
 
 export class AppServiceReconciler implements Reconciler {
   readonly #events: EventRecorder;
@@ -77,9 +80,12 @@ export class AppServiceReconciler implements Reconciler {
       childType: Pods,
       candidates: [
         ...(await ctx.cache.list(Pods, { index: { name: 'controller', value: uid } })),
-        ...(await ctx.cache.list(Pods, { namespace: app.metadata.namespace ?? 'default', labelSelector: selector })),
+        // pods of this instance name, owned or not (an index: not a scan of the namespace's pods)
+        ...(await ctx.cache.list(Pods, { index: { name: INSTANCE_INDEX, value: app.metadata.name ?? '' } })),
       ],
-      matches: (pod) => Object.entries(selector).every(([k, v]) => pod.metadata.labels?.[k] === v),
+      matches: (pod) =>
+        pod.metadata.namespace === app.metadata.namespace &&
+        Object.entries(selector).every(([k, v]) => pod.metadata.labels?.[k] === v),
       signal: ctx.signal,
     });
     const hash = templateHash(app);
@@ -219,6 +225,7 @@ function orphanOwner(pod: Pod): Request[] {
 
 /** Registers the AppService controller with the manager (what `opkit create api --controller` wires into main.ts). */
 export function setupAppServiceController(mgr: Manager, options: { resyncPeriodMs?: number } = {}): void {
+  mgr.cache.indexField(Pods, INSTANCE_INDEX, indexers.label(LABELS.instance));
   mgr
     .controller()
     .named('appservice')

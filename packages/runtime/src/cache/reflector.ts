@@ -32,7 +32,6 @@ import { sleep } from '../internal/sleep.ts';
 import type { Logger } from '../logger.ts';
 import type { WatchMetrics } from '../metrics.ts';
 import type { Store } from './store.ts';
-import { watchEvents } from './watch.ts';
 
 export interface ReflectorOptions<T extends KubeObject> {
   readonly client: Client;
@@ -180,7 +179,7 @@ export class Reflector<T extends KubeObject> {
     const started = performance.now();
     this.#watchOpenedAt = undefined;
     let events = 0;
-    for await (const event of watchEvents(o.client.transport, o.resource, {
+    for await (const event of o.client.watch(o.resource, {
       namespace: o.namespace,
       labelSelector: o.labelSelector,
       fieldSelector: o.fieldSelector,

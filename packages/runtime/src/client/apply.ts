@@ -7,15 +7,9 @@
  * removes manifests in reverse order and ignores what is already gone.
  */
 import yaml from 'js-yaml';
-import type { Client } from './client.ts';
+import type { APIResource, Client } from './client.ts';
 import { isNotFound } from './errors.ts';
 import { type KubeObject, type ResourceType, resource } from './resource.ts';
-
-interface DiscoveredResource {
-  name: string;
-  kind: string;
-  namespaced: boolean;
-}
 
 export class ManifestError extends Error {
   override readonly name = 'ManifestError';
@@ -41,7 +35,7 @@ export function parseManifests(text: string, source = 'manifest'): KubeObject[] 
 export class Applier {
   readonly #client: Client;
   readonly #fieldManager: string;
-  readonly #discovery = new Map<string, DiscoveredResource[]>();
+  readonly #discovery = new Map<string, APIResource[]>();
 
   constructor(client: Client, fieldManager: string) {
     this.#client = client;
@@ -53,14 +47,10 @@ export class Applier {
     if (refresh) this.#discovery.delete(apiVersion);
     let list = this.#discovery.get(apiVersion);
     if (!list) {
-      const path = apiVersion.includes('/') ? `/apis/${apiVersion}` : `/api/${apiVersion}`;
-      const res = await this.#client.transport
-        .request<{ resources?: DiscoveredResource[] }>({ method: 'GET', path })
-        .catch((err: unknown) => {
-          if (isNotFound(err)) return { resources: [] };
-          throw err;
-        });
-      list = (res.resources ?? []).filter((r) => !r.name.includes('/'));
+      list = await this.#client.serverResources(apiVersion).catch((err: unknown) => {
+        if (isNotFound(err)) return [];
+        throw err;
+      });
       this.#discovery.set(apiVersion, list);
     }
     const found = list.find((r) => r.kind === kind);

@@ -17,6 +17,7 @@ import { ApiError } from './errors.ts';
 import { type ConnectionConfig, type LoadOptions, loadConfig } from './kubeconfig.ts';
 import { collectionPath, type KubeObject, type ObjectRef, objectPath, type ResourceType, refOf } from './resource.ts';
 import { type RequestMetrics, Transport } from './transport.ts';
+import { type WatchEvent, type WatchRequest, watchEvents } from './watch.ts';
 
 export interface ListMeta {
   readonly resourceVersion: string;
@@ -40,6 +41,13 @@ export interface ListOptions {
   /** Items per page (default 500). */
   readonly pageSize?: number;
   readonly signal?: AbortSignal;
+}
+
+/** One resource of a discovery APIResourceList. */
+export interface APIResource {
+  readonly name: string;
+  readonly kind: string;
+  readonly namespaced: boolean;
 }
 
 export type PatchType = 'merge' | 'json' | 'strategic' | 'apply';
@@ -194,6 +202,29 @@ export class Client {
     }
   }
 
+  /**
+   * The resources the apiserver serves in `apiVersion` (`v1`, `apps/v1`), by discovery; subresources (`pods/status`)
+   * are left out. A group version that is not served answers NotFound.
+   */
+  async serverResources(apiVersion: string, options: { signal?: AbortSignal } = {}): Promise<APIResource[]> {
+    const path = apiVersion.includes('/') ? `/apis/${apiVersion}` : `/api/${apiVersion}`;
+    const list = await this.transport.request<{ resources?: APIResource[] }>({
+      method: 'GET',
+      path,
+      ...this.#signal(options),
+    });
+    return (list.resources ?? []).filter((r) => !r.name.includes('/'));
+  }
+
+  /**
+   * The events of one watch from `resourceVersion` (see client/watch.ts): an async stream that ends when the server
+   * ends the watch, and throws `Gone` (410), `Inactive`, `Aborted` or `Network`. Informers use it; most code wants a
+   * `Cache` instead.
+   */
+  watch<T extends KubeObject>(r: ResourceType<T>, req: Omit<WatchRequest, 'bound'>): AsyncGenerator<WatchEvent<T>> {
+    return watchEvents(this.transport, r, { ...req, ...(this.#bound ? { bound: this.#bound } : {}) });
+  }
+
   /** Creates the object; the namespace comes from `metadata.namespace` (or the client's default namespace). */
   create<T extends KubeObject>(r: ResourceType<T>, obj: T, options: WriteOptions = {}): Promise<T> {
     const namespace = r.namespaced ? (obj.metadata.namespace ?? this.defaultNamespace) : undefined;
@@ -318,13 +349,12 @@ export class Client {
     this.transport.close();
   }
 
-  /** The request's own signal and the client's bound one, as one. */
-  #signal(options: { signal?: AbortSignal | undefined }): { signal?: AbortSignal } {
-    const own = options.signal;
-    const bound = this.#bound;
-    if (own && bound) return { signal: AbortSignal.any([own, bound]) };
-    const one = own ?? bound;
-    return one ? { signal: one } : {};
+  /** The request's own signal and the client's bound one (the transport follows both). */
+  #signal(options: { signal?: AbortSignal | undefined }): { signal?: AbortSignal; bound?: AbortSignal } {
+    return {
+      ...(options.signal ? { signal: options.signal } : {}),
+      ...(this.#bound && this.#bound !== options.signal ? { bound: this.#bound } : {}),
+    };
   }
 
   #ref(r: ResourceType, obj: KubeObject): ObjectRef {

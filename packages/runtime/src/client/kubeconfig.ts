@@ -127,7 +127,9 @@ const SA_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
 /** Loads the connection config as kubectl would (see the module comment). */
 export async function loadConfig(options: LoadOptions = {}): Promise<ConnectionConfig> {
   const env = options.env ?? process.env;
-  if (!options.path && !env.KUBECONFIG && env.KUBERNETES_SERVICE_HOST && inClusterTokenExists(options.inClusterDir)) {
+  const inPod =
+    env.KUBERNETES_SERVICE_HOST && env.KUBERNETES_SERVICE_PORT && inClusterTokenExists(options.inClusterDir);
+  if (!options.path && !env.KUBECONFIG && inPod) {
     return loadInCluster(env, options.inClusterDir);
   }
   const files = options.path

@@ -42,7 +42,8 @@ export function checkProxyUrl(value: string, where: string): string {
 /** The proxy for connections to `server` by the environment's *_PROXY / NO_PROXY variables, or undefined. */
 export function proxyFor(server: string, env: NodeJS.ProcessEnv): string | undefined {
   const url = new URL(server);
-  const get = (name: string) => env[name] ?? env[name.toLowerCase()];
+  // as Go: an empty variable counts as unset
+  const get = (name: string) => env[name] || env[name.toLowerCase()] || undefined;
   const raw = url.protocol === 'https:' ? get('HTTPS_PROXY') : get('HTTP_PROXY');
   if (!raw) return undefined;
   const host = url.hostname.replace(/^\[|\]$/g, '').toLowerCase();
@@ -62,6 +63,14 @@ function isLoopback(host: string): boolean {
     return loop.check(host, 'ipv6');
   }
   return false;
+}
+
+/** Whether two addresses of one family are the same (`fd00:0::1` is `fd00::1`). */
+function sameAddress(a: string, b: string, family: number): boolean {
+  const list = new BlockList();
+  const type = family === 4 ? 'ipv4' : 'ipv6';
+  list.addAddress(a, type);
+  return list.check(b, type);
 }
 
 function excluded(host: string, port: number, noProxy: string): boolean {
@@ -96,8 +105,9 @@ function excluded(host: string, port: number, noProxy: string): boolean {
       }
     }
     if (entryPort !== 0 && entryPort !== port) continue;
-    if (isIP(entry) !== 0) {
-      if (entry === host) return true;
+    const entryFamily = isIP(entry);
+    if (entryFamily !== 0) {
+      if (family === entryFamily && sameAddress(entry, host, family)) return true;
       continue;
     }
     if (entry.startsWith('*.')) entry = entry.slice(1);
@@ -110,16 +120,16 @@ function excluded(host: string, port: number, noProxy: string): boolean {
   return false;
 }
 
-/** An agent that tunnels through `proxyUrl` (checked by `checkProxyUrl`). */
-export async function proxyAgent(
+/** Makes agents that tunnel through `proxyUrl` (checked by `checkProxyUrl`); the agent class is loaded once. */
+export async function proxyAgentFactory(
   proxyUrl: string,
   options: { keepAlive: boolean; keepAliveMsecs: number },
-): Promise<Agent> {
+): Promise<() => Agent> {
   const url = new URL(proxyUrl);
   if (url.protocol === 'socks5:' || url.protocol === 'socks5h:') {
     const { SocksProxyAgent } = await import('socks-proxy-agent');
-    return new SocksProxyAgent(url, options);
+    return () => new SocksProxyAgent(url, options);
   }
   const { HttpsProxyAgent } = await import('https-proxy-agent');
-  return new HttpsProxyAgent(url, options);
+  return () => new HttpsProxyAgent(url, options);
 }

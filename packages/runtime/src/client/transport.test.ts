@@ -116,7 +116,9 @@ test('impersonation is sent as Impersonate-* headers on every request', async ()
   assert.deepEqual(h['impersonate-user'], ['jane']);
   assert.deepEqual(h['impersonate-uid'], ['42']);
   assert.deepEqual(h['impersonate-group'], ['devs', 'ops']);
-  assert.deepEqual(h['impersonate-extra-acme.io%2fscopes'], ['view', 'édit']);
+  // the values go as UTF-8 bytes, as kubectl sends them (a Node server reads header bytes as Latin-1)
+  const utf8 = (v: string[] | undefined) => v?.map((x) => Buffer.from(x, 'latin1').toString('utf8'));
+  assert.deepEqual(utf8(h['impersonate-extra-acme.io%2fscopes']), ['view', 'édit']);
   t.close();
 });
 

@@ -6,10 +6,13 @@
  * hook for request metrics.
  *
  * Guarantees:
- * - The deadline of a non-watch request (default 60 s) covers the whole exchange, the response body included: a body
- *   that stalls fails with `Timeout`, so no caller can hang on a half-sent answer. A watch (`stream`) has no deadline;
- *   its reader guards against silence (see cache/watch.ts).
- * - Aborting the caller's signal cuts the request off at once (`Aborted`), whatever stage it is in.
+ * - The deadline of a non-watch request (default 60 s) covers the whole request — every exchange, the response bodies
+ *   and the waits between retries included: a body that stalls fails with `Timeout`, so no caller can hang on a
+ *   half-sent answer. A watch (`stream`) has no deadline; its reader guards against silence (see client/watch.ts).
+ * - Aborting the caller's signal (or the client's bound one) cuts the request off at once (`Aborted`), whatever stage
+ *   it is in. Signals are followed with listeners removed when the request ends, so a signal that lives as long as a
+ *   controller collects nothing per request.
+ * - Connections send TCP keep-alive probes after 15 s of silence.
  * - Retries: an answer that says when to come back (429, or 500–504 with Retry-After) is retried up to 3 times after
  *   the delay asked for (at most 10 s each); a GET whose connection was reset or closed before the answer is retried
  *   up to 3 times with a short backoff (GETs are idempotent; writes are never replayed). Everything else becomes an
@@ -23,9 +26,10 @@
 import type { Agent, IncomingMessage } from 'node:http';
 import { Agent as HttpAgent, request as httpRequest } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import { sleep } from '../internal/sleep.ts';
 import { ApiError } from './errors.ts';
 import type { ConnectionConfig, Credentials, Impersonation } from './kubeconfig.ts';
-import { proxyAgent } from './proxy.ts';
+import { proxyAgentFactory } from './proxy.ts';
 
 export interface RequestMetrics {
   /** One call per finished request: HTTP status code as a string (or `<error>`), method, host. */
@@ -54,6 +58,8 @@ export interface TransportRequest {
   readonly body?: unknown;
   readonly contentType?: string;
   readonly signal?: AbortSignal | undefined;
+  /** A second signal that also aborts the request (a client's bound signal). */
+  readonly bound?: AbortSignal | undefined;
   readonly timeoutMs?: number;
 }
 
@@ -79,11 +85,22 @@ export class Transport {
   #pool: Pool | undefined;
   readonly #retired = new Set<Pool>();
   readonly #bucket: TokenBucket | undefined;
+  /** Makes the agent of a new pool (a proxy's agent class is loaded once, before the first request). */
+  readonly #agents: Promise<() => Agent>;
 
   constructor(options: TransportOptions) {
     this.#options = options;
     this.server = new URL(options.config.server);
     this.#impersonation = impersonationHeaders(options.config.impersonate);
+    const agentOptions = { keepAlive: true, keepAliveMsecs: KEEPALIVE_MS };
+    const proxy = options.config.proxyUrl;
+    this.#agents =
+      proxy !== undefined
+        ? proxyAgentFactory(proxy, agentOptions)
+        : Promise.resolve(
+            this.server.protocol === 'http:' ? () => new HttpAgent(agentOptions) : () => new HttpsAgent(agentOptions),
+          );
+    this.#agents.catch(() => {}); // reported by the first request
     this.#bucket = options.qps
       ? new TokenBucket(options.qps, options.burst ?? Math.max(1, options.qps * 2))
       : undefined;
@@ -92,19 +109,34 @@ export class Transport {
   /** A JSON request; resolves with the parsed body of a 2xx answer, rejects with an ApiError otherwise. */
   async request<T>(req: TransportRequest): Promise<T> {
     const timeoutMs = req.timeoutMs ?? this.#options.timeoutMs ?? 60_000;
+    const describe = `${req.method} ${req.path}`;
+    const cut = linked([req.signal, req.bound], (reason) => aborted(req, reason));
+    const timer = setTimeout(() => {
+      cut.abort(new ApiError('Timeout', `${describe}: no full answer within ${timeoutMs} ms`, { request: describe }));
+    }, timeoutMs);
+    try {
+      return await this.#attempts<T>(req, cut.signal);
+    } finally {
+      clearTimeout(timer);
+      cut.dispose();
+    }
+  }
+
+  async #attempts<T>(req: TransportRequest, signal: AbortSignal): Promise<T> {
     let unauthorizedRetried = false;
     for (let retry = 0; ; retry++) {
-      let answer: { res: IncomingMessage; text: string };
+      let res: IncomingMessage;
+      let text: string;
       try {
-        answer = await this.#exchange(req, timeoutMs, retry);
+        res = await this.#send(req, signal, retry);
+        text = await readBody(res, req, signal);
       } catch (err) {
         if (req.method === 'GET' && retry < MAX_RETRIES && isConnectionDropped(err)) {
-          await abortableDelay(100 * 2 ** retry * (1 + Math.random()), req.signal, req);
+          await cutOffSleep(100 * 2 ** retry * (1 + Math.random()), signal, req);
           continue;
         }
         throw err;
       }
-      const { res, text } = answer;
       const status = res.statusCode ?? 0;
       if (status >= 200 && status < 300) return (text.length > 0 ? JSON.parse(text) : undefined) as T;
       const err = ApiError.fromResponse(
@@ -121,7 +153,7 @@ export class Transport {
       }
       const throttled = status === 429 || (status >= 500 && status <= 504 && err.retryAfterSeconds !== undefined);
       if (throttled && retry < MAX_RETRIES) {
-        await abortableDelay(Math.min(MAX_RETRY_AFTER_MS, (err.retryAfterSeconds ?? 1) * 1000), req.signal, req);
+        await cutOffSleep(Math.min(MAX_RETRY_AFTER_MS, (err.retryAfterSeconds ?? 1) * 1000), signal, req);
         continue;
       }
       throw err;
@@ -134,10 +166,21 @@ export class Transport {
    */
   async stream(req: Omit<TransportRequest, 'method' | 'body' | 'contentType'>): Promise<IncomingMessage> {
     const full: TransportRequest = { ...req, method: 'GET' };
+    const cut = linked([req.signal, req.bound], (reason) => aborted(full, reason));
     for (let attempt = 0; ; attempt++) {
-      const res = await this.#send(full, req.signal, attempt);
-      if (res.statusCode === 200) return res;
-      const text = await readBody(res, full, req.signal);
+      let res: IncomingMessage;
+      try {
+        res = await this.#send(full, cut.signal, attempt);
+      } catch (err) {
+        cut.dispose();
+        throw err;
+      }
+      if (res.statusCode === 200) {
+        // the caller reads on: the links go when the response does
+        res.once('close', () => cut.dispose());
+        return res;
+      }
+      const text = await readBody(res, full, cut.signal).finally(() => cut.dispose());
       const err = ApiError.fromResponse(
         res.statusCode ?? 0,
         parseMaybe(text),
@@ -160,34 +203,8 @@ export class Transport {
     this.#retired.clear();
   }
 
-  /** One request and its whole body under one deadline. */
-  async #exchange(
-    req: TransportRequest,
-    timeoutMs: number,
-    attempt: number,
-  ): Promise<{ res: IncomingMessage; text: string }> {
-    const describe = `${req.method} ${req.path}`;
-    // one signal for the exchange, cut by the deadline or the caller, whose reason says which (no AbortSignal.any:
-    // the caller's signal often lives as long as a controller, and listeners are removed here when the exchange ends)
-    const cut = new AbortController();
-    const timer = setTimeout(() => {
-      cut.abort(new ApiError('Timeout', `${describe}: no full answer within ${timeoutMs} ms`, { request: describe }));
-    }, timeoutMs);
-    const caller = req.signal;
-    const onAbort = () => cut.abort(aborted(req, caller?.reason));
-    if (caller?.aborted) onAbort();
-    else caller?.addEventListener('abort', onAbort, { once: true });
-    try {
-      const res = await this.#send(req, cut.signal, attempt);
-      const text = await readBody(res, req, cut.signal);
-      return { res, text };
-    } finally {
-      clearTimeout(timer);
-      caller?.removeEventListener('abort', onAbort);
-    }
-  }
-
-  async #poolFor(creds: Credentials): Promise<Pool> {
+  /** The pool for these credentials; a pool with another certificate is retired (closed once idle). */
+  #poolFor(creds: Credentials, newAgent: () => Agent): Pool {
     const current = this.#pool;
     if (current && current.cert === creds.cert) return current;
     if (current) {
@@ -195,23 +212,9 @@ export class Transport {
       if (current.active === 0) current.agent.destroy();
       else this.#retired.add(current);
     }
-    this.#pool = undefined;
-    const agent = await this.#newAgent();
-    // another request may have made the pool for these credentials while the proxy agent loaded
-    if (this.#pool !== undefined && (this.#pool as Pool).cert === creds.cert) {
-      agent.destroy();
-      return this.#pool;
-    }
-    const created: Pool = { agent, cert: creds.cert, active: 0, retired: false };
+    const created: Pool = { agent: newAgent(), cert: creds.cert, active: 0, retired: false };
     this.#pool = created;
     return created;
-  }
-
-  async #newAgent(): Promise<Agent> {
-    const options = { keepAlive: true, keepAliveMsecs: KEEPALIVE_MS };
-    const proxy = this.#options.config.proxyUrl;
-    if (proxy !== undefined) return proxyAgent(proxy, options);
-    return this.server.protocol === 'http:' ? new HttpAgent(options) : new HttpsAgent(options);
   }
 
   #release(pool: Pool): void {
@@ -236,10 +239,10 @@ export class Transport {
     };
     try {
       if (this.#bucket) await this.#bucket.take(signal);
+      const newAgent = await this.#agents;
       const creds = await this.#options.config.auth.credentials();
       if (signal?.aborted) throw signal.reason;
-      const pool = await this.#poolFor(creds);
-      return await this.#dispatch(req, creds, pool, signal);
+      return await this.#dispatch(req, creds, this.#poolFor(creds, newAgent), signal);
     } catch (err) {
       throw failure(err);
     }
@@ -288,15 +291,24 @@ export class Transport {
       this.#release(pool);
     };
     return new Promise<IncomingMessage>((resolve, reject) => {
-      const r = send(
-        url,
-        { method: req.method, agent: pool.agent, headers, ...tls, ...(signal ? { signal } : {}) },
-        (res) => {
-          metrics?.request(String(res.statusCode ?? 0), req.method, host, (performance.now() - started) / 1000);
-          res.once('close', release);
-          resolve(res);
-        },
-      );
+      let r: ReturnType<typeof send>;
+      try {
+        r = send(
+          url,
+          { method: req.method, agent: pool.agent, headers, ...tls, ...(signal ? { signal } : {}) },
+          (res) => {
+            metrics?.request(String(res.statusCode ?? 0), req.method, host, (performance.now() - started) / 1000);
+            res.once('close', release);
+            resolve(res);
+          },
+        );
+      } catch (err) {
+        // e.g. a header value Node refuses: nothing was sent
+        release();
+        reject(err);
+        return;
+      }
+      r.once('socket', (socket) => socket.setKeepAlive(true, KEEPALIVE_MS));
       r.on('error', (err) => {
         release();
         metrics?.request('<error>', req.method, host, (performance.now() - started) / 1000);
@@ -308,16 +320,32 @@ export class Transport {
   }
 }
 
-/** The Impersonate-* headers for a kubeconfig's `as`, `as-uid`, `as-groups` and `as-user-extra`. */
+/**
+ * The Impersonate-* headers for a kubeconfig's `as`, `as-uid`, `as-groups` and `as-user-extra`. Values go on the wire
+ * as UTF-8 bytes, as kubectl sends them (Node writes header strings as Latin-1, so they are given as such); an extra's
+ * key is percent-encoded down to header-name characters.
+ */
 export function impersonationHeaders(imp: Impersonation | undefined): Record<string, string | string[]> {
   if (!imp) return {};
-  const out: Record<string, string | string[]> = { 'impersonate-user': imp.user };
-  if (imp.uid) out['impersonate-uid'] = imp.uid;
-  if (imp.groups && imp.groups.length > 0) out['impersonate-group'] = [...imp.groups];
+  const bytes = (v: string) => Buffer.from(v, 'utf8').toString('latin1');
+  const out: Record<string, string | string[]> = { 'impersonate-user': bytes(imp.user) };
+  if (imp.uid) out['impersonate-uid'] = bytes(imp.uid);
+  if (imp.groups && imp.groups.length > 0) out['impersonate-group'] = imp.groups.map(bytes);
   for (const [key, values] of Object.entries(imp.extra ?? {})) {
-    if (values.length > 0) out[`impersonate-extra-${encodeURIComponent(key).toLowerCase()}`] = [...values];
+    if (values.length > 0) out[`impersonate-extra-${headerKey(key)}`] = values.map(bytes);
   }
   return out;
+}
+
+/** `key` lower-cased, with every byte outside [a-z0-9-_.~] percent-encoded (a valid HTTP header name). */
+function headerKey(key: string): string {
+  return [...Buffer.from(key.toLowerCase(), 'utf8')]
+    .map((b) =>
+      /[a-z0-9\-_.~]/.test(String.fromCharCode(b))
+        ? String.fromCharCode(b)
+        : `%${b.toString(16).toUpperCase().padStart(2, '0')}`,
+    )
+    .join('');
 }
 
 /** A connection that broke before any answer: worth one more try for an idempotent request. */
@@ -327,23 +355,32 @@ function isConnectionDropped(err: unknown): boolean {
   return code === 'ECONNRESET' || code === 'EPIPE' || code === 'ECONNREFUSED' || code === 'ECONNABORTED';
 }
 
-/** Waits `ms`; rejects with `Aborted` as soon as `signal` aborts. */
-function abortableDelay(ms: number, signal: AbortSignal | undefined, req: TransportRequest): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) {
-      reject(aborted(req, signal.reason));
-      return;
-    }
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(aborted(req, signal?.reason));
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener('abort', onAbort, { once: true });
+/** Waits `ms`; rejects as the request's cut-off signal says (Timeout or Aborted) as soon as it aborts. */
+async function cutOffSleep(ms: number, signal: AbortSignal, req: TransportRequest): Promise<void> {
+  await sleep(ms, signal);
+  if (signal.aborted) throw cutOff(req, signal);
+}
+
+/**
+ * An AbortController that aborts when any of `signals` does (its reason made by `reason`), with `dispose()` to remove
+ * its listeners — unlike `AbortSignal.any`, nothing stays attached to a long-lived signal once a request is over.
+ */
+function linked(
+  signals: readonly (AbortSignal | undefined)[],
+  reason: (cause: unknown) => unknown,
+): AbortController & { dispose(): void } {
+  const controller = new AbortController();
+  const sources = [...new Set(signals)].filter((x): x is AbortSignal => x !== undefined);
+  const listeners = sources.map((source) => {
+    const onAbort = () => controller.abort(reason(source.reason));
+    if (source.aborted) onAbort();
+    else source.addEventListener('abort', onAbort, { once: true });
+    return () => source.removeEventListener('abort', onAbort);
   });
+  const dispose = () => {
+    for (const remove of listeners) remove();
+  };
+  return Object.assign(controller, { dispose });
 }
 
 function header(res: IncomingMessage, name: string): string | undefined {
@@ -421,19 +458,11 @@ class TokenBucket {
     this.#last = now;
     this.#tokens -= 1;
     if (this.#tokens >= 0) return;
-    await new Promise<void>((resolve, reject) => {
-      const onAbort = () => {
-        clearTimeout(timer);
-        reject(signal?.reason);
-      };
-      const timer = setTimeout(
-        () => {
-          signal?.removeEventListener('abort', onAbort);
-          resolve();
-        },
-        (-this.#tokens / this.#qps) * 1000,
-      );
-      signal?.addEventListener('abort', onAbort, { once: true });
-    });
+    const wait = (-this.#tokens / this.#qps) * 1000;
+    if (!signal) await new Promise((resolve) => setTimeout(resolve, wait));
+    else {
+      await sleep(wait, signal);
+      if (signal.aborted) throw signal.reason;
+    }
   }
 }

@@ -103,6 +103,7 @@ export class Controller {
     });
     this.expectations = new Expectations({
       log: this.#log,
+      ...(options.clock ? { now: () => options.clock?.now() ?? 0 } : {}),
       ...(options.expectationTimeoutMs !== undefined ? { timeoutMs: options.expectationTimeoutMs } : {}),
     });
   }

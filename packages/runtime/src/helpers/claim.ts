@@ -8,7 +8,7 @@
  * - an orphan (no controller) that matches, is not terminating, while the owner is not being deleted, is adopted: the
  *   owner becomes its controller — but only after a fresh read of the owner from the apiserver (not the cache) shows
  *   the same uid, not being deleted, so an owner that was just deleted or re-created cannot adopt;
- * - a child controlled by another owner is left alone.
+ * - a child controlled by another owner, or in another namespace than a namespaced owner, is left alone.
  *
  * Guarantees: each adoption and release is a JSON merge patch that carries the child's resourceVersion, so a child
  * changed since it was read is never overwritten: on a Conflict the child is read again from the apiserver and judged
@@ -68,17 +68,23 @@ export async function claimChildren<O extends KubeObject, C extends KubeObject>(
   const errors: unknown[] = [];
   let recheck: Promise<void> | undefined;
   const canAdopt = () => {
-    recheck ??= o.client.get(o.ownerType, refOf(o.owner), signal).then((fresh) => {
-      if (fresh.metadata.uid !== ownerUid) {
-        throw new ClaimError(
-          'OwnerChanged',
-          `${describe(o.ownerType, o.owner)} is gone: the apiserver has uid ${fresh.metadata.uid}, the cache had ${ownerUid}`,
-        );
-      }
-      if (fresh.metadata.deletionTimestamp !== undefined) {
-        throw new ClaimError('OwnerChanged', `${describe(o.ownerType, o.owner)} is being deleted: not adopting`);
-      }
-    });
+    recheck ??= o.client.get(o.ownerType, refOf(o.owner), signal).then(
+      (fresh) => {
+        if (fresh.metadata.uid !== ownerUid) {
+          throw new ClaimError(
+            'OwnerChanged',
+            `${describe(o.ownerType, o.owner)} is gone: the apiserver has uid ${fresh.metadata.uid}, the cache had ${ownerUid}`,
+          );
+        }
+        if (fresh.metadata.deletionTimestamp !== undefined) {
+          throw new ClaimError('OwnerChanged', `${describe(o.ownerType, o.owner)} is being deleted: not adopting`);
+        }
+      },
+      (err: unknown) => {
+        if (!isNotFound(err)) throw err;
+        throw new ClaimError('OwnerChanged', `${describe(o.ownerType, o.owner)} is gone: not adopting`, { cause: err });
+      },
+    );
     return recheck;
   };
   const patch = (child: C, ownerReferences: KubeObject['metadata']['ownerReferences'] | null) =>
@@ -104,6 +110,8 @@ export async function claimChildren<O extends KubeObject, C extends KubeObject>(
         return;
       }
       if (controller !== undefined || ownerDeleting || child.metadata.deletionTimestamp !== undefined) return;
+      // the garbage collector only honours a namespaced owner in the child's own namespace
+      if (o.ownerType.namespaced && child.metadata.namespace !== o.owner.metadata.namespace) return;
       if (!o.matches(child)) return;
       await canAdopt();
       const copy = structuredClone(child);

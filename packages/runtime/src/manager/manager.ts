@@ -11,8 +11,9 @@
  * An apiserver that cannot be reached for 30 s at start is fatal too (`ApiUnreachable`).
  *
  * Stopping (the signal aborts, or SIGTERM/SIGINT under `run()`): controllers stop taking work and in-flight reconciles
- * get `gracefulShutdownTimeoutMs` (2 s) to finish, then their `ctx.signal` aborts (level-triggered: the successor
- * redoes whatever was cut short); then the Lease is released (a standby takes over within its retry period, so a
+ * get `gracefulShutdownTimeoutMs` (2 s) to finish, then their `ctx.signal` aborts with their requests
+ * (level-triggered: the successor redoes whatever was cut short); a runnable that has still not returned 1 s later is
+ * left behind, so the stop is bounded; then the Lease is released (a standby takes over within its retry period, so a
  * handover takes under 3 s even with a reconcile stuck on a hung request); Events still being written get the same
  * time again, then are cancelled; the servers close. Fatal errors — caches that never sync, a lost Lease, a controller
  * that fails — stop everything at once, Event writes included; `start` rejects with a `ManagerError` and `run()` exits
@@ -68,6 +69,9 @@ export interface ManagerOptions {
     readonly gracefulShutdownTimeoutMs?: number;
   };
 }
+
+/** How long past the drain time a graceful stop still waits for runnables to return. */
+const DRAIN_MARGIN_MS = 1_000;
 
 export type ManagerErrorCode =
   | 'ApiUnreachable'
@@ -286,7 +290,19 @@ export class Manager {
       await new Promise<void>((resolve) => stopAll.addEventListener('abort', () => resolve(), { once: true }));
       if (!fatalError) {
         log.info({ timeoutMs: this.#drainMs }, 'stopping: draining in-flight work');
-        await Promise.all(running);
+        // bounded: reconciles get the drain time, then their signal (and requests) abort; one that still does not
+        // return (it awaits something else) is left behind after a margin, so the Lease is released in time
+        const cap = new AbortController();
+        const drained = await Promise.race([
+          Promise.all(running).then(() => true),
+          sleep(this.#drainMs + DRAIN_MARGIN_MS, cap.signal).then(() => false),
+        ]);
+        cap.abort();
+        if (!drained)
+          log.warn(
+            { timeoutMs: this.#drainMs + DRAIN_MARGIN_MS },
+            'stopping without waiting longer: work still running past the drain time',
+          );
       } else {
         runStop.abort(fatalError);
       }
@@ -365,13 +381,8 @@ export class Manager {
       for (let attempt = 1; ; attempt++) {
         if (signal.aborted) return;
         try {
-          const path = r.group === '' ? `/api/${r.version}` : `/apis/${r.group}/${r.version}`;
-          const list = await this.client.transport.request<{ resources?: { name: string }[] }>({
-            method: 'GET',
-            path,
-            signal,
-          });
-          if (list.resources?.some((x) => x.name === r.plural)) break;
+          const served = await this.client.serverResources(r.apiVersion, { signal });
+          if (served.some((x) => x.name === r.plural)) break;
           throw new ManagerError('ResourceNotServed', notServed(r));
         } catch (err) {
           if (err instanceof ManagerError) throw err;

@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import type { IncomingMessage } from 'node:http';
 import { Readable } from 'node:stream';
 import { test } from 'node:test';
-import { ConfigMaps } from '../client/builtins.ts';
-import { isApiError } from '../client/errors.ts';
-import type { Transport } from '../client/transport.ts';
+import { ConfigMaps } from './builtins.ts';
+import { isApiError } from './errors.ts';
+import type { Transport } from './transport.ts';
 import { watchEvents } from './watch.ts';
 
 /** A transport whose watch answers with `chunks`, exactly as split. */

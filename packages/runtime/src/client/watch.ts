@@ -1,14 +1,14 @@
 /**
- * @module cache/watch
+ * @module client/watch
  * One watch request as an async stream of events. Decodes the newline-delimited JSON incrementally (one line at a
  * time, never the whole stream), as a UTF-8 stream: a character split across network chunks is decoded whole. Ends normally when the server closes the watch (its `timeoutSeconds` elapsed);
  * throws an `ApiError` for an ERROR event (410 Gone for an expired resourceVersion), for a network failure, when the
  * caller aborts (`Aborted`), and — the silent-hang guard — when no event or bookmark arrives for
  * `inactivityTimeoutMs` (`Inactive`).
  */
-import { ApiError, type Status } from '../client/errors.ts';
-import { collectionPath, type KubeObject, type ResourceType } from '../client/resource.ts';
-import type { Transport } from '../client/transport.ts';
+import { ApiError, type Status } from './errors.ts';
+import { collectionPath, type KubeObject, type ResourceType } from './resource.ts';
+import type { Transport } from './transport.ts';
 
 export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK';
 
@@ -29,6 +29,8 @@ export interface WatchRequest {
   /** Called once the server accepted the watch (200), before any event. */
   readonly onOpen?: (() => void) | undefined;
   readonly signal: AbortSignal;
+  /** A second signal that also ends the watch (a client's bound signal). */
+  readonly bound?: AbortSignal | undefined;
 }
 
 export async function* watchEvents<T extends KubeObject>(
@@ -62,6 +64,7 @@ export async function* watchEvents<T extends KubeObject>(
         fieldSelector: req.fieldSelector,
       },
       signal: local.signal,
+      bound: req.bound,
     });
     req.onOpen?.();
     const decoder = new TextDecoder('utf-8');
@@ -89,7 +92,8 @@ export async function* watchEvents<T extends KubeObject>(
         request: `WATCH ${path}`,
       });
     }
-    if (req.signal.aborted) throw new ApiError('Aborted', `WATCH ${path}: aborted`, { cause: req.signal.reason });
+    if (req.signal.aborted || req.bound?.aborted)
+      throw new ApiError('Aborted', `WATCH ${path}: aborted`, { cause: req.signal.reason ?? req.bound?.reason });
     if (err instanceof ApiError) throw err;
     throw new ApiError('Network', `WATCH ${path}: ${(err as Error).message}`, { cause: err, request: `WATCH ${path}` });
   } finally {
