@@ -1,11 +1,19 @@
 #!/usr/bin/env node
 /**
  * @module main
- * The `opkit` command. Dispatches to a command module; a failure prints `opkit: <message>` (no stack trace) and exits
- * non-zero: 2 for a usage error, 1 otherwise.
+ * The `opkit` command. First refuses, in one line, a Node older than this package's `engines.node`; then dispatches
+ * to a command module. A failure prints `opkit: <message>` (no stack trace) and exits non-zero: 2 for a usage error,
+ * 1 otherwise.
  */
-import { run } from './run.ts';
+import { ownManifest } from './manifest.ts';
+import { nodeVersionProblem } from './node-version.ts';
 
+const problem = nodeVersionProblem('opkit', ownManifest().engines.node, process.version);
+if (problem) {
+  process.stderr.write(`${problem}\n`);
+  process.exit(1);
+}
+const { run } = await import('./run.ts');
 process.exitCode = await run(
   process.argv.slice(2),
   (line) => process.stdout.write(`${line}\n`),
