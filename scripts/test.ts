@@ -44,6 +44,7 @@ const UNIT = [
   'operators/*/chaos/**/*.test.ts',
   'bench/src/**/*.test.ts',
   'test/**/*.test.ts',
+  'scripts/**/*.test.ts',
 ];
 const INTEGRATION = ['packages/*/test/**/*.test.ts', 'operators/*/test/**/*.test.ts'];
 
