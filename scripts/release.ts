@@ -145,15 +145,7 @@ async function buildAndStage(w: Workspace, version: string, ours: ReadonlySet<st
   ];
   const tarball = join(stage, basename(info.filename));
 
-  const tarballBytes = await readFile(tarball);
-  const lint = await publint({
-    pkgDir: dir,
-    pack: {
-      tarball: tarballBytes.buffer.slice(tarballBytes.byteOffset, tarballBytes.byteOffset + tarballBytes.length),
-    },
-    level: 'warning',
-    strict: true,
-  });
+  const lint = await publint({ pkgDir: dir, pack: 'npm', level: 'warning', strict: true });
   for (const m of lint.messages) problems.push(`publint: ${formatMessage(m, lint.pkg, { color: false }) ?? m.code}`);
 
   if (manifest.exports) {

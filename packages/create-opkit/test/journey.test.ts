@@ -1,0 +1,373 @@
+/**
+ * The new user's journey, against a real registry: `npm run release` publishes every package to verdaccio on
+ * loopback, then — in a temporary folder outside the repository, with only that registry configured and none of the
+ * workspace's links or npm settings — `npm create opkit`, `npm install`, `opkit create api`, `opkit generate`,
+ * `npm test` (on testenv), `opkit run` converging the sample on a testenv cluster, the Dockerfile's steps in a copy of
+ * the project, and `import('@opkit/runtime')` from a plain .mjs on Node 22 and Node 24. Then the bad inputs: releasing
+ * the same version twice, a registry that does not answer, a project name that is already a folder, an old Node.
+ */
+import assert from 'node:assert/strict';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { cp, mkdir, mkdtemp, open, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { delimiter, dirname, join, relative } from 'node:path';
+import { after, before, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import {
+  Applier,
+  Client,
+  type Condition,
+  getCondition,
+  type KubeObject,
+  loadConfig,
+  parseManifests,
+  resource,
+} from '@opkit/runtime';
+import { type Environment, start } from '@opkit/testenv';
+import { type Registry, startRegistry } from './fixtures/registry.ts';
+
+const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+const VERSION = (JSON.parse(await readFile(join(ROOT, 'packages/cli/package.json'), 'utf8')) as { version: string })
+  .version;
+
+let registry: Registry | undefined;
+let work = '';
+let env: NodeJS.ProcessEnv = {};
+const timings: string[] = [];
+
+/** The environment of a user's shell: no npm settings, NODE_OPTIONS or PATH entries of this repository. */
+function userEnv(npmrc: string): NodeJS.ProcessEnv {
+  const clean = Object.fromEntries(
+    Object.entries(process.env).filter(
+      ([k]) => !/^(npm_|node_options$|node_test_context$|kubeconfig$|init_cwd$|opkit_)/i.test(k),
+    ),
+  );
+  const path = (process.env.PATH ?? '')
+    .split(delimiter)
+    .filter((p) => p.length > 0 && !p.startsWith(ROOT.replace(/\/$/, '')) && !p.includes('node_modules'));
+  return {
+    ...clean,
+    PATH: [dirname(process.execPath), ...path].join(delimiter),
+    npm_config_userconfig: npmrc,
+    npm_config_update_notifier: 'false',
+    npm_config_fund: 'false',
+    npm_config_audit: 'false',
+  };
+}
+
+function sh(
+  command: string,
+  args: readonly string[],
+  cwd: string,
+  options: { env?: NodeJS.ProcessEnv; ok?: boolean; timeout?: number } = {},
+) {
+  const t0 = performance.now();
+  const r = spawnSync(command, args, {
+    cwd,
+    env: options.env ?? env,
+    encoding: 'utf8',
+    timeout: options.timeout ?? 300_000,
+    maxBuffer: 64 * 1024 * 1024,
+  });
+  const seconds = (performance.now() - t0) / 1000;
+  timings.push(`${seconds.toFixed(1).padStart(6)} s  ${command} ${args.join(' ')}`);
+  if (options.ok !== false)
+    assert.equal(
+      r.status,
+      0,
+      `${command} ${args.join(' ')} in ${cwd} failed (${r.status ?? r.signal}):\n${r.stdout}\n${r.stderr}`,
+    );
+  return r;
+}
+
+const npm = (args: readonly string[], cwd: string, options?: Parameters<typeof sh>[3]) => sh('npm', args, cwd, options);
+
+before(async () => {
+  registry = await startRegistry();
+  work = await mkdtemp(join(tmpdir(), 'opkit-journey-'));
+  env = userEnv(registry.npmrc);
+});
+
+after(async () => {
+  await registry?.stop();
+  if (work) await rm(work, { recursive: true, force: true });
+  process.stdout.write(`# journey step times\n${timings.map((t) => `#   ${t}`).join('\n')}\n`);
+});
+
+test('a new user, from an empty folder, against a registry on loopback', { timeout: 1_500_000 }, async (t) => {
+  const { url, npmrc } = registry as Registry;
+  const demo = join(work, 'demo');
+
+  await t.test('npm run release publishes every package', () => {
+    // --allow-dirty: the test runs on whatever the developer has; CI's clone is clean anyway.
+    const r = npm(['run', 'release', '--', '--registry', url, '--allow-dirty'], ROOT, {
+      env: { ...process.env, npm_config_userconfig: npmrc },
+    });
+    for (const name of ['@opkit/testenv', '@opkit/runtime', '@opkit/cli', 'create-opkit'])
+      assert.match(r.stdout, new RegExp(`published ${name}@${VERSION}`));
+    process.stdout.write(
+      `# ${r.stdout
+        .split('\n')
+        .filter((l) => l.startsWith('  '))
+        .join('\n# ')}\n`,
+    );
+  });
+
+  await t.test('npm create opkit scaffolds a project that asks for the published version', async () => {
+    npm(['create', `opkit@${VERSION}`, 'demo', '--', '--domain', 'example.com'], work);
+    const manifest = JSON.parse(await readFile(join(demo, 'package.json'), 'utf8')) as {
+      dependencies: Record<string, string>;
+      engines: { node: string };
+    };
+    assert.equal(manifest.dependencies['@opkit/runtime'], `^${VERSION}`);
+    assert.match(manifest.engines.node, /^>=\d+/);
+  });
+
+  await t.test('npm install takes every package from the registry, none from a workspace', async () => {
+    npm(['install'], demo);
+    for (const name of ['@opkit/runtime', '@opkit/cli', '@opkit/testenv']) {
+      const at = join(demo, 'node_modules', name);
+      assert.equal((await stat(at)).isSymbolicLink(), false, `${name} is a real folder`);
+      assert.deepEqual(
+        (await readdir(at)).sort(),
+        ['dist', 'package.json'],
+        `${name} ships dist/ and package.json only`,
+      );
+    }
+    const lock = await readFile(join(demo, 'package-lock.json'), 'utf8');
+    assert.doesNotMatch(lock, new RegExp(ROOT.replace(/[/.]/g, '\\$&')), 'the lock names nothing of the repository');
+  });
+
+  await t.test('npx opkit create api, then npx opkit generate', () => {
+    npm(
+      [
+        'exec',
+        '--',
+        'opkit',
+        'create',
+        'api',
+        '--group',
+        'app',
+        '--version',
+        'v1alpha1',
+        '--kind',
+        'AppService',
+        '--controller',
+      ],
+      demo,
+    );
+    const r = npm(['exec', '--', 'opkit', 'generate'], demo);
+    assert.match(r.stdout, /up to date|wrote/);
+  });
+
+  await t.test('npm test runs the project’s test on testenv', () => {
+    const r = npm(['test'], demo, { timeout: 600_000 });
+    assert.match(r.stdout, /ℹ pass 1/);
+  });
+
+  await t.test('npx opkit run converges the sample on a testenv cluster', async () => {
+    const cluster: Environment = await start({ nodes: 1, log: () => {} });
+    let operator: ChildProcess | undefined;
+    try {
+      const log = await open(join(work, 'opkit-run.log'), 'w');
+      operator = spawn(
+        'npm',
+        ['exec', '--', 'opkit', 'run', '--', '--metrics-bind-address', '0', '--health-probe-bind-address', '0'],
+        {
+          cwd: demo,
+          env: { ...env, KUBECONFIG: cluster.kubeconfigPath },
+          stdio: ['ignore', log.fd, log.fd],
+          detached: true,
+        },
+      );
+      const client = new Client(await loadConfig({ path: cluster.kubeconfigPath }));
+      try {
+        const sample = await readFile(join(demo, 'config/samples/app_v1alpha1_appservice.yaml'), 'utf8');
+        // The CRD comes from `opkit run`; apply the sample once it is served.
+        let applied = false;
+        for (let i = 0; i < 600 && !applied; i++) {
+          applied = await new Applier(client, 'journey')
+            .applyAll(parseManifests(sample).map((o) => ({ ...o, metadata: { ...o.metadata, namespace: 'default' } })))
+            .then(
+              () => true,
+              () => false,
+            );
+          if (!applied) await new Promise((r) => setTimeout(r, 100));
+        }
+        assert.ok(applied, `the sample could not be applied: ${await readFile(join(work, 'opkit-run.log'), 'utf8')}`);
+        const appServices = resource<KubeObject & { status?: { conditions?: Condition[] } }>({
+          group: 'app.example.com',
+          version: 'v1alpha1',
+          kind: 'AppService',
+          plural: 'appservices',
+          namespaced: true,
+        });
+        let ready = false;
+        for (let i = 0; i < 300 && !ready; i++) {
+          const obj = await client.get(appServices, { namespace: 'default', name: 'appservice-sample' });
+          ready = getCondition(obj.status?.conditions, 'Ready')?.status === 'True';
+          if (!ready) await new Promise((r) => setTimeout(r, 100));
+        }
+        assert.ok(ready, `the sample did not become Ready: ${await readFile(join(work, 'opkit-run.log'), 'utf8')}`);
+      } finally {
+        client.close();
+        await log.close();
+      }
+    } finally {
+      if (operator?.pid) {
+        const exited = new Promise((r) => operator?.once('exit', r));
+        process.kill(-operator.pid, 'SIGTERM');
+        await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
+      }
+      await cluster.stop();
+    }
+  });
+
+  await t.test('the Dockerfile’s steps work in a copy of the project', async () => {
+    await dockerfileSteps(demo, join(work, 'image'));
+  });
+
+  await t.test('import("@opkit/runtime") from a plain .mjs on Node 24 and on Node 22', async () => {
+    await writeFile(
+      join(demo, 'check.mjs'),
+      "const m = await import('@opkit/runtime');\nconsole.log(typeof m.Manager, process.version);\n",
+    );
+    const on24 = sh(process.execPath, ['check.mjs'], demo);
+    assert.match(on24.stdout, /^function v24\./);
+    const node22 = join(work, 'node22');
+    await mkdir(node22);
+    await writeFile(join(node22, 'package.json'), '{"private":true}\n');
+    npm(['install', '--no-save', 'node@22'], node22);
+    const on22 = sh(join(node22, 'node_modules/.bin/node'), ['check.mjs'], demo);
+    assert.match(on22.stdout, /^function v22\./);
+  });
+
+  await t.test('releasing the same version again is refused in one line, and publishes nothing', () => {
+    const before = npm(['view', '@opkit/runtime', 'time', '--json'], work).stdout;
+    const r = npm(['run', '--silent', 'release', '--', '--registry', url, '--allow-dirty'], ROOT, {
+      env: { ...process.env, npm_config_userconfig: npmrc },
+      ok: false,
+    });
+    assert.equal(r.status, 1);
+    assert.match(
+      r.stderr.trim(),
+      /^release: .*already published on .*: nothing was published; release a new version with --version X\.Y\.Z$/,
+    );
+    assert.equal(npm(['view', '@opkit/runtime', 'time', '--json'], work).stdout, before);
+  });
+
+  await t.test('a registry that does not answer is named in one line', () => {
+    const r = npm(['run', '--silent', 'release', '--', '--registry', 'http://127.0.0.1:9/', '--allow-dirty'], ROOT, {
+      env: { ...process.env, npm_config_userconfig: npmrc },
+      ok: false,
+    });
+    assert.equal(r.status, 1);
+    assert.equal(
+      r.stderr.trim(),
+      'release: the registry http://127.0.0.1:9/ does not answer (ECONNREFUSED): start it or correct --registry; nothing was published',
+    );
+  });
+
+  await t.test('npm create opkit into a folder that exists is refused in one line, and changes nothing', async () => {
+    const listing = async () => JSON.stringify(await readdir(demo, { recursive: true }));
+    const beforeFiles = await listing();
+    const main = await readFile(join(demo, 'src/main.ts'), 'utf8');
+    const r = npm(['create', `opkit@${VERSION}`, 'demo', '--', '--domain', 'example.com'], work, { ok: false });
+    assert.notEqual(r.status, 0);
+    assert.match(
+      r.stderr,
+      /^create-opkit: .*demo already exists: choose another name, or move it away first \(nothing was written\)$/m,
+    );
+    assert.equal(await listing(), beforeFiles);
+    assert.equal(await readFile(join(demo, 'src/main.ts'), 'utf8'), main);
+  });
+
+  await t.test('a Node older than supported gets one line from the CLI and from npm test', async (t) => {
+    const old = ['/usr/bin/node', '/usr/local/bin/node'].find((p) => {
+      const v = spawnSync(p, ['--version'], { encoding: 'utf8' }).stdout?.trim() ?? '';
+      return /^v(1\d|2[0-3])\./.test(v);
+    });
+    if (!old) return t.skip('no Node older than 24 on this machine');
+    const version = spawnSync(old, ['--version'], { encoding: 'utf8' }).stdout.trim();
+    const line = `opkit needs Node ≥ 24.11 (this is ${version}): install Node 24 LTS or newer`;
+    const cli = sh(old, [join(demo, 'node_modules/.bin/opkit'), 'generate'], demo, { ok: false });
+    assert.equal(cli.status, 1);
+    assert.equal(cli.stderr.trim(), line);
+    const oldEnv = { ...env, PATH: [dirname(old), ...(env.PATH ?? '').split(delimiter)].join(delimiter) };
+    const tests = npm(['test'], demo, { env: oldEnv, ok: false });
+    assert.notEqual(tests.status, 0);
+    assert.match(tests.stdout + tests.stderr, new RegExp(`^${line.replace(/[.()≥]/g, '\\$&')}$`, 'm'));
+  });
+});
+
+/**
+ * Runs a Dockerfile's build steps without a container engine: each stage gets a folder standing for its WORKDIR
+ * (`/app` in the file is replaced by it), COPY copies from the build context (minus .dockerignore) or from an
+ * earlier stage, ENV and RUN run there, and the ENTRYPOINT is started with --help.
+ */
+async function dockerfileSteps(context: string, into: string): Promise<void> {
+  const dockerfile = await readFile(join(context, 'Dockerfile'), 'utf8');
+  const ignored = (await readFile(join(context, '.dockerignore'), 'utf8'))
+    .split('\n')
+    .filter((l) => l.trim() && !l.startsWith('#'));
+  const isIgnored = (path: string) =>
+    ignored.some((p) => path === p || path.startsWith(`${p}/`) || (p.startsWith('**/*') && path.endsWith(p.slice(4))));
+  const stages = new Map<string, string>();
+  let dir = '';
+  let workdir = '/';
+  let stageEnv: NodeJS.ProcessEnv = { ...env };
+  let entrypoint: string[] = [];
+  // Paths under any WORKDIR of the file (e.g. /app in ENV and RUN) stand for the current stage's folder.
+  const workdirs = [...dockerfile.matchAll(/^WORKDIR\s+(\S+)/gm)].map((m) => m[1] as string);
+  const local = (text: string) => workdirs.reduce((t, w) => t.replaceAll(w, dir), text);
+  for (const raw of dockerfile.split('\n')) {
+    const line = raw.trim();
+    if (!line || line.startsWith('#')) continue;
+    const [instruction = '', ...rest] = line.split(/\s+/);
+    const args = rest.join(' ');
+    switch (instruction.toUpperCase()) {
+      case 'FROM': {
+        dir = join(into, `stage-${stages.size}`);
+        await mkdir(dir, { recursive: true });
+        const name = /\sAS\s+(\S+)/i.exec(line)?.[1];
+        stages.set(name ?? `#${stages.size}`, dir);
+        stageEnv = { ...env };
+        workdir = '/';
+        break;
+      }
+      case 'WORKDIR':
+        workdir = args;
+        break;
+      case 'ENV':
+        for (const m of args.matchAll(/(\w+)=(\S+)/g)) stageEnv[m[1] as string] = local(m[2] as string);
+        break;
+      case 'COPY': {
+        const from = /--from=(\S+)/.exec(args)?.[1];
+        const parts = args.replace(/--from=\S+\s*/, '').split(/\s+/);
+        const target = parts.pop() as string;
+        for (const source of parts) {
+          const src = from ? join(stages.get(from) as string, relative(workdir, source)) : join(context, source);
+          if (!from && isIgnored(source)) continue;
+          const dest = target.endsWith('/') ? join(dir, target, source.split('/').pop() as string) : join(dir, target);
+          await cp(src, dest, {
+            recursive: true,
+            filter: (s) => from !== undefined || !isIgnored(relative(context, s)),
+          });
+        }
+        break;
+      }
+      case 'RUN':
+        sh('sh', ['-c', local(args)], dir, { env: stageEnv, timeout: 600_000 });
+        break;
+      case 'ENTRYPOINT':
+        entrypoint = JSON.parse(args) as string[];
+        break;
+      default:
+        break; // ARG, USER, EXPOSE: nothing to run
+    }
+  }
+  const [command = '', ...rest] = entrypoint;
+  const r = sh(command, [...rest, '--help'], dir, { env: stageEnv });
+  assert.match(r.stdout, /^Usage: demo /);
+  await writeFile(join(into, 'done'), 'ok');
+}
