@@ -5,6 +5,8 @@
  * `npm test` (on testenv), `opkit run` converging the sample on a testenv cluster, the Dockerfile's steps in a copy of
  * the project, and `import('@opkit/runtime')` from a plain .mjs on Node 22 and Node 24. Then the bad inputs: releasing
  * the same version twice, a registry that does not answer, a project name that is already a folder, an old Node.
+ * And docs/tutorial.md, every ```sh line in order through sh and every ```ts file=… block written where it says, with
+ * the same registry, the real npm and npx, and a local cluster from `npx opkit env up`.
  */
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
@@ -23,7 +25,7 @@ import {
   parseManifests,
   resource,
 } from '@opkit/runtime';
-import { type Environment, start } from '@opkit/testenv';
+import { binaryCacheDir, type Environment, start } from '@opkit/testenv';
 import { type Registry, startRegistry } from './fixtures/registry.ts';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
@@ -39,7 +41,7 @@ const timings: string[] = [];
 function userEnv(npmrc: string): NodeJS.ProcessEnv {
   const clean = Object.fromEntries(
     Object.entries(process.env).filter(
-      ([k]) => !/^(npm_|node_options$|node_test_context$|kubeconfig$|init_cwd$|opkit_)/i.test(k),
+      ([k]) => !/^(npm_|node_options$|node_test_context$|kubeconfig$|init_cwd$|opkit_state_dir$)/i.test(k),
     ),
   );
   const path = (process.env.PATH ?? '')
@@ -82,13 +84,30 @@ function sh(
 
 const npm = (args: readonly string[], cwd: string, options?: Parameters<typeof sh>[3]) => sh('npm', args, cwd, options);
 
+let released = '';
 before(async () => {
   registry = await startRegistry();
   work = await mkdtemp(join(tmpdir(), 'opkit-journey-'));
   env = userEnv(registry.npmrc);
+  // Both tests start from what `npm run release` published. --allow-dirty: the test runs on whatever the developer
+  // has; CI's clone is clean anyway.
+  released = npm(['run', 'release', '--', '--registry', registry.url, '--allow-dirty'], ROOT, {
+    env: { ...process.env, npm_config_userconfig: registry.npmrc },
+  }).stdout;
+  process.stdout.write(
+    `# ${released
+      .split('\n')
+      .filter((l) => l.startsWith('  '))
+      .join('\n# ')}\n`,
+  );
 });
 
+const background: ChildProcess[] = [];
+let tutorialEnv: NodeJS.ProcessEnv | undefined;
 after(async () => {
+  for (const p of background) if (p.pid && p.exitCode === null) process.kill(-p.pid, 'SIGTERM');
+  if (tutorialEnv)
+    spawnSync('npx', ['opkit', 'env', 'down'], { cwd: join(work, 'appservice-operator'), env: tutorialEnv });
   await registry?.stop();
   if (work) await rm(work, { recursive: true, force: true });
   process.stdout.write(`# journey step times\n${timings.map((t) => `#   ${t}`).join('\n')}\n`);
@@ -98,19 +117,9 @@ test('a new user, from an empty folder, against a registry on loopback', { timeo
   const { url, npmrc } = registry as Registry;
   const demo = join(work, 'demo');
 
-  await t.test('npm run release publishes every package', () => {
-    // --allow-dirty: the test runs on whatever the developer has; CI's clone is clean anyway.
-    const r = npm(['run', 'release', '--', '--registry', url, '--allow-dirty'], ROOT, {
-      env: { ...process.env, npm_config_userconfig: npmrc },
-    });
+  await t.test('npm run release published every package', () => {
     for (const name of ['@opkit/testenv', '@opkit/runtime', '@opkit/cli', 'create-opkit'])
-      assert.match(r.stdout, new RegExp(`published ${name}@${VERSION}`));
-    process.stdout.write(
-      `# ${r.stdout
-        .split('\n')
-        .filter((l) => l.startsWith('  '))
-        .join('\n# ')}\n`,
-    );
+      assert.match(released, new RegExp(`published ${name}@${VERSION}`));
   });
 
   await t.test('npm create opkit scaffolds a project that asks for the published version', async () => {
@@ -298,6 +307,77 @@ test('a new user, from an empty folder, against a registry on loopback', { timeo
     assert.notEqual(tests.status, 0);
     assert.match(tests.stdout + tests.stderr, new RegExp(`^${line.replace(/[.()≥]/g, '\\$&')}$`, 'm'));
   });
+});
+
+interface Step {
+  kind: 'sh' | 'file';
+  text: string;
+  path?: string;
+}
+
+/** The ```sh lines (one command each) and the ```ts file=… blocks of a page, in order. */
+function steps(markdown: string): Step[] {
+  const out: Step[] = [];
+  for (const m of markdown.matchAll(/```(\w+)([^\n]*)\n([\s\S]*?)```/g)) {
+    const [, lang, info, body] = m as unknown as [string, string, string, string];
+    const file = /file=(\S+)/.exec(info)?.[1];
+    if (file) out.push({ kind: 'file', path: file, text: body });
+    else if (lang === 'sh')
+      for (const line of body.split('\n'))
+        if (line.trim() && !line.trim().startsWith('#')) out.push({ kind: 'sh', text: line.trim() });
+  }
+  return out;
+}
+
+test('docs/tutorial.md, command by command, against the registry and a local cluster', {
+  timeout: 900_000,
+}, async () => {
+  const state = join(work, '.tutorial-state');
+  tutorialEnv = {
+    ...env,
+    PATH: [dirname(process.execPath), binaryCacheDir(), env.PATH ?? ''].join(delimiter),
+    OPKIT_STATE_DIR: state,
+  };
+  const tEnv = tutorialEnv;
+  let cwd = work;
+  let justStarted = false;
+  for (const step of steps(await readFile(join(ROOT, 'docs/tutorial.md'), 'utf8'))) {
+    if (step.kind === 'file') {
+      await mkdir(dirname(join(cwd, step.path as string)), { recursive: true });
+      await writeFile(join(cwd, step.path as string), step.text);
+      continue;
+    }
+    const cd = /^cd (\S+)$/.exec(step.text);
+    if (cd) {
+      cwd = join(cwd, cd[1] as string);
+      continue;
+    }
+    if (step.text.endsWith('&')) {
+      const log = await open(join(work, `tutorial-background-${background.length}.log`), 'w');
+      background.push(
+        spawn('sh', ['-c', step.text.slice(0, -1)], {
+          cwd,
+          env: tEnv,
+          detached: true,
+          stdio: ['ignore', log.fd, log.fd],
+        }),
+      );
+      await log.close();
+      justStarted = true;
+      continue;
+    }
+    // The command after a background one may need what it sets up (`opkit run` installs the CRD): retried for 60 s.
+    let r = sh('sh', ['-c', step.text], cwd, { env: tEnv, ok: !justStarted });
+    for (let i = 0; justStarted && r.status !== 0 && i < 120; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      r = sh('sh', ['-c', step.text], cwd, { env: tEnv, ok: i === 119 });
+    }
+    justStarted = false;
+    const exported = /^export KUBECONFIG=(.+)$/m.exec(r.stdout)?.[1];
+    if (exported) tEnv.KUBECONFIG = exported;
+    if (step.text === 'kubectl get appservices') assert.match(r.stdout, /appservice-sample\s+3\s+3/);
+    if (step.text.startsWith('kubectl get pods')) assert.equal(r.stdout.trim().split('\n').length, 4, r.stdout);
+  }
 });
 
 /**
