@@ -71,7 +71,6 @@ test('the published manifest has one version, exports only dist/, and no scripts
     exports: { '.': { types: './dist/index.d.ts', default: './dist/index.js' } },
     dependencies: { '@opkit/runtime': '0.2.0', 'js-yaml': '^4.3.2' },
   });
-  assert.deepEqual(Object.keys(published['exports'] as object), ['.']);
 });
 
 test('a tarball must hold what its manifest points at, and nothing but package.json, README, LICENSE and dist/', () => {

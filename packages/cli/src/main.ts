@@ -5,14 +5,9 @@
  * to a command module. A failure prints `opkit: <message>` (no stack trace) and exits non-zero: 2 for a usage error,
  * 1 otherwise.
  */
-import { ownManifest } from './manifest.ts';
-import { nodeVersionProblem } from './node-version.ts';
+import { refuseUnsupportedNode } from './node-version.ts';
 
-const problem = nodeVersionProblem('opkit', ownManifest().engines.node, process.version);
-if (problem) {
-  process.stderr.write(`${problem}\n`);
-  process.exit(1);
-}
+refuseUnsupportedNode('opkit', new URL('../package.json', import.meta.url));
 const { run } = await import('./run.ts');
 process.exitCode = await run(
   process.argv.slice(2),

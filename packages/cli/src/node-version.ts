@@ -2,9 +2,10 @@
  * @module node-version
  * The check every opkit entry point (the `opkit` bin, `create-opkit`, a scaffolded project's scripts) runs before it
  * loads anything else: a Node older than the package's `engines.node` minimum gets one line naming both versions and
- * what to install, instead of a loader error about `.ts` files. This module has no imports, so it loads on any Node
- * that runs ES modules.
+ * what to install, instead of a loader error about `.ts` files. This module imports only node:fs, so it loads on any
+ * Node that runs ES modules.
  */
+import { readFileSync } from 'node:fs';
 
 /** The minimum of an `engines.node` range of the form `>=X.Y[.Z]` (the form our packages use), as [major, minor, patch]. */
 export function minimumOf(range: string): [number, number, number] {
@@ -33,4 +34,16 @@ export function nodeVersionProblem(tool: string, range: string, version: string)
     }
   }
   return undefined;
+}
+
+/**
+ * Ends the process (exit 1) with the one line when this Node is older than the `engines.node` of the package.json at
+ * `manifest`; an entry point calls it before it imports anything else.
+ */
+export function refuseUnsupportedNode(tool: string, manifest: URL): void {
+  const { engines } = JSON.parse(readFileSync(manifest, 'utf8')) as { engines: { node: string } };
+  const problem = nodeVersionProblem(tool, engines.node, process.version);
+  if (!problem) return;
+  process.stderr.write(`${problem}\n`);
+  process.exit(1);
 }

@@ -15,16 +15,6 @@ import { tmpdir } from 'node:os';
 import { delimiter, dirname, join, relative } from 'node:path';
 import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import {
-  Applier,
-  Client,
-  type Condition,
-  getCondition,
-  type KubeObject,
-  loadConfig,
-  parseManifests,
-  resource,
-} from '@opkit/runtime';
 import { binaryCacheDir, type Environment, start } from '@opkit/testenv';
 import { type Registry, startRegistry } from './fixtures/registry.ts';
 
@@ -189,37 +179,27 @@ test('a new user, from an empty folder, against a registry on loopback', { timeo
           detached: true,
         },
       );
-      const client = new Client(await loadConfig({ path: cluster.kubeconfigPath }));
       try {
-        const sample = await readFile(join(demo, 'config/samples/app_v1alpha1_appservice.yaml'), 'utf8');
-        // The CRD comes from `opkit run`; apply the sample once it is served.
-        let applied = false;
-        for (let i = 0; i < 600 && !applied; i++) {
-          applied = await new Applier(client, 'journey')
-            .applyAll(parseManifests(sample).map((o) => ({ ...o, metadata: { ...o.metadata, namespace: 'default' } })))
-            .then(
-              () => true,
-              () => false,
-            );
-          if (!applied) await new Promise((r) => setTimeout(r, 100));
-        }
-        assert.ok(applied, `the sample could not be applied: ${await readFile(join(work, 'opkit-run.log'), 'utf8')}`);
-        const appServices = resource<KubeObject & { status?: { conditions?: Condition[] } }>({
-          group: 'app.example.com',
-          version: 'v1alpha1',
-          kind: 'AppService',
-          plural: 'appservices',
-          namespaced: true,
-        });
-        let ready = false;
-        for (let i = 0; i < 300 && !ready; i++) {
-          const obj = await client.get(appServices, { namespace: 'default', name: 'appservice-sample' });
-          ready = getCondition(obj.status?.conditions, 'Ready')?.status === 'True';
-          if (!ready) await new Promise((r) => setTimeout(r, 100));
-        }
-        assert.ok(ready, `the sample did not become Ready: ${await readFile(join(work, 'opkit-run.log'), 'utf8')}`);
+        // kubectl as the user would run it; the CRD comes from `opkit run`, so the sample is applied once it is served.
+        const kubectl = (args: readonly string[], ok: boolean) =>
+          sh(join(binaryCacheDir(), 'kubectl'), args, demo, {
+            env: { ...env, KUBECONFIG: cluster.kubeconfigPath },
+            ok,
+          });
+        const apply = ['apply', '-n', 'default', '-f', 'config/samples/app_v1alpha1_appservice.yaml'];
+        for (let i = 0; i < 120 && kubectl(apply, false).status !== 0; i++)
+          await new Promise((r) => setTimeout(r, 500));
+        kubectl(apply, true);
+        kubectl(
+          ['wait', '-n', 'default', 'appservice/appservice-sample', '--for=condition=Ready', '--timeout=60s'],
+          true,
+        );
+      } catch (e) {
+        throw new Error(
+          `opkit run did not converge the sample; its log:\n${await readFile(join(work, 'opkit-run.log'), 'utf8')}`,
+          { cause: e },
+        );
       } finally {
-        client.close();
         await log.close();
       }
     } finally {
