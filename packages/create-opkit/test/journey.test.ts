@@ -3,7 +3,7 @@
  * loopback, then — in a temporary folder outside the repository, with only that registry configured and none of the
  * workspace's links or npm settings — `npm create opkit`, `npm install`, `opkit create api`, `opkit generate`,
  * `npm test` (on testenv), `opkit run` converging the sample on a testenv cluster, the Dockerfile's steps in a copy of
- * the project, and `import('@opkit/runtime')` from a plain .mjs on Node 22 and Node 24. Then the bad inputs: releasing
+ * the project, and a plain .mjs importing @opkit/runtime on Node 22 and Node 24. Then the bad inputs: releasing
  * the same version twice, a registry that does not answer, a project name that is already a folder, an old Node.
  * And docs/tutorial.md, every ```sh line in order through sh and every ```ts file=… block written where it says, with
  * the same registry, the real npm and npx, and a local cluster from `npx opkit env up`.
@@ -216,10 +216,10 @@ test('a new user, from an empty folder, against a registry on loopback', { timeo
     await dockerfileSteps(demo, join(work, 'image'));
   });
 
-  await t.test('import("@opkit/runtime") from a plain .mjs on Node 24 and on Node 22', async () => {
+  await t.test('a plain .mjs imports @opkit/runtime on Node 24 and on Node 22', async () => {
     await writeFile(
       join(demo, 'check.mjs'),
-      "const m = await import('@opkit/runtime');\nconsole.log(typeof m.Manager, process.version);\n",
+      "import { Manager } from '@opkit/runtime';\nconsole.log(typeof Manager, process.version);\n",
     );
     const on24 = sh(process.execPath, ['check.mjs'], demo);
     assert.match(on24.stdout, /^function v24\./);
