@@ -21,6 +21,7 @@ import {
   checkVersion,
   commonVersion,
   contentProblems,
+  dirtyTreeProblem,
   entryFiles,
   type Manifest,
   publishedManifest,
@@ -70,12 +71,8 @@ async function workspaces(): Promise<Workspace[]> {
 function checkCleanTree(): void {
   const r = run('git', ['status', '--porcelain'], ROOT);
   if (r.status !== 0) throw new ReleaseError('DirtyTree', `git status failed in ${ROOT}: ${firstLine(r.stderr)}`);
-  const changed = r.stdout.split('\n').filter((l) => l.trim().length > 0);
-  if (changed.length > 0)
-    throw new ReleaseError(
-      'DirtyTree',
-      `the working tree has ${changed.length} uncommitted change(s) (first: ${changed[0]?.slice(3)}): commit or stash them, then release; nothing was published`,
-    );
+  const problem = dirtyTreeProblem(r.stdout);
+  if (problem) throw new ReleaseError('DirtyTree', problem);
 }
 
 /** The versions of `name` the registry has ([] when it has none); a registry that does not answer is an error. */

@@ -4,6 +4,7 @@ import {
   checkVersion,
   commonVersion,
   contentProblems,
+  dirtyTreeProblem,
   type Manifest,
   publishedManifest,
   ReleaseError,
@@ -93,5 +94,13 @@ test('a tarball must hold what its manifest points at, and nothing but package.j
       'src/index.ts should not ship (only package.json, README, LICENSE and dist/)',
       'dist/a.ts should not ship (a test or a TypeScript source)',
     ],
+  );
+});
+
+test('a working tree with uncommitted changes is refused, naming the first one', () => {
+  assert.equal(dirtyTreeProblem(''), undefined);
+  assert.equal(
+    dirtyTreeProblem(' M packages/cli/src/run.ts\n?? notes.txt\n'),
+    'the working tree has 2 uncommitted change(s) (first: packages/cli/src/run.ts): commit or stash them, then release; nothing was published',
   );
 });

@@ -55,6 +55,13 @@ export function checkVersion(version: string): string {
   return version;
 }
 
+/** What `git status --porcelain` output says is in the way of a release (undefined for a clean tree). */
+export function dirtyTreeProblem(porcelain: string): string | undefined {
+  const changed = porcelain.split('\n').filter((l) => l.trim().length > 0);
+  if (changed.length === 0) return undefined;
+  return `the working tree has ${changed.length} uncommitted change(s) (first: ${changed[0]?.slice(3)}): commit or stash them, then release; nothing was published`;
+}
+
 /** The publishable workspaces (not `private`), each after the ones it depends on. */
 export function releaseOrder(workspaces: readonly Workspace[]): Workspace[] {
   const publishable = workspaces.filter((w) => w.manifest.private !== true);

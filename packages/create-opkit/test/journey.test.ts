@@ -19,8 +19,11 @@ import { binaryCacheDir, type Environment, start } from '@opkit/testenv';
 import { type Registry, startRegistry } from './fixtures/registry.ts';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
-const VERSION = (JSON.parse(await readFile(join(ROOT, 'packages/cli/package.json'), 'utf8')) as { version: string })
-  .version;
+const { version: VERSION, engines } = JSON.parse(await readFile(join(ROOT, 'packages/cli/package.json'), 'utf8')) as {
+  version: string;
+  engines: { node: string };
+};
+const CLI_ENGINES = engines.node;
 
 let registry: Registry | undefined;
 let work = '';
@@ -216,7 +219,7 @@ test('a new user, from an empty folder, against a registry on loopback', { timeo
     await dockerfileSteps(demo, join(work, 'image'));
   });
 
-  await t.test('a plain .mjs imports @opkit/runtime on Node 24 and on Node 22', async () => {
+  await t.test('on Node 24 and on Node 22: a plain .mjs imports @opkit/runtime', async () => {
     await writeFile(
       join(demo, 'check.mjs'),
       "import { Manager } from '@opkit/runtime';\nconsole.log(typeof Manager, process.version);\n",
@@ -229,6 +232,14 @@ test('a new user, from an empty folder, against a registry on loopback', { timeo
     npm(['install', '--no-save', 'node@22'], node22);
     const on22 = sh(join(node22, 'node_modules/.bin/node'), ['check.mjs'], demo);
     assert.match(on22.stdout, /^function v22\./);
+  });
+
+  await t.test('on Node 22: npx opkit generate --check and npm test (the CLI, runtime and testenv)', () => {
+    const env22 = { ...env, PATH: [join(work, 'node22/node_modules/.bin'), env.PATH ?? ''].join(delimiter) };
+    assert.match(sh('node', ['--version'], demo, { env: env22 }).stdout, /^v22\./);
+    npm(['exec', '--', 'opkit', 'generate', '--check'], demo, { env: env22 });
+    const r = npm(['test'], demo, { env: env22, timeout: 600_000 });
+    assert.match(r.stdout, /ℹ pass 1/);
   });
 
   await t.test('releasing the same version again is refused in one line, and publishes nothing', () => {
@@ -271,14 +282,20 @@ test('a new user, from an empty folder, against a registry on loopback', { timeo
     assert.equal(await readFile(join(demo, 'src/main.ts'), 'utf8'), main);
   });
 
+  await t.test('npx @opkit/cli init works too', async () => {
+    sh('npx', ['--yes', `@opkit/cli@${VERSION}`, 'init', 'other-operator', '--domain', 'example.com'], work);
+    assert.match(await readFile(join(work, 'other-operator/PROJECT'), 'utf8'), /projectName: other-operator/);
+  });
+
   await t.test('a Node older than supported gets one line from the CLI and from npm test', async (t) => {
     const old = ['/usr/bin/node', '/usr/local/bin/node'].find((p) => {
       const v = spawnSync(p, ['--version'], { encoding: 'utf8' }).stdout?.trim() ?? '';
-      return /^v(1\d|2[0-3])\./.test(v);
+      return /^v(1\d|2[01])\./.test(v);
     });
-    if (!old) return t.skip('no Node older than 24 on this machine');
+    if (!old) return t.skip('no Node older than 22 on this machine');
     const version = spawnSync(old, ['--version'], { encoding: 'utf8' }).stdout.trim();
-    const line = `opkit needs Node ≥ 24.11 (this is ${version}): install Node 24 LTS or newer`;
+    const minimum = /^>=(\d+)\.(\d+)$/.exec(CLI_ENGINES) as RegExpExecArray;
+    const line = `opkit needs Node ≥ ${minimum[1]}.${minimum[2]} (this is ${version}): install Node ${minimum[1]} LTS or newer`;
     const cli = sh(old, [join(demo, 'node_modules/.bin/opkit'), 'generate'], demo, { ok: false });
     assert.equal(cli.status, 1);
     assert.equal(cli.stderr.trim(), line);
