@@ -44,6 +44,8 @@ function userEnv(npmrc: string): NodeJS.ProcessEnv {
     ...clean,
     PATH: [dirname(process.execPath), ...path].join(delimiter),
     npm_config_userconfig: npmrc,
+    // A fresh machine's npm cache: nothing from earlier runs (npx keeps the packages it ran there by name and version).
+    npm_config_cache: join(work, '.npm-cache'),
     npm_config_update_notifier: 'false',
     npm_config_fund: 'false',
     npm_config_audit: 'false',
@@ -132,8 +134,8 @@ test('a new user, from an empty folder, against a registry on loopback', { timeo
       assert.equal((await stat(at)).isSymbolicLink(), false, `${name} is a real folder`);
       assert.deepEqual(
         (await readdir(at)).sort(),
-        ['dist', 'package.json'],
-        `${name} ships dist/ and package.json only`,
+        ['README.md', 'dist', 'package.json'],
+        `${name} ships dist/, its README and package.json only`,
       );
     }
     const lock = await readFile(join(demo, 'package-lock.json'), 'utf8');
@@ -239,7 +241,7 @@ test('a new user, from an empty folder, against a registry on loopback', { timeo
     assert.match(sh('node', ['--version'], demo, { env: env22 }).stdout, /^v22\./);
     npm(['exec', '--', 'opkit', 'generate', '--check'], demo, { env: env22 });
     const r = npm(['test'], demo, { env: env22, timeout: 600_000 });
-    assert.match(r.stdout, /ℹ pass 1/);
+    assert.match(r.stdout, /^(ℹ|#) pass 1$/m);
   });
 
   await t.test('releasing the same version again is refused in one line, and publishes nothing', () => {
