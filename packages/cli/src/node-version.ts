@@ -21,7 +21,7 @@ function parts(version: string): [number, number, number] {
 
 /**
  * `undefined` when `version` (e.g. `process.version`) satisfies `range` (`>=X.Y.Z`); otherwise the one line to print,
- * e.g. `opkit needs Node ≥ 24.11 (this is v20.20.2): install Node 24 LTS`.
+ * e.g. `opkit needs Node ≥ 22.18 (this is v20.20.2): install Node 22 LTS or newer`.
  */
 export function nodeVersionProblem(tool: string, range: string, version: string): string | undefined {
   const min = minimumOf(range);
