@@ -4,15 +4,21 @@
  * 3. the control-plane binaries (found, or built from Go modules with progress — the cold build happens here, not
  *    inside a test's timeout)  4. every test with Node's test runner (unit tests beside the code, integration tests
  *    under each package's test/, repo checks under test/).
- * `npm test -- --unit` runs steps 1, 2 and the unit tests only. Extra arguments after `--` that are file paths
+ * No build step: the packages run from their sources (see SOURCE_CONDITION). `npm test -- --unit` runs steps 1, 2 and
+ * the unit tests only. Extra arguments after `--` that are file paths
  * replace the test list.
  */
 import { spawnSync } from 'node:child_process';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { resolveBinaries } from '@opkit/testenv';
+import { resolveBinaries } from '../packages/testenv/src/index.ts';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+// Inside the repository our packages run from their TypeScript sources through the `@opkit/source` export condition
+// (npm scripts get it from .npmrc); every process the tests start inherits it, however this script was started.
+const SOURCE_CONDITION = '--conditions=@opkit/source';
+if (!(process.env.NODE_OPTIONS ?? '').includes(SOURCE_CONDITION))
+  process.env.NODE_OPTIONS = `${process.env.NODE_OPTIONS ?? ''} ${SOURCE_CONDITION}`.trim();
 const bin = (name: string) => join(ROOT, 'node_modules', '.bin', name);
 const args = process.argv.slice(2);
 const unitOnly = args.includes('--unit');
@@ -38,6 +44,7 @@ const UNIT = [
   'operators/*/chaos/**/*.test.ts',
   'bench/src/**/*.test.ts',
   'test/**/*.test.ts',
+  'scripts/**/*.test.ts',
 ];
 const INTEGRATION = ['packages/*/test/**/*.test.ts', 'operators/*/test/**/*.test.ts'];
 

@@ -15,6 +15,7 @@ const ALLOWED: Record<string, readonly string[]> = {
   'packages/testenv': [],
   'packages/runtime': [],
   'packages/cli': ['@opkit/runtime', '@opkit/testenv'],
+  'packages/create-opkit': ['@opkit/cli'],
   'operators/appservice': ['@opkit/runtime', '@opkit/testenv'],
   bench: ['@opkit/runtime', '@opkit/testenv', '@opkit/appservice'],
 };
@@ -30,6 +31,19 @@ async function* tsFiles(dir: string): AsyncGenerator<string> {
 
 const IMPORT = /(?:^|\s)(?:import|export)\s[^'"]*?from\s*['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/g;
 
+/** The entries a workspace package declares public: `@opkit/cli` and `@opkit/cli/node-version` for its `exports` "." and "./node-version". */
+async function publicEntries(pkg: string): Promise<string[]> {
+  for (const workspace of Object.keys(ALLOWED)) {
+    const manifest = JSON.parse(await readFile(join(ROOT, workspace, 'package.json'), 'utf8')) as {
+      name: string;
+      exports?: Record<string, unknown>;
+    };
+    if (manifest.name === pkg)
+      return Object.keys(manifest.exports ?? { '.': '' }).map((key) => (key === '.' ? pkg : `${pkg}/${key.slice(2)}`));
+  }
+  return [pkg];
+}
+
 test('workspaces import only what the layering allows', async () => {
   const violations: string[] = [];
   for (const [workspace, allowed] of Object.entries(ALLOWED)) {
@@ -44,7 +58,11 @@ test('workspaces import only what the layering allows', async () => {
           const isTest = where.includes('/test/') || where.endsWith('.test.ts');
           const ok = allowed.includes(pkg) || (isTest && pkg === '@opkit/testenv' && workspace !== 'packages/testenv');
           if (!ok) violations.push(`${where} imports ${spec}, not allowed for ${workspace}`);
-          if (spec !== pkg) violations.push(`${where} imports ${spec}: use the package's public entry ${pkg}`);
+          const entries = await publicEntries(pkg);
+          if (!entries.includes(spec))
+            violations.push(
+              `${where} imports ${spec}: use one of the package's public entries (${entries.join(', ')})`,
+            );
         } else if (spec.startsWith('.')) {
           const target = resolve(dirname(file), spec);
           if (!target.startsWith(`${base}/`)) violations.push(`${where} reaches outside ${workspace} with ${spec}`);

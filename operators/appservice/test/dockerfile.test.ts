@@ -28,6 +28,18 @@ test('the operator Dockerfile is multi-stage, pinned, production-only and non-ro
     for (const src of parts) await access(join(ROOT, src)); // throws if a COPY source is missing
   }
   assert.match(text, /ENTRYPOINT \["node", "operators\/appservice\/src\/main\.ts"\]/);
+  // The workspace's runtime ships unbuilt in this image: its sources are reached through the workspace condition.
+  const finalEnv = lines.filter(
+    (l, i) => l.startsWith('ENV ') && i > lines.findLastIndex((f) => f.startsWith('FROM ')),
+  );
+  assert.ok(
+    finalEnv.some((l) => l.includes('NODE_OPTIONS=--conditions=@opkit/source')),
+    'the final stage sets the condition',
+  );
+  // Every workspace's package.json is in the deps stage, or npm ci refuses the lock file.
+  const root = JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')) as { workspaces: string[] };
+  for (const w of root.workspaces)
+    assert.ok(text.includes(`COPY ${w}/package.json ${w}/`), `the deps stage copies ${w}/package.json`);
   // The compile cache is warmed in the final stage, from the entry point, and readable by the non-root user.
   const cache = /NODE_COMPILE_CACHE=(\S+)/.exec(text)?.[1] ?? '';
   assert.ok(cache.startsWith('/app/'), 'NODE_COMPILE_CACHE is set in the image');

@@ -16,6 +16,8 @@ import { generateCommand } from './commands/generate.ts';
 import { initCommand } from './commands/init.ts';
 import { runCommand } from './commands/run-operator.ts';
 import { CliError, describeSystemError } from './errors.ts';
+import { ownManifest } from './manifest.ts';
+import { nodeVersionProblem } from './node-version.ts';
 
 export const HELP = `Usage: opkit <command> [options]
 
@@ -31,6 +33,7 @@ Commands:
   undeploy     delete them again
   bundle       an OLM bundle (--version X.Y.Z)
   env          a local Kubernetes cluster for development (up, status, down, build)
+  check-node   exit 1 with one line if this Node is older than opkit supports (silent otherwise)
 
 Run "opkit <command> --help" for a command's options.
 `;
@@ -67,6 +70,11 @@ export async function run(
         return await deployCommand(rest, out, true);
       case 'bundle':
         return await bundleCommand(rest, out);
+      case 'check-node': {
+        const problem = nodeVersionProblem('opkit', ownManifest().engines.node, process.version);
+        if (problem) err(problem);
+        return problem ? 1 : 0;
+      }
       default:
         throw new CliError('Usage', `unknown command "${command}"; run opkit --help`);
     }

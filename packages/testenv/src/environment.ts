@@ -115,7 +115,10 @@ const IDENTITIES = [
   { name: 'kwok', user: 'kwok-controller', groups: ['system:masters'] },
 ] as const;
 
-const WATCHDOG = fileURLToPath(new URL('./watchdog.ts', import.meta.url));
+// The sibling module as this one is run: `.ts` from the sources, `.js` from the built package.
+const WATCHDOG = fileURLToPath(
+  new URL(import.meta.url.endsWith('.ts') ? './watchdog.ts' : './watchdog.js', import.meta.url),
+);
 
 /** Starts a control plane. Retries with fresh ports if another process took one of them first. */
 export async function start(options: StartOptions = {}): Promise<Environment> {

@@ -40,7 +40,10 @@ Options:
   -h, --help      show this help
 `;
 
-const DAEMON = fileURLToPath(new URL('../env/daemon.ts', import.meta.url));
+// The sibling module as this one is run: `.ts` from the sources, `.js` from the built package.
+const DAEMON = fileURLToPath(
+  new URL(import.meta.url.endsWith('.ts') ? '../env/daemon.ts' : '../env/daemon.js', import.meta.url),
+);
 
 interface EnvFlags {
   name: string;

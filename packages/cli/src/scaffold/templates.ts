@@ -5,6 +5,7 @@
  * golden tests pin their output.
  */
 import yaml from 'js-yaml';
+import { ownManifest } from '../manifest.ts';
 import { camel, lower } from '../project/names.ts';
 import { type ApiEntry, apiGroup, type Project } from '../project/project.ts';
 
@@ -13,7 +14,8 @@ const YOURS_YAML = '# scaffolded by opkit — this file is yours to edit';
 export const MARK_IMPORTS = '// +opkit:scaffold:imports';
 export const MARK_CONTROLLERS = '// +opkit:scaffold:controllers';
 
-export const OPKIT_VERSION = '^0.1.0';
+/** The range a new project asks for: this CLI's own release and what is compatible with it. */
+export const OPKIT_VERSION = `^${ownManifest().version}`;
 
 export function initFiles(p: Project): Map<string, string> {
   const files = new Map<string, string>();
@@ -26,10 +28,12 @@ export function initFiles(p: Project): Map<string, string> {
         private: true,
         description: `${p.projectName}: a Kubernetes operator built with opkit`,
         type: 'module',
-        engines: { node: '>=24.11' },
+        engines: { node: ownManifest().engines.node },
         scripts: {
+          prestart: 'opkit check-node',
           start: 'node src/main.ts',
           generate: 'opkit generate',
+          pretest: 'opkit check-node',
           test: 'node --test --test-concurrency=1 "test/**/*.test.ts"',
           typecheck: 'tsc --noEmit -p tsconfig.json',
         },
@@ -103,8 +107,9 @@ try {
     'Dockerfile',
     `# syntax=docker/dockerfile:1
 ${YOURS_YAML}
-# Node 24 runs the TypeScript sources directly: no build step, production dependencies only, non-root. The image
-# carries a warm Node compile cache, so pods neither strip types nor compile at start (about 30 MiB less RSS).
+# Node 24 runs your TypeScript sources directly (type stripping); the dependencies from the registry are compiled
+# JavaScript. No build step, production dependencies only, non-root. The image carries a warm Node compile cache, so
+# pods neither strip types nor compile at start (about 30 MiB less RSS).
 ARG NODE_IMAGE=node:24.21.0-bookworm-slim
 
 FROM \${NODE_IMAGE} AS deps

@@ -1,0 +1,452 @@
+/**
+ * The new user's journey, against a real registry: `npm run release` publishes every package to verdaccio on
+ * loopback, then — in a temporary folder outside the repository, with only that registry configured and none of the
+ * workspace's links or npm settings — `npm create opkit`, `npm install`, `opkit create api`, `opkit generate`,
+ * `npm test` (on testenv), `opkit run` converging the sample on a testenv cluster, the Dockerfile's steps in a copy of
+ * the project, and a plain .mjs importing @opkit/runtime on Node 22 and Node 24. Then the bad inputs: releasing
+ * the same version twice, a registry that does not answer, a project name that is already a folder, an old Node.
+ * And docs/tutorial.md, every ```sh line in order through sh and every ```ts file=… block written where it says, with
+ * the same registry, the real npm and npx, and a local cluster from `npx opkit env up`.
+ */
+import assert from 'node:assert/strict';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { cp, mkdir, mkdtemp, open, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { delimiter, dirname, join, relative } from 'node:path';
+import { after, before, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { binaryCacheDir, type Environment, start } from '@opkit/testenv';
+import { type Registry, startRegistry } from './fixtures/registry.ts';
+
+const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+const { version: VERSION, engines } = JSON.parse(await readFile(join(ROOT, 'packages/cli/package.json'), 'utf8')) as {
+  version: string;
+  engines: { node: string };
+};
+const CLI_ENGINES = engines.node;
+
+let registry: Registry | undefined;
+let work = '';
+let env: NodeJS.ProcessEnv = {};
+const timings: string[] = [];
+
+/** The environment of a user's shell: no npm settings, NODE_OPTIONS or PATH entries of this repository. */
+function userEnv(npmrc: string): NodeJS.ProcessEnv {
+  const clean = Object.fromEntries(
+    Object.entries(process.env).filter(
+      ([k]) => !/^(npm_|node_options$|node_test_context$|kubeconfig$|init_cwd$|opkit_state_dir$)/i.test(k),
+    ),
+  );
+  const path = (process.env.PATH ?? '')
+    .split(delimiter)
+    .filter((p) => p.length > 0 && !p.startsWith(ROOT.replace(/\/$/, '')) && !p.includes('node_modules'));
+  return {
+    ...clean,
+    PATH: [dirname(process.execPath), ...path].join(delimiter),
+    npm_config_userconfig: npmrc,
+    // A fresh machine's npm cache: nothing from earlier runs (npx keeps the packages it ran there by name and version).
+    npm_config_cache: join(work, '.npm-cache'),
+    npm_config_update_notifier: 'false',
+    npm_config_fund: 'false',
+    npm_config_audit: 'false',
+  };
+}
+
+function sh(
+  command: string,
+  args: readonly string[],
+  cwd: string,
+  options: { env?: NodeJS.ProcessEnv; ok?: boolean; timeout?: number } = {},
+) {
+  const t0 = performance.now();
+  const r = spawnSync(command, args, {
+    cwd,
+    env: options.env ?? env,
+    encoding: 'utf8',
+    timeout: options.timeout ?? 300_000,
+    maxBuffer: 64 * 1024 * 1024,
+  });
+  const seconds = (performance.now() - t0) / 1000;
+  timings.push(`${seconds.toFixed(1).padStart(6)} s  ${command} ${args.join(' ')}`);
+  if (options.ok !== false)
+    assert.equal(
+      r.status,
+      0,
+      `${command} ${args.join(' ')} in ${cwd} failed (${r.status ?? r.signal}):\n${r.stdout}\n${r.stderr}`,
+    );
+  return r;
+}
+
+const npm = (args: readonly string[], cwd: string, options?: Parameters<typeof sh>[3]) => sh('npm', args, cwd, options);
+
+let released = '';
+before(async () => {
+  registry = await startRegistry();
+  work = await mkdtemp(join(tmpdir(), 'opkit-journey-'));
+  env = userEnv(registry.npmrc);
+  // Both tests start from what `npm run release` published. --allow-dirty: the test runs on whatever the developer
+  // has; CI's clone is clean anyway.
+  released = npm(['run', 'release', '--', '--registry', registry.url, '--allow-dirty'], ROOT, {
+    env: { ...process.env, npm_config_userconfig: registry.npmrc },
+  }).stdout;
+  process.stdout.write(
+    `# ${released
+      .split('\n')
+      .filter((l) => l.startsWith('  '))
+      .join('\n# ')}\n`,
+  );
+});
+
+const background: ChildProcess[] = [];
+let tutorialEnv: NodeJS.ProcessEnv | undefined;
+after(async () => {
+  for (const p of background) if (p.pid && p.exitCode === null) process.kill(-p.pid, 'SIGTERM');
+  if (tutorialEnv)
+    spawnSync('npx', ['opkit', 'env', 'down'], { cwd: join(work, 'appservice-operator'), env: tutorialEnv });
+  await registry?.stop();
+  if (work) await rm(work, { recursive: true, force: true });
+  process.stdout.write(`# journey step times\n${timings.map((t) => `#   ${t}`).join('\n')}\n`);
+});
+
+test('a new user, from an empty folder, against a registry on loopback', { timeout: 1_500_000 }, async (t) => {
+  const { url, npmrc } = registry as Registry;
+  const demo = join(work, 'demo');
+
+  await t.test('npm run release published every package', () => {
+    for (const name of ['@opkit/testenv', '@opkit/runtime', '@opkit/cli', 'create-opkit'])
+      assert.match(released, new RegExp(`published ${name}@${VERSION}`));
+  });
+
+  await t.test('npm create opkit scaffolds a project that asks for the published version', async () => {
+    npm(['create', `opkit@${VERSION}`, 'demo', '--', '--domain', 'example.com'], work);
+    const manifest = JSON.parse(await readFile(join(demo, 'package.json'), 'utf8')) as {
+      dependencies: Record<string, string>;
+      engines: { node: string };
+    };
+    assert.equal(manifest.dependencies['@opkit/runtime'], `^${VERSION}`);
+    assert.match(manifest.engines.node, /^>=\d+/);
+  });
+
+  await t.test('npm install takes every package from the registry, none from a workspace', async () => {
+    npm(['install'], demo);
+    for (const name of ['@opkit/runtime', '@opkit/cli', '@opkit/testenv']) {
+      const at = join(demo, 'node_modules', name);
+      assert.equal((await stat(at)).isSymbolicLink(), false, `${name} is a real folder`);
+      assert.deepEqual(
+        (await readdir(at)).sort(),
+        ['README.md', 'dist', 'package.json'],
+        `${name} ships dist/, its README and package.json only`,
+      );
+    }
+    const lock = await readFile(join(demo, 'package-lock.json'), 'utf8');
+    assert.doesNotMatch(lock, new RegExp(ROOT.replace(/[/.]/g, '\\$&')), 'the lock names nothing of the repository');
+  });
+
+  await t.test('npx opkit create api, then npx opkit generate', () => {
+    npm(
+      [
+        'exec',
+        '--',
+        'opkit',
+        'create',
+        'api',
+        '--group',
+        'app',
+        '--version',
+        'v1alpha1',
+        '--kind',
+        'AppService',
+        '--controller',
+      ],
+      demo,
+    );
+    const r = npm(['exec', '--', 'opkit', 'generate'], demo);
+    assert.match(r.stdout, /up to date|wrote/);
+  });
+
+  await t.test('npm test runs the project’s test on testenv', () => {
+    const r = npm(['test'], demo, { timeout: 600_000 });
+    assert.match(r.stdout, /ℹ pass 1/);
+  });
+
+  await t.test('npx opkit run converges the sample on a testenv cluster', async () => {
+    const cluster: Environment = await start({ nodes: 1, log: () => {} });
+    let operator: ChildProcess | undefined;
+    try {
+      const log = await open(join(work, 'opkit-run.log'), 'w');
+      operator = spawn(
+        'npm',
+        ['exec', '--', 'opkit', 'run', '--', '--metrics-bind-address', '0', '--health-probe-bind-address', '0'],
+        {
+          cwd: demo,
+          env: { ...env, KUBECONFIG: cluster.kubeconfigPath },
+          stdio: ['ignore', log.fd, log.fd],
+          detached: true,
+        },
+      );
+      try {
+        // kubectl as the user would run it; the CRD comes from `opkit run`, so the sample is applied once it is served.
+        const kubectl = (args: readonly string[], ok: boolean) =>
+          sh(join(binaryCacheDir(), 'kubectl'), args, demo, {
+            env: { ...env, KUBECONFIG: cluster.kubeconfigPath },
+            ok,
+          });
+        const apply = ['apply', '-n', 'default', '-f', 'config/samples/app_v1alpha1_appservice.yaml'];
+        for (let i = 0; i < 120 && kubectl(apply, false).status !== 0; i++)
+          await new Promise((r) => setTimeout(r, 500));
+        kubectl(apply, true);
+        kubectl(
+          ['wait', '-n', 'default', 'appservice/appservice-sample', '--for=condition=Ready', '--timeout=60s'],
+          true,
+        );
+      } catch (e) {
+        throw new Error(
+          `opkit run did not converge the sample; its log:\n${await readFile(join(work, 'opkit-run.log'), 'utf8')}`,
+          { cause: e },
+        );
+      } finally {
+        await log.close();
+      }
+    } finally {
+      if (operator?.pid) {
+        const exited = new Promise((r) => operator?.once('exit', r));
+        process.kill(-operator.pid, 'SIGTERM');
+        await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
+      }
+      await cluster.stop();
+    }
+  });
+
+  await t.test('the Dockerfile’s steps work in a copy of the project', async () => {
+    await dockerfileSteps(demo, join(work, 'image'));
+  });
+
+  await t.test('on Node 24 and on Node 22: a plain .mjs imports @opkit/runtime', async () => {
+    await writeFile(
+      join(demo, 'check.mjs'),
+      "import { Manager } from '@opkit/runtime';\nconsole.log(typeof Manager, process.version);\n",
+    );
+    const on24 = sh(process.execPath, ['check.mjs'], demo);
+    assert.match(on24.stdout, /^function v24\./);
+    const node22 = join(work, 'node22');
+    await mkdir(node22);
+    await writeFile(join(node22, 'package.json'), '{"private":true}\n');
+    npm(['install', '--no-save', 'node@22'], node22);
+    const on22 = sh(join(node22, 'node_modules/.bin/node'), ['check.mjs'], demo);
+    assert.match(on22.stdout, /^function v22\./);
+  });
+
+  await t.test('on Node 22: npx opkit generate --check and npm test (the CLI, runtime and testenv)', () => {
+    const env22 = { ...env, PATH: [join(work, 'node22/node_modules/.bin'), env.PATH ?? ''].join(delimiter) };
+    assert.match(sh('node', ['--version'], demo, { env: env22 }).stdout, /^v22\./);
+    npm(['exec', '--', 'opkit', 'generate', '--check'], demo, { env: env22 });
+    const r = npm(['test'], demo, { env: env22, timeout: 600_000 });
+    assert.match(r.stdout, /^(ℹ|#) pass 1$/m);
+  });
+
+  await t.test('releasing the same version again is refused in one line, and publishes nothing', () => {
+    const before = npm(['view', '@opkit/runtime', 'time', '--json'], work).stdout;
+    const r = npm(['run', '--silent', 'release', '--', '--registry', url, '--allow-dirty'], ROOT, {
+      env: { ...process.env, npm_config_userconfig: npmrc },
+      ok: false,
+    });
+    assert.equal(r.status, 1);
+    assert.match(
+      r.stderr.trim(),
+      /^release: .*already published on .*: nothing was published; release a new version with --version X\.Y\.Z$/,
+    );
+    assert.equal(npm(['view', '@opkit/runtime', 'time', '--json'], work).stdout, before);
+  });
+
+  await t.test('a registry that does not answer is named in one line', () => {
+    const r = npm(['run', '--silent', 'release', '--', '--registry', 'http://127.0.0.1:9/', '--allow-dirty'], ROOT, {
+      env: { ...process.env, npm_config_userconfig: npmrc },
+      ok: false,
+    });
+    assert.equal(r.status, 1);
+    assert.equal(
+      r.stderr.trim(),
+      'release: the registry http://127.0.0.1:9/ does not answer (ECONNREFUSED): start it or correct --registry; nothing was published',
+    );
+  });
+
+  await t.test('npm create opkit into a folder that exists is refused in one line, and changes nothing', async () => {
+    const listing = async () => JSON.stringify(await readdir(demo, { recursive: true }));
+    const beforeFiles = await listing();
+    const main = await readFile(join(demo, 'src/main.ts'), 'utf8');
+    const r = npm(['create', `opkit@${VERSION}`, 'demo', '--', '--domain', 'example.com'], work, { ok: false });
+    assert.notEqual(r.status, 0);
+    assert.match(
+      r.stderr,
+      /^create-opkit: .*demo already exists: choose another name, or move it away first \(nothing was written\)$/m,
+    );
+    assert.equal(await listing(), beforeFiles);
+    assert.equal(await readFile(join(demo, 'src/main.ts'), 'utf8'), main);
+  });
+
+  await t.test('npx @opkit/cli init works too', async () => {
+    sh('npx', ['--yes', `@opkit/cli@${VERSION}`, 'init', 'other-operator', '--domain', 'example.com'], work);
+    assert.match(await readFile(join(work, 'other-operator/PROJECT'), 'utf8'), /projectName: other-operator/);
+  });
+
+  await t.test('a Node older than supported gets one line from the CLI and from npm test', async (t) => {
+    const old = ['/usr/bin/node', '/usr/local/bin/node'].find((p) => {
+      const v = spawnSync(p, ['--version'], { encoding: 'utf8' }).stdout?.trim() ?? '';
+      return /^v(1\d|2[01])\./.test(v);
+    });
+    if (!old) return t.skip('no Node older than 22 on this machine');
+    const version = spawnSync(old, ['--version'], { encoding: 'utf8' }).stdout.trim();
+    const minimum = /^>=(\d+)\.(\d+)$/.exec(CLI_ENGINES) as RegExpExecArray;
+    const line = `opkit needs Node ≥ ${minimum[1]}.${minimum[2]} (this is ${version}): install Node ${minimum[1]} LTS or newer`;
+    const cli = sh(old, [join(demo, 'node_modules/.bin/opkit'), 'generate'], demo, { ok: false });
+    assert.equal(cli.status, 1);
+    assert.equal(cli.stderr.trim(), line);
+    const oldEnv = { ...env, PATH: [dirname(old), ...(env.PATH ?? '').split(delimiter)].join(delimiter) };
+    const tests = npm(['test'], demo, { env: oldEnv, ok: false });
+    assert.notEqual(tests.status, 0);
+    assert.match(tests.stdout + tests.stderr, new RegExp(`^${line.replace(/[.()≥]/g, '\\$&')}$`, 'm'));
+  });
+});
+
+interface Step {
+  kind: 'sh' | 'file';
+  text: string;
+  path?: string;
+}
+
+/** The ```sh lines (one command each) and the ```ts file=… blocks of a page, in order. */
+function steps(markdown: string): Step[] {
+  const out: Step[] = [];
+  for (const m of markdown.matchAll(/```(\w+)([^\n]*)\n([\s\S]*?)```/g)) {
+    const [, lang, info, body] = m as unknown as [string, string, string, string];
+    const file = /file=(\S+)/.exec(info)?.[1];
+    if (file) out.push({ kind: 'file', path: file, text: body });
+    else if (lang === 'sh')
+      for (const line of body.split('\n'))
+        if (line.trim() && !line.trim().startsWith('#')) out.push({ kind: 'sh', text: line.trim() });
+  }
+  return out;
+}
+
+test('docs/tutorial.md, command by command, against the registry and a local cluster', {
+  timeout: 900_000,
+}, async () => {
+  const state = join(work, '.tutorial-state');
+  tutorialEnv = {
+    ...env,
+    PATH: [dirname(process.execPath), binaryCacheDir(), env.PATH ?? ''].join(delimiter),
+    OPKIT_STATE_DIR: state,
+  };
+  const tEnv = tutorialEnv;
+  let cwd = work;
+  let justStarted = false;
+  for (const step of steps(await readFile(join(ROOT, 'docs/tutorial.md'), 'utf8'))) {
+    if (step.kind === 'file') {
+      await mkdir(dirname(join(cwd, step.path as string)), { recursive: true });
+      await writeFile(join(cwd, step.path as string), step.text);
+      continue;
+    }
+    const cd = /^cd (\S+)$/.exec(step.text);
+    if (cd) {
+      cwd = join(cwd, cd[1] as string);
+      continue;
+    }
+    if (step.text.endsWith('&')) {
+      const log = await open(join(work, `tutorial-background-${background.length}.log`), 'w');
+      background.push(
+        spawn('sh', ['-c', step.text.slice(0, -1)], {
+          cwd,
+          env: tEnv,
+          detached: true,
+          stdio: ['ignore', log.fd, log.fd],
+        }),
+      );
+      await log.close();
+      justStarted = true;
+      continue;
+    }
+    // The command after a background one may need what it sets up (`opkit run` installs the CRD): retried for 60 s.
+    let r = sh('sh', ['-c', step.text], cwd, { env: tEnv, ok: !justStarted });
+    for (let i = 0; justStarted && r.status !== 0 && i < 120; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      r = sh('sh', ['-c', step.text], cwd, { env: tEnv, ok: i === 119 });
+    }
+    justStarted = false;
+    const exported = /^export KUBECONFIG=(.+)$/m.exec(r.stdout)?.[1];
+    if (exported) tEnv.KUBECONFIG = exported;
+    if (step.text === 'kubectl get appservices') assert.match(r.stdout, /appservice-sample\s+3\s+3/);
+    if (step.text.startsWith('kubectl get pods')) assert.equal(r.stdout.trim().split('\n').length, 4, r.stdout);
+  }
+});
+
+/**
+ * Runs a Dockerfile's build steps without a container engine: each stage gets a folder standing for its WORKDIR
+ * (`/app` in the file is replaced by it), COPY copies from the build context (minus .dockerignore) or from an
+ * earlier stage, ENV and RUN run there, and the ENTRYPOINT is started with --help.
+ */
+async function dockerfileSteps(context: string, into: string): Promise<void> {
+  const dockerfile = await readFile(join(context, 'Dockerfile'), 'utf8');
+  const ignored = (await readFile(join(context, '.dockerignore'), 'utf8'))
+    .split('\n')
+    .filter((l) => l.trim() && !l.startsWith('#'));
+  const isIgnored = (path: string) =>
+    ignored.some((p) => path === p || path.startsWith(`${p}/`) || (p.startsWith('**/*') && path.endsWith(p.slice(4))));
+  const stages = new Map<string, string>();
+  let dir = '';
+  let workdir = '/';
+  let stageEnv: NodeJS.ProcessEnv = { ...env };
+  let entrypoint: string[] = [];
+  // Paths under any WORKDIR of the file (e.g. /app in ENV and RUN) stand for the current stage's folder.
+  const workdirs = [...dockerfile.matchAll(/^WORKDIR\s+(\S+)/gm)].map((m) => m[1] as string);
+  const local = (text: string) => workdirs.reduce((t, w) => t.replaceAll(w, dir), text);
+  for (const raw of dockerfile.split('\n')) {
+    const line = raw.trim();
+    if (!line || line.startsWith('#')) continue;
+    const [instruction = '', ...rest] = line.split(/\s+/);
+    const args = rest.join(' ');
+    switch (instruction.toUpperCase()) {
+      case 'FROM': {
+        dir = join(into, `stage-${stages.size}`);
+        await mkdir(dir, { recursive: true });
+        const name = /\sAS\s+(\S+)/i.exec(line)?.[1];
+        stages.set(name ?? `#${stages.size}`, dir);
+        stageEnv = { ...env };
+        workdir = '/';
+        break;
+      }
+      case 'WORKDIR':
+        workdir = args;
+        break;
+      case 'ENV':
+        for (const m of args.matchAll(/(\w+)=(\S+)/g)) stageEnv[m[1] as string] = local(m[2] as string);
+        break;
+      case 'COPY': {
+        const from = /--from=(\S+)/.exec(args)?.[1];
+        const parts = args.replace(/--from=\S+\s*/, '').split(/\s+/);
+        const target = parts.pop() as string;
+        for (const source of parts) {
+          const src = from ? join(stages.get(from) as string, relative(workdir, source)) : join(context, source);
+          if (!from && isIgnored(source)) continue;
+          const dest = target.endsWith('/') ? join(dir, target, source.split('/').pop() as string) : join(dir, target);
+          await cp(src, dest, {
+            recursive: true,
+            filter: (s) => from !== undefined || !isIgnored(relative(context, s)),
+          });
+        }
+        break;
+      }
+      case 'RUN':
+        sh('sh', ['-c', local(args)], dir, { env: stageEnv, timeout: 600_000 });
+        break;
+      case 'ENTRYPOINT':
+        entrypoint = JSON.parse(args) as string[];
+        break;
+      default:
+        break; // ARG, USER, EXPOSE: nothing to run
+    }
+  }
+  const [command = '', ...rest] = entrypoint;
+  const r = sh(command, [...rest, '--help'], dir, { env: stageEnv });
+  assert.match(r.stdout, /^Usage: demo /);
+  await writeFile(join(into, 'done'), 'ok');
+}
