@@ -26,7 +26,11 @@ test('proxyFor follows Go httpproxy rules: scheme, NO_PROXY names, suffixes, CID
   assert.equal(proxyFor('https://x', { HTTPS_PROXY: 'http://p:1', NO_PROXY: '*' }), undefined);
   assert.equal(proxyFor('https://x', {}), undefined);
   assert.equal(proxyFor('https://[fd00:0::1]:6443', env), undefined, 'IPv6 compared as addresses, not text');
-  assert.equal(proxyFor('https://x', { HTTPS_PROXY: '', https_proxy: 'http://lower:1' }), 'http://lower:1/', 'empty = unset');
+  assert.equal(
+    proxyFor('https://x', { HTTPS_PROXY: '', https_proxy: 'http://lower:1' }),
+    'http://lower:1/',
+    'empty = unset',
+  );
 });
 
 test('proxy URLs are checked: a scheme that cannot be used is refused naming where it came from', () => {
