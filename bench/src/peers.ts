@@ -97,6 +97,8 @@ export async function startPeer(
       return spawn(
         process.execPath,
         [
+          // the workspace's sources (the Deployment's NODE_OPTIONS below replace the environment's)
+          '--conditions=@opkit/source',
           OPKIT_MAIN,
           ...common,
           '--metrics-bind-address',

@@ -16,6 +16,8 @@ import { type Environment, FaultProxy, start, targetOf } from '@opkit/testenv';
 import { installApiAndRbac, NAME, NAMESPACE } from '../src/install.ts';
 
 export const MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
+/** The operator runs from this repository's sources: the workspace packages' source export condition, alone. */
+export const SOURCE_CONDITION = '--conditions=@opkit/source';
 export const CHAOS_NAMESPACE = 'chaos';
 export const OPERATOR_USER = `system:serviceaccount:${NAMESPACE}:${NAME}`;
 const LEASE = { namespace: NAMESPACE, name: `${NAME}-leader` };
@@ -88,7 +90,7 @@ export class Replica {
         '--log-level',
         'debug',
       ],
-      { env: { ...process.env, POD_NAME: this.name, NODE_OPTIONS: '' }, stdio: ['pipe', 'pipe', 'pipe'] },
+      { env: { ...process.env, POD_NAME: this.name, NODE_OPTIONS: SOURCE_CONDITION }, stdio: ['pipe', 'pipe', 'pipe'] },
     );
     this.proc = proc;
     const add = (text: string) => {

@@ -9,7 +9,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { start } from '@opkit/testenv';
-import { MAIN } from './cluster.ts';
+import { MAIN, SOURCE_CONDITION } from './cluster.ts';
 
 export interface StartupCheck {
   readonly case: string;
@@ -25,7 +25,7 @@ function run(kubeconfig: string, mustMention: RegExp, what: string): Promise<Sta
   const p = spawn(
     process.execPath,
     [MAIN, '--kubeconfig', kubeconfig, '--metrics-bind-address', '0', '--health-probe-bind-address', '0'],
-    { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_OPTIONS: '' } },
+    { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_OPTIONS: SOURCE_CONDITION } },
   );
   let out = '';
   let err = '';
