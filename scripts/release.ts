@@ -107,13 +107,12 @@ interface Packed {
 }
 
 async function buildAndStage(w: Workspace, version: string, ours: ReadonlySet<string>, stage: string): Promise<Packed> {
-  await rm(join(w.dir, 'dist'), { recursive: true, force: true });
-  const tsc = run(bin('tsc'), ['-p', 'tsconfig.build.json'], w.dir);
-  if (tsc.status !== 0)
-    throw new ReleaseError('CheckFailed', `${w.manifest.name} does not build: ${firstLine(tsc.stdout + tsc.stderr)}`);
+  // built straight into the stage: the repository's own packages keep running their sources, never a stale build
   const dir = join(stage, w.manifest.name.replace('/', '+'));
   await mkdir(dir, { recursive: true });
-  await cp(join(w.dir, 'dist'), join(dir, 'dist'), { recursive: true });
+  const tsc = run(bin('tsc'), ['-p', 'tsconfig.build.json', '--outDir', join(dir, 'dist')], w.dir);
+  if (tsc.status !== 0)
+    throw new ReleaseError('CheckFailed', `${w.manifest.name} does not build: ${firstLine(tsc.stdout + tsc.stderr)}`);
   for (const extra of ['README.md', 'LICENSE'])
     await cp(join(w.dir, extra), join(dir, extra)).catch((e: NodeJS.ErrnoException) => {
       if (e.code !== 'ENOENT') throw e;
@@ -221,6 +220,13 @@ export async function release(argv: readonly string[], out: (line: string) => vo
       out('dry run: nothing was published');
       return;
     }
+    // credentials before the first package: a registry that would refuse us must not get half a release
+    const whoami = run('npm', ['whoami', '--registry', registry], stage);
+    if (whoami.status !== 0)
+      throw new ReleaseError(
+        'NotLoggedIn',
+        `not logged in to ${registry} (${firstLine(whoami.stderr)}): run npm login --registry ${registry}; nothing was published`,
+      );
     const done: string[] = [];
     for (const p of packed) {
       const r = run(

@@ -15,6 +15,7 @@ export type ReleaseErrorCode =
   | 'VersionMismatch'
   | 'AlreadyPublished'
   | 'RegistryUnreachable'
+  | 'NotLoggedIn'
   | 'CheckFailed'
   | 'PublishFailed';
 

@@ -97,10 +97,19 @@ before(async () => {
   );
 });
 
+/** SIGTERM to a process group that may be gone already (never throws: cleanup must go on). */
+function killGroup(pid: number): void {
+  try {
+    process.kill(-pid, 'SIGTERM');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ESRCH') throw err;
+  }
+}
+
 const background: ChildProcess[] = [];
 let tutorialEnv: NodeJS.ProcessEnv | undefined;
 after(async () => {
-  for (const p of background) if (p.pid && p.exitCode === null) process.kill(-p.pid, 'SIGTERM');
+  for (const p of background) if (p.pid && p.exitCode === null) killGroup(p.pid);
   if (tutorialEnv)
     spawnSync('npx', ['opkit', 'env', 'down'], { cwd: join(work, 'appservice-operator'), env: tutorialEnv });
   await registry?.stop();
@@ -134,8 +143,8 @@ test('a new user, from an empty folder, against a registry on loopback', { timeo
       assert.equal((await stat(at)).isSymbolicLink(), false, `${name} is a real folder`);
       assert.deepEqual(
         (await readdir(at)).sort(),
-        ['README.md', 'dist', 'package.json'],
-        `${name} ships dist/, its README and package.json only`,
+        ['LICENSE', 'README.md', 'dist', 'package.json'],
+        `${name} ships dist/, its README, LICENSE and package.json only`,
       );
     }
     const lock = await readFile(join(demo, 'package-lock.json'), 'utf8');
@@ -210,7 +219,7 @@ test('a new user, from an empty folder, against a registry on loopback', { timeo
     } finally {
       if (operator?.pid) {
         const exited = new Promise((r) => operator?.once('exit', r));
-        process.kill(-operator.pid, 'SIGTERM');
+        killGroup(operator.pid);
         await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
       }
       await cluster.stop();

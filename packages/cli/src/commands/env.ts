@@ -200,7 +200,21 @@ async function status(flags: EnvFlags, out: (line: string) => void): Promise<num
   return st.phase === 'ready' ? 0 : 1;
 }
 
+/** `down` waits for an `up` under way (the same per-cluster lock), so it never removes the state of a starting daemon. */
 async function down(flags: EnvFlags, out: (line: string) => void): Promise<number> {
+  const dir = stateDir(flags.name);
+  await mkdir(dirname(dir), { recursive: true });
+  return withLock(
+    `${dir}.lock`,
+    {
+      timeoutMs: BUILD_WAIT_MS + flags.timeoutMs,
+      onWait: (pid) => out(`opkit: an "opkit env up" (pid ${pid}) is starting cluster "${flags.name}"; waiting for it`),
+    },
+    () => downLocked(flags, out),
+  );
+}
+
+async function downLocked(flags: EnvFlags, out: (line: string) => void): Promise<number> {
   const dir = stateDir(flags.name);
   const pid = await runningDaemon(dir);
   if (pid) {

@@ -36,7 +36,7 @@ export async function reachableKubeconfig(
     server = config.server;
     const probe = new Client(config, { timeoutMs: 3_000 });
     try {
-      await probe.transport.request({ method: 'GET', path: '/api' });
+      await probe.serverResources('v1');
     } finally {
       probe.close();
     }
@@ -62,8 +62,17 @@ export async function reachableKubeconfig(
   }
 }
 
-/** The shell's exit code for a child that exited with `code` or was ended by `signal`: 128 + the signal's number. */
-export function exitCodeOf(code: number | null, signal: NodeJS.Signals | null): number {
+/**
+ * The shell's exit code: 128 + the signal's number for a run stopped by a signal — the one `opkit run` received and
+ * passed on (`interrupted`), even when the operator then stopped cleanly with 0, or the one that ended the child —
+ * else the child's own code.
+ */
+export function exitCodeOf(
+  code: number | null,
+  signal: NodeJS.Signals | null,
+  interrupted?: NodeJS.Signals | undefined,
+): number {
+  if (interrupted && (code === 0 || code === null)) return 128 + (constants.signals[interrupted] ?? 15);
   if (code !== null) return code;
   return signal ? 128 + (constants.signals[signal] ?? 15) : 1;
 }
@@ -112,10 +121,14 @@ export async function runCommand(argv: readonly string[], out: (line: string) =>
       stdio: 'inherit',
     },
   );
-  const forward = (sig: NodeJS.Signals) => child.kill(sig);
+  let interrupted: NodeJS.Signals | undefined;
+  const forward = (sig: NodeJS.Signals) => {
+    interrupted ??= sig;
+    child.kill(sig);
+  };
   process.on('SIGINT', forward);
   process.on('SIGTERM', forward);
-  const code = await new Promise<number>((res) => child.once('exit', (c, s) => res(exitCodeOf(c, s))));
+  const code = await new Promise<number>((res) => child.once('exit', (c, s) => res(exitCodeOf(c, s, interrupted))));
   process.off('SIGINT', forward);
   process.off('SIGTERM', forward);
   return code;

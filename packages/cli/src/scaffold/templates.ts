@@ -17,6 +17,22 @@ export const MARK_CONTROLLERS = '// +opkit:scaffold:controllers';
 /** The range a new project asks for: this CLI's own release and what is compatible with it. */
 export const OPKIT_VERSION = `^${ownManifest().version}`;
 
+/**
+ * A one-line `node -e` check that the running Node is at least the `>=X.Y` of `engines`, printing one line naming the
+ * project and the version needed otherwise.
+ */
+export function nodeCheckScript(project: string, engines: string): string {
+  const [major = 22, minor = 0] = (/>=\s*(\d+)(?:\.(\d+))?/.exec(engines) ?? [])
+    .slice(1)
+    .map((x) => (x === undefined ? undefined : Number(x)))
+    .filter((x): x is number => x !== undefined);
+  return (
+    `node -e "const [a,b]=process.versions.node.split('.').map(Number);` +
+    `if(a<${major}||(a===${major}&&b<${minor})){console.error('${project} needs Node >= ${major}.${minor} ` +
+    `(this is '+process.version+'): install Node ${major} LTS or newer');process.exit(1)}"`
+  );
+}
+
 export function initFiles(p: Project): Map<string, string> {
   const files = new Map<string, string>();
   files.set(
@@ -30,7 +46,8 @@ export function initFiles(p: Project): Map<string, string> {
         type: 'module',
         engines: { node: ownManifest().engines.node },
         scripts: {
-          prestart: 'opkit check-node',
+          // no dependency: `npm start` also runs where only production dependencies are installed
+          prestart: nodeCheckScript(p.projectName, ownManifest().engines.node),
           start: 'node src/main.ts',
           generate: 'opkit generate',
           pretest: 'opkit check-node',
