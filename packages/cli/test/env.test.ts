@@ -73,17 +73,19 @@ describe('opkit env', () => {
   });
 });
 
-test('with no binaries and no Go, env up fails at once with the documented one-paragraph error', async () => {
+test('offline with no binaries and no Go, env up fails at once with the documented one-paragraph error', async () => {
   const cache = await mkdtemp(join(tmpdir(), 'opkit-empty-cache-'));
   const r = opkit(['env', 'up'], {
     OPKIT_CACHE_DIR: cache,
     OPKIT_STATE_DIR: cache,
     OPKIT_GO: join(cache, 'go'),
     KUBEBUILDER_ASSETS: '',
+    OPKIT_DOWNLOAD_MIRROR: 'http://127.0.0.1:1', // nothing listens there: offline, and no traffic leaves the machine
   });
   assert.equal(r.code, 1);
   assert.match(r.stderr, /^opkit: the local control plane needs etcd, kube-apiserver/);
   assert.match(r.stderr, /OPKIT_TESTENV_BINARIES/);
+  assert.match(r.stderr, /OPKIT_DOWNLOAD_MIRROR/);
   assert.doesNotMatch(r.stderr, /\n\s+at /, 'no stack trace');
   await rm(cache, { recursive: true, force: true });
 });
