@@ -143,7 +143,14 @@ export class Downloader {
       await pipeline(Readable.fromWeb(res.body), tap, createWriteStream(dest, { mode: 0o755 }));
     } catch (err) {
       progress.abort();
-      throw diskError(err, dest) ?? new TestenvError('DownloadFailed', `${url}: ${describeCause(err)}`, { cause: err });
+      const disk = diskError(err, dest);
+      if (disk) throw disk;
+      const of = total === undefined ? '' : ` of ${total}`;
+      throw new TestenvError(
+        'DownloadFailed',
+        `${url}: cut off after ${bytes}${of} bytes (truncated): ${this.#describe(err)}`,
+        { cause: err },
+      );
     }
     if (total !== undefined && bytes !== total) {
       progress.abort();
@@ -151,6 +158,16 @@ export class Downloader {
     }
     progress.done(bytes);
     return { bytes, hex: hash.digest('hex') };
+  }
+
+  /** The cause of a failed transfer, with a stall named as such. */
+  #describe(err: unknown): string {
+    let e: unknown = err;
+    while (e instanceof Error && e.cause instanceof Error) e = e.cause;
+    const code = (e as NodeJS.ErrnoException | undefined)?.code ?? '';
+    return /TIMEOUT/.test(code)
+      ? `stalled: no data for ${this.#settings.stallMs / 1000} s (${code})`
+      : describeCause(err);
   }
 
   async #retrying<T>(url: string, run: () => Promise<T>): Promise<T> {
@@ -196,7 +213,9 @@ function networkError(url: string, err: unknown): TestenvError {
   while (e instanceof Error && e.cause instanceof Error) e = e.cause;
   const code = (e as NodeJS.ErrnoException | undefined)?.code;
   const wrapped = new TestenvError('DownloadFailed', `${url}: ${describeCause(err)}`, { cause: err });
-  return code && UNREACHABLE.has(code) ? Object.assign(wrapped, { [FINAL]: true, unreachable: true }) : wrapped;
+  if (code && UNREACHABLE.has(code)) return Object.assign(wrapped, { [FINAL]: true, unreachable: true });
+  // no code: fetch refused the request itself (a blocked port, a malformed URL); the same request fails again
+  return code ? wrapped : Object.assign(wrapped, { [FINAL]: true, unreachable: true });
 }
 
 /** True when `err` says the host of its URL cannot be reached (DNS, refused, no route). */

@@ -48,6 +48,12 @@ export async function downloadIntoCache(options: FetchOptions): Promise<FetchRes
   const started = performance.now();
   const { cacheDir, env, log } = options;
   const mirror = env.OPKIT_DOWNLOAD_MIRROR || undefined;
+  if (mirror && !/^https?:\/\/[^/]/.test(mirror)) {
+    throw new TestenvError(
+      'InvalidOption',
+      `OPKIT_DOWNLOAD_MIRROR is "${mirror}": set it to the http:// or https:// URL under which the mirror serves HOST/PATH`,
+    );
+  }
   const staging = `${cacheDir}.download-${process.pid}`;
   const downloader = new Downloader({ env, log, ...(options.settings ? { settings: options.settings } : {}) });
   const downloaded: Partial<Record<ComponentName, Downloaded>> = {};
