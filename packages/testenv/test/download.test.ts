@@ -182,8 +182,13 @@ test('HTTP_PROXY is honoured (its use asserted at a loopback proxy), NO_PROXY by
   try {
     const host = new URL(mirror.base).host;
     await resolveBinaries({ env: { ...env, HTTP_PROXY: proxy.url, NO_PROXY: '' }, log: quiet, download: FAST });
-    assert.ok(proxy.carried.length >= 12, `the proxy carried ${proxy.carried.join(', ')}`);
-    assert.ok(proxy.carried.every((h) => h === host));
+    // one CONNECT tunnel (or forwarded request) per connection; kept-alive connections carry several files
+    assert.ok(proxy.carried.length >= 1, 'the proxy carried the downloads');
+    assert.ok(
+      proxy.carried.every((h) => h === host),
+      proxy.carried.join(', '),
+    );
+    assert.equal(mirror.hits.get(artifactPath('kube-apiserver')), 1);
     const before = proxy.carried.length;
     const direct = { ...env, OPKIT_CACHE_DIR: join(root, 'cache2'), HTTP_PROXY: proxy.url, NO_PROXY: '127.0.0.1' };
     await resolveBinaries({ env: direct, log: quiet, download: FAST });

@@ -56,11 +56,7 @@ export async function serveMirror(root: string): Promise<MirrorServer> {
     base,
     faults,
     hits,
-    close: () =>
-      new Promise<void>((done) => {
-        server.closeAllConnections();
-        server.close(() => done());
-      }),
+    close: () => close(server),
   };
 }
 
@@ -122,12 +118,15 @@ export async function startProxy(): Promise<Proxy> {
   return {
     url,
     carried,
-    close: () =>
-      new Promise<void>((done) => {
-        server.closeAllConnections();
-        server.close(() => done());
-      }),
+    close: () => close(server),
   };
+}
+
+function close(server: Server): Promise<void> {
+  return new Promise<void>((done) => {
+    server.closeAllConnections();
+    server.close(() => done());
+  });
 }
 
 async function listen(server: Server): Promise<string> {
