@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
@@ -73,17 +75,29 @@ describe('opkit env', () => {
   });
 });
 
-test('with no binaries and no Go, env up fails at once with the documented one-paragraph error', async () => {
+/** A loopback URL where nothing listens. */
+async function closedPort(): Promise<string> {
+  const server = createServer();
+  await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((done) => server.close(() => done()));
+  return `http://127.0.0.1:${port}`;
+}
+
+test('offline with no binaries and no Go, env up fails at once with the documented one-paragraph error', async () => {
   const cache = await mkdtemp(join(tmpdir(), 'opkit-empty-cache-'));
   const r = opkit(['env', 'up'], {
     OPKIT_CACHE_DIR: cache,
     OPKIT_STATE_DIR: cache,
     OPKIT_GO: join(cache, 'go'),
     KUBEBUILDER_ASSETS: '',
+    OPKIT_DOWNLOAD_MIRROR: await closedPort(), // nothing listens there: offline, and no traffic leaves the machine
   });
   assert.equal(r.code, 1);
   assert.match(r.stderr, /^opkit: the local control plane needs etcd, kube-apiserver/);
   assert.match(r.stderr, /OPKIT_TESTENV_BINARIES/);
+  assert.match(r.stderr, /OPKIT_DOWNLOAD_MIRROR/);
+  assert.match(r.stderr, /ECONNREFUSED/);
   assert.doesNotMatch(r.stderr, /\n\s+at /, 'no stack trace');
   await rm(cache, { recursive: true, force: true });
 });
@@ -98,9 +112,43 @@ test('usage errors exit 2 and name the problem', () => {
   const flag = opkit(['env', 'up', '--frob']);
   assert.equal(flag.code, 2);
   assert.match(flag.stderr, /--frob/);
+  const noDir = opkit(['env', 'mirror']);
+  assert.equal(noDir.code, 2);
+  assert.match(noDir.stderr, /env mirror needs the directory to write into/);
   const help = opkit(['--help']);
   assert.equal(help.code, 0);
   assert.match(help.stdout, /env/);
+});
+
+test('env mirror DIR writes the binaries with their checksum files in the upstream layout; fetch and build print them', async () => {
+  const root = await mkdtemp(join(tmpdir(), 'opkit-mirror-cli-'));
+  const bin = join(root, 'bin');
+  await mkdir(bin);
+  for (const c of ['etcd', 'kube-apiserver', 'kube-controller-manager', 'kube-scheduler', 'kwok', 'kubectl']) {
+    await writeFile(join(bin, c), `#!/bin/sh\necho ${c}\n`);
+    await chmod(join(bin, c), 0o755);
+  }
+  await writeFile(join(bin, 'kwok-stages.yaml'), '');
+  const env = { OPKIT_TESTENV_BINARIES: bin };
+  const r = opkit(['env', 'mirror', join(root, 'mirror')], env);
+  assert.equal(r.code, 0, r.stderr);
+  const k8s = join(root, 'mirror', 'dl.k8s.io', 'release', 'v1.37.2', 'bin', 'linux', 'amd64');
+  const sum = createHash('sha256')
+    .update(await readFile(join(k8s, 'kube-apiserver')))
+    .digest('hex');
+  assert.equal(await readFile(join(k8s, 'kube-apiserver.sha256'), 'utf8'), `${sum}\n`);
+  const etcd = join(root, 'mirror', 'github.com', 'etcd-io', 'etcd', 'releases', 'download', 'v3.5.35');
+  assert.match(
+    await readFile(join(etcd, 'SHA256SUMS'), 'utf8'),
+    /^[0-9a-f]{64} {2}etcd-v3\.5\.35-linux-amd64\.tar\.gz\n$/,
+  );
+  assert.match(r.stdout, /OPKIT_DOWNLOAD_MIRROR/);
+  for (const alias of ['fetch', 'build']) {
+    const f = opkit(['env', alias], env);
+    assert.equal(f.code, 0, f.stderr);
+    assert.match(f.stdout, new RegExp(`kube-apiserver\\s+${join(bin, 'kube-apiserver')}`));
+  }
+  await rm(root, { recursive: true, force: true });
 });
 
 /** `opkit args…` as a child process, resolved when it exits (so several can run at once). */

@@ -1,8 +1,11 @@
 import assert from 'node:assert/strict';
 import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import type { AddressInfo } from 'node:net';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { fakeGo } from '../test/fake-go.ts';
 import { binaryCacheDir, resolveBinaries } from './binaries.ts';
 import { isTestenvError } from './errors.ts';
 
@@ -17,13 +20,37 @@ async function fakeBinaries(dir: string, names: readonly string[]): Promise<void
 
 const ALL = ['etcd', 'kube-apiserver', 'kube-controller-manager', 'kube-scheduler', 'kwok', 'kubectl'];
 
-test('with no binaries and no Go, resolveBinaries fails at once naming what is missing and how to provide it', async () => {
+/** A loopback address where nothing listens: downloads through it fail at once, and nothing leaves the machine. */
+async function deadMirror(): Promise<string> {
+  const server = createServer();
+  await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((done) => server.close(() => done()));
+  return `http://127.0.0.1:${port}`;
+}
+
+test('offline with no Go, resolveBinaries fails at once with one message listing every way to get binaries', async () => {
   const cache = await mkdtemp(join(tmpdir(), 'opkit-cache-'));
-  const env = { OPKIT_CACHE_DIR: cache, OPKIT_GO: join(cache, 'no-go-here'), PATH: '' };
+  const env = {
+    OPKIT_CACHE_DIR: cache,
+    OPKIT_GO: join(cache, 'no-go-here'),
+    PATH: '',
+    OPKIT_DOWNLOAD_MIRROR: await deadMirror(),
+  };
   const t0 = Date.now();
   await assert.rejects(resolveBinaries({ env, log: () => {} }), (err) => {
     assert.ok(isTestenvError(err, 'BinariesMissing'));
-    for (const part of ['etcd', 'kube-apiserver', 'kwok', 'OPKIT_TESTENV_BINARIES', 'KUBEBUILDER_ASSETS', 'OPKIT_GO']) {
+    for (const part of [
+      'etcd',
+      'kube-apiserver',
+      'kwok',
+      'downloading etcd failed',
+      'ECONNREFUSED',
+      'OPKIT_DOWNLOAD_MIRROR',
+      'OPKIT_TESTENV_BINARIES',
+      'KUBEBUILDER_ASSETS',
+      'OPKIT_GO',
+    ]) {
       assert.ok(err.message.includes(part), `message mentions ${part}: ${err.message}`);
     }
     return true;
@@ -51,7 +78,12 @@ test('KUBEBUILDER_ASSETS provides what it holds; the cache provides the rest; an
   const root = await mkdtemp(join(tmpdir(), 'opkit-res-'));
   const assets = join(root, 'assets');
   await fakeBinaries(assets, ['etcd', 'kube-apiserver', 'kubectl']);
-  const env = { OPKIT_CACHE_DIR: join(root, 'cache'), OPKIT_GO: join(root, 'none'), KUBEBUILDER_ASSETS: assets };
+  const env = {
+    OPKIT_CACHE_DIR: join(root, 'cache'),
+    OPKIT_GO: join(root, 'none'),
+    KUBEBUILDER_ASSETS: assets,
+    OPKIT_TESTENV_SOURCE: 'go',
+  };
   const cacheDir = binaryCacheDir(env);
   await fakeBinaries(cacheDir, ALL);
   // binaries without manifest.json: an interrupted build; never used
@@ -65,39 +97,14 @@ test('KUBEBUILDER_ASSETS provides what it holds; the cache provides the rest; an
   await rm(root, { recursive: true, force: true });
 });
 
-/** A stand-in `go` that "builds" a component by writing a small executable, and logs each built path. */
-async function fakeGo(root: string): Promise<{ go: string; built: () => Promise<string[]> }> {
-  const go = join(root, 'fake-go');
-  const log = join(root, 'built.log');
-  await writeFile(join(root, 'go.mod'), 'module k8s.io/kubernetes\n');
-  await writeFile(
-    go,
-    [
-      '#!/bin/sh',
-      'case "$1" in',
-      '  env) echo go1.26.0 ;;',
-      `  mod) printf '{"GoMod":"%s","Dir":"%s"}\\n' "${join(root, 'go.mod')}" "${root}" ;;`,
-      '  get) ;;',
-      '  build) while [ "$1" != "-o" ]; do shift; done; printf "#!/bin/sh\\n# rebuilt\\n" > "$2"; chmod +x "$2";',
-      `         echo "$2" >> "${log}" ;;`,
-      'esac',
-      '',
-    ].join('\n'),
-  );
-  await chmod(go, 0o755);
-  return {
-    go,
-    built: async () =>
-      (await readFile(log, 'utf8').catch(() => ''))
-        .split('\n')
-        .filter(Boolean)
-        .map((p) => p.replace(/^.*\//, '').replace(/\.partial-\d+$/, '')),
-  };
-}
-
 test('a cache with manifest.json but a missing binary is not trusted: with no Go, the error names what is missing', async () => {
   const root = await mkdtemp(join(tmpdir(), 'opkit-damaged-'));
-  const env = { OPKIT_CACHE_DIR: join(root, 'cache'), OPKIT_GO: join(root, 'none'), PATH: '' };
+  const env = {
+    OPKIT_CACHE_DIR: join(root, 'cache'),
+    OPKIT_GO: join(root, 'none'),
+    PATH: '',
+    OPKIT_TESTENV_SOURCE: 'go',
+  };
   const cacheDir = binaryCacheDir(env);
   for (const gone of ['kube-scheduler', 'kwok']) {
     await rm(cacheDir, { recursive: true, force: true });
@@ -107,7 +114,7 @@ test('a cache with manifest.json but a missing binary is not trusted: with no Go
     await assert.rejects(resolveBinaries({ env, log: () => {} }), (err) => {
       assert.ok(isTestenvError(err, 'BinariesMissing'), String(err));
       assert.match(err.message, new RegExp(`holds manifest\\.json but lacks ${gone} \\(missing\\)`));
-      assert.match(err.message, /npx opkit env build/);
+      assert.match(err.message, /npx opkit env fetch/);
       return true;
     });
   }
@@ -119,7 +126,7 @@ test('a cache with manifest.json but a missing binary is not trusted: with no Go
 test('a damaged cache is repaired with Go: only the missing or resized binaries are rebuilt', async () => {
   const root = await mkdtemp(join(tmpdir(), 'opkit-repair-'));
   const { go, built } = await fakeGo(root);
-  const env = { OPKIT_CACHE_DIR: join(root, 'cache'), OPKIT_GO: go, PATH: '' };
+  const env = { OPKIT_CACHE_DIR: join(root, 'cache'), OPKIT_GO: go, PATH: '', OPKIT_TESTENV_SOURCE: 'go' };
   const cacheDir = binaryCacheDir(env);
   await fakeBinaries(cacheDir, ALL);
   await writeFile(join(cacheDir, 'manifest.json'), JSON.stringify({ kubernetes: 'v', componentSeconds: { etcd: 1 } }));
@@ -129,7 +136,7 @@ test('a damaged cache is repaired with Go: only the missing or resized binaries 
   assert.equal(paths['kube-scheduler'], join(cacheDir, 'kube-scheduler'));
   assert.deepEqual(await built(), ['kube-scheduler']);
   assert.ok(
-    lines.some((l) => /lacks kube-scheduler \(missing\); rebuilding it/.test(l)),
+    lines.some((l) => /lacks kube-scheduler \(missing\); fetching it again/.test(l)),
     lines.join('\n'),
   );
   const manifest = JSON.parse(await readFile(join(cacheDir, 'manifest.json'), 'utf8'));

@@ -4,20 +4,29 @@
  * 1. an explicit directory (`binaryDir` option or `OPKIT_TESTENV_BINARIES`): must hold every required component;
  * 2. `KUBEBUILDER_ASSETS` (setup-envtest's layout: etcd, kube-apiserver, kubectl): used for what it holds;
  * 3. the user cache, one directory per pinned version set, used only when its `manifest.json` exists and each
- *    component it must provide is there, executable and of the size the build recorded;
- * 4. a build from Go modules with the local Go (see `build.ts`), under a cross-process lock, into the cache. A cache
- *    with a manifest but a missing or damaged component is repaired: only those components are rebuilt.
- * kwok's stage configuration (`kwok-stages.yaml`) must sit beside the kwok binary; builds write it.
- * With neither binaries nor Go it fails at once with a `BinariesMissing` error that names each missing component and
- * lists the ways to provide them; it never returns a set without every required component.
+ *    component it must provide is there, executable and of the size recorded when it was written;
+ * 4. a download of the official release binaries, each verified against its published checksum (see `fetch.ts`),
+ *    from upstream or `OPKIT_DOWNLOAD_MIRROR`, into the cache;
+ * 5. a build from Go modules with the local Go (see `build.ts`) of what could not be downloaded, or of everything when
+ *    the source is `go` (`source` option or `OPKIT_TESTENV_SOURCE=go`).
+ * Steps 4 and 5 run under one cross-process lock on the cache; a process that waited finds the cache filled. A cache
+ * with a manifest but a missing or damaged component is repaired the same way: only those components are fetched.
+ * kwok's stage configuration (`kwok-stages.yaml`) sits beside the kwok binary; both paths write it.
+ * When no way is left it fails with a `BinariesMissing` error that names each missing component, says why each way
+ * failed and lists every way to provide them; it never returns a set without every required component. A checksum
+ * mismatch (`ChecksumMismatch`), a full disk (`DiskFull`) or an unwritable cache (`CacheNotWritable`) fails at once.
  */
 import { constants } from 'node:fs';
 import { access, mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { delimiter, dirname, join } from 'node:path';
 import { buildBinaries, KWOK_STAGES_FILE, writeKwokStages } from './build.ts';
+import type { DownloadSettings } from './download.ts';
+import { diskError } from './download.ts';
 import { TestenvError } from './errors.ts';
+import { downloadIntoCache, type FetchResult } from './fetch.ts';
 import { withLock } from './lock.ts';
 import { cacheRoot } from './paths.ts';
+import { releasePlatform } from './release.ts';
 import {
   BINARY_SET_TAG,
   COMPONENT_NAMES,
@@ -47,22 +56,36 @@ export interface ResolveOptions {
   readonly binaryDir?: string;
   /** Build missing binaries with Go when found (default true). */
   readonly build?: boolean;
+  /**
+   * Where missing binaries come from: `auto` (download, then a Go build of what failed), `download` (never Go) or
+   * `go` (build from source, no download). Default: `OPKIT_TESTENV_SOURCE`, else `auto`.
+   */
+  readonly source?: BinarySource;
+  /** Download timeouts and retries (defaults in `download.ts`). */
+  readonly download?: Partial<DownloadSettings>;
   /** Progress lines (default: stderr with an `[opkit testenv]` prefix). */
   readonly log?: (line: string) => void;
   readonly env?: NodeJS.ProcessEnv;
 }
 
+export type BinarySource = 'auto' | 'download' | 'go';
+
 export interface CacheManifest {
   readonly kubernetes: string;
   readonly etcd: string;
   readonly kwok: string;
-  readonly goVersion: string;
+  /** The Go that built components (absent when every component was downloaded). */
+  readonly goVersion?: string;
   readonly builtAt: string;
-  /** Wall time of the build that produced this set (cold when the Go caches were empty). */
+  /** Wall time of the download or build that produced this set (a build is cold when the Go caches were empty). */
   readonly buildSeconds: number;
   readonly componentSeconds: Partial<Record<ComponentName, number>>;
-  /** Size in bytes of each binary as built; a cached binary of another size is rebuilt (absent in older caches). */
+  /** Size in bytes of each binary as written; a cached binary of another size is fetched again (absent in older caches). */
   readonly files?: Partial<Record<ComponentName, number>>;
+  /** Where each component came from: the upstream URL it was downloaded from, or `go` for a build from Go modules. */
+  readonly sources?: Partial<Record<ComponentName, string>>;
+  /** The verified SHA-256 of each downloaded artifact. */
+  readonly sha256?: Partial<Record<ComponentName, string>>;
 }
 
 export function defaultLog(line: string): void {
@@ -107,56 +130,94 @@ export async function resolveBinaries(options: ResolveOptions = {}): Promise<Bin
   const lacking = () => COMPONENT_NAMES.filter((c) => needFromCache(c) && !check.found[c]);
   if (lacking().length > 0) {
     const go = await findGo(env);
-    if (!go || options.build === false) {
+    const source = sourceOf(options, env);
+    const platform = releasePlatform();
+    const canDownload = source !== 'go' && platform !== undefined;
+    const canBuild = go !== undefined && options.build !== false && source !== 'download';
+    if (!canDownload && !canBuild) {
       throw new TestenvError(
         'BinariesMissing',
         check.manifest
           ? damagedMessage(cacheDir, lacking(), check.problems, go !== undefined)
-          : missingMessage(lacking(), go !== undefined, env),
+          : missingMessage(lacking(), { go: go !== undefined, source, platform: platform !== undefined }, {}, env),
       );
     }
-    await mkdir(join(cacheRoot(env), 'bin'), { recursive: true });
+    const binRoot = join(cacheRoot(env), 'bin');
+    await mkdir(binRoot, { recursive: true }).catch((err: unknown) => {
+      throw diskError(err, binRoot) ?? err;
+    });
     await withLock(
       `${cacheDir}.lock`,
       {
         timeoutMs: 90 * 60_000,
-        onWait: (pid) => log(`another process (pid ${pid}) is building the control-plane binaries; waiting for it`),
+        onWait: (pid) => log(`another process (pid ${pid}) is fetching the control-plane binaries; waiting for it`),
       },
       async () => {
-        const now = await checkCache(cacheDir, env); // the process we waited for may have built or repaired it
-        if (!now.manifest) {
-          log(
-            `building the control plane from Go modules (Kubernetes ${KUBERNETES_VERSION}, etcd ${ETCD_VERSION}, ` +
-              `kwok ${KWOK_VERSION}) into ${cacheDir}; a cold build took about 7 minutes on 2 cores here; later starts reuse it`,
-          );
-          const seconds = await buildIntoCache(go, cacheDir, COMPONENT_NAMES, undefined, env, log);
-          log(`control plane built in ${seconds} s`);
-          return;
-        }
-        const broken = COMPONENT_NAMES.filter((c) => !now.found[c]);
+        const now = await checkCache(cacheDir, env); // the process we waited for may have fetched or repaired it
+        let manifest = now.manifest;
+        let broken = manifest ? COMPONENT_NAMES.filter((c) => !now.found[c]) : [...COMPONENT_NAMES];
         if (!broken.some(needFromCache)) return;
+        if (!manifest)
+          await rm(cacheDir, { recursive: true, force: true }); // leftovers of an interrupted fetch
+        else
+          log(
+            `the binary cache ${cacheDir} lacks ${describe(broken, now.problems)}; fetching ${broken.length === 1 ? 'it' : 'them'} again`,
+          );
+        let failures: FetchResult['failures'] = {};
+        if (canDownload && platform) {
+          const mirror = env.OPKIT_DOWNLOAD_MIRROR;
+          log(
+            `downloading ${broken.join(', ')} (Kubernetes ${KUBERNETES_VERSION}, etcd ${ETCD_VERSION}, kwok ${KWOK_VERSION}) ` +
+              `from ${mirror ? `the mirror ${mirror}` : 'the official releases'} into ${cacheDir}, each checked against its published checksum`,
+          );
+          const result = await downloadIntoCache({
+            cacheDir,
+            components: broken,
+            platform,
+            env,
+            log,
+            ...(options.download ? { settings: options.download } : {}),
+          });
+          failures = result.failures;
+          const got = broken.filter((c) => result.downloaded[c]);
+          if (got.length > 0) {
+            if (got.includes('kwok')) await writeKwokStages(cacheDir);
+            manifest = await recordDownloads(cacheDir, manifest, result);
+            log(`downloaded and verified ${got.join(', ')} in ${result.seconds} s`);
+          }
+          broken = broken.filter((c) => !result.downloaded[c]);
+          if (!broken.some(needFromCache)) return;
+          if (!canBuild) {
+            throw new TestenvError(
+              'BinariesMissing',
+              missingMessage(
+                broken.filter(needFromCache),
+                { go: go !== undefined, source, platform: true },
+                failures,
+                env,
+              ),
+            );
+          }
+          for (const c of broken) if (failures[c]) log(`could not download ${c}: ${failures[c]}`);
+        }
+        if (!go) return; // canBuild holds when no download was possible
         log(
-          `the binary cache ${cacheDir} lacks ${describe(broken, now.problems)}; ` +
-            `rebuilding ${broken.length === 1 ? 'it' : 'them'} from Go modules`,
+          `building ${broken.join(', ')} from Go modules (Kubernetes ${KUBERNETES_VERSION}, etcd ${ETCD_VERSION}, ` +
+            `kwok ${KWOK_VERSION}) into ${cacheDir}; a cold build of everything took about 14 minutes on 2 cores here`,
         );
-        const seconds = await buildIntoCache(go, cacheDir, broken, now.manifest, env, log);
-        log(`repaired ${broken.join(', ')} in ${seconds} s`);
+        const seconds = await buildIntoCache(go, cacheDir, broken, manifest, env, log);
+        log(`built ${broken.join(', ')} in ${seconds} s`);
       },
     );
     check = await checkCache(cacheDir, env);
     if (lacking().length > 0) {
-      throw new TestenvError('BinariesMissing', damagedMessage(cacheDir, lacking(), check.problems, true));
+      throw new TestenvError('BinariesMissing', damagedMessage(cacheDir, lacking(), check.problems, go !== undefined));
     }
   }
   const cached = check.found;
   if (cached.kwok && !assets.kwok && !(await exists(join(cacheDir, KWOK_STAGES_FILE)))) {
-    // a cache built before the stages file existed: add it (cheap: reads the kwok module)
-    const go = await findGo(env);
-    if (go) {
-      await withLock(`${cacheDir}.lock`, { timeoutMs: 10 * 60_000 }, () =>
-        writeKwokStages({ go, binDir: cacheDir, workDir: join(cacheRoot(env), 'build'), log }),
-      );
-    }
+    // a cache written before the stages file existed: add it
+    await withLock(`${cacheDir}.lock`, { timeoutMs: 10 * 60_000 }, () => writeKwokStages(cacheDir));
   }
   const merged: Partial<Record<ComponentName, string>> = {};
   for (const c of COMPONENT_NAMES) {
@@ -211,6 +272,10 @@ async function buildIntoCache(
     goVersion: report.goVersion,
     componentSeconds: { ...previous?.componentSeconds, ...report.seconds },
     files: await fileSizes(cacheDir),
+    sources: { ...previous?.sources, ...Object.fromEntries(components.map((c) => [c, 'go'])) },
+    sha256: Object.fromEntries(
+      Object.entries(previous?.sha256 ?? {}).filter(([c]) => !components.includes(c as ComponentName)),
+    ),
   });
   return report.totalSeconds;
 }
@@ -276,9 +341,9 @@ function damagedMessage(
   return (
     `the binary cache ${cacheDir} holds manifest.json but lacks ${describe(missing, problems)}: ` +
     (haveGo
-      ? 'run `npx opkit env build` to rebuild what is missing'
-      : 'install Go ≥ 1.26 and run `npx opkit env build` to rebuild what is missing, or copy the complete directory ' +
-        'from a machine where `npx opkit env build` succeeded') +
+      ? 'run `npx opkit env fetch` to fetch what is missing'
+      : 'run `npx opkit env fetch` to download what is missing, or copy the complete directory from a machine where ' +
+        'it succeeded') +
     ', or set OPKIT_TESTENV_BINARIES to a directory holding every component'
   );
 }
@@ -319,18 +384,63 @@ export async function findGo(env: NodeJS.ProcessEnv = process.env): Promise<stri
   return undefined;
 }
 
-function missingMessage(missing: readonly ComponentName[], haveGo: boolean, env: NodeJS.ProcessEnv): string {
-  const why = haveGo
-    ? 'are not built yet and building is disabled (build: false)'
-    : env.OPKIT_GO
-      ? `are not built yet, and OPKIT_GO=${env.OPKIT_GO} is not an executable Go`
-      : 'are not built yet, and no Go toolchain was found to build them';
+function sourceOf(options: ResolveOptions, env: NodeJS.ProcessEnv): BinarySource {
+  const value = options.source ?? (env.OPKIT_TESTENV_SOURCE || 'auto');
+  if (value === 'auto' || value === 'download' || value === 'go') return value;
+  throw new TestenvError(
+    'InvalidOption',
+    `OPKIT_TESTENV_SOURCE is "${value}": use "go" (build from source), "download" (never build) or leave it unset`,
+  );
+}
+
+/** Writes the manifest after a download: the downloaded files' sizes, URLs and digests, kept with what was there. */
+async function recordDownloads(
+  cacheDir: string,
+  previous: CacheManifest | undefined,
+  result: FetchResult,
+): Promise<CacheManifest> {
+  const got = Object.keys(result.downloaded) as ComponentName[];
+  const manifest: CacheManifest = {
+    kubernetes: KUBERNETES_VERSION,
+    etcd: ETCD_VERSION,
+    kwok: KWOK_VERSION,
+    builtAt: new Date().toISOString(),
+    buildSeconds: result.seconds,
+    ...previous,
+    componentSeconds: { ...previous?.componentSeconds },
+    files: await fileSizes(cacheDir),
+    sources: { ...previous?.sources, ...Object.fromEntries(got.map((c) => [c, result.downloaded[c]?.url])) },
+    sha256: { ...previous?.sha256, ...Object.fromEntries(got.map((c) => [c, result.downloaded[c]?.sha256])) },
+  };
+  await writeManifest(cacheDir, manifest);
+  return manifest;
+}
+
+function missingMessage(
+  missing: readonly ComponentName[],
+  can: { go: boolean; source: BinarySource; platform: boolean },
+  failures: Readonly<Partial<Record<ComponentName, string>>>,
+  env: NodeJS.ProcessEnv,
+): string {
+  const why: string[] = [];
+  if (can.source === 'go') why.push('downloads are off (OPKIT_TESTENV_SOURCE=go or source: "go")');
+  else if (!can.platform)
+    why.push(`no official release binaries exist for ${process.platform}/${process.arch} (only linux amd64 and arm64)`);
+  for (const c of missing) if (failures[c]) why.push(`downloading ${c} failed: ${failures[c]}`);
+  if (can.source === 'download') why.push('building from source is off (OPKIT_TESTENV_SOURCE=download)');
+  else if (!can.go)
+    why.push(
+      env.OPKIT_GO ? `OPKIT_GO=${env.OPKIT_GO} is not an executable Go` : 'no Go toolchain was found to build them',
+    );
+  else why.push('building is disabled (build: false)');
   return [
-    `the local control plane needs ${missing.join(', ')}, which ${why}.`,
+    `the local control plane needs ${missing.join(', ')}, which could not be provided:`,
+    ...why.map((w) => `  - ${w};`),
     'Provide them in one of these ways:',
+    '  - set OPKIT_DOWNLOAD_MIRROR to a mirror holding the release files under <base>/HOST/PATH (write one with `npx opkit env mirror DIR` on a machine that has them);',
     '  - set OPKIT_TESTENV_BINARIES (or the binaryDir option) to a directory holding every one of them;',
     '  - set KUBEBUILDER_ASSETS to a setup-envtest directory (etcd, kube-apiserver) and provide the rest as above;',
     `  - install Go ≥ 1.26 (on PATH, in $GOROOT, at /usr/local/go or named by OPKIT_GO) so opkit builds them into ${binaryCacheDir(env)};`,
-    '  - or run `npx opkit env build` on a machine with Go and copy that directory here.',
+    '  - or run `npx opkit env fetch` on a machine that can and copy that directory here.',
   ].join('\n');
 }

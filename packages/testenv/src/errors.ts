@@ -13,7 +13,11 @@ export type TestenvErrorCode =
   | 'ApiRequestFailed'
   | 'CertificateFailed'
   | 'InvalidOption'
-  | 'NotRunning';
+  | 'NotRunning'
+  | 'DownloadFailed'
+  | 'ChecksumMismatch'
+  | 'DiskFull'
+  | 'CacheNotWritable';
 
 export class TestenvError extends Error {
   override readonly name = 'TestenvError';

@@ -4,12 +4,14 @@
  * `start()` runs etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok (simulated nodes, so pods are
  * scheduled and become Running and Ready) on 127.0.0.1 with free ports, and returns an `Environment` with an admin
  * kubeconfig, `kubeconfigFor(serviceAccount)` for least-privilege tests, `restart(component)` for fault tests, and
- * `stop()`. Binaries come from an explicit directory, KUBEBUILDER_ASSETS, the user cache, or a build from Go modules.
+ * `stop()`. Binaries come from an explicit directory, KUBEBUILDER_ASSETS, the user cache, a verified download of the
+ * official releases (or a mirror of them), or a build from Go modules.
  */
 export { ApiClient, type ApiRequest, type ApiResponse } from './api.ts';
 export { type AuditEvent, type AuditLogSlice, auditLogSize, readAuditLog, WRITE_VERBS } from './audit-log.ts';
 export {
   type BinaryPaths,
+  type BinarySource,
   binaryCacheDir,
   type CacheManifest,
   findGo,
@@ -33,6 +35,8 @@ export { isTestenvError, TestenvError, type TestenvErrorCode } from './errors.ts
 export { type FaultMode, FaultProxy, type FaultProxyOptions, type FaultProxyStats, targetOf } from './fault-proxy.ts';
 export type { Kubeconfig } from './kubeconfig.ts';
 export { type LockOptions, withLock } from './lock.ts';
+export { type MirrorEntry, writeMirror } from './mirror.ts';
 export { cacheRoot } from './paths.ts';
+export { type ReleasePlatform, releasePlatform } from './release.ts';
 export { ETCD_VERSION, KUBERNETES_VERSION, KWOK_VERSION } from './versions.ts';
 export { waitFor } from './wait.ts';

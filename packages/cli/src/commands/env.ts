@@ -1,14 +1,15 @@
 /**
  * @module commands/env
- * `opkit env up | status | down | build`: a persistent local cluster for development, owned by a background process
- * (see env/daemon.ts). `up` builds or finds the binaries in the foreground (showing progress), starts the daemon,
+ * `opkit env up | status | down | fetch | mirror`: a persistent local cluster for development, owned by a background
+ * process (see env/daemon.ts). `up` finds, downloads or builds the binaries in the foreground (showing progress), starts the daemon,
  * waits until the cluster is ready and prints `export KUBECONFIG=…`. `up` on a running cluster only prints that line.
  * `up` runs under a lock per cluster name: a second `up` of the same cluster waits for the first and reports the
  * cluster it started (or waits for a daemon that is still starting); only one daemon ever owns a state directory.
+ * `fetch` (alias `build`) only provides the binaries; `mirror DIR` writes them in the layout OPKIT_DOWNLOAD_MIRROR serves.
  */
 import { spawn } from 'node:child_process';
 import { mkdir, open, readFile, rm, writeFile } from 'node:fs/promises';
-import { dirname } from 'node:path';
+import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import {
@@ -16,8 +17,10 @@ import {
   KUBERNETES_VERSION,
   REQUIRED_COMPONENTS,
   readCacheManifest,
+  releasePlatform,
   resolveBinaries,
   withLock,
+  writeMirror,
 } from '@opkit/testenv';
 import { type ClusterStatus, type DaemonInfo, paths, readJson, stateDir } from '../env/state.ts';
 import { CliError } from '../errors.ts';
@@ -28,16 +31,22 @@ A local Kubernetes cluster for development: etcd, kube-apiserver, kube-controlle
 fake nodes, running in the background on 127.0.0.1.
 
 Commands:
-  up       start the cluster (building the binaries first if needed) and print export KUBECONFIG=...
-  status   show whether the cluster runs, its address, kubeconfig and processes
-  down     stop the cluster and remove its files
-  build    build or locate the control-plane binaries only
+  up          start the cluster (fetching the binaries first if needed) and print export KUBECONFIG=...
+  status      show whether the cluster runs, its address, kubeconfig and processes
+  down        stop the cluster and remove its files
+  fetch       download (or build) and locate the control-plane binaries only; "build" is an alias
+  mirror DIR  write this machine's binaries and their checksum files into DIR, laid out for OPKIT_DOWNLOAD_MIRROR
 
 Options:
   --name NAME     cluster name (default "default"); several clusters can run side by side
   --nodes N       kwok fake nodes for "up" (default 3)
   --timeout SEC   how long "up" waits for readiness once the binaries exist (default 120)
+  --from-source   build missing binaries from Go modules instead of downloading them (as OPKIT_TESTENV_SOURCE=go)
   -h, --help      show this help
+
+Binaries come from OPKIT_TESTENV_BINARIES, KUBEBUILDER_ASSETS, the cache, a download of the official releases
+verified against their published checksums (OPKIT_DOWNLOAD_MIRROR=<base> fetches https://HOST/PATH from
+<base>/HOST/PATH; HTTPS_PROXY and NO_PROXY are honoured), or a build with Go.
 `;
 
 // The sibling module as this one is run: `.ts` from the sources, `.js` from the built package.
@@ -49,6 +58,8 @@ interface EnvFlags {
   name: string;
   nodes: number;
   timeoutMs: number;
+  /** `go` with --from-source; otherwise OPKIT_TESTENV_SOURCE decides. */
+  source?: 'go';
 }
 
 export async function envCommand(argv: readonly string[], out: (line: string) => void): Promise<number> {
@@ -60,6 +71,7 @@ export async function envCommand(argv: readonly string[], out: (line: string) =>
       name: { type: 'string', default: 'default' },
       nodes: { type: 'string', default: '3' },
       timeout: { type: 'string', default: '120' },
+      'from-source': { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
@@ -68,7 +80,12 @@ export async function envCommand(argv: readonly string[], out: (line: string) =>
     out(ENV_HELP);
     return values.help ? 0 : 2;
   }
-  if (extra.length > 0) throw new CliError('Usage', `unexpected argument "${extra[0]}"; see opkit env --help`);
+  const wanted = sub === 'mirror' ? 1 : 0;
+  if (extra.length > wanted)
+    throw new CliError('Usage', `unexpected argument "${extra[wanted]}"; see opkit env --help`);
+  if (extra.length < wanted) {
+    throw new CliError('Usage', 'env mirror needs the directory to write into: opkit env mirror DIR');
+  }
   const nodes = Number(values.nodes);
   if (!Number.isInteger(nodes) || nodes < 0 || nodes > 1000) {
     throw new CliError('Usage', `--nodes must be a whole number from 0 to 1000, got "${values.nodes}"`);
@@ -80,7 +97,12 @@ export async function envCommand(argv: readonly string[], out: (line: string) =>
   if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(values.name)) {
     throw new CliError('Usage', `--name must be lower-case letters, digits and '-', got "${values.name}"`);
   }
-  const flags: EnvFlags = { name: values.name, nodes, timeoutMs: timeout * 1000 };
+  const flags: EnvFlags = {
+    name: values.name,
+    nodes,
+    timeoutMs: timeout * 1000,
+    ...(values['from-source'] ? { source: 'go' as const } : {}),
+  };
   switch (sub) {
     case 'up':
       return up(flags, out);
@@ -88,10 +110,13 @@ export async function envCommand(argv: readonly string[], out: (line: string) =>
       return status(flags, out);
     case 'down':
       return down(flags, out);
+    case 'fetch':
     case 'build':
-      return build(out);
+      return fetchBinaries(flags, out);
+    case 'mirror':
+      return mirror(flags, extra[0] as string, out);
     default:
-      throw new CliError('Usage', `unknown command "env ${sub}"; the commands are up, status, down, build`);
+      throw new CliError('Usage', `unknown command "env ${sub}"; the commands are up, status, down, fetch, mirror`);
   }
 }
 
@@ -133,8 +158,8 @@ async function upLocked(flags: EnvFlags, out: (line: string) => void): Promise<n
     out(`opkit: cluster "${flags.name}" is starting (daemon of an earlier "opkit env up"); waiting for it`);
     return waitReady(flags, out);
   }
-  // Foreground: find or build the binaries, so build progress is visible here.
-  await resolveBinaries({ log: (line) => out(`opkit: ${line}`) });
+  // Foreground: find, download or build the binaries, so their progress is visible here.
+  await resolveBinaries({ log: (line) => out(`opkit: ${line}`), ...(flags.source ? { source: flags.source } : {}) });
   await rm(dir, { recursive: true, force: true }); // a stale state dir of a dead daemon
   await mkdir(dir, { recursive: true });
   const log = await open(files.log, 'a');
@@ -235,17 +260,52 @@ async function downLocked(flags: EnvFlags, out: (line: string) => void): Promise
   return 0;
 }
 
-async function build(out: (line: string) => void): Promise<number> {
-  const paths = await resolveBinaries({ log: (line) => out(`opkit: ${line}`) });
+async function fetchBinaries(flags: EnvFlags, out: (line: string) => void): Promise<number> {
+  const paths = await resolveBinaries({
+    log: (line) => out(`opkit: ${line}`),
+    ...(flags.source ? { source: flags.source } : {}),
+  });
   for (const name of [...REQUIRED_COMPONENTS, 'kubectl' as const]) {
     const p = paths[name];
     if (p) out(`${name.padEnd(24)} ${p}`);
   }
   const manifest = await readCacheManifest();
   if (manifest) {
-    out(
-      `cache: ${binaryCacheDir()} (built ${manifest.builtAt} with ${manifest.goVersion} in ${manifest.buildSeconds} s)`,
+    const sources = Object.values(manifest.sources ?? {});
+    const built = sources.filter((s) => s === 'go').length;
+    const downloaded = sources.length - built;
+    const how = [
+      downloaded > 0 ? `${downloaded} downloaded and verified` : '',
+      built > 0 || sources.length === 0 ? `built with ${manifest.goVersion ?? 'Go'}` : '',
+    ]
+      .filter(Boolean)
+      .join(', ');
+    out(`cache: ${binaryCacheDir()} (${how}; written ${manifest.builtAt} in ${manifest.buildSeconds} s)`);
+    if (flags.source === 'go' && downloaded > 0) {
+      out(
+        `opkit: the cache already holds downloaded binaries; delete ${binaryCacheDir()} to build them all from source`,
+      );
+    }
+  }
+  return 0;
+}
+
+async function mirror(flags: EnvFlags, dir: string, out: (line: string) => void): Promise<number> {
+  const platform = releasePlatform();
+  if (!platform) {
+    throw new CliError(
+      'Usage',
+      `official release binaries exist for linux amd64 and arm64 only; this machine is ${process.platform}/${process.arch}, so there is no layout to mirror`,
     );
   }
+  const paths = await resolveBinaries({
+    log: (line) => out(`opkit: ${line}`),
+    ...(flags.source ? { source: flags.source } : {}),
+  });
+  const target = resolve(dir);
+  const entries = await writeMirror(target, paths, platform);
+  for (const e of entries) out(`${e.component.padEnd(24)} ${e.path}  sha256 ${e.sha256}`);
+  out(`opkit: wrote ${entries.length} binaries and their checksum files into ${target}`);
+  out('opkit: serve that directory over HTTP(S) and set OPKIT_DOWNLOAD_MIRROR to its URL on the machines that use it');
   return 0;
 }
