@@ -107,12 +107,15 @@ interface Packed {
 }
 
 async function buildAndStage(w: Workspace, version: string, ours: ReadonlySet<string>, stage: string): Promise<Packed> {
-  // built straight into the stage: the repository's own packages keep running their sources, never a stale build
-  const dir = join(stage, w.manifest.name.replace('/', '+'));
-  await mkdir(dir, { recursive: true });
-  const tsc = run(bin('tsc'), ['-p', 'tsconfig.build.json', '--outDir', join(dir, 'dist')], w.dir);
+  // built in place (the next package's build reads this one's .d.ts through its exports), staged, and removed again
+  // when the release ends (see release()): the repository's `opkit` bin never runs a stale build
+  await rm(join(w.dir, 'dist'), { recursive: true, force: true });
+  const tsc = run(bin('tsc'), ['-p', 'tsconfig.build.json'], w.dir);
   if (tsc.status !== 0)
     throw new ReleaseError('CheckFailed', `${w.manifest.name} does not build: ${firstLine(tsc.stdout + tsc.stderr)}`);
+  const dir = join(stage, w.manifest.name.replace('/', '+'));
+  await mkdir(dir, { recursive: true });
+  await cp(join(w.dir, 'dist'), join(dir, 'dist'), { recursive: true });
   for (const extra of ['README.md', 'LICENSE'])
     await cp(join(w.dir, extra), join(dir, extra)).catch((e: NodeJS.ErrnoException) => {
       if (e.code !== 'ENOENT') throw e;
@@ -244,6 +247,7 @@ export async function release(argv: readonly string[], out: (line: string) => vo
     }
   } finally {
     await rm(stage, { recursive: true, force: true });
+    for (const w of order) await rm(join(w.dir, 'dist'), { recursive: true, force: true });
   }
 }
 
