@@ -159,3 +159,26 @@ test('a proxy-url tunnels the requests through the proxy (CONNECT)', async () =>
   assert.deepEqual(connects, [new URL(url).host]);
   t.close();
 });
+
+test('a watch retried after a 401 (credentials refreshed) still ends when its signal aborts', async () => {
+  let invalidated = 0;
+  const auth: Authenticator = {
+    credentials: async () => ({ headers: {} }),
+    invalidate() {
+      invalidated += 1;
+    },
+  };
+  const { url } = await serve((_req, res, nth) => {
+    if (nth === 1) return json(res, 401, { kind: 'Status', code: 401, reason: 'Unauthorized' });
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.flushHeaders(); // an open watch that says nothing
+  });
+  const t = transport(url, { auth });
+  const ctl = new AbortController();
+  const res = await t.stream({ path: '/api/v1/configmaps', query: { watch: 1 }, signal: ctl.signal });
+  assert.equal(invalidated, 1);
+  const closed = new Promise((resolve) => res.once('close', resolve));
+  ctl.abort();
+  await closed; // the retried request is still tied to the signal
+  t.close();
+});

@@ -167,31 +167,31 @@ export class Transport {
   async stream(req: Omit<TransportRequest, 'method' | 'body' | 'contentType'>): Promise<IncomingMessage> {
     const full: TransportRequest = { ...req, method: 'GET' };
     const cut = linked([req.signal, req.bound], (reason) => aborted(full, reason));
-    for (let attempt = 0; ; attempt++) {
-      let res: IncomingMessage;
-      try {
-        res = await this.#send(full, cut.signal, attempt);
-      } catch (err) {
-        cut.dispose();
+    let handedOff = false;
+    try {
+      for (let attempt = 0; ; attempt++) {
+        const res = await this.#send(full, cut.signal, attempt);
+        if (res.statusCode === 200) {
+          // the caller reads on: the links go when the response does
+          res.once('close', () => cut.dispose());
+          handedOff = true;
+          return res;
+        }
+        const text = await readBody(res, full, cut.signal);
+        const err = ApiError.fromResponse(
+          res.statusCode ?? 0,
+          parseMaybe(text),
+          `GET ${req.path}`,
+          header(res, 'retry-after'),
+        );
+        if (res.statusCode === 401 && attempt === 0) {
+          this.#options.config.auth.invalidate();
+          continue;
+        }
         throw err;
       }
-      if (res.statusCode === 200) {
-        // the caller reads on: the links go when the response does
-        res.once('close', () => cut.dispose());
-        return res;
-      }
-      const text = await readBody(res, full, cut.signal).finally(() => cut.dispose());
-      const err = ApiError.fromResponse(
-        res.statusCode ?? 0,
-        parseMaybe(text),
-        `GET ${req.path}`,
-        header(res, 'retry-after'),
-      );
-      if (res.statusCode === 401 && attempt === 0) {
-        this.#options.config.auth.invalidate();
-        continue;
-      }
-      throw err;
+    } finally {
+      if (!handedOff) cut.dispose();
     }
   }
 
