@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { before, describe, test } from 'node:test';
 import { type Environment, FaultProxy, targetOf } from '@opkit/testenv';
 import {
   Cache,
@@ -15,27 +15,16 @@ import {
   requeueAfter,
   TerminalError,
 } from '../src/index.ts';
-import { clientVia, installWidgetCrd, recordingLogger, startEnv, type Widget, Widgets, waitFor } from './support.ts';
+import { clientVia, recordingLogger, type Widget, Widgets, waitFor, widgetControlPlane } from './support.ts';
 
 describe('controllers against a real apiserver', () => {
+  const plane = widgetControlPlane();
   let env: Environment;
   let client: Client;
-  const stops: AbortController[] = [];
-  before(async () => {
-    ({ env, client } = await startEnv());
-    await installWidgetCrd(client);
+  before(() => {
+    ({ env, client } = plane);
   });
-  after(async () => {
-    for (const s of stops) s.abort();
-    client?.close();
-    await env?.stop();
-  });
-
-  function stopper(): AbortSignal {
-    const c = new AbortController();
-    stops.push(c);
-    return c.signal;
-  }
+  const stopper = (): AbortSignal => plane.stopper().signal;
 
   test('expectations: with watch events delayed, repeated reconciles of a scale-up create exactly N children', async () => {
     await client.create(Namespaces, { metadata: { name: 'exp' } });

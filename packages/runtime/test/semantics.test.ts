@@ -4,7 +4,7 @@
  * bounded drain with a hung request, adopting and releasing children, and impersonation.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { before, describe, test } from 'node:test';
 import { type Environment, FaultProxy, targetOf } from '@opkit/testenv';
 import {
   ApiError,
@@ -23,27 +23,16 @@ import {
   Namespaces,
   type Request,
 } from '../src/index.ts';
-import { clientVia, installWidgetCrd, startEnv, type Widget, Widgets, waitFor } from './support.ts';
+import { clientVia, type Widget, Widgets, waitFor, widgetControlPlane } from './support.ts';
 
 describe('client-go and controller-runtime semantics on a real apiserver', () => {
+  const plane = widgetControlPlane();
   let env: Environment;
   let client: Client;
-  const stops: AbortController[] = [];
-  before(async () => {
-    ({ env, client } = await startEnv());
-    await installWidgetCrd(client);
+  before(() => {
+    ({ env, client } = plane);
   });
-  after(async () => {
-    for (const s of stops) s.abort();
-    client?.close();
-    await env?.stop();
-  });
-
-  function stopper(): AbortController {
-    const c = new AbortController();
-    stops.push(c);
-    return c;
-  }
+  const stopper = (): AbortController => plane.stopper();
 
   async function namespace(name: string): Promise<void> {
     await client.create(Namespaces, { metadata: { name } });

@@ -4,6 +4,7 @@
  * and scale subresources), a logger that records entries, and polling.
  */
 
+import { after, before } from 'node:test';
 import { type Environment, start, waitFor } from '@opkit/testenv';
 import {
   Client,
@@ -99,6 +100,46 @@ export async function installWidgetCrd(client: Client): Promise<void> {
 }
 
 export { waitFor };
+
+/**
+ * For one `describe` block: a control plane with the Widget CRD, started before its tests and stopped after them,
+ * with `stopper()` for signals that are aborted at the end (controllers the tests leave running).
+ */
+export function widgetControlPlane(): {
+  readonly env: Environment;
+  readonly client: Client;
+  stopper(): AbortController;
+} {
+  let started: { env: Environment; client: Client } | undefined;
+  const stops: AbortController[] = [];
+  before(async () => {
+    const { env, client } = await startEnv();
+    started = { env, client };
+    await installWidgetCrd(client);
+  });
+  after(async () => {
+    for (const s of stops) s.abort();
+    started?.client.close();
+    await started?.env.stop();
+  });
+  const get = () => {
+    if (!started) throw new Error('the control plane is used before its before() hook ran');
+    return started;
+  };
+  return {
+    get env() {
+      return get().env;
+    },
+    get client() {
+      return get().client;
+    },
+    stopper() {
+      const c = new AbortController();
+      stops.push(c);
+      return c;
+    },
+  };
+}
 
 export interface LogEntry {
   readonly level: 'debug' | 'info' | 'warn' | 'error';
