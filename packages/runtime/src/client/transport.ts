@@ -325,7 +325,7 @@ export class Transport {
  * as UTF-8 bytes, as kubectl sends them (Node writes header strings as Latin-1, so they are given as such); an extra's
  * key is percent-encoded down to header-name characters.
  */
-export function impersonationHeaders(imp: Impersonation | undefined): Record<string, string | string[]> {
+function impersonationHeaders(imp: Impersonation | undefined): Record<string, string | string[]> {
   if (!imp) return {};
   const bytes = (v: string) => Buffer.from(v, 'utf8').toString('latin1');
   const out: Record<string, string | string[]> = { 'impersonate-user': bytes(imp.user) };

@@ -10,7 +10,8 @@ export interface TimerSource {
   setTimer(ms: number, fn: () => void): { cancel(): void };
 }
 
-const nodeTimers: TimerSource = {
+/** Node's own timers (ref'd: a pending one keeps the process alive). */
+export const nodeTimers: TimerSource = {
   setTimer(ms, fn) {
     const t = setTimeout(fn, ms);
     return { cancel: () => clearTimeout(t) };

@@ -22,7 +22,7 @@
 import { type Lease, Leases } from '../client/builtins.ts';
 import type { Client } from '../client/client.ts';
 import { isApiError } from '../client/errors.ts';
-import { sleep } from '../internal/sleep.ts';
+import { nodeTimers, sleep } from '../internal/sleep.ts';
 import type { Logger } from '../logger.ts';
 import type { Clock } from '../workqueue/index.ts';
 
@@ -30,13 +30,7 @@ import type { Clock } from '../workqueue/index.ts';
 export type LeaseClient = Pick<Client, 'get' | 'create' | 'update'>;
 
 /** A monotonic clock: `performance.now()` and Node's timers. */
-export const monotonicClock: Clock = {
-  now: () => performance.now(),
-  setTimer(ms, fn) {
-    const t = setTimeout(fn, Math.max(0, ms));
-    return { cancel: () => clearTimeout(t) };
-  },
-};
+const monotonicClock: Clock = { now: () => performance.now(), setTimer: nodeTimers.setTimer };
 
 export interface LeaderElectionOptions {
   readonly client: LeaseClient;
