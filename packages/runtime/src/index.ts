@@ -113,6 +113,7 @@ export {
   type ValidationRule,
 } from './crd/kind.ts';
 export { CrdSchemaError, structuralSchema } from './crd/schema.ts';
+export { isOpkitError, OpkitError } from './errors.ts';
 export {
   ClaimError,
   type ClaimErrorCode,

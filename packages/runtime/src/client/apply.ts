@@ -6,14 +6,19 @@
  * waited for until Established before the next object, so a file can carry a CRD and objects of its kind. `deleteAll`
  * removes manifests in reverse order and ignores what is already gone.
  */
+
 import yaml from 'js-yaml';
+import { OpkitError } from '../errors.ts';
 import type { APIResource, Client } from './client.ts';
 import { isNotFound } from './errors.ts';
 import { type KubeObject, type ResourceType, resource } from './resource.ts';
 
-export class ManifestError extends Error {
+export class ManifestError extends OpkitError<'InvalidManifest'> {
   override readonly name = 'ManifestError';
-  readonly code = 'InvalidManifest' as const;
+
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('InvalidManifest', message, options);
+  }
 }
 
 /** The objects of a multi-document YAML (empty documents skipped); each must have apiVersion, kind, metadata.name. */

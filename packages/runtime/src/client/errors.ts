@@ -9,6 +9,7 @@
  * Retryable: Conflict, TooManyRequests, Timeout, ServerTimeout, Unavailable, InternalError, Network, Inactive,
  * Gone (by relisting). Not retryable: NotFound, AlreadyExists, Forbidden, Unauthorized, Invalid, BadRequest, MethodNotAllowed.
  */
+import { OpkitError } from '../errors.ts';
 
 export type ApiErrorCode =
   | 'BadRequest'
@@ -100,9 +101,8 @@ const RETRYABLE: ReadonlySet<ApiErrorCode> = new Set([
   'Inactive',
 ]);
 
-export class ApiError extends Error {
+export class ApiError extends OpkitError<ApiErrorCode> {
   override readonly name = 'ApiError';
-  readonly code: ApiErrorCode;
   /** HTTP status, 0 when no response was received. */
   readonly status: number;
   readonly reason: string | undefined;
@@ -123,8 +123,7 @@ export class ApiError extends Error {
       cause?: unknown;
     } = {},
   ) {
-    super(message, init.cause === undefined ? undefined : { cause: init.cause });
-    this.code = code;
+    super(code, message, { cause: init.cause });
     this.status = init.status ?? 0;
     this.reason = init.reason;
     this.causes = init.causes ?? [];

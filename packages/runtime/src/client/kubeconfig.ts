@@ -15,17 +15,22 @@
  * `invalidate()` (the transport calls it on a 401). Errors name the file and the field to fix. Nothing the kubeconfig
  * asks for is silently ignored: impersonation and proxies are applied to every request.
  */
+
 import { execFile } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { delimiter, dirname, isAbsolute, join, sep } from 'node:path';
 import yaml from 'js-yaml';
+import { OpkitError } from '../errors.ts';
 import { checkProxyUrl, proxyFor } from './proxy.ts';
 
-export class KubeconfigError extends Error {
+export class KubeconfigError extends OpkitError<'InvalidKubeconfig'> {
   override readonly name = 'KubeconfigError';
-  readonly code = 'InvalidKubeconfig' as const;
+
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('InvalidKubeconfig', message, options);
+  }
 }
 
 /** Credentials to attach to one request. */

@@ -4,6 +4,7 @@
  * `matchLabels` record or a LabelSelector object, and match labels against it (for reads from the cache). A malformed
  * selector is a `SelectorError` naming the requirement at fault.
  */
+import { OpkitError } from '../errors.ts';
 
 export type Operator = 'In' | 'NotIn' | 'Exists' | 'DoesNotExist';
 
@@ -21,9 +22,12 @@ export interface LabelSelector {
 
 export type SelectorInput = string | LabelSelector | Readonly<Record<string, string>>;
 
-export class SelectorError extends Error {
+export class SelectorError extends OpkitError<'InvalidSelector'> {
   override readonly name = 'SelectorError';
-  readonly code = 'InvalidSelector' as const;
+
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('InvalidSelector', message, options);
+  }
 }
 
 export class Selector {

@@ -22,6 +22,7 @@
  * - Stopping (the `start` signal aborts): no new work is taken; in-flight reconciles may finish for
  *   `drainTimeoutMs` (default 2 s), after which their `ctx.signal` aborts, and with it their requests.
  */
+
 import { randomUUID } from 'node:crypto';
 import type { Cache } from '../cache/cache.ts';
 import type { Informer } from '../cache/informer.ts';
@@ -29,6 +30,7 @@ import type { Store } from '../cache/store.ts';
 import type { Client } from '../client/client.ts';
 import { isApiError } from '../client/errors.ts';
 import { type KubeObject, objectKey, parseKey, type ResourceType } from '../client/resource.ts';
+import { OpkitError } from '../errors.ts';
 import { type Logger, silentLogger } from '../logger.ts';
 import type { Metrics } from '../metrics.ts';
 import { type Clock, type RateLimiter, realClock, WorkQueue } from '../workqueue/index.ts';
@@ -57,14 +59,8 @@ export interface ControllerOptions {
   readonly resyncPeriodMs?: number;
 }
 
-export class ControllerError extends Error {
+export class ControllerError extends OpkitError<'CacheSyncTimeout' | 'AlreadyStarted'> {
   override readonly name = 'ControllerError';
-  readonly code: 'CacheSyncTimeout' | 'AlreadyStarted';
-
-  constructor(code: ControllerError['code'], message: string) {
-    super(message);
-    this.code = code;
-  }
 }
 
 /** Time in-flight reconciles get on stop before their `ctx.signal` aborts, unless configured. */

@@ -9,6 +9,7 @@
 import type { Cache } from '../cache/cache.ts';
 import type { Client } from '../client/client.ts';
 import type { KubeObject, ObjectRef, ResourceType } from '../client/resource.ts';
+import { OpkitError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 
 /** The object to reconcile: namespace (for namespaced kinds) and name. */
@@ -60,9 +61,12 @@ export interface Reconciler {
 export type ReconcileFunc = (request: Request, ctx: ReconcileContext) => Promise<Result | undefined | void>;
 
 /** An error that retrying will not fix (bad user input the controller cannot act on). Not requeued. */
-export class TerminalError extends Error {
+export class TerminalError extends OpkitError<'Terminal'> {
   override readonly name = 'TerminalError';
-  readonly code = 'Terminal' as const;
+
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('Terminal', message, options);
+  }
 }
 
 export function isTerminalError(err: unknown): err is TerminalError {

@@ -18,18 +18,19 @@
  * declared outside them; CEL rules, regular expressions and formats are passed through unchecked — the apiserver
  * compiles them when the CRD is applied.
  */
+
 import type { TSchema } from '@sinclair/typebox';
 import { Kind } from '@sinclair/typebox';
+import { OpkitError } from '../errors.ts';
 
 /** A schema or definition that cannot become a valid CustomResourceDefinition. */
-export class CrdSchemaError extends Error {
+export class CrdSchemaError extends OpkitError<'InvalidCrdSchema'> {
   override readonly name = 'CrdSchemaError';
-  readonly code = 'InvalidCrdSchema';
   /** Where: a JSON path into the schema (`spec.env[].value`) or a field of a kind definition (`group`); '' = root. */
   readonly path: string;
 
   constructor(path: string, message: string) {
-    super(`${path === '' ? '(root)' : path}: ${message}`);
+    super('InvalidCrdSchema', `${path === '' ? '(root)' : path}: ${message}`);
     this.path = path;
   }
 }

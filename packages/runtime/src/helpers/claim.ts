@@ -17,22 +17,18 @@
  * `cause` holds the errors); the owner re-read is done at most once per call. Needs `get` on the owner's kind and
  * `patch` on the children's kind.
  */
+
 import type { Client } from '../client/client.ts';
 import { isConflict, isNotFound } from '../client/errors.ts';
 import { type KubeObject, type ResourceType, refOf } from '../client/resource.ts';
+import { OpkitError } from '../errors.ts';
 import { controllerOf, removeOwnerReference, setControllerReference } from './ownerrefs.ts';
 
 export type ClaimErrorCode = 'OwnerChanged' | 'ClaimFailed';
 
 /** Adopting or releasing failed (`ClaimFailed`, the errors in `cause`), or the owner is not the one the cache showed. */
-export class ClaimError extends Error {
+export class ClaimError extends OpkitError<ClaimErrorCode> {
   override readonly name = 'ClaimError';
-  readonly code: ClaimErrorCode;
-
-  constructor(code: ClaimErrorCode, message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.code = code;
-  }
 }
 
 export interface ClaimOptions<O extends KubeObject, C extends KubeObject> {

@@ -14,7 +14,9 @@
  * An object without `metadata.namespace` and a namespaced owner is taken to be created in the owner's namespace: its
  * `metadata.namespace` is set to the owner's (unless `objectType` says it is cluster-scoped).
  */
+
 import type { KubeObject, ObjectMeta, OwnerReference, ResourceType } from '../client/resource.ts';
+import { OpkitError } from '../errors.ts';
 
 export type OwnerReferenceErrorCode =
   | 'AlreadyOwned'
@@ -23,14 +25,8 @@ export type OwnerReferenceErrorCode =
   | 'MissingUid';
 
 /** An owner reference that the API or its garbage collector would not honour. */
-export class OwnerReferenceError extends Error {
+export class OwnerReferenceError extends OpkitError<OwnerReferenceErrorCode> {
   override readonly name = 'OwnerReferenceError';
-  readonly code: OwnerReferenceErrorCode;
-
-  constructor(code: OwnerReferenceErrorCode, message: string) {
-    super(message);
-    this.code = code;
-  }
 }
 
 export interface OwnerReferenceOptions {

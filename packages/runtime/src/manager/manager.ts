@@ -19,6 +19,7 @@
  * that fails — stop everything at once, Event writes included; `start` rejects with a `ManagerError` and `run()` exits
  * 1 with a one-line reason.
  */
+
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { Cache, type CacheOptions } from '../cache/cache.ts';
@@ -27,6 +28,7 @@ import { isApiError } from '../client/errors.ts';
 import { type ResourceType, resourceId } from '../client/resource.ts';
 import { type BuilderOptions, ControllerBuilder } from '../controller/builder.ts';
 import { type Controller, DEFAULT_DRAIN_TIMEOUT_MS } from '../controller/controller.ts';
+import { OpkitError } from '../errors.ts';
 import { EventRecorder } from '../helpers/events.ts';
 import { sleep } from '../internal/sleep.ts';
 import { createLogger, type Logger } from '../logger.ts';
@@ -81,14 +83,8 @@ export type ManagerErrorCode =
   | 'RunnableFailed'
   | 'BindFailed';
 
-export class ManagerError extends Error {
+export class ManagerError extends OpkitError<ManagerErrorCode> {
   override readonly name = 'ManagerError';
-  readonly code: ManagerErrorCode;
-
-  constructor(code: ManagerErrorCode, message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.code = code;
-  }
 }
 
 /** Anything the manager runs: started with a signal, resolves when stopped. */

@@ -20,14 +20,19 @@
  *
  * A bad value is a `SettingsError` naming the flag (or variable) and what it accepts.
  */
+
 import { parseArgs } from 'node:util';
+import { OpkitError } from '../errors.ts';
 import { createLogger, type LogLevel } from '../logger.ts';
 import type { ManagerOptions } from './manager.ts';
 import { parseBindAddress } from './server.ts';
 
-export class SettingsError extends Error {
+export class SettingsError extends OpkitError<'InvalidSetting'> {
   override readonly name = 'SettingsError';
-  readonly code = 'InvalidSetting' as const;
+
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('InvalidSetting', message, options);
+  }
 }
 
 export const SETTINGS_HELP = `Manager options:
