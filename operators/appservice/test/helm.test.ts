@@ -175,7 +175,7 @@ describe('the Helm chart on testenv, with the real helm', () => {
     const deployed = run(
       process.execPath,
       [
-        ...process.execArgv,
+        '--conditions=@opkit/source',
         OPKIT,
         'deploy',
         '--helm',
