@@ -4,7 +4,7 @@
  * its `exitCode`. Errors of @opkit/testenv are shown the same way. `describeSystemError` turns a failed file-system or
  * process call (ENOTDIR, EACCES, …) into such a one-line message naming the path and what to do.
  */
-export type CliErrorCode = 'Usage' | 'ClusterNotRunning' | 'ClusterFailed' | 'Timeout' | 'FileSystem';
+export type CliErrorCode = 'Usage' | 'ClusterNotRunning' | 'ClusterFailed' | 'Timeout' | 'FileSystem' | 'HelmFailed';
 
 export class CliError extends Error {
   override readonly name = 'CliError';

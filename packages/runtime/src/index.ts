@@ -149,8 +149,11 @@ export {
   setControllerReference,
   setOwnerReference,
 } from './helpers/ownerrefs.ts';
+// metrics auth
 export {
   managerPermissions,
+  metricsAuthPermissions,
+  metricsReaderClusterRole,
   type Permission,
   type PolicyRule,
   permission,
@@ -177,6 +180,21 @@ export {
   type ManagerOptions,
   type Runnable,
 } from './manager/manager.ts';
+export {
+  bearerToken,
+  MetricsAuthError,
+  type MetricsAuthErrorCode,
+  type ScrapeAuthOptions,
+  ScrapeAuthorizer,
+  type ScrapeDecision,
+  type ScrapeRequest,
+  type SubjectAccessReview,
+  SubjectAccessReviews,
+  type TokenReview,
+  TokenReviews,
+} from './manager/metricsauth.ts';
+export { type MetricsServingOptions, metricsBindAddress } from './manager/metricsserving.ts';
+export { type CertificateFiles, type KeyPair, selfSignedCertificate } from './manager/servingcert.ts';
 export { parseDuration, SETTINGS_HELP, SettingsError, settingsFromArgs } from './manager/settings.ts';
 export { Metrics, type WatchMetrics } from './metrics.ts';
 export { Counter, Gauge, Histogram, type Labels, type MetricOptions, Registry } from './prometheus.ts';

@@ -43,7 +43,7 @@ describe('manager against a real apiserver', () => {
       name,
       client: via,
       log: recordingLogger(),
-      metrics: { bindAddress: '127.0.0.1:0' },
+      metrics: { bindAddress: '127.0.0.1:0', secure: false },
       health: { bindAddress: '127.0.0.1:0' },
       cache: { namespace },
     });
@@ -54,7 +54,7 @@ describe('manager against a real apiserver', () => {
       name: 'metrics-op',
       kubeconfig: { path: env.kubeconfigPath },
       log: recordingLogger(),
-      metrics: { bindAddress: '127.0.0.1:0' },
+      metrics: { bindAddress: '127.0.0.1:0', secure: false },
       health: { bindAddress: '127.0.0.1:0' },
       cache: { namespace: 'mx' },
     });

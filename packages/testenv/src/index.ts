@@ -33,6 +33,7 @@ export {
 } from './environment.ts';
 export { isTestenvError, TestenvError, type TestenvErrorCode } from './errors.ts';
 export { type FaultMode, FaultProxy, type FaultProxyOptions, type FaultProxyStats, targetOf } from './fault-proxy.ts';
+export { HELM_VERSION, type HelmOptions, helmCacheDir, resolveHelm } from './helm.ts';
 export type { Kubeconfig } from './kubeconfig.ts';
 export { type LockOptions, withLock } from './lock.ts';
 export { type MirrorEntry, writeMirror } from './mirror.ts';

@@ -5,22 +5,28 @@
  * is checked against the API server's rules before anything is applied, so a bad name never leaves half a deployment.
  * `opkit undeploy`: deletes them again, last first (the CRDs, and so every custom resource, included).
  * Both use the given or current kubeconfig only: a cluster that does not answer is an error naming it, never a reason
- * to switch to another (such as `opkit env up`'s).
+ * to switch to another (such as `opkit env up`'s). With `--helm`, the same objects go in as a Helm release instead
+ * (see commands/deploy-helm.ts).
  */
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Applier, Client, loadConfig } from '@opkit/runtime';
+import { resolveHelm } from '@opkit/testenv';
 import { CliError } from '../errors.ts';
 import { installObjects, loadApis } from '../generate/manifests.ts';
 import { checkImage, nameProblems } from '../project/names.ts';
 import { PROJECT_FILE, readProject } from '../project/project.ts';
+import { helmDeploy } from './deploy-helm.ts';
 import { reachableKubeconfig } from './run-operator.ts';
 
-export const DEPLOY_HELP = `Usage: opkit deploy [--image IMAGE] [--dir DIR] [--kubeconfig FILE]
-       opkit undeploy [--dir DIR] [--kubeconfig FILE]
+export const DEPLOY_HELP = `Usage: opkit deploy [--helm] [--image IMAGE] [--dir DIR] [--kubeconfig FILE] [-- HELM ARGS]
+       opkit undeploy [--helm] [--dir DIR] [--kubeconfig FILE]
 
 deploy: applies the namespace, CRDs, RBAC and Deployment (image substituted) by server-side apply.
 undeploy: deletes them (the CRDs, and so their custom resources, too).
+--helm: install (helm upgrade --install) or uninstall the project's Helm chart as the release <projectName> in the
+project's namespace; arguments after -- go to helm (-f values.yaml, --set key=value, --wait). helm: $OPKIT_HELM, the
+one on the PATH, or one built once from Go modules into the user cache.
 `;
 
 export async function deployCommand(
@@ -28,9 +34,11 @@ export async function deployCommand(
   out: (line: string) => void,
   remove: boolean,
 ): Promise<number> {
-  const { values } = parseArgs({
+  const { values, positionals } = parseArgs({
     args: [...argv],
+    allowPositionals: true,
     options: {
+      helm: { type: 'boolean', default: false },
       image: { type: 'string' },
       dir: { type: 'string', default: '.' },
       kubeconfig: { type: 'string' },
@@ -44,7 +52,8 @@ export async function deployCommand(
   const dir = resolve(values.dir);
   const project = await readProject(dir);
   const image = checkImage(values.image ?? project.image);
-  const objects = installObjects(project, await loadApis(dir, project), image);
+  const apis = await loadApis(dir, project);
+  const objects = installObjects(project, apis, image);
   const problems = nameProblems(objects);
   if (problems.length > 0) {
     throw new CliError(
@@ -53,7 +62,23 @@ export async function deployCommand(
         `fix projectName or namespace in ${join(dir, PROJECT_FILE)}, then run opkit generate`,
     );
   }
+  if (positionals.length > 0 && !values.helm) {
+    throw new CliError('Usage', `unexpected argument ${positionals[0]}: arguments after -- are for helm (with --helm)`);
+  }
   const target = await reachableKubeconfig(values.kubeconfig, { fallback: false });
+  if (values.helm) {
+    await helmDeploy({
+      project,
+      apis,
+      image,
+      kubeconfig: values.kubeconfig,
+      helm: await resolveHelm({ log: out }),
+      helmArgs: positionals,
+      remove,
+      out,
+    });
+    return 0;
+  }
   const client = new Client(await loadConfig(target.path ? { path: target.path } : {}), { name: 'opkit' });
   try {
     const applier = new Applier(client, 'opkit');

@@ -1,24 +1,39 @@
 /**
  * @module commands/generate
- * `opkit generate [--check] [--dir DIR]`: CRDs, RBAC, manager manifests and dist/install.yaml from the code (see
- * generate/manifests.ts). `--check` writes nothing and exits 1 naming every stale file (for CI). Samples and other
- * files that are the user's are never touched.
+ * `opkit generate [--helm] [--check] [--dir DIR]`: CRDs, RBAC, manager manifests and dist/install.yaml from the code
+ * (see generate/manifests.ts); with `--helm`, or once dist/chart/ exists, the Helm chart too (generate/helm.ts).
+ * `--check` writes nothing and exits 1 naming every stale file (for CI). Samples and other files that are the user's
+ * are never touched.
  */
-import { resolve } from 'node:path';
+import { access } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { CHART_DIR, chartFiles } from '../generate/helm.ts';
 import { generatedFiles, loadApis } from '../generate/manifests.ts';
 import { readProject } from '../project/project.ts';
 import { staleFiles, writeFiles } from '../scaffold/files.ts';
 
-export const GENERATE_HELP = `Usage: opkit generate [--check] [--dir DIR]
+export const GENERATE_HELP = `Usage: opkit generate [--helm] [--check] [--dir DIR]
 
 Writes config/ (CRDs from the TypeBox kinds, RBAC from the controllers' declared permissions, the manager Deployment,
-kustomizations) and dist/install.yaml. --check: write nothing; exit 1 if any generated file is stale.
+kustomizations) and dist/install.yaml. --helm: also the Helm chart in dist/chart/ (kept up to date from then on).
+--check: write nothing; exit 1 if any generated file is stale.
 `;
 
-export async function generate(dir: string, check: boolean, out: (line: string) => void): Promise<number> {
+export async function generate(
+  dir: string,
+  check: boolean,
+  out: (line: string) => void,
+  helm = false,
+): Promise<number> {
   const project = await readProject(dir);
-  const files = generatedFiles(project, await loadApis(dir, project));
+  const apis = await loadApis(dir, project);
+  const files = generatedFiles(project, apis);
+  const hasChart = await access(join(dir, CHART_DIR, 'Chart.yaml')).then(
+    () => true,
+    () => false,
+  );
+  if (helm || hasChart) for (const [path, content] of chartFiles(project, apis)) files.set(path, content);
   if (check) {
     const stale = await staleFiles(dir, files);
     if (stale.length === 0) {
@@ -39,6 +54,7 @@ export async function generateCommand(argv: readonly string[], out: (line: strin
     args: [...argv],
     options: {
       check: { type: 'boolean', default: false },
+      helm: { type: 'boolean', default: false },
       dir: { type: 'string', default: '.' },
       help: { type: 'boolean', short: 'h', default: false },
     },
@@ -47,5 +63,5 @@ export async function generateCommand(argv: readonly string[], out: (line: strin
     out(GENERATE_HELP);
     return 0;
   }
-  return generate(resolve(values.dir), values.check, out);
+  return generate(resolve(values.dir), values.check, out, values.helm);
 }

@@ -3,12 +3,21 @@
  * `opkit generate`: everything under config/ (except the user's samples) and dist/install.yaml, from the project's
  * code — CRDs from each API's TypeBox kind (`<Kind>Kind` exported by src/api/<version>/<kind>.ts), RBAC from each
  * controller's declared `permissions` (src/controllers/<kind>.ts) plus the manager's own (Events, the leader-election
- * Lease), the manager Deployment (2 replicas, leader election, restricted pod security, probes, metrics) and
- * kustomizations. Deterministic: the same code gives the same bytes, so `--check` can tell when files are stale.
+ * Lease, the TokenReviews and SubjectAccessReviews of the secure /metrics endpoint), the `<name>-metrics-reader`
+ * ClusterRole to bind Prometheus to, the manager Deployment (2 replicas, leader election, restricted pod security,
+ * probes, HTTPS metrics on 8443) and kustomizations. Deterministic: the same code gives the same bytes, so `--check` can tell when files are stale.
  */
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { type CustomKind, type KubeObject, managerPermissions, type Permission, rbacManifests } from '@opkit/runtime';
+import {
+  type CustomKind,
+  type KubeObject,
+  managerPermissions,
+  metricsAuthPermissions,
+  metricsReaderClusterRole,
+  type Permission,
+  rbacManifests,
+} from '@opkit/runtime';
 import yaml from 'js-yaml';
 import { CliError } from '../errors.ts';
 import { lower } from '../project/names.ts';
@@ -113,7 +122,7 @@ export function deploymentObject(p: Project, image = p.image): KubeObject {
             {
               name: 'manager',
               image,
-              args: ['--leader-elect', '--metrics-bind-address=:8080', '--health-probe-bind-address=:8081'],
+              args: ['--leader-elect', '--metrics-bind-address=:8443', '--health-probe-bind-address=:8081'],
               env: [
                 { name: 'POD_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
                 { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
@@ -126,7 +135,7 @@ export function deploymentObject(p: Project, image = p.image): KubeObject {
                 { name: 'MALLOC_MMAP_THRESHOLD_', value: '131072' },
               ],
               ports: [
-                { name: 'metrics', containerPort: 8080, protocol: 'TCP' },
+                { name: 'metrics', containerPort: 8443, protocol: 'TCP' },
                 { name: 'health', containerPort: 8081, protocol: 'TCP' },
               ],
               securityContext: {
@@ -162,7 +171,7 @@ export function metricsServiceObject(p: Project): KubeObject {
     metadata: { name: `${p.projectName}-metrics`, namespace: p.namespace, labels },
     spec: {
       selector: { ...labels, 'control-plane': 'controller-manager' },
-      ports: [{ name: 'metrics', port: 8080, targetPort: 'metrics', protocol: 'TCP' }],
+      ports: [{ name: 'https', port: 8443, targetPort: 'metrics', protocol: 'TCP' }],
     },
   } as KubeObject;
 }
@@ -171,6 +180,7 @@ export function rbacFor(p: Project, apis: readonly LoadedApi[]) {
   return rbacManifests(p.projectName, p.namespace, [
     ...apis.flatMap((a) => a.permissions),
     ...managerPermissions(true),
+    ...metricsAuthPermissions(),
   ]);
 }
 
@@ -185,6 +195,7 @@ export function installObjects(p: Project, apis: readonly LoadedApi[], image = p
     r.clusterRoleBinding,
     ...(r.role ? [r.role] : []),
     ...(r.roleBinding ? [r.roleBinding] : []),
+    metricsReaderClusterRole(p.projectName),
     deploymentObject(p, image),
     metricsServiceObject(p),
   ];
@@ -210,7 +221,8 @@ export function generatedFiles(p: Project, apis: readonly LoadedApi[]): Map<stri
   files.set('config/rbac/service_account.yaml', fromControllers + doc(r.serviceAccount));
   files.set('config/rbac/role.yaml', fromControllers + doc(r.clusterRole));
   files.set('config/rbac/role_binding.yaml', fromControllers + doc(r.clusterRoleBinding));
-  const rbacFiles = ['service_account.yaml', 'role.yaml', 'role_binding.yaml'];
+  files.set('config/rbac/metrics_reader_role.yaml', fromControllers + doc(metricsReaderClusterRole(p.projectName)));
+  const rbacFiles = ['service_account.yaml', 'role.yaml', 'role_binding.yaml', 'metrics_reader_role.yaml'];
   if (r.role && r.roleBinding) {
     files.set('config/rbac/leader_election_role.yaml', fromControllers + doc(r.role));
     files.set('config/rbac/leader_election_role_binding.yaml', fromControllers + doc(r.roleBinding));

@@ -142,7 +142,7 @@ COPY package.json ./
 COPY src ./src
 RUN node src/main.ts --help > /dev/null && chmod -R a+rX /app/.node-compile-cache
 USER 65532:65532
-EXPOSE 8080 8081
+EXPOSE 8443 8081
 ENTRYPOINT ["node", "src/main.ts"]
 `,
   );

@@ -1,7 +1,8 @@
 /**
  * @module helpers/rbac
  * Least-privilege RBAC from what the code declares it needs. A controller module exports its `permissions`; the
- * manager adds its own (Leases for leader election in its namespace, Events); `rbacManifests` turns them into a
+ * manager adds its own (Leases for leader election in its namespace, Events, and the reviews a secure /metrics
+ * endpoint makes); `metricsReaderClusterRole` is the role to bind Prometheus to; `rbacManifests` turns them into a
  * ServiceAccount, a ClusterRole + binding (cluster-wide needs) and a Role + binding (needs in the operator's own
  * namespace). Rules are merged and sorted by code unit (never by the machine's locale), so the output is byte-stable
  * on every machine.
@@ -39,6 +40,32 @@ export function managerPermissions(leaderElection: boolean): Permission[] {
     permission(Events, ['create', 'patch']),
     ...(leaderElection ? [permission(Leases, ['get', 'create', 'update'], { scope: 'namespace' })] : []),
   ];
+}
+
+/**
+ * What a manager serving /metrics securely needs (the default, see manager/metricsserving.ts): `create` on
+ * TokenReviews and SubjectAccessReviews, to authenticate and authorize each scrape.
+ */
+export function metricsAuthPermissions(): Permission[] {
+  return [
+    { group: 'authentication.k8s.io', resource: 'tokenreviews', verbs: ['create'] },
+    { group: 'authorization.k8s.io', resource: 'subjectaccessreviews', verbs: ['create'] },
+  ];
+}
+
+/** The ClusterRole `<name>-metrics-reader` (`get` on the non-resource URL /metrics) to bind Prometheus to. */
+export function metricsReaderClusterRole(
+  name: string,
+): KubeObject & { rules: { nonResourceURLs: string[]; verbs: string[] }[] } {
+  return {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'ClusterRole',
+    metadata: {
+      name: `${name}-metrics-reader`,
+      labels: { 'app.kubernetes.io/name': name, 'app.kubernetes.io/managed-by': 'opkit' },
+    },
+    rules: [{ nonResourceURLs: ['/metrics'], verbs: ['get'] }],
+  };
 }
 
 export interface PolicyRule {

@@ -34,6 +34,7 @@ import { sleep } from '../internal/sleep.ts';
 import { createLogger, type Logger } from '../logger.ts';
 import { Metrics } from '../metrics.ts';
 import { LeaderElector } from './leader.ts';
+import { type MetricsServingOptions, metricsServer } from './metricsserving.ts';
 import { type Check, CheckSet, HttpEndpoints } from './server.ts';
 
 export interface LeaderElectionSettings {
@@ -57,8 +58,8 @@ export interface ManagerOptions {
   readonly kubeconfig?: { readonly path?: string; readonly context?: string };
   readonly log?: Logger;
   readonly leaderElection?: LeaderElectionSettings;
-  /** `host:port`, `:port`, or `0` to disable (default `:8080`). */
-  readonly metrics?: { readonly bindAddress?: string };
+  /** How /metrics is served: HTTPS with authn/authz on `:8443` by default (see manager/metricsserving.ts). */
+  readonly metrics?: MetricsServingOptions;
   /** `host:port`, `:port`, or `0` to disable (default `:8081`). */
   readonly health?: { readonly bindAddress?: string };
   readonly cache?: Omit<CacheOptions, 'client' | 'log' | 'metrics'>;
@@ -107,6 +108,7 @@ export class Manager {
   readonly #readyz = new CheckSet('/readyz');
   readonly #recorders = new Map<string, EventRecorder>();
   #servers: HttpEndpoints[] = [];
+  #releaseMetrics: () => void = () => {};
   #metricsServer: HttpEndpoints | undefined;
   #healthServer: HttpEndpoints | undefined;
   #elector: LeaderElector | undefined;
@@ -312,6 +314,7 @@ export class Manager {
       const flushMs = fatalError ? 0 : this.#drainMs;
       await Promise.all([...this.#recorders.values()].map((r) => r.flush(flushMs)));
       await Promise.all(this.#servers.map((s) => s.stop()));
+      this.#releaseMetrics();
     }
     if (fatalError) throw fatalError;
     log.info({}, 'stopped');
@@ -343,7 +346,7 @@ export class Manager {
   }
 
   async #startServers(): Promise<void> {
-    const metricsAt = this.#o.metrics?.bindAddress ?? ':8080';
+    const metricsOptions = this.#o.metrics ?? {};
     const healthAt = this.#o.health?.bindAddress ?? ':8081';
     const metricsEndpoint = {
       path: '/metrics',
@@ -353,7 +356,15 @@ export class Manager {
         body: this.metrics.text(),
       }),
     };
-    if (metricsAt !== '0') this.#metricsServer = new HttpEndpoints(metricsAt, [metricsEndpoint]);
+    if (metricsOptions.bindAddress !== '0') {
+      try {
+        const m = await metricsServer(metricsOptions, metricsEndpoint, { client: this.client, log: this.log });
+        this.#metricsServer = m.server;
+        this.#releaseMetrics = m.release;
+      } catch (err) {
+        throw new ManagerError('BindFailed', `cannot serve /metrics: ${(err as Error).message}`, { cause: err });
+      }
+    }
     if (healthAt !== '0') this.#healthServer = new HttpEndpoints(healthAt, [this.#healthz, this.#readyz]);
     for (const s of [this.#metricsServer, this.#healthServer]) {
       if (!s) continue;
@@ -365,7 +376,14 @@ export class Manager {
         throw new ManagerError('BindFailed', `cannot listen: ${(err as Error).message}`, { cause: err });
       }
     }
-    this.log.info({ metrics: this.metricsAddress ?? 'off', health: this.healthAddress ?? 'off' }, 'serving');
+    const scheme = this.#metricsServer?.secure ? 'https (authenticated)' : 'http';
+    this.log.info(
+      {
+        metrics: this.metricsAddress ? `${scheme} ${this.metricsAddress}` : 'off',
+        health: this.healthAddress ?? 'off',
+      },
+      'serving',
+    );
   }
 
   /** Every watched resource must be served by the apiserver (a missing CRD is a clear, fatal error). */

@@ -3,9 +3,16 @@
  * The manager's HTTP endpoints: `/metrics` (Prometheus text) and `/healthz` + `/readyz` (with `/healthz/<check>` and
  * `/readyz/<check>`, `?verbose` listing each check), usable as Kubernetes probes. Bind addresses are `host:port`,
  * `:port` (all interfaces) or `0` (disabled); port 0 picks a free port (see `address`).
+ *
+ * A server given `tls` serves HTTPS only (TLS 1.2 or later, HTTP/1.1); `setCertificate` swaps the pair for new
+ * connections. A server given `authorize` asks it about every request before routing: a refusal answers its status
+ * (401, 403 or 500) with a one-line message and the endpoint is never called (see manager/metricsauth.ts).
  */
-import { createServer, type Server } from 'node:http';
+import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
+import type { ScrapeDecision, ScrapeRequest } from './metricsauth.ts';
+import type { KeyPair } from './servingcert.ts';
 
 export type Check = () => Promise<void> | void;
 
@@ -14,28 +21,67 @@ export interface Endpoint {
   handle(query: URLSearchParams): Promise<{ status: number; contentType: string; body: string }>;
 }
 
+export interface ServingOptions {
+  /** Serve HTTPS with this certificate and key. */
+  readonly tls?: KeyPair;
+  /** Decides each request before it is routed. */
+  readonly authorize?: (req: ScrapeRequest) => Promise<ScrapeDecision>;
+}
+
 export class HttpEndpoints {
-  readonly #server: Server;
+  readonly #server: Server | HttpsServer;
   readonly #bind: { host: string; port: number };
   readonly #endpoints: Endpoint[];
+  readonly #authorize: ServingOptions['authorize'];
 
-  constructor(bindAddress: string, endpoints: Endpoint[]) {
+  constructor(bindAddress: string, endpoints: Endpoint[], options: ServingOptions = {}) {
     this.#bind = parseBindAddress(bindAddress);
     this.#endpoints = endpoints;
-    this.#server = createServer((req, res) => {
-      const url = new URL(req.url ?? '/', 'http://localhost');
-      const ep = this.#endpoints.find((e) => url.pathname === e.path || url.pathname.startsWith(`${e.path}/`));
-      if (!ep || req.method !== 'GET') {
-        res.writeHead(ep ? 405 : 404).end();
-        return;
-      }
-      const query = new URLSearchParams(url.search);
-      if (url.pathname !== ep.path) query.set('check', url.pathname.slice(ep.path.length + 1));
-      ep.handle(query).then(
-        (r) => res.writeHead(r.status, { 'content-type': r.contentType }).end(r.body),
-        (err: unknown) => res.writeHead(500, { 'content-type': 'text/plain' }).end(String(err)),
-      );
-    });
+    this.#authorize = options.authorize;
+    const handler = (req: IncomingMessage, res: ServerResponse) => this.#filter(req, res);
+    this.#server = options.tls
+      ? createHttpsServer({ cert: options.tls.cert, key: options.tls.key, minVersion: 'TLSv1.2' }, handler)
+      : createHttpServer(handler);
+  }
+
+  /** True when serving HTTPS. */
+  get secure(): boolean {
+    return 'setSecureContext' in this.#server;
+  }
+
+  /** Serves `pair` on new connections (HTTPS servers only). */
+  setCertificate(pair: KeyPair): void {
+    if ('setSecureContext' in this.#server) this.#server.setSecureContext({ cert: pair.cert, key: pair.key });
+  }
+
+  #filter(req: IncomingMessage, res: ServerResponse): void {
+    if (!this.#authorize) {
+      this.#route(req, res);
+      return;
+    }
+    const path = new URL(req.url ?? '/', 'http://localhost').pathname;
+    this.#authorize({ authorization: req.headers.authorization, path, method: req.method ?? 'GET' }).then(
+      (d) => {
+        if (d.allowed) this.#route(req, res);
+        else res.writeHead(d.status, { 'content-type': 'text/plain; charset=utf-8' }).end(`${d.message}\n`);
+      },
+      (err: unknown) => res.writeHead(500, { 'content-type': 'text/plain' }).end(String(err)),
+    );
+  }
+
+  #route(req: IncomingMessage, res: ServerResponse): void {
+    const url = new URL(req.url ?? '/', 'http://localhost');
+    const ep = this.#endpoints.find((e) => url.pathname === e.path || url.pathname.startsWith(`${e.path}/`));
+    if (!ep || req.method !== 'GET') {
+      res.writeHead(ep ? 405 : 404).end();
+      return;
+    }
+    const query = new URLSearchParams(url.search);
+    if (url.pathname !== ep.path) query.set('check', url.pathname.slice(ep.path.length + 1));
+    ep.handle(query).then(
+      (r) => res.writeHead(r.status, { 'content-type': r.contentType }).end(r.body),
+      (err: unknown) => res.writeHead(500, { 'content-type': 'text/plain' }).end(String(err)),
+    );
   }
 
   start(): Promise<void> {

@@ -6,7 +6,8 @@
  *
  * | flag | environment | meaning |
  * | --- | --- | --- |
- * | `--metrics-bind-address` | `METRICS_BIND_ADDRESS` | `host:port`, `:port`, `0` = off (default `:8080`) |
+ * | `--metrics-bind-address` | `METRICS_BIND_ADDRESS` | `host:port`, `:port`, `0` = off (default `:8443`, `:8080` plain) |
+ * | `--metrics-secure`, `--metrics-cert-*` | `METRICS_SECURE`, … | see manager/metricsserving.ts |
  * | `--health-probe-bind-address` | `HEALTH_PROBE_BIND_ADDRESS` | (default `:8081`) |
  * | `--leader-elect` | `LEADER_ELECT` | `true` / `false` (default false) |
  * | `--leader-election-namespace` | `POD_NAMESPACE` | the Lease's namespace |
@@ -25,6 +26,7 @@ import { parseArgs } from 'node:util';
 import { OpkitError } from '../errors.ts';
 import { createLogger, type LogLevel } from '../logger.ts';
 import type { ManagerOptions } from './manager.ts';
+import { METRICS_SERVING_HELP, metricsServingFlags } from './metricsserving.ts';
 import { parseBindAddress } from './server.ts';
 
 export class SettingsError extends OpkitError<'InvalidSetting'> {
@@ -36,7 +38,7 @@ export class SettingsError extends OpkitError<'InvalidSetting'> {
 }
 
 export const SETTINGS_HELP = `Manager options:
-  --metrics-bind-address ADDR        serve /metrics here (host:port, :port, 0 = off; default :8080)
+  --metrics-bind-address ADDR        serve /metrics here (host:port, :port, 0 = off; default :8443)
   --health-probe-bind-address ADDR   serve /healthz and /readyz here (default :8081)
   --leader-elect                     run controllers only on the replica holding the Lease
   --leader-election-namespace NS     the Lease's namespace (default $POD_NAMESPACE, else the kubeconfig's)
@@ -47,7 +49,7 @@ export const SETTINGS_HELP = `Manager options:
   --kubeconfig FILE, --context NAME  which cluster (default: as kubectl, or in-cluster)
   --log-level LEVEL                  debug, info, warn, error (default info)
   --log-format FORMAT                json or pretty (default json)
-`;
+${METRICS_SERVING_HELP}`;
 
 /** Parses the flags and environment into ManagerOptions (with `name` and anything in `base` kept). */
 export function settingsFromArgs(
@@ -55,10 +57,13 @@ export function settingsFromArgs(
   argv: readonly string[] = process.argv.slice(2),
   env: NodeJS.ProcessEnv = process.env,
 ): ManagerOptions {
+  // metrics serving (--metrics-secure, --metrics-cert-*): parsed in manager/metricsserving.ts, merged below
+  const served = metricsServingFlags(argv, env);
+  if (served.problem) throw new SettingsError(served.problem);
   let values: Record<string, string | boolean | undefined>;
   try {
     ({ values } = parseArgs({
-      args: [...argv],
+      args: served.rest,
       strict: true,
       allowPositionals: false,
       options: {
@@ -141,7 +146,7 @@ export function settingsFromArgs(
           },
         }
       : {}),
-    metrics: { ...base.metrics, ...(metrics !== undefined ? { bindAddress: metrics } : {}) },
+    metrics: { ...base.metrics, ...served.options, ...(metrics !== undefined ? { bindAddress: metrics } : {}) },
     health: { ...base.health, ...(health !== undefined ? { bindAddress: health } : {}) },
     leaderElection: {
       ...base.leaderElection,

@@ -1,0 +1,93 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { CustomKind, KubeObject } from '@opkit/runtime';
+import yaml from 'js-yaml';
+import type { Project } from '../project/project.ts';
+import { chartFiles, splitImage } from './helm.ts';
+import { installObjects, type LoadedApi } from './manifests.ts';
+
+const project: Project = {
+  layout: 'opkit.dev/v1',
+  projectName: 'gadget-operator',
+  domain: 'example.com',
+  namespace: 'gadget-system',
+  image: 'registry.example.org/team/gadget-operator:1.4.2',
+  resources: [],
+};
+const crd = {
+  apiVersion: 'apiextensions.k8s.io/v1',
+  kind: 'CustomResourceDefinition',
+  metadata: { name: 'gadgets.app.example.com' },
+  spec: { group: 'app.example.com' },
+};
+const apis: LoadedApi[] = [
+  {
+    entry: { group: 'app', version: 'v1', kind: 'Gadget', plural: 'gadgets', namespaced: true, controller: true },
+    kind: { crd: () => crd } as unknown as CustomKind<KubeObject>,
+    permissions: [{ group: 'app.example.com', resource: 'gadgets', verbs: ['get', 'list', 'watch'] }],
+  },
+];
+
+test('splitImage separates repository and tag; a registry port or a digest is not a tag', () => {
+  assert.deepEqual(splitImage('a/b:1.0'), { repository: 'a/b', tag: '1.0' });
+  assert.deepEqual(splitImage('localhost:5000/b'), { repository: 'localhost:5000/b', tag: '' });
+  assert.deepEqual(splitImage('b@sha256:abc'), { repository: 'b@sha256:abc', tag: '' });
+});
+
+test('the chart: CRDs under crds/, values for image, replicas, resources, leader election, metrics mode, log level', () => {
+  const files = chartFiles(project, apis);
+  assert.deepEqual([...files.keys()].sort(), [
+    'dist/chart/Chart.yaml',
+    'dist/chart/crds/gadgets.app.example.com.yaml',
+    'dist/chart/templates/NOTES.txt',
+    'dist/chart/templates/_helpers.tpl',
+    'dist/chart/templates/leader_election.yaml',
+    'dist/chart/templates/manager.yaml',
+    'dist/chart/templates/rbac.yaml',
+    'dist/chart/values.yaml',
+  ]);
+  const chart = yaml.load(files.get('dist/chart/Chart.yaml') ?? '') as Record<string, string>;
+  assert.deepEqual(
+    { name: chart.name, version: chart.version, appVersion: chart.appVersion, apiVersion: chart.apiVersion },
+    { name: 'gadget-operator', version: '1.4.2', appVersion: '1.4.2', apiVersion: 'v2' },
+  );
+  const values = yaml.load(files.get('dist/chart/values.yaml') ?? '') as Record<string, unknown>;
+  assert.deepEqual(values, {
+    image: { repository: 'registry.example.org/team/gadget-operator', tag: '1.4.2', pullPolicy: 'IfNotPresent' },
+    replicas: 2,
+    resources: { requests: { cpu: '50m', memory: '96Mi' }, limits: { cpu: '1', memory: '256Mi' } },
+    leaderElection: { enabled: true, namespace: '' },
+    metrics: { secure: true },
+    logLevel: 'info',
+  });
+  const manager = files.get('dist/chart/templates/manager.yaml') ?? '';
+  assert.match(manager, /^ {2}namespace: \{\{ \.Release\.Namespace \}\}$/m);
+  assert.match(manager, /^ {2}replicas: \{\{ \.Values\.replicas \}\}$/m);
+  assert.match(manager, /^ {10}args:\n\{\{- include "gadget-operator\.args" \. \| trim \| nindent 12 \}\}$/m);
+  assert.match(manager, /^ {10}resources:\n\{\{- toYaml \.Values\.resources \| nindent 12 \}\}$/m);
+  assert.doesNotMatch(manager, /gadget-system|OPKIT_SLOT/, 'no project namespace and no placeholder left');
+  const rbac = files.get('dist/chart/templates/rbac.yaml') ?? '';
+  assert.match(rbac, /name: gadget-operator-metrics-reader\n[\s\S]*nonResourceURLs:\n\s+- \/metrics/);
+  assert.match(rbac, /tokenreviews[\s\S]*subjectaccessreviews|subjectaccessreviews[\s\S]*tokenreviews/);
+  assert.match(
+    files.get('dist/chart/templates/leader_election.yaml') ?? '',
+    /\{\{- if \.Values\.leaderElection\.enabled \}\}\n[\s\S]*namespace: \{\{ \.Values\.leaderElection\.namespace \| default \.Release\.Namespace \}\}[\s\S]*\{\{- end \}\}\n$/,
+  );
+  assert.deepEqual(chartFiles(project, apis), files, 'the same code gives the same bytes');
+});
+
+test('other objects of the install (webhook configurations) go to templates/extra.yaml in the release namespace', () => {
+  const webhook = {
+    apiVersion: 'admissionregistration.k8s.io/v1',
+    kind: 'ValidatingWebhookConfiguration',
+    metadata: { name: 'gadget-operator' },
+    webhooks: [
+      { name: 'v.gadgets.app.example.com', clientConfig: { service: { name: 'wh', namespace: 'gadget-system' } } },
+    ],
+  };
+  const files = chartFiles(project, apis, [...installObjects(project, apis), webhook]);
+  const extra = files.get('dist/chart/templates/extra.yaml') ?? '';
+  assert.match(extra, /kind: ValidatingWebhookConfiguration/);
+  assert.match(extra, /namespace: \{\{ \.Release\.Namespace \}\}/);
+  assert.doesNotMatch(extra, /gadget-system/);
+});

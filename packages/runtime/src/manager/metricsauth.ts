@@ -1,0 +1,240 @@
+/**
+ * @module manager/metricsauth
+ * Who may scrape `/metrics`: the filter controller-runtime's `filters.WithAuthenticationAndAuthorization` applies,
+ * with the apiserver deciding.
+ *
+ * Guarantees:
+ * - A request without a bearer token is refused with 401 and never reaches the apiserver.
+ * - A token is authenticated with a TokenReview; one the apiserver does not accept is refused with 401.
+ * - The authenticated user's right to the request (`get` on the non-resource URL, e.g. `/metrics`) is checked with a
+ *   SubjectAccessReview carrying the user's name, uid, groups and extra; a user without it is refused with 403.
+ * - Answers are cached, keyed by the token's SHA-256 (the token itself is never kept): an accepted token for
+ *   `authenticationTtlMs` (1 min), a refused one for `denyTtlMs` (30 s), an allowed decision for `allowTtlMs` (5 min),
+ *   a denied one for `denyTtlMs` — controller-runtime's delegating defaults. Concurrent scrapes with the same token
+ *   share one review. Each cache holds at most `maxEntries` answers; the oldest go first.
+ * - A review that fails (the apiserver unreachable, or the operator lacking `create` on tokenreviews or
+ *   subjectaccessreviews) answers 500 with the reason, is logged, and is not cached.
+ *
+ * The operator needs `create` on `tokenreviews` (authentication.k8s.io) and `subjectaccessreviews`
+ * (authorization.k8s.io); see `metricsAuthPermissions` in helpers/rbac.ts.
+ */
+import { createHash } from 'node:crypto';
+import type { V1SubjectAccessReview, V1TokenReview } from '@kubernetes/client-node';
+import type { Client } from '../client/client.ts';
+import { type ApiObject, resource } from '../client/resource.ts';
+import { OpkitError } from '../errors.ts';
+import type { Logger } from '../logger.ts';
+
+export type TokenReview = ApiObject<V1TokenReview>;
+export type SubjectAccessReview = ApiObject<V1SubjectAccessReview>;
+
+export const TokenReviews = resource<TokenReview>({
+  group: 'authentication.k8s.io',
+  version: 'v1',
+  kind: 'TokenReview',
+  plural: 'tokenreviews',
+  namespaced: false,
+});
+
+export const SubjectAccessReviews = resource<SubjectAccessReview>({
+  group: 'authorization.k8s.io',
+  version: 'v1',
+  kind: 'SubjectAccessReview',
+  plural: 'subjectaccessreviews',
+  namespaced: false,
+});
+
+export type MetricsAuthErrorCode = 'ReviewFailed' | 'CertificateUnreadable';
+
+export class MetricsAuthError extends OpkitError<MetricsAuthErrorCode> {
+  override readonly name = 'MetricsAuthError';
+}
+
+export interface ScrapeAuthOptions {
+  /** The operator's client: its identity creates the reviews. */
+  readonly client: Client;
+  readonly log?: Logger;
+  /** How long an accepted token stays authenticated (default 1 min). */
+  readonly authenticationTtlMs?: number;
+  /** How long an allowed decision is kept (default 5 min). */
+  readonly allowTtlMs?: number;
+  /** How long a refused token or a denied decision is kept (default 30 s). */
+  readonly denyTtlMs?: number;
+  /** Answers kept per cache (default 4096). */
+  readonly maxEntries?: number;
+  /** Milliseconds, monotonic; injectable for tests. */
+  readonly now?: () => number;
+}
+
+export interface ScrapeRequest {
+  /** The `Authorization` header, if any. */
+  readonly authorization: string | undefined;
+  /** The URL path asked for, e.g. `/metrics`. */
+  readonly path: string;
+  /** The HTTP method, e.g. `GET` (checked as the lower-case verb, as the apiserver does for non-resource URLs). */
+  readonly method: string;
+}
+
+export type ScrapeDecision =
+  | { readonly allowed: true; readonly user: string }
+  | { readonly allowed: false; readonly status: 401 | 403 | 500; readonly message: string };
+
+interface UserInfo {
+  readonly username: string;
+  readonly uid?: string;
+  readonly groups?: string[];
+  readonly extra?: Record<string, string[]>;
+}
+
+type Authn = { readonly ok: true; readonly user: UserInfo } | { readonly ok: false; readonly message: string };
+type Authz = { readonly allowed: boolean; readonly reason: string };
+
+/** Decides each scrape by TokenReview and SubjectAccessReview, with short-lived caches of both answers. */
+export class ScrapeAuthorizer {
+  readonly #client: Client;
+  readonly #log: Logger | undefined;
+  readonly #authn: TtlCache<Authn>;
+  readonly #authz: TtlCache<Authz>;
+  readonly #ttl: { authn: number; allow: number; deny: number };
+
+  constructor(options: ScrapeAuthOptions) {
+    this.#client = options.client;
+    this.#log = options.log;
+    const now = options.now ?? (() => performance.now());
+    const max = options.maxEntries ?? 4096;
+    this.#authn = new TtlCache(max, now);
+    this.#authz = new TtlCache(max, now);
+    this.#ttl = {
+      authn: options.authenticationTtlMs ?? 60_000,
+      allow: options.allowTtlMs ?? 300_000,
+      deny: options.denyTtlMs ?? 30_000,
+    };
+  }
+
+  async authorize(req: ScrapeRequest, signal?: AbortSignal): Promise<ScrapeDecision> {
+    const token = bearerToken(req.authorization);
+    if (!token) return { allowed: false, status: 401, message: 'Unauthorized: a bearer token is required' };
+    const tokenKey = createHash('sha256').update(token).digest('hex');
+    const verb = req.method.toLowerCase();
+    try {
+      const authn = await this.#authn.getOrLoad(tokenKey, async () => {
+        const a = await this.#review(token, signal);
+        return { value: a, ttlMs: a.ok ? this.#ttl.authn : this.#ttl.deny };
+      });
+      if (!authn.ok) return { allowed: false, status: 401, message: `Unauthorized: ${authn.message}` };
+      const user = authn.user;
+      const authz = await this.#authz.getOrLoad(`${tokenKey} ${verb} ${req.path}`, async () => {
+        const a = await this.#access(user, verb, req.path, signal);
+        return { value: a, ttlMs: a.allowed ? this.#ttl.allow : this.#ttl.deny };
+      });
+      if (!authz.allowed) {
+        const why = authz.reason ? `: ${authz.reason}` : '';
+        return {
+          allowed: false,
+          status: 403,
+          message: `Forbidden: user "${user.username}" cannot ${verb} path "${req.path}"${why}`,
+        };
+      }
+      return { allowed: true, user: user.username };
+    } catch (err) {
+      const message = err instanceof Error ? err.message : String(err);
+      this.#log?.error({ err: message, path: req.path }, 'cannot authorize a metrics scrape');
+      return { allowed: false, status: 500, message: `cannot authorize the request: ${message}` };
+    }
+  }
+
+  async #review(token: string, signal: AbortSignal | undefined): Promise<Authn> {
+    let review: TokenReview;
+    try {
+      review = await this.#client.create(TokenReviews, { metadata: {}, spec: { token } }, signal ? { signal } : {});
+    } catch (err) {
+      throw new MetricsAuthError('ReviewFailed', `TokenReview failed: ${(err as Error).message}`, { cause: err });
+    }
+    const s = review.status;
+    if (!s?.authenticated || !s.user?.username) {
+      return { ok: false, message: s?.error ? `the token was not accepted: ${s.error}` : 'the token was not accepted' };
+    }
+    return {
+      ok: true,
+      user: {
+        username: s.user.username,
+        ...(s.user.uid ? { uid: s.user.uid } : {}),
+        ...(s.user.groups ? { groups: s.user.groups } : {}),
+        ...(s.user.extra ? { extra: s.user.extra } : {}),
+      },
+    };
+  }
+
+  async #access(user: UserInfo, verb: string, path: string, signal: AbortSignal | undefined): Promise<Authz> {
+    let review: SubjectAccessReview;
+    try {
+      review = await this.#client.create(
+        SubjectAccessReviews,
+        {
+          metadata: {},
+          spec: {
+            user: user.username,
+            ...(user.uid ? { uid: user.uid } : {}),
+            ...(user.groups ? { groups: user.groups } : {}),
+            ...(user.extra ? { extra: user.extra } : {}),
+            nonResourceAttributes: { path, verb },
+          },
+        },
+        signal ? { signal } : {},
+      );
+    } catch (err) {
+      throw new MetricsAuthError('ReviewFailed', `SubjectAccessReview failed: ${(err as Error).message}`, {
+        cause: err,
+      });
+    }
+    return { allowed: review.status?.allowed === true, reason: review.status?.reason ?? '' };
+  }
+}
+
+/** The token of an `Authorization: Bearer <token>` header (scheme case-insensitive), or undefined. */
+export function bearerToken(header: string | undefined): string | undefined {
+  const m = /^\s*bearer\s+(\S+)\s*$/i.exec(header ?? '');
+  return m?.[1];
+}
+
+/**
+ * Answers that expire: at most `max` entries (the oldest inserted are dropped first), and one load per key at a time.
+ */
+export class TtlCache<V> {
+  readonly #entries = new Map<string, { value: V; expires: number }>();
+  readonly #loading = new Map<string, Promise<V>>();
+  readonly #max: number;
+  readonly #now: () => number;
+
+  constructor(max: number, now: () => number) {
+    this.#max = max;
+    this.#now = now;
+  }
+
+  get size(): number {
+    return this.#entries.size;
+  }
+
+  /** The cached value of `key`, or the value `load` gives (cached for its `ttlMs`); a failed load is not cached. */
+  async getOrLoad(key: string, load: () => Promise<{ value: V; ttlMs: number }>): Promise<V> {
+    const hit = this.#entries.get(key);
+    if (hit && hit.expires > this.#now()) return hit.value;
+    if (hit) this.#entries.delete(key);
+    const pending = this.#loading.get(key);
+    if (pending) return pending;
+    const p = load().then(({ value, ttlMs }) => {
+      this.#entries.set(key, { value, expires: this.#now() + ttlMs });
+      while (this.#entries.size > this.#max) {
+        const oldest = this.#entries.keys().next().value as string;
+        this.#entries.delete(oldest);
+      }
+      return value;
+    });
+    this.#loading.set(key, p);
+    try {
+      return await p;
+    } finally {
+      this.#loading.delete(key);
+    }
+  }
+}

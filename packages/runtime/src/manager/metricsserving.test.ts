@@ -1,0 +1,69 @@
+import assert from 'node:assert/strict';
+import { X509Certificate } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { metricsBindAddress, metricsServingFlags } from './metricsserving.ts';
+import { readKeyPair, selfSignedCertificate } from './servingcert.ts';
+import { settingsFromArgs } from './settings.ts';
+
+test('secure by default on :8443; plain HTTP on :8080 only when asked', () => {
+  assert.equal(metricsBindAddress({}), ':8443');
+  assert.equal(metricsBindAddress({ secure: false }), ':8080');
+  assert.equal(metricsBindAddress({ secure: false, bindAddress: ':9090' }), ':9090');
+});
+
+test('kubebuilder flag forms: --metrics-secure, --metrics-secure=false, --metrics-secure false, and the variables', () => {
+  assert.deepEqual(metricsServingFlags(['--metrics-secure', '--leader-elect'], {}), {
+    rest: ['--leader-elect'],
+    options: { secure: true },
+  });
+  assert.deepEqual(metricsServingFlags(['--metrics-secure=false'], {}).options, { secure: false });
+  assert.deepEqual(metricsServingFlags(['--metrics-secure', 'false'], {}).options, { secure: false });
+  assert.deepEqual(metricsServingFlags([], { METRICS_SECURE: 'false' }).options, { secure: false });
+  assert.deepEqual(
+    metricsServingFlags(
+      ['--metrics-cert-path=/certs', '--metrics-cert-name', 'a.crt', '--metrics-cert-key', 'a.key'],
+      {},
+    ).options,
+    { certDir: '/certs', certName: 'a.crt', keyName: 'a.key' },
+  );
+  assert.equal(
+    metricsServingFlags(['--metrics-secure=maybe'], {}).problem,
+    '--metrics-secure: "maybe" is not true or false',
+  );
+  assert.match(metricsServingFlags(['--metrics-cert-name=x'], {}).problem ?? '', /need --metrics-cert-path/);
+  assert.match(metricsServingFlags(['--metrics-cert-path'], {}).problem ?? '', /--metrics-cert-path needs a value/);
+});
+
+test('settingsFromArgs merges the metrics-serving flags with the bind address', () => {
+  const s = settingsFromArgs({ name: 'op' }, ['--metrics-secure=false', '--metrics-bind-address', ':9090'], {});
+  assert.deepEqual(s.metrics, { secure: false, bindAddress: ':9090' });
+  assert.throws(() => settingsFromArgs({ name: 'op' }, ['--metrics-secure=perhaps'], {}), {
+    code: 'InvalidSetting',
+    message: '--metrics-secure: "perhaps" is not true or false',
+  });
+});
+
+test('a self-signed certificate names localhost and loopback, is for serving, and matches its key', async () => {
+  const pair = selfSignedCertificate(['localhost', '127.0.0.1', '::1']);
+  const x = new X509Certificate(pair.cert);
+  assert.ok(x.checkHost('localhost'));
+  assert.ok(x.checkIP('127.0.0.1'));
+  assert.ok(x.checkIP('::1'));
+  assert.ok(new Date(x.validTo).getTime() > Date.now() + 300 * 86_400_000);
+  const dir = await mkdtemp(join(tmpdir(), 'opkit-cert-'));
+  try {
+    await writeFile(join(dir, 'tls.crt'), pair.cert);
+    await writeFile(join(dir, 'tls.key'), pair.key);
+    assert.deepEqual(await readKeyPair({ dir }), pair);
+    await writeFile(join(dir, 'tls.key'), selfSignedCertificate().key);
+    await assert.rejects(readKeyPair({ dir }), {
+      code: 'CertificateUnreadable',
+      message: `${join(dir, 'tls.key')} is not the key of the certificate ${join(dir, 'tls.crt')}`,
+    });
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
