@@ -10,9 +10,10 @@
  *   serve many changes) with the controller, the object key, the reconcile id, the time the request waited in the
  *   queue, and on its end the result (`success`, `requeue_after`, `error`) and the requeue delay. It is the active
  *   span while the reconciler runs, so the reconciler's own spans and its API requests nest under it.
- * - Each API request made while a recording span is active is a CLIENT child span `<verb> <resource>` with the HTTP
- *   method, the Kubernetes verb, resource, namespace, the final status code and the number of resends. Requests with
- *   no recording span around them (informer lists, Lease renewals) make no span.
+ * - Each API request made while a recording span is active is a CLIENT child span `<verb> <resource>` (or
+ *   `<METHOD> <path>` for discovery and other non-resource paths) with the HTTP method, the Kubernetes verb,
+ *   resource, namespace, the final status code and the number of resends. Requests with no recording span around
+ *   them (informer lists, Lease renewals) make no span.
  * - Opt-in W3C trace context: a client that changes an object can stamp it with `traceContextAnnotations()`; a
  *   controller built with `traceContextFromAnnotations` links the reconcile span to that context (a link, not a
  *   parent: the reconcile may serve several changes). A malformed annotation is ignored.
@@ -214,7 +215,7 @@ export function startRequestSpan(method: string, path: string, server: URL): Spa
   const info = requestInfo(method, path);
   const port = server.port !== '' ? Number(server.port) : server.protocol === 'http:' ? 80 : 443;
   return tracer.startSpan(
-    info.resource ? `${info.verb} ${info.resource}` : method,
+    info.resource ? `${info.verb} ${info.resource}` : `${method} ${path}`,
     {
       kind: SpanKind.CLIENT,
       attributes: {
