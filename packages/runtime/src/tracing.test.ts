@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { PerformanceObserver } from 'node:perf_hooks';
 import { after, test } from 'node:test';
 import { context, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
@@ -30,6 +31,30 @@ after(() => {
   }
   trace.disable();
   context.disable();
+});
+
+test('no provider: the off path allocates nothing (a million calls, no garbage collection)', async () => {
+  const gcs: number[] = [];
+  const obs = new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) gcs.push(e.startTime);
+  });
+  obs.observe({ entryTypes: ['gc'] });
+  const url = new URL('https://127.0.0.1:6443');
+  let seen = 0;
+  const from = performance.now();
+  for (let i = 0; i < 1_000_000; i++) {
+    if (runtimeTracer() !== undefined) seen++;
+    if (startRequestSpan('GET', '/api/v1/namespaces/ns/pods/p', url) !== undefined) seen++;
+  }
+  const to = performance.now();
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  obs.disconnect();
+  assert.equal(seen, 0);
+  assert.deepEqual(
+    gcs.filter((t) => t >= from && t <= to),
+    [],
+    'no garbage collection ran during the loop',
+  );
 });
 
 test('requestInfo resolves paths as the apiserver does', () => {
