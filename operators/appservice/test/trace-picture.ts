@@ -42,7 +42,7 @@ const ROW = 26;
 const LABEL = 250;
 const WIDTH = 860;
 
-const escape = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+const xml = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 
 /** A waterfall of `nodes` with a caption; each bar is labelled with the span's duration. */
 export function waterfallSvg(nodes: readonly SpanNode[], caption: string): string {
@@ -57,15 +57,16 @@ export function waterfallSvg(nodes: readonly SpanNode[], caption: string): strin
     const kind = n.depth === 0 ? '#4063d8' : '#389826';
     const took = `${(ms(n.span.endTime) - ms(n.span.startTime)).toFixed(1)} ms`;
     return [
-      `<text x="${10 + n.depth * 16}" y="${y + 14}">${escape(n.span.name)}</text>`,
+      `<text x="${10 + n.depth * 16}" y="${y + 14}">${xml(n.span.name)}</text>`,
       `<rect x="${x.toFixed(1)}" y="${y + 3}" width="${w.toFixed(1)}" height="${ROW - 8}" rx="3" fill="${kind}"/>`,
       `<text x="${(x + w + 6).toFixed(1)}" y="${y + 14}" fill="#555">${took}</text>`,
     ].join('');
   });
   return [
-    `<svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${height}" font-family="sans-serif" font-size="12">`,
+    `<svg xmlns="http://www.w3.org/2000/svg" role="img" width="${WIDTH}" height="${height}" font-family="sans-serif" font-size="12">`,
+    `<title>${xml(caption)}</title>`,
     `<rect width="100%" height="100%" fill="#fff"/>`,
-    `<text x="10" y="18" font-weight="bold">${escape(caption)}</text>`,
+    `<text x="10" y="18" font-weight="bold">${xml(caption)}</text>`,
     ...rows,
     `<text x="10" y="${height - 8}" fill="#555">0 ms … ${(end - start).toFixed(1)} ms; blue: the reconcile span, green: API requests (CLIENT spans)</text>`,
     '</svg>',

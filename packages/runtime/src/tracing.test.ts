@@ -145,6 +145,19 @@ test('no provider registered: no tracer, no request span (then a registered prov
   assert.ok(child);
   child.end();
   parent.end();
+  const late = context.with(trace.setSpan(ROOT_CONTEXT, parent), () =>
+    startRequestSpan('POST', '/apis/events.k8s.io/v1/namespaces/ns/events', new URL('https://127.0.0.1:6443')),
+  );
+  assert.ok(late, 'a request that outlives its (sampled) parent is still its child');
+  late.end();
+  const unsampled = trace.wrapSpanContext({ ...parent.spanContext(), traceFlags: 0 });
+  assert.equal(
+    context.with(trace.setSpan(ROOT_CONTEXT, unsampled), () =>
+      startRequestSpan('GET', '/api/v1/pods', new URL('https://127.0.0.1:6443')),
+    ),
+    undefined,
+    'an unsampled parent: no span',
+  );
   const [span] = exporter.getFinishedSpans();
   assert.equal(span?.name, 'list pods');
   assert.equal(span?.kind, SpanKind.CLIENT);

@@ -10,10 +10,11 @@
  *   serve many changes) with the controller, the object key, the reconcile id, the time the request waited in the
  *   queue, and on its end the result (`success`, `requeue_after`, `error`) and the requeue delay. It is the active
  *   span while the reconciler runs, so the reconciler's own spans and its API requests nest under it.
- * - Each API request made while a recording span is active is a CLIENT child span `<verb> <resource>` (or
+ * - Each API request made while a sampled span is active is a CLIENT child span `<verb> <resource>` (or
  *   `<METHOD> <path>` for discovery and other non-resource paths) with the HTTP method, the Kubernetes verb,
- *   resource, namespace, the final status code and the number of resends. Requests with no recording span around
- *   them (informer lists, Lease renewals) make no span.
+ *   resource, namespace, the final status code and the number of resends — also when it outlives that span (an
+ *   Event written in the background). Requests with no sampled span around them (informer lists, Lease renewals)
+ *   make no span.
  * - Opt-in W3C trace context: a client that changes an object can stamp it with `traceContextAnnotations()`; a
  *   controller built with `traceContextFromAnnotations` links the reconcile span to that context (a link, not a
  *   parent: the reconcile may serve several changes). A malformed annotation is ignored.
@@ -34,6 +35,7 @@ import {
   type SpanContext,
   SpanKind,
   SpanStatusCode,
+  TraceFlags,
   type Tracer,
   type TracerProvider,
   trace,
@@ -204,12 +206,14 @@ export function requestInfo(method: string, path: string): RequestInfo {
 }
 
 /**
- * Starts the CLIENT span of one API request when a recording span is active (the reconcile's, or the caller's own);
- * `undefined` otherwise.
+ * Starts the CLIENT span of one API request when a sampled span is active (the reconcile's, or the caller's own),
+ * even if that span has ended meanwhile; `undefined` otherwise.
  */
 export function startRequestSpan(method: string, path: string, server: URL): Span | undefined {
   const active = context.active();
-  if (!trace.getSpan(active)?.isRecording()) return undefined;
+  const parent = trace.getSpan(active);
+  // a sampled parent, even one that has ended (an Event written in the background after its reconcile returned)
+  if (parent === undefined || (parent.spanContext().traceFlags & TraceFlags.SAMPLED) === 0) return undefined;
   const tracer = runtimeTracer();
   if (!tracer) return undefined;
   const info = requestInfo(method, path);

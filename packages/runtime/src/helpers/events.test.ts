@@ -57,6 +57,9 @@ class FakeClient implements EventClient {
 
 const pod = { metadata: { name: 'web-1', namespace: 'ns', uid: 'uid-pod', resourceVersion: '7' } };
 const cm = { metadata: { name: 'cfg', namespace: 'ns', uid: 'uid-cm' } };
+/** The references the recorder must write for `pod` and `cm`. */
+const POD_REF = { apiVersion: 'v1', kind: 'Pod', name: 'web-1', namespace: 'ns', uid: 'uid-pod', resourceVersion: '7' };
+const CM_REF = { apiVersion: 'v1', kind: 'ConfigMap', name: 'cfg', namespace: 'ns', uid: 'uid-cm' };
 
 function recorder(client: FakeClient, clock = { now: 1_700_000_000_000 }, extra: { burst?: number } = {}) {
   return new EventRecorder({
@@ -90,15 +93,8 @@ test('events.k8s.io/v1: regarding, related, action, reportingController/Instance
       reportingInstance: 'appservice-host',
       action: 'Bind',
       reason: 'Scheduled',
-      regarding: {
-        apiVersion: 'v1',
-        kind: 'Pod',
-        name: 'web-1',
-        namespace: 'ns',
-        uid: 'uid-pod',
-        resourceVersion: '7',
-      },
-      related: { apiVersion: 'v1', kind: 'ConfigMap', name: 'cfg', namespace: 'ns', uid: 'uid-cm' },
+      regarding: POD_REF,
+      related: CM_REF,
       note: 'pod placed',
       type: 'Normal',
     },
@@ -196,15 +192,8 @@ test('fallback: without events.k8s.io/v1, core/v1 Events with count, action, rel
     {
       metadata: undefined,
       source: undefined,
-      involvedObject: {
-        apiVersion: 'v1',
-        kind: 'Pod',
-        name: 'web-1',
-        namespace: 'ns',
-        uid: 'uid-pod',
-        resourceVersion: '7',
-      },
-      related: { apiVersion: 'v1', kind: 'ConfigMap', name: 'cfg', namespace: 'ns', uid: 'uid-cm' },
+      involvedObject: POD_REF,
+      related: CM_REF,
       type: 'Warning',
       reason: 'Failed',
       action: 'Create',
