@@ -190,7 +190,7 @@ export {
 export { parseDuration, SETTINGS_HELP, SettingsError, settingsFromArgs } from './manager/settings.ts';
 export { Metrics, type WatchMetrics } from './metrics.ts';
 export { Counter, Gauge, Histogram, type Labels, type MetricOptions, Registry } from './prometheus.ts';
-// tracing
+// tracing, and Events on events.k8s.io/v1
 export {
   ATTR as TRACE_ATTRIBUTES,
   type RequestInfo,
