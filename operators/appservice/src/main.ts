@@ -3,11 +3,13 @@
 /**
  * The appservice-operator process: a Manager (caches, controllers, leader election, /metrics, /healthz, /readyz)
  * configured from flags and environment (run with --help), and the AppService controller. Beyond the manager's flags
- * it takes `--resync-period` (off by default: watches drive reconciles). Exits 0 after SIGTERM/SIGINT, 1 with a
- * one-line reason on a fatal error (no cluster, missing CRD, lost leadership), 2 on a bad flag.
+ * it takes `--resync-period` (off by default: watches drive reconciles) and `--tracing` (OTLP export, off by default;
+ * see tracing.ts). Exits 0 after SIGTERM/SIGINT, 1 with a one-line reason on a fatal error (no cluster, missing CRD,
+ * lost leadership), 2 on a bad flag.
  */
 import { Manager, parseDuration, SETTINGS_HELP, SettingsError, settingsFromArgs } from '@opkit/runtime';
 import { setupAppServiceController } from './controllers/appservice.ts';
+import { startTracing, TRACING_HELP } from './tracing.ts';
 // +opkit:scaffold:imports
 
 export const OPERATOR_NAME = 'appservice-operator';
@@ -16,7 +18,7 @@ const HELP = `Usage: appservice-operator [options]
 
 Runs the AppService controller: each AppService (app.example.com/v1alpha1) gets spec.replicas pods.
 
-${SETTINGS_HELP}  --resync-period DUR                reconcile every AppService this often too (default: off; env RESYNC_PERIOD)
+${SETTINGS_HELP}${TRACING_HELP}  --resync-period DUR                reconcile every AppService this often too (default: off; env RESYNC_PERIOD)
   -h, --help                         show this help
 `;
 
@@ -38,7 +40,10 @@ if (argv.includes('-h') || argv.includes('--help')) {
 }
 try {
   const resyncPeriodMs = resyncPeriod(argv);
-  const mgr = await Manager.create(settingsFromArgs({ name: OPERATOR_NAME }, argv));
+  const tracing = await startTracing(OPERATOR_NAME, argv); // off unless --tracing
+  const controllers = { traceContextFromAnnotations: tracing !== undefined };
+  const mgr = await Manager.create(settingsFromArgs({ name: OPERATOR_NAME, controllers }, argv));
+  if (tracing) mgr.add(tracing);
   setupAppServiceController(mgr, resyncPeriodMs ? { resyncPeriodMs } : {});
   // +opkit:scaffold:controllers
   await mgr.run();

@@ -132,7 +132,17 @@ export {
   removeCondition,
   setCondition,
 } from './helpers/conditions.ts';
-export { EventRecorder, type EventRecorderOptions, type EventType } from './helpers/events.ts';
+export {
+  DEFAULT_ACTION,
+  type EventClient,
+  type EventObjectReference,
+  type EventOptions,
+  EventRecorder,
+  type EventRecorderOptions,
+  type EventType,
+  objectReference,
+  SERIES_IDLE_MS,
+} from './helpers/events.ts';
 export {
   addFinalizer,
   type FinalizerHandlers,
@@ -198,5 +208,17 @@ export { type CertificateFiles, type KeyPair, selfSignedCertificate } from './ma
 export { parseDuration, SETTINGS_HELP, SettingsError, settingsFromArgs } from './manager/settings.ts';
 export { Metrics, type WatchMetrics } from './metrics.ts';
 export { Counter, Gauge, Histogram, type Labels, type MetricOptions, Registry } from './prometheus.ts';
+// tracing, and Events on events.k8s.io/v1
+export {
+  ATTR as TRACE_ATTRIBUTES,
+  type RequestInfo,
+  requestInfo,
+  runtimeTracer,
+  spanContextFromAnnotations,
+  TRACEPARENT_ANNOTATION,
+  TRACER_NAME,
+  TRACESTATE_ANNOTATION,
+  traceContextAnnotations,
+} from './tracing.ts';
 export { VERSION } from './version.ts';
 export * from './workqueue/index.ts';

@@ -7,12 +7,14 @@ import {
   ConfigMaps,
   done,
   Events,
+  EventsV1Events,
   finalizer,
   getCondition,
   isApiError,
   Manager,
   ManagerError,
   Namespaces,
+  objectReference,
   resource,
   setCondition,
   updateStatusIfChanged,
@@ -183,28 +185,46 @@ describe('manager against a real apiserver', () => {
     }
   });
 
-  test('events: written with the controller as source; repeats aggregate into a count; floods are rate limited', async () => {
+  test('events: events.k8s.io/v1 with the controller, action and related object; repeats count a series; floods are rate limited', async () => {
     const mgr = await manager('events-op', 'ev');
     const cm = await client.create(ConfigMaps, { metadata: { name: 'subject', namespace: 'ev' } });
+    const other = await client.create(ConfigMaps, { metadata: { name: 'related', namespace: 'ev' } });
     const rec = mgr.eventRecorder('widget-controller');
-    for (let i = 0; i < 5; i++) rec.event(ConfigMaps, cm, 'Warning', 'CreateFailed', 'quota exceeded');
+    const related = objectReference(ConfigMaps, other);
+    for (let i = 0; i < 5; i++) {
+      rec.event(ConfigMaps, cm, 'Warning', 'CreateFailed', 'quota exceeded', { action: 'CreatePod', related });
+    }
     rec.event(ConfigMaps, cm, 'Normal', 'Created', 'created 3 pods');
     await rec.flush();
-    const events = (await client.list(Events, { namespace: 'ev' })).items.filter(
-      (e) => e.involvedObject.uid === cm.metadata.uid,
+    const events = (await client.list(EventsV1Events, { namespace: 'ev' })).items.filter(
+      (e) => e.regarding?.uid === cm.metadata.uid,
     );
-    assert.equal(events.length, 2, 'one Event per distinct message');
+    assert.equal(events.length, 2, 'one Event per distinct note');
     const failed = events.find((e) => e.reason === 'CreateFailed');
-    assert.equal(failed?.count, 5);
+    assert.equal(failed?.series?.count, 5);
+    assert.match(String(failed?.series?.lastObservedTime), /\.\d{6}Z$/, 'a MicroTime');
     assert.equal(failed?.type, 'Warning');
-    assert.equal(failed?.source?.component, 'widget-controller');
-    assert.equal(failed?.involvedObject.kind, 'ConfigMap');
+    assert.equal(failed?.reportingController, 'widget-controller');
+    assert.match(failed?.reportingInstance ?? '', /^widget-controller-/);
+    assert.equal(failed?.action, 'CreatePod');
+    assert.equal(failed?.related?.uid, other.metadata.uid);
+    assert.equal(failed?.regarding?.kind, 'ConfigMap');
+    assert.equal(failed?.note, 'quota exceeded');
+    const created = events.find((e) => e.reason === 'Created');
+    assert.equal(created?.series, undefined, 'a single occurrence has no series');
+    assert.equal(created?.action, 'NoneSpecified');
+    // kubectl describe reads the same objects through core/v1
+    const core = (await client.list(Events, { namespace: 'ev' })).items.find((e) => e.reason === 'CreateFailed');
+    assert.equal(core?.involvedObject.uid, cm.metadata.uid);
+    assert.equal(core?.message, 'quota exceeded');
     const { EventRecorder } = await import('../src/index.ts');
     const limited = new EventRecorder({ client, component: 'flood', log: recordingLogger(), burst: 3 });
     for (let i = 0; i < 10; i++) limited.event(ConfigMaps, cm, 'Warning', `Flood${i}`, `message ${i}`);
     await limited.flush();
     assert.equal(limited.dropped, 7);
-    const flood = (await client.list(Events, { namespace: 'ev' })).items.filter((e) => e.source?.component === 'flood');
+    const flood = (await client.list(EventsV1Events, { namespace: 'ev' })).items.filter(
+      (e) => e.reportingController === 'flood',
+    );
     assert.equal(flood.length, 3);
   });
 
@@ -223,8 +243,8 @@ describe('manager against a real apiserver', () => {
       proxy.setMode({ kind: 'pass' });
       rec.event(ConfigMaps, cm, 'Normal', 'Later', 'written once the connection is back');
       assert.equal(await rec.flush(10_000), 0);
-      const reasons = (await client.list(Events, { namespace: 'ev' })).items
-        .filter((e) => e.source?.component === 'stuck')
+      const reasons = (await client.list(EventsV1Events, { namespace: 'ev' })).items
+        .filter((e) => e.reportingController === 'stuck')
         .map((e) => e.reason);
       assert.deepEqual(reasons, ['Later']);
     } finally {

@@ -8,6 +8,7 @@ import yaml from 'js-yaml';
 import { ownManifest } from '../manifest.ts';
 import { camel, lower } from '../project/names.ts';
 import { type ApiEntry, apiGroup, type Project } from '../project/project.ts';
+import { TRACING_DEPENDENCIES, tracingFile } from './tracing.ts';
 
 export const YOURS = '// scaffolded by opkit — this file is yours to edit';
 const YOURS_YAML = '# scaffolded by opkit — this file is yours to edit';
@@ -54,7 +55,7 @@ export function initFiles(p: Project): Map<string, string> {
           test: 'node --test --test-concurrency=1 "test/**/*.test.ts"',
           typecheck: 'tsc --noEmit -p tsconfig.json',
         },
-        dependencies: { '@opkit/runtime': OPKIT_VERSION, '@sinclair/typebox': '^0.34.52' },
+        dependencies: { '@opkit/runtime': OPKIT_VERSION, '@sinclair/typebox': '^0.34.52', ...TRACING_DEPENDENCIES },
         devDependencies: {
           '@opkit/cli': OPKIT_VERSION,
           '@opkit/testenv': OPKIT_VERSION,
@@ -102,16 +103,21 @@ ${YOURS}
  * /readyz) configured from flags and environment (run with --help), and the controllers \`opkit create api\` added.
  */
 import { Manager, SETTINGS_HELP, SettingsError, settingsFromArgs } from '@opkit/runtime';
+import { startTracing, TRACING_HELP } from './tracing.ts';
 ${MARK_IMPORTS}
 
 export const OPERATOR_NAME = '${p.projectName}';
 
 if (process.argv.includes('--help') || process.argv.includes('-h')) {
-  process.stdout.write(\`Usage: \${OPERATOR_NAME} [options]\\n\\n\${SETTINGS_HELP}\`);
+  process.stdout.write(\`Usage: \${OPERATOR_NAME} [options]\\n\\n\${SETTINGS_HELP}\${TRACING_HELP}\`);
   process.exit(0);
 }
 try {
-  const mgr = await Manager.create(settingsFromArgs({ name: OPERATOR_NAME }));
+  const argv = process.argv.slice(2);
+  const tracing = await startTracing(OPERATOR_NAME, argv); // off unless --tracing
+  const controllers = { traceContextFromAnnotations: tracing !== undefined };
+  const mgr = await Manager.create(settingsFromArgs({ name: OPERATOR_NAME, controllers }, argv));
+  if (tracing) mgr.add(tracing);
   ${MARK_CONTROLLERS}
   await mgr.run();
 } catch (err) {
@@ -120,6 +126,7 @@ try {
 }
 `,
   );
+  files.set('src/tracing.ts', tracingFile());
   files.set(
     'Dockerfile',
     `# syntax=docker/dockerfile:1

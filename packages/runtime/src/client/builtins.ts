@@ -5,6 +5,7 @@
  */
 import type {
   CoreV1Event,
+  EventsV1Event as EventsV1EventModel,
   V1ClusterRole,
   V1ClusterRoleBinding,
   V1ConfigMap,
@@ -36,6 +37,8 @@ export type ServiceAccount = ApiObject<V1ServiceAccount>;
 export type Namespace = ApiObject<V1Namespace>;
 export type Node = ApiObject<V1Node>;
 export type Event = ApiObject<CoreV1Event>;
+/** An Event of the events.k8s.io/v1 API (what `kubectl events` shows; series instead of count). */
+export type EventsV1Event = ApiObject<EventsV1EventModel>;
 export type PersistentVolumeClaim = ApiObject<V1PersistentVolumeClaim>;
 export type Deployment = ApiObject<V1Deployment>;
 export type ReplicaSet = ApiObject<V1ReplicaSet>;
@@ -64,6 +67,13 @@ export const ServiceAccounts = resource<ServiceAccount>({
 export const Namespaces = resource<Namespace>({ ...core, kind: 'Namespace', plural: 'namespaces', namespaced: false });
 export const Nodes = resource<Node>({ ...core, kind: 'Node', plural: 'nodes', namespaced: false });
 export const Events = resource<Event>({ ...core, kind: 'Event', plural: 'events', namespaced: true });
+export const EventsV1Events = resource<EventsV1Event>({
+  group: 'events.k8s.io',
+  version: 'v1',
+  kind: 'Event',
+  plural: 'events',
+  namespaced: true,
+});
 export const PersistentVolumeClaims = resource<PersistentVolumeClaim>({
   ...core,
   kind: 'PersistentVolumeClaim',

@@ -27,6 +27,7 @@ import type { Agent, IncomingMessage } from 'node:http';
 import { Agent as HttpAgent, request as httpRequest } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { sleep } from '../internal/sleep.ts';
+import { ATTR, endRequestSpan, type Span, startRequestSpan } from '../tracing.ts';
 import { ApiError } from './errors.ts';
 import type { ConnectionConfig, Credentials, Impersonation } from './kubeconfig.ts';
 import { proxyAgentFactory } from './proxy.ts';
@@ -114,19 +115,28 @@ export class Transport {
     const timer = setTimeout(() => {
       cut.abort(new ApiError('Timeout', `${describe}: no full answer within ${timeoutMs} ms`, { request: describe }));
     }, timeoutMs);
+    const span = startRequestSpan(req.method, req.path, this.server);
     try {
-      return await this.#attempts<T>(req, cut.signal);
+      const body = await this.#attempts<T>(req, cut.signal, span);
+      if (span) endRequestSpan(span);
+      return body;
+    } catch (err) {
+      if (span) endRequestSpan(span, err);
+      throw err;
     } finally {
       clearTimeout(timer);
       cut.dispose();
     }
   }
 
-  async #attempts<T>(req: TransportRequest, signal: AbortSignal): Promise<T> {
+  async #attempts<T>(req: TransportRequest, signal: AbortSignal, span: Span | undefined): Promise<T> {
     let unauthorizedRetried = false;
+    let sent = 0;
     for (let retry = 0; ; retry++) {
       let res: IncomingMessage;
       let text: string;
+      if (sent > 0) span?.setAttribute(ATTR.resendCount, sent);
+      sent += 1;
       try {
         res = await this.#send(req, signal, retry);
         text = await readBody(res, req, signal);
@@ -138,6 +148,7 @@ export class Transport {
         throw err;
       }
       const status = res.statusCode ?? 0;
+      span?.setAttribute(ATTR.statusCode, status);
       if (status >= 200 && status < 300) return (text.length > 0 ? JSON.parse(text) : undefined) as T;
       const err = ApiError.fromResponse(
         status,

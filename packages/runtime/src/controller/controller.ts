@@ -33,6 +33,7 @@ import { type KubeObject, objectKey, parseKey, type ResourceType } from '../clie
 import { OpkitError } from '../errors.ts';
 import { type Logger, silentLogger } from '../logger.ts';
 import type { Metrics } from '../metrics.ts';
+import { endReconcileSpan, runtimeTracer, startReconcileSpan, withActiveSpan } from '../tracing.ts';
 import { type Clock, type RateLimiter, realClock, WorkQueue } from '../workqueue/index.ts';
 import { Expectations } from './expectations.ts';
 import type { MapFunc } from './handlers.ts';
@@ -57,6 +58,11 @@ export interface ControllerOptions {
   readonly expectationTimeoutMs?: number;
   /** Enqueue every object of the primary kind this often (default: never; the informers are the source of truth). */
   readonly resyncPeriodMs?: number;
+  /**
+   * Link each reconcile's span to the W3C trace context in the object's `opkit.dev/traceparent` annotation (see
+   * tracing.ts; default off).
+   */
+  readonly traceContextFromAnnotations?: boolean;
 }
 
 export class ControllerError extends OpkitError<'CacheSyncTimeout' | 'AlreadyStarted'> {
@@ -235,17 +241,35 @@ export class Controller {
       },
     };
     const m = this.#o.metrics;
+    const tracer = runtimeTracer();
+    const span =
+      tracer &&
+      startReconcileSpan(tracer, {
+        controller: this.name,
+        key,
+        namespace: request.namespace,
+        name: request.name,
+        reconcileID,
+        queueWaitMs: this.queue.waitedMs(key),
+        annotations: this.#o.traceContextFromAnnotations
+          ? this.#primary?.store.get(key)?.metadata.annotations
+          : undefined,
+      });
     const started = performance.now();
     // biome-ignore lint/suspicious/noConfusingVoidType: what a reconciler may return
     let result: Result | undefined | void;
     try {
-      result = await this.#reconciler.reconcile(request, ctx);
+      result = await (span
+        ? withActiveSpan(span, this.#reconciler.reconcile, this.#reconciler, request, ctx)
+        : this.#reconciler.reconcile(request, ctx));
     } catch (err) {
       m?.reconcileTime.observe({ controller: this.name }, (performance.now() - started) / 1000);
+      if (span) endReconcileSpan(span, { error: err });
       this.#failed(key, err, log, signal);
       return;
     }
     m?.reconcileTime.observe({ controller: this.name }, (performance.now() - started) / 1000);
+    if (span) endReconcileSpan(span, { requeueAfterMs: result?.requeueAfter });
     this.queue.forget(key);
     if (result?.requeueAfter !== undefined && result.requeueAfter > 0) {
       m?.reconcileTotal.inc({ controller: this.name, result: 'requeue_after' });

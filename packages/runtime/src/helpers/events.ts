@@ -1,22 +1,33 @@
 /**
  * @module helpers/events
- * An EventRecorder for `kubectl describe`: writes core/v1 Events about an object with the controller as source.
+ * An EventRecorder for `kubectl events` and `kubectl describe`, with the semantics of client-go's events.k8s.io/v1
+ * recorder (the one controller-runtime's new `GetEventRecorder` returns): each Event names its `regarding` object, an
+ * optional `related` one, the `reportingController`, the `reportingInstance` and the `action` taken; repeats become a
+ * series.
  *
  * Guarantees:
- * - Repeats aggregate: the same (object, type, reason, message) patches the existing Event's `count` and
- *   `lastTimestamp` instead of creating a new object (if that Event expired meanwhile, a new one is created).
- * - Rate limited per object and source, like client-go's spam filter: a burst of 25, then one event per 5 minutes;
- *   the excess is dropped (counted in `dropped`), so a failing reconcile cannot flood the cluster.
- * - Never throws and never blocks a reconcile: writes happen in the background, one at a time per Event; failures are
- *   logged at debug level.
+ * - API: events.k8s.io/v1 when the apiserver serves it (asked once, by discovery); core/v1 Events otherwise, with the
+ *   same fields (`action`, `related`, `reportingComponent`) and `count` / `lastTimestamp` in place of the series.
+ * - Series: a repeat of the same (regarding, related, type, reason, action, note) within 6 minutes of the last one
+ *   patches the existing Event's `series.count` and `series.lastObservedTime` instead of creating an object; after 6
+ *   quiet minutes, or when the Event expired meanwhile, a new Event is created (carrying the count so far, as client-go
+ *   does). Repeats recorded while a write is under way are folded into the next write, so a burst costs at most one
+ *   create and one patch in flight at a time per series.
+ * - Rate limited per regarding object, like client-go's spam filter: a burst of 25, then one event per 5 minutes; the
+ *   excess is dropped (counted in `dropped`), so a failing reconcile cannot flood the cluster.
+ * - Never throws and never blocks a reconcile: writes happen in the background, one at a time per series; failures
+ *   are logged at debug level. Notes longer than 1 kB are cut to fit the API's limit.
  * - `flush(timeoutMs)` waits for the writes under way, but never longer than `timeoutMs`: then it cancels the rest, so
  *   a process stopping on a hung connection (a lost Lease, a SIGTERM) exits on time instead of waiting for the
  *   client's request timeout.
+ *
+ * RBAC: `create` and `patch` on `events.k8s.io` events (see `managerPermissions`); the core/v1 fallback, for
+ * apiservers older than 1.19, needs the same verbs on core `events`.
  */
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type Event, Events } from '../client/builtins.ts';
+import { type Event, Events, type EventsV1Event, EventsV1Events } from '../client/builtins.ts';
 import type { Client } from '../client/client.ts';
 import { isApiError } from '../client/errors.ts';
 import type { KubeObject, ResourceType } from '../client/resource.ts';
@@ -24,33 +35,91 @@ import type { Logger } from '../logger.ts';
 
 export type EventType = 'Normal' | 'Warning';
 
-/** The longest a Node timer can wait (2^31 − 1 ms); a longer flush timeout means no limit. */
-const MAX_TIMER_MS = 2 ** 31 - 1;
+/** The object an Event is about (`regarding`) or relates to (`related`): an ObjectReference. */
+export interface EventObjectReference {
+  readonly apiVersion: string;
+  readonly kind: string;
+  readonly name: string;
+  readonly namespace?: string;
+  readonly uid?: string;
+  readonly resourceVersion?: string;
+}
+
+/** The reference to `obj` (of kind `r`) an Event carries. */
+export function objectReference<T extends KubeObject>(r: ResourceType<T>, obj: T): EventObjectReference {
+  return {
+    apiVersion: r.apiVersion,
+    kind: r.kind,
+    name: obj.metadata.name ?? '',
+    ...(obj.metadata.namespace ? { namespace: obj.metadata.namespace } : {}),
+    ...(obj.metadata.uid ? { uid: obj.metadata.uid } : {}),
+    ...(obj.metadata.resourceVersion ? { resourceVersion: obj.metadata.resourceVersion } : {}),
+  };
+}
+
+export interface EventOptions {
+  /** What was done or failed (e.g. `Scale`, `CreatePod`); at most 128 characters. Default `NoneSpecified`. */
+  readonly action?: string;
+  /** A second object the Event concerns (e.g. the Pod a scale-up created). */
+  readonly related?: EventObjectReference;
+}
+
+/** What the recorder needs of a client (a `Client`, or a fake in tests). */
+export type EventClient = Pick<Client, 'create' | 'patch' | 'serverResources'>;
 
 export interface EventRecorderOptions {
-  readonly client: Client;
-  /** The source component (the controller's name). */
+  readonly client: EventClient;
+  /** The reporting controller (the controller's or the manager's name), a qualified name such as `appservice`. */
   readonly component: string;
+  /** The reporting instance (default `<component>-<hostname>`, as client-go). */
+  readonly instance?: string;
   readonly log: Logger;
   /** Per object: burst (default 25) and refill interval (default 5 min). */
   readonly burst?: number;
   readonly refillMs?: number;
-  /** How many distinct Events to remember for aggregation (default 4096). */
+  /** How many distinct series to remember (default 4096). */
   readonly cacheSize?: number;
+  /** The clock, in ms since the epoch (default `Date.now`). */
+  readonly now?: () => number;
 }
 
-interface Aggregate {
-  namespace: string;
-  name: string;
+/** client-go's default action when a caller names none. */
+export const DEFAULT_ACTION = 'NoneSpecified';
+/** A series ends after this long without a repeat (client-go's `finishTime`). */
+export const SERIES_IDLE_MS = 6 * 60_000;
+/** The API's limit on an Event's note (`message`). */
+const NOTE_LIMIT = 1024;
+/** The longest a Node timer can wait (2^31 − 1 ms); a longer flush timeout means no limit. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+type Api = 'events.k8s.io/v1' | 'v1';
+
+/** One series: what was recorded, and where it was written. */
+interface Series {
+  readonly regarding: EventObjectReference;
+  readonly related: EventObjectReference | undefined;
+  readonly type: EventType;
+  readonly reason: string;
+  readonly action: string;
+  readonly note: string;
+  readonly first: number;
+  last: number;
+  /** Occurrences recorded. */
   count: number;
+  /** Occurrences the written Event reports. */
+  written: number;
+  /** The written Event, once created. */
+  ref: { readonly api: Api; readonly namespace: string; readonly name: string } | undefined;
   pending: Promise<void>;
 }
 
 export class EventRecorder {
   readonly #o: EventRecorderOptions;
-  readonly #host = hostname();
-  readonly #aggregates = new Map<string, Aggregate>();
+  readonly #instance: string;
+  readonly #now: () => number;
+  readonly #series = new Map<string, Series>();
   readonly #buckets = new Map<string, { tokens: number; at: number }>();
+  #api: Promise<Api> | undefined;
   #dropped = 0;
   #inFlight = new Set<Promise<void>>();
   /** Aborts the writes recorded so far when a flush gives up on them (then replaced for later events). */
@@ -58,6 +127,8 @@ export class EventRecorder {
 
   constructor(options: EventRecorderOptions) {
     this.#o = options;
+    this.#instance = (options.instance ?? `${options.component}-${hostname()}`).slice(0, 128);
+    this.#now = options.now ?? Date.now;
   }
 
   /** Events dropped by the rate limit so far. */
@@ -65,51 +136,68 @@ export class EventRecorder {
     return this.#dropped;
   }
 
-  /** Records an event about `obj` (of kind `r`). `reason` is a short CamelCase word; `message` a sentence. */
-  event<T extends KubeObject>(r: ResourceType<T>, obj: T, type: EventType, reason: string, message: string): void {
-    const uid = obj.metadata.uid ?? '';
-    if (!this.#allow(uid)) {
+  /**
+   * Records an event about `obj` (of kind `r`). `reason` is a short CamelCase word (why), `message` a sentence (the
+   * note); `options.action` says what was done and `options.related` names a second object.
+   */
+  event<T extends KubeObject>(
+    r: ResourceType<T>,
+    obj: T,
+    type: EventType,
+    reason: string,
+    message: string,
+    options: EventOptions = {},
+  ): void {
+    const regarding = objectReference(r, obj);
+    const now = this.#now();
+    if (!this.#allow(regarding.uid ?? `${regarding.namespace ?? ''}/${regarding.name}`, now)) {
       this.#dropped += 1;
-      this.#o.log.debug({ reason, object: obj.metadata.name }, 'event dropped by the rate limit');
+      this.#o.log.debug({ reason, object: regarding.name }, 'event dropped by the rate limit');
       return;
     }
-    const key = `${uid}\u0000${type}\u0000${reason}\u0000${message}`;
-    const now = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
-    let agg = this.#aggregates.get(key);
-    if (!agg) {
-      agg = { namespace: '', name: '', count: 0, pending: Promise.resolve() };
-      this.#remember(key, agg);
+    const action = (options.action ?? DEFAULT_ACTION).slice(0, 128);
+    const note = truncate(message);
+    const related = options.related;
+    const key = [
+      regarding.uid ?? `${regarding.apiVersion}/${regarding.kind}/${regarding.namespace ?? ''}/${regarding.name}`,
+      related ? `${related.apiVersion}/${related.kind}/${related.namespace ?? ''}/${related.name}` : '',
+      type,
+      reason,
+      action,
+      note,
+    ].join('\u0000');
+    let s = this.#series.get(key);
+    if (s && now - s.last > SERIES_IDLE_MS) s = undefined; // the series ended: start a new Event
+    if (!s) {
+      s = {
+        regarding,
+        related,
+        type,
+        reason: reason.slice(0, 128),
+        action,
+        note,
+        first: now,
+        last: now,
+        count: 0,
+        written: 0,
+        ref: undefined,
+        pending: Promise.resolve(),
+      };
+      this.#remember(key, s);
     }
-    const a = agg;
+    s.count += 1;
+    s.last = now;
+    const series = s;
     const { signal } = this.#cancel;
-    // Writes of one Event are chained, so repeats patch the Event the first write created.
-    const pending = a.pending.then(async () => {
+    // Writes of one series are chained; a write finding nothing new to report (folded into an earlier one) is skipped.
+    const pending = series.pending.then(async () => {
       try {
-        if (a.count > 0) {
-          try {
-            await this.#o.client.patch(
-              Events,
-              { namespace: a.namespace, name: a.name },
-              { count: a.count + 1, lastTimestamp: now },
-              { signal },
-            );
-            a.count += 1;
-            return;
-          } catch (err) {
-            if (!isApiError(err, 'NotFound')) throw err; // the Event expired: create a new one
-          }
-        }
-        const created = await this.#o.client.create(Events, this.#build(r, obj, type, reason, message, now), {
-          signal,
-        });
-        a.namespace = created.metadata.namespace ?? 'default';
-        a.name = created.metadata.name ?? '';
-        a.count = 1;
+        await this.#write(series, signal);
       } catch (err) {
         this.#o.log.debug({ err: (err as Error).message, reason }, 'could not write an event');
       }
     });
-    a.pending = pending;
+    series.pending = pending;
     this.#inFlight.add(pending);
     void pending.finally(() => this.#inFlight.delete(pending));
   }
@@ -144,60 +232,138 @@ export class EventRecorder {
     return 0;
   }
 
-  #build<T extends KubeObject>(
-    r: ResourceType<T>,
-    obj: T,
-    type: EventType,
-    reason: string,
-    message: string,
-    now: string,
-  ): Event {
-    const namespace = obj.metadata.namespace ?? 'default';
+  /** Brings the server's Event up to the series' count: creates it, or patches its count. */
+  async #write(s: Series, signal: AbortSignal): Promise<void> {
+    const count = s.count;
+    if (count === s.written) return;
+    const last = s.last;
+    if (s.ref) {
+      try {
+        if (s.ref.api === 'v1') {
+          await this.#o.client.patch(Events, s.ref, { count, lastTimestamp: seconds(last) }, { signal });
+        } else {
+          await this.#o.client.patch(
+            EventsV1Events,
+            s.ref,
+            { series: { count, lastObservedTime: microTime(last) } },
+            { signal },
+          );
+        }
+        s.written = count;
+        return;
+      } catch (err) {
+        if (!isApiError(err, 'NotFound')) throw err; // the Event expired: create it again
+      }
+    }
+    const api = await this.#servedApi(signal);
+    const namespace = s.regarding.namespace ?? 'default';
+    const name = `${s.regarding.name}.${randomBytes(8).toString('hex')}`;
+    const created =
+      api === 'v1'
+        ? await this.#o.client.create(Events, this.#coreEvent(s, namespace, name, count, last), { signal })
+        : await this.#o.client.create(EventsV1Events, this.#eventsV1Event(s, namespace, name, count, last), {
+            signal,
+          });
+    s.ref = { api, namespace: created.metadata.namespace ?? namespace, name: created.metadata.name ?? name };
+    s.written = count;
+  }
+
+  /** events.k8s.io/v1 when served (asked once); core/v1 when the group version is not served. */
+  #servedApi(signal: AbortSignal): Promise<Api> {
+    if (!this.#api) {
+      const asked = this.#o.client.serverResources('events.k8s.io/v1', { signal }).then(
+        (resources): Api => (resources.some((r) => r.name === 'events') ? 'events.k8s.io/v1' : 'v1'),
+        (err: unknown): Api => {
+          if (isApiError(err, 'NotFound')) return 'v1';
+          this.#api = undefined; // ask again next time
+          this.#o.log.debug({ err: (err as Error).message }, 'events.k8s.io discovery failed: assuming it is served');
+          return 'events.k8s.io/v1';
+        },
+      );
+      this.#api = asked;
+      void asked.then((api) => {
+        if (api === 'v1') this.#o.log.info({}, 'events.k8s.io/v1 is not served: writing core/v1 Events');
+      });
+    }
+    return this.#api;
+  }
+
+  #eventsV1Event(s: Series, namespace: string, name: string, count: number, last: number): EventsV1Event {
     return {
-      metadata: { namespace, name: `${obj.metadata.name}.${randomBytes(8).toString('hex')}` },
-      involvedObject: {
-        apiVersion: r.apiVersion,
-        kind: r.kind,
-        name: obj.metadata.name ?? '',
-        ...(obj.metadata.namespace ? { namespace: obj.metadata.namespace } : {}),
-        ...(obj.metadata.uid ? { uid: obj.metadata.uid } : {}),
-        ...(obj.metadata.resourceVersion ? { resourceVersion: obj.metadata.resourceVersion } : {}),
-      },
-      type,
-      reason,
-      message: message.length > 1024 ? `${message.slice(0, 1021)}...` : message,
-      source: { component: this.#o.component, host: this.#host },
+      metadata: { namespace, name },
+      eventTime: microTime(s.first),
+      ...(count > 1 ? { series: { count, lastObservedTime: microTime(last) } } : {}),
+      reportingController: this.#o.component,
+      reportingInstance: this.#instance,
+      action: s.action,
+      reason: s.reason,
+      regarding: { ...s.regarding },
+      ...(s.related ? { related: { ...s.related } } : {}),
+      note: s.note,
+      type: s.type,
+    } as EventsV1Event;
+  }
+
+  #coreEvent(s: Series, namespace: string, name: string, count: number, last: number): Event {
+    return {
+      metadata: { namespace, name },
+      involvedObject: { ...s.regarding },
+      ...(s.related ? { related: { ...s.related } } : {}),
+      type: s.type,
+      reason: s.reason,
+      action: s.action,
+      message: s.note,
+      source: { component: this.#o.component, host: hostname() },
       reportingComponent: this.#o.component,
-      reportingInstance: this.#host,
-      firstTimestamp: now,
-      lastTimestamp: now,
-      count: 1,
+      reportingInstance: this.#instance,
+      firstTimestamp: seconds(s.first),
+      lastTimestamp: seconds(last),
+      count,
     };
   }
 
-  #remember(key: string, agg: Aggregate): void {
-    this.#aggregates.set(key, agg);
+  #remember(key: string, s: Series): void {
+    this.#series.delete(key);
+    this.#series.set(key, s);
     const max = this.#o.cacheSize ?? 4096;
-    if (this.#aggregates.size > max) {
-      const oldest = this.#aggregates.keys().next().value;
-      if (oldest !== undefined) this.#aggregates.delete(oldest);
+    if (this.#series.size > max) {
+      const oldest = this.#series.keys().next().value;
+      if (oldest !== undefined) this.#series.delete(oldest);
     }
   }
 
-  #allow(objectUid: string): boolean {
+  #allow(objectKey: string, now: number): boolean {
     const burst = this.#o.burst ?? 25;
     const refillMs = this.#o.refillMs ?? 300_000;
-    const now = Date.now();
-    const b = this.#buckets.get(objectUid) ?? { tokens: burst, at: now };
+    const b = this.#buckets.get(objectKey) ?? { tokens: burst, at: now };
     b.tokens = Math.min(burst, b.tokens + (now - b.at) / refillMs);
     b.at = now;
-    this.#buckets.set(objectUid, b);
+    this.#buckets.set(objectKey, b);
     if (b.tokens < 1) return false;
     b.tokens -= 1;
     if (this.#buckets.size > (this.#o.cacheSize ?? 4096)) {
       const oldest = this.#buckets.keys().next().value;
-      if (oldest !== undefined && oldest !== objectUid) this.#buckets.delete(oldest);
+      if (oldest !== undefined && oldest !== objectKey) this.#buckets.delete(oldest);
     }
     return true;
   }
+}
+
+/** RFC 3339 with microseconds (a MicroTime), as events.k8s.io requires. */
+function microTime(ms: number): string {
+  return new Date(ms).toISOString().replace(/Z$/, '000Z');
+}
+
+/** RFC 3339 in whole seconds (a Time), as core/v1 Events' timestamps are. */
+function seconds(ms: number): string {
+  return new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
+}
+
+/** Cuts a note to the API's 1 kB limit (in UTF-8 bytes), ending in `...`. */
+function truncate(note: string): string {
+  if (Buffer.byteLength(note, 'utf8') <= NOTE_LIMIT) return note;
+  let cut = note.slice(0, NOTE_LIMIT - 3);
+  while (Buffer.byteLength(cut, 'utf8') > NOTE_LIMIT - 3) cut = cut.slice(0, -1);
+  if (/[\uD800-\uDBFF]$/.test(cut)) cut = cut.slice(0, -1); // never half a surrogate pair
+  return `${cut}...`;
 }

@@ -12,8 +12,8 @@ test('rules merge by group and verb set, sorted and byte-stable', () => {
   ];
   const rules = policyRules(perms.filter((p) => p.scope !== 'namespace'));
   assert.deepEqual(rules, [
-    { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
     { apiGroups: [''], resources: ['pods'], verbs: ['list', 'watch', 'create', 'delete'] },
+    { apiGroups: ['events.k8s.io'], resources: ['events'], verbs: ['create', 'patch'] },
   ]);
   const m = rbacManifests('op', 'ops', perms);
   assert.deepEqual(m.role?.rules, [

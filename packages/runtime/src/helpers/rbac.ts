@@ -7,7 +7,7 @@
  * namespace). Rules are merged and sorted by code unit (never by the machine's locale), so the output is byte-stable
  * on every machine.
  */
-import { Events, Leases } from '../client/builtins.ts';
+import { EventsV1Events, Leases } from '../client/builtins.ts';
 import type { KubeObject, ResourceType } from '../client/resource.ts';
 
 export type Verb = 'get' | 'list' | 'watch' | 'create' | 'update' | 'patch' | 'delete' | 'deletecollection';
@@ -34,10 +34,13 @@ export function permission(
   };
 }
 
-/** What every manager needs: Events (create, and patch to aggregate), and a Lease when leader election is on. */
+/**
+ * What every manager needs: events.k8s.io Events (create, and patch to count a series), and a Lease when leader
+ * election is on. (Only an apiserver older than 1.19, without events.k8s.io/v1, needs the same on core `events`.)
+ */
 export function managerPermissions(leaderElection: boolean): Permission[] {
   return [
-    permission(Events, ['create', 'patch']),
+    permission(EventsV1Events, ['create', 'patch']),
     ...(leaderElection ? [permission(Leases, ['get', 'create', 'update'], { scope: 'namespace' })] : []),
   ];
 }

@@ -70,6 +70,8 @@ export interface ManagerOptions {
     readonly apiReachableTimeoutMs?: number;
     /** Time in-flight reconciles get on shutdown before their signal aborts (default 2 s). */
     readonly gracefulShutdownTimeoutMs?: number;
+    /** Link reconcile spans to the W3C trace context in objects' `opkit.dev/traceparent` annotation (default off). */
+    readonly traceContextFromAnnotations?: boolean;
   };
 }
 
@@ -163,6 +165,7 @@ export class Manager {
         ? { cacheSyncTimeoutMs: this.#o.controllers.cacheSyncTimeoutMs }
         : {}),
       drainTimeoutMs: this.#drainMs,
+      ...(this.#o.controllers?.traceContextFromAnnotations ? { traceContextFromAnnotations: true } : {}),
     };
     return new ControllerBuilder({
       client: this.client,

@@ -472,3 +472,20 @@ test('property: random adds, gets and dones across 4 workers never duplicate or 
     await flush();
   }
 });
+
+test('waitedMs: how long the key now processing waited before get() handed it out; forgotten on done()', async () => {
+  const { queue, clock } = newQueue();
+  queue.add('ns/a');
+  clock.advance(250);
+  assert.equal(queue.waitedMs('ns/a'), undefined, 'not processing yet');
+  assert.equal(await queue.get(), 'ns/a');
+  assert.equal(queue.waitedMs('ns/a'), 250);
+  queue.add('ns/a'); // re-added while processing: the current wait is unchanged
+  clock.advance(100);
+  assert.equal(queue.waitedMs('ns/a'), 250);
+  queue.done('ns/a');
+  assert.equal(await queue.get(), 'ns/a');
+  assert.equal(queue.waitedMs('ns/a'), 100, 'the second round waited from its re-add');
+  queue.done('ns/a');
+  assert.equal(queue.waitedMs('ns/a'), undefined);
+});

@@ -147,6 +147,8 @@ export class WorkQueue<K extends string = string> {
   readonly #processing = new Map<K, number>();
   /** When each dirty key was added, for the queue latency. */
   readonly #addedAt = new Map<K, number>();
+  /** How long each processing key waited in the queue before `get()` handed it out (ms). */
+  readonly #waited = new Map<K, number>();
   /** Pending `get()` calls, oldest first; only non-empty while no key is waiting. */
   #getters: ((item: K | undefined) => void)[] = [];
 
@@ -219,6 +221,11 @@ export class WorkQueue<K extends string = string> {
     return this.#rateLimiter.retries(item);
   }
 
+  /** How long a key now processing waited in the queue before `get()` handed it out, in ms (`undefined` if not processing). */
+  waitedMs(item: K): number | undefined {
+    return this.#waited.get(item);
+  }
+
   /**
    * The next waiting key, marked processing until `done()` is called for it; waits while none is waiting. Resolves
    * `undefined` once the queue is shut down (then the caller should stop).
@@ -236,6 +243,7 @@ export class WorkQueue<K extends string = string> {
     const startedAt = this.#processing.get(item);
     if (startedAt === undefined) return;
     this.#processing.delete(item);
+    this.#waited.delete(item);
     if (this.#dirty.has(item)) this.#enqueue(item);
     this.#metrics.workDuration?.((this.#clock.now() - startedAt) / 1000);
     if (this.#processing.size === 0) this.#releaseDrainers();
@@ -301,7 +309,10 @@ export class WorkQueue<K extends string = string> {
     this.#processing.set(item, now);
     const addedAt = this.#addedAt.get(item);
     this.#addedAt.delete(item);
-    if (addedAt !== undefined) this.#metrics.queueLatency?.((now - addedAt) / 1000);
+    if (addedAt !== undefined) {
+      this.#waited.set(item, now - addedAt);
+      this.#metrics.queueLatency?.((now - addedAt) / 1000);
+    }
     return item;
   }
 
@@ -364,6 +375,7 @@ export class WorkQueue<K extends string = string> {
     this.#head = 0;
     this.#dirty.clear();
     this.#addedAt.clear();
+    this.#waited.clear();
     this.#delayed.clear();
     this.#schedule.clear();
     this.#disarm();

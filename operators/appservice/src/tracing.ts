@@ -1,0 +1,48 @@
+// scaffolded by opkit — this file is yours to edit
+/**
+ * OpenTelemetry tracing, off by default. With `--tracing` (or TRACING=true) the operator exports its spans — one per
+ * reconcile, with a child per API request — over OTLP/HTTP (protobuf) to OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or
+ * OTEL_EXPORTER_OTLP_ENDPOINT (default http://localhost:4318), as service OTEL_SERVICE_NAME (default: the operator's
+ * name), and reconciles link to the trace context a client wrote into an object's `opkit.dev/traceparent`
+ * annotation. Off, none of the SDK is loaded. Swap the exporter or add a sampler here.
+ */
+import type { Runnable } from '@opkit/runtime';
+
+export const TRACING_HELP = `  --tracing                          export traces over OTLP (env TRACING; endpoint: OTEL_EXPORTER_OTLP_ENDPOINT)
+`;
+
+/**
+ * Takes `--tracing` out of `argv`. When tracing is on, registers the SDK and returns a Runnable that flushes the spans
+ * still buffered when the manager stops (add it with `mgr.add`); `undefined` when off.
+ */
+export async function startTracing(serviceName: string, argv: string[]): Promise<Runnable | undefined> {
+  const at = argv.indexOf('--tracing');
+  if (at >= 0) argv.splice(at, 1);
+  if (at < 0 && process.env.TRACING !== 'true') return undefined;
+  const [
+    { context, trace },
+    { AsyncLocalStorageContextManager },
+    sdk,
+    { OTLPTraceExporter },
+    { resourceFromAttributes },
+  ] = await Promise.all([
+    import('@opentelemetry/api'),
+    import('@opentelemetry/context-async-hooks'),
+    import('@opentelemetry/sdk-trace'),
+    import('@opentelemetry/exporter-trace-otlp-proto'),
+    import('@opentelemetry/resources'),
+  ]);
+  const provider = new sdk.TracerProvider({
+    resource: resourceFromAttributes({ 'service.name': process.env.OTEL_SERVICE_NAME ?? serviceName }),
+    spanProcessors: [new sdk.BatchSpanProcessor({ exporter: new OTLPTraceExporter() })],
+  });
+  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+  trace.setGlobalTracerProvider(provider);
+  return {
+    needLeaderElection: false,
+    async start(signal) {
+      await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+      await provider.shutdown(); // exports what is buffered
+    },
+  };
+}

@@ -1,0 +1,236 @@
+/**
+ * The EventRecorder's decisions against a fake client and a fake clock: which API it writes, how repeats become a
+ * series (and when a series ends), how writes fold together, and the per-object rate limit. What the apiserver
+ * accepts is tested end to end in test/manager.test.ts.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { ConfigMaps, Pods } from '../client/builtins.ts';
+import type { APIResource } from '../client/client.ts';
+import { ApiError } from '../client/errors.ts';
+import type { KubeObject, ObjectRef, ResourceType } from '../client/resource.ts';
+import { silentLogger } from '../logger.ts';
+import { type EventClient, EventRecorder, objectReference, SERIES_IDLE_MS } from './events.ts';
+
+interface Call {
+  readonly verb: 'create' | 'patch';
+  readonly api: string;
+  readonly name: string;
+  readonly body: Record<string, unknown>;
+}
+
+/** Records writes; serves events.k8s.io/v1 or not; a patch of an Event it "expired" answers NotFound. */
+class FakeClient implements EventClient {
+  readonly calls: Call[] = [];
+  readonly expired = new Set<string>();
+  discoveries = 0;
+  /** Resolves held writes (to observe folding while a write is under way). */
+  hold: Promise<void> | undefined;
+
+  readonly served: boolean;
+
+  constructor(served: boolean) {
+    this.served = served;
+  }
+
+  async serverResources(apiVersion: string): Promise<APIResource[]> {
+    this.discoveries += 1;
+    assert.equal(apiVersion, 'events.k8s.io/v1');
+    if (!this.served) throw new ApiError('NotFound', 'GET /apis/events.k8s.io/v1: not found', { status: 404 });
+    return [{ name: 'events', kind: 'Event', namespaced: true }];
+  }
+
+  async create<T extends KubeObject>(r: ResourceType<T>, obj: T): Promise<T> {
+    await this.hold;
+    const name = obj.metadata.name ?? '';
+    this.calls.push({ verb: 'create', api: r.apiVersion, name, body: obj as unknown as Record<string, unknown> });
+    return obj;
+  }
+
+  async patch<T extends KubeObject>(r: ResourceType<T>, ref: ObjectRef, patch: unknown): Promise<T> {
+    await this.hold;
+    if (this.expired.has(ref.name)) throw new ApiError('NotFound', `events "${ref.name}" not found`, { status: 404 });
+    this.calls.push({ verb: 'patch', api: r.apiVersion, name: ref.name, body: patch as Record<string, unknown> });
+    return { metadata: { ...ref } } as T;
+  }
+}
+
+const pod = { metadata: { name: 'web-1', namespace: 'ns', uid: 'uid-pod', resourceVersion: '7' } };
+const cm = { metadata: { name: 'cfg', namespace: 'ns', uid: 'uid-cm' } };
+/** The references the recorder must write for `pod` and `cm`. */
+const POD_REF = { apiVersion: 'v1', kind: 'Pod', name: 'web-1', namespace: 'ns', uid: 'uid-pod', resourceVersion: '7' };
+const CM_REF = { apiVersion: 'v1', kind: 'ConfigMap', name: 'cfg', namespace: 'ns', uid: 'uid-cm' };
+
+function recorder(client: FakeClient, clock = { now: 1_700_000_000_000 }, extra: { burst?: number } = {}) {
+  return new EventRecorder({
+    client,
+    component: 'appservice',
+    instance: 'appservice-host',
+    log: silentLogger,
+    now: () => clock.now,
+    ...extra,
+  });
+}
+
+test('events.k8s.io/v1: regarding, related, action, reportingController/Instance, a MicroTime eventTime', async () => {
+  const client = new FakeClient(true);
+  const rec = recorder(client);
+  rec.event(Pods, pod, 'Normal', 'Scheduled', 'pod placed', {
+    action: 'Bind',
+    related: objectReference(ConfigMaps, cm),
+  });
+  await rec.flush();
+  assert.equal(client.calls.length, 1);
+  const [create] = client.calls;
+  assert.equal(create?.api, 'events.k8s.io/v1');
+  assert.match(create?.name ?? '', /^web-1\.[0-9a-f]{16}$/);
+  assert.deepEqual(
+    { ...create?.body, metadata: undefined },
+    {
+      metadata: undefined,
+      eventTime: '2023-11-14T22:13:20.000000Z',
+      reportingController: 'appservice',
+      reportingInstance: 'appservice-host',
+      action: 'Bind',
+      reason: 'Scheduled',
+      regarding: POD_REF,
+      related: CM_REF,
+      note: 'pod placed',
+      type: 'Normal',
+    },
+  );
+  assert.equal(client.discoveries, 1);
+  rec.event(Pods, pod, 'Normal', 'Other', 'x');
+  await rec.flush();
+  assert.equal(client.discoveries, 1, 'discovery is asked once');
+  assert.equal(client.calls[1]?.body.action, 'NoneSpecified', "client-go's default action");
+});
+
+test('repeats become a series: series.count and lastObservedTime are patched; a different note is another Event', async () => {
+  const client = new FakeClient(true);
+  const clock = { now: 1_700_000_000_000 };
+  const rec = recorder(client, clock);
+  for (let i = 0; i < 3; i++) {
+    rec.event(Pods, pod, 'Warning', 'BackOff', 'restarting');
+    await rec.flush();
+    clock.now += 1_000;
+  }
+  rec.event(Pods, pod, 'Warning', 'BackOff', 'restarting again');
+  await rec.flush();
+  assert.deepEqual(
+    client.calls.map((c) => [c.verb, c.body.series]),
+    [
+      ['create', undefined],
+      ['patch', { count: 2, lastObservedTime: '2023-11-14T22:13:21.000000Z' }],
+      ['patch', { count: 3, lastObservedTime: '2023-11-14T22:13:22.000000Z' }],
+      ['create', undefined],
+    ],
+  );
+  assert.equal(client.calls[1]?.name, client.calls[0]?.name, 'the series patches the Event it created');
+});
+
+test('a series ends after 6 quiet minutes; an expired Event is created again with the count so far', async () => {
+  const client = new FakeClient(true);
+  const clock = { now: 1_700_000_000_000 };
+  const rec = recorder(client, clock);
+  rec.event(Pods, pod, 'Normal', 'Synced', 'ok');
+  await rec.flush();
+  clock.now += SERIES_IDLE_MS + 1;
+  rec.event(Pods, pod, 'Normal', 'Synced', 'ok');
+  await rec.flush();
+  assert.deepEqual(
+    client.calls.map((c) => c.verb),
+    ['create', 'create'],
+  );
+  assert.notEqual(client.calls[0]?.name, client.calls[1]?.name);
+  client.expired.add(client.calls[1]?.name ?? '');
+  clock.now += 1_000;
+  rec.event(Pods, pod, 'Normal', 'Synced', 'ok');
+  await rec.flush();
+  const recreated = client.calls[2];
+  assert.equal(recreated?.verb, 'create');
+  assert.deepEqual(recreated?.body.series, { count: 2, lastObservedTime: '2023-11-14T22:19:21.001000Z' });
+});
+
+test('repeats recorded while a write is under way fold into one patch', async () => {
+  const client = new FakeClient(true);
+  const rec = recorder(client);
+  let release = () => {};
+  client.hold = new Promise((resolve) => {
+    release = resolve;
+  });
+  for (let i = 0; i < 5; i++) rec.event(Pods, pod, 'Warning', 'Failed', 'quota exceeded');
+  release();
+  await rec.flush();
+  assert.deepEqual(
+    client.calls.map((c) => c.verb),
+    ['create'],
+    'the create already carries the five',
+  );
+  assert.deepEqual((client.calls[0]?.body.series as { count: number } | undefined)?.count, 5);
+});
+
+test('fallback: without events.k8s.io/v1, core/v1 Events with count, action, related and reportingComponent', async () => {
+  const client = new FakeClient(false);
+  const clock = { now: 1_700_000_000_000 };
+  const rec = recorder(client, clock);
+  rec.event(Pods, pod, 'Warning', 'Failed', 'quota exceeded', {
+    action: 'Create',
+    related: objectReference(ConfigMaps, cm),
+  });
+  await rec.flush();
+  clock.now += 2_000;
+  rec.event(Pods, pod, 'Warning', 'Failed', 'quota exceeded', {
+    action: 'Create',
+    related: objectReference(ConfigMaps, cm),
+  });
+  await rec.flush();
+  const [create, patch] = client.calls;
+  assert.equal(create?.api, 'v1');
+  assert.deepEqual(
+    { ...create?.body, metadata: undefined, source: undefined },
+    {
+      metadata: undefined,
+      source: undefined,
+      involvedObject: POD_REF,
+      related: CM_REF,
+      type: 'Warning',
+      reason: 'Failed',
+      action: 'Create',
+      message: 'quota exceeded',
+      reportingComponent: 'appservice',
+      reportingInstance: 'appservice-host',
+      firstTimestamp: '2023-11-14T22:13:20Z',
+      lastTimestamp: '2023-11-14T22:13:20Z',
+      count: 1,
+    },
+  );
+  assert.equal(patch?.api, 'v1');
+  assert.deepEqual(patch?.body, { count: 2, lastTimestamp: '2023-11-14T22:13:22Z' });
+});
+
+test('rate limit per regarding object: a burst, then one per refill interval; other objects are unaffected', async () => {
+  const client = new FakeClient(true);
+  const clock = { now: 1_700_000_000_000 };
+  const rec = recorder(client, clock, { burst: 3 });
+  for (let i = 0; i < 10; i++) rec.event(Pods, pod, 'Warning', `Flood${i}`, `message ${i}`);
+  rec.event(ConfigMaps, cm, 'Normal', 'Other', 'another object');
+  await rec.flush();
+  assert.equal(rec.dropped, 7);
+  assert.equal(client.calls.length, 4);
+  clock.now += 300_000; // one refill
+  rec.event(Pods, pod, 'Warning', 'Again', 'after the refill');
+  rec.event(Pods, pod, 'Warning', 'Again2', 'over the limit');
+  await rec.flush();
+  assert.equal(rec.dropped, 8);
+});
+
+test('a note over 1 kB is cut to the limit, never through a character', async () => {
+  const client = new FakeClient(true);
+  const rec = recorder(client);
+  rec.event(Pods, pod, 'Warning', 'Long', '€'.repeat(600));
+  await rec.flush();
+  const note = String(client.calls[0]?.body.note);
+  assert.ok(Buffer.byteLength(note) <= 1024, `${Buffer.byteLength(note)} bytes`);
+  assert.match(note, /^€+\.\.\.$/);
+});

@@ -1,0 +1,233 @@
+/**
+ * Tracing without a control plane: the request-path parser, the traceparent annotations, "no provider, no span",
+ * and request spans (status, resends, errors) against a scripted HTTP server on loopback.
+ */
+import assert from 'node:assert/strict';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { PerformanceObserver } from 'node:perf_hooks';
+import { after, test } from 'node:test';
+import { context, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
+import { isApiError } from './client/errors.ts';
+import { Transport } from './client/transport.ts';
+import {
+  ATTR,
+  requestInfo,
+  runtimeTracer,
+  spanContextFromAnnotations,
+  startRequestSpan,
+  TRACEPARENT_ANNOTATION,
+  TRACESTATE_ANNOTATION,
+  traceContextAnnotations,
+} from './tracing.ts';
+
+const servers: Server[] = [];
+after(() => {
+  for (const s of servers) {
+    s.closeAllConnections();
+    s.close();
+  }
+  trace.disable();
+  context.disable();
+});
+
+test('no provider: the off path allocates nothing (a million calls, no garbage collection)', async () => {
+  const gcs: number[] = [];
+  const obs = new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) gcs.push(e.startTime);
+  });
+  obs.observe({ entryTypes: ['gc'] });
+  const url = new URL('https://127.0.0.1:6443');
+  let seen = 0;
+  const from = performance.now();
+  for (let i = 0; i < 1_000_000; i++) {
+    if (runtimeTracer() !== undefined) seen++;
+    if (startRequestSpan('GET', '/api/v1/namespaces/ns/pods/p', url) !== undefined) seen++;
+  }
+  const to = performance.now();
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  obs.disconnect();
+  assert.equal(seen, 0);
+  assert.deepEqual(
+    gcs.filter((t) => t >= from && t <= to),
+    [],
+    'no garbage collection ran during the loop',
+  );
+});
+
+test('requestInfo resolves paths as the apiserver does', () => {
+  const cases: [string, string, ReturnType<typeof requestInfo>][] = [
+    ['GET', '/api/v1/namespaces/ns/pods', { verb: 'list', resource: 'pods', group: '', namespace: 'ns' }],
+    ['GET', '/api/v1/namespaces/ns/pods/p', { verb: 'get', resource: 'pods', group: '', namespace: 'ns', name: 'p' }],
+    ['GET', '/api/v1/pods', { verb: 'list', resource: 'pods', group: '' }],
+    ['GET', '/api/v1/namespaces/ns', { verb: 'get', resource: 'namespaces', group: '', namespace: 'ns', name: 'ns' }],
+    [
+      'PUT',
+      '/api/v1/namespaces/ns/finalize',
+      { verb: 'update', resource: 'namespaces/finalize', group: '', namespace: 'ns', name: 'ns' },
+    ],
+    [
+      'PATCH',
+      '/apis/opkit.dev/v1/namespaces/ns/appservices/a/status',
+      { verb: 'patch', resource: 'appservices/status', group: 'opkit.dev', namespace: 'ns', name: 'a' },
+    ],
+    [
+      'POST',
+      '/apis/events.k8s.io/v1/namespaces/ns/events',
+      { verb: 'create', resource: 'events', group: 'events.k8s.io', namespace: 'ns' },
+    ],
+    [
+      'DELETE',
+      '/api/v1/namespaces/ns/pods',
+      { verb: 'deletecollection', resource: 'pods', group: '', namespace: 'ns' },
+    ],
+    [
+      'DELETE',
+      '/api/v1/namespaces/ns/pods/p',
+      { verb: 'delete', resource: 'pods', group: '', namespace: 'ns', name: 'p' },
+    ],
+    [
+      'GET',
+      '/apis/apiextensions.k8s.io/v1/customresourcedefinitions/x.y',
+      { verb: 'get', resource: 'customresourcedefinitions', group: 'apiextensions.k8s.io', name: 'x.y' },
+    ],
+    ['GET', '/apis/events.k8s.io/v1', { verb: 'get' }],
+    ['GET', '/version', { verb: 'get' }],
+  ];
+  for (const [method, path, want] of cases) assert.deepEqual(requestInfo(method, path), want, `${method} ${path}`);
+});
+
+test('traceparent annotations: formatted from a span context and parsed back; malformed values are ignored', () => {
+  const traceId = '0af7651916cd43dd8448eb211c80319c';
+  const spanId = 'b7ad6b7169203331';
+  const ctx = trace.setSpanContext(ROOT_CONTEXT, { traceId, spanId, traceFlags: 1 });
+  const annotations = traceContextAnnotations(ctx);
+  assert.deepEqual(annotations, { [TRACEPARENT_ANNOTATION]: `00-${traceId}-${spanId}-01` });
+  assert.deepEqual(spanContextFromAnnotations(annotations), { traceId, spanId, traceFlags: 1, isRemote: true });
+  const withState = spanContextFromAnnotations({ ...annotations, [TRACESTATE_ANNOTATION]: 'vendor=abc' });
+  assert.equal(withState?.traceState?.get('vendor'), 'abc');
+  assert.deepEqual(traceContextAnnotations(ROOT_CONTEXT), {}, 'no span context, no annotations');
+  const bad = [
+    'garbage',
+    `00-${'0'.repeat(32)}-${spanId}-01`, // all-zero trace id
+    `00-${traceId}-${'0'.repeat(16)}-01`, // all-zero span id
+    `ff-${traceId}-${spanId}-01`, // version ff
+    `00-${traceId}-${spanId}-01-extra`, // version 00 has exactly four fields
+    `00-${traceId.toUpperCase()}-${spanId}-01`, // upper case is invalid
+  ];
+  for (const value of bad) assert.equal(spanContextFromAnnotations({ [TRACEPARENT_ANNOTATION]: value }), undefined);
+  assert.equal(
+    spanContextFromAnnotations({ [TRACEPARENT_ANNOTATION]: `01-${traceId}-${spanId}-01-later` })?.traceId,
+    traceId,
+    'a later version may append fields',
+  );
+});
+
+test('no provider registered: no tracer, no request span (then a registered provider turns both on)', async () => {
+  assert.equal(runtimeTracer(), undefined);
+  assert.equal(startRequestSpan('GET', '/api/v1/pods', new URL('https://127.0.0.1:6443')), undefined);
+
+  const { exporter } = register();
+  const tracer = runtimeTracer();
+  assert.ok(tracer, 'a registered provider turns tracing on');
+  assert.equal(runtimeTracer(), tracer, 'the tracer is cached');
+  assert.equal(
+    startRequestSpan('GET', '/api/v1/pods', new URL('https://127.0.0.1:6443')),
+    undefined,
+    'no active span: requests outside a traced operation make no span',
+  );
+  const parent = tracer.startSpan('parent');
+  const child = context.with(trace.setSpan(ROOT_CONTEXT, parent), () =>
+    startRequestSpan('GET', '/api/v1/pods', new URL('https://127.0.0.1:6443')),
+  );
+  assert.ok(child);
+  child.end();
+  parent.end();
+  const late = context.with(trace.setSpan(ROOT_CONTEXT, parent), () =>
+    startRequestSpan('POST', '/apis/events.k8s.io/v1/namespaces/ns/events', new URL('https://127.0.0.1:6443')),
+  );
+  assert.ok(late, 'a request that outlives its (sampled) parent is still its child');
+  late.end();
+  const unsampled = trace.wrapSpanContext({ ...parent.spanContext(), traceFlags: 0 });
+  assert.equal(
+    context.with(trace.setSpan(ROOT_CONTEXT, unsampled), () =>
+      startRequestSpan('GET', '/api/v1/pods', new URL('https://127.0.0.1:6443')),
+    ),
+    undefined,
+    'an unsampled parent: no span',
+  );
+  const [span] = exporter.getFinishedSpans();
+  assert.equal(span?.name, 'list pods');
+  assert.equal(span?.kind, SpanKind.CLIENT);
+  assert.equal(span?.parentSpanContext?.spanId, parent.spanContext().spanId);
+  assert.equal(span?.attributes[ATTR.serverPort], 6443);
+});
+
+test('a request span records the final status code, the resends, and a failure', async () => {
+  const { exporter } = register();
+  const server = createServer((req, res) => {
+    const nth = Number(req.headers['x-nth'] ?? 0);
+    if (req.url?.includes('/throttled') && counts.throttled++ < 2) {
+      res.writeHead(429, { 'content-type': 'application/json', 'retry-after': '0' });
+      res.end(JSON.stringify({ kind: 'Status', code: 429, reason: 'TooManyRequests' }));
+      return;
+    }
+    if (req.url?.includes('/missing')) {
+      res.writeHead(404, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ kind: 'Status', code: 404, reason: 'NotFound', message: `missing ${nth}` }));
+      return;
+    }
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end('{}');
+  });
+  const counts = { throttled: 0 };
+  servers.push(server);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const t = new Transport({
+    config: {
+      server: url,
+      auth: { credentials: async () => ({ headers: {} }), invalidate() {} },
+      namespace: 'default',
+      contextName: 't',
+    },
+    userAgent: 'test',
+  });
+  const tracer = runtimeTracer();
+  assert.ok(tracer);
+  const parent = tracer.startSpan('reconcile test');
+  await context.with(trace.setSpan(ROOT_CONTEXT, parent), async () => {
+    await t.request({ method: 'GET', path: '/api/v1/namespaces/ns/configmaps/throttled' });
+    await assert.rejects(t.request({ method: 'GET', path: '/api/v1/namespaces/ns/configmaps/missing' }), (err) =>
+      isApiError(err, 'NotFound'),
+    );
+  });
+  parent.end();
+  t.close();
+  const [throttled, missing] = exporter.getFinishedSpans();
+  assert.equal(throttled?.name, 'get configmaps');
+  assert.equal(throttled?.attributes[ATTR.statusCode], 200);
+  assert.equal(throttled?.attributes[ATTR.resendCount], 2, 'two 429s, then the answer');
+  assert.equal(throttled?.attributes[ATTR.namespace], 'ns');
+  assert.equal(throttled?.status.code, SpanStatusCode.UNSET);
+  assert.equal(missing?.attributes[ATTR.statusCode], 404);
+  assert.equal(missing?.attributes[ATTR.errorType], 'NotFound');
+  assert.equal(missing?.attributes[ATTR.resendCount], undefined);
+  assert.equal(missing?.status.code, SpanStatusCode.ERROR);
+});
+
+/** Registers (once) a provider exporting to memory and an AsyncLocalStorage context manager; clears the exporter. */
+function register(): { exporter: InMemorySpanExporter } {
+  if (!registered) {
+    const exporter = new InMemorySpanExporter();
+    const provider = new TracerProvider({ spanProcessors: [new SimpleSpanProcessor({ exporter })] });
+    trace.setGlobalTracerProvider(provider);
+    context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+    registered = { exporter };
+  }
+  registered.exporter.reset();
+  return registered;
+}
+let registered: { exporter: InMemorySpanExporter } | undefined;
