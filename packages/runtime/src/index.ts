@@ -22,6 +22,7 @@ export {
   type ResourceCacheOptions,
 } from './cache/cache.ts';
 export { type EventHandler, Informer, type InformerOptions } from './cache/informer.ts';
+export { defineIndex, type Index, IndexError, type IndexQuery } from './cache/indexes.ts';
 export { type IndexFunc, indexers, Store } from './cache/store.ts';
 export { Applier, ManifestError, parseManifests } from './client/apply.ts';
 export * from './client/builtins.ts';
@@ -80,6 +81,24 @@ export type { WatchEvent, WatchEventType } from './client/watch.ts';
 export { type BuilderOptions, ControllerBuilder, type ControllerDeps } from './controller/builder.ts';
 export { Controller, ControllerError, type ControllerOptions } from './controller/controller.ts';
 export { Expectations } from './controller/expectations.ts';
+export {
+  type Finalize,
+  type ObjectContext,
+  type ObjectEvents,
+  type ObjectReconcileFunc,
+  objectContext,
+  objectReconciler,
+  type StatusOf,
+} from './controller/object.ts';
+export {
+  defaultErrorPolicy,
+  type ErrorAction,
+  type ErrorInfo,
+  type ErrorPolicy,
+  giveUp,
+  retryAfter,
+  retryWithBackoff,
+} from './controller/policy.ts';
 export { type MapFunc, requestForObject, requestsForOwner } from './controller/handlers.ts';
 export {
   and,
