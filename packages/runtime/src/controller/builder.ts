@@ -17,12 +17,7 @@ import type { KubeObject, ResourceType } from '../client/resource.ts';
 import { Controller, type ControllerOptions } from './controller.ts';
 import { type MapFunc, requestForObject, requestsForOwner } from './handlers.ts';
 import type { Predicate } from './predicates.ts';
-import {
-  type Finalize,
-  type ObjectContext,
-  type ObjectReconcileFunc,
-  objectReconciler,
-} from './object.ts';
+import { type Finalize, type ObjectContext, type ObjectReconcileFunc, objectReconciler } from './object.ts';
 import { defaultErrorPolicy, type ErrorAction, type ErrorPolicy } from './policy.ts';
 import type { ReconcileContext, ReconcileFunc, Reconciler } from './reconcile.ts';
 
@@ -139,7 +134,9 @@ export class ControllerBuilder<P extends KubeObject = KubeObject> {
   /** The request-based reconciler (controller/reconcile.ts), the layer below `reconcile`. */
   complete(reconciler: Reconciler | ReconcileFunc): Controller {
     if (this.#finalize || this.#onError) {
-      throw new TypeError('onError() and finalize() work with reconcile(obj, ctx): call reconcile() instead of complete()');
+      throw new TypeError(
+        'onError() and finalize() work with reconcile(obj, ctx): call reconcile() instead of complete()',
+      );
     }
     return this.#build(typeof reconciler === 'function' ? { reconcile: reconciler } : reconciler, {});
   }

@@ -98,7 +98,11 @@ export class Controller {
     this.#ownEvents = options.events === undefined;
     this.#events =
       options.events ??
-      new EventRecorder({ client: options.client, component: options.name, log: this.#log.child({ component: 'events' }) });
+      new EventRecorder({
+        client: options.client,
+        component: options.name,
+        log: this.#log.child({ component: 'events' }),
+      });
     this.queue = new WorkQueue<string>({
       name: options.name,
       clock: options.clock ?? realClock,
@@ -289,13 +293,16 @@ export class Controller {
     const fields = { err: messageOf(err), retries, ...(isApiError(err) ? { code: err.code } : {}) };
     if (action.retry === 'never') {
       if (action.terminal) m?.terminalReconcileErrors.inc({ controller: this.name });
-      log[action.log](fields, 'reconcile failed: not retrying');
+      log[action.log](fields, action.message ?? 'reconcile failed: not retrying');
       this.queue.forget(key);
     } else if (action.retry === 'after') {
-      log[action.log]({ ...fields, retryInMs: action.afterMs }, 'reconcile failed: retrying after a delay');
+      log[action.log](
+        { ...fields, retryInMs: action.afterMs },
+        action.message ?? 'reconcile failed: retrying after a delay',
+      );
       this.queue.addAfter(key, action.afterMs);
     } else {
-      log[action.log](fields, 'reconcile failed: retrying with backoff');
+      log[action.log](fields, action.message ?? 'reconcile failed: retrying with backoff');
       this.queue.addRateLimited(key);
     }
   }

@@ -28,7 +28,14 @@
  */
 import type { CacheListOptions } from '../cache/cache.ts';
 import { isApiError } from '../client/errors.ts';
-import { type InputOf, type KubeObject, type ObjectOf, type ObjectRef, type ResourceType, refOf } from '../client/resource.ts';
+import {
+  type InputOf,
+  type KubeObject,
+  type ObjectOf,
+  type ObjectRef,
+  type ResourceType,
+  refOf,
+} from '../client/resource.ts';
 import type { EventType } from '../helpers/events.ts';
 import { finalizer } from '../helpers/finalizers.ts';
 import { setControllerReference } from '../helpers/ownerrefs.ts';
@@ -154,7 +161,10 @@ export function objectContext<T extends KubeObject>(
       return options.terminating ? children : children.filter((c) => !c.metadata.deletionTimestamp);
     },
     async create(r, input, options = {}) {
-      const created = (await ctx.client.create(r, own(r, input as KubeObject, options.owned) as InputOf<typeof r>)) as KubeObject;
+      const created = (await ctx.client.create(
+        r,
+        own(r, input as KubeObject, options.owned) as InputOf<typeof r>,
+      )) as KubeObject;
       ctx.expect.created(r, created);
       return created as ObjectOf<typeof r>;
     },

@@ -19,28 +19,29 @@ import { isApiError } from '../client/errors.ts';
 import type { LogLevel } from '../logger.ts';
 import { isTerminalError, type ReconcileContext, type Request } from './reconcile.ts';
 
-/** What to do with a failed request. */
-export type ErrorAction =
-  | { readonly retry: 'backoff'; readonly log: ErrorLogLevel }
-  | { readonly retry: 'after'; readonly afterMs: number; readonly log: ErrorLogLevel }
-  | { readonly retry: 'never'; readonly log: ErrorLogLevel; readonly terminal?: boolean };
+/** What to do with a failed request, the level it is logged at and, optionally, the log line's text. */
+export type ErrorAction = (
+  | { readonly retry: 'backoff' }
+  | { readonly retry: 'after'; readonly afterMs: number }
+  | { readonly retry: 'never'; readonly terminal?: boolean }
+) & { readonly log: ErrorLogLevel; readonly message?: string };
 
 export type ErrorLogLevel = Exclude<LogLevel, 'silent'>;
 
 /** Retry with the request's exponential backoff (5 ms doubling to 1000 s, with the queue's overall rate limit). */
-export function retryWithBackoff(log: ErrorLogLevel = 'error'): ErrorAction {
-  return { retry: 'backoff', log };
+export function retryWithBackoff(log: ErrorLogLevel = 'error', message?: string): ErrorAction {
+  return { retry: 'backoff', log, ...(message ? { message } : {}) };
 }
 
 /** Retry once `ms` milliseconds have passed (the request's failure count, which sets its backoff, is kept). */
-export function retryAfter(ms: number, log: ErrorLogLevel = 'warn'): ErrorAction {
+export function retryAfter(ms: number, log: ErrorLogLevel = 'warn', message?: string): ErrorAction {
   if (!(ms > 0)) throw new RangeError(`retryAfter needs a positive delay, got ${ms}`);
-  return { retry: 'after', afterMs: ms, log };
+  return { retry: 'after', afterMs: ms, log, ...(message ? { message } : {}) };
 }
 
 /** Do not retry: the request is reconciled again only when something it watches changes. */
-export function giveUp(log: ErrorLogLevel = 'error'): ErrorAction {
-  return { retry: 'never', log };
+export function giveUp(log: ErrorLogLevel = 'error', message?: string): ErrorAction {
+  return { retry: 'never', log, ...(message ? { message } : {}) };
 }
 
 /** What a policy knows besides the error. */
@@ -58,11 +59,20 @@ export type ErrorPolicy = (err: unknown, info: ErrorInfo) => ErrorAction;
 
 /** The decision table of the module comment. */
 export const defaultErrorPolicy: ErrorPolicy = (err, info) => {
-  if (isTerminalError(err)) return { retry: 'never', log: 'error', terminal: true };
-  if (isApiError(err, 'Conflict')) return retryWithBackoff('debug');
-  if (isApiError(err, 'TooManyRequests') && err.retryAfterSeconds !== undefined && err.retryAfterSeconds > 0) {
-    return retryAfter(err.retryAfterSeconds * 1000, 'warn');
+  if (isTerminalError(err)) {
+    return {
+      retry: 'never',
+      terminal: true,
+      log: 'error',
+      message: 'reconcile failed with a terminal error: not retrying',
+    };
   }
-  if (info.stopping) return giveUp('debug');
+  if (isApiError(err, 'Conflict')) {
+    return retryWithBackoff('debug', 'conflict (the object changed meanwhile): retrying with fresh state');
+  }
+  if (isApiError(err, 'TooManyRequests') && err.retryAfterSeconds !== undefined && err.retryAfterSeconds > 0) {
+    return retryAfter(err.retryAfterSeconds * 1000, 'warn', 'throttled by the apiserver');
+  }
+  if (info.stopping) return giveUp('debug', 'reconcile ended by the stop (not retried)');
   return retryWithBackoff('error');
 };
