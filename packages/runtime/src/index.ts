@@ -21,8 +21,8 @@ export {
   dropManagedFields,
   type ResourceCacheOptions,
 } from './cache/cache.ts';
-export { type EventHandler, Informer, type InformerOptions } from './cache/informer.ts';
 export { defineIndex, type Index, IndexError, type IndexQuery } from './cache/indexes.ts';
+export { type EventHandler, Informer, type InformerOptions } from './cache/informer.ts';
 export { type IndexFunc, indexers, Store } from './cache/store.ts';
 export { Applier, ManifestError, parseManifests } from './client/apply.ts';
 export * from './client/builtins.ts';
@@ -63,9 +63,11 @@ export {
 export { type LabelSelector, parseSelector, Selector, SelectorError, type SelectorInput } from './client/labels.ts';
 export {
   type ApiObject,
+  type InputOf,
   type KubeObject,
   keyOf,
   type ObjectMeta,
+  type ObjectOf,
   type ObjectRef,
   type OwnerReference,
   objectKey,
@@ -81,6 +83,7 @@ export type { WatchEvent, WatchEventType } from './client/watch.ts';
 export { type BuilderOptions, ControllerBuilder, type ControllerDeps } from './controller/builder.ts';
 export { Controller, ControllerError, type ControllerOptions } from './controller/controller.ts';
 export { Expectations } from './controller/expectations.ts';
+export { type MapFunc, requestForObject, requestsForOwner } from './controller/handlers.ts';
 export {
   type Finalize,
   type ObjectContext,
@@ -99,7 +102,6 @@ export {
   retryAfter,
   retryWithBackoff,
 } from './controller/policy.ts';
-export { type MapFunc, requestForObject, requestsForOwner } from './controller/handlers.ts';
 export {
   and,
   annotationsChanged,
@@ -123,6 +125,7 @@ export {
   requeueAfter,
   TerminalError,
 } from './controller/reconcile.ts';
+export { Defaulted, type InputStatic, type KindInput, type TDefaulted } from './crd/input.ts';
 export {
   type CustomKind,
   defineKind,
@@ -196,7 +199,22 @@ export {
   type ManagerOptions,
   type Runnable,
 } from './manager/manager.ts';
-export { parseDuration, SETTINGS_HELP, SettingsError, settingsFromArgs } from './manager/settings.ts';
+export {
+  defineFlags,
+  type Flag,
+  type Flags,
+  type FlagType,
+  type FlagValues,
+  parseDuration,
+  parseSettings,
+  SETTINGS_HELP,
+  type Settings,
+  SettingsError,
+  type SettingsSpec,
+  settings,
+  settingsFromArgs,
+  settingsHelp,
+} from './manager/settings.ts';
 export { Metrics, type WatchMetrics } from './metrics.ts';
 export { Counter, Gauge, Histogram, type Labels, type MetricOptions, Registry } from './prometheus.ts';
 export { VERSION } from './version.ts';

@@ -16,9 +16,9 @@
 import type { KubeObject, ResourceType } from '../client/resource.ts';
 import { Controller, type ControllerOptions } from './controller.ts';
 import { type MapFunc, requestForObject, requestsForOwner } from './handlers.ts';
-import type { Predicate } from './predicates.ts';
 import { type Finalize, type ObjectContext, type ObjectReconcileFunc, objectReconciler } from './object.ts';
 import { defaultErrorPolicy, type ErrorAction, type ErrorPolicy } from './policy.ts';
+import type { Predicate } from './predicates.ts';
 import type { ReconcileContext, ReconcileFunc, Reconciler } from './reconcile.ts';
 
 export type ControllerDeps = Pick<ControllerOptions, 'client' | 'cache' | 'log' | 'metrics' | 'clock'> & {
@@ -60,7 +60,7 @@ export class ControllerBuilder<P extends KubeObject = KubeObject> {
   }
 
   /** The primary kind: each change enqueues the object itself. */
-  for<T extends KubeObject>(r: ResourceType<T, unknown>, ...predicates: Predicate<T>[]): ControllerBuilder<T> {
+  for<T extends KubeObject>(r: ResourceType<T, unknown>, ...predicates: NoInfer<Predicate<T>>[]): ControllerBuilder<T> {
     if (this.#for) throw new TypeError(`for() was already called with ${this.#for.resource.kind}`);
     this.#for = source(r, requestForObject, predicates);
     return this as unknown as ControllerBuilder<T>;

@@ -37,8 +37,8 @@ import type { Metrics } from '../metrics.ts';
 import { type Clock, type RateLimiter, realClock, WorkQueue } from '../workqueue/index.ts';
 import { Expectations } from './expectations.ts';
 import type { MapFunc } from './handlers.ts';
-import { allow, type Predicate } from './predicates.ts';
 import { defaultErrorPolicy, type ErrorAction, type ErrorPolicy, retryWithBackoff } from './policy.ts';
+import { allow, type Predicate } from './predicates.ts';
 import type { ReconcileContext, Reconciler, Request, Result } from './reconcile.ts';
 
 export interface ControllerOptions {

@@ -157,10 +157,13 @@ export class Manager {
    * `.for(kind, ...predicates)`). Its Events (`ctx.events`) come from this manager's recorder.
    */
   controller(): ControllerBuilder;
-  controller<T extends KubeObject>(kind: ResourceType<T, unknown>, ...predicates: Predicate<T>[]): ControllerBuilder<T>;
+  controller<T extends KubeObject>(
+    kind: ResourceType<T, unknown>,
+    ...predicates: NoInfer<Predicate<T>>[]
+  ): ControllerBuilder<T>;
   controller<T extends KubeObject>(
     kind?: ResourceType<T, unknown>,
-    ...predicates: Predicate<T>[]
+    ...predicates: NoInfer<Predicate<T>>[]
   ): ControllerBuilder | ControllerBuilder<T> {
     const defaults: BuilderOptions = {
       ...(this.#o.controllers?.maxConcurrentReconciles
