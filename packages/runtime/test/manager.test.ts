@@ -1,22 +1,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { type Environment, FaultProxy, targetOf } from '@opkit/testenv';
-import {
-  type Client,
-  type ConfigMap,
-  ConfigMaps,
-  done,
-  Events,
-  finalizer,
-  getCondition,
-  isApiError,
-  Manager,
-  ManagerError,
-  Namespaces,
-  resource,
-  setCondition,
-  updateStatusIfChanged,
-} from '../src/index.ts';
+import { type ConfigMap, ConfigMaps, Events, Namespaces } from '../src/client/builtins.ts';
+import { type Client, isApiError, resource } from '../src/client/index.ts';
+import { finalizer, updateStatusIfChanged } from '../src/helpers/index.ts';
+import { done, getCondition, Manager, setCondition } from '../src/index.ts';
+import { ManagerError } from '../src/manager/index.ts';
 import { parseMetrics, sumOf } from './metrics-parse.ts';
 import { clientVia, installWidgetCrd, recordingLogger, startEnv, type Widget, Widgets, waitFor } from './support.ts';
 
@@ -199,7 +188,7 @@ describe('manager against a real apiserver', () => {
     assert.equal(failed?.type, 'Warning');
     assert.equal(failed?.source?.component, 'widget-controller');
     assert.equal(failed?.involvedObject.kind, 'ConfigMap');
-    const { EventRecorder } = await import('../src/index.ts');
+    const { EventRecorder } = await import('../src/helpers/index.ts');
     const limited = new EventRecorder({ client, component: 'flood', log: recordingLogger(), burst: 3 });
     for (let i = 0; i < 10; i++) limited.event(ConfigMaps, cm, 'Warning', `Flood${i}`, `message ${i}`);
     await limited.flush();
@@ -213,7 +202,7 @@ describe('manager against a real apiserver', () => {
     const proxy = await FaultProxy.start({ target: targetOf(env.server) });
     const via = await clientVia(env, proxy.url);
     try {
-      const { EventRecorder } = await import('../src/index.ts');
+      const { EventRecorder } = await import('../src/helpers/index.ts');
       const rec = new EventRecorder({ client: via, component: 'stuck', log: recordingLogger() });
       proxy.setMode({ kind: 'freeze' });
       rec.event(ConfigMaps, cm, 'Normal', 'Hung', 'written while the connection hangs');

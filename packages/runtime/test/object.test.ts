@@ -6,19 +6,11 @@
 import assert from 'node:assert/strict';
 import { before, describe, test } from 'node:test';
 import { type Environment, FaultProxy, targetOf } from '@opkit/testenv';
-import {
-  Cache,
-  type Client,
-  ConfigMaps,
-  ControllerBuilder,
-  controllerOf,
-  defineIndex,
-  done,
-  Events,
-  giveUp,
-  isApiError,
-  Namespaces,
-} from '../src/index.ts';
+import { Cache } from '../src/cache/index.ts';
+import { ConfigMaps, Events, Namespaces } from '../src/client/builtins.ts';
+import { type Client, isApiError } from '../src/client/index.ts';
+import { ControllerBuilder } from '../src/controller/index.ts';
+import { controllerOf, defineIndex, done, giveUp } from '../src/index.ts';
 import { clientVia, recordingLogger, Widgets, waitFor, widgetControlPlane } from './support.ts';
 
 describe('object-first reconcilers against a real apiserver', () => {

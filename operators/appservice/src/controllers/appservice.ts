@@ -26,13 +26,12 @@ import {
   type Manager,
   type ObjectContext,
   type Permission,
-  type Pod,
-  Pods,
   permission,
   type Request,
   type Result,
   setCondition,
 } from '@opkit/runtime';
+import { type Pod, Pods } from '@opkit/runtime/kinds';
 import { type AppService, type AppServiceStatus, AppServices } from '../api/v1alpha1/appservice.ts';
 import {
   APP_NAME,

@@ -9,7 +9,7 @@
  */
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { Applier, Client, loadConfig } from '@opkit/runtime';
+import { Applier, Client, loadConfig } from '@opkit/runtime/client';
 import { CliError } from '../errors.ts';
 import { installObjects, loadApis } from '../generate/manifests.ts';
 import { checkImage, nameProblems } from '../project/names.ts';

@@ -8,7 +8,9 @@
  */
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { type CustomKind, type KubeObject, managerPermissions, type Permission, rbacManifests } from '@opkit/runtime';
+import type { KubeObject, Permission } from '@opkit/runtime';
+import type { CustomKind } from '@opkit/runtime/crd';
+import { managerPermissions, rbacManifests } from '@opkit/runtime/helpers';
 import yaml from 'js-yaml';
 import { CliError } from '../errors.ts';
 import { lower } from '../project/names.ts';

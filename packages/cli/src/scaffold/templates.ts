@@ -101,7 +101,8 @@ ${YOURS}
  * The ${p.projectName} operator process: a Manager (caches, controllers, leader election, /metrics, /healthz,
  * /readyz) configured from flags and environment (run with --help), and the controllers \`opkit create api\` added.
  */
-import { Manager, SETTINGS_HELP, SettingsError, settingsFromArgs } from '@opkit/runtime';
+import { Manager, SettingsError } from '@opkit/runtime';
+import { SETTINGS_HELP, settingsFromArgs } from '@opkit/runtime/manager';
 ${MARK_IMPORTS}
 
 export const OPERATOR_NAME = '${p.projectName}';
@@ -234,18 +235,8 @@ export function controllerFile(_project: Project, api: ApiEntry): string {
  * event), reads it from the cache and drives the world toward its spec. Declare in \`permissions\` everything it does
  * with the API: \`opkit generate\` turns exactly that into the operator's RBAC.
  */
-import {
-  type Condition,
-  done,
-  type Manager,
-  type Permission,
-  permission,
-  type ReconcileContext,
-  type Request,
-  type Result,
-  setCondition,
-  updateStatusIfChanged,
-} from '@opkit/runtime';
+import { type Condition, done, type Manager, type Permission, permission, type ReconcileContext, type Request, type Result, setCondition } from '@opkit/runtime';
+import { updateStatusIfChanged } from '@opkit/runtime/helpers';
 import { type ${k}, ${k}s, type ${k}Status } from '../api/${api.version}/${lower(k)}.ts';
 
 export const permissions: readonly Permission[] = [
@@ -285,7 +276,8 @@ export function controllerTestFile(p: Project, api: ApiEntry): string {
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { after, before, test } from 'node:test';
-import { Applier, Client, getCondition, loadConfig, Manager, parseManifests, silentLogger } from '@opkit/runtime';
+import { getCondition, Manager, silentLogger } from '@opkit/runtime';
+import { Applier, Client, loadConfig, parseManifests } from '@opkit/runtime/client';
 import { type Environment, start } from '@opkit/testenv';
 import { ${k}s } from '../src/api/${api.version}/${lower(k)}.ts';
 import { setup${k}Controller } from '../src/controllers/${lower(k)}.ts';
