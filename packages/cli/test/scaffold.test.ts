@@ -76,8 +76,8 @@ describe('opkit init → create api → generate → a working operator', () => 
     await writeFile(
       apiPath,
       api.replace(
-        "description: 'How many to run.' }),",
-        "description: 'How many to run.' }),\n    color: Type.Optional(Type.String({ maxLength: 20 })),",
+        "description: 'How many to run.' }), 1),",
+        "description: 'How many to run.' }), 1),\n    color: Type.Optional(Type.String({ maxLength: 20 })),",
       ),
     );
     const stale = opkit(dir, ['generate', '--check']);

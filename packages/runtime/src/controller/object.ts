@@ -22,9 +22,10 @@
  * first runs, and removed once `cleanup` succeeded (see helpers/finalizers.ts). Without one, a terminating object is
  * not reconciled (owner references let the garbage collector remove its children).
  *
- * Guarantees: `reconcile` never sees a missing object or, without a finalizer, one being deleted; when the object is
- * gone its pending expectations are dropped. Writes through `ctx` never change the objects passed in (they are
- * copied before the owner reference is set).
+ * Guarantees: `reconcile` never sees a missing object or, without a finalizer, one being deleted. Writes through
+ * `ctx` never change the objects passed in (they are copied before the owner reference is set), and an owner
+ * reference the garbage collector would not honour (another namespace, another controller) fails the write with an
+ * `OwnerReferenceError` before any request is made.
  */
 import type { CacheListOptions } from '../cache/cache.ts';
 import { isApiError } from '../client/errors.ts';

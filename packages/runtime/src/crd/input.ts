@@ -14,7 +14,7 @@ import {
   type TProperties,
   type TSchema,
 } from '@sinclair/typebox';
-import type { ObjectMeta } from '../client/resource.ts';
+import type { KindObject } from './kind.ts';
 
 /** A schema whose `default` is known to the types (see the module comment). */
 export type TDefaulted<S extends TSchema> = S & { readonly default: Static<S> };
@@ -36,11 +36,7 @@ type InputProperties<P extends TProperties> = Flatten<
 export type InputStatic<S extends TSchema> =
   S extends TObject<infer P> ? InputProperties<P> : S extends TArray<infer E> ? InputStatic<E>[] : Static<S>;
 
-/** What a create of a custom kind takes: metadata, the spec with defaulted fields optional, an optional status. */
-export type KindInput<Spec extends TSchema, Status extends TSchema> = {
-  apiVersion?: string;
-  kind?: string;
-  metadata: ObjectMeta;
+/** What a create of a custom kind takes: the object, with the spec's defaulted fields optional. */
+export type KindInput<Spec extends TSchema, Status extends TSchema> = Omit<KindObject<Spec, Status>, 'spec'> & {
   spec: InputStatic<Spec>;
-  status?: Static<Status>;
 };
