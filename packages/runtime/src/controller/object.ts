@@ -10,7 +10,8 @@
  * - `ctx.get`, `ctx.list`: cache reads (`get` answers `undefined` for a missing object); `ctx.owned(kind)`: the
  *   objects of `kind` this object controls (the built-in `controller` index), not counting those being deleted;
  * - `ctx.create(kind, obj)`: sets this object as the controller owner (and its namespace when none is given), creates
- *   with the reconcile's signal and records the create expectation, so a cache that lags cannot make a duplicate;
+ *   with the reconcile's signal and records the create expectation, so a cache that lags cannot make a duplicate
+ *   (expectations are kept for the kinds the cache follows: those the controller watches);
  * - `ctx.delete(kind, obj)`: deletes with a uid precondition (never a successor with the same name) and records the
  *   delete expectation; answers false when the object was already gone or replaced;
  * - `ctx.apply(kind, obj)`: server-side apply as the controller's field manager (forced), owner reference set; a new
@@ -36,6 +37,7 @@ import {
   type ObjectRef,
   type ResourceType,
   refOf,
+  resourceId,
 } from '../client/resource.ts';
 import type { EventType } from '../helpers/events.ts';
 import { finalizer } from '../helpers/finalizers.ts';
@@ -145,7 +147,10 @@ export function objectContext<T extends KubeObject>(
     }
     return copy;
   };
-  const storeOf = (r: ResourceType<KubeObject, unknown>) => ctx.cache.informer(r).store;
+  // Expectations are recorded for kinds the cache follows (watched by for/owns/watches): a write of another kind
+  // starts no informer (which would need list and watch on it) and holds nothing back.
+  const cached = (r: ResourceType<KubeObject, unknown>) =>
+    ctx.cache.informers().find((i) => resourceId(i.resource) === resourceId(r))?.store;
   return {
     ...ctx,
     events: {
@@ -171,9 +176,10 @@ export function objectContext<T extends KubeObject>(
     },
     async apply(r, input, options = {}) {
       const desired = own(r, input as KubeObject, options.owned);
-      const existed = storeOf(r).get(refKey(r, desired, obj)) !== undefined;
+      const store = cached(r);
+      const existed = store?.get(refKey(r, desired, obj)) !== undefined;
       const applied = await ctx.client.apply(r, desired, { fieldManager: ctx.fieldManager, force: true });
-      if (!existed) ctx.expect.created(r, applied);
+      if (store && !existed) ctx.expect.created(r, applied);
       return applied as ObjectOf<typeof r>;
     },
     async delete(r, child) {
@@ -183,7 +189,7 @@ export function objectContext<T extends KubeObject>(
         if (isApiError(err, 'NotFound') || isApiError(err, 'Conflict')) return false;
         throw err;
       }
-      ctx.expect.deleted(r, child);
+      if (cached(r)) ctx.expect.deleted(r, child);
       return true;
     },
     async status(status) {
