@@ -72,3 +72,71 @@ test('workspaces import only what the layering allows', async () => {
   }
   assert.deepEqual(violations, []);
 });
+
+/**
+ * The runtime's own layers, lowest first: a module imports only from its own layer's directory or from lower layers.
+ * Tracing sits just above the base, because every request and reconcile opens its spans through it. The helpers
+ * (owner references, status, Events, finalizers, adoption, RBAC) sit between the cache and the
+ * controller: they are the building blocks the object-first reconciler's context applies, and they know nothing of
+ * controllers or managers. `testing` and the entry point are on top.
+ */
+const RUNTIME_LAYERS: readonly (readonly string[])[] = [
+  ['errors.ts', 'logger.ts', 'version.ts', 'internal', 'prometheus.ts', 'workqueue'],
+  ['tracing'],
+  ['client'],
+  ['metrics.ts', 'crd'],
+  ['cache'],
+  ['helpers'],
+  ['controller'],
+  ['manager'],
+  ['testing'],
+  ['index.ts'],
+];
+
+test('inside the runtime: client below cache below helpers below controller below manager', async () => {
+  const src = join(ROOT, 'packages/runtime/src');
+  const unitOf = (file: string) => relative(src, file).split('/')[0] as string;
+  const rank = (unit: string) => RUNTIME_LAYERS.findIndex((layer) => layer.includes(unit));
+  const violations: string[] = [];
+  for await (const file of tsFiles(src)) {
+    if (file.endsWith('.test.ts')) continue;
+    const from = unitOf(file);
+    if (rank(from) < 0) violations.push(`${relative(ROOT, file)} is in no layer: add ${from} to RUNTIME_LAYERS`);
+    for (const m of (await readFile(file, 'utf8')).matchAll(IMPORT)) {
+      const spec = (m[1] ?? m[2]) as string;
+      if (!spec.startsWith('.')) continue;
+      const to = unitOf(resolve(dirname(file), spec));
+      if (to === from) continue;
+      if (rank(to) >= rank(from))
+        violations.push(`${relative(ROOT, file)} (${from}) imports ${spec} (${to}): a layer imports only lower layers`);
+    }
+  }
+  assert.deepEqual(violations, []);
+});
+
+test('the runtime exports each name from exactly one entry point, and the root stays small', async () => {
+  const manifest = JSON.parse(await readFile(join(ROOT, 'packages/runtime/package.json'), 'utf8')) as {
+    exports: Record<string, { '@opkit/source': string }>;
+  };
+  const seen = new Map<string, string>();
+  const problems: string[] = [];
+  let root = 0;
+  for (const [entry, targets] of Object.entries(manifest.exports)) {
+    const text = await readFile(join(ROOT, 'packages/runtime', targets['@opkit/source']), 'utf8');
+    const names = [
+      ...[...text.matchAll(/export (?:type )?\{([^}]*)\}/g)].flatMap((m) =>
+        (m[1] ?? '').split(',').map((n) => n.trim().replace(/^type /, '')),
+      ),
+      ...[...text.matchAll(/^export (?:declare )?(?:const|function|class|type|interface) (\w+)/gm)].map((m) => m[1]),
+    ].filter((n): n is string => !!n);
+    if (/^export \*/m.test(text)) problems.push(`${entry} re-exports with export *: list the names`);
+    for (const name of names) {
+      const before = seen.get(name);
+      if (before !== undefined && before !== entry) problems.push(`${name} is exported from ${before} and ${entry}`);
+      seen.set(name, entry);
+    }
+    if (entry === '.') root = names.length;
+  }
+  assert.deepEqual(problems, []);
+  assert.ok(root <= 45, `@opkit/runtime exports ${root} names: keep the root to what operator authors use`);
+});

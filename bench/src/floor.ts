@@ -6,7 +6,9 @@
  * surplus deleted, then the status written once.
  */
 import { type AppService, AppServices } from '@opkit/appservice';
-import { Cache, type Client, type Pod, Pods } from '@opkit/runtime';
+import { Cache } from '@opkit/runtime/cache';
+import type { Client } from '@opkit/runtime/client';
+import { type Pod, Pods } from '@opkit/runtime/kinds';
 import { BENCH_NAMESPACE } from './harness.ts';
 
 export interface Floor {

@@ -8,15 +8,9 @@
 import type { ChildProcess } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type AppService, AppServices, installApiAndRbac, NAME, NAMESPACE } from '@opkit/appservice';
-import {
-  Cache,
-  Client,
-  ClusterRoleBindings,
-  ClusterRoles,
-  type Informer,
-  loadConfig,
-  Namespaces,
-} from '@opkit/runtime';
+import { Cache, type Informer } from '@opkit/runtime/cache';
+import { Client, loadConfig } from '@opkit/runtime/client';
+import { ClusterRoleBindings, ClusterRoles, Namespaces } from '@opkit/runtime/kinds';
 import { type Environment, start } from '@opkit/testenv';
 import { rssBytes } from './proc.ts';
 

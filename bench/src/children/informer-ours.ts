@@ -2,7 +2,9 @@
  * opkit's informer (default cache settings: managedFields dropped), measured from inside: time to sync, heap per
  * cached object, CPU per watch event. Args: <kubeconfig> <namespace> <expected objects> [keep-managed-fields].
  */
-import { Cache, Client, loadConfig, Pods } from '@opkit/runtime';
+import { Cache } from '@opkit/runtime/cache';
+import { Client, loadConfig } from '@opkit/runtime/client';
+import { Pods } from '@opkit/runtime/kinds';
 import { ChurnMeter, report, settledHeap } from './protocol.ts';
 
 const [kubeconfig, namespace, expectedArg, mode] = process.argv.slice(2) as [string, string, string, string?];

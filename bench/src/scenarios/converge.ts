@@ -10,7 +10,7 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Client, loadConfig } from '@opkit/runtime';
+import { Client, loadConfig } from '@opkit/runtime/client';
 import { auditLogSize, readAuditLog, WRITE_VERBS } from '@opkit/testenv';
 import { floorWriter } from '../floor.ts';
 import {

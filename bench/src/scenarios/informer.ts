@@ -6,7 +6,10 @@
  * and CPU per watch event while the parent patches 2,000 pods (or all, if fewer). Also the in-process throughput of the work queue.
  * Goal: ours ≤ 1.0× the peer on sync time and on heap per object.
  */
-import { Cache, Client, loadConfig, Namespaces, Pods, WorkQueue } from '@opkit/runtime';
+import { Cache } from '@opkit/runtime/cache';
+import { Client, loadConfig } from '@opkit/runtime/client';
+import { Namespaces, Pods } from '@opkit/runtime/kinds';
+import { WorkQueue } from '@opkit/runtime/workqueue';
 import { type Environment, start } from '@opkit/testenv';
 import { Child } from '../children/run.ts';
 import { round, type Summary, summarize } from '../stats.ts';

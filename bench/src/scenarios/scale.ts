@@ -9,7 +9,9 @@
 import type { ChildProcess } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { AppServices } from '@opkit/appservice';
-import { Cache, type Client, Nodes, Pods } from '@opkit/runtime';
+import { Cache } from '@opkit/runtime/cache';
+import type { Client } from '@opkit/runtime/client';
+import { Nodes, Pods } from '@opkit/runtime/kinds';
 import {
   BENCH_NAMESPACE,
   benchEnv,

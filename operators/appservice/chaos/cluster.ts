@@ -11,7 +11,9 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { Client, type KubeObject, type Lease, Leases, loadConfig, Namespaces, resource } from '@opkit/runtime';
+import type { KubeObject } from '@opkit/runtime';
+import { Client, loadConfig, resource } from '@opkit/runtime/client';
+import { type Lease, Leases, Namespaces } from '@opkit/runtime/kinds';
 import { type Environment, FaultProxy, start, targetOf } from '@opkit/testenv';
 import { installApiAndRbac, NAME, NAMESPACE } from '../src/install.ts';
 

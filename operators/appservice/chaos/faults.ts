@@ -13,7 +13,8 @@
  * - `watch-hang`: the standby's connection hangs silently: its watches must notice within 60 s.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { isNotFound, Pods } from '@opkit/runtime';
+import { isNotFound } from '@opkit/runtime';
+import { Pods } from '@opkit/runtime/kinds';
 import { type AuditEvent, readAuditLog } from '@opkit/testenv';
 import { AppServices } from '../src/api/v1alpha1/appservice.ts';
 import { LABELS } from '../src/controllers/pods.ts';

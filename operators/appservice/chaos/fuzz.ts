@@ -5,7 +5,8 @@
  * control characters, unknown fields and deep nesting. Each body is created as-is; it must be either refused with a
  * message that names the field, or accepted and then reconciled by the operator (its status reports the generation).
  */
-import { ApiError, type Client } from '@opkit/runtime';
+import { ApiError } from '@opkit/runtime';
+import type { Client } from '@opkit/runtime/client';
 import { type AppService, AppServices } from '../src/api/v1alpha1/appservice.ts';
 import type { Rng } from './rng.ts';
 

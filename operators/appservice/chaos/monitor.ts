@@ -9,7 +9,9 @@
  *   updatedReplicas, podNames, observedGeneration);
  * - no orphans: every pod of the operator has a controller owner that exists.
  */
-import { Cache, type Client, type Pod, Pods } from '@opkit/runtime';
+import { Cache } from '@opkit/runtime/cache';
+import type { Client } from '@opkit/runtime/client';
+import { type Pod, Pods } from '@opkit/runtime/kinds';
 import { type AppService, AppServices } from '../src/api/v1alpha1/appservice.ts';
 import { LABELS, MANAGED_BY } from '../src/controllers/pods.ts';
 import { CHAOS_NAMESPACE } from './cluster.ts';

@@ -5,7 +5,7 @@
  * security checks over everything the operator did. Returns the figures (chaos/report); `passed` says whether every
  * goal held.
  */
-import { Namespaces } from '@opkit/runtime';
+import { Namespaces } from '@opkit/runtime/kinds';
 import { chaosCluster } from './cluster.ts';
 import { crashSigns, FAULT_KINDS, type FaultKind, settle, type TrialResult, TrialRunner } from './faults.ts';
 import { fuzzCases, runFuzz } from './fuzz.ts';

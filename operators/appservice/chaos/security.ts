@@ -6,17 +6,9 @@
  */
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import {
-  type ApiError,
-  type Client,
-  type Deployment,
-  Deployments,
-  type KubeObject,
-  Namespaces,
-  type Pod,
-  Pods,
-  ServiceAccounts,
-} from '@opkit/runtime';
+import type { ApiError, KubeObject } from '@opkit/runtime';
+import type { Client } from '@opkit/runtime/client';
+import { type Deployment, Deployments, Namespaces, type Pod, Pods, ServiceAccounts } from '@opkit/runtime/kinds';
 import type { AuditEvent } from '@opkit/testenv';
 import { installObjects, NAME } from '../src/install.ts';
 import { forbidden, inWindows, type Rule, unusedPermissions } from './audit.ts';

@@ -9,7 +9,12 @@ export {
   type AppServiceStatus,
   AppServices,
 } from './api/v1alpha1/appservice.ts';
-export { AppServiceReconciler, permissions, setupAppServiceController } from './controllers/appservice.ts';
+export {
+  permissions,
+  podsByInstance,
+  reconcileAppService,
+  setupAppServiceController,
+} from './controllers/appservice.ts';
 export { LABELS, plan, podFor, selectorLabels, templateHash } from './controllers/pods.ts';
 export {
   applySample,

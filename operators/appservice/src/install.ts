@@ -8,7 +8,8 @@
  * permissions.
  */
 import { readFile, writeFile } from 'node:fs/promises';
-import { Applier, type Client, type ConnectionConfig, type KubeObject, parseManifests, resource } from '@opkit/runtime';
+import type { KubeObject } from '@opkit/runtime';
+import { Applier, type Client, type ConnectionConfig, parseManifests, resource } from '@opkit/runtime/client';
 import { AppServices } from './api/v1alpha1/appservice.ts';
 
 export const NAME = 'appservice-operator';

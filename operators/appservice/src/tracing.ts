@@ -6,19 +6,24 @@
  * name), and reconciles link to the trace context a client wrote into an object's `opkit.dev/traceparent`
  * annotation. Off, none of the SDK is loaded. Swap the exporter or add a sampler here.
  */
-import type { Runnable } from '@opkit/runtime';
+import type { Runnable } from '@opkit/runtime/manager';
 
-export const TRACING_HELP = `  --tracing                          export traces over OTLP (env TRACING; endpoint: OTEL_EXPORTER_OTLP_ENDPOINT)
-`;
+/** The `--tracing` flag, for `settings({ flags: { ...TRACING_FLAGS } })`. */
+export const TRACING_FLAGS = {
+  tracing: {
+    type: 'boolean',
+    env: 'TRACING',
+    default: false,
+    help: 'export traces over OTLP (endpoint: OTEL_EXPORTER_OTLP_ENDPOINT)',
+  },
+} as const;
 
 /**
- * Takes `--tracing` out of `argv`. When tracing is on, registers the SDK and returns a Runnable that flushes the spans
- * still buffered when the manager stops (add it with `mgr.add`); `undefined` when off.
+ * When `on`, registers the SDK and returns a Runnable that flushes the spans still buffered when the manager stops
+ * (add it with `mgr.add`); `undefined` when off.
  */
-export async function startTracing(serviceName: string, argv: string[]): Promise<Runnable | undefined> {
-  const at = argv.indexOf('--tracing');
-  if (at >= 0) argv.splice(at, 1);
-  if (at < 0 && process.env.TRACING !== 'true') return undefined;
+export async function startTracing(serviceName: string, on: boolean): Promise<Runnable | undefined> {
+  if (!on) return undefined;
   const [
     { context, trace },
     { AsyncLocalStorageContextManager },

@@ -3,7 +3,9 @@
 // installed, the controller runs in a Manager, and an AppService gets its pods and reports them.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { Client, loadConfig, Manager, Pods, silentLogger } from '@opkit/runtime';
+import { Manager, silentLogger } from '@opkit/runtime';
+import { Client, loadConfig } from '@opkit/runtime/client';
+import { Pods } from '@opkit/runtime/kinds';
 import { type Environment, start } from '@opkit/testenv';
 import { AppServices } from '../src/api/v1alpha1/appservice.ts';
 import { setupAppServiceController } from '../src/controllers/appservice.ts';

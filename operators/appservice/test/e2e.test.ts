@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { after, before, describe, test } from 'node:test';
-import { isApiError, Pods } from '@opkit/runtime';
+import { isApiError } from '@opkit/runtime/client';
+import { Pods } from '@opkit/runtime/kinds';
 import { AppServices } from '../src/api/v1alpha1/appservice.ts';
 import { applySample } from '../src/install.ts';
 import {

@@ -14,19 +14,16 @@ import { spawnSync } from 'node:child_process';
 import { request } from 'node:https';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import type { KubeObject } from '@opkit/runtime';
+import { Applier, Client, loadConfig, parseManifests } from '@opkit/runtime/client';
 import {
-  Applier,
-  Client,
   ClusterRoleBindings,
   CustomResourceDefinitions,
   type Deployment,
   Deployments,
-  type KubeObject,
-  loadConfig,
   Namespaces,
-  parseManifests,
   ServiceAccounts,
-} from '@opkit/runtime';
+} from '@opkit/runtime/kinds';
 import { resolveHelm, start } from '@opkit/testenv';
 import { applySample, NAME, NAMESPACE } from '../src/install.ts';
 import { type Cluster, type OperatorProcess, operator, settled, waitFor } from './support.ts';

@@ -6,7 +6,8 @@
 
 import { type ChildProcessWithoutNullStreams, spawn, spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { Client, loadConfig, Namespaces, type Pod, Pods } from '@opkit/runtime';
+import { Client, loadConfig } from '@opkit/runtime/client';
+import { Namespaces, type Pod, Pods } from '@opkit/runtime/kinds';
 import { type Environment, start, waitFor } from '@opkit/testenv';
 import { type AppService, AppServices } from '../src/api/v1alpha1/appservice.ts';
 import { LABELS } from '../src/controllers/pods.ts';

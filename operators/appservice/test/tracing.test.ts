@@ -11,15 +11,9 @@ import { after, before, test } from 'node:test';
 import { context, type SpanContext, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
-import {
-  TRACE_ATTRIBUTES as ATTR,
-  Client,
-  loadConfig,
-  Manager,
-  silentLogger,
-  TRACEPARENT_ANNOTATION,
-  traceContextAnnotations,
-} from '@opkit/runtime';
+import { Manager, silentLogger } from '@opkit/runtime';
+import { Client, loadConfig } from '@opkit/runtime/client';
+import { TRACE_ATTRIBUTES as ATTR, TRACEPARENT_ANNOTATION, traceContextAnnotations } from '@opkit/runtime/tracing';
 import { type Environment, start, waitFor } from '@opkit/testenv';
 import { AppServices } from '../src/api/v1alpha1/appservice.ts';
 import { setupAppServiceController } from '../src/controllers/appservice.ts';

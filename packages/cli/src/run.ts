@@ -5,7 +5,7 @@
  * do>` — usage errors exit 2, others 1; an error opkit did not expect says so and how to get its stack trace
  * (`OPKIT_DEBUG=1`).
  */
-import { isApiError, KubeconfigError, ManifestError } from '@opkit/runtime';
+import { isApiError, KubeconfigError, ManifestError } from '@opkit/runtime/client';
 import { isTestenvError } from '@opkit/testenv';
 import { buildCommand } from './commands/build.ts';
 import { bundleCommand } from './commands/bundle.ts';

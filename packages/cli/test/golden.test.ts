@@ -3,6 +3,7 @@
  *   UPDATE_GOLDEN=1 node --test packages/cli/test/golden.test.ts
  */
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { test } from 'node:test';
@@ -56,4 +57,26 @@ test('templates match their golden files', async () => {
     files.get('src/main.ts'),
     'registering twice changes nothing',
   );
+});
+
+test('scaffolded TypeScript is formatted and has no casts to never', async () => {
+  const biome = fileURLToPath(new URL('../../../node_modules/.bin/biome', import.meta.url));
+  const scaffolded = [
+    'src/main.ts',
+    'src/api/v1alpha1/appservice.ts',
+    'src/controllers/appservice.ts',
+    'test/appservice.test.ts',
+  ];
+  for (const path of scaffolded) {
+    const text = await readFile(join(GOLDEN, `${path}.golden`), 'utf8');
+    const formatted = spawnSync(biome, ['format', `--stdin-file-path=${path}`], { input: text, encoding: 'utf8' });
+    assert.equal(formatted.status, 0, formatted.stderr);
+    assert.equal(text, formatted.stdout, `${path} is not formatted as biome would`);
+  }
+  for (const path of scaffolded) {
+    const text = await readFile(join(GOLDEN, `${path}.golden`), 'utf8');
+    assert.doesNotMatch(text, /as never/, `${path} casts to never`);
+    const long = text.split('\n').filter((l) => l.length > 120);
+    assert.deepEqual(long, [], `${path} has lines over 120 characters`);
+  }
 });

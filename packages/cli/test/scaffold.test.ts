@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { Applier, Client, loadConfig, parseManifests } from '@opkit/runtime';
+import { Applier, Client, loadConfig, parseManifests } from '@opkit/runtime/client';
 import { type Environment, start } from '@opkit/testenv';
 
 const MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
@@ -76,8 +76,8 @@ describe('opkit init → create api → generate → a working operator', () => 
     await writeFile(
       apiPath,
       api.replace(
-        "description: 'How many to run.' }),",
-        "description: 'How many to run.' }),\n    color: Type.Optional(Type.String({ maxLength: 20 })),",
+        "description: 'How many to run.' }), 1),",
+        "description: 'How many to run.' }), 1),\n    color: Type.Optional(Type.String({ maxLength: 20 })),",
       ),
     );
     const stale = opkit(dir, ['generate', '--check']);
@@ -195,7 +195,7 @@ describe('opkit init → create api → generate → a working operator', () => 
     const deployed = opkit(dir, ['deploy', '--image', 'registry.example.org/gadget:1.2.3'], kube);
     assert.equal(deployed.code, 0, deployed.out);
     const admin = new Client(await loadConfig({ path: env.kubeconfigPath }));
-    const { Deployments } = await import('@opkit/runtime');
+    const { Deployments } = await import('@opkit/runtime/kinds');
     const d = await admin.get(Deployments, { namespace: 'gadget-operator-system', name: 'gadget-operator' });
     assert.equal(d.spec?.template.spec?.containers[0]?.image, 'registry.example.org/gadget:1.2.3');
     assert.equal(opkit(dir, ['undeploy'], kube).code, 0);

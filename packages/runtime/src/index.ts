@@ -1,224 +1,44 @@
 /**
- * @opkit/runtime — controller-runtime for TypeScript.
+ * @opkit/runtime — controller-runtime for TypeScript. This entry point holds what an operator author uses every day:
  *
- * - client: `Client` (typed CRUD, patch kinds, server-side apply, status/scale subresources, paginated lists),
- *   `loadConfig` (kubeconfig / in-cluster), `ApiError` with a `code` per failure, built-in resource types.
- * - cache: `Cache` (shared informers with indexes; reads wait for sync), `Informer`, `Store`.
- * - workqueue: `WorkQueue` and rate limiters, with an injectable clock.
- * - controller: `ControllerBuilder` (`for` / `owns` / `watches` / predicates), `Controller`, the reconcile contract
- *   (`done`, `requeueAfter`, `TerminalError`), expectations (read-your-own-writes).
- * - manager: `Manager` (caches, controllers, leader election, /metrics, /healthz, /readyz, graceful shutdown),
- *   settings from flags and environment.
- * - crd: `defineKind` — a custom resource from a TypeBox schema: its ResourceType, TypeScript type and CRD manifest.
- * - helpers: Events (aggregated, rate limited), finalizers, owner references, adopting and releasing children
- *   (`claimChildren`), conditions, status written only on change.
- * - logger, metrics (controller-runtime's metric names).
+ * ```ts
+ * export type AppService = ObjectOf<typeof AppServices>;
+ * mgr.controller(AppServices).owns(Pods).reconcile(async (app, ctx) => {
+ *   const pods = await ctx.owned(Pods);
+ *   for (let i = pods.length; i < app.spec.replicas; i++) await ctx.create(Pods, podFor(app));
+ *   await ctx.status({ replicas: pods.length });
+ *   return done();
+ * });
+ * ```
+ * The rest lives in subpaths, one concept each: `/client` (Client, kubeconfig, manifests, selectors), `/kinds` (the
+ * built-in kinds: Pods, Deployments, …), `/cache` (informers, stores), `/workqueue` (queue, rate limiters, clock),
+ * `/controller` (builder, request-based reconcilers, predicates, expectations), `/helpers` (events, finalizers, owner
+ * references, conditions, RBAC, status), `/crd` (definitions and schemas), `/manager` (leader election, settings'
+ * parts, logging options, the metrics endpoint), `/metrics`, `/tracing` (trace-context annotations, span attribute
+ * names) and `/testing` (a manager on a test cluster, `eventually`).
  */
-export {
-  Cache,
-  type CacheListOptions,
-  type CacheOptions,
-  dropManagedFields,
-  type ResourceCacheOptions,
-} from './cache/cache.ts';
-export { type EventHandler, Informer, type InformerOptions } from './cache/informer.ts';
-export { type IndexFunc, indexers, Store } from './cache/store.ts';
-export { Applier, ManifestError, parseManifests } from './client/apply.ts';
-export * from './client/builtins.ts';
-export {
-  type APIResource,
-  Client,
-  type ClientOptions,
-  type DeleteOptions,
-  type ListOptions,
-  type ObjectList,
-  type PatchOptions,
-  type PatchType,
-  type ScaleObject,
-  type WriteOptions,
-} from './client/client.ts';
-export {
-  ApiError,
-  type ApiErrorCode,
-  isAlreadyExists,
-  isApiError,
-  isConflict,
-  isGone,
-  isNotFound,
-  isResourceVersionTooLarge,
-  type Status,
-  type StatusCause,
-  toApiError,
-} from './client/errors.ts';
-export {
-  type ConnectionConfig,
-  type Credentials,
-  type Impersonation,
-  KubeconfigError,
-  type LoadOptions,
-  loadConfig,
-  loadInCluster,
-} from './client/kubeconfig.ts';
-export { type LabelSelector, parseSelector, Selector, SelectorError, type SelectorInput } from './client/labels.ts';
-export {
-  type ApiObject,
-  type KubeObject,
-  keyOf,
-  type ObjectMeta,
-  type ObjectRef,
-  type OwnerReference,
-  objectKey,
-  parseKey,
-  type ResourceDefinition,
-  type ResourceType,
-  refOf,
-  resource,
-  resourceId,
-  type Wire,
-} from './client/resource.ts';
-export type { WatchEvent, WatchEventType } from './client/watch.ts';
-export { type BuilderOptions, ControllerBuilder, type ControllerDeps } from './controller/builder.ts';
-export { Controller, ControllerError, type ControllerOptions } from './controller/controller.ts';
-export { Expectations } from './controller/expectations.ts';
-export { type MapFunc, requestForObject, requestsForOwner } from './controller/handlers.ts';
-export {
-  and,
-  annotationsChanged,
-  generationChanged,
-  labelsChanged,
-  not,
-  or,
-  type Predicate,
-  predicate,
-  resourceVersionChanged,
-} from './controller/predicates.ts';
+export { defineIndex } from './cache/indexes.ts';
+export { indexers } from './cache/store.ts';
+export { ApiError, isConflict, isNotFound } from './client/errors.ts';
+export type { InputOf, KubeObject, ObjectOf } from './client/resource.ts';
+export type { ObjectContext } from './controller/object.ts';
+export { defaultErrorPolicy, type ErrorAction, giveUp, retryAfter, retryWithBackoff } from './controller/policy.ts';
+export { generationChanged } from './controller/predicates.ts';
 export {
   done,
-  type Expect,
-  isTerminalError,
   type ReconcileContext,
-  type ReconcileFunc,
-  type Reconciler,
   type Request,
   type Result,
   requeueAfter,
   TerminalError,
 } from './controller/reconcile.ts';
-export {
-  type CustomKind,
-  defineKind,
-  type KindDefinition,
-  type KindObject,
-  type PrinterColumn,
-  type ValidationRule,
-} from './crd/kind.ts';
-export { CrdSchemaError, structuralSchema } from './crd/schema.ts';
+export { Defaulted } from './crd/input.ts';
+export { defineKind } from './crd/kind.ts';
 export { isOpkitError, OpkitError } from './errors.ts';
-export {
-  ClaimError,
-  type ClaimErrorCode,
-  type ClaimOptions,
-  type ClaimResult,
-  claimChildren,
-} from './helpers/claim.ts';
-export {
-  type Condition,
-  type ConditionInput,
-  type ConditionStatus,
-  getCondition,
-  isConditionFalse,
-  isConditionTrue,
-  isConditionUnknown,
-  removeCondition,
-  setCondition,
-} from './helpers/conditions.ts';
-export {
-  DEFAULT_ACTION,
-  type EventClient,
-  type EventObjectReference,
-  type EventOptions,
-  EventRecorder,
-  type EventRecorderOptions,
-  type EventType,
-  objectReference,
-  SERIES_IDLE_MS,
-} from './helpers/events.ts';
-export {
-  addFinalizer,
-  type FinalizerHandlers,
-  finalizer,
-  hasFinalizer,
-  removeFinalizer,
-} from './helpers/finalizers.ts';
-export {
-  controllerOf,
-  isControlledBy,
-  OwnerReferenceError,
-  type OwnerReferenceErrorCode,
-  removeOwnerReference,
-  setControllerReference,
-  setOwnerReference,
-} from './helpers/ownerrefs.ts';
-// metrics auth
-export {
-  managerPermissions,
-  metricsAuthPermissions,
-  metricsReaderClusterRole,
-  type Permission,
-  type PolicyRule,
-  permission,
-  policyRules,
-  type RbacManifests,
-  rbacManifests,
-  type Verb,
-} from './helpers/rbac.ts';
-export { jsonEqual, updateStatusIfChanged } from './helpers/status.ts';
-export {
-  createLogger,
-  type LogFields,
-  type Logger,
-  type LoggerOptions,
-  type LogLevel,
-  silentLogger,
-} from './logger.ts';
-export { type LeaderCallbacks, type LeaderElectionOptions, LeaderElector, microTime } from './manager/leader.ts';
-export {
-  type LeaderElectionSettings,
-  Manager,
-  ManagerError,
-  type ManagerErrorCode,
-  type ManagerOptions,
-  type Runnable,
-} from './manager/manager.ts';
-export {
-  bearerToken,
-  MetricsAuthError,
-  type MetricsAuthErrorCode,
-  type ScrapeAuthOptions,
-  ScrapeAuthorizer,
-  type ScrapeDecision,
-  type ScrapeRequest,
-  type SubjectAccessReview,
-  SubjectAccessReviews,
-  type TokenReview,
-  TokenReviews,
-} from './manager/metricsauth.ts';
-export { type MetricsServingOptions, metricsBindAddress } from './manager/metricsserving.ts';
-export { type CertificateFiles, type KeyPair, selfSignedCertificate } from './manager/servingcert.ts';
-export { parseDuration, SETTINGS_HELP, SettingsError, settingsFromArgs } from './manager/settings.ts';
-export { Metrics, type WatchMetrics } from './metrics.ts';
-export { Counter, Gauge, Histogram, type Labels, type MetricOptions, Registry } from './prometheus.ts';
-// tracing, and Events on events.k8s.io/v1
-export {
-  ATTR as TRACE_ATTRIBUTES,
-  type RequestInfo,
-  requestInfo,
-  runtimeTracer,
-  spanContextFromAnnotations,
-  TRACEPARENT_ANNOTATION,
-  TRACER_NAME,
-  TRACESTATE_ANNOTATION,
-  traceContextAnnotations,
-} from './tracing.ts';
-export { VERSION } from './version.ts';
-export * from './workqueue/index.ts';
+export { claimChildren } from './helpers/claim.ts';
+export { type Condition, getCondition, setCondition } from './helpers/conditions.ts';
+export { controllerOf } from './helpers/ownerrefs.ts';
+export { type Permission, permission } from './helpers/rbac.ts';
+export { createLogger, type Logger, silentLogger } from './logger.ts';
+export { Manager, type ManagerOptions } from './manager/manager.ts';
+export { defineFlags, SettingsError, settings } from './manager/settings.ts';

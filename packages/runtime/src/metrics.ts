@@ -234,3 +234,5 @@ export class Metrics {
     return this.registry.metrics();
   }
 }
+
+export { Counter, Gauge, Histogram, type Labels, type MetricOptions, Registry } from './prometheus.ts';

@@ -1,17 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Environment } from '@opkit/testenv';
-import {
-  ApiError,
-  type Client,
-  ConfigMaps,
-  Deployments,
-  isApiError,
-  loadConfig,
-  Namespaces,
-  Pods,
-  Client as RuntimeClient,
-} from '../src/index.ts';
+import { ConfigMaps, Deployments, Namespaces, Pods } from '../src/client/builtins.ts';
+import { type Client, isApiError, loadConfig, Client as RuntimeClient } from '../src/client/index.ts';
+import { ApiError } from '../src/index.ts';
 import { installWidgetCrd, startEnv, Widgets } from './support.ts';
 
 describe('client against a real apiserver', () => {

@@ -1,17 +1,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { type Environment, FaultProxy, targetOf } from '@opkit/testenv';
-import {
-  type Client,
-  type ConfigMap,
-  ConfigMaps,
-  Informer,
-  type InformerOptions,
-  keyOf,
-  Namespaces,
-  silentLogger,
-  type WatchMetrics,
-} from '../src/index.ts';
+import { Informer, type InformerOptions } from '../src/cache/index.ts';
+import { type ConfigMap, ConfigMaps, Namespaces } from '../src/client/builtins.ts';
+import { type Client, keyOf } from '../src/client/index.ts';
+import { silentLogger } from '../src/index.ts';
+import type { WatchMetrics } from '../src/metrics.ts';
 import { clientVia, recordingLogger, startEnv, waitFor } from './support.ts';
 
 /** Records every event an informer delivers. */

@@ -4,7 +4,8 @@ import { createInterface } from 'node:readline';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { type Environment, FaultProxy, targetOf } from '@opkit/testenv';
-import { type Client, ConfigMaps, Leases, Namespaces } from '../src/index.ts';
+import { ConfigMaps, Leases, Namespaces } from '../src/client/builtins.ts';
+import type { Client } from '../src/client/index.ts';
 import { startEnv, waitFor } from './support.ts';
 
 const FIXTURE = fileURLToPath(new URL('./fixtures/le-manager.ts', import.meta.url));

@@ -5,19 +5,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { Environment } from '@opkit/testenv';
+import { ClusterRoleBindings, ClusterRoles } from '../src/client/builtins.ts';
+import { Client, loadConfig } from '../src/client/index.ts';
 import {
-  Client,
-  ClusterRoleBindings,
-  ClusterRoles,
-  type KubeObject,
-  loadConfig,
-  Manager,
   managerPermissions,
   metricsAuthPermissions,
   metricsReaderClusterRole,
   rbacManifests,
-  selfSignedCertificate,
-} from '../src/index.ts';
+} from '../src/helpers/index.ts';
+import { type KubeObject, Manager } from '../src/index.ts';
+import { selfSignedCertificate } from '../src/manager/index.ts';
 import { recordingLogger, startEnv, waitFor } from './support.ts';
 
 /** An HTTPS GET; `ca` verifies the server, else any certificate is accepted (a self-signed one is). */

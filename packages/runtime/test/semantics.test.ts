@@ -6,23 +6,12 @@
 import assert from 'node:assert/strict';
 import { before, describe, test } from 'node:test';
 import { type Environment, FaultProxy, targetOf } from '@opkit/testenv';
-import {
-  ApiError,
-  Cache,
-  ClaimError,
-  type Client,
-  type ConfigMap,
-  ConfigMaps,
-  ControllerBuilder,
-  claimChildren,
-  controllerOf,
-  done,
-  isApiError,
-  Client as KubeClient,
-  loadConfig,
-  Namespaces,
-  type Request,
-} from '../src/index.ts';
+import { Cache } from '../src/cache/index.ts';
+import { type ConfigMap, ConfigMaps, Namespaces } from '../src/client/builtins.ts';
+import { type Client, isApiError, Client as KubeClient, loadConfig } from '../src/client/index.ts';
+import { ControllerBuilder } from '../src/controller/index.ts';
+import { ClaimError } from '../src/helpers/index.ts';
+import { ApiError, claimChildren, controllerOf, done, type Request } from '../src/index.ts';
 import { clientVia, type Widget, Widgets, waitFor, widgetControlPlane } from './support.ts';
 
 describe('client-go and controller-runtime semantics on a real apiserver', () => {

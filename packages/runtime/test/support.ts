@@ -6,16 +6,10 @@
 
 import { after, before } from 'node:test';
 import { type Environment, start, waitFor } from '@opkit/testenv';
-import {
-  Client,
-  type ConnectionConfig,
-  CustomResourceDefinitions,
-  type KubeObject,
-  type LogFields,
-  type Logger,
-  loadConfig,
-  resource,
-} from '../src/index.ts';
+import { CustomResourceDefinitions } from '../src/client/builtins.ts';
+import { Client, type ConnectionConfig, loadConfig, resource } from '../src/client/index.ts';
+import type { KubeObject, Logger } from '../src/index.ts';
+import type { LogFields } from '../src/manager/index.ts';
 
 export interface Widget extends KubeObject {
   spec?: { replicas?: number; color?: string };

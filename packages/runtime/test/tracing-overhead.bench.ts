@@ -21,7 +21,7 @@ import {
   startReconcileSpan,
   startRequestSpan,
   withActiveSpan,
-} from '../src/tracing.ts';
+} from '../src/tracing/spans.ts';
 
 const ROUNDS = 7;
 const RECONCILES = 200_000;

@@ -20,23 +20,18 @@ import {
   type Condition,
   claimChildren,
   controllerOf,
-  type EventRecorder,
+  defineIndex,
   generationChanged,
   indexers,
-  isApiError,
-  isNotFound,
   type Manager,
+  type ObjectContext,
   type Permission,
-  type Pod,
-  Pods,
   permission,
-  type ReconcileContext,
-  type Reconciler,
   type Request,
   type Result,
   setCondition,
-  updateStatusIfChanged,
 } from '@opkit/runtime';
+import { type Pod, Pods } from '@opkit/runtime/kinds';
 import { type AppService, type AppServiceStatus, AppServices } from '../api/v1alpha1/appservice.ts';
 import {
   APP_NAME,
@@ -58,157 +53,123 @@ export const permissions: readonly Permission[] = [
 ];
 
 const MAX_BATCH = 64;
-/** The pod index by instance label (the AppService's name): where orphans to adopt are found. */
-const INSTANCE_INDEX = 'label:app.kubernetes.io/instance';
+/** Pods by instance label (the AppService's name): where orphans to adopt are found, without a namespace scan. */
+export const podsByInstance = defineIndex(Pods, 'label:app.kubernetes.io/instance', indexers.label(LABELS.instance));
 
-export class AppServiceReconciler implements Reconciler {
-  readonly #events: EventRecorder;
+type Failure = { reason: 'FailedCreate' | 'FailedDelete'; error: unknown };
 
-  constructor(events: EventRecorder) {
-    this.#events = events;
+/** Reconciles one AppService (present, not being deleted: the garbage collector removes the pods of one that is). */
+export async function reconcileAppService(app: AppService, ctx: ObjectContext<AppService>): Promise<Result> {
+  const selector = selectorLabels(app);
+  const { claimed: pods } = await claimChildren({
+    client: ctx.client,
+    ownerType: AppServices,
+    owner: app,
+    childType: Pods,
+    candidates: [
+      ...(await ctx.owned(Pods, { terminating: true })),
+      ...(await ctx.list(Pods, { index: podsByInstance.is(app.metadata.name ?? '') })), // owned or not
+    ],
+    matches: (pod) =>
+      pod.metadata.namespace === app.metadata.namespace &&
+      Object.entries(selector).every(([k, v]) => pod.metadata.labels?.[k] === v),
+    signal: ctx.signal,
+  });
+  const hash = templateHash(app);
+  const p = plan(app, pods, hash);
+  let failure: Failure | undefined;
+
+  const deleted: Pod[] = [];
+  for (const pod of p.delete) {
+    try {
+      if (await ctx.delete(Pods, pod)) deleted.push(pod); // false: already gone, or replaced meanwhile
+    } catch (err) {
+      failure = { reason: 'FailedDelete', error: err };
+      break;
+    }
   }
 
-  async reconcile(req: Request, ctx: ReconcileContext): Promise<Result> {
-    const app = await ctx.cache.get(AppServices, req);
-    if (!app || app.metadata.deletionTimestamp) return {}; // the garbage collector removes the pods
-    const uid = app.metadata.uid ?? '';
-    const selector = selectorLabels(app);
-    const { claimed: pods } = await claimChildren({
-      client: ctx.client,
-      ownerType: AppServices,
-      owner: app,
-      childType: Pods,
-      candidates: [
-        ...(await ctx.cache.list(Pods, { index: { name: 'controller', value: uid } })),
-        // pods of this instance name, owned or not (an index: not a scan of the namespace's pods)
-        ...(await ctx.cache.list(Pods, { index: { name: INSTANCE_INDEX, value: app.metadata.name ?? '' } })),
-      ],
-      matches: (pod) =>
-        pod.metadata.namespace === app.metadata.namespace &&
-        Object.entries(selector).every(([k, v]) => pod.metadata.labels?.[k] === v),
-      signal: ctx.signal,
-    });
-    const hash = templateHash(app);
-    const p = plan(app, pods, hash);
-    let failure: { reason: 'FailedCreate' | 'FailedDelete'; error: unknown } | undefined;
-
-    const deleted: string[] = [];
-    for (const pod of p.delete) {
-      try {
-        await ctx.client.delete(
-          Pods,
-          { namespace: req.namespace ?? 'default', name: pod.metadata.name ?? '' },
-          {
-            preconditions: { uid: pod.metadata.uid ?? '' },
-          },
-        );
-        ctx.expect.deleted(Pods, pod);
-        deleted.push(pod.metadata.name ?? '');
-      } catch (err) {
-        if (isNotFound(err) || isApiError(err, 'Conflict')) continue; // already gone, or replaced meanwhile
-        failure = { reason: 'FailedDelete', error: err };
-        break;
+  const created: Pod[] = [];
+  if (!failure && p.create > 0) {
+    const template = podFor(app, hash);
+    let remaining = p.create;
+    for (let batch = 1; remaining > 0; batch = Math.min(batch * 2, MAX_BATCH)) {
+      const size = Math.min(batch, remaining);
+      const results = await Promise.allSettled(Array.from({ length: size }, () => ctx.create(Pods, template)));
+      for (const r of results) {
+        if (r.status === 'fulfilled') created.push(r.value);
+        else failure ??= { reason: 'FailedCreate', error: r.reason };
       }
+      remaining -= size;
+      if (failure) break;
     }
-
-    const created: Pod[] = [];
-    if (!failure && p.create > 0) {
-      const template = podFor(app, hash);
-      let remaining = p.create;
-      for (let batch = 1; remaining > 0; batch = Math.min(batch * 2, MAX_BATCH)) {
-        const size = Math.min(batch, remaining);
-        const results = await Promise.allSettled(
-          Array.from({ length: size }, () => ctx.client.create(Pods, structuredClone(template))),
-        );
-        for (const r of results) {
-          if (r.status === 'fulfilled') {
-            ctx.expect.created(Pods, r.value);
-            created.push(r.value);
-          } else failure ??= { reason: 'FailedCreate', error: r.reason };
-        }
-        remaining -= size;
-        if (failure) break;
-      }
-    }
-
-    const message = (verb: string, n: number) => `${verb} ${n} pod${n === 1 ? '' : 's'}`;
-    if (created.length > 0 || deleted.length > 0) {
-      const what = p.rolling ? 'RollingUpdate' : created.length > 0 ? 'ScalingUp' : 'ScalingDown';
-      const parts = [
-        created.length > 0 ? message('created', created.length) : '',
-        deleted.length > 0 ? message('deleted', deleted.length) : '',
-      ];
-      this.#events.event(
-        AppServices,
-        app,
-        'Normal',
-        what,
-        `${parts.filter(Boolean).join(', ')} (want ${app.spec.replicas})`,
-      );
-    }
-    if (failure) {
-      this.#events.event(AppServices, app, 'Warning', failure.reason, errorText(failure.error));
-    }
-
-    const counted = [...p.active, ...created];
-    await updateStatusIfChanged(ctx.client, AppServices, app, this.#status(app, counted, hash, p.rolling, failure));
-    if (failure) throw failure.error; // retried with backoff
-    return {};
   }
 
-  #status(
-    app: AppService,
-    counted: readonly Pod[],
-    hash: string,
-    rolling: boolean,
-    failure: { reason: string; error: unknown } | undefined,
-  ): AppServiceStatus {
-    const desired = app.spec.replicas ?? 1;
-    const ready = counted.filter(isReady).length;
-    const updated = counted.filter((p) => p.metadata.labels?.[LABELS.templateHash] === hash).length;
-    const generation = app.metadata.generation ?? 0;
-    const minAvailable = Math.max(0, desired - Math.max(1, app.spec.maxUnavailable ?? 1));
-    const converged = counted.length === desired && updated === desired && ready === desired;
-    let conditions = (app.status?.conditions ?? []) as Condition[];
-    const set = (type: string, status: 'True' | 'False', reason: string, msg: string) => {
-      conditions = setCondition(conditions, {
-        type,
-        status,
-        reason,
-        message: msg,
-        observedGeneration: generation,
-      }).conditions;
-    };
-    set(
-      'Available',
-      ready >= minAvailable ? 'True' : 'False',
-      ready >= minAvailable ? 'MinimumReplicasAvailable' : 'MinimumReplicasUnavailable',
-      `${ready} of ${desired} pods ready (at least ${minAvailable} needed)`,
-    );
-    set(
-      'Progressing',
-      'True',
-      converged ? 'Complete' : rolling ? 'RollingUpdate' : 'Scaling',
-      converged
-        ? `${desired} pods of the current template are ready`
-        : `${updated} of ${desired} pods updated, ${ready} ready`,
-    );
-    set(
-      'ReplicaFailure',
-      failure ? 'True' : 'False',
-      failure ? failure.reason : 'NoFailure',
-      failure ? errorText(failure.error) : 'pods are created and deleted as needed',
-    );
-    return {
-      replicas: counted.length,
-      readyReplicas: ready,
-      updatedReplicas: updated,
-      podNames: counted.map((p) => p.metadata.name ?? '').sort(),
-      selector: selectorString(app),
+  const count = (verb: string, n: number) => (n > 0 ? [`${verb} ${n} pod${n === 1 ? '' : 's'}`] : []);
+  if (created.length > 0 || deleted.length > 0) {
+    const what = p.rolling ? 'RollingUpdate' : created.length > 0 ? 'ScalingUp' : 'ScalingDown';
+    const done = [...count('created', created.length), ...count('deleted', deleted.length)].join(', ');
+    ctx.events.normal(what, `${done} (want ${app.spec.replicas})`);
+  }
+  if (failure) ctx.events.warning(failure.reason, errorText(failure.error));
+
+  await ctx.status(statusOf(app, [...p.active, ...created], hash, p.rolling, failure));
+  if (failure) throw failure.error; // retried with backoff
+  return {};
+}
+
+function statusOf(
+  app: AppService,
+  counted: readonly Pod[],
+  hash: string,
+  rolling: boolean,
+  failure: Failure | undefined,
+): AppServiceStatus {
+  const desired = app.spec.replicas ?? 1;
+  const ready = counted.filter(isReady).length;
+  const updated = counted.filter((p) => p.metadata.labels?.[LABELS.templateHash] === hash).length;
+  const generation = app.metadata.generation ?? 0;
+  const minAvailable = Math.max(0, desired - Math.max(1, app.spec.maxUnavailable ?? 1));
+  const converged = counted.length === desired && updated === desired && ready === desired;
+  let conditions = (app.status?.conditions ?? []) as Condition[];
+  const set = (type: string, status: 'True' | 'False', reason: string, msg: string) => {
+    conditions = setCondition(conditions, {
+      type,
+      status,
+      reason,
+      message: msg,
       observedGeneration: generation,
-      conditions: conditions as NonNullable<AppServiceStatus['conditions']>,
-    };
-  }
+    }).conditions;
+  };
+  set(
+    'Available',
+    ready >= minAvailable ? 'True' : 'False',
+    ready >= minAvailable ? 'MinimumReplicasAvailable' : 'MinimumReplicasUnavailable',
+    `${ready} of ${desired} pods ready (at least ${minAvailable} needed)`,
+  );
+  set(
+    'Progressing',
+    'True',
+    converged ? 'Complete' : rolling ? 'RollingUpdate' : 'Scaling',
+    converged
+      ? `${desired} pods of the current template are ready`
+      : `${updated} of ${desired} pods updated, ${ready} ready`,
+  );
+  set(
+    'ReplicaFailure',
+    failure ? 'True' : 'False',
+    failure ? failure.reason : 'NoFailure',
+    failure ? errorText(failure.error) : 'pods are created and deleted as needed',
+  );
+  return {
+    replicas: counted.length,
+    readyReplicas: ready,
+    updatedReplicas: updated,
+    podNames: counted.map((p) => p.metadata.name ?? '').sort(),
+    selector: selectorString(app),
+    observedGeneration: generation,
+    conditions: conditions as NonNullable<AppServiceStatus['conditions']>,
+  };
 }
 
 function errorText(err: unknown): string {
@@ -225,15 +186,13 @@ function orphanOwner(pod: Pod): Request[] {
 
 /** Registers the AppService controller with the manager (what `opkit create api --controller` wires into main.ts). */
 export function setupAppServiceController(mgr: Manager, options: { resyncPeriodMs?: number } = {}): void {
-  mgr.cache.indexField(Pods, INSTANCE_INDEX, indexers.label(LABELS.instance));
   mgr
-    .controller()
+    .controller(AppServices, generationChanged)
     .named('appservice')
-    .for(AppServices, generationChanged)
     .owns(Pods)
     .watches(Pods, orphanOwner)
     .withOptions(options.resyncPeriodMs ? { resyncPeriodMs: options.resyncPeriodMs } : {})
-    .complete(new AppServiceReconciler(mgr.eventRecorder(MANAGED_BY)));
+    .reconcile(reconcileAppService);
 }
 
 export { MANAGED_BY };

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { Pod } from '@opkit/runtime';
+import type { Pod } from '@opkit/runtime/kinds';
 import type { AppService } from '../api/v1alpha1/appservice.ts';
 import { deletionOrder, isActive, LABELS, plan, podFor, selectorString, templateHash } from './pods.ts';
 

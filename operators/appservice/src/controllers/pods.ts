@@ -9,7 +9,7 @@
  * ready, newest first — never one that is already terminating.
  */
 import { createHash } from 'node:crypto';
-import type { Pod } from '@opkit/runtime';
+import type { Pod } from '@opkit/runtime/kinds';
 import { type AppService, AppServices } from '../api/v1alpha1/appservice.ts';
 
 export const LABELS = {

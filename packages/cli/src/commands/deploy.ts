@@ -10,7 +10,7 @@
  */
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { Applier, Client, loadConfig } from '@opkit/runtime';
+import { Applier, Client, loadConfig } from '@opkit/runtime/client';
 import { resolveHelm } from '@opkit/testenv';
 import { CliError } from '../errors.ts';
 import { installObjects, loadApis } from '../generate/manifests.ts';

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { CustomKind, KubeObject } from '@opkit/runtime';
+import type { KubeObject } from '@opkit/runtime';
+import type { CustomKind } from '@opkit/runtime/crd';
 import yaml from 'js-yaml';
 import type { Project } from '../project/project.ts';
 import { chartFiles, splitImage } from './helm.ts';

@@ -9,15 +9,14 @@
  */
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import type { KubeObject, Permission } from '@opkit/runtime';
+import type { CustomKind } from '@opkit/runtime/crd';
 import {
-  type CustomKind,
-  type KubeObject,
   managerPermissions,
   metricsAuthPermissions,
   metricsReaderClusterRole,
-  type Permission,
   rbacManifests,
-} from '@opkit/runtime';
+} from '@opkit/runtime/helpers';
 import yaml from 'js-yaml';
 import { CliError } from '../errors.ts';
 import { lower } from '../project/names.ts';

@@ -102,27 +102,27 @@ ${YOURS}
  * The ${p.projectName} operator process: a Manager (caches, controllers, leader election, /metrics, /healthz,
  * /readyz) configured from flags and environment (run with --help), and the controllers \`opkit create api\` added.
  */
-import { Manager, SETTINGS_HELP, SettingsError, settingsFromArgs } from '@opkit/runtime';
-import { startTracing, TRACING_HELP } from './tracing.ts';
+import { Manager, settings } from '@opkit/runtime';
+import { startTracing, TRACING_FLAGS } from './tracing.ts';
 ${MARK_IMPORTS}
 
 export const OPERATOR_NAME = '${p.projectName}';
 
-if (process.argv.includes('--help') || process.argv.includes('-h')) {
-  process.stdout.write(\`Usage: \${OPERATOR_NAME} [options]\\n\\n\${SETTINGS_HELP}\${TRACING_HELP}\`);
-  process.exit(0);
-}
+// --help lists the manager's flags and yours; declare your own here, typed, e.g.
+// resyncPeriod: { type: 'duration', env: 'RESYNC_PERIOD', help: 'reconcile everything this often' }
+const { manager, flags } = settings({ name: OPERATOR_NAME, flags: { ...TRACING_FLAGS } });
 try {
-  const argv = process.argv.slice(2);
-  const tracing = await startTracing(OPERATOR_NAME, argv); // off unless --tracing
-  const controllers = { traceContextFromAnnotations: tracing !== undefined };
-  const mgr = await Manager.create(settingsFromArgs({ name: OPERATOR_NAME, controllers }, argv));
+  const tracing = await startTracing(OPERATOR_NAME, flags.tracing); // off unless --tracing
+  const mgr = await Manager.create({
+    ...manager,
+    controllers: { ...manager.controllers, traceContextFromAnnotations: tracing !== undefined },
+  });
   if (tracing) mgr.add(tracing);
   ${MARK_CONTROLLERS}
   await mgr.run();
 } catch (err) {
   process.stderr.write(\`\${OPERATOR_NAME}: \${(err as Error).message.split('\\n')[0]}\\n\`);
-  process.exit(err instanceof SettingsError ? 2 : 1);
+  process.exit(1);
 }
 `,
   );
@@ -183,13 +183,13 @@ export function apiFile(p: Project, api: ApiEntry): string {
  * CustomResourceDefinition (\`opkit generate\`) and of the TypeScript types. Add your fields; validation keywords
  * (minimum, pattern, maxLength, …) and CEL rules (\`'x-kubernetes-validations'\`) are enforced by the apiserver.
  */
+import { Defaulted, defineKind, type ObjectOf } from '@opkit/runtime';
 import { type Static, Type } from '@sinclair/typebox';
-import { defineKind } from '@opkit/runtime';
 
 export const ${api.kind}Spec = Type.Object(
   {
-    // Example field — replace with yours.
-    replicas: Type.Integer({ minimum: 0, default: 1, format: 'int32', description: 'How many to run.' }),
+    // Example field — replace with yours. Defaulted: the apiserver fills it in, so a create may leave it out.
+    replicas: Defaulted(Type.Integer({ minimum: 0, format: 'int32', description: 'How many to run.' }), 1),
   },
   { description: 'The desired state of a ${api.kind}.' },
 );
@@ -229,7 +229,7 @@ export const ${api.kind}Kind = defineKind({
 export const ${api.kind}s = ${api.kind}Kind.resource;
 export type ${api.kind}Spec = Static<typeof ${api.kind}Spec>;
 export type ${api.kind}Status = Static<typeof ${api.kind}Status>;
-export type ${api.kind} = NonNullable<(typeof ${api.kind}s)['_type']>;
+export type ${api.kind} = ObjectOf<typeof ${api.kind}s>;
 `;
 }
 
@@ -237,95 +237,79 @@ export function controllerFile(_project: Project, api: ApiEntry): string {
   const k = api.kind;
   return `${YOURS}
 /**
- * The ${k} controller. Level-triggered: \`reconcile\` gets the name of a ${k} whose state may need work (never the
- * event), reads it from the cache and drives the world toward its spec. Declare in \`permissions\` everything it does
- * with the API: \`opkit generate\` turns exactly that into the operator's RBAC.
+ * The ${k} controller. Level-triggered: the reconciler gets an object whose state may need work (never the event
+ * that woke it) and drives the world toward its spec. \`ctx\` does the bookkeeping: \`ctx.create\`, \`ctx.apply\` and
+ * \`ctx.delete\` set owner references and record expectations, \`ctx.status\` writes only on change, \`ctx.events\`
+ * records Events. Declare in \`permissions\` everything it does with the API: \`opkit generate\` turns exactly that
+ * into the operator's RBAC, and the test runs the controller under it.
  */
-import {
-  type Condition,
-  done,
-  type Manager,
-  type Permission,
-  permission,
-  type ReconcileContext,
-  type Request,
-  type Result,
-  setCondition,
-  updateStatusIfChanged,
-} from '@opkit/runtime';
-import { type ${k}, ${k}s, type ${k}Status } from '../api/${api.version}/${lower(k)}.ts';
+import { done, type Manager, type ObjectContext, type Permission, permission, setCondition } from '@opkit/runtime';
+import { type ${k}, ${k}s } from '../api/${api.version}/${lower(k)}.ts';
 
 export const permissions: readonly Permission[] = [
   permission(${k}s, ['list', 'watch']),
   permission(${k}s, ['patch'], { subresource: 'status' }),
 ];
 
-export async function reconcile${k}(req: Request, ctx: ReconcileContext): Promise<Result> {
-  const obj: ${k} | undefined = await ctx.cache.get(${k}s, req);
-  if (!obj || obj.metadata.deletionTimestamp) return done();
-  // Your logic goes here: make the world match obj.spec (create or update children; after a create, call
-  // ctx.expect.created(kind, created) so a lagging cache never makes a duplicate).
-  const generation = obj.metadata.generation ?? 0;
-  const { conditions } = setCondition((obj.status?.conditions ?? []) as Condition[], {
+export async function reconcile${k}(obj: ${k}, ctx: ObjectContext<${k}>) {
+  // Your logic goes here: make the world match obj.spec. For a child, e.g. \`await ctx.create(ConfigMaps, { … })\`
+  // (ConfigMaps from '@opkit/runtime/kinds'): add its kind to permissions and \`.owns(ConfigMaps)\` below.
+  const observedGeneration = obj.metadata.generation ?? 0;
+  const { conditions } = setCondition(obj.status?.conditions, {
     type: 'Ready',
     status: 'True',
     reason: 'Reconciled',
     message: 'the spec is applied',
-    observedGeneration: generation,
+    observedGeneration,
   });
-  const status: ${k}Status = { ...obj.status, observedGeneration: generation, conditions: conditions as NonNullable<${k}Status['conditions']> };
-  await updateStatusIfChanged(ctx.client, ${k}s, obj, status);
+  await ctx.status({ ...obj.status, observedGeneration, conditions });
   return done();
 }
 
 export function setup${k}Controller(mgr: Manager): void {
-  mgr.controller().named('${camel(k).toLowerCase()}').for(${k}s).complete(reconcile${k});
+  mgr.controller(${k}s).named('${camel(k).toLowerCase()}').reconcile(reconcile${k});
 }
 `;
 }
 
 export function controllerTestFile(p: Project, api: ApiEntry): string {
   const k = api.kind;
+  const ns = api.namespaced ? "namespace: 'default', " : '';
   return `${YOURS}
-// The ${k} controller on a real local control plane (@opkit/testenv): the generated CRD is installed, the
-// controller runs in a Manager, and a ${k} becomes Ready.
+// The ${k} controller on a real local control plane (@opkit/testenv), running as the operator's ServiceAccount
+// with the RBAC generated from \`permissions\`: a permission missing there fails this test with the 403 named.
 import assert from 'node:assert/strict';
-import { readFile } from 'node:fs/promises';
 import { after, before, test } from 'node:test';
-import { Applier, Client, getCondition, loadConfig, Manager, parseManifests, silentLogger } from '@opkit/runtime';
+import { getCondition } from '@opkit/runtime';
+import { startTestManager } from '@opkit/runtime/testing';
 import { type Environment, start } from '@opkit/testenv';
-import { ${k}s } from '../src/api/${api.version}/${lower(k)}.ts';
-import { setup${k}Controller } from '../src/controllers/${lower(k)}.ts';
+import { ${k}Kind, ${k}s } from '../src/api/${api.version}/${lower(k)}.ts';
+import { permissions, setup${k}Controller } from '../src/controllers/${lower(k)}.ts';
 
 let env: Environment;
-let client: Client;
 before(async () => {
   env = await start({ nodes: 1, log: () => {} });
-  client = new Client(await loadConfig({ path: env.kubeconfigPath }));
-  const crd = await readFile(new URL('../config/crd/bases/${apiGroup(p, api)}_${api.plural}.yaml', import.meta.url), 'utf8');
-  await new Applier(client, 'test').applyAll(parseManifests(crd));
 });
 after(async () => {
-  client?.close();
   await env?.stop();
 });
 
 test('a ${k} becomes Ready', async () => {
-  const mgr = new Manager({ name: 'test', client, log: silentLogger, metrics: { bindAddress: '0' }, health: { bindAddress: '0' } });
-  setup${k}Controller(mgr);
-  const stop = new AbortController();
-  const running = mgr.start(stop.signal);
+  const op = await startTestManager(env, {
+    name: '${p.projectName}',
+    kinds: [${k}Kind],
+    permissions,
+    setup: setup${k}Controller,
+  });
   try {
-    await client.create(${k}s, { metadata: { name: 'sample'${api.namespaced ? ", namespace: 'default'" : ''} }, spec: { replicas: 1 } } as never);
-    for (let i = 0; i < 100; i++) {
-      const obj = await client.get(${k}s, { ${api.namespaced ? "namespace: 'default', " : ''}name: 'sample' });
-      if (getCondition(obj.status?.conditions as never, 'Ready')?.status === 'True') return;
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    assert.fail('the ${k} did not become Ready');
+    await op.client.create(${k}s, { metadata: { ${ns}name: 'sample' }, spec: {} });
+    const ready = await op.eventually('the ${k} to be Ready', async () => {
+      const obj = await op.client.get(${k}s, { ${ns}name: 'sample' });
+      return getCondition(obj.status?.conditions, 'Ready');
+    });
+    assert.equal(ready.status, 'True');
   } finally {
-    stop.abort();
-    await running;
+    await op.stop();
   }
 });
 `;

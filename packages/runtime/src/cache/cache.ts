@@ -14,6 +14,7 @@ import { type KubeObject, type ObjectRef, objectKey, type ResourceType, resource
 import type { BackoffOptions } from '../internal/backoff.ts';
 import { type Logger, silentLogger } from '../logger.ts';
 import type { Metrics } from '../metrics.ts';
+import { type Index, IndexError, type IndexQuery } from './indexes.ts';
 import { Informer } from './informer.ts';
 import type { IndexFunc } from './store.ts';
 
@@ -41,11 +42,14 @@ export interface CacheOptions {
   readonly pageSize?: number;
 }
 
-export interface CacheListOptions {
+export interface CacheListOptions<T extends KubeObject = KubeObject> {
   readonly namespace?: string;
   readonly labelSelector?: SelectorInput;
-  /** Objects whose index `name` holds `value` (e.g. `{ name: 'owner', value: uid }`). */
-  readonly index?: { readonly name: string; readonly value: string };
+  /**
+   * Objects an index finds: a handle's query (`byInstance.is('web')`, see `defineIndex`), or a built-in index by name
+   * (`namespace`, `owner`, `controller` — each holding UIDs or names) as `{ name, value }`.
+   */
+  readonly index?: IndexQuery<T> | { readonly name: 'namespace' | 'owner' | 'controller'; readonly value: string };
 }
 
 export function dropManagedFields<T extends KubeObject>(obj: T): T {
@@ -56,6 +60,8 @@ export function dropManagedFields<T extends KubeObject>(obj: T): T {
 export class Cache {
   readonly #options: CacheOptions;
   readonly #informers = new Map<string, Informer<KubeObject>>();
+  /** Typed indexes registered so far, by resource id and name. */
+  readonly #indexes = new Map<string, IndexFunc<KubeObject>>();
   readonly #log: Logger;
   #signal: AbortSignal | undefined;
   #started: (() => void)[] = [];
@@ -99,9 +105,23 @@ export class Cache {
     return inf;
   }
 
-  /** Adds an index to a resource's informer (e.g. `label:app` → the label's value). */
+  /** Adds an index to a resource's informer (e.g. `label:app` → the label's value). Prefer `addIndex(handle)`. */
   indexField<T extends KubeObject>(r: ResourceType<T>, name: string, fn: IndexFunc<T>): void {
     this.informer(r).addIndexer(name, fn);
+  }
+
+  /** Registers a typed index (see `defineIndex`); reads through its handle also register it on first use. */
+  addIndex<T extends KubeObject>(index: Index<T>): void {
+    const known = this.#indexes.get(`${resourceId(index.resource)}\u0000${index.name}`);
+    if (known === index.fn) return;
+    if (known !== undefined || this.informer(index.resource).store.hasIndex(index.name)) {
+      throw new IndexError(
+        'IndexConflict',
+        `${resourceId(index.resource)} already has an index named "${index.name}": give this one another name`,
+      );
+    }
+    this.#indexes.set(`${resourceId(index.resource)}\u0000${index.name}`, index.fn as IndexFunc<KubeObject>);
+    this.informer(index.resource).addIndexer(index.name, index.fn);
   }
 
   /** Starts every informer, now and later ones, until `signal` aborts. */
@@ -134,10 +154,12 @@ export class Cache {
   }
 
   /** Cached objects, narrowed by namespace, index and label selector; waits for the informer to sync. */
-  async list<T extends KubeObject>(r: ResourceType<T>, options: CacheListOptions = {}): Promise<T[]> {
+  async list<T extends KubeObject>(r: ResourceType<T>, options: CacheListOptions<T> = {}): Promise<T[]> {
+    const query = options.index;
+    if (query && 'index' in query) this.addIndex(query.index);
     const inf = await this.#synced(r);
     let items: T[];
-    if (options.index) items = inf.store.byIndex(options.index.name, options.index.value);
+    if (query) items = inf.store.byIndex('index' in query ? query.index.name : query.name, query.value);
     else if (options.namespace && r.namespaced) items = inf.store.byIndex('namespace', options.namespace);
     else items = inf.store.list();
     if (options.index && options.namespace) items = items.filter((o) => o.metadata.namespace === options.namespace);

@@ -26,6 +26,8 @@ import type {
   V1Service,
   V1ServiceAccount,
   V1StatefulSet,
+  V1SubjectAccessReview,
+  V1TokenReview,
 } from '@kubernetes/client-node';
 import { type ApiObject, resource } from './resource.ts';
 
@@ -52,6 +54,8 @@ export type ClusterRole = ApiObject<V1ClusterRole>;
 export type ClusterRoleBinding = ApiObject<V1ClusterRoleBinding>;
 export type CustomResourceDefinition = ApiObject<V1CustomResourceDefinition>;
 export type Scale = ApiObject<V1Scale>;
+export type TokenReview = ApiObject<V1TokenReview>;
+export type SubjectAccessReview = ApiObject<V1SubjectAccessReview>;
 
 const core = { group: '', version: 'v1' } as const;
 export const Pods = resource<Pod>({ ...core, kind: 'Pod', plural: 'pods', namespaced: true });
@@ -118,5 +122,19 @@ export const CustomResourceDefinitions = resource<CustomResourceDefinition>({
   version: 'v1',
   kind: 'CustomResourceDefinition',
   plural: 'customresourcedefinitions',
+  namespaced: false,
+});
+export const TokenReviews = resource<TokenReview>({
+  group: 'authentication.k8s.io',
+  version: 'v1',
+  kind: 'TokenReview',
+  plural: 'tokenreviews',
+  namespaced: false,
+});
+export const SubjectAccessReviews = resource<SubjectAccessReview>({
+  group: 'authorization.k8s.io',
+  version: 'v1',
+  kind: 'SubjectAccessReview',
+  plural: 'subjectaccessreviews',
   namespaced: false,
 });

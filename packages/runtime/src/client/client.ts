@@ -15,7 +15,16 @@
 import { VERSION } from '../version.ts';
 import { ApiError } from './errors.ts';
 import { type ConnectionConfig, type LoadOptions, loadConfig } from './kubeconfig.ts';
-import { collectionPath, type KubeObject, type ObjectRef, objectPath, type ResourceType, refOf } from './resource.ts';
+import {
+  collectionPath,
+  type InputOf,
+  type KubeObject,
+  type ObjectOf,
+  type ObjectRef,
+  objectPath,
+  type ResourceType,
+  refOf,
+} from './resource.ts';
 import { type RequestMetrics, Transport } from './transport.ts';
 import { type WatchEvent, type WatchRequest, watchEvents } from './watch.ts';
 
@@ -144,6 +153,20 @@ export class Client {
     return this.transport.request<T>({ method: 'GET', path: objectPath(r, ref), ...this.#signal(options) });
   }
 
+  /** As `get`, but a missing object (NotFound) answers `undefined` instead of throwing. */
+  async getIfExists<T extends KubeObject>(
+    r: ResourceType<T>,
+    ref: ObjectRef,
+    options: { signal?: AbortSignal } = {},
+  ): Promise<T | undefined> {
+    try {
+      return await this.get(r, ref, options);
+    } catch (err) {
+      if (err instanceof ApiError && err.code === 'NotFound') return undefined;
+      throw err;
+    }
+  }
+
   /** All items, fetched page by page (see `listPages`). */
   async list<T extends KubeObject>(r: ResourceType<T>, options: ListOptions = {}): Promise<ObjectList<T>> {
     const items: T[] = [];
@@ -225,14 +248,22 @@ export class Client {
     return watchEvents(this.transport, r, { ...req, ...(this.#bound ? { bound: this.#bound } : {}) });
   }
 
-  /** Creates the object; the namespace comes from `metadata.namespace` (or the client's default namespace). */
-  create<T extends KubeObject>(r: ResourceType<T>, obj: T, options: WriteOptions = {}): Promise<T> {
-    const namespace = r.namespaced ? (obj.metadata.namespace ?? this.defaultNamespace) : undefined;
-    return this.transport.request<T>({
+  /**
+   * Creates the object and returns it as stored (defaults filled in); the namespace comes from `metadata.namespace`
+   * (or the client's default namespace). Takes the kind's input type (`InputOf`): defaulted fields may be left out.
+   */
+  create<R extends ResourceType<KubeObject, unknown>>(
+    r: R,
+    obj: InputOf<R>,
+    options: WriteOptions = {},
+  ): Promise<ObjectOf<R>> {
+    const input = obj as KubeObject;
+    const namespace = r.namespaced ? (input.metadata.namespace ?? this.defaultNamespace) : undefined;
+    return this.transport.request<ObjectOf<R>>({
       method: 'POST',
       path: collectionPath(r, namespace),
       query: writeQuery(options),
-      body: withType(r, obj),
+      body: withType(r, input),
       ...this.#signal(options),
     });
   }
@@ -396,7 +427,7 @@ export interface ScaleObject {
   status?: { replicas: number; selector?: string };
 }
 
-function withType<T extends KubeObject>(r: ResourceType<T>, obj: T): T {
+function withType<T extends KubeObject>(r: ResourceType<KubeObject, unknown>, obj: T): T {
   return obj.apiVersion && obj.kind ? obj : { ...obj, apiVersion: r.apiVersion, kind: r.kind };
 }
 

@@ -29,7 +29,11 @@ export interface KubeObject {
 /** A model type as an API object: its JSON form with required metadata. */
 export type ApiObject<T> = Omit<Wire<T>, 'metadata'> & { metadata: ObjectMeta };
 
-export interface ResourceType<T extends KubeObject = KubeObject> {
+/**
+ * A kind as the client sees it. `T` is the type of its objects as the API returns them; `I` what a create or apply
+ * accepts (for a custom kind, fields the apiserver defaults are optional; for others the same as `T`).
+ */
+export interface ResourceType<T extends KubeObject = KubeObject, I = unknown> {
   /** API group, '' for the core group. */
   readonly group: string;
   readonly version: string;
@@ -39,9 +43,25 @@ export interface ResourceType<T extends KubeObject = KubeObject> {
   readonly namespaced: boolean;
   /** `v1` or `<group>/<version>`. */
   readonly apiVersion: string;
-  /** Phantom: the object type (never set at run time). */
+  /** Phantom: the object type (never set at run time); name it with `ObjectOf<typeof Kind>`. */
   readonly _type?: T;
+  /**
+   * Phantom: the input type (never set at run time); name it with `InputOf<typeof Kind>`. `unknown` (the default)
+   * means the same as `T`, so every `ResourceType<T, I>` passes where a `ResourceType<T>` is asked for.
+   */
+  readonly _input?: I;
 }
+
+/** The type of a kind's objects as the API returns them: `ObjectOf<typeof AppServices>`, `ObjectOf<typeof Pods>`. */
+export type ObjectOf<R> = R extends { readonly resource: ResourceType<infer T, unknown> }
+  ? T
+  : R extends ResourceType<infer T, unknown>
+    ? T
+    : never;
+
+/** What creating an object of a kind takes: `ObjectOf` with the fields the apiserver defaults left optional. */
+export type InputOf<R> = R extends { readonly resource: infer K } ? InputOfType<K> : InputOfType<R>;
+type InputOfType<R> = R extends ResourceType<infer T, infer I> ? (unknown extends I ? T : I) : never;
 
 export interface ResourceDefinition {
   readonly group: string;
@@ -52,7 +72,7 @@ export interface ResourceDefinition {
 }
 
 /** Describes a kind, e.g. a custom resource: `resource<AppService>({ group: 'app.example.com', … })`. */
-export function resource<T extends KubeObject>(def: ResourceDefinition): ResourceType<T> {
+export function resource<T extends KubeObject, I = unknown>(def: ResourceDefinition): ResourceType<T, I> {
   return Object.freeze({ ...def, apiVersion: def.group === '' ? def.version : `${def.group}/${def.version}` });
 }
 

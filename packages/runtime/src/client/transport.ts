@@ -27,7 +27,7 @@ import type { Agent, IncomingMessage } from 'node:http';
 import { Agent as HttpAgent, request as httpRequest } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { sleep } from '../internal/sleep.ts';
-import { ATTR, endRequestSpan, type Span, startRequestSpan } from '../tracing.ts';
+import { ATTR, endRequestSpan, type Span, startRequestSpan } from '../tracing/spans.ts';
 import { ApiError } from './errors.ts';
 import type { ConnectionConfig, Credentials, Impersonation } from './kubeconfig.ts';
 import { proxyAgentFactory } from './proxy.ts';

@@ -31,14 +31,16 @@ import type { Client } from '../client/client.ts';
 import { isApiError } from '../client/errors.ts';
 import { type KubeObject, objectKey, parseKey, type ResourceType } from '../client/resource.ts';
 import { OpkitError } from '../errors.ts';
+import { EventRecorder } from '../helpers/events.ts';
 import { type Logger, silentLogger } from '../logger.ts';
 import type { Metrics } from '../metrics.ts';
-import { endReconcileSpan, runtimeTracer, startReconcileSpan, withActiveSpan } from '../tracing.ts';
+import { endReconcileSpan, runtimeTracer, startReconcileSpan, withActiveSpan } from '../tracing/spans.ts';
 import { type Clock, type RateLimiter, realClock, WorkQueue } from '../workqueue/index.ts';
 import { Expectations } from './expectations.ts';
 import type { MapFunc } from './handlers.ts';
+import { defaultErrorPolicy, type ErrorAction, type ErrorPolicy, retryWithBackoff } from './policy.ts';
 import { allow, type Predicate } from './predicates.ts';
-import { isTerminalError, type ReconcileContext, type Reconciler, type Request, type Result } from './reconcile.ts';
+import type { ReconcileContext, Reconciler, Request, Result } from './reconcile.ts';
 
 export interface ControllerOptions {
   readonly name: string;
@@ -63,6 +65,12 @@ export interface ControllerOptions {
    * tracing.ts; default off).
    */
   readonly traceContextFromAnnotations?: boolean;
+  /** What to do with a failed reconcile (default `defaultErrorPolicy`). */
+  readonly errorPolicy?: ErrorPolicy;
+  /** Records the Events of `ctx.events` (default: one of the controller's own, source = its name). */
+  readonly events?: EventRecorder;
+  /** The field manager of `ctx.apply` (default: the controller's name). */
+  readonly fieldManager?: string;
 }
 
 export class ControllerError extends OpkitError<'CacheSyncTimeout' | 'AlreadyStarted'> {
@@ -82,6 +90,9 @@ export class Controller {
   readonly #watched: Informer<KubeObject>[] = [];
   readonly #unwatch: (() => void)[] = [];
   #primary: Informer<KubeObject> | undefined;
+  readonly #events: EventRecorder;
+  /** Whether `#events` is this controller's own (flushed on stop), not one given in the options. */
+  readonly #ownEvents: boolean;
   #active = 0;
   #started = false;
 
@@ -90,6 +101,14 @@ export class Controller {
     this.name = options.name;
     this.#reconciler = reconciler;
     this.#log = (options.log ?? silentLogger).child({ controller: options.name });
+    this.#ownEvents = options.events === undefined;
+    this.#events =
+      options.events ??
+      new EventRecorder({
+        client: options.client,
+        component: options.name,
+        log: this.#log.child({ component: 'events' }),
+      });
     this.queue = new WorkQueue<string>({
       name: options.name,
       clock: options.clock ?? realClock,
@@ -191,6 +210,7 @@ export class Controller {
     await this.queue.shutDownWithDrain();
     clearTimeout(timer);
     await Promise.all(loops);
+    if (this.#ownEvents) await this.#events.flush(drainMs);
     this.#shutdown();
   }
 
@@ -233,6 +253,8 @@ export class Controller {
       reconcileID,
       client: this.#o.client.withSignal(signal),
       cache: this.#o.cache,
+      recorder: this.#events,
+      fieldManager: this.#o.fieldManager ?? this.name,
       expect: {
         created: (r, obj) =>
           this.expectations.expectCreated(key, this.#o.cache.informer(r).store as unknown as Store<KubeObject>, obj),
@@ -265,7 +287,7 @@ export class Controller {
     } catch (err) {
       m?.reconcileTime.observe({ controller: this.name }, (performance.now() - started) / 1000);
       if (span) endReconcileSpan(span, { error: err });
-      this.#failed(key, err, log, signal);
+      this.#failed(key, err, log, signal, ctx);
       return;
     }
     m?.reconcileTime.observe({ controller: this.name }, (performance.now() - started) / 1000);
@@ -279,35 +301,37 @@ export class Controller {
     }
   }
 
-  #failed(key: string, err: unknown, log: Logger, stopping: AbortSignal): void {
+  #failed(key: string, err: unknown, log: Logger, stopping: AbortSignal, ctx: ReconcileContext): void {
     const m = this.#o.metrics;
     m?.reconcileTotal.inc({ controller: this.name, result: 'error' });
     m?.reconcileErrors.inc({ controller: this.name });
-    const message = err instanceof Error ? err.message : String(err);
-    if (isTerminalError(err)) {
-      m?.terminalReconcileErrors.inc({ controller: this.name });
-      log.error({ err: message }, 'reconcile failed with a terminal error: not retrying');
+    const retries = this.queue.numRequeues(key);
+    const info = { request: parseKey(key), retries, stopping: stopping.aborted, ctx };
+    let action: ErrorAction;
+    try {
+      action = (this.#o.errorPolicy ?? defaultErrorPolicy)(err, info);
+    } catch (policyErr) {
+      log.error({ err: messageOf(policyErr) }, 'the error policy threw: retrying with backoff');
+      action = retryWithBackoff();
+    }
+    const fields = { err: messageOf(err), retries, ...(isApiError(err) ? { code: err.code } : {}) };
+    if (action.retry === 'never') {
+      if (action.terminal) m?.terminalReconcileErrors.inc({ controller: this.name });
+      log[action.log](fields, action.message ?? 'reconcile failed: not retrying');
       this.queue.forget(key);
-      return;
-    }
-    if (isApiError(err, 'Conflict')) {
-      log.debug({ err: message }, 'conflict (the object changed meanwhile): retrying with fresh state');
+    } else if (action.retry === 'after') {
+      log[action.log](
+        { ...fields, retryInMs: action.afterMs },
+        action.message ?? 'reconcile failed: retrying after a delay',
+      );
+      this.queue.addAfter(key, action.afterMs);
+    } else {
+      log[action.log](fields, action.message ?? 'reconcile failed: retrying with backoff');
       this.queue.addRateLimited(key);
-      return;
     }
-    if (isApiError(err, 'TooManyRequests') && err.retryAfterSeconds !== undefined) {
-      log.warn({ err: message, retryAfterSeconds: err.retryAfterSeconds }, 'throttled by the apiserver');
-      this.queue.addAfter(key, err.retryAfterSeconds * 1000);
-      return;
-    }
-    if (stopping.aborted) {
-      log.debug({ err: message }, 'reconcile ended by the stop (not retried)');
-      return;
-    }
-    log.error(
-      { err: message, retries: this.queue.numRequeues(key), ...(isApiError(err) ? { code: err.code } : {}) },
-      'reconcile failed: retrying with backoff',
-    );
-    this.queue.addRateLimited(key);
   }
+}
+
+function messageOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
 }

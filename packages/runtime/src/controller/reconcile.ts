@@ -10,6 +10,7 @@ import type { Cache } from '../cache/cache.ts';
 import type { Client } from '../client/client.ts';
 import type { KubeObject, ObjectRef, ResourceType } from '../client/resource.ts';
 import { OpkitError } from '../errors.ts';
+import type { EventRecorder } from '../helpers/events.ts';
 import type { Logger } from '../logger.ts';
 
 /** The object to reconcile: namespace (for namespaced kinds) and name. */
@@ -50,6 +51,10 @@ export interface ReconcileContext {
   readonly client: Client;
   readonly cache: Cache;
   readonly expect: Expect;
+  /** The controller's Event recorder (an object reconciler's `ctx.events` records about its object through it). */
+  readonly recorder: EventRecorder;
+  /** The field manager server-side applies of this controller use. */
+  readonly fieldManager: string;
 }
 
 export interface Reconciler {

@@ -18,6 +18,7 @@
 import type { Static, TSchema } from '@sinclair/typebox';
 import type { CustomResourceDefinition } from '../client/builtins.ts';
 import { type KubeObject, type ObjectMeta, type ResourceType, resource } from '../client/resource.ts';
+import type { KindInput } from './input.ts';
 import { CrdSchemaError, structuralSchema } from './schema.ts';
 
 export interface PrinterColumn {
@@ -81,8 +82,8 @@ export type KindObject<Spec extends TSchema, Status extends TSchema> = {
   status?: Static<Status>;
 };
 
-export interface CustomKind<T extends KubeObject> {
-  readonly resource: ResourceType<T>;
+export interface CustomKind<T extends KubeObject, I = T> {
+  readonly resource: ResourceType<T, I>;
   /** The definition with defaults applied (`singular`, `listKind`, `scope`). */
   readonly definition: KindDefinition<TSchema, TSchema>;
   /** The CustomResourceDefinition manifest (apiVersion apiextensions.k8s.io/v1), one served+storage version. */
@@ -104,12 +105,12 @@ const AGE: PrinterColumn = { name: 'Age', type: 'date', jsonPath: '.metadata.cre
 /** Describes a custom resource: its object type, resource type and generated CustomResourceDefinition. */
 export function defineKind<Spec extends TSchema, Status extends TSchema>(
   def: KindDefinition<Spec, Status>,
-): CustomKind<KindObject<Spec, Status>> {
+): CustomKind<KindObject<Spec, Status>, KindInput<Spec, Status>> {
   const definition = normalize(def);
   const manifest = buildCrd(definition);
   const json = JSON.stringify(manifest);
   return Object.freeze({
-    resource: resource<KindObject<Spec, Status>>({
+    resource: resource<KindObject<Spec, Status>, KindInput<Spec, Status>>({
       group: definition.group,
       version: definition.version,
       kind: definition.kind,

@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import { ConfigMaps, Pods } from '../client/builtins.ts';
 import type { APIResource } from '../client/client.ts';
 import { ApiError } from '../client/errors.ts';
-import type { KubeObject, ObjectRef, ResourceType } from '../client/resource.ts';
+import type { InputOf, KubeObject, ObjectOf, ObjectRef, ResourceType } from '../client/resource.ts';
 import { silentLogger } from '../logger.ts';
 import { type EventClient, EventRecorder, objectReference, SERIES_IDLE_MS } from './events.ts';
 
@@ -40,11 +40,11 @@ class FakeClient implements EventClient {
     return [{ name: 'events', kind: 'Event', namespaced: true }];
   }
 
-  async create<T extends KubeObject>(r: ResourceType<T>, obj: T): Promise<T> {
+  async create<R extends ResourceType<KubeObject, unknown>>(r: R, obj: InputOf<R>): Promise<ObjectOf<R>> {
     await this.hold;
     const name = obj.metadata.name ?? '';
     this.calls.push({ verb: 'create', api: r.apiVersion, name, body: obj as unknown as Record<string, unknown> });
-    return obj;
+    return obj as ObjectOf<R>;
   }
 
   async patch<T extends KubeObject>(r: ResourceType<T>, ref: ObjectRef, patch: unknown): Promise<T> {

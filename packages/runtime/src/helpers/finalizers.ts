@@ -26,7 +26,6 @@
 import type { Client } from '../client/client.ts';
 import { isConflict, isNotFound } from '../client/errors.ts';
 import { type KubeObject, type ResourceType, refOf } from '../client/resource.ts';
-import type { Result } from '../controller/reconcile.ts';
 
 /** Options of the finalizer helpers: pass the reconcile's `ctx.signal`, so a stop cuts their requests short. */
 export interface FinalizerOptions {
@@ -82,11 +81,12 @@ function writeFinalizers<T extends KubeObject>(
   );
 }
 
-export interface FinalizerHandlers<T extends KubeObject> {
+/** What runs while the object lives (`apply`) and once it is being deleted (`cleanup`); `R` is a reconcile result. */
+export interface FinalizerHandlers<T extends KubeObject, R> {
   /** The normal reconcile, once the finalizer is in place. */
-  apply(obj: T): Promise<Result>;
+  apply(obj: T): Promise<R>;
   /** Clean-up before the object goes away; throw to retry. */
-  cleanup(obj: T): Promise<Result>;
+  cleanup(obj: T): Promise<R>;
 }
 
 /**
@@ -111,22 +111,25 @@ async function stillToClean<T extends KubeObject>(
 /** Tries to remove the finalizer again after a Conflict (someone else changed the object) — without cleaning again. */
 const REMOVE_ATTEMPTS = 5;
 
-/** Runs the finalizer flow described in the module comment. */
-export async function finalizer<T extends KubeObject>(
+/**
+ * Runs the finalizer flow described in the module comment: resolves with what the handler that ran returned, or
+ * `undefined` (nothing more to do) when neither ran.
+ */
+export async function finalizer<T extends KubeObject, R>(
   client: Client,
   r: ResourceType<T>,
   obj: T,
   name: string,
-  handlers: FinalizerHandlers<T>,
+  handlers: FinalizerHandlers<T, R>,
   options: FinalizerOptions = {},
-): Promise<Result> {
+): Promise<R | undefined> {
   if (!obj.metadata.deletionTimestamp) {
     const current = await addFinalizer(client, r, obj, name, options);
     return handlers.apply(current);
   }
-  if (!hasFinalizer(obj, name)) return {};
+  if (!hasFinalizer(obj, name)) return undefined;
   let live = await stillToClean(client, r, obj, name, options);
-  if (!live) return {};
+  if (!live) return undefined;
   const result = await handlers.cleanup(live);
   for (let attempt = 1; live; attempt++) {
     try {

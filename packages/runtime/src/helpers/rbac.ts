@@ -7,7 +7,7 @@
  * namespace). Rules are merged and sorted by code unit (never by the machine's locale), so the output is byte-stable
  * on every machine.
  */
-import { EventsV1Events, Leases } from '../client/builtins.ts';
+import { type ClusterRoleBinding, EventsV1Events, Leases, type RoleBinding } from '../client/builtins.ts';
 import type { KubeObject, ResourceType } from '../client/resource.ts';
 
 export type Verb = 'get' | 'list' | 'watch' | 'create' | 'update' | 'patch' | 'delete' | 'deletecollection';
@@ -111,9 +111,9 @@ function byCodeUnit(a: string, b: string): number {
 export interface RbacManifests {
   readonly serviceAccount: KubeObject;
   readonly clusterRole: KubeObject & { rules: PolicyRule[] };
-  readonly clusterRoleBinding: KubeObject;
+  readonly clusterRoleBinding: ClusterRoleBinding;
   readonly role: (KubeObject & { rules: PolicyRule[] }) | undefined;
-  readonly roleBinding: KubeObject | undefined;
+  readonly roleBinding: RoleBinding | undefined;
 }
 
 /** ServiceAccount `<name>`, ClusterRole/Binding `<name>`, Role/Binding `<name>` (in `namespace`) for `perms`. */
@@ -136,7 +136,7 @@ export function rbacManifests(name: string, namespace: string, perms: readonly P
       metadata: { name, labels },
       roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name },
       subjects: subject,
-    } as KubeObject,
+    },
     role:
       local.length > 0
         ? {
@@ -148,13 +148,13 @@ export function rbacManifests(name: string, namespace: string, perms: readonly P
         : undefined,
     roleBinding:
       local.length > 0
-        ? ({
+        ? {
             apiVersion: 'rbac.authorization.k8s.io/v1',
             kind: 'RoleBinding',
             metadata: { name, namespace, labels },
             roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name },
             subjects: subject,
-          } as KubeObject)
+          }
         : undefined,
   };
 }

@@ -25,9 +25,10 @@ import { hostname } from 'node:os';
 import { Cache, type CacheOptions } from '../cache/cache.ts';
 import { Client } from '../client/client.ts';
 import { isApiError } from '../client/errors.ts';
-import { type ResourceType, resourceId } from '../client/resource.ts';
+import { type KubeObject, type ResourceType, resourceId } from '../client/resource.ts';
 import { type BuilderOptions, ControllerBuilder } from '../controller/builder.ts';
 import { type Controller, DEFAULT_DRAIN_TIMEOUT_MS } from '../controller/controller.ts';
+import type { Predicate } from '../controller/predicates.ts';
 import { OpkitError } from '../errors.ts';
 import { EventRecorder } from '../helpers/events.ts';
 import { sleep } from '../internal/sleep.ts';
@@ -155,8 +156,19 @@ export class Manager {
     return new Manager({ ...options, client, metricsRegistry: metrics });
   }
 
-  /** A controller builder whose controller this manager runs (on the leader). */
-  controller(): ControllerBuilder {
+  /**
+   * A controller builder whose controller this manager runs (on the leader); with a kind, for that kind (as
+   * `.for(kind, ...predicates)`). Its Events (`ctx.events`) come from this manager's recorder.
+   */
+  controller(): ControllerBuilder;
+  controller<T extends KubeObject>(
+    kind: ResourceType<T, unknown>,
+    ...predicates: NoInfer<Predicate<T>>[]
+  ): ControllerBuilder<T>;
+  controller<T extends KubeObject>(
+    kind?: ResourceType<T, unknown>,
+    ...predicates: NoInfer<Predicate<T>>[]
+  ): ControllerBuilder | ControllerBuilder<T> {
     const defaults: BuilderOptions = {
       ...(this.#o.controllers?.maxConcurrentReconciles
         ? { maxConcurrentReconciles: this.#o.controllers.maxConcurrentReconciles }
@@ -166,8 +178,10 @@ export class Manager {
         : {}),
       drainTimeoutMs: this.#drainMs,
       ...(this.#o.controllers?.traceContextFromAnnotations ? { traceContextFromAnnotations: true } : {}),
+      events: this.eventRecorder(),
+      fieldManager: this.name,
     };
-    return new ControllerBuilder({
+    const builder = new ControllerBuilder({
       client: this.client,
       cache: this.cache,
       log: this.log,
@@ -178,6 +192,7 @@ export class Manager {
         this.add(c);
       },
     });
+    return kind ? builder.for(kind, ...predicates) : builder;
   }
 
   add(runnable: Runnable): void {

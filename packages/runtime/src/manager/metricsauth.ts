@@ -19,30 +19,10 @@
  * (authorization.k8s.io); see `metricsAuthPermissions` in helpers/rbac.ts.
  */
 import { createHash } from 'node:crypto';
-import type { V1SubjectAccessReview, V1TokenReview } from '@kubernetes/client-node';
+import { type SubjectAccessReview, SubjectAccessReviews, type TokenReview, TokenReviews } from '../client/builtins.ts';
 import type { Client } from '../client/client.ts';
-import { type ApiObject, resource } from '../client/resource.ts';
 import { OpkitError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
-
-export type TokenReview = ApiObject<V1TokenReview>;
-export type SubjectAccessReview = ApiObject<V1SubjectAccessReview>;
-
-export const TokenReviews = resource<TokenReview>({
-  group: 'authentication.k8s.io',
-  version: 'v1',
-  kind: 'TokenReview',
-  plural: 'tokenreviews',
-  namespaced: false,
-});
-
-export const SubjectAccessReviews = resource<SubjectAccessReview>({
-  group: 'authorization.k8s.io',
-  version: 'v1',
-  kind: 'SubjectAccessReview',
-  plural: 'subjectaccessreviews',
-  namespaced: false,
-});
 
 export type MetricsAuthErrorCode = 'ReviewFailed' | 'CertificateUnreadable';
 

@@ -87,13 +87,21 @@ export const METRICS_SERVING_HELP = `  --metrics-secure[=BOOL]            HTTPS,
  * Takes the metrics-serving flags out of `argv` (so the remaining flags parse as before) and reads their variables.
  * Returns the remaining arguments, the options found, and a problem (naming the flag or variable) if a value is bad.
  */
+/** The flags `metricsServingFlags` takes out of argv. */
+export const METRICS_SERVING_FLAGS: readonly string[] = [
+  'metrics-secure',
+  'metrics-cert-path',
+  'metrics-cert-name',
+  'metrics-cert-key',
+];
+
 export function metricsServingFlags(
   argv: readonly string[],
   env: NodeJS.ProcessEnv,
 ): { rest: string[]; options: MetricsServingOptions; problem?: string } {
   const rest: string[] = [];
   const found: Record<string, [string, string]> = {};
-  const names = ['metrics-secure', 'metrics-cert-path', 'metrics-cert-name', 'metrics-cert-key'];
+  const names: readonly string[] = METRICS_SERVING_FLAGS;
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i] as string;
     if (arg === '--') {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { silentLogger } from '../logger.ts';
-import { parseDuration, SettingsError, settingsFromArgs } from './settings.ts';
+import { defineFlags, parseDuration, parseSettings, SettingsError, settingsFromArgs } from './settings.ts';
 
 const base = { name: 'op', log: silentLogger };
 
@@ -60,4 +60,58 @@ test('durations', () => {
   assert.equal(parseDuration('1.5m'), 90_000);
   assert.equal(parseDuration('2h'), 7_200_000);
   assert.equal(parseDuration('45'), 45_000);
+});
+
+test('operator flags: typed, from flag or environment, with defaults, next to the manager’s', () => {
+  const spec = {
+    name: 'demo-operator',
+    description: 'Runs demos.',
+    flags: defineFlags({
+      resyncPeriod: { type: 'duration', env: 'RESYNC_PERIOD', help: 'reconcile everything this often too' },
+      workers: { type: 'integer', default: 2, help: 'demo workers' },
+      dryRun: { type: 'boolean', env: 'DRY_RUN', help: 'write nothing' },
+      region: { type: 'string', placeholder: 'NAME', help: 'where to run' },
+    }),
+  };
+  const parsed = parseSettings(spec, ['--resync-period', '10m', '--leader-elect', '--region=eu'], { DRY_RUN: 'true' });
+  assert.ok(!('help' in parsed));
+  const resync: number | undefined = parsed.flags.resyncPeriod;
+  const workers: number = parsed.flags.workers;
+  assert.equal(resync, 600_000);
+  assert.equal(workers, 2, 'the default');
+  assert.equal(parsed.flags.dryRun, true, 'from the environment');
+  assert.equal(parsed.flags.region, 'eu');
+  assert.equal(parsed.manager.name, 'demo-operator');
+  assert.equal(parsed.manager.leaderElection?.enabled, true, "the manager's flags still work");
+  const absent = parseSettings(spec, [], {});
+  assert.ok(!('help' in absent) && absent.flags.resyncPeriod === undefined);
+  assert.throws(
+    () => parseSettings(spec, ['--workers', 'many'], {}),
+    (e) => e instanceof SettingsError && /--workers: "many" is not a whole number/.test(e.message),
+  );
+  assert.throws(
+    () => parseSettings(spec, [], { RESYNC_PERIOD: 'soon' }),
+    (e) => e instanceof SettingsError && /RESYNC_PERIOD: "soon" is not a duration/.test(e.message),
+  );
+  assert.throws(
+    () => parseSettings({ name: 'x', flags: { namespace: { type: 'string', help: 'clash' } } }, [], {}),
+    (e) => e instanceof SettingsError && /--namespace is the manager's own/.test(e.message),
+  );
+});
+
+test('--help lists the operator’s flags and the manager’s', () => {
+  const parsed = parseSettings(
+    {
+      name: 'demo-operator',
+      description: 'Runs demos.',
+      flags: { resyncPeriod: { type: 'duration', env: 'RESYNC_PERIOD', help: 'reconcile everything this often too' } },
+    },
+    ['--help'],
+    {},
+  );
+  assert.ok('help' in parsed);
+  assert.match(parsed.help, /^Usage: demo-operator \[options\]\n\nRuns demos\.\n/);
+  assert.match(parsed.help, /--resync-period DUR +reconcile everything this often too \(env RESYNC_PERIOD\)/);
+  assert.match(parsed.help, /--metrics-bind-address ADDR/);
+  assert.ok('help' in parseSettings({ name: 'x' }, ['-h'], {}));
 });

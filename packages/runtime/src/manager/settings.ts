@@ -19,6 +19,20 @@
  * | `--log-level` | `LOG_LEVEL` | debug, info, warn, error (default info) |
  * | `--log-format` | `LOG_FORMAT` | json (default) or pretty |
  *
+ * An operator adds its own flags, typed and with help text (`defineFlags` / `settings`), parsed by the same
+ * `node:util` `parseArgs` call, so an unknown flag, a missing value or a bad one fails the same way, and `--help`
+ * lists them below the manager's:
+ *
+ * ```ts
+ * const { manager, flags } = settings({
+ *   name: 'appservice-operator',
+ *   flags: { resyncPeriod: { type: 'duration', env: 'RESYNC_PERIOD', help: 'reconcile everything this often too' } },
+ * });
+ * flags.resyncPeriod; // number | undefined (milliseconds)
+ * ```
+ * Flag names are the keys in kebab case (`resyncPeriod` → `--resync-period`); types are `string`, `boolean`,
+ * `integer` and `duration` (milliseconds); a flag without a `default` is `undefined` when not given.
+ *
  * A bad value is a `SettingsError` naming the flag (or variable) and what it accepts.
  */
 
@@ -26,7 +40,12 @@ import { parseArgs } from 'node:util';
 import { OpkitError } from '../errors.ts';
 import { createLogger, type LogLevel } from '../logger.ts';
 import type { ManagerOptions } from './manager.ts';
-import { METRICS_SERVING_HELP, metricsServingFlags } from './metricsserving.ts';
+import {
+  METRICS_SERVING_FLAGS,
+  METRICS_SERVING_HELP,
+  type MetricsServingOptions,
+  metricsServingFlags,
+} from './metricsserving.ts';
 import { parseBindAddress } from './server.ts';
 
 export class SettingsError extends OpkitError<'InvalidSetting'> {
@@ -38,7 +57,8 @@ export class SettingsError extends OpkitError<'InvalidSetting'> {
 }
 
 export const SETTINGS_HELP = `Manager options:
-  --metrics-bind-address ADDR        serve /metrics here (host:port, :port, 0 = off; default :8443)
+  -h, --help                         show this help
+  --metrics-bind-address ADDR        serve /metrics here (host:port, :port, 0 = off; default :8443, :8080 plain)
   --health-probe-bind-address ADDR   serve /healthz and /readyz here (default :8081)
   --leader-elect                     run controllers only on the replica holding the Lease
   --leader-election-namespace NS     the Lease's namespace (default $POD_NAMESPACE, else the kubeconfig's)
@@ -51,39 +71,60 @@ export const SETTINGS_HELP = `Manager options:
   --log-format FORMAT                json or pretty (default json)
 ${METRICS_SERVING_HELP}`;
 
+const MANAGER_FLAGS = {
+  'metrics-bind-address': { type: 'string' },
+  'health-probe-bind-address': { type: 'string' },
+  'leader-elect': { type: 'boolean' },
+  'leader-election-namespace': { type: 'string' },
+  'leader-election-id': { type: 'string' },
+  namespace: { type: 'string' },
+  'max-concurrent-reconciles': { type: 'string' },
+  'graceful-shutdown-timeout': { type: 'string' },
+  kubeconfig: { type: 'string' },
+  context: { type: 'string' },
+  'log-level': { type: 'string' },
+  'log-format': { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+type ParsedValues = Record<string, string | boolean | undefined>;
+interface ParsedFlags {
+  readonly values: ParsedValues;
+  /** --metrics-secure[=bool] and --metrics-cert-*, with their environment variables (manager/metricsserving.ts). */
+  readonly served: { readonly options: MetricsServingOptions };
+}
+
+function parseFlags(
+  argv: readonly string[],
+  extra: Record<string, { type: 'string' | 'boolean' }>,
+  env: NodeJS.ProcessEnv,
+): ParsedFlags {
+  const served = metricsServingFlags(argv, env);
+  if (served.problem) throw new SettingsError(served.problem);
+  try {
+    const { values } = parseArgs({
+      args: served.rest,
+      strict: true,
+      allowPositionals: false,
+      options: { ...MANAGER_FLAGS, ...extra },
+    });
+    return { values: values as ParsedValues, served };
+  } catch (err) {
+    throw new SettingsError(`${(err as Error).message} (run with --help for the options)`, { cause: err });
+  }
+}
+
 /** Parses the flags and environment into ManagerOptions (with `name` and anything in `base` kept). */
 export function settingsFromArgs(
   base: ManagerOptions,
   argv: readonly string[] = process.argv.slice(2),
   env: NodeJS.ProcessEnv = process.env,
 ): ManagerOptions {
-  // metrics serving (--metrics-secure, --metrics-cert-*): parsed in manager/metricsserving.ts, merged below
-  const served = metricsServingFlags(argv, env);
-  if (served.problem) throw new SettingsError(served.problem);
-  let values: Record<string, string | boolean | undefined>;
-  try {
-    ({ values } = parseArgs({
-      args: served.rest,
-      strict: true,
-      allowPositionals: false,
-      options: {
-        'metrics-bind-address': { type: 'string' },
-        'health-probe-bind-address': { type: 'string' },
-        'leader-elect': { type: 'boolean' },
-        'leader-election-namespace': { type: 'string' },
-        'leader-election-id': { type: 'string' },
-        namespace: { type: 'string' },
-        'max-concurrent-reconciles': { type: 'string' },
-        'graceful-shutdown-timeout': { type: 'string' },
-        kubeconfig: { type: 'string' },
-        context: { type: 'string' },
-        'log-level': { type: 'string' },
-        'log-format': { type: 'string' },
-      },
-    }));
-  } catch (err) {
-    throw new SettingsError(`${(err as Error).message}\n${SETTINGS_HELP}`);
-  }
+  return managerOptions(base, parseFlags(argv, {}, env), env);
+}
+
+function managerOptions(base: ManagerOptions, parsed: ParsedFlags, env: NodeJS.ProcessEnv): ManagerOptions {
+  const { values, served } = parsed;
   const str = (flag: string, variable: string): [string | undefined, string] => {
     const v = values[flag];
     if (typeof v === 'string') return [v, `--${flag}`];
@@ -170,4 +211,154 @@ export function parseDuration(text: string, from = 'duration'): number {
   const n = Number(m[1]);
   const unit = m[2] ?? 's';
   return Math.round(n * { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 }[unit as 'ms' | 's' | 'm' | 'h']);
+}
+
+/** The type of one operator flag. */
+export type FlagType = 'string' | 'boolean' | 'integer' | 'duration';
+
+type ValueOf<K extends FlagType> = K extends 'boolean' ? boolean : K extends 'string' ? string : number;
+
+/** One flag an operator declares. */
+export interface Flag<K extends FlagType = FlagType> {
+  readonly type: K;
+  /** One line for --help. */
+  readonly help: string;
+  /** An environment variable that sets it when the flag is absent. */
+  readonly env?: string;
+  /** The value when neither is given (else `undefined`); a duration's in milliseconds. */
+  readonly default?: ValueOf<K>;
+  /** For --help, e.g. `DUR` or `NAME` (default: from the type). */
+  readonly placeholder?: string;
+}
+
+export type Flags = Readonly<Record<string, Flag>>;
+
+/** The parsed values of `F`: typed by each flag's type, `undefined` when absent and without a default. */
+export type FlagValues<F extends Flags> = {
+  readonly [K in keyof F]: F[K] extends { readonly default: unknown }
+    ? ValueOf<F[K]['type']>
+    : ValueOf<F[K]['type']> | undefined;
+};
+
+/** Declares an operator's flags, keeping their literal types (a typed identity). */
+export function defineFlags<const F extends Flags>(flags: F): F {
+  return flags;
+}
+
+export interface SettingsSpec<F extends Flags> {
+  /** The operator's name (the manager's name; the first line of --help). */
+  readonly name: string;
+  /** What the operator does, for --help. */
+  readonly description?: string;
+  readonly flags?: F;
+  /** ManagerOptions the flags and environment start from. */
+  readonly base?: Omit<ManagerOptions, 'name'>;
+}
+
+/** Settings of one operator process: the manager's options and the operator's own flags. */
+export interface Settings<F extends Flags> {
+  readonly manager: ManagerOptions;
+  readonly flags: FlagValues<F>;
+}
+
+const kebab = (key: string) => key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+
+function checkFlags(flags: Flags): void {
+  for (const key of Object.keys(flags)) {
+    if (kebab(key) in MANAGER_FLAGS || METRICS_SERVING_FLAGS.includes(kebab(key))) {
+      throw new SettingsError(`flag --${kebab(key)} is the manager's own: give the operator's flag another name`);
+    }
+  }
+}
+
+/** The --help text: usage, description, the operator's flags, then the manager's. */
+export function settingsHelp<F extends Flags>(spec: SettingsSpec<F>): string {
+  const rows = Object.entries(spec.flags ?? {}).map(([key, f]) => {
+    const arg =
+      f.type === 'boolean' ? '' : ` ${f.placeholder ?? { string: 'VALUE', integer: 'N', duration: 'DUR' }[f.type]}`;
+    const extra = [f.default !== undefined ? `default ${String(f.default)}` : '', f.env ? `env ${f.env}` : ''].filter(
+      Boolean,
+    );
+    return `  ${`--${kebab(key)}${arg}`.padEnd(35)}${f.help}${extra.length > 0 ? ` (${extra.join('; ')})` : ''}`;
+  });
+  return [
+    `Usage: ${spec.name} [options]`,
+    '',
+    ...(spec.description ? [spec.description, ''] : []),
+    ...(rows.length > 0 ? ['Options:', ...rows, ''] : []),
+    SETTINGS_HELP,
+  ].join('\n');
+}
+
+/**
+ * Parses argv and the environment: `{ help }` when --help or -h was given, else the settings. Throws a
+ * `SettingsError` naming the flag or variable for bad input.
+ */
+export function parseSettings<F extends Flags>(
+  spec: SettingsSpec<F>,
+  argv: readonly string[] = process.argv.slice(2),
+  env: NodeJS.ProcessEnv = process.env,
+): Settings<F> | { readonly help: string } {
+  const flags: Flags = spec.flags ?? {};
+  checkFlags(flags);
+  const extra = Object.fromEntries(
+    Object.entries(flags).map(([k, f]) => [kebab(k), { type: f.type === 'boolean' ? 'boolean' : 'string' }] as const),
+  );
+  const parsed = parseFlags(argv, extra, env);
+  const { values } = parsed;
+  if (values.help === true) return { help: settingsHelp(spec) };
+  const own: Record<string, string | boolean | number | undefined> = {};
+  for (const [key, f] of Object.entries(flags)) {
+    const flag = `--${kebab(key)}`;
+    const given = values[kebab(key)];
+    const fromEnv = f.env !== undefined && env[f.env] !== undefined && env[f.env] !== '' ? env[f.env] : undefined;
+    const raw = given ?? fromEnv;
+    const from = given !== undefined ? flag : (f.env ?? flag);
+    own[key] = raw === undefined ? f.default : convert(f.type, raw, from);
+  }
+  return {
+    manager: managerOptions({ ...spec.base, name: spec.name }, parsed, env),
+    flags: own as FlagValues<F>,
+  };
+}
+
+function convert(type: FlagType, raw: string | boolean, from: string): string | boolean | number {
+  if (typeof raw === 'boolean') return raw;
+  switch (type) {
+    case 'boolean':
+      if (!/^(true|false|1|0)$/i.test(raw)) throw new SettingsError(`${from}: "${raw}" is not true or false`);
+      return /^(true|1)$/i.test(raw);
+    case 'integer': {
+      const n = Number(raw);
+      if (!Number.isInteger(n)) throw new SettingsError(`${from}: "${raw}" is not a whole number`);
+      return n;
+    }
+    case 'duration':
+      return parseDuration(raw, from);
+    case 'string':
+      return raw;
+  }
+}
+
+/**
+ * `parseSettings` for an operator's main: prints --help and exits 0, or prints one line naming the bad flag or
+ * variable and exits 2; otherwise returns the settings.
+ */
+export function settings<const F extends Flags = Record<never, Flag>>(
+  spec: SettingsSpec<F>,
+  argv: readonly string[] = process.argv.slice(2),
+  env: NodeJS.ProcessEnv = process.env,
+): Settings<F> {
+  try {
+    const parsed = parseSettings(spec, argv, env);
+    if ('help' in parsed) {
+      process.stdout.write(parsed.help);
+      process.exit(0);
+    }
+    return parsed;
+  } catch (err) {
+    if (!(err instanceof SettingsError)) throw err;
+    process.stderr.write(`${spec.name}: ${err.message}\n`);
+    process.exit(2);
+  }
 }

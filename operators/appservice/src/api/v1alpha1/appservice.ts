@@ -9,7 +9,7 @@
  * spans fields, which would otherwise only fail later, at pod creation).
  */
 
-import { defineKind } from '@opkit/runtime';
+import { defineKind, type ObjectOf } from '@opkit/runtime';
 import { type Static, Type } from '@sinclair/typebox';
 
 const quantity = Type.Unsafe<string | number>({
@@ -171,4 +171,4 @@ export const AppServiceKind = defineKind({
 export const AppServices = AppServiceKind.resource;
 export type AppServiceSpec = Static<typeof AppServiceSpec>;
 export type AppServiceStatus = Static<typeof AppServiceStatus>;
-export type AppService = typeof AppServices extends { _type?: infer T } ? NonNullable<T> : never;
+export type AppService = ObjectOf<typeof AppServices>;

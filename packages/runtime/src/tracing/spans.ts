@@ -1,5 +1,5 @@
 /**
- * @module tracing
+ * @module tracing/spans
  * OpenTelemetry tracing of reconciles and API requests, through `@opentelemetry/api` only: the SDK, the exporter and
  * the sampler are the application's choice (register a TracerProvider and a context manager, as `NodeSDK` does).
  *
@@ -40,7 +40,7 @@ import {
   type TracerProvider,
   trace,
 } from '@opentelemetry/api';
-import { VERSION } from './version.ts';
+import { VERSION } from '../version.ts';
 
 export type { Span };
 

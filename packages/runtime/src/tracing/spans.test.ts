@@ -10,8 +10,8 @@ import { after, test } from 'node:test';
 import { context, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
-import { isApiError } from './client/errors.ts';
-import { Transport } from './client/transport.ts';
+import { isApiError } from '../client/errors.ts';
+import { Transport } from '../client/transport.ts';
 import {
   ATTR,
   requestInfo,
@@ -21,7 +21,7 @@ import {
   TRACEPARENT_ANNOTATION,
   TRACESTATE_ANNOTATION,
   traceContextAnnotations,
-} from './tracing.ts';
+} from './spans.ts';
 
 const servers: Server[] = [];
 after(() => {

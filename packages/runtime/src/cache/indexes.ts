@@ -1,0 +1,43 @@
+/**
+ * @module cache/indexes
+ * Typed index handles. `defineIndex(Pods, 'instance', fn)` names an index of one kind once; the handle is what reads
+ * pass (`cache.list(Pods, { index: byInstance.is('web') })`, `ctx.list(...)`), so a typo or an index of another kind
+ * fails to compile instead of answering nothing at run time.
+ *
+ * Guarantees: the cache registers a handle's index on the kind's informer the first time it is used (or when passed
+ * to `cache.addIndex`), indexing the objects already cached at once; registering one handle twice is a no-op, while a
+ * different function under a name already taken fails with an `IndexError`.
+ */
+import type { KubeObject, ResourceType } from '../client/resource.ts';
+import { OpkitError } from '../errors.ts';
+import type { IndexFunc } from './store.ts';
+
+/** A query of one index: the objects whose index values contain `value`. */
+export interface IndexQuery<T extends KubeObject> {
+  readonly index: Index<T>;
+  readonly value: string;
+}
+
+/** A named index of one kind's objects. */
+export interface Index<T extends KubeObject> {
+  readonly resource: ResourceType<T>;
+  readonly name: string;
+  readonly fn: IndexFunc<T>;
+  /** The objects whose index values contain `value`. */
+  is(value: string): IndexQuery<T>;
+}
+
+export class IndexError extends OpkitError<'IndexConflict'> {
+  override readonly name = 'IndexError';
+}
+
+/** Names an index of `r`'s objects: `fn` returns the values an object is found under. */
+export function defineIndex<T extends KubeObject>(r: ResourceType<T>, name: string, fn: IndexFunc<T>): Index<T> {
+  const index: Index<T> = Object.freeze({
+    resource: r,
+    name,
+    fn,
+    is: (value: string): IndexQuery<T> => ({ index, value }),
+  });
+  return index;
+}

@@ -1,0 +1,56 @@
+/**
+ * @module @opkit/runtime/client
+ * Talking to the apiserver: `Client` (typed CRUD, patch kinds, server-side apply, status/scale subresources, paginated
+ * lists, watches), `loadConfig` (kubeconfig or in-cluster), `Applier` for manifests, label selectors, and the
+ * resource descriptions and object helpers. `ApiError` and the common `isNotFound`/`isConflict` live in
+ * `@opkit/runtime`; the built-in kinds in `@opkit/runtime/kinds`.
+ */
+export { Applier, ManifestError, parseManifests } from './apply.ts';
+export {
+  type APIResource,
+  Client,
+  type ClientOptions,
+  type DeleteOptions,
+  type ListOptions,
+  type ObjectList,
+  type PatchOptions,
+  type PatchType,
+  type ScaleObject,
+  type WriteOptions,
+} from './client.ts';
+export {
+  type ApiErrorCode,
+  isAlreadyExists,
+  isApiError,
+  isGone,
+  isResourceVersionTooLarge,
+  type Status,
+  type StatusCause,
+  toApiError,
+} from './errors.ts';
+export {
+  type ConnectionConfig,
+  type Credentials,
+  type Impersonation,
+  KubeconfigError,
+  type LoadOptions,
+  loadConfig,
+  loadInCluster,
+} from './kubeconfig.ts';
+export { type LabelSelector, parseSelector, Selector, SelectorError, type SelectorInput } from './labels.ts';
+export {
+  type ApiObject,
+  keyOf,
+  type ObjectMeta,
+  type ObjectRef,
+  type OwnerReference,
+  objectKey,
+  parseKey,
+  type ResourceDefinition,
+  type ResourceType,
+  refOf,
+  resource,
+  resourceId,
+  type Wire,
+} from './resource.ts';
+export type { WatchEvent, WatchEventType } from './watch.ts';

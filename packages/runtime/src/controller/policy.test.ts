@@ -1,0 +1,36 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { ApiError } from '../client/errors.ts';
+import { defaultErrorPolicy, type ErrorInfo, giveUp, retryAfter, retryWithBackoff } from './policy.ts';
+import { type ReconcileContext, TerminalError } from './reconcile.ts';
+
+const info = (stopping = false): ErrorInfo => ({
+  request: { namespace: 'ns', name: 'a' },
+  retries: 0,
+  stopping,
+  ctx: {} as ReconcileContext,
+});
+
+test('defaultErrorPolicy: the decision table of controller-runtime', () => {
+  assert.deepEqual(
+    { ...defaultErrorPolicy(new TerminalError('bad spec'), info()), message: undefined },
+    { retry: 'never', terminal: true, log: 'error', message: undefined },
+  );
+  const conflict = defaultErrorPolicy(new ApiError('Conflict', 'changed', { status: 409 }), info());
+  assert.equal(conflict.retry, 'backoff');
+  assert.equal(conflict.log, 'debug', 'a conflict is normal under concurrency');
+  const throttled = defaultErrorPolicy(new ApiError('TooManyRequests', 'slow down', { retryAfterSeconds: 3 }), info());
+  assert.equal(throttled.retry === 'after' && throttled.afterMs, 3_000, "the server's Retry-After");
+  const noDelay = defaultErrorPolicy(new ApiError('TooManyRequests', 'slow down', { retryAfterSeconds: 0 }), info());
+  assert.equal(noDelay.retry, 'backoff', 'no usable Retry-After: backoff');
+  assert.equal(defaultErrorPolicy(new Error('aborted'), info(true)).retry, 'never', 'stopping: not retried');
+  const other = defaultErrorPolicy(new Error('boom'), info());
+  assert.deepEqual(other, { retry: 'backoff', log: 'error' });
+});
+
+test('action helpers check their delay and carry the log level', () => {
+  assert.deepEqual(retryWithBackoff(), { retry: 'backoff', log: 'error' });
+  assert.deepEqual(retryAfter(500), { retry: 'after', afterMs: 500, log: 'warn' });
+  assert.deepEqual(giveUp('info', 'left alone'), { retry: 'never', log: 'info', message: 'left alone' });
+  assert.throws(() => retryAfter(0), RangeError);
+});

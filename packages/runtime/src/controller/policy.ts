@@ -1,0 +1,78 @@
+/**
+ * @module controller/policy
+ * What a controller does with a failed reconcile, as kube-rs's `error_policy`: a function from the error to an
+ * `ErrorAction` — retry with the request's exponential backoff, retry after a fixed delay, or give up — and how loudly
+ * to log it. `defaultErrorPolicy` is the table every controller uses unless `.onError` overrides it:
+ *
+ * | error | action | logged at |
+ * | --- | --- | --- |
+ * | `TerminalError` | give up (counted as terminal) | error |
+ * | Conflict (409: the object changed meanwhile) | backoff | debug |
+ * | TooManyRequests with Retry-After | after the server's delay | warn |
+ * | anything while the controller is stopping | give up (the successor redoes it) | debug |
+ * | anything else | backoff | error |
+ *
+ * Guarantees: a policy never sees an error before the reconcile ended, and whatever it answers, a request is never
+ * reconciled by two workers at once. A policy that throws is treated as `backoff`.
+ */
+import { isApiError } from '../client/errors.ts';
+import type { LogLevel } from '../logger.ts';
+import { isTerminalError, type ReconcileContext, type Request } from './reconcile.ts';
+
+/** What to do with a failed request, the level it is logged at and, optionally, the log line's text. */
+export type ErrorAction = (
+  | { readonly retry: 'backoff' }
+  | { readonly retry: 'after'; readonly afterMs: number }
+  | { readonly retry: 'never'; readonly terminal?: boolean }
+) & { readonly log: ErrorLogLevel; readonly message?: string };
+
+export type ErrorLogLevel = Exclude<LogLevel, 'silent'>;
+
+/** Retry with the request's exponential backoff (5 ms doubling to 1000 s, with the queue's overall rate limit). */
+export function retryWithBackoff(log: ErrorLogLevel = 'error', message?: string): ErrorAction {
+  return { retry: 'backoff', log, ...(message ? { message } : {}) };
+}
+
+/** Retry once `ms` milliseconds have passed (the request's failure count, which sets its backoff, is kept). */
+export function retryAfter(ms: number, log: ErrorLogLevel = 'warn', message?: string): ErrorAction {
+  if (!(ms > 0)) throw new RangeError(`retryAfter needs a positive delay, got ${ms}`);
+  return { retry: 'after', afterMs: ms, log, ...(message ? { message } : {}) };
+}
+
+/** Do not retry: the request is reconciled again only when something it watches changes. */
+export function giveUp(log: ErrorLogLevel = 'error', message?: string): ErrorAction {
+  return { retry: 'never', log, ...(message ? { message } : {}) };
+}
+
+/** What a policy knows besides the error. */
+export interface ErrorInfo {
+  readonly request: Request;
+  /** How often this request has failed in a row before. */
+  readonly retries: number;
+  /** True when the controller is stopping (an abort then means "stop", not a failure). */
+  readonly stopping: boolean;
+  /** The failed reconcile's context. */
+  readonly ctx: ReconcileContext;
+}
+
+export type ErrorPolicy = (err: unknown, info: ErrorInfo) => ErrorAction;
+
+/** The decision table of the module comment. */
+export const defaultErrorPolicy: ErrorPolicy = (err, info) => {
+  if (isTerminalError(err)) {
+    return {
+      retry: 'never',
+      terminal: true,
+      log: 'error',
+      message: 'reconcile failed with a terminal error: not retrying',
+    };
+  }
+  if (isApiError(err, 'Conflict')) {
+    return retryWithBackoff('debug', 'conflict (the object changed meanwhile): retrying with fresh state');
+  }
+  if (isApiError(err, 'TooManyRequests') && err.retryAfterSeconds !== undefined && err.retryAfterSeconds > 0) {
+    return retryAfter(err.retryAfterSeconds * 1000, 'warn', 'throttled by the apiserver');
+  }
+  if (info.stopping) return giveUp('debug', 'reconcile ended by the stop (not retried)');
+  return retryWithBackoff('error');
+};

@@ -1,0 +1,14 @@
+/**
+ * @module @opkit/runtime/crd
+ * Custom resource definitions from TypeBox schemas, beyond `defineKind` and `Defaulted` (in `@opkit/runtime`): the
+ * definition's types, the input types, and the structural-schema check behind the generated CRD.
+ */
+export type { InputStatic, KindInput, TDefaulted } from './input.ts';
+export type {
+  CustomKind,
+  KindDefinition,
+  KindObject,
+  PrinterColumn,
+  ValidationRule,
+} from './kind.ts';
+export { CrdSchemaError, structuralSchema } from './schema.ts';

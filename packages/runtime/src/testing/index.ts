@@ -1,0 +1,209 @@
+/**
+ * @module @opkit/runtime/testing
+ * Test helpers for an operator's own tests on a real control plane (e.g. `@opkit/testenv`'s `start()`):
+ *
+ * ```ts
+ * const env = await start();
+ * await using op = await startTestManager(env, {
+ *   name: 'appservice-operator',
+ *   kinds: [AppServiceKind],
+ *   permissions,
+ *   setup: setupAppServiceController,
+ * });
+ * await op.client.create(AppServices, { metadata: { name: 'web', namespace: 'default' }, spec: { replicas: 2 } });
+ * await op.eventually('2 pods', async () => (await op.client.list(Pods, { namespace: 'default' })).items.length === 2);
+ * ```
+ *
+ * `startTestManager` installs the kinds' CRDs (waiting until they are served), applies the ServiceAccount and the
+ * RBAC `opkit generate` derives from `permissions` (the same `rbacManifests`, plus what every manager needs), and
+ * starts a Manager that authenticates as that ServiceAccount, with metrics and health servers off. So a permission
+ * missing from `permissions` fails the test with the apiserver's 403 named, not the deployment.
+ *
+ * Guarantees: `eventually` polls until its function answers (anything but `undefined`, `null` or `false`) or the
+ * timeout passes; a function that throws is polled again, and on timeout the last error is the `cause`. While a test
+ * manager runs, its `eventually` fails at once — instead of timing out — when the manager was refused (Forbidden) or
+ * stopped with an error, naming it; `stop()` (also `await using`) stops the manager and rejects the same way.
+ */
+import { Applier } from '../client/apply.ts';
+import { Client } from '../client/client.ts';
+import { loadConfig } from '../client/kubeconfig.ts';
+import type { KubeObject } from '../client/resource.ts';
+import type { CustomKind } from '../crd/kind.ts';
+import { OpkitError } from '../errors.ts';
+import { managerPermissions, type Permission, rbacManifests } from '../helpers/rbac.ts';
+import { type LogFields, type Logger, silentLogger } from '../logger.ts';
+import { Manager } from '../manager/manager.ts';
+
+export type TestingErrorCode = 'Forbidden' | 'ManagerFailed' | 'Timeout';
+
+export class TestingError extends OpkitError<TestingErrorCode> {
+  override readonly name = 'TestingError';
+}
+
+export interface EventuallyOptions {
+  /** Default 30 s. */
+  readonly timeoutMs?: number;
+  /** Default 100 ms. */
+  readonly intervalMs?: number;
+  readonly signal?: AbortSignal;
+}
+
+type Answer<T> = T | undefined | null | false;
+
+/** Polls `fn` until it answers (see the module comment); `what` names the wait in the timeout error. */
+export async function eventually<T>(
+  what: string,
+  fn: () => Promise<Answer<T>> | Answer<T>,
+  options: EventuallyOptions & { readonly check?: () => void } = {},
+): Promise<T> {
+  const timeoutMs = options.timeoutMs ?? 30_000;
+  const deadline = performance.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    options.check?.();
+    options.signal?.throwIfAborted();
+    try {
+      const answer = await fn();
+      if (answer !== undefined && answer !== null && answer !== false) return answer;
+      last = undefined;
+    } catch (err) {
+      last = err;
+    }
+    if (performance.now() >= deadline) {
+      const why = last === undefined ? '' : `: ${last instanceof Error ? last.message : String(last)}`;
+      throw new TestingError('Timeout', `${what}: not within ${timeoutMs / 1000} s${why}`, { cause: last });
+    }
+    await new Promise((resolve) => setTimeout(resolve, options.intervalMs ?? 100));
+  }
+}
+
+/** What `startTestManager` needs of a cluster: `@opkit/testenv`'s `Environment` has both. */
+export interface TestCluster {
+  /** An admin kubeconfig. */
+  readonly kubeconfigPath: string;
+  /** A kubeconfig that authenticates as the ServiceAccount (created if missing). */
+  kubeconfigFor(sa: { readonly namespace?: string; readonly name: string }): Promise<{ readonly path: string }>;
+}
+
+export interface TestManagerOptions {
+  /** The operator's name: the manager's and its ServiceAccount's. */
+  readonly name: string;
+  /** Everything the operator's controllers declare (their exported `permissions`). */
+  readonly permissions: readonly Permission[];
+  /** The custom kinds whose CRDs to install first. */
+  readonly kinds?: readonly CustomKind<KubeObject, unknown>[];
+  /** Registers the controllers (e.g. the `setup…Controller` functions `main.ts` calls). */
+  readonly setup: (mgr: Manager) => void | Promise<void>;
+  /** The ServiceAccount's namespace (default `default`). */
+  readonly namespace?: string;
+  /** The manager's logger (default: silent; Forbidden errors are noticed either way). */
+  readonly log?: Logger;
+}
+
+export interface TestManager extends AsyncDisposable {
+  readonly manager: Manager;
+  /** An admin client for the test's own reads and writes (closed by `stop`). */
+  readonly client: Client;
+  /** `eventually` that fails at once when the manager was refused or failed. */
+  eventually<T>(what: string, fn: () => Promise<Answer<T>> | Answer<T>, options?: EventuallyOptions): Promise<T>;
+  /** Stops the manager; rejects when it was refused (Forbidden) or failed. */
+  stop(): Promise<void>;
+}
+
+/** Starts a manager for one test (see the module comment). */
+export async function startTestManager(cluster: TestCluster, options: TestManagerOptions): Promise<TestManager> {
+  const namespace = options.namespace ?? 'default';
+  const admin = new Client(await loadConfig({ path: cluster.kubeconfigPath }), { name: `${options.name}-test` });
+  try {
+    const applier = new Applier(admin, 'opkit-test');
+    const kinds = options.kinds ?? [];
+    if (kinds.length > 0) {
+      await applier.applyAll(kinds.map((k) => k.crd() as KubeObject));
+      for (const k of kinds) {
+        await eventually(`the CRD of ${k.resource.kind} to be served`, async () => {
+          await admin.list(k.resource, { pageSize: 1 });
+          return true;
+        });
+      }
+    }
+    const rbac = rbacManifests(options.name, namespace, [...managerPermissions(false), ...options.permissions]);
+    await applier.applyAll(
+      [rbac.serviceAccount, rbac.clusterRole, rbac.clusterRoleBinding, rbac.role, rbac.roleBinding].filter(
+        (o): o is KubeObject => o !== undefined,
+      ),
+    );
+  } catch (err) {
+    admin.close();
+    throw err;
+  }
+  const sa = await cluster.kubeconfigFor({ namespace, name: options.name });
+  let refused: string | undefined;
+  const log = noticing(options.log ?? silentLogger, (fields, message) => {
+    refused ??= `${message}: ${String(fields.err ?? '')}`;
+  });
+  const operatorClient = new Client(await loadConfig({ path: sa.path }), { name: options.name });
+  const manager = new Manager({
+    name: options.name,
+    client: operatorClient,
+    log,
+    metrics: { bindAddress: '0' },
+    health: { bindAddress: '0' },
+  });
+  await options.setup(manager);
+  const stop = new AbortController();
+  let failed: unknown;
+  const running = manager.start(stop.signal).catch((err: unknown) => {
+    failed = err;
+  });
+  const check = () => {
+    if (refused !== undefined) {
+      throw new TestingError(
+        'Forbidden',
+        `${options.name} (ServiceAccount ${namespace}/${options.name}) was refused by the apiserver — ${refused}; ` +
+          'add the permission to the controller’s permissions',
+      );
+    }
+    if (failed !== undefined) {
+      throw new TestingError('ManagerFailed', `the manager stopped: ${(failed as Error).message ?? String(failed)}`, {
+        cause: failed,
+      });
+    }
+  };
+  let stopped: Promise<void> | undefined;
+  const stopAll = () => {
+    stopped ??= (async () => {
+      stop.abort();
+      // the manager's drain timers do not hold the process open; this one does, until the manager has stopped
+      const alive = setInterval(() => {}, 1_000);
+      await running.finally(() => clearInterval(alive));
+      operatorClient.close();
+      admin.close();
+    })();
+    return stopped.then(check);
+  };
+  return {
+    manager,
+    client: admin,
+    eventually: (what, fn, o = {}) => eventually(what, fn, { ...o, check }),
+    stop: stopAll,
+    [Symbol.asyncDispose]: stopAll,
+  };
+}
+
+/** A logger that passes everything on and calls `onForbidden` for entries about a Forbidden (403) answer. */
+function noticing(log: Logger, onForbidden: (fields: LogFields, message: string) => void): Logger {
+  const at =
+    (level: 'debug' | 'info' | 'warn' | 'error', inner: Logger) =>
+    (fields: LogFields, message: string): void => {
+      if (fields.code === 'Forbidden') onForbidden(fields, message);
+      inner[level](fields, message);
+    };
+  const wrap = (inner: Logger): Logger => ({
+    debug: at('debug', inner),
+    info: at('info', inner),
+    warn: at('warn', inner),
+    error: at('error', inner),
+    child: (bindings) => wrap(inner.child(bindings)),
+  });
+  return wrap(log);
+}

@@ -1,0 +1,184 @@
+/**
+ * The object-first reconciler (`builder.reconcile((obj, ctx) => …)`) against a real apiserver: what its context does
+ * for the user — owner references, expectations, uid preconditions, status only on change, the signal, Events,
+ * typed indexes — and the error policy and finalizer hooks.
+ */
+import assert from 'node:assert/strict';
+import { before, describe, test } from 'node:test';
+import { type Environment, FaultProxy, targetOf } from '@opkit/testenv';
+import { Cache } from '../src/cache/index.ts';
+import { ConfigMaps, Events, Namespaces } from '../src/client/builtins.ts';
+import { type Client, isApiError } from '../src/client/index.ts';
+import { ControllerBuilder } from '../src/controller/index.ts';
+import { controllerOf, defineIndex, done, giveUp } from '../src/index.ts';
+import { clientVia, recordingLogger, Widgets, waitFor, widgetControlPlane } from './support.ts';
+
+describe('object-first reconcilers against a real apiserver', () => {
+  const plane = widgetControlPlane();
+  let env: Environment;
+  let client: Client;
+  before(() => {
+    ({ env, client } = plane);
+  });
+  const stopper = (): AbortSignal => plane.stopper().signal;
+
+  test('ctx.create/delete/status: owned children, exactly N with a lagging cache, status written only on change', async () => {
+    await client.create(Namespaces, { metadata: { name: 'obj' } });
+    const proxy = await FaultProxy.start({ target: targetOf(env.server), mode: { kind: 'delay', ms: 300 } });
+    const slow = await clientVia(env, proxy.url);
+    const cache = new Cache({ client: slow, namespace: 'obj' }); // a cache that lags 300 ms behind the writes
+    let statusWrites = 0;
+    let reconciles = 0;
+    const c = new ControllerBuilder({ client, cache })
+      .for(Widgets)
+      .owns(ConfigMaps)
+      .reconcile(async (w, ctx) => {
+        reconciles += 1;
+        const children = await ctx.owned(ConfigMaps);
+        const want = w.spec?.replicas ?? 0;
+        for (let i = children.length; i < want; i++) {
+          await ctx.create(ConfigMaps, { metadata: { generateName: `${w.metadata.name}-` }, data: { i: String(i) } });
+        }
+        for (const extra of children.slice(want)) await ctx.delete(ConfigMaps, extra);
+        if (await ctx.status({ replicas: Math.min(children.length, want) })) statusWrites += 1;
+        return done();
+      });
+    const stop = new AbortController();
+    const running = c.start(stop.signal);
+    try {
+      await client.create(Widgets, { metadata: { name: 'w', namespace: 'obj' }, spec: { replicas: 3 } });
+      const owned = async () =>
+        (await client.list(ConfigMaps, { namespace: 'obj' })).items.filter(
+          (cm) => !cm.metadata.deletionTimestamp && controllerOf(cm)?.name === 'w',
+        );
+      await waitFor('3 owned ConfigMaps and status.replicas 3', async () => {
+        const w = await client.get(Widgets, { namespace: 'obj', name: 'w' });
+        return w.status?.replicas === 3 && (await owned()).length === 3;
+      });
+      for (const cm of await owned()) {
+        assert.equal(controllerOf(cm)?.kind, 'Widget', 'ctx.create set the controller reference');
+        assert.equal(cm.metadata.namespace, 'obj', "in the owner's namespace");
+      }
+      await client.patch(Widgets, { namespace: 'obj', name: 'w' }, { spec: { replicas: 1 } });
+      await waitFor('1 owned ConfigMap', async () => (await owned()).length === 1);
+      await waitFor('status.replicas 1, in the cache too', async () => {
+        const w = await cache.get(Widgets, { namespace: 'obj', name: 'w' });
+        return w?.status?.replicas === 1;
+      });
+      await new Promise((r) => setTimeout(r, 500)); // reconciles that were under way end
+      const writes = statusWrites;
+      const before = reconciles;
+      for (let i = 0; i < 5; i++) c.enqueue({ namespace: 'obj', name: 'w' });
+      await waitFor('another reconcile', async () => reconciles > before);
+      await new Promise((r) => setTimeout(r, 300));
+      assert.equal(statusWrites, writes, 'an unchanged status is not written again');
+      assert.equal((await owned()).length, 1, 'never more than asked for');
+    } finally {
+      stop.abort();
+      await running;
+      await proxy.close();
+      slow.close();
+    }
+  });
+
+  test('the reconcile signal reaches ctx requests: a drain cuts a hung ctx.create short', async () => {
+    await client.create(Namespaces, { metadata: { name: 'hang' } });
+    const proxy = await FaultProxy.start({ target: targetOf(env.server), mode: { kind: 'pass' } });
+    const frozen = await clientVia(env, proxy.url);
+    let outcome: unknown;
+    let entered: () => void = () => {};
+    const inCreate = new Promise<void>((r) => {
+      entered = r;
+    });
+    const c = new ControllerBuilder({ client: frozen, cache: new Cache({ client, namespace: 'hang' }) })
+      .for(Widgets)
+      .withOptions({ drainTimeoutMs: 200 })
+      .reconcile(async (w, ctx) => {
+        proxy.setMode({ kind: 'freeze' });
+        entered();
+        try {
+          await ctx.create(ConfigMaps, { metadata: { name: `${w.metadata.name}-child` } });
+        } catch (err) {
+          outcome = err;
+          throw err;
+        }
+      });
+    const stop = new AbortController();
+    const running = c.start(stop.signal);
+    try {
+      await client.create(Widgets, { metadata: { name: 'h', namespace: 'hang' }, spec: { replicas: 1 } });
+      await inCreate;
+      const t0 = performance.now();
+      stop.abort();
+      await running;
+      assert.ok(performance.now() - t0 < 5_000, 'stopped within the drain time, not the request timeout');
+      assert.ok(isApiError(outcome, 'Aborted'), `the hung create was aborted (${String(outcome)})`);
+    } finally {
+      stop.abort();
+      await proxy.close();
+      frozen.close();
+    }
+  });
+
+  test('onError overrides the default policy; ctx.events records about the object; typed index handles', async () => {
+    await client.create(Namespaces, { metadata: { name: 'pol' } });
+    const byColor = defineIndex(ConfigMaps, 'color', (cm) => (cm.data?.color ? [cm.data.color] : []));
+    await client.create(ConfigMaps, { metadata: { name: 'red-1', namespace: 'pol' }, data: { color: 'red' } });
+    const log = recordingLogger();
+    let calls = 0;
+    let seen: string | undefined;
+    let reds = -1;
+    const cache = new Cache({ client, namespace: 'pol' });
+    const c = new ControllerBuilder({ client, cache, log })
+      .for(Widgets)
+      .onError((w, err, ctx) => {
+        seen = `${w.metadata.name}: ${(err as Error).message}`;
+        ctx.events.warning('Broken', 'reconcile failed');
+        return giveUp('warn');
+      })
+      .reconcile(async (_w, ctx) => {
+        calls += 1;
+        reds = (await ctx.list(ConfigMaps, { index: byColor.is('red') })).length;
+        throw new Error('boom');
+      });
+    const stop = stopper();
+    void c.start(stop);
+    await client.create(Widgets, { metadata: { name: 'p', namespace: 'pol' }, spec: { replicas: 1 } });
+    await waitFor('the policy to run', async () => seen !== undefined);
+    await new Promise((r) => setTimeout(r, 500));
+    assert.equal(calls, 1, 'giveUp: not retried');
+    assert.equal(seen, 'p: boom');
+    assert.equal(reds, 1, 'the typed index found the red ConfigMap');
+    assert.ok(log.entries.some((e) => e.level === 'warn' && e.message === 'reconcile failed: not retrying'));
+    await waitFor('the Warning Event about the Widget', async () =>
+      (await client.list(Events, { namespace: 'pol' })).items.some(
+        (e) => e.reason === 'Broken' && e.type === 'Warning' && e.involvedObject.name === 'p',
+      ),
+    );
+  });
+
+  test('finalize: the finalizer is added first, cleanup runs once on delete, then the object goes', async () => {
+    await client.create(Namespaces, { metadata: { name: 'fin' } });
+    const cleaned: string[] = [];
+    const c = new ControllerBuilder({ client, cache: new Cache({ client, namespace: 'fin' }) })
+      .for(Widgets)
+      .finalize('test.opkit.dev/cleanup', async (w) => {
+        cleaned.push(w.metadata.name ?? '');
+      })
+      .reconcile(async (w, ctx) => {
+        await ctx.status({ phase: w.metadata.finalizers?.includes('test.opkit.dev/cleanup') ? 'Guarded' : 'Open' });
+      });
+    const stop = stopper();
+    void c.start(stop);
+    await client.create(Widgets, { metadata: { name: 'f', namespace: 'fin' }, spec: { replicas: 1 } });
+    await waitFor('status Guarded', async () => {
+      const w = await client.get(Widgets, { namespace: 'fin', name: 'f' });
+      return w.status?.phase === 'Guarded';
+    });
+    await client.delete(Widgets, { namespace: 'fin', name: 'f' });
+    await waitFor('the Widget to be gone', async () => {
+      return (await client.getIfExists(Widgets, { namespace: 'fin', name: 'f' })) === undefined;
+    });
+    assert.deepEqual(cleaned, ['f']);
+  });
+});

@@ -1,0 +1,103 @@
+/**
+ * `@opkit/runtime/testing` on a real control plane: the test manager runs as the ServiceAccount with the RBAC derived
+ * from `permissions`, so a permission left out fails the test at once with the 403 named; `eventually` polls.
+ */
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { type Environment, start } from '@opkit/testenv';
+import { Type } from '@sinclair/typebox';
+import { ConfigMaps } from '../src/client/builtins.ts';
+import { Defaulted, defineKind, type Manager, permission } from '../src/index.ts';
+import { eventually, startTestManager, TestingError } from '../src/testing/index.ts';
+
+const GadgetKind = defineKind({
+  group: 'testing.opkit.dev',
+  version: 'v1',
+  kind: 'Gadget',
+  plural: 'gadgets',
+  spec: Type.Object({ note: Defaulted(Type.String(), 'none') }),
+  status: Type.Object({ done: Type.Optional(Type.Boolean()) }),
+  subresources: { status: true },
+});
+const Gadgets = GadgetKind.resource;
+
+/** Each Gadget gets a ConfigMap holding its note. */
+function setup(mgr: Manager): void {
+  mgr.controller(Gadgets).reconcile(async (g, ctx) => {
+    await ctx.apply(ConfigMaps, {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: `${g.metadata.name}-note` },
+      data: { note: g.spec.note },
+    });
+    await ctx.status({ done: true });
+  });
+}
+
+const gadgetPermissions = [
+  permission(Gadgets, ['list', 'watch']),
+  permission(Gadgets, ['patch'], { subresource: 'status' }),
+];
+
+let env: Environment;
+before(async () => {
+  env = await start({ nodes: 0, log: () => {} });
+});
+after(async () => {
+  await env?.stop();
+});
+
+test('a test manager with the permissions it needs converges, as its ServiceAccount', async () => {
+  await using op = await startTestManager(env, {
+    name: 'gadget-operator',
+    kinds: [GadgetKind],
+    // server-side apply of a new object needs create as well as patch
+    permissions: [...gadgetPermissions, permission(ConfigMaps, ['list', 'watch', 'create', 'patch'])],
+    setup,
+  });
+  await op.client.create(Gadgets, { metadata: { name: 'g1', namespace: 'default' }, spec: {} });
+  const cm = await op.eventually('the ConfigMap', () =>
+    op.client.getIfExists(ConfigMaps, { namespace: 'default', name: 'g1-note' }),
+  );
+  assert.equal(cm.data?.note, 'none', 'the CRD default reached the reconciler');
+});
+
+test('a permission missing from `permissions` fails the test with the 403 named, not a timeout', async () => {
+  const op = await startTestManager(env, {
+    name: 'gadget-operator-short',
+    kinds: [GadgetKind],
+    permissions: [...gadgetPermissions, permission(ConfigMaps, ['list', 'watch', 'patch'])], // no create: refused
+    setup,
+  });
+  await op.client.create(Gadgets, { metadata: { name: 'g2', namespace: 'default' }, spec: { note: 'x' } });
+  const t0 = performance.now();
+  await assert.rejects(
+    op.eventually(
+      'the status',
+      async () => (await op.client.get(Gadgets, { namespace: 'default', name: 'g2' })).status?.done,
+    ),
+    (err) =>
+      err instanceof TestingError &&
+      err.code === 'Forbidden' &&
+      /gadget-operator-short/.test(err.message) &&
+      /configmaps/.test(err.message),
+  );
+  assert.ok(performance.now() - t0 < 20_000, 'at once, not after the timeout');
+  await assert.rejects(op.stop(), (err) => err instanceof TestingError && err.code === 'Forbidden');
+});
+
+test('eventually: the first answer; on timeout the last error as the cause', async () => {
+  let n = 0;
+  assert.equal(await eventually('n to reach 3', () => (++n >= 3 ? n : undefined), { intervalMs: 1 }), 3);
+  await assert.rejects(
+    eventually(
+      'never',
+      () => {
+        throw new Error('still not');
+      },
+      { timeoutMs: 50, intervalMs: 5 },
+    ),
+    (err) =>
+      err instanceof TestingError && err.code === 'Timeout' && /never: not within 0.05 s: still not/.test(err.message),
+  );
+});
