@@ -27,10 +27,11 @@ const project: Project = {
 
 /** Starts tracing as main.ts does, records one span, stops (which flushes), and prints what it saw. */
 const PROBE = `import { trace } from '@opentelemetry/api';
-import { startTracing } from './src/tracing.ts';
-const argv = process.argv.slice(2);
-const flusher = await startTracing('traced-operator', argv);
-process.stdout.write(JSON.stringify({ on: flusher !== undefined, argv }));
+import { settings } from '@opkit/runtime';
+import { startTracing, TRACING_FLAGS } from './src/tracing.ts';
+const { manager, flags } = settings({ name: 'traced-operator', flags: { ...TRACING_FLAGS } });
+const flusher = await startTracing('traced-operator', flags.tracing);
+process.stdout.write(JSON.stringify({ on: flusher !== undefined, namespace: manager.cache?.namespace ?? null }));
 if (flusher) {
   trace.getTracer('probe').startSpan('probe span').end();
   const stop = new AbortController();
@@ -69,7 +70,7 @@ after(async () => {
 });
 
 /** Runs the probe (asynchronously: the receiver answers from this process). */
-async function probe(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ on: boolean; argv: string[] }> {
+async function probe(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ on: boolean; namespace: string | null }> {
   const port = (receiver.address() as AddressInfo).port;
   const { stdout } = await promisify(execFile)(process.execPath, ['probe.ts', ...args], {
     cwd: dir,
@@ -77,16 +78,16 @@ async function probe(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ on:
     env: { ...process.env, OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}`, TRACING: '', ...env },
     timeout: 60_000,
   });
-  return JSON.parse(stdout) as { on: boolean; argv: string[] };
+  return JSON.parse(stdout) as { on: boolean; namespace: string | null };
 }
 
-test('off by default: nothing registered, nothing sent, the flags left alone', async () => {
-  assert.deepEqual(await probe(['--namespace', 'x']), { on: false, argv: ['--namespace', 'x'] });
+test('off by default: nothing registered, nothing sent, the manager flags parsed as ever', async () => {
+  assert.deepEqual(await probe(['--namespace', 'x']), { on: false, namespace: 'x' });
   assert.equal(received.length, 0);
 });
 
-test('--tracing exports the spans over OTLP/HTTP as the operator, and is taken out of the manager flags', async () => {
-  assert.deepEqual(await probe(['--tracing', '--namespace', 'x']), { on: true, argv: ['--namespace', 'x'] });
+test('--tracing exports the spans over OTLP/HTTP as the operator, beside the manager flags', async () => {
+  assert.deepEqual(await probe(['--tracing', '--namespace', 'x']), { on: true, namespace: 'x' });
   const [sent] = received.splice(0);
   assert.equal(sent?.path, '/v1/traces');
   assert.equal(sent?.type, 'application/x-protobuf');
