@@ -181,4 +181,6 @@ export { parseDuration, SETTINGS_HELP, SettingsError, settingsFromArgs } from '.
 export { Metrics, type WatchMetrics } from './metrics.ts';
 export { Counter, Gauge, Histogram, type Labels, type MetricOptions, Registry } from './prometheus.ts';
 export { VERSION } from './version.ts';
+// webhooks
+export * from './webhook/index.ts';
 export * from './workqueue/index.ts';
