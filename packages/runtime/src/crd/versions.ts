@@ -262,11 +262,8 @@ function settle(out: KubeObject, source: KubeObject, apiVersion: string, kind: s
   for (const key of ['labels', 'annotations'] as const) {
     if (changed && key in changed) {
       const value = changed[key];
-      if (value === undefined || (typeof value === 'object' && value !== null && Object.keys(value).length === 0)) {
-        delete meta[key];
-      } else {
-        meta[key] = value;
-      }
+      if (value === undefined) delete meta[key];
+      else meta[key] = value;
     }
   }
   return { ...out, apiVersion, kind, metadata: meta } as KubeObject;
