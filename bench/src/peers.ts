@@ -108,7 +108,8 @@ export async function startPeer(
           '--log-level',
           'warn',
         ],
-        { stdio, env: { ...env, ...(await deployedEnv()) } },
+        // the bench's harness serves the webhooks in its own process (installApiAndRbac)
+        { stdio, env: { ...env, ...(await deployedEnv()), ENABLE_WEBHOOKS: 'false' } },
       );
     case 'clientNode':
       return spawn(process.execPath, [CLIENT_NODE, ...common], { stdio, env });

@@ -90,7 +90,10 @@ export class Replica {
         '--log-level',
         'debug',
       ],
-      { env: { ...process.env, POD_NAME: this.name, NODE_OPTIONS: SOURCE_CONDITION }, stdio: ['pipe', 'pipe', 'pipe'] },
+      {
+        env: { ...process.env, POD_NAME: this.name, NODE_OPTIONS: SOURCE_CONDITION, ENABLE_WEBHOOKS: 'false' },
+        stdio: ['pipe', 'pipe', 'pipe'],
+      },
     );
     this.proc = proc;
     const add = (text: string) => {

@@ -2,14 +2,30 @@
  * @module install
  * Puts the operator's API and identity into a cluster with opkit's own client (kubectl is not needed), from the
  * generated dist/install.yaml — the namespace, the CRD (waited for until Established), the ServiceAccount and its
- * least-privilege RBAC — by server-side apply with field manager `opkit`, so running it again changes nothing. The
- * Deployment is left out: the caller runs the operator itself. `serviceAccountKubeconfig` makes a kubeconfig that
+ * least-privilege RBAC, the webhook configurations — by server-side apply with field manager `opkit`, so running it
+ * again changes nothing. The Deployment, the Services and the cert-manager objects are left out: the caller runs the
+ * operator itself, and the webhooks are served in the calling process unless it asks otherwise (`InstallOptions`). `serviceAccountKubeconfig` makes a kubeconfig that
  * authenticates as the operator's ServiceAccount (a TokenRequest), so a local run has exactly the Deployment's
  * permissions.
  */
 import { readFile, writeFile } from 'node:fs/promises';
-import { Applier, type Client, type ConnectionConfig, type KubeObject, parseManifests, resource } from '@opkit/runtime';
+import {
+  Applier,
+  type Client,
+  type ConnectionConfig,
+  createCertificateAuthority,
+  isNotFound,
+  issueServingCertificate,
+  type KubeObject,
+  Namespaces,
+  parseManifests,
+  resource,
+  StaticCertificates,
+  serveWebhooks,
+  WebhookServer,
+} from '@opkit/runtime';
 import { AppServices } from './api/v1alpha1/appservice.ts';
+import { conversions, webhooks } from './webhooks.ts';
 
 export const NAME = 'appservice-operator';
 export const NAMESPACE = 'appservice-system';
@@ -21,19 +37,101 @@ export async function installObjects(): Promise<KubeObject[]> {
   return parseManifests(await readFile(INSTALL, 'utf8'), 'dist/install.yaml');
 }
 
-/** Applies everything in dist/install.yaml but the Deployment and its Service; resolves once AppServices are served. */
-export async function installApiAndRbac(client: Client): Promise<void> {
-  const objects = (await installObjects()).filter((o) => o.kind !== 'Deployment' && o.kind !== 'Service');
+export interface InstallOptions {
+  /**
+   * `local` (default): serve the operator's webhooks (admission and conversion) in this process on 127.0.0.1 with a
+   * CA of its own, and point the CRD's conversion and the webhook configurations at it — what a local run or a test
+   * needs, so that operators started with ENABLE_WEBHOOKS=false (as kubebuilder's `make run`) work. `none`: leave the
+   * webhook configurations out and the CRD's conversion pointing at the in-cluster Service (a test then points them
+   * at its own server, e.g. testenv's `installWebhooks`).
+   */
+  readonly webhooks?: 'local' | 'none';
+}
+
+/** The webhook server `installApiAndRbac` runs in this process (it does not keep the process alive). */
+export interface LocalWebhooks {
+  readonly url: string;
+  stop(): void;
+}
+
+/**
+ * Applies everything in dist/install.yaml but the Deployment and the Services; resolves once AppServices are served.
+ * See `InstallOptions` for the webhooks.
+ */
+export async function installApiAndRbac(
+  client: Client,
+  options: InstallOptions = {},
+): Promise<LocalWebhooks | undefined> {
+  const mode = options.webhooks ?? 'local';
+  // no Deployment or Services (the caller runs the operator), no cert-manager objects (the webhooks' certificate is
+  // made here, or by the caller)
+  let objects = (await installObjects()).filter(
+    (o) => o.kind !== 'Deployment' && o.kind !== 'Service' && !o.apiVersion?.startsWith('cert-manager.io/'),
+  );
+  let local: LocalWebhooks | undefined;
+  if (mode === 'none') {
+    objects = objects.filter((o) => !o.kind?.endsWith('WebhookConfiguration'));
+  } else {
+    const served = await serveLocally(client);
+    local = served;
+    objects = objects.map((o) => pointAt(o, served.url, served.caBundle));
+  }
   await new Applier(client, 'opkit').applyAll(objects);
   for (let i = 0; ; i++) {
     try {
       await client.list(AppServices, { namespace: 'default', pageSize: 1 });
-      return;
+      return local;
     } catch (err) {
       if (i > 100) throw err;
       await new Promise((res) => setTimeout(res, 100));
     }
   }
+}
+
+async function serveLocally(client: Client): Promise<LocalWebhooks & { caBundle: string }> {
+  const ca = createCertificateAuthority(`${NAME}-local-webhook-ca`);
+  const server = new WebhookServer({
+    bindAddress: '127.0.0.1:0',
+    certificates: new StaticCertificates(issueServingCertificate(ca, ['127.0.0.1', 'localhost'])),
+    unref: true,
+  });
+  const lookup = (name: string) =>
+    client.get(Namespaces, { name }).catch((err: unknown) => {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    });
+  serveWebhooks(server, webhooks(lookup), conversions);
+  const stop = new AbortController();
+  const running = server.start(stop.signal);
+  for (let i = 0; server.port === 0; i++) {
+    if (i > 500) throw new Error('the local webhook server did not start');
+    await Promise.race([running, new Promise((r) => setTimeout(r, 10))]);
+  }
+  return {
+    url: `https://127.0.0.1:${server.port}`,
+    caBundle: Buffer.from(ca.certPem).toString('base64'),
+    stop: () => stop.abort(),
+  };
+}
+
+/** The object with its webhook client configs (CRD conversion, webhook configurations) pointing at `url`. */
+function pointAt(o: KubeObject, url: string, caBundle: string): KubeObject {
+  const copy = structuredClone(o) as KubeObject & Record<string, unknown>;
+  const local = (cc: Record<string, unknown> | undefined, path: string) => {
+    const service = cc?.service as { path?: string } | undefined;
+    return { url: `${url}${service?.path ?? path}`, caBundle };
+  };
+  if (copy.kind === 'CustomResourceDefinition') {
+    const webhook = (copy.spec as { conversion?: { webhook?: { clientConfig?: Record<string, unknown> } } }).conversion
+      ?.webhook;
+    if (webhook) webhook.clientConfig = local(webhook.clientConfig, '/convert');
+  }
+  if (copy.kind?.endsWith('WebhookConfiguration') && Array.isArray(copy.webhooks)) {
+    for (const w of copy.webhooks as { clientConfig?: Record<string, unknown> }[]) {
+      w.clientConfig = local(w.clientConfig, '/');
+    }
+  }
+  return copy;
 }
 
 /** The sample AppService (config/samples): `example-appservice`, 3 replicas. */

@@ -8,6 +8,7 @@
  */
 import { Manager, parseDuration, SETTINGS_HELP, SettingsError, settingsFromArgs } from '@opkit/runtime';
 import { setupAppServiceController } from './controllers/appservice.ts';
+import { setupAppServiceWebhooks } from './webhooks.ts';
 // +opkit:scaffold:imports
 
 export const OPERATOR_NAME = 'appservice-operator';
@@ -41,6 +42,9 @@ try {
   const mgr = await Manager.create(settingsFromArgs({ name: OPERATOR_NAME }, argv));
   setupAppServiceController(mgr, resyncPeriodMs ? { resyncPeriodMs } : {});
   // +opkit:scaffold:controllers
+  // ENABLE_WEBHOOKS=false: run without serving webhooks (a local run where something else serves them)
+  if (process.env.ENABLE_WEBHOOKS !== 'false') setupAppServiceWebhooks(mgr);
+  // +opkit:scaffold:webhooks
   await mgr.run();
 } catch (err) {
   process.stderr.write(`${OPERATOR_NAME}: ${(err as Error).message.split('\n')[0]}\n`);

@@ -34,6 +34,7 @@ import { type Kubeconfig, makeKubeconfig, writeKubeconfig } from './kubeconfig.t
 import { KEPT_MARKER, KEPT_TEXT, runRoot } from './paths.ts';
 import { freePorts } from './ports.ts';
 import { isProcessAlive } from './process.ts';
+import { type InstalledWebhooks, type InstallWebhooksOptions, installWebhooks } from './webhooks.ts';
 
 export interface StartOptions {
   /** Number of kwok fake nodes (default 3). */
@@ -208,6 +209,14 @@ export class Environment {
   get caPem(): string {
     if (!this.#pki) throw new TestenvError('NotRunning', 'the environment is not running');
     return this.#pki.ca.certPem;
+  }
+
+  /**
+   * Points webhook configurations and CRD conversions at a webhook server on loopback (`url:` with a test CA), as
+   * envtest's WebhookInstallOptions; serve with the returned `port` and the files in `certDir` (module webhooks).
+   */
+  installWebhooks(options: InstallWebhooksOptions): Promise<InstalledWebhooks> {
+    return installWebhooks(this.api, this.dir, options);
   }
 
   /** pid of each running component. */

@@ -19,7 +19,13 @@ import type { Static, TSchema } from '@sinclair/typebox';
 import type { CustomResourceDefinition } from '../client/builtins.ts';
 import { type KubeObject, type ObjectMeta, type ResourceType, resource } from '../client/resource.ts';
 import { CrdSchemaError, structuralSchema } from './schema.ts';
-import { defineVersionedKind, type VersionedKind, type VersionedKindDefinition, type VersionMap } from './versions.ts';
+import {
+  type CrdOptions,
+  defineVersionedKind,
+  type VersionedKind,
+  type VersionedKindDefinition,
+  type VersionMap,
+} from './versions.ts';
 
 export interface PrinterColumn {
   name: string;
@@ -86,8 +92,11 @@ export interface CustomKind<T extends KubeObject> {
   readonly resource: ResourceType<T>;
   /** The definition with defaults applied (`singular`, `listKind`, `scope`). */
   readonly definition: KindDefinition<TSchema, TSchema>;
-  /** The CustomResourceDefinition manifest (apiVersion apiextensions.k8s.io/v1), one served+storage version. */
-  crd(): CustomResourceDefinition;
+  /**
+   * The CustomResourceDefinition manifest (apiVersion apiextensions.k8s.io/v1). `options.conversion` is the conversion
+   * webhook's client config, required by (and only used for) kinds with several versions.
+   */
+  crd(options?: CrdOptions): CustomResourceDefinition;
 }
 
 type Json = Record<string, unknown>;

@@ -17,6 +17,8 @@
  * | `--kubeconfig`, `--context` | `KUBECONFIG` | which cluster (default: as kubectl, or in-cluster) |
  * | `--log-level` | `LOG_LEVEL` | debug, info, warn, error (default info) |
  * | `--log-format` | `LOG_FORMAT` | json (default) or pretty |
+ * | `--webhook-bind-address` | `WEBHOOK_BIND_ADDRESS` | the webhook server's `host:port` (default `:9443`) |
+ * | `--webhook-cert-dir` | `WEBHOOK_CERT_DIR` | its `tls.crt` / `tls.key` (default `/tmp/k8s-webhook-server/serving-certs`) |
  *
  * A bad value is a `SettingsError` naming the flag (or variable) and what it accepts.
  */
@@ -47,6 +49,9 @@ export const SETTINGS_HELP = `Manager options:
   --kubeconfig FILE, --context NAME  which cluster (default: as kubectl, or in-cluster)
   --log-level LEVEL                  debug, info, warn, error (default info)
   --log-format FORMAT                json or pretty (default json)
+  --webhook-bind-address ADDR        serve webhooks here, if the operator has any (default :9443)
+  --webhook-cert-dir DIR             the webhook serving certificate's tls.crt and tls.key
+                                     (default /tmp/k8s-webhook-server/serving-certs)
 `;
 
 /** Parses the flags and environment into ManagerOptions (with `name` and anything in `base` kept). */
@@ -74,6 +79,8 @@ export function settingsFromArgs(
         context: { type: 'string' },
         'log-level': { type: 'string' },
         'log-format': { type: 'string' },
+        'webhook-bind-address': { type: 'string' },
+        'webhook-cert-dir': { type: 'string' },
       },
     }));
   } catch (err) {
@@ -97,6 +104,9 @@ export function settingsFromArgs(
   };
   const metrics = bind('metrics-bind-address', 'METRICS_BIND_ADDRESS');
   const health = bind('health-probe-bind-address', 'HEALTH_PROBE_BIND_ADDRESS');
+  const webhookAt = bind('webhook-bind-address', 'WEBHOOK_BIND_ADDRESS');
+  if (webhookAt === '0') throw new SettingsError('--webhook-bind-address: the webhook server cannot be turned off (0)');
+  const [certDir] = str('webhook-cert-dir', 'WEBHOOK_CERT_DIR');
   let leaderElect: boolean | undefined =
     typeof values['leader-elect'] === 'boolean' ? values['leader-elect'] : undefined;
   if (leaderElect === undefined && env.LEADER_ELECT !== undefined && env.LEADER_ELECT !== '') {
@@ -143,6 +153,11 @@ export function settingsFromArgs(
       : {}),
     metrics: { ...base.metrics, ...(metrics !== undefined ? { bindAddress: metrics } : {}) },
     health: { ...base.health, ...(health !== undefined ? { bindAddress: health } : {}) },
+    webhook: {
+      ...base.webhook,
+      ...(webhookAt !== undefined ? { bindAddress: webhookAt } : {}),
+      ...(certDir !== undefined ? { certDir } : {}),
+    },
     leaderElection: {
       ...base.leaderElection,
       ...(leaderElect !== undefined ? { enabled: leaderElect } : {}),

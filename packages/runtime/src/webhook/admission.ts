@@ -130,7 +130,8 @@ export interface ValidationResult {
   readonly warnings?: readonly string[];
 }
 
-type Validation = ValidationResult | undefined;
+// biome-ignore lint/suspicious/noConfusingVoidType: a check that finds nothing may return nothing (a `void` function)
+type Validation = ValidationResult | undefined | void;
 
 /** Checks per operation; an operation without a check is allowed. */
 export interface Validator<T extends KubeObject> {
@@ -143,7 +144,8 @@ export interface Validator<T extends KubeObject> {
 export type DefaultFunc<T extends KubeObject> = (
   obj: T,
   ctx: AdmissionContext & { request: AdmissionRequest },
-) => T | undefined | Promise<T | undefined>;
+  // biome-ignore lint/suspicious/noConfusingVoidType: a defaulter that edits in place is a `void` function
+) => T | undefined | void | Promise<T | undefined | void>;
 
 /** A mutating handler: `fn` edits a typed copy; the response patches the difference. */
 export function defaulter<T extends KubeObject>(resource: ResourceType<T>, fn: DefaultFunc<T>): AdmissionHandler {

@@ -52,6 +52,15 @@ export {
   converter,
 } from './conversion.ts';
 export {
+  CONVERSION_PATH,
+  type Operation,
+  serveWebhooks,
+  type WebhookDefinition,
+  type WebhookEndpoint,
+  webhookConfigurations,
+  webhookPath,
+} from './manifests.ts';
+export {
   WebhookServer,
   WebhookServerError,
   type WebhookServerErrorCode,

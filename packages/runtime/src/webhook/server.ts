@@ -4,7 +4,7 @@
  * conversion (`ConversionReview` apiextensions.k8s.io/v1). A Manager runs it on every replica (it needs no leadership).
  *
  * Guarantees:
- * - Serves on `:9443` by default, TLS ≥ 1.2, with the pair from its `CertificateSource`; a rotated pair is used for
+ * - Serves on `:9443` by default (with SO_REUSEPORT, so replicas on one host can share it), TLS ≥ 1.2, with the pair from its `CertificateSource`; a rotated pair is used for
  *   new connections at once (`setSecureContext`), open connections finish on the old one, so no request is lost.
  * - Each review is answered within the apiserver's timeout (its `?timeout=` query, default 10 s): the handler's
  *   signal aborts 250 ms before it, and the review is then answered with a denial (code 504) instead of no answer.
@@ -44,6 +44,8 @@ export interface WebhookServerOptions {
   readonly log?: Logger;
   /** Largest accepted body (default 7 MiB). */
   readonly maxBodyBytes?: number;
+  /** Let the process exit while the server still listens (a server a test or tool runs beside its work). */
+  readonly unref?: boolean;
 }
 
 const DEFAULT_TIMEOUT_MS = 10_000;
@@ -147,7 +149,8 @@ export class WebhookServer {
     try {
       await new Promise<void>((resolve, reject) => {
         server.once('error', reject);
-        server.listen(bind.port, bind.host, () => {
+        // reusePort: replicas run side by side on one host (local runs, tests) share the port, as behind a Service
+        server.listen({ port: bind.port, host: bind.host, reusePort: true }, () => {
           server.off('error', reject);
           resolve();
         });
@@ -164,6 +167,7 @@ export class WebhookServer {
       );
     }
     this.#serving = true;
+    if (this.#o.unref) server.unref();
     this.#log.info({ address: this.address, paths: this.paths }, 'serving webhooks');
     if (!signal.aborted)
       await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
