@@ -324,6 +324,19 @@ export class Environment {
   }
 
   /**
+   * The JSON etcd stores for `key` (e.g. `/registry/<group>/<plural>/<namespace>/<name>` for a custom resource, which
+   * the apiserver stores as JSON), or undefined when there is none: what is really stored, e.g. in which version.
+   */
+  async etcdValue(key: string): Promise<unknown> {
+    const url = `http://127.0.0.1:${this.#ports.etcdClient}`;
+    const range = JSON.parse(await postText(`${url}/v3/kv/range`, { key: Buffer.from(key).toString('base64') })) as {
+      kvs?: { value?: string }[];
+    };
+    const value = range.kvs?.[0]?.value;
+    return value === undefined ? undefined : (JSON.parse(Buffer.from(value, 'base64').toString('utf8')) as unknown);
+  }
+
+  /**
    * Compacts etcd's history up to its current revision, so a watch resumed from an older resourceVersion gets
    * 410 Gone once the apiserver's watch cache no longer covers it (restart the apiserver to empty that cache).
    * Returns the revision compacted to.

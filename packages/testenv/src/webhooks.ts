@@ -24,7 +24,7 @@ type Json = Record<string, unknown>;
 
 export interface InstallWebhooksOptions {
   /** MutatingWebhookConfiguration and ValidatingWebhookConfiguration objects (as `opkit generate` writes them). */
-  readonly configurations?: readonly Json[];
+  readonly configurations?: readonly object[];
   /** Names of CRDs (`appservices.app.example.com`) whose conversion webhook should call the local server. */
   readonly conversions?: readonly string[];
   /** Path of the conversion endpoint (default `/convert`). */
@@ -62,7 +62,8 @@ export async function installWebhooks(
   const caBundle = Buffer.from(ca.certPem).toString('base64');
   const installed: string[] = [];
 
-  for (const [i, config] of (options.configurations ?? []).entries()) {
+  for (const [i, input] of (options.configurations ?? []).entries()) {
+    const config = input as Json;
     const kind = String(config.kind);
     const collection = PATHS[kind];
     const name = (config.metadata as Json | undefined)?.name;
@@ -72,7 +73,7 @@ export async function installWebhooks(
         `configurations[${i}]: expected a named MutatingWebhookConfiguration or ValidatingWebhookConfiguration, got ${kind}`,
       );
     }
-    const copy = structuredClone(config);
+    const copy = structuredClone(config) as Json;
     const webhooks = Array.isArray(copy.webhooks) ? (copy.webhooks as Json[]) : [];
     for (const w of webhooks) w.clientConfig = local(w.clientConfig as Json | undefined, base, caBundle, '/');
     delete (copy.metadata as Json).resourceVersion;

@@ -2,7 +2,7 @@
  * @module api/appservice
  * The AppService kind with both versions: `v1alpha1` (served, deprecated) and `v1` (served, stored — the hub). The
  * conversions move the pod fields between the flat v1alpha1 spec and v1's `spec.template`, and `maxUnavailable`
- * to and from `spec.rollout`; they are total and lossless both ways (fuzzed by test/conversion.test.ts), so an
+ * to and from `spec.rollout`; they are total and lossless both ways (fuzzed by api/appservice.test.ts), so an
  * object written in either version reads back unchanged in either.
  *
  * The CRD (config/crd, generated) carries both schemas and the conversion webhook stanza; the operator serves

@@ -115,7 +115,7 @@ test('a validator denies with 422 Invalid naming each field, and passes warnings
     'Widget.x.example.com "w" is invalid: spec.size: Invalid value: 3: must be even',
   );
   assert.deepEqual(denied.status?.details?.causes, [
-    { reason: 'FieldValueInvalid', message: 'spec.size: Invalid value: 3: must be even', field: 'spec.size' },
+    { reason: 'FieldValueInvalid', message: 'Invalid value: 3: must be even', field: 'spec.size' },
   ]);
   assert.deepEqual(denied.warnings, ['spec.color is not set: widgets are grey']);
 

@@ -219,9 +219,10 @@ export function validationResponse(
         name,
         group: resource.group,
         kind: resource.kind,
+        // as Kubernetes' NewInvalid: the cause's message is the error without the field (kubectl prints both)
         causes: errors.map((e, i) => ({
           reason: `FieldValue${e.type}`,
-          message: messages[i] as string,
+          message: (messages[i] as string).slice(e.field.length + 2),
           field: e.field,
         })),
       },

@@ -50,7 +50,7 @@ export const PodTemplate = Type.Object(
       }),
     ),
   },
-  { description: 'The pod each replica runs.', default: {} },
+  { description: 'The pod each replica runs.', default: { image: 'busybox' } },
 );
 
 export const Rollout = Type.Object(
