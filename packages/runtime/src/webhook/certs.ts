@@ -284,6 +284,13 @@ function baseCertificate(
   const notBefore = options.notBefore ?? new Date();
   cert.validity.notBefore = notBefore;
   cert.validity.notAfter = new Date(notBefore.getTime() + (options.validityMs ?? defaultValidityMs));
-  cert.setSubject([{ name: 'commonName', value: commonName.slice(0, 64) }]);
+  // UTF8String: any name is valid (the default PrintableString rejects e.g. '@' and '_')
+  cert.setSubject([
+    {
+      name: 'commonName',
+      value: commonName.slice(0, 64),
+      valueTagClass: forge.asn1.Type.UTF8 as unknown as forge.asn1.Class,
+    },
+  ]);
   return cert;
 }

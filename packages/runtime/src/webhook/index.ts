@@ -61,6 +61,12 @@ export {
   webhookPath,
 } from './manifests.ts';
 export {
+  CertificateRotator,
+  SecretCertificates,
+  type SelfManagedOptions,
+  selfManagedRbac,
+} from './selfmanaged.ts';
+export {
   WebhookServer,
   WebhookServerError,
   type WebhookServerErrorCode,
