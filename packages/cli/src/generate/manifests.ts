@@ -19,6 +19,7 @@ import {
   crdOptions,
   type LoadedWebhooks,
   loadWebhooks,
+  selfManagedRbacObjects,
   webhookServiceObject,
   withCaInjection,
   withWebhookServing,
@@ -255,6 +256,8 @@ export function generatedFiles(p: Project, apis: readonly LoadedApi[]): Map<stri
     files.set('config/webhook/kustomization.yaml', kustomization(['manifests.yaml', 'service.yaml']));
     files.set('config/certmanager/certificate.yaml', fromWebhooks + certManagerObjects(p).map(doc).join('---\n'));
     files.set('config/certmanager/kustomization.yaml', kustomization(['certificate.yaml']));
+    files.set('config/selfmanaged/rbac.yaml', fromWebhooks + selfManagedRbacObjects(p, w).map(doc).join('---\n'));
+    files.set('config/selfmanaged/kustomization.yaml', kustomization(['rbac.yaml']));
   }
   files.set('config/manager/kustomization.yaml', kustomization(['manager.yaml']));
   files.set(

@@ -17,6 +17,7 @@ import {
   type CrdOptions,
   type KubeObject,
   type Permission,
+  selfManagedRbac,
   type WebhookDefinition,
   webhookConfigurations,
 } from '@opkit/runtime';
@@ -136,4 +137,45 @@ export function withWebhookServing(p: Project, deployment: KubeObject): KubeObje
   manager.volumeMounts = [...(manager.volumeMounts ?? []), { name: 'cert', mountPath: CERT_DIR, readOnly: true }];
   pod.volumes = [...(pod.volumes ?? []), { name: 'cert', secret: { secretName: certificateSecret(p) } }];
   return copy;
+}
+
+/**
+ * RBAC for the self-managed certificate mode (config/selfmanaged): exactly the Secret, the configurations and the
+ * CRDs the leader's CertificateRotator writes, bound to the operator's ServiceAccount.
+ */
+export function selfManagedRbacObjects(p: Project, w: LoadedWebhooks): KubeObject[] {
+  const names = configurationObjects(p, w).map((c) => ({ kind: c.kind, name: c.metadata?.name ?? '' }));
+  const [role, clusterRole] = selfManagedRbac(p.projectName, {
+    namespace: p.namespace,
+    secretName: certificateSecret(p),
+    mutatingWebhookConfigurations: names.filter((n) => n.kind === 'MutatingWebhookConfiguration').map((n) => n.name),
+    validatingWebhookConfigurations: names
+      .filter((n) => n.kind === 'ValidatingWebhookConfiguration')
+      .map((n) => n.name),
+    crds: [...w.conversions],
+  });
+  const subject = { kind: 'ServiceAccount', name: p.projectName, namespace: p.namespace };
+  const ref = (kind: string) => ({
+    apiGroup: 'rbac.authorization.k8s.io',
+    kind,
+    name: `${p.projectName}-webhook-certs`,
+  });
+  return [
+    role as KubeObject,
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'RoleBinding',
+      metadata: { name: `${p.projectName}-webhook-certs`, namespace: p.namespace },
+      roleRef: ref('Role'),
+      subjects: [subject],
+    } as KubeObject,
+    clusterRole as KubeObject,
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRoleBinding',
+      metadata: { name: `${p.projectName}-webhook-certs` },
+      roleRef: ref('ClusterRole'),
+      subjects: [subject],
+    } as KubeObject,
+  ];
 }
