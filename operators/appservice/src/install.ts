@@ -9,23 +9,12 @@
  * permissions.
  */
 import { readFile, writeFile } from 'node:fs/promises';
-import {
-  Applier,
-  type Client,
-  type ConnectionConfig,
-  createCertificateAuthority,
-  isNotFound,
-  issueServingCertificate,
-  type KubeObject,
-  Namespaces,
-  parseManifests,
-  resource,
-  StaticCertificates,
-  serveWebhooks,
-  WebhookServer,
-} from '@opkit/runtime';
+import { extname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import { Applier, type Client, type ConnectionConfig, type KubeObject, parseManifests, resource } from '@opkit/runtime';
 import { AppServices } from './api/v1alpha1/appservice.ts';
-import { conversions, webhooks } from './webhooks.ts';
+import type { LocalWebhooksReady } from './local-webhooks.ts';
 
 export const NAME = 'appservice-operator';
 export const NAMESPACE = 'appservice-system';
@@ -39,8 +28,8 @@ export async function installObjects(): Promise<KubeObject[]> {
 
 export interface InstallOptions {
   /**
-   * `local` (default): serve the operator's webhooks (admission and conversion) in this process on 127.0.0.1 with a
-   * CA of its own, and point the CRD's conversion and the webhook configurations at it — what a local run or a test
+   * `local` (default): serve the operator's webhooks (admission and conversion) in a worker thread of this process
+   * on 127.0.0.1 with a CA of its own, and point the CRD's conversion and the webhook configurations at it — what a local run or a test
    * needs, so that operators started with ENABLE_WEBHOOKS=false (as kubebuilder's `make run`) work. `none`: leave the
    * webhook configurations out and the CRD's conversion pointing at the in-cluster Service (a test then points them
    * at its own server, e.g. testenv's `installWebhooks`).
@@ -72,7 +61,7 @@ export async function installApiAndRbac(
   if (mode === 'none') {
     objects = objects.filter((o) => !o.kind?.endsWith('WebhookConfiguration'));
   } else {
-    const served = await serveLocally(client);
+    const served = await serveLocally();
     local = served;
     objects = objects.map((o) => pointAt(o, served.url, served.caBundle));
   }
@@ -88,30 +77,17 @@ export async function installApiAndRbac(
   }
 }
 
-async function serveLocally(client: Client): Promise<LocalWebhooks & { caBundle: string }> {
-  const ca = createCertificateAuthority(`${NAME}-local-webhook-ca`);
-  const server = new WebhookServer({
-    bindAddress: '127.0.0.1:0',
-    certificates: new StaticCertificates(issueServingCertificate(ca, ['127.0.0.1', 'localhost'])),
-    unref: true,
+/** Starts the local webhook server in a worker thread (module local-webhooks) and waits for its address. */
+async function serveLocally(): Promise<LocalWebhooks & { caBundle: string }> {
+  const self = fileURLToPath(import.meta.url);
+  const worker = new Worker(new URL(`./local-webhooks${extname(self)}`, import.meta.url));
+  worker.unref();
+  const ready = await new Promise<LocalWebhooksReady>((resolve, reject) => {
+    worker.once('message', (m: LocalWebhooksReady) => resolve(m));
+    worker.once('error', reject);
+    worker.once('exit', (code) => reject(new Error(`the local webhook server exited (${code}) before serving`)));
   });
-  const lookup = (name: string) =>
-    client.get(Namespaces, { name }).catch((err: unknown) => {
-      if (isNotFound(err)) return undefined;
-      throw err;
-    });
-  serveWebhooks(server, webhooks(lookup), conversions);
-  const stop = new AbortController();
-  const running = server.start(stop.signal);
-  for (let i = 0; server.port === 0; i++) {
-    if (i > 500) throw new Error('the local webhook server did not start');
-    await Promise.race([running, new Promise((r) => setTimeout(r, 10))]);
-  }
-  return {
-    url: `https://127.0.0.1:${server.port}`,
-    caBundle: Buffer.from(ca.certPem).toString('base64'),
-    stop: () => stop.abort(),
-  };
+  return { ...ready, stop: () => worker.postMessage('stop') };
 }
 
 /** The object with its webhook client configs (CRD conversion, webhook configurations) pointing at `url`. */
