@@ -12,7 +12,15 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import { Applier, type Client, type ConnectionConfig, type KubeObject, parseManifests, resource } from '@opkit/runtime';
+import {
+  Applier,
+  type Client,
+  type ConnectionConfig,
+  type KubeObject,
+  parseManifests,
+  pointWebhooksAt,
+  resource,
+} from '@opkit/runtime';
 import { AppServices } from './api/v1alpha1/appservice.ts';
 import type { LocalWebhooksReady } from './local-webhooks.ts';
 
@@ -63,7 +71,7 @@ export async function installApiAndRbac(
   } else {
     const served = await serveLocally();
     local = served;
-    objects = objects.map((o) => pointAt(o, served.url, served.caBundle));
+    objects = objects.map((o) => pointWebhooksAt(o, served.url, served.caBundle));
   }
   await new Applier(client, 'opkit').applyAll(objects);
   for (let i = 0; ; i++) {
@@ -88,26 +96,6 @@ async function serveLocally(): Promise<LocalWebhooks & { caBundle: string }> {
     worker.once('exit', (code) => reject(new Error(`the local webhook server exited (${code}) before serving`)));
   });
   return { ...ready, stop: () => worker.postMessage('stop') };
-}
-
-/** The object with its webhook client configs (CRD conversion, webhook configurations) pointing at `url`. */
-function pointAt(o: KubeObject, url: string, caBundle: string): KubeObject {
-  const copy = structuredClone(o) as KubeObject & Record<string, unknown>;
-  const local = (cc: Record<string, unknown> | undefined, path: string) => {
-    const service = cc?.service as { path?: string } | undefined;
-    return { url: `${url}${service?.path ?? path}`, caBundle };
-  };
-  if (copy.kind === 'CustomResourceDefinition') {
-    const webhook = (copy.spec as { conversion?: { webhook?: { clientConfig?: Record<string, unknown> } } }).conversion
-      ?.webhook;
-    if (webhook) webhook.clientConfig = local(webhook.clientConfig, '/convert');
-  }
-  if (copy.kind?.endsWith('WebhookConfiguration') && Array.isArray(copy.webhooks)) {
-    for (const w of copy.webhooks as { clientConfig?: Record<string, unknown> }[]) {
-      w.clientConfig = local(w.clientConfig, '/');
-    }
-  }
-  return copy;
 }
 
 /** The sample AppService (config/samples): `example-appservice`, 3 replicas. */

@@ -96,7 +96,10 @@ test('create webhook scaffolds typed handlers, registers them, and generate emit
   assert.match(install, /mountPath: \/tmp\/k8s-webhook-server\/serving-certs/);
 
   // the scaffolded project type-checks with the new files
-  const tsc = spawnSync(process.execPath, [TSC, '--noEmit', '-p', dir, '--customConditions', '@opkit/source'], { encoding: 'utf8', timeout: 120_000 });
+  const tsc = spawnSync(process.execPath, [TSC, '--noEmit', '-p', dir, '--customConditions', '@opkit/source'], {
+    encoding: 'utf8',
+    timeout: 120_000,
+  });
   assert.equal(tsc.status, 0, tsc.stdout + tsc.stderr);
 
   // running it again changes nothing and refuses to overwrite the user's handlers

@@ -54,6 +54,7 @@ export {
 export {
   CONVERSION_PATH,
   type Operation,
+  pointWebhooksAt,
   serveWebhooks,
   type WebhookDefinition,
   type WebhookEndpoint,

@@ -120,3 +120,30 @@ function webhook(d: WebhookDefinition, endpoint: WebhookEndpoint): Record<string
     ],
   };
 }
+
+/**
+ * A copy of `obj` whose webhook client configs — a CRD's conversion webhook, every webhook of a
+ * Mutating/ValidatingWebhookConfiguration — call `baseUrl` (keeping each Service path) and trust `caBundle`: how local
+ * runs and tests point the generated manifests at a server on loopback. Other objects come back unchanged.
+ */
+export function pointWebhooksAt(obj: KubeObject, baseUrl: string, caBundle: string): KubeObject {
+  const copy = structuredClone(obj) as KubeObject & { spec?: unknown; webhooks?: unknown };
+  const local = (cc: { service?: { path?: string }; url?: string } | undefined, path: string) => ({
+    url: `${baseUrl.replace(/\/$/, '')}${cc?.service?.path ?? (cc?.url ? new URL(cc.url).pathname : path)}`,
+    caBundle,
+  });
+  if (copy.kind === 'CustomResourceDefinition') {
+    const webhook = (copy.spec as { conversion?: { webhook?: { clientConfig?: Record<string, unknown> } } } | undefined)
+      ?.conversion?.webhook;
+    if (webhook) webhook.clientConfig = local(webhook.clientConfig, CONVERSION_PATH);
+  }
+  if (
+    (copy.kind === 'MutatingWebhookConfiguration' || copy.kind === 'ValidatingWebhookConfiguration') &&
+    Array.isArray(copy.webhooks)
+  ) {
+    for (const w of copy.webhooks as { clientConfig?: Record<string, unknown> }[]) {
+      w.clientConfig = local(w.clientConfig, '/');
+    }
+  }
+  return copy;
+}
