@@ -173,3 +173,45 @@ test('kubectl get appservices.v1alpha1.app.example.com still answers, and the co
     250,
   );
 });
+
+test('webhook down under failurePolicy Fail: writes are refused with a clear message, nothing is lost, it recovers', async () => {
+  const before = kubectl(['get', 'appservices.v1.app.example.com', '-n', 'hooks', '-o', 'json']).stdout;
+  await op?.stop('SIGKILL');
+  const refused = apply({
+    apiVersion: 'app.example.com/v1',
+    kind: 'AppService',
+    metadata: { name: 'while-down', namespace: 'hooks' },
+    spec: { template: { image: 'nginx:1.27' } },
+  });
+  assert.notEqual(refused.code, 0);
+  assert.match(refused.stderr, /failed calling webhook "mappservice-v1\.app\.example\.com"/);
+  assert.match(refused.stderr, /connection refused/);
+  // what is stored is untouched, and the storage version still reads without the webhook
+  assert.equal(kubectl(['get', 'appservices.v1.app.example.com', '-n', 'hooks', '-o', 'json']).stdout, before);
+
+  op = operator(c, ['--webhook-bind-address', `127.0.0.1:${hooks.port}`, '--webhook-cert-dir', hooks.certDir], {
+    ENABLE_WEBHOOKS: 'true',
+  });
+  await waitFor(
+    'the restarted operator to serve webhooks',
+    async () =>
+      apply({
+        apiVersion: 'app.example.com/v1',
+        kind: 'AppService',
+        metadata: { name: 'while-down', namespace: 'hooks' },
+        spec: { template: { image: 'nginx:1.27' } },
+      }).code === 0,
+    60_000,
+    250,
+  );
+  const old = kubectl([
+    'get',
+    'appservices.v1alpha1.app.example.com',
+    'old',
+    '-n',
+    'hooks',
+    '-o',
+    'jsonpath={.spec.image}',
+  ]);
+  assert.match(old.stdout, /^nginx:1\.27$/, 'conversion works again');
+});
