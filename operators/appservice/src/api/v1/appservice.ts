@@ -10,48 +10,15 @@
  * (a quarter, at least 1), which a schema default cannot express.
  */
 import { type Static, Type } from '@sinclair/typebox';
-import { ContainerPort, EnvVar, Resources, AppServiceStatus as StatusV1alpha1 } from '../v1alpha1/schema.ts';
+import { PodFields, AppServiceStatus as StatusV1alpha1 } from '../v1alpha1/schema.ts';
 
 /** The status is the same in both versions. */
 export const AppServiceStatus = StatusV1alpha1;
 
-export const PodTemplate = Type.Object(
-  {
-    image: Type.String({
-      minLength: 1,
-      maxLength: 512,
-      default: 'busybox',
-      description: 'Container image (default busybox).',
-    }),
-    command: Type.Optional(
-      Type.Array(Type.String({ maxLength: 4_096 }), {
-        maxItems: 64,
-        description: 'Entrypoint, instead of the image’s.',
-      }),
-    ),
-    args: Type.Optional(
-      Type.Array(Type.String({ maxLength: 4_096 }), { maxItems: 256, description: 'Arguments to the entrypoint.' }),
-    ),
-    env: Type.Optional(
-      Type.Array(EnvVar, {
-        maxItems: 256,
-        'x-kubernetes-list-type': 'map',
-        'x-kubernetes-list-map-keys': ['name'],
-        description: 'Environment variables; names are unique.',
-      }),
-    ),
-    resources: Type.Optional(Resources),
-    ports: Type.Optional(
-      Type.Array(ContainerPort, {
-        maxItems: 64,
-        'x-kubernetes-list-type': 'map',
-        'x-kubernetes-list-map-keys': ['containerPort', 'protocol'],
-        description: 'Ports the container listens on.',
-      }),
-    ),
-  },
-  { description: 'The pod each replica runs.', default: { image: 'busybox' } },
-);
+export const PodTemplate = Type.Object(PodFields, {
+  description: 'The pod each replica runs.',
+  default: { image: 'busybox' },
+});
 
 export const Rollout = Type.Object(
   {

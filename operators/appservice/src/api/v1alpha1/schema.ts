@@ -58,6 +58,42 @@ export const Resources = Type.Object(
   },
 );
 
+/** What describes the pod: flat in v1alpha1's spec, under `spec.template` in v1. */
+export const PodFields = {
+  image: Type.String({
+    minLength: 1,
+    maxLength: 512,
+    default: 'busybox',
+    description: 'Container image (default busybox).',
+  }),
+  command: Type.Optional(
+    Type.Array(Type.String({ maxLength: 4_096 }), {
+      maxItems: 64,
+      description: 'Entrypoint, instead of the image’s.',
+    }),
+  ),
+  args: Type.Optional(
+    Type.Array(Type.String({ maxLength: 4_096 }), { maxItems: 256, description: 'Arguments to the entrypoint.' }),
+  ),
+  env: Type.Optional(
+    Type.Array(EnvVar, {
+      maxItems: 256,
+      'x-kubernetes-list-type': 'map',
+      'x-kubernetes-list-map-keys': ['name'],
+      description: 'Environment variables; names are unique.',
+    }),
+  ),
+  resources: Type.Optional(Resources),
+  ports: Type.Optional(
+    Type.Array(ContainerPort, {
+      maxItems: 64,
+      'x-kubernetes-list-type': 'map',
+      'x-kubernetes-list-map-keys': ['containerPort', 'protocol'],
+      description: 'Ports the container listens on.',
+    }),
+  ),
+};
+
 export const AppServiceSpec = Type.Object(
   {
     replicas: Type.Integer({
@@ -67,38 +103,7 @@ export const AppServiceSpec = Type.Object(
       format: 'int32',
       description: 'How many pods to run (default 1).',
     }),
-    image: Type.String({
-      minLength: 1,
-      maxLength: 512,
-      default: 'busybox',
-      description: 'Container image (default busybox).',
-    }),
-    command: Type.Optional(
-      Type.Array(Type.String({ maxLength: 4_096 }), {
-        maxItems: 64,
-        description: 'Entrypoint, instead of the image’s.',
-      }),
-    ),
-    args: Type.Optional(
-      Type.Array(Type.String({ maxLength: 4_096 }), { maxItems: 256, description: 'Arguments to the entrypoint.' }),
-    ),
-    env: Type.Optional(
-      Type.Array(EnvVar, {
-        maxItems: 256,
-        'x-kubernetes-list-type': 'map',
-        'x-kubernetes-list-map-keys': ['name'],
-        description: 'Environment variables; names are unique.',
-      }),
-    ),
-    resources: Type.Optional(Resources),
-    ports: Type.Optional(
-      Type.Array(ContainerPort, {
-        maxItems: 64,
-        'x-kubernetes-list-type': 'map',
-        'x-kubernetes-list-map-keys': ['containerPort', 'protocol'],
-        description: 'Ports the container listens on.',
-      }),
-    ),
+    ...PodFields,
     maxUnavailable: Type.Optional(
       Type.Integer({
         minimum: 1,
