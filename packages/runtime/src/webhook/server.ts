@@ -136,6 +136,9 @@ export class WebhookServer {
     const pair = await this.#o.certificates.load();
     const server = createServer({ ...tlsOptions(pair), minVersion: 'TLSv1.2' }, (req, res) => this.#serve(req, res));
     server.headersTimeout = 10_000;
+    // the apiserver (Go) keeps idle connections for 90 s; closing them sooner (Node's default: 5 s) makes it dial and
+    // handshake again in the middle of traffic
+    server.keepAliveTimeout = 120_000;
     server.requestTimeout = MAX_TIMEOUT_MS + 5_000;
     server.on('tlsClientError', () => {}); // a failed handshake is the client's problem, not a crash
     this.#server = server;
