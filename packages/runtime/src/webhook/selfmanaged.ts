@@ -300,7 +300,7 @@ export class CertificateRotator {
   /** Sets `caBundle` (the PEMs, concatenated) in every named configuration and CRD where it differs. */
   async #injectBundle(pems: readonly string[], signal?: AbortSignal): Promise<void> {
     const o = this.#o;
-    const bundle = Buffer.from(pems.map((p) => p.trim()).join('\n') + '\n').toString('base64');
+    const bundle = Buffer.from(`${pems.map((p) => p.trim()).join('\n')}\n`).toString('base64');
     const opts = { type: 'json' as const, ...(signal ? { signal } : {}) };
     for (const [type, names] of [
       [MutatingWebhookConfigurations, o.mutatingWebhookConfigurations ?? []],
