@@ -13,7 +13,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { Client, type KubeObject, type Lease, Leases, loadConfig, Namespaces, resource } from '@opkit/runtime';
 import { type Environment, FaultProxy, start, targetOf } from '@opkit/testenv';
-import { installApiAndRbac, NAME, NAMESPACE } from '../src/install.ts';
+import { installApiAndRbac, type LocalWebhooks, NAME, NAMESPACE } from '../src/install.ts';
 
 export const MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
 /** The operator runs from this repository's sources: the workspace packages' source export condition, alone. */
@@ -139,6 +139,8 @@ export interface ChaosCluster {
   readonly admin: Client;
   readonly auditLog: string;
   readonly replicas: readonly Replica[];
+  /** The webhook server (admission and conversion, `failurePolicy: Fail`), served by the harness. */
+  readonly webhooks: LocalWebhooks;
   /** The replica holding the Lease now (by its holderIdentity), if any. */
   leader(): Promise<Replica | undefined>;
   lease(): Promise<Lease | undefined>;
@@ -182,7 +184,8 @@ export async function chaosCluster(options: { replicas?: number } = {}): Promise
   const replicas: Replica[] = [];
   try {
     const admin = new Client(await loadConfig({ path: env.kubeconfigPath }), { name: 'chaos-admin' });
-    await installApiAndRbac(admin);
+    const webhooks = await installApiAndRbac(admin);
+    if (!webhooks) throw new Error('installApiAndRbac served no webhooks');
     await admin.create(Namespaces, { metadata: { name: CHAOS_NAMESPACE } });
     const sa = await env.kubeconfigFor({ namespace: NAMESPACE, name: NAME });
     await rbacEffective(admin);
@@ -201,6 +204,7 @@ export async function chaosCluster(options: { replicas?: number } = {}): Promise
       admin,
       auditLog: env.auditLogPath as string,
       replicas,
+      webhooks,
       lease: () => admin.get(Leases, LEASE).catch(() => undefined),
       async leader() {
         const lease = await admin.get(Leases, LEASE).catch(() => undefined);

@@ -24,6 +24,7 @@ export interface Violation {
     | 'crash-loop'
     | 'log'
     | 'split-brain'
+    | 'webhook'
     | 'harness';
   readonly detail: string;
 }

@@ -22,7 +22,7 @@ import {
   resource,
 } from '@opkit/runtime';
 import { AppServices } from './api/v1alpha1/appservice.ts';
-import type { LocalWebhooksReady } from './local-webhooks.ts';
+import type { LocalWebhooksData, LocalWebhooksReady } from './local-webhooks.ts';
 
 export const NAME = 'appservice-operator';
 export const NAMESPACE = 'appservice-system';
@@ -49,6 +49,10 @@ export interface InstallOptions {
 export interface LocalWebhooks {
   readonly url: string;
   stop(): void;
+  /** Kills the server at once (its worker is terminated): the apiserver's calls are refused until `up()`. */
+  down(): Promise<void>;
+  /** Starts it again on the same port with the same CA, so the configurations still trust it. */
+  up(): Promise<void>;
 }
 
 /**
@@ -87,15 +91,32 @@ export async function installApiAndRbac(
 
 /** Starts the local webhook server in a worker thread (module local-webhooks) and waits for its address. */
 async function serveLocally(): Promise<LocalWebhooks & { caBundle: string }> {
+  let current = await startWorker(undefined);
+  return {
+    url: current.ready.url,
+    caBundle: current.ready.caBundle,
+    stop: () => current.worker.postMessage('stop'),
+    async down() {
+      await current.worker.terminate();
+    },
+    async up() {
+      current = await startWorker({ port: current.ready.port, ca: current.ready.ca });
+    },
+  };
+}
+
+async function startWorker(
+  data: LocalWebhooksData | undefined,
+): Promise<{ worker: Worker; ready: LocalWebhooksReady }> {
   const self = fileURLToPath(import.meta.url);
-  const worker = new Worker(new URL(`./local-webhooks${extname(self)}`, import.meta.url));
+  const worker = new Worker(new URL(`./local-webhooks${extname(self)}`, import.meta.url), { workerData: data });
   worker.unref();
   const ready = await new Promise<LocalWebhooksReady>((resolve, reject) => {
     worker.once('message', (m: LocalWebhooksReady) => resolve(m));
     worker.once('error', reject);
     worker.once('exit', (code) => reject(new Error(`the local webhook server exited (${code}) before serving`)));
   });
-  return { ...ready, stop: () => worker.postMessage('stop') };
+  return { worker, ready };
 }
 
 /** The sample AppService (config/samples): `example-appservice`, 3 replicas. */
