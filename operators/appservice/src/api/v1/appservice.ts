@@ -10,7 +10,7 @@
  * (a quarter, at least 1), which a schema default cannot express.
  */
 import { type Static, Type } from '@sinclair/typebox';
-import { PodFields, AppServiceStatus as StatusV1alpha1 } from '../v1alpha1/schema.ts';
+import { PodFields, Replicas, AppServiceStatus as StatusV1alpha1 } from '../v1alpha1/schema.ts';
 
 /** The status is the same in both versions. */
 export const AppServiceStatus = StatusV1alpha1;
@@ -33,13 +33,7 @@ export const Rollout = Type.Object(
 
 export const AppServiceSpec = Type.Object(
   {
-    replicas: Type.Integer({
-      minimum: 0,
-      maximum: 10_000,
-      default: 1,
-      format: 'int32',
-      description: 'How many pods to run (default 1).',
-    }),
+    replicas: Replicas,
     template: PodTemplate,
     rollout: Type.Optional(Rollout),
   },

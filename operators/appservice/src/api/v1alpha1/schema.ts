@@ -94,15 +94,18 @@ export const PodFields = {
   ),
 };
 
+/** How many pods to run: the same field, at the same path, in every version (the scale subresource reads it). */
+export const Replicas = Type.Integer({
+  minimum: 0,
+  maximum: 10_000,
+  default: 1,
+  format: 'int32',
+  description: 'How many pods to run (default 1).',
+});
+
 export const AppServiceSpec = Type.Object(
   {
-    replicas: Type.Integer({
-      minimum: 0,
-      maximum: 10_000,
-      default: 1,
-      format: 'int32',
-      description: 'How many pods to run (default 1).',
-    }),
+    replicas: Replicas,
     ...PodFields,
     maxUnavailable: Type.Optional(
       Type.Integer({
