@@ -88,6 +88,7 @@ const RUNTIME_LAYERS: readonly (readonly string[])[] = [
   ['cache'],
   ['helpers'],
   ['controller'],
+  ['webhook'],
   ['manager'],
   ['testing'],
   ['index.ts'],

@@ -10,6 +10,7 @@ import { compareMarkdown, compareScenario, SCENARIOS, type ScenarioName, writeDo
 import { type ConvergeResult, convergeScenario } from './scenarios/converge.ts';
 import { envStart, envStartMarkdown } from './scenarios/env-start.ts';
 import { type InformerResult, informerScenario } from './scenarios/informer.ts';
+import { webhookMarkdown, webhookScenario } from './scenarios/webhook.ts';
 
 const USAGE = `Usage: npm run bench -- <scenario> [--repeat N] [--json FILE]
 
@@ -25,6 +26,8 @@ Scenarios:
                         --steady-idle-seconds S (300) --restarts K (3)
               scale:    --sizes A,B,C cached pods (1000,10000,30000)
               all: --workers W (4)
+  webhook     a validating webhook through the apiserver, opkit vs Go controller-runtime, at rising rates:
+              --rates A,B,C req/s (50,100,200,400) --rate-seconds S (10), --repeat N
 `;
 
 const { values, positionals } = parseArgs({
@@ -47,6 +50,8 @@ const { values, positionals } = parseArgs({
     'steady-idle-seconds': { type: 'string', default: '300' },
     restarts: { type: 'string', default: '3' },
     sizes: { type: 'string', default: '1000,10000,30000' },
+    rates: { type: 'string', default: '50,100,200,400' },
+    'rate-seconds': { type: 'string', default: '10' },
     help: { type: 'boolean', short: 'h', default: false },
   },
 });
@@ -101,6 +106,17 @@ switch (scenario) {
     const r = await informerScenario({ objects, repeat, log });
     result = r;
     table = informerMarkdown(r);
+    break;
+  }
+  case 'webhook': {
+    const rates = (values.rates ?? '').split(',').map(Number);
+    if (rates.some((n) => !Number.isInteger(n) || n < 1))
+      fail(`--rates must be whole numbers ≥ 1 separated by commas, got "${values.rates}"`);
+    const seconds = Number(values['rate-seconds']);
+    if (!Number.isInteger(seconds) || seconds < 1) fail(`--rate-seconds must be a whole number ≥ 1`);
+    const r = await webhookScenario({ rates, seconds, repeat, log });
+    result = r;
+    table = webhookMarkdown(r);
     break;
   }
   case 'converge': {

@@ -24,32 +24,36 @@ const CLIENT_NODE = fileURLToPath(new URL('../peers/client-node/operator.ts', im
 const GO_DIR = fileURLToPath(new URL('../peers/go-controller-runtime/', import.meta.url));
 
 /** Builds (once) and returns the Go peer's binary. */
-export async function goPeerBinary(log: (line: string) => void): Promise<string> {
-  const out = join(cacheRoot(), 'bench', 'appservice-go');
+export function goPeerBinary(log: (line: string) => void): Promise<string> {
+  return goBinary(GO_DIR, 'appservice-go', log);
+}
+
+/** Builds (once, again when main.go or go.sum change) the Go program in `dir` into the user cache as `name`. */
+export async function goBinary(dir: string, name: string, log: (line: string) => void): Promise<string> {
+  const out = join(cacheRoot(), 'bench', name);
   const fresh = await stat(out).then(
     async (s) =>
-      s.mtimeMs > (await stat(join(GO_DIR, 'main.go'))).mtimeMs &&
-      s.mtimeMs > (await stat(join(GO_DIR, 'go.sum'))).mtimeMs,
+      s.mtimeMs > (await stat(join(dir, 'main.go'))).mtimeMs && s.mtimeMs > (await stat(join(dir, 'go.sum'))).mtimeMs,
     () => false,
   );
   if (fresh) return out;
   const go = await findGo();
-  if (!go) throw new Error('the Go peer needs Go ≥ 1.26 to build (see docs/testenv.md for where opkit looks for it)');
+  if (!go) throw new Error(`${name} needs Go ≥ 1.26 to build (see docs/testenv.md for where opkit looks for it)`);
   await mkdir(join(cacheRoot(), 'bench'), { recursive: true });
-  log('building the Go controller-runtime peer (first time only)…');
+  log(`building ${name} (first time only)…`);
   const t0 = performance.now();
   const partial = `${out}.partial-${process.pid}`;
   const code = await new Promise<number | null>((resolve) => {
     const p = spawn(go, ['build', '-trimpath', '-o', partial, '.'], {
-      cwd: GO_DIR,
+      cwd: dir,
       env: { ...process.env, GOTOOLCHAIN: 'local', GOFLAGS: '-mod=mod', CGO_ENABLED: '0' },
       stdio: ['ignore', 'inherit', 'inherit'],
     });
     p.once('exit', resolve);
   });
-  if (code !== 0) throw new Error(`building the Go peer failed (exit ${code})`);
+  if (code !== 0) throw new Error(`building ${name} failed (exit ${code})`);
   await rename(partial, out);
-  log(`built the Go peer in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
+  log(`built ${name} in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
   return out;
 }
 
@@ -108,7 +112,8 @@ export async function startPeer(
           '--log-level',
           'warn',
         ],
-        { stdio, env: { ...env, ...(await deployedEnv()) } },
+        // the bench's harness serves the webhooks in its own process (installApiAndRbac)
+        { stdio, env: { ...env, ...(await deployedEnv()), ENABLE_WEBHOOKS: 'false' } },
       );
     case 'clientNode':
       return spawn(process.execPath, [CLIENT_NODE, ...common], { stdio, env });

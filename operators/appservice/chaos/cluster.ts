@@ -15,7 +15,7 @@ import type { KubeObject } from '@opkit/runtime';
 import { Client, loadConfig, resource } from '@opkit/runtime/client';
 import { type Lease, Leases, Namespaces } from '@opkit/runtime/kinds';
 import { type Environment, FaultProxy, start, targetOf } from '@opkit/testenv';
-import { installApiAndRbac, NAME, NAMESPACE } from '../src/install.ts';
+import { installApiAndRbac, type LocalWebhooks, NAME, NAMESPACE } from '../src/install.ts';
 
 export const MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
 /** The operator runs from this repository's sources: the workspace packages' source export condition, alone. */
@@ -92,7 +92,10 @@ export class Replica {
         '--log-level',
         'debug',
       ],
-      { env: { ...process.env, POD_NAME: this.name, NODE_OPTIONS: SOURCE_CONDITION }, stdio: ['pipe', 'pipe', 'pipe'] },
+      {
+        env: { ...process.env, POD_NAME: this.name, NODE_OPTIONS: SOURCE_CONDITION, ENABLE_WEBHOOKS: 'false' },
+        stdio: ['pipe', 'pipe', 'pipe'],
+      },
     );
     this.proc = proc;
     const add = (text: string) => {
@@ -138,6 +141,8 @@ export interface ChaosCluster {
   readonly admin: Client;
   readonly auditLog: string;
   readonly replicas: readonly Replica[];
+  /** The webhook server (admission and conversion, `failurePolicy: Fail`), served by the harness. */
+  readonly webhooks: LocalWebhooks;
   /** The replica holding the Lease now (by its holderIdentity), if any. */
   leader(): Promise<Replica | undefined>;
   lease(): Promise<Lease | undefined>;
@@ -181,7 +186,8 @@ export async function chaosCluster(options: { replicas?: number } = {}): Promise
   const replicas: Replica[] = [];
   try {
     const admin = new Client(await loadConfig({ path: env.kubeconfigPath }), { name: 'chaos-admin' });
-    await installApiAndRbac(admin);
+    const webhooks = await installApiAndRbac(admin);
+    if (!webhooks) throw new Error('installApiAndRbac served no webhooks');
     await admin.create(Namespaces, { metadata: { name: CHAOS_NAMESPACE } });
     const sa = await env.kubeconfigFor({ namespace: NAMESPACE, name: NAME });
     await rbacEffective(admin);
@@ -200,6 +206,7 @@ export async function chaosCluster(options: { replicas?: number } = {}): Promise
       admin,
       auditLog: env.auditLogPath as string,
       replicas,
+      webhooks,
       lease: () => admin.get(Leases, LEASE).catch(() => undefined),
       async leader() {
         const lease = await admin.get(Leases, LEASE).catch(() => undefined);

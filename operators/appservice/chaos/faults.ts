@@ -10,13 +10,16 @@
  * - `apiserver-restart`; `compaction`: etcd compacted and the apiserver restarted, so watches resume with 410 Gone;
  * - `leader-cutoff`: the leader cut off for longer than the lease: it must stop acting before the lease can expire;
  * - `handover`: SIGTERM of the leader with work in flight: drained, Lease released, the successor leads within 3 s;
- * - `watch-hang`: the standby's connection hangs silently: its watches must notice within 60 s.
+ * - `watch-hang`: the standby's connection hangs silently: its watches must notice within 60 s;
+ * - `webhook-down`: the webhook server (admission and conversion, `failurePolicy: Fail`) is killed for a while: a
+ *   write in that time must be refused naming the webhook, and once it is back the change under way completes (the
+ *   replicas' watches, which read through the conversion webhook, recover) — nothing is lost.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isNotFound } from '@opkit/runtime';
 import { Pods } from '@opkit/runtime/kinds';
 import { type AuditEvent, readAuditLog } from '@opkit/testenv';
-import { AppServices } from '../src/api/v1alpha1/appservice.ts';
+import { type AppService, AppServices } from '../src/api/v1alpha1/appservice.ts';
 import { LABELS } from '../src/controllers/pods.ts';
 import { inWindows, type LeaseView, splitBrain } from './audit.ts';
 import { CHAOS_NAMESPACE, type ChaosCluster, OPERATOR_USER } from './cluster.ts';
@@ -34,6 +37,7 @@ export const FAULT_KINDS = [
   'leader-cutoff',
   'handover',
   'watch-hang',
+  'webhook-down',
 ] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
@@ -282,6 +286,31 @@ export class TrialRunner {
         const s = await leaseUntil(c, successorOf(leaderIdentity), 40_000);
         if (s === undefined) violations.push({ invariant: 'not-settled', detail: 'no failover within 40 s' });
         else extra.failoverSeconds = (performance.now() - t0) / 1000;
+        break;
+      }
+      case 'webhook-down': {
+        await c.webhooks.down();
+        await sleep(rng.int(500, 2_000));
+        const refused = await c.admin
+          .create(
+            AppServices,
+            {
+              metadata: { name: 'while-webhook-down', namespace: CHAOS_NAMESPACE },
+              spec: { replicas: 1, image: 'busybox' },
+            } as AppService,
+            { dryRun: true },
+          )
+          .then(
+            () => 'accepted',
+            (err: Error) => err.message,
+          );
+        if (!/failed calling webhook|conversion webhook/.test(refused))
+          violations.push({
+            invariant: 'webhook',
+            detail: `a write while the webhook was down was not refused naming the webhook: ${refused.slice(0, 300)}`,
+          });
+        await sleep(rng.int(1_000, 6_000));
+        await c.webhooks.up();
         break;
       }
       case 'apiserver-restart':

@@ -26,6 +26,7 @@ export interface Violation {
     | 'crash-loop'
     | 'log'
     | 'split-brain'
+    | 'webhook'
     | 'harness';
   readonly detail: string;
 }

@@ -61,7 +61,8 @@ const operator = spawn(
     '--log-format',
     'pretty',
   ],
-  { stdio: ['ignore', logFd, logFd] },
+  // the webhooks are served by this script (installApiAndRbac), which stays alive beside the operator
+  { stdio: ['ignore', logFd, logFd], env: { ...process.env, ENABLE_WEBHOOKS: 'false' } },
 );
 out(
   `opkit: the operator runs as system:serviceaccount:appservice-system:appservice-operator (pid ${operator.pid}); log: ${logFile}`,

@@ -2,15 +2,21 @@
  * @module install
  * Puts the operator's API and identity into a cluster with opkit's own client (kubectl is not needed), from the
  * generated dist/install.yaml — the namespace, the CRD (waited for until Established), the ServiceAccount and its
- * least-privilege RBAC — by server-side apply with field manager `opkit`, so running it again changes nothing. The
- * Deployment is left out: the caller runs the operator itself. `serviceAccountKubeconfig` makes a kubeconfig that
+ * least-privilege RBAC, the webhook configurations — by server-side apply with field manager `opkit`, so running it
+ * again changes nothing. The Deployment, the Services and the cert-manager objects are left out: the caller runs the
+ * operator itself, and the webhooks are served in the calling process unless it asks otherwise (`InstallOptions`). `serviceAccountKubeconfig` makes a kubeconfig that
  * authenticates as the operator's ServiceAccount (a TokenRequest), so a local run has exactly the Deployment's
  * permissions.
  */
 import { readFile, writeFile } from 'node:fs/promises';
+import { extname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
 import type { KubeObject } from '@opkit/runtime';
 import { Applier, type Client, type ConnectionConfig, parseManifests, resource } from '@opkit/runtime/client';
+import { pointWebhooksAt } from '@opkit/runtime/webhook';
 import { AppServices } from './api/v1alpha1/appservice.ts';
+import type { LocalWebhooksData, LocalWebhooksReady } from './local-webhooks.ts';
 
 export const NAME = 'appservice-operator';
 export const NAMESPACE = 'appservice-system';
@@ -22,19 +28,89 @@ export async function installObjects(): Promise<KubeObject[]> {
   return parseManifests(await readFile(INSTALL, 'utf8'), 'dist/install.yaml');
 }
 
-/** Applies everything in dist/install.yaml but the Deployment and its Service; resolves once AppServices are served. */
-export async function installApiAndRbac(client: Client): Promise<void> {
-  const objects = (await installObjects()).filter((o) => o.kind !== 'Deployment' && o.kind !== 'Service');
+export interface InstallOptions {
+  /**
+   * `local` (default): serve the operator's webhooks (admission and conversion) in a worker thread of this process
+   * on 127.0.0.1 with a CA of its own, and point the CRD's conversion and the webhook configurations at it — what a local run or a test
+   * needs, so that operators started with ENABLE_WEBHOOKS=false (as kubebuilder's `make run`) work. `none`: leave the
+   * webhook configurations out and the CRD's conversion pointing at the in-cluster Service (a test then points them
+   * at its own server, e.g. testenv's `installWebhooks`).
+   */
+  readonly webhooks?: 'local' | 'none';
+}
+
+/** The webhook server `installApiAndRbac` runs in this process (it does not keep the process alive). */
+export interface LocalWebhooks {
+  readonly url: string;
+  stop(): void;
+  /** Kills the server at once (its worker is terminated): the apiserver's calls are refused until `up()`. */
+  down(): Promise<void>;
+  /** Starts it again on the same port with the same CA, so the configurations still trust it. */
+  up(): Promise<void>;
+}
+
+/**
+ * Applies everything in dist/install.yaml but the Deployment and the Services; resolves once AppServices are served.
+ * See `InstallOptions` for the webhooks.
+ */
+export async function installApiAndRbac(
+  client: Client,
+  options: InstallOptions = {},
+): Promise<LocalWebhooks | undefined> {
+  const mode = options.webhooks ?? 'local';
+  // no Deployment or Services (the caller runs the operator), no cert-manager objects (the webhooks' certificate is
+  // made here, or by the caller)
+  let objects = (await installObjects()).filter(
+    (o) => o.kind !== 'Deployment' && o.kind !== 'Service' && !o.apiVersion?.startsWith('cert-manager.io/'),
+  );
+  let local: LocalWebhooks | undefined;
+  if (mode === 'none') {
+    objects = objects.filter((o) => !o.kind?.endsWith('WebhookConfiguration'));
+  } else {
+    const served = await serveLocally();
+    local = served;
+    objects = objects.map((o) => pointWebhooksAt(o, served.url, served.caBundle));
+  }
   await new Applier(client, 'opkit').applyAll(objects);
   for (let i = 0; ; i++) {
     try {
       await client.list(AppServices, { namespace: 'default', pageSize: 1 });
-      return;
+      return local;
     } catch (err) {
       if (i > 100) throw err;
       await new Promise((res) => setTimeout(res, 100));
     }
   }
+}
+
+/** Starts the local webhook server in a worker thread (module local-webhooks) and waits for its address. */
+async function serveLocally(): Promise<LocalWebhooks & { caBundle: string }> {
+  let current = await startWorker(undefined);
+  return {
+    url: current.ready.url,
+    caBundle: current.ready.caBundle,
+    stop: () => current.worker.postMessage('stop'),
+    async down() {
+      await current.worker.terminate();
+    },
+    async up() {
+      current = await startWorker({ port: current.ready.port, ca: current.ready.ca });
+    },
+  };
+}
+
+async function startWorker(
+  data: LocalWebhooksData | undefined,
+): Promise<{ worker: Worker; ready: LocalWebhooksReady }> {
+  const self = fileURLToPath(import.meta.url);
+  const worker = new Worker(new URL(`./local-webhooks${extname(self)}`, import.meta.url), { workerData: data });
+  worker.unref();
+  const ready = await new Promise<LocalWebhooksReady>((resolve, reject) => {
+    worker.once('message', (m: LocalWebhooksReady) => resolve(m));
+    worker.once('error', reject);
+    worker.once('exit', (code) => reject(new Error(`the local webhook server exited (${code}) before serving`)));
+  });
+  return { worker, ready };
 }
 
 /** The sample AppService (config/samples): `example-appservice`, 3 replicas. */

@@ -10,6 +10,7 @@
 import { Manager, settings } from '@opkit/runtime';
 import { setupAppServiceController } from './controllers/appservice.ts';
 import { startTracing, TRACING_FLAGS } from './tracing.ts';
+import { setupAppServiceWebhooks } from './webhooks.ts';
 // +opkit:scaffold:imports
 
 export const OPERATOR_NAME = 'appservice-operator';
@@ -24,6 +25,12 @@ const { manager, flags } = settings({
       help: 'also reconcile every AppService this often (off unless set)',
     },
     ...TRACING_FLAGS,
+    webhooks: {
+      type: 'boolean',
+      env: 'ENABLE_WEBHOOKS',
+      default: true,
+      help: 'serve the admission and conversion webhooks (false: something else serves them, as in a local run)',
+    },
   },
 });
 try {
@@ -35,6 +42,8 @@ try {
   if (tracing) mgr.add(tracing);
   setupAppServiceController(mgr, flags.resyncPeriod ? { resyncPeriodMs: flags.resyncPeriod } : {});
   // +opkit:scaffold:controllers
+  if (flags.webhooks) setupAppServiceWebhooks(mgr);
+  // +opkit:scaffold:webhooks
   await mgr.run();
 } catch (err) {
   process.stderr.write(`${OPERATOR_NAME}: ${(err as Error).message.split('\n')[0]}\n`);

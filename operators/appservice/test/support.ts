@@ -36,7 +36,11 @@ export interface OperatorProcess {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-export function operator(c: Cluster, args: readonly string[] = []): OperatorProcess {
+/**
+ * Starts the operator. Unless `env` says otherwise it runs with ENABLE_WEBHOOKS=false: the test process serves the
+ * webhooks (installApiAndRbac's local mode).
+ */
+export function operator(c: Cluster, args: readonly string[] = [], env: NodeJS.ProcessEnv = {}): OperatorProcess {
   const proc = spawn(
     process.execPath,
     [
@@ -49,7 +53,7 @@ export function operator(c: Cluster, args: readonly string[] = []): OperatorProc
       '0',
       ...args,
     ],
-    { stdio: ['pipe', 'pipe', 'pipe'] },
+    { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, ENABLE_WEBHOOKS: 'false', ...env } },
   );
   const p: OperatorProcess = {
     proc,

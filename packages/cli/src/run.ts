@@ -10,6 +10,7 @@ import { isTestenvError } from '@opkit/testenv';
 import { buildCommand } from './commands/build.ts';
 import { bundleCommand } from './commands/bundle.ts';
 import { createApiCommand } from './commands/create-api.ts';
+import { createWebhookCommand } from './commands/create-webhook.ts';
 import { deployCommand } from './commands/deploy.ts';
 import { envCommand } from './commands/env.ts';
 import { generateCommand } from './commands/generate.ts';
@@ -26,6 +27,7 @@ opkit: the operator SDK for TypeScript.
 Commands:
   init         create a new operator project
   create api   add an API (custom resource) and optionally its controller
+  create webhook  add defaulting, validating or conversion webhooks for a kind
   generate     CRDs, RBAC and manifests from the code (--check for CI)
   run          apply the CRDs and run the operator locally against the current cluster
   build        build the operator image (docker, podman or buildah)
@@ -57,6 +59,7 @@ export async function run(
       case 'init':
         return await initCommand(rest, out);
       case 'create':
+        if (rest[0] === 'webhook') return await createWebhookCommand(rest.slice(1), out);
         return await createApiCommand(rest, out);
       case 'generate':
         return await generateCommand(rest, out);

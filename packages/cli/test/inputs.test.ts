@@ -96,7 +96,7 @@ describe('input checks: each error names the bad value and the rule; nothing the
       work,
     ]);
     assert.match(outside.out, /PROJECT not found: run this inside an opkit project/);
-    assert.match((await opkit(['create', 'widget'])).out, /the only thing to create is an api/);
+    assert.match((await opkit(['create', 'widget'])).out, /create an api or a webhook \(opkit create webhook --help\)/);
   });
 
   test('build: names docker, podman and buildah when none is on PATH; otherwise runs the first found', async () => {

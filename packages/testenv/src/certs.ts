@@ -65,6 +65,21 @@ export async function createPki(dir: string, clients: readonly ClientIdentity[])
   };
 }
 
+/**
+ * A CA of its own and a serving certificate for 127.0.0.1 and localhost signed by it, for a webhook server the test
+ * runs on loopback (as envtest's WebhookInstallOptions); files go into `dir` as `ca.crt`, `tls.crt` and `tls.key`.
+ */
+export async function createLoopbackServingPki(dir: string): Promise<{ ca: CertPair; serving: CertPair }> {
+  const ca = await selfSignedCa(dir);
+  const serving = await signed(dir, ca, 'tls', '/CN=127.0.0.1', [
+    'basicConstraints=critical,CA:FALSE',
+    'keyUsage=critical,digitalSignature,keyEncipherment',
+    'extendedKeyUsage=serverAuth',
+    'subjectAltName=IP:127.0.0.1,IP:::1,DNS:localhost',
+  ]);
+  return { ca, serving };
+}
+
 function subject(c: ClientIdentity): string {
   const esc = (s: string) => s.replaceAll('/', '\\/');
   return `/CN=${esc(c.user)}${c.groups.map((g) => `/O=${esc(g)}`).join('')}`;

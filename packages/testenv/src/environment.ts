@@ -34,6 +34,7 @@ import { type Kubeconfig, makeKubeconfig, writeKubeconfig } from './kubeconfig.t
 import { KEPT_MARKER, KEPT_TEXT, runRoot } from './paths.ts';
 import { freePorts } from './ports.ts';
 import { isProcessAlive } from './process.ts';
+import { type InstalledWebhooks, type InstallWebhooksOptions, installWebhooks } from './webhooks.ts';
 
 export interface StartOptions {
   /** Number of kwok fake nodes (default 3). */
@@ -210,6 +211,14 @@ export class Environment {
     return this.#pki.ca.certPem;
   }
 
+  /**
+   * Points webhook configurations and CRD conversions at a webhook server on loopback (`url:` with a test CA), as
+   * envtest's WebhookInstallOptions; serve with the returned `port` and the files in `certDir` (module webhooks).
+   */
+  installWebhooks(options: InstallWebhooksOptions): Promise<InstalledWebhooks> {
+    return installWebhooks(this.api, this.dir, options);
+  }
+
   /** pid of each running component. */
   get pids(): Partial<Record<ComponentId, number>> {
     const pids: Partial<Record<ComponentId, number>> = {};
@@ -312,6 +321,19 @@ export class Environment {
   async startComponent(id: ComponentId): Promise<void> {
     await this.#component(id).start();
     await this.#writeState();
+  }
+
+  /**
+   * The JSON etcd stores for `key` (e.g. `/registry/<group>/<plural>/<namespace>/<name>` for a custom resource, which
+   * the apiserver stores as JSON), or undefined when there is none: what is really stored, e.g. in which version.
+   */
+  async etcdValue(key: string): Promise<unknown> {
+    const url = `http://127.0.0.1:${this.#ports.etcdClient}`;
+    const range = JSON.parse(await postText(`${url}/v3/kv/range`, { key: Buffer.from(key).toString('base64') })) as {
+      kvs?: { value?: string }[];
+    };
+    const value = range.kvs?.[0]?.value;
+    return value === undefined ? undefined : (JSON.parse(Buffer.from(value, 'base64').toString('utf8')) as unknown);
   }
 
   /**

@@ -41,3 +41,4 @@ export { cacheRoot } from './paths.ts';
 export { type ReleasePlatform, releasePlatform } from './release.ts';
 export { ETCD_VERSION, KUBERNETES_VERSION, KWOK_VERSION } from './versions.ts';
 export { waitFor } from './wait.ts';
+export { type InstalledWebhooks, type InstallWebhooksOptions, installWebhooks } from './webhooks.ts';

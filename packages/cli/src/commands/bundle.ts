@@ -16,6 +16,7 @@ import type { KubeObject } from '@opkit/runtime';
 import yaml from 'js-yaml';
 import { CliError } from '../errors.ts';
 import {
+  crdObject,
   deploymentObject,
   doc,
   GENERATED,
@@ -131,7 +132,7 @@ export async function bundleFiles(
   for (const a of apis)
     files.set(
       `bundle/manifests/${apiGroup(p, a.entry)}_${a.entry.plural}.yaml`,
-      GENERATED('the project by opkit bundle') + doc(a.kind.crd()),
+      GENERATED('the project by opkit bundle') + doc(crdObject(p, a)),
     );
   files.set('bundle/metadata/annotations.yaml', GENERATED('the project by opkit bundle') + doc({ annotations }));
   files.set(

@@ -40,7 +40,7 @@ export async function createApiCommand(argv: readonly string[], out: (line: stri
   if (what !== 'api')
     throw new CliError(
       'Usage',
-      `unknown "create ${what ?? ''}": the only thing to create is an api\n${CREATE_API_HELP}`,
+      `unknown "create ${what ?? ''}": create an api or a webhook (opkit create webhook --help)\n${CREATE_API_HELP}`,
     );
   const { values } = parseArgs({
     args: rest,
@@ -133,7 +133,7 @@ export async function createApiCommand(argv: readonly string[], out: (line: stri
 }
 
 /** What `paths` (relative to `dir`) hold now, and the directories that do not exist yet, to put back on failure. */
-async function takeSnapshot(dir: string, paths: readonly string[]): Promise<{ restore: () => Promise<void> }> {
+export async function takeSnapshot(dir: string, paths: readonly string[]): Promise<{ restore: () => Promise<void> }> {
   const before = new Map<string, string | undefined>();
   const newDirs = new Set<string>();
   for (const path of paths) {

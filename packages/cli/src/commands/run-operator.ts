@@ -4,14 +4,23 @@
  * src/main.ts) against the current kubeconfig — or, when that does not answer, the cluster of `opkit env up` —
  * after applying its CRDs. Signals are passed to the operator; opkit exits with its exit code, or 128 + the signal's
  * number when a signal ended it (130 for Ctrl-C), as a shell does.
+ *
+ * A project with webhooks (config/webhook) has them served by the local operator, as envtest does: a CA and a serving
+ * certificate for 127.0.0.1 in a temporary directory, a free port, the CRDs' conversion and the webhook
+ * configurations pointed at `https://127.0.0.1:<port>` with that CA, and the operator started with
+ * `--webhook-bind-address` / `--webhook-cert-dir`. The configurations are deleted when the run ends, so a stopped
+ * local operator does not block writes (`failurePolicy: Fail`). The apiserver must reach 127.0.0.1 of this machine
+ * (`opkit env up`, testenv; not a remote cluster).
  */
 import { spawn } from 'node:child_process';
-import { readdir, readFile } from 'node:fs/promises';
-import { constants } from 'node:os';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { constants, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { KubeObject } from '@opkit/runtime';
-import { Applier, Client, loadConfig, parseManifests } from '@opkit/runtime/client';
+import { Applier, Client, loadConfig, parseManifests, resource } from '@opkit/runtime/client';
+import { createCertificateAuthority, issueServingCertificate, pointWebhooksAt } from '@opkit/runtime/webhook';
 import { type ClusterStatus, paths, readJson, stateDir } from '../env/state.ts';
 import { CliError } from '../errors.ts';
 import { readProject } from '../project/project.ts';
@@ -20,6 +29,8 @@ export const RUN_HELP = `Usage: opkit run [--dir DIR] [--kubeconfig FILE] [-- OP
 
 Applies the project's CRDs and runs the operator locally (node src/main.ts) against the current kubeconfig, or the
 cluster of "opkit env up" when that does not answer. Flags after -- go to the operator (see node src/main.ts --help).
+A project with webhooks has them served locally (a test CA, 127.0.0.1, a free port); their configurations are
+removed when the run ends.
 `;
 
 /**
@@ -107,16 +118,28 @@ export async function runCommand(argv: readonly string[], out: (line: string) =>
   const project = await readProject(dir);
   const target = await reachableKubeconfig(values.kubeconfig, { fallback: true });
   const client = new Client(await loadConfig(target.path ? { path: target.path } : {}), { name: 'opkit' });
+  const webhooks = await localWebhooks(dir);
+  let crds: KubeObject[];
   try {
-    const crds = await crdObjects(dir);
-    await new Applier(client, 'opkit').applyAll(crds);
-    out(`opkit: applied ${crds.length} CRD(s) to ${target.server}; running ${project.projectName}`);
-  } finally {
+    crds = await crdObjects(dir);
+    if (webhooks) crds = crds.map((c) => pointWebhooksAt(c, webhooks.url, webhooks.caBundle));
+    await new Applier(client, 'opkit').applyAll([...crds, ...(webhooks?.configurations ?? [])]);
+    out(
+      `opkit: applied ${crds.length} CRD(s)${webhooks ? ` and ${webhooks.configurations.length} webhook configuration(s), served at ${webhooks.url}` : ''} to ${target.server}; running ${project.projectName}`,
+    );
+  } catch (err) {
     client.close();
+    if (webhooks) await rm(webhooks.certDir, { recursive: true, force: true });
+    throw err;
   }
   const child = spawn(
     process.execPath,
-    [join(dir, 'src/main.ts'), ...(target.path ? ['--kubeconfig', target.path] : []), ...passThrough],
+    [
+      join(dir, 'src/main.ts'),
+      ...(target.path ? ['--kubeconfig', target.path] : []),
+      ...(webhooks ? ['--webhook-bind-address', webhooks.bindAddress, '--webhook-cert-dir', webhooks.certDir] : []),
+      ...passThrough,
+    ],
     {
       cwd: dir,
       stdio: 'inherit',
@@ -132,5 +155,61 @@ export async function runCommand(argv: readonly string[], out: (line: string) =>
   const code = await new Promise<number>((res) => child.once('exit', (c, s) => res(exitCodeOf(c, s, interrupted))));
   process.off('SIGINT', forward);
   process.off('SIGTERM', forward);
+  if (webhooks) {
+    // a stopped local operator must not block writes through failurePolicy: Fail
+    for (const c of webhooks.configurations) {
+      await client.delete(configurationType(c), { name: c.metadata?.name ?? '' }).catch(() => undefined);
+    }
+    await rm(webhooks.certDir, { recursive: true, force: true });
+    out(`opkit: removed the ${webhooks.configurations.length} webhook configuration(s) of this run`);
+  }
+  client.close();
   return code;
+}
+
+interface LocalWebhooks {
+  readonly url: string;
+  readonly bindAddress: string;
+  readonly caBundle: string;
+  readonly certDir: string;
+  readonly configurations: KubeObject[];
+}
+
+/** For a project with config/webhook: certificates, a port, and the configurations pointed at them. */
+async function localWebhooks(dir: string): Promise<LocalWebhooks | undefined> {
+  const file = join(dir, 'config/webhook/manifests.yaml');
+  const text = await readFile(file, 'utf8').catch(() => undefined);
+  if (text === undefined) return undefined;
+  const port = await new Promise<number>((res, rej) => {
+    const s = createServer();
+    s.once('error', rej);
+    s.listen(0, '127.0.0.1', () => {
+      const p = (s.address() as { port: number }).port;
+      s.close(() => res(p));
+    });
+  });
+  const certDir = await mkdtemp(join(tmpdir(), 'opkit-run-webhook-'));
+  const ca = createCertificateAuthority('opkit-run-webhook-ca');
+  const pair = issueServingCertificate(ca, ['127.0.0.1', 'localhost']);
+  await writeFile(join(certDir, 'tls.crt'), pair.certPem, { mode: 0o600 });
+  await writeFile(join(certDir, 'tls.key'), pair.keyPem, { mode: 0o600 });
+  const url = `https://127.0.0.1:${port}`;
+  const caBundle = Buffer.from(ca.certPem).toString('base64');
+  return {
+    url,
+    bindAddress: `127.0.0.1:${port}`,
+    caBundle,
+    certDir,
+    configurations: parseManifests(text, file).map((c) => pointWebhooksAt(c, url, caBundle)),
+  };
+}
+
+function configurationType(c: KubeObject) {
+  return resource({
+    group: 'admissionregistration.k8s.io',
+    version: 'v1',
+    kind: c.kind ?? '',
+    plural: `${(c.kind ?? '').toLowerCase()}s`,
+    namespaced: false,
+  });
 }

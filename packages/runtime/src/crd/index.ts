@@ -1,7 +1,8 @@
 /**
  * @module @opkit/runtime/crd
  * Custom resource definitions from TypeBox schemas, beyond `defineKind` and `Defaulted` (in `@opkit/runtime`): the
- * definition's types, the input types, and the structural-schema check behind the generated CRD.
+ * definition's types, the input types, kinds with several versions and their conversions, and the
+ * structural-schema check behind the generated CRD.
  */
 export type { InputStatic, KindInput, TDefaulted } from './input.ts';
 export type {
@@ -12,3 +13,16 @@ export type {
   ValidationRule,
 } from './kind.ts';
 export { CrdSchemaError, structuralSchema } from './schema.ts';
+export {
+  type Conversion,
+  ConversionError,
+  type ConversionErrorCode,
+  type CrdOptions,
+  type VersionDefinition,
+  type VersionedKind,
+  type VersionedKindDefinition,
+  type VersionInput,
+  type VersionMap,
+  type VersionObject,
+  type WebhookClientConfig,
+} from './versions.ts';

@@ -6,10 +6,10 @@
  *
  * Guarantees: the definition is checked when `defineKind` runs (names, version, scope, scale paths, printer columns,
  * CEL rules, and the schemas via `structuralSchema`), so a bad kind fails at start-up with a `CrdSchemaError` naming
- * the field at fault. `crd()` returns a fresh, byte-stable object on every call: one served+storage version, optional
+ * the field at fault. `crd()` returns a fresh, byte-stable object on every call: (here) one served+storage version, optional
  * fields left out rather than `undefined`, an `Age` printer column appended unless one is defined.
  *
- * Caveats: one version per kind (no conversion webhooks); CEL rules and regular expressions are compiled by the
+ * Several versions with conversions: see crd/versions. Caveats: CEL rules and regular expressions are compiled by the
  * apiserver only when the CRD is applied. The CRD's schema is typed with client-node's model, whose schema fields are
  * named for its serializer (`x_kubernetes_validations`, `_default`); the object holds the wire names
  * (`x-kubernetes-validations`, `default`) the apiserver reads, so send it as JSON, not through client-node's
@@ -20,6 +20,13 @@ import type { CustomResourceDefinition } from '../client/builtins.ts';
 import { type KubeObject, type ObjectMeta, type ResourceType, resource } from '../client/resource.ts';
 import type { KindInput } from './input.ts';
 import { CrdSchemaError, structuralSchema } from './schema.ts';
+import {
+  type CrdOptions,
+  defineVersionedKind,
+  type VersionedKind,
+  type VersionedKindDefinition,
+  type VersionMap,
+} from './versions.ts';
 
 export interface PrinterColumn {
   name: string;
@@ -86,8 +93,11 @@ export interface CustomKind<T extends KubeObject, I = T> {
   readonly resource: ResourceType<T, I>;
   /** The definition with defaults applied (`singular`, `listKind`, `scope`). */
   readonly definition: KindDefinition<TSchema, TSchema>;
-  /** The CustomResourceDefinition manifest (apiVersion apiextensions.k8s.io/v1), one served+storage version. */
-  crd(): CustomResourceDefinition;
+  /**
+   * The CustomResourceDefinition manifest (apiVersion apiextensions.k8s.io/v1). `options.conversion` is the conversion
+   * webhook's client config, required by (and only used for) kinds with several versions.
+   */
+  crd(options?: CrdOptions): CustomResourceDefinition;
 }
 
 type Json = Record<string, unknown>;
@@ -102,8 +112,25 @@ const SIMPLE_PATH = /^(\.[A-Za-z_][A-Za-z0-9_-]*)+$/;
 const COLUMN_TYPES: ReadonlySet<string> = new Set(['integer', 'number', 'string', 'boolean', 'date']);
 const AGE: PrinterColumn = { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' };
 
-/** Describes a custom resource: its object type, resource type and generated CustomResourceDefinition. */
+/**
+ * Describes a custom resource: its object type, resource type and generated CustomResourceDefinition. With
+ * `versions`, `storage` and `conversions` instead of `version` / `spec` / `status`, a kind with several versions
+ * (crd/versions).
+ */
 export function defineKind<Spec extends TSchema, Status extends TSchema>(
+  def: KindDefinition<Spec, Status>,
+): CustomKind<KindObject<Spec, Status>, KindInput<Spec, Status>>;
+export function defineKind<V extends VersionMap, S extends keyof V & string>(
+  def: VersionedKindDefinition<V, S>,
+): VersionedKind<V, S>;
+export function defineKind(
+  def: KindDefinition<TSchema, TSchema> | VersionedKindDefinition<VersionMap, string>,
+): CustomKind<KubeObject> {
+  if ('versions' in def) return defineVersionedKind(def);
+  return defineSingleVersion(def);
+}
+
+function defineSingleVersion<Spec extends TSchema, Status extends TSchema>(
   def: KindDefinition<Spec, Status>,
 ): CustomKind<KindObject<Spec, Status>, KindInput<Spec, Status>> {
   const definition = normalize(def);
@@ -123,7 +150,7 @@ export function defineKind<Spec extends TSchema, Status extends TSchema>(
 }
 
 /** Validates the names and fills in the defaults. */
-function normalize<Spec extends TSchema, Status extends TSchema>(
+export function normalize<Spec extends TSchema, Status extends TSchema>(
   def: KindDefinition<Spec, Status>,
 ): KindDefinition<Spec, Status> {
   if (typeof def.group !== 'string' || def.group.length > 253 || !DNS_SUBDOMAIN_WITH_DOT.test(def.group)) {
@@ -157,7 +184,7 @@ function normalize<Spec extends TSchema, Status extends TSchema>(
   return Object.freeze({ ...def, singular, listKind, scope });
 }
 
-function buildCrd(def: KindDefinition<TSchema, TSchema>): CustomResourceDefinition {
+export function buildCrd(def: KindDefinition<TSchema, TSchema>): CustomResourceDefinition {
   const specInput =
     def.validations !== undefined && def.validations.length > 0
       ? {

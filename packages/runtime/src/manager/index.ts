@@ -9,7 +9,7 @@ export { type LeaderCallbacks, type LeaderElectionOptions, LeaderElector, microT
 export { type LeaderElectionSettings, ManagerError, type ManagerErrorCode, type Runnable } from './manager.ts';
 export { MetricsAuthError, type MetricsAuthErrorCode } from './metricsauth.ts';
 export type { MetricsServingOptions } from './metricsserving.ts';
-export { type CertificateFiles, type KeyPair, selfSignedCertificate } from './servingcert.ts';
+export { type CertificateFiles, selfSignedCertificate } from './servingcert.ts';
 export {
   type Flag,
   type Flags,

@@ -34,6 +34,8 @@ import { EventRecorder } from '../helpers/events.ts';
 import { sleep } from '../internal/sleep.ts';
 import { createLogger, type Logger } from '../logger.ts';
 import { Metrics } from '../metrics.ts';
+import { FileCertificates } from '../webhook/certs.ts';
+import { WebhookServer, type WebhookServerOptions } from '../webhook/server.ts';
 import { LeaderElector } from './leader.ts';
 import { type MetricsServingOptions, metricsServer } from './metricsserving.ts';
 import { type Check, CheckSet, HttpEndpoints } from './server.ts';
@@ -74,6 +76,9 @@ export interface ManagerOptions {
     /** Link reconcile spans to the W3C trace context in objects' `opkit.dev/traceparent` annotation (default off). */
     readonly traceContextFromAnnotations?: boolean;
   };
+  /** The webhook server (started on every replica once `webhookServer` is used): `:9443`, certificates from `certDir`
+   * (default `/tmp/k8s-webhook-server/serving-certs`, as kubebuilder) unless `certificates` is given. */
+  readonly webhook?: Partial<WebhookServerOptions> & { readonly certDir?: string };
 }
 
 /** How long past the drain time a graceful stop still waits for runnables to return. */
@@ -116,6 +121,7 @@ export class Manager {
   #healthServer: HttpEndpoints | undefined;
   #elector: LeaderElector | undefined;
   #started = false;
+  #webhookServer: WebhookServer | undefined;
 
   /** Prefer `Manager.create`, which also wires the client's request metrics. */
   constructor(options: ManagerOptions & { client: Client; metricsRegistry?: Metrics }) {
@@ -216,6 +222,24 @@ export class Manager {
       this.#recorders.set(component, r);
     }
     return r;
+  }
+
+  /** The webhook server, created and added (with a readiness check) on first use. */
+  get webhookServer(): WebhookServer {
+    if (!this.#webhookServer) {
+      const { certDir, ...o } = this.#o.webhook ?? {};
+      const certificates =
+        o.certificates ?? new FileCertificates({ dir: certDir ?? '/tmp/k8s-webhook-server/serving-certs' });
+      this.#webhookServer = new WebhookServer({
+        log: this.log.child({ component: 'webhook' }),
+        registry: this.metrics.registry,
+        ...o,
+        certificates,
+      });
+      this.add(this.#webhookServer);
+      this.addReadyzCheck('webhook', this.#webhookServer.ready);
+    }
+    return this.#webhookServer;
   }
 
   get isLeader(): boolean {

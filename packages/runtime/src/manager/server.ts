@@ -8,9 +8,11 @@
  * connections. A server given `authorize` asks it about every request before routing: a refusal answers its status
  * (401, 403 or 500) with a one-line message and the endpoint is never called (see manager/metricsauth.ts).
  */
+
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
+import { parseBindAddress } from '../internal/address.ts';
 import type { ScrapeDecision, ScrapeRequest } from './metricsauth.ts';
 import type { KeyPair } from './servingcert.ts';
 
@@ -106,15 +108,6 @@ export class HttpEndpoints {
       this.#server.closeAllConnections();
     });
   }
-}
-
-export function parseBindAddress(address: string): { host: string; port: number } {
-  const m = /^(.*):(\d+)$/.exec(address);
-  if (!m) throw new TypeError(`bind address "${address}" must be host:port, :port or 0`);
-  const host = (m[1] as string).replace(/^\[|\]$/g, '') || '0.0.0.0';
-  const port = Number(m[2]);
-  if (port > 65_535) throw new TypeError(`bind address "${address}": port ${port} is out of range`);
-  return { host, port };
 }
 
 /** A named set of checks served at `path`: 200 "ok" when all pass, 500 with the failing checks otherwise. */

@@ -115,3 +115,11 @@ test('--help lists the operator’s flags and the manager’s', () => {
   assert.match(parsed.help, /--metrics-bind-address ADDR/);
   assert.ok('help' in parseSettings({ name: 'x' }, ['-h'], {}));
 });
+
+test('webhook flags: --webhook-bind-address and --webhook-cert-dir (or their variables) configure the webhook server', () => {
+  const s = settingsFromArgs(base, ['--webhook-bind-address', '127.0.0.1:9444'], { WEBHOOK_CERT_DIR: '/certs' });
+  assert.equal(s.webhook?.bindAddress, '127.0.0.1:9444');
+  assert.equal(s.webhook?.certDir, '/certs');
+  assert.throws(() => settingsFromArgs(base, ['--webhook-bind-address', 'nope']), /--webhook-bind-address: "nope"/);
+  assert.throws(() => settingsFromArgs(base, ['--webhook-bind-address', '0']), /cannot be turned off/);
+});

@@ -18,6 +18,8 @@
  * | `--kubeconfig`, `--context` | `KUBECONFIG` | which cluster (default: as kubectl, or in-cluster) |
  * | `--log-level` | `LOG_LEVEL` | debug, info, warn, error (default info) |
  * | `--log-format` | `LOG_FORMAT` | json (default) or pretty |
+ * | `--webhook-bind-address` | `WEBHOOK_BIND_ADDRESS` | the webhook server's `host:port` (default `:9443`) |
+ * | `--webhook-cert-dir` | `WEBHOOK_CERT_DIR` | its `tls.crt` / `tls.key` (default `/tmp/k8s-webhook-server/serving-certs`) |
  *
  * An operator adds its own flags, typed and with help text (`defineFlags` / `settings`), parsed by the same
  * `node:util` `parseArgs` call, so an unknown flag, a missing value or a bad one fails the same way, and `--help`
@@ -38,6 +40,7 @@
 
 import { parseArgs } from 'node:util';
 import { OpkitError } from '../errors.ts';
+import { parseBindAddress } from '../internal/address.ts';
 import { createLogger, type LogLevel } from '../logger.ts';
 import type { ManagerOptions } from './manager.ts';
 import {
@@ -46,7 +49,6 @@ import {
   type MetricsServingOptions,
   metricsServingFlags,
 } from './metricsserving.ts';
-import { parseBindAddress } from './server.ts';
 
 export class SettingsError extends OpkitError<'InvalidSetting'> {
   override readonly name = 'SettingsError';
@@ -69,6 +71,9 @@ export const SETTINGS_HELP = `Manager options:
   --kubeconfig FILE, --context NAME  which cluster (default: as kubectl, or in-cluster)
   --log-level LEVEL                  debug, info, warn, error (default info)
   --log-format FORMAT                json or pretty (default json)
+  --webhook-bind-address ADDR        serve webhooks here, if the operator has any (default :9443)
+  --webhook-cert-dir DIR             the webhook serving certificate's tls.crt and tls.key
+                                     (default /tmp/k8s-webhook-server/serving-certs)
 ${METRICS_SERVING_HELP}`;
 
 const MANAGER_FLAGS = {
@@ -84,6 +89,8 @@ const MANAGER_FLAGS = {
   context: { type: 'string' },
   'log-level': { type: 'string' },
   'log-format': { type: 'string' },
+  'webhook-bind-address': { type: 'string' },
+  'webhook-cert-dir': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -143,6 +150,9 @@ function managerOptions(base: ManagerOptions, parsed: ParsedFlags, env: NodeJS.P
   };
   const metrics = bind('metrics-bind-address', 'METRICS_BIND_ADDRESS');
   const health = bind('health-probe-bind-address', 'HEALTH_PROBE_BIND_ADDRESS');
+  const webhookAt = bind('webhook-bind-address', 'WEBHOOK_BIND_ADDRESS');
+  if (webhookAt === '0') throw new SettingsError('--webhook-bind-address: the webhook server cannot be turned off (0)');
+  const [certDir] = str('webhook-cert-dir', 'WEBHOOK_CERT_DIR');
   let leaderElect: boolean | undefined =
     typeof values['leader-elect'] === 'boolean' ? values['leader-elect'] : undefined;
   if (leaderElect === undefined && env.LEADER_ELECT !== undefined && env.LEADER_ELECT !== '') {
@@ -189,6 +199,11 @@ function managerOptions(base: ManagerOptions, parsed: ParsedFlags, env: NodeJS.P
       : {}),
     metrics: { ...base.metrics, ...served.options, ...(metrics !== undefined ? { bindAddress: metrics } : {}) },
     health: { ...base.health, ...(health !== undefined ? { bindAddress: health } : {}) },
+    webhook: {
+      ...base.webhook,
+      ...(webhookAt !== undefined ? { bindAddress: webhookAt } : {}),
+      ...(certDir !== undefined ? { certDir } : {}),
+    },
     leaderElection: {
       ...base.leaderElection,
       ...(leaderElect !== undefined ? { enabled: leaderElect } : {}),

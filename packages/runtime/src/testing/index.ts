@@ -19,6 +19,9 @@
  * starts a Manager that authenticates as that ServiceAccount, with metrics and health servers off. So a permission
  * missing from `permissions` fails the test with the apiserver's 403 named, not the deployment.
  *
+ * For kinds with several versions, `checkRoundTrip` fuzzes the conversions (every version → hub → back is equal,
+ * for objects generated from the schemas with fast-check; `arbitraryFor` / `arbitraryObject` are its generators).
+ *
  * Guarantees: `eventually` polls until its function answers (anything but `undefined`, `null` or `false`) or the
  * timeout passes; a function that throws is polled again, and on timeout the last error is the `cause`. While a test
  * manager runs, its `eventually` fails at once — instead of timing out — when the manager was refused (Forbidden) or
@@ -33,6 +36,8 @@ import { OpkitError } from '../errors.ts';
 import { managerPermissions, type Permission, rbacManifests } from '../helpers/rbac.ts';
 import { type LogFields, type Logger, silentLogger } from '../logger.ts';
 import { Manager } from '../manager/manager.ts';
+
+export { arbitraryFor, arbitraryObject, checkRoundTrip, type RoundTripOptions } from '../crd/roundtrip.ts';
 
 export type TestingErrorCode = 'Forbidden' | 'ManagerFailed' | 'Timeout';
 

@@ -1,0 +1,127 @@
+/**
+ * @module commands/create-webhook
+ * `opkit create webhook --group app --version v1 --kind AppService [--defaulting] [--validation] [--conversion]`:
+ * scaffolds the kind's handlers (`src/webhooks/<kind>.ts`), registers them (and, with `--conversion`, the kind's
+ * versions at /convert) in `src/webhooks.ts` (created if missing), makes `src/main.ts` serve the webhooks, then runs
+ * `generate` (webhook configurations, Service, conversion stanza, cert-manager objects, RBAC).
+ *
+ * Guarantees: the kind must be in PROJECT; at least one of the three flags; an existing `src/webhooks/<kind>.ts` is
+ * refused before anything is written; all or nothing, as `create api`: on any failure every file it touched is put
+ * back as it was.
+ */
+import { readFile, writeFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { CliError, describeSystemError } from '../errors.ts';
+import { checkGroup, checkKind, checkVersion, lower } from '../project/names.ts';
+import { readProject } from '../project/project.ts';
+import { writeFiles } from '../scaffold/files.ts';
+import {
+  kindWebhooksFile,
+  projectWebhooksFile,
+  registerKindWebhooks,
+  registerWebhooksInMain,
+} from '../scaffold/webhook-templates.ts';
+import { takeSnapshot } from './create-api.ts';
+import { generate } from './generate.ts';
+
+export const CREATE_WEBHOOK_HELP = `Usage: opkit create webhook --group GROUP --version VERSION --kind KIND [options]
+
+Adds admission and conversion webhooks for a kind of the project, served by the manager (HTTPS :9443).
+
+Options:
+  --group GROUP      the kind's short group (as in PROJECT)
+  --version VERSION  the version the admission webhooks see (requests for other versions are converted to it)
+  --kind KIND        the kind (as in PROJECT)
+  --defaulting       a defaulting (mutating) webhook
+  --validation       a validating webhook (create, update)
+  --conversion       serve the kind's versions at /convert (the kind must be defineKind({ versions, storage, conversions }))
+  --dir DIR          the project (default .)
+`;
+
+export async function createWebhookCommand(argv: readonly string[], out: (line: string) => void): Promise<number> {
+  const { values } = parseArgs({
+    args: [...argv],
+    options: {
+      group: { type: 'string' },
+      version: { type: 'string' },
+      kind: { type: 'string' },
+      defaulting: { type: 'boolean', default: false },
+      validation: { type: 'boolean', default: false },
+      conversion: { type: 'boolean', default: false },
+      dir: { type: 'string', default: '.' },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+  });
+  if (values.help) {
+    out(CREATE_WEBHOOK_HELP);
+    return 0;
+  }
+  for (const f of ['group', 'version', 'kind'] as const) {
+    if (!values[f]) throw new CliError('Usage', `--${f} is required\n${CREATE_WEBHOOK_HELP}`);
+  }
+  if (!values.defaulting && !values.validation && !values.conversion) {
+    throw new CliError(
+      'Usage',
+      `choose at least one of --defaulting, --validation, --conversion\n${CREATE_WEBHOOK_HELP}`,
+    );
+  }
+  const group = checkGroup(values.group as string);
+  const version = checkVersion(values.version as string);
+  const kind = checkKind(values.kind as string);
+  const dir = resolve(values.dir);
+  const project = await readProject(dir);
+  const entry = project.resources.find((r) => r.kind === kind && r.group === group);
+  if (!entry) {
+    throw new CliError('Usage', `${kind} (group ${group}) is not in PROJECT: run opkit create api first`);
+  }
+  const api = { ...entry, version };
+  const kinds = { defaulting: values.defaulting, validation: values.validation };
+  const lk = lower(kind);
+  const files = new Map<string, string>();
+  if (kinds.defaulting || kinds.validation) files.set(`src/webhooks/${lk}.ts`, kindWebhooksFile(api, kinds));
+  const read = (path: string) => readFile(join(dir, path), 'utf8').catch(() => undefined);
+  const apiPath = `src/api/${version}/${lk}.ts`;
+  if ((await read(apiPath)) === undefined) {
+    throw new CliError(
+      'Usage',
+      `${apiPath} does not exist: the admission webhooks see ${kind} as ${version}; add that version's file first (PROJECT has ${entry.version})`,
+    );
+  }
+  if (files.size > 0 && (await read(`src/webhooks/${lk}.ts`)) !== undefined) {
+    throw new CliError('Usage', `src/webhooks/${lk}.ts exists: ${kind} already has webhooks; edit that file`);
+  }
+  const webhooksTs = (await read('src/webhooks.ts')) ?? projectWebhooksFile();
+  const mainTs = await read('src/main.ts');
+  if (mainTs === undefined)
+    throw new CliError('Usage', `${join(dir, 'src/main.ts')} is missing: the webhooks are served there`);
+  let registered: string;
+  let main: string;
+  try {
+    registered = registerKindWebhooks(webhooksTs, { ...api, version: entry.version }, kinds, values.conversion);
+    main = registerWebhooksInMain(mainTs);
+  } catch (err) {
+    throw new CliError('Usage', `${(err as Error).message}; put it back where the scaffold had it`);
+  }
+  const touched = [...files.keys(), 'src/webhooks.ts', 'src/main.ts'];
+  const snapshot = await takeSnapshot(dir, touched);
+  const lines: string[] = [];
+  try {
+    const result = await writeFiles(dir, files);
+    await writeFile(join(dir, 'src/webhooks.ts'), registered);
+    await writeFile(join(dir, 'src/main.ts'), main);
+    for (const f of result.written) lines.push(`created ${f}`);
+    lines.push('updated src/webhooks.ts, src/main.ts (webhooks served unless ENABLE_WEBHOOKS=false)');
+    await generate(dir, false, (line) => lines.push(line));
+  } catch (err) {
+    await snapshot.restore();
+    const reason = describeSystemError(err)?.message ?? (err instanceof Error ? err.message : String(err));
+    throw new CliError(
+      err instanceof CliError ? err.code : 'Usage',
+      `${reason}; nothing was kept: src/webhooks.ts, src/main.ts and the webhook files are as they were; fix that, then run the same command again`,
+      { cause: err, exitCode: err instanceof CliError ? err.exitCode : 1 },
+    );
+  }
+  for (const line of lines) out(line);
+  return 0;
+}

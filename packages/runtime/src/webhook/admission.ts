@@ -1,0 +1,262 @@
+/**
+ * @module webhook/admission
+ * Typed admission handlers for `AdmissionReview` (`admission.k8s.io/v1`): a defaulter and a validator per kind, and
+ * the field errors a validator returns.
+ *
+ * - `defaulter(resource, fn)`: `fn` mutates a typed deep copy of the object; the response is the JSONPatch from the
+ *   object as sent to the object as mutated, computed by fast-json-patch. No change, no patch. Runs on CREATE and
+ *   UPDATE (the operations a mutating webhook configuration should list).
+ * - `validator(resource, v)`: `create(obj)`, `update(obj, old)`, `delete(old)`; each returns field errors and
+ *   warnings (or nothing). Errors deny the request with a 422 `Invalid` status whose message is Kubernetes' own
+ *   (`AppService.app.example.com "web" is invalid: spec.replicas: Invalid value: 7: …`), and one `cause` per field;
+ *   warnings are passed to the client (kubectl prints `Warning: …`) whether the request is allowed or not.
+ *
+ * Guarantees: a handler never throws to the server — an exception becomes a denial with code 500 naming the kind —
+ * and the response carries the request's `uid`. Handlers get an `AbortSignal` that aborts when the apiserver's
+ * timeout is about to pass.
+ */
+import fastJsonPatch from 'fast-json-patch';
+import type { KubeObject, ResourceType } from '../client/resource.ts';
+
+/** The `request` of an AdmissionReview. */
+export interface AdmissionRequest {
+  readonly uid: string;
+  readonly kind: { group: string; version: string; kind: string };
+  readonly resource: { group: string; version: string; resource: string };
+  readonly subResource?: string;
+  readonly requestKind?: { group: string; version: string; kind: string };
+  readonly name?: string;
+  readonly namespace?: string;
+  readonly operation: 'CREATE' | 'UPDATE' | 'DELETE' | 'CONNECT';
+  readonly userInfo: { username?: string; uid?: string; groups?: string[]; extra?: Record<string, string[]> };
+  readonly object?: unknown;
+  readonly oldObject?: unknown;
+  readonly dryRun?: boolean;
+  readonly options?: unknown;
+}
+
+/** A `metav1.Status` as an admission response's `result`. */
+export interface AdmissionStatus {
+  status?: 'Success' | 'Failure';
+  code?: number;
+  reason?: string;
+  message?: string;
+  details?: {
+    name?: string;
+    group?: string;
+    kind?: string;
+    causes?: { reason: string; message: string; field: string }[];
+  };
+}
+
+/** The `response` of an AdmissionReview. */
+export interface AdmissionResponse {
+  uid: string;
+  allowed: boolean;
+  status?: AdmissionStatus;
+  patch?: string;
+  patchType?: 'JSONPatch';
+  warnings?: string[];
+}
+
+/** What a handler is given besides the request. */
+export interface AdmissionContext {
+  /** Aborts when the apiserver's timeout for this call is about to pass. */
+  readonly signal: AbortSignal;
+}
+
+export type AdmissionHandler = (request: AdmissionRequest, ctx: AdmissionContext) => Promise<AdmissionResponse>;
+
+/** The type of one field error, as Kubernetes' `field.ErrorType`. */
+export type FieldErrorType = 'Invalid' | 'Required' | 'Forbidden' | 'NotSupported' | 'Duplicate' | 'TooLong';
+
+/** One problem with one field: `spec.replicas: Invalid value: 7: must be even`. */
+export interface FieldError {
+  readonly type: FieldErrorType;
+  /** The field's path, e.g. `spec.env[2].name`. */
+  readonly field: string;
+  readonly value?: unknown;
+  readonly detail?: string;
+}
+
+export const fieldErrors = {
+  invalid: (field: string, value: unknown, detail: string): FieldError => ({ type: 'Invalid', field, value, detail }),
+  required: (field: string, detail = ''): FieldError => ({ type: 'Required', field, detail }),
+  forbidden: (field: string, detail: string): FieldError => ({ type: 'Forbidden', field, detail }),
+  notSupported: (field: string, value: unknown, supported: readonly string[]): FieldError => ({
+    type: 'NotSupported',
+    field,
+    value,
+    detail: `supported values: ${supported.map((s) => JSON.stringify(s)).join(', ')}`,
+  }),
+  duplicate: (field: string, value: unknown): FieldError => ({ type: 'Duplicate', field, value }),
+  tooLong: (field: string, value: unknown, max: number): FieldError => ({
+    type: 'TooLong',
+    field,
+    value,
+    detail: `may not be more than ${max} bytes`,
+  }),
+};
+
+const TYPE_TEXT: Record<FieldErrorType, string> = {
+  Invalid: 'Invalid value',
+  Required: 'Required value',
+  Forbidden: 'Forbidden',
+  NotSupported: 'Unsupported value',
+  Duplicate: 'Duplicate value',
+  TooLong: 'Too long',
+};
+
+/** Kubernetes' rendering of a field error (`field.Error.Error()`). */
+export function formatFieldError(e: FieldError): string {
+  const withValue = e.type === 'Invalid' || e.type === 'NotSupported' || e.type === 'Duplicate';
+  const parts = [`${e.field}: ${TYPE_TEXT[e.type]}`];
+  if (withValue) parts.push(showValue(e.value));
+  if (e.detail) parts.push(e.detail);
+  return parts.join(': ');
+}
+
+function showValue(v: unknown): string {
+  if (v === undefined) return '<nil>';
+  if (typeof v === 'string') return JSON.stringify(v);
+  if (typeof v === 'number' || typeof v === 'boolean' || v === null) return String(v);
+  const json = JSON.stringify(v);
+  return json.length > 256 ? `${json.slice(0, 253)}...` : json;
+}
+
+/** What a validation returns: field errors deny the request; warnings are shown either way. */
+export interface ValidationResult {
+  readonly errors?: readonly FieldError[];
+  readonly warnings?: readonly string[];
+}
+
+// biome-ignore lint/suspicious/noConfusingVoidType: a check that finds nothing may return nothing (a `void` function)
+type Validation = ValidationResult | undefined | void;
+
+/** Checks per operation; an operation without a check is allowed. */
+export interface Validator<T extends KubeObject> {
+  create?(obj: T, ctx: AdmissionContext & { request: AdmissionRequest }): Validation | Promise<Validation>;
+  update?(obj: T, old: T, ctx: AdmissionContext & { request: AdmissionRequest }): Validation | Promise<Validation>;
+  delete?(old: T, ctx: AdmissionContext & { request: AdmissionRequest }): Validation | Promise<Validation>;
+}
+
+/** Sets defaults on `obj` in place (or returns a replacement). */
+export type DefaultFunc<T extends KubeObject> = (
+  obj: T,
+  ctx: AdmissionContext & { request: AdmissionRequest },
+  // biome-ignore lint/suspicious/noConfusingVoidType: a defaulter that edits in place is a `void` function
+) => T | undefined | void | Promise<T | undefined | void>;
+
+/** A mutating handler: `fn` edits a typed copy; the response patches the difference. */
+export function defaulter<T extends KubeObject>(resource: ResourceType<T>, fn: DefaultFunc<T>): AdmissionHandler {
+  return guarded(resource, async (request, ctx) => {
+    if (request.operation !== 'CREATE' && request.operation !== 'UPDATE') return allow(request.uid);
+    const original = request.object;
+    if (!isObject(original)) return deny(request.uid, 400, 'BadRequest', 'the request carries no object');
+    const copy = structuredClone(original) as T;
+    const result = await fn(copy, { ...ctx, request });
+    const mutated = result ?? copy;
+    const patch = fastJsonPatch.compare(original, mutated as object);
+    if (patch.length === 0) return allow(request.uid);
+    return {
+      uid: request.uid,
+      allowed: true,
+      patchType: 'JSONPatch',
+      patch: Buffer.from(JSON.stringify(patch)).toString('base64'),
+    };
+  });
+}
+
+/** A validating handler for `resource`. */
+export function validator<T extends KubeObject>(resource: ResourceType<T>, v: Validator<T>): AdmissionHandler {
+  return guarded(resource, async (request, ctx) => {
+    const c = { ...ctx, request };
+    let result: Validation;
+    switch (request.operation) {
+      case 'CREATE':
+        if (!isObject(request.object)) return deny(request.uid, 400, 'BadRequest', 'the request carries no object');
+        result = await v.create?.(request.object as T, c);
+        break;
+      case 'UPDATE':
+        if (!isObject(request.object) || !isObject(request.oldObject)) {
+          return deny(request.uid, 400, 'BadRequest', 'an update must carry object and oldObject');
+        }
+        result = await v.update?.(request.object as T, request.oldObject as T, c);
+        break;
+      case 'DELETE':
+        if (!isObject(request.oldObject)) return allow(request.uid);
+        result = await v.delete?.(request.oldObject as T, c);
+        break;
+      default:
+        return allow(request.uid);
+    }
+    return validationResponse(resource, request, result ?? {});
+  });
+}
+
+/** The response for a validation result: allowed with warnings, or a 422 Invalid naming every field. */
+export function validationResponse(
+  resource: ResourceType,
+  request: AdmissionRequest,
+  result: ValidationResult,
+): AdmissionResponse {
+  const warnings = result.warnings && result.warnings.length > 0 ? { warnings: [...result.warnings] } : {};
+  const errors = result.errors ?? [];
+  if (errors.length === 0) return { uid: request.uid, allowed: true, ...warnings };
+  const messages = errors.map(formatFieldError);
+  const name = request.name || objectName(request.object) || objectName(request.oldObject) || '';
+  const qualified = resource.group === '' ? resource.kind : `${resource.kind}.${resource.group}`;
+  const list = messages.length === 1 ? (messages[0] as string) : `[${messages.join(', ')}]`;
+  return {
+    uid: request.uid,
+    allowed: false,
+    status: {
+      status: 'Failure',
+      code: 422,
+      reason: 'Invalid',
+      message: `${qualified} ${JSON.stringify(name)} is invalid: ${list}`,
+      details: {
+        name,
+        group: resource.group,
+        kind: resource.kind,
+        // as Kubernetes' NewInvalid: the cause's message is the error without the field (kubectl prints both)
+        causes: errors.map((e, i) => ({
+          reason: `FieldValue${e.type}`,
+          message: (messages[i] as string).slice(e.field.length + 2),
+          field: e.field,
+        })),
+      },
+    },
+    ...warnings,
+  };
+}
+
+export function allow(uid: string): AdmissionResponse {
+  return { uid, allowed: true };
+}
+
+export function deny(uid: string, code: number, reason: string, message: string): AdmissionResponse {
+  return { uid, allowed: false, status: { status: 'Failure', code, reason, message } };
+}
+
+/** Turns an exception in a handler into a 500 denial instead of a crash. */
+function guarded(resource: ResourceType, handler: AdmissionHandler): AdmissionHandler {
+  return async (request, ctx) => {
+    try {
+      return await handler(request, ctx);
+    } catch (err) {
+      const message = err instanceof Error ? err.message : String(err);
+      return deny(request.uid, 500, 'InternalError', `${resource.kind} admission failed: ${message}`);
+    }
+  };
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function objectName(o: unknown): string | undefined {
+  if (!isObject(o) || !isObject(o.metadata)) return undefined;
+  const n = o.metadata.name;
+  return typeof n === 'string' ? n : undefined;
+}

@@ -1,0 +1,64 @@
+/**
+ * @module webhook
+ * Admission and conversion webhooks: the HTTPS `WebhookServer` a Manager runs, typed defaulters and validators, the
+ * conversion handler for kinds with several versions (`defineKind({ versions })`, crd/versions), and the serving
+ * certificate's sources. Served as `@opkit/runtime/webhook`; the kinds' version and conversion types are in
+ * `@opkit/runtime/crd`.
+ */
+export {
+  type AdmissionContext,
+  type AdmissionHandler,
+  type AdmissionRequest,
+  type AdmissionResponse,
+  type AdmissionStatus,
+  type DefaultFunc,
+  defaulter,
+  type FieldError,
+  type FieldErrorType,
+  fieldErrors,
+  formatFieldError,
+  type ValidationResult,
+  type Validator,
+  validator,
+} from './admission.ts';
+export {
+  type CertificateAuthority,
+  type CertificateSource,
+  createCertificateAuthority,
+  FileCertificates,
+  type FileCertificatesOptions,
+  issueServingCertificate,
+  type KeyPair,
+  StaticCertificates,
+  WebhookCertError,
+  type WebhookCertErrorCode,
+} from './certs.ts';
+export {
+  type ConversionHandler,
+  type ConversionRequest,
+  type ConversionResponse,
+  type Convertible,
+  converter,
+} from './conversion.ts';
+export {
+  CONVERSION_PATH,
+  type Operation,
+  pointWebhooksAt,
+  serveWebhooks,
+  type WebhookDefinition,
+  type WebhookEndpoint,
+  webhookConfigurations,
+  webhookPath,
+} from './manifests.ts';
+export {
+  CertificateRotator,
+  SecretCertificates,
+  type SelfManagedOptions,
+  selfManagedRbac,
+} from './selfmanaged.ts';
+export {
+  WebhookServer,
+  WebhookServerError,
+  type WebhookServerErrorCode,
+  type WebhookServerOptions,
+} from './server.ts';

@@ -1,0 +1,149 @@
+/**
+ * @module webhook/manifests
+ * An operator's webhooks described once (`WebhookDefinition`: mutating or validating, which resource, which handler,
+ * which operations, the failure policy) and used twice: `serveWebhooks` registers the handlers on the server, and
+ * `webhookConfigurations` produces the Mutating/ValidatingWebhookConfiguration objects that make the apiserver call
+ * them — so the paths in the configuration and on the server cannot drift apart.
+ *
+ * Defaults follow kubebuilder: paths `/mutate-<group with dashes>-<version>-<kind>` and `/validate-…`, webhook names
+ * `m<kind>-<version>.<group>` / `v<kind>-<version>.<group>`, `failurePolicy: Fail`, `sideEffects: None`,
+ * `admissionReviewVersions: [v1]`, `matchPolicy: Equivalent` (a request for another version of the kind is converted
+ * and sent too), `timeoutSeconds: 10`; mutating webhooks see CREATE and UPDATE, validating ones CREATE, UPDATE and
+ * DELETE.
+ */
+import type { KubeObject, ResourceType } from '../client/resource.ts';
+import type { AdmissionHandler } from './admission.ts';
+import { type Convertible, converter } from './conversion.ts';
+import type { WebhookServer } from './server.ts';
+
+export type Operation = 'CREATE' | 'UPDATE' | 'DELETE' | 'CONNECT';
+
+export interface WebhookDefinition {
+  readonly type: 'mutating' | 'validating';
+  readonly resource: ResourceType;
+  readonly handler: AdmissionHandler;
+  readonly operations?: readonly Operation[];
+  /** `Fail` (default): writes are refused while the webhook cannot be reached. `Ignore`: they pass unchecked. */
+  readonly failurePolicy?: 'Fail' | 'Ignore';
+  readonly timeoutSeconds?: number;
+  readonly path?: string;
+  readonly name?: string;
+}
+
+/** Where the apiserver reaches the server: a Service (in the cluster) or a base URL (local runs, tests). */
+export type WebhookEndpoint =
+  | {
+      readonly service: { readonly namespace: string; readonly name: string; readonly port?: number };
+      readonly caBundle?: string;
+    }
+  | { readonly url: string; readonly caBundle?: string };
+
+export const CONVERSION_PATH = '/convert';
+
+/** `/mutate-app-example-com-v1-appservice` (or `/validate-…`). */
+export function webhookPath(type: WebhookDefinition['type'], r: ResourceType): string {
+  const group = r.group === '' ? 'core' : r.group.replaceAll('.', '-');
+  return `/${type === 'mutating' ? 'mutate' : 'validate'}-${group}-${r.version}-${r.kind.toLowerCase()}`;
+}
+
+function pathOf(d: WebhookDefinition): string {
+  return d.path ?? webhookPath(d.type, d.resource);
+}
+
+/** Registers every definition's handler (and, for `conversions`, `/convert`) on `server`. */
+export function serveWebhooks(
+  server: WebhookServer,
+  definitions: readonly WebhookDefinition[],
+  conversions: readonly Convertible[] = [],
+): void {
+  for (const d of definitions) server.admission(pathOf(d), d.handler);
+  if (conversions.length > 0) server.conversion(CONVERSION_PATH, converter(...conversions));
+}
+
+/** The configurations (`<name>-mutating-webhook-configuration`, `<name>-validating-…`) for `definitions`. */
+export function webhookConfigurations(
+  name: string,
+  endpoint: WebhookEndpoint,
+  definitions: readonly WebhookDefinition[],
+  labels: Record<string, string> = {},
+): KubeObject[] {
+  const out: KubeObject[] = [];
+  for (const type of ['mutating', 'validating'] as const) {
+    const defs = definitions.filter((d) => d.type === type);
+    if (defs.length === 0) continue;
+    out.push({
+      apiVersion: 'admissionregistration.k8s.io/v1',
+      kind: type === 'mutating' ? 'MutatingWebhookConfiguration' : 'ValidatingWebhookConfiguration',
+      metadata: {
+        name: `${name}-${type}-webhook-configuration`,
+        ...(Object.keys(labels).length > 0 ? { labels } : {}),
+      },
+      webhooks: defs.map((d) => webhook(d, endpoint)),
+    } as KubeObject);
+  }
+  return out;
+}
+
+function webhook(d: WebhookDefinition, endpoint: WebhookEndpoint): Record<string, unknown> {
+  const r = d.resource;
+  const path = pathOf(d);
+  const clientConfig =
+    'service' in endpoint
+      ? {
+          service: {
+            namespace: endpoint.service.namespace,
+            name: endpoint.service.name,
+            path,
+            port: endpoint.service.port ?? 443,
+          },
+        }
+      : { url: `${endpoint.url.replace(/\/$/, '')}${path}` };
+  const operations = d.operations ?? (d.type === 'mutating' ? ['CREATE', 'UPDATE'] : ['CREATE', 'UPDATE', 'DELETE']);
+  return {
+    name:
+      d.name ??
+      `${d.type === 'mutating' ? 'm' : 'v'}${r.kind.toLowerCase()}-${r.version}.${r.group === '' ? 'core.k8s.io' : r.group}`,
+    admissionReviewVersions: ['v1'],
+    clientConfig: { ...clientConfig, ...(endpoint.caBundle !== undefined ? { caBundle: endpoint.caBundle } : {}) },
+    failurePolicy: d.failurePolicy ?? 'Fail',
+    matchPolicy: 'Equivalent',
+    sideEffects: 'None',
+    timeoutSeconds: d.timeoutSeconds ?? 10,
+    rules: [
+      {
+        apiGroups: [r.group],
+        apiVersions: [r.version],
+        operations: [...operations],
+        resources: [r.plural],
+        scope: r.namespaced ? 'Namespaced' : 'Cluster',
+      },
+    ],
+  };
+}
+
+/**
+ * A copy of `obj` whose webhook client configs — a CRD's conversion webhook, every webhook of a
+ * Mutating/ValidatingWebhookConfiguration — call `baseUrl` (keeping each Service path) and trust `caBundle`: how local
+ * runs and tests point the generated manifests at a server on loopback. Other objects come back unchanged.
+ */
+export function pointWebhooksAt(obj: KubeObject, baseUrl: string, caBundle: string): KubeObject {
+  const copy = structuredClone(obj) as KubeObject & { spec?: unknown; webhooks?: unknown };
+  const local = (cc: { service?: { path?: string }; url?: string } | undefined, path: string) => ({
+    url: `${baseUrl.replace(/\/$/, '')}${cc?.service?.path ?? (cc?.url ? new URL(cc.url).pathname : path)}`,
+    caBundle,
+  });
+  if (copy.kind === 'CustomResourceDefinition') {
+    const webhook = (copy.spec as { conversion?: { webhook?: { clientConfig?: Record<string, unknown> } } } | undefined)
+      ?.conversion?.webhook;
+    if (webhook) webhook.clientConfig = local(webhook.clientConfig, CONVERSION_PATH);
+  }
+  if (
+    (copy.kind === 'MutatingWebhookConfiguration' || copy.kind === 'ValidatingWebhookConfiguration') &&
+    Array.isArray(copy.webhooks)
+  ) {
+    for (const w of copy.webhooks as { clientConfig?: Record<string, unknown> }[]) {
+      w.clientConfig = local(w.clientConfig, '/');
+    }
+  }
+  return copy;
+}

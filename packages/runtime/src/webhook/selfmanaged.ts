@@ -1,0 +1,416 @@
+/**
+ * @module webhook/selfmanaged
+ * Self-managed webhook certificates, for clusters without cert-manager: the operator makes a CA and a serving
+ * certificate, keeps them in one Secret (`ca.crt`, `ca.key`, `tls.crt`, `tls.key`), rotates them before they expire,
+ * and writes the CA bundle into its own webhook configurations and CRD conversion stanzas.
+ *
+ * - `SecretCertificates` (every replica) is the server's `CertificateSource`: it waits for the Secret, then re-reads
+ *   it every `pollIntervalMs` and hands a new pair to the server, which uses it for new connections.
+ * - `CertificateRotator` (a Runnable that needs leadership: only the leader writes) creates the Secret if missing or
+ *   unusable, and every `checkIntervalMs` renews what gets close to expiry.
+ *
+ * Guarantees — no request fails because of a rotation:
+ * - A serving certificate is renewed when less than a third of its validity is left, signed by the same CA, so the
+ *   bundle the apiserver trusts does not change.
+ * - A CA is renewed when less than a third of its validity is left, in two steps: the new CA is first *added* to the
+ *   bundle in every configuration (next to the old one) and stored in the Secret as `ca-next`; only at the first
+ *   check `propagationMs` (the time the apiserver takes to see a changed configuration) later is the serving
+ *   certificate re-issued by it. Checks in between keep renewing the serving certificate with the old CA. The old CA leaves the bundle at the next check after that (`checkIntervalMs` ≥ 2 × `pollIntervalMs`, so
+ *   every replica serves the new certificate by then).
+ * - The bundle is written with a JSON merge/JSON patch only when it differs, so an idle operator writes nothing.
+ *
+ * Least privilege (`selfManagedRbac`): get/update of this one Secret (and create of Secrets in the namespace, which
+ * RBAC cannot narrow by name), get/patch of the named webhook configurations and CRDs.
+ */
+import { X509Certificate } from 'node:crypto';
+import { CustomResourceDefinitions, type Secret, Secrets } from '../client/builtins.ts';
+import type { Client } from '../client/client.ts';
+import { isNotFound } from '../client/errors.ts';
+import { type KubeObject, resource } from '../client/resource.ts';
+import { sleep } from '../internal/sleep.ts';
+import { type Logger, silentLogger } from '../logger.ts';
+import {
+  type CertificateSource,
+  checkKeyPair,
+  createCertificateAuthority,
+  issueServingCertificate,
+  type KeyPair,
+  WebhookCertError,
+} from './certs.ts';
+
+const MutatingWebhookConfigurations = resource<KubeObject & { webhooks?: WebhookEntry[] }>({
+  group: 'admissionregistration.k8s.io',
+  version: 'v1',
+  kind: 'MutatingWebhookConfiguration',
+  plural: 'mutatingwebhookconfigurations',
+  namespaced: false,
+});
+const ValidatingWebhookConfigurations = resource<KubeObject & { webhooks?: WebhookEntry[] }>({
+  group: 'admissionregistration.k8s.io',
+  version: 'v1',
+  kind: 'ValidatingWebhookConfiguration',
+  plural: 'validatingwebhookconfigurations',
+  namespaced: false,
+});
+
+interface WebhookEntry {
+  clientConfig?: { caBundle?: string };
+}
+
+export interface SelfManagedOptions {
+  readonly client: Client;
+  /** Where the Secret lives (the operator's namespace). */
+  readonly namespace: string;
+  readonly secretName: string;
+  /** DNS names (and IPs) of the serving certificate: `<service>.<namespace>.svc`, … */
+  readonly hosts: readonly string[];
+  readonly mutatingWebhookConfigurations?: readonly string[];
+  readonly validatingWebhookConfigurations?: readonly string[];
+  /** CRD names (`<plural>.<group>`) whose conversion webhook gets the bundle. */
+  readonly crds?: readonly string[];
+  /** Default 10 years for the CA, 1 year for the serving certificate. */
+  readonly caValidityMs?: number;
+  readonly certValidityMs?: number;
+  /** How often the leader checks (default 1 h; at most a sixth of the serving validity). */
+  readonly checkIntervalMs?: number;
+  /** How long the apiserver may take to see a new CA bundle (default 10 s). */
+  readonly propagationMs?: number;
+  /** How often every replica re-reads the Secret (default 10 s). */
+  readonly pollIntervalMs?: number;
+  readonly log?: Logger;
+  /** Injectable wall clock (tests). */
+  readonly now?: () => number;
+}
+
+const YEAR_MS = 365 * 86_400_000;
+const KEYS = {
+  ca: 'ca.crt',
+  caKey: 'ca.key',
+  caNext: 'ca-next.crt',
+  caNextKey: 'ca-next.key',
+  cert: 'tls.crt',
+  key: 'tls.key',
+};
+
+type Data = Partial<Record<keyof typeof KEYS, string>>;
+
+function decode(secret: Secret | undefined): Data {
+  const out: Data = {};
+  for (const [k, file] of Object.entries(KEYS) as [keyof typeof KEYS, string][]) {
+    const v = secret?.data?.[file];
+    if (typeof v === 'string') out[k] = Buffer.from(v, 'base64').toString('utf8');
+  }
+  return out;
+}
+
+function encode(d: Data): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, file] of Object.entries(KEYS) as [keyof typeof KEYS, string][]) {
+    const v = d[k];
+    if (v !== undefined) out[file] = Buffer.from(v).toString('base64');
+  }
+  return out;
+}
+
+async function readSecret(o: SelfManagedOptions, signal?: AbortSignal): Promise<Secret | undefined> {
+  try {
+    return await o.client.get(Secrets, { namespace: o.namespace, name: o.secretName }, signal ? { signal } : {});
+  } catch (err) {
+    if (isNotFound(err)) return undefined;
+    throw err;
+  }
+}
+
+/** The serving pair from the Secret, on every replica. */
+export class SecretCertificates implements CertificateSource {
+  readonly #o: SelfManagedOptions;
+  readonly #listeners = new Set<(pair: KeyPair) => void>();
+  #pair: KeyPair | undefined;
+
+  constructor(options: SelfManagedOptions) {
+    this.#o = options;
+  }
+
+  /** Waits (up to 2 minutes) for the leader to create the Secret. */
+  async load(): Promise<KeyPair> {
+    const deadline = Date.now() + 120_000;
+    for (;;) {
+      const pair = await this.#read().catch(() => undefined);
+      if (pair) {
+        this.#pair = pair;
+        return pair;
+      }
+      if (Date.now() > deadline) {
+        throw new WebhookCertError(
+          'CertificateMissing',
+          `Secret ${this.#o.namespace}/${this.#o.secretName} has no usable tls.crt/tls.key after 2 minutes: is the leader running its CertificateRotator?`,
+        );
+      }
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+    }
+  }
+
+  current(): KeyPair {
+    if (!this.#pair) throw new WebhookCertError('CertificateMissing', 'not loaded yet (call load())');
+    return this.#pair;
+  }
+
+  onChange(listener: (pair: KeyPair) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  watch(signal: AbortSignal): void {
+    const timer = setInterval(() => void this.refresh(), this.#o.pollIntervalMs ?? 10_000);
+    timer.unref();
+    signal.addEventListener('abort', () => clearInterval(timer), { once: true });
+  }
+
+  /** Re-reads the Secret; a changed, consistent pair is announced. */
+  async refresh(): Promise<boolean> {
+    const pair = await this.#read().catch(() => undefined);
+    if (!pair || (pair.certPem === this.#pair?.certPem && pair.keyPem === this.#pair.keyPem)) return false;
+    this.#pair = pair;
+    for (const l of this.#listeners) l(pair);
+    return true;
+  }
+
+  async #read(): Promise<KeyPair | undefined> {
+    const d = decode(await readSecret(this.#o));
+    if (!d.cert || !d.key) return undefined;
+    const pair = { certPem: d.cert, keyPem: d.key };
+    checkKeyPair(pair, `Secret ${this.#o.namespace}/${this.#o.secretName}`);
+    return pair;
+  }
+}
+
+/** Creates and renews the Secret's CA and serving certificate, and writes the CA bundle. Runs on the leader. */
+export class CertificateRotator {
+  readonly needLeaderElection = true;
+  readonly #o: SelfManagedOptions;
+  readonly #log: Logger;
+  readonly #now: () => number;
+
+  constructor(options: SelfManagedOptions) {
+    const check = options.checkIntervalMs ?? 3_600_000;
+    if (check < 2 * (options.pollIntervalMs ?? 10_000)) {
+      // the old CA leaves the bundle one check after the switch: every replica must have re-read the Secret by then
+      throw new TypeError('checkIntervalMs must be at least twice pollIntervalMs');
+    }
+    this.#o = options;
+    this.#log = options.log ?? silentLogger;
+    this.#now = options.now ?? Date.now;
+  }
+
+  async start(signal: AbortSignal): Promise<void> {
+    const serving = this.#o.certValidityMs ?? YEAR_MS;
+    const interval = Math.min(this.#o.checkIntervalMs ?? 3_600_000, serving / 6);
+    while (!signal.aborted) {
+      try {
+        await this.reconcile(signal);
+      } catch (err) {
+        if (signal.aborted) return;
+        this.#log.error({ err: (err as Error).message }, 'webhook certificate check failed; retrying');
+      }
+      await sleep(interval, signal);
+    }
+  }
+
+  /** One check: create or renew what needs it, then make the bundle in every configuration match. */
+  async reconcile(signal?: AbortSignal): Promise<void> {
+    const o = this.#o;
+    const secret = await readSecret(o, signal);
+    const d = decode(secret);
+    const now = this.#now();
+    const caValidity = o.caValidityMs ?? YEAR_MS * 10;
+    const certValidity = o.certValidityMs ?? YEAR_MS;
+    let next: Data = { ...d };
+    let caUsable = false;
+    if (d.ca && d.caKey) {
+      try {
+        caUsable = checkKeyPair({ certPem: d.ca, keyPem: d.caKey }, 'ca').ca && remaining(d.ca, now) > 0;
+      } catch {
+        caUsable = false;
+      }
+    }
+    if (!caUsable) {
+      // first start (or an unusable Secret): a new CA and certificate at once; nothing trusted the old ones
+      const ca = createCertificateAuthority(`${o.secretName}-ca-${Math.floor(now / 1000)}`, {
+        validityMs: caValidity,
+        notBefore: new Date(now),
+      });
+      const pair = issueServingCertificate(ca, o.hosts, { validityMs: certValidity, notBefore: new Date(now) });
+      next = { ca: ca.certPem, caKey: ca.keyPem, cert: pair.certPem, key: pair.keyPem };
+      await this.#injectBundle([ca.certPem], signal);
+      await this.#write(secret, next, signal);
+      this.#log.info({ secret: o.secretName }, 'webhook CA and serving certificate created');
+      return;
+    }
+    const ca = d.ca as string;
+    const caKey = d.caKey as string;
+    const propagation = o.propagationMs ?? 10_000;
+    if (d.caNext && d.caNextKey && now - issuedAt(d.caNext) >= propagation) {
+      // step 2 of a CA rotation: the new CA has been in the bundle long enough; serve a certificate it signed. The old
+      // CA stays in the bundle until the next check, while the replicas pick the new pair up.
+      next = { ca: d.caNext, caKey: d.caNextKey, ...issue(d.caNext, d.caNextKey, o.hosts, certValidity, now) };
+      await this.#write(secret, next, signal);
+      this.#log.info({ secret: o.secretName }, 'webhook serving certificate re-issued by the new CA');
+      await this.#injectBundle([d.caNext, ca], signal);
+      return;
+    }
+    if (!d.caNext && remaining(ca, now) < caValidity / 3) {
+      // step 1: publish the new CA next to the old one; it signs only once the apiserver has seen it (step 2)
+      const fresh = createCertificateAuthority(`${o.secretName}-ca-${Math.floor(now / 1000)}`, {
+        validityMs: caValidity,
+        notBefore: new Date(now),
+      });
+      next = { ...next, caNext: fresh.certPem, caNextKey: fresh.keyPem };
+      await this.#injectBundle([ca, fresh.certPem], signal);
+      this.#log.info({ secret: o.secretName }, 'new webhook CA published in the bundle');
+    }
+    // meanwhile (and always) the serving certificate stays fresh, signed by the current CA
+    const certOk =
+      d.cert && d.key && signedBy(d.cert, ca) && remaining(d.cert, now) > certValidity / 3 && covers(d.cert, o.hosts);
+    if (!certOk) {
+      next = { ...next, ...issue(ca, caKey, o.hosts, certValidity, now) };
+      this.#log.info({ secret: o.secretName }, 'webhook serving certificate renewed');
+    }
+    if (next !== d && JSON.stringify(next) !== JSON.stringify(d)) await this.#write(secret, next, signal);
+    await this.#injectBundle(next.caNext ? [ca, next.caNext] : [ca], signal);
+  }
+
+  async #write(secret: Secret | undefined, d: Data, signal?: AbortSignal): Promise<void> {
+    const o = this.#o;
+    const body = {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: {
+        name: o.secretName,
+        namespace: o.namespace,
+        ...(secret?.metadata?.resourceVersion ? { resourceVersion: secret.metadata.resourceVersion } : {}),
+      },
+      type: 'Opaque',
+      data: encode(d),
+    } as Secret;
+    const opts = signal ? { signal } : {};
+    if (secret) await o.client.update(Secrets, body, opts);
+    else await o.client.create(Secrets, body, opts);
+  }
+
+  /** Sets `caBundle` (the PEMs, concatenated) in every named configuration and CRD where it differs. */
+  async #injectBundle(pems: readonly string[], signal?: AbortSignal): Promise<void> {
+    const o = this.#o;
+    const bundle = Buffer.from(`${pems.map((p) => p.trim()).join('\n')}\n`).toString('base64');
+    const opts = { type: 'json' as const, ...(signal ? { signal } : {}) };
+    for (const [type, names] of [
+      [MutatingWebhookConfigurations, o.mutatingWebhookConfigurations ?? []],
+      [ValidatingWebhookConfigurations, o.validatingWebhookConfigurations ?? []],
+    ] as const) {
+      for (const name of names) {
+        const config = await o.client.get(type, { name }, signal ? { signal } : {});
+        const ops = (config.webhooks ?? []).flatMap((w, i) =>
+          w.clientConfig?.caBundle === bundle
+            ? []
+            : [{ op: 'add', path: `/webhooks/${i}/clientConfig/caBundle`, value: bundle }],
+        );
+        if (ops.length > 0) await o.client.patch(type, { name }, ops, opts);
+      }
+    }
+    for (const name of o.crds ?? []) {
+      const crd = await o.client.get(CustomResourceDefinitions, { name }, signal ? { signal } : {});
+      const webhook = (crd.spec as { conversion?: { webhook?: { clientConfig?: { caBundle?: string } } } }).conversion
+        ?.webhook;
+      if (webhook?.clientConfig && webhook.clientConfig.caBundle !== bundle) {
+        await o.client.patch(
+          CustomResourceDefinitions,
+          { name },
+          [{ op: 'add', path: '/spec/conversion/webhook/clientConfig/caBundle', value: bundle }],
+          opts,
+        );
+      }
+    }
+  }
+}
+
+function issue(caPem: string, caKey: string, hosts: readonly string[], validityMs: number, now: number): Data {
+  const pair = issueServingCertificate({ certPem: caPem, keyPem: caKey }, hosts, {
+    validityMs,
+    notBefore: new Date(now),
+  });
+  return { cert: pair.certPem, key: pair.keyPem };
+}
+
+/** When a certificate was made (its notBefore). */
+function issuedAt(pem: string): number {
+  return new Date(new X509Certificate(pem).validFrom).getTime();
+}
+
+function remaining(pem: string, now: number): number {
+  return new Date(new X509Certificate(pem).validTo).getTime() - now;
+}
+
+function signedBy(certPem: string, caPem: string): boolean {
+  try {
+    return new X509Certificate(certPem).verify(new X509Certificate(caPem).publicKey);
+  } catch {
+    return false;
+  }
+}
+
+function covers(certPem: string, hosts: readonly string[]): boolean {
+  const san = new X509Certificate(certPem).subjectAltName ?? '';
+  return hosts.every((h) => san.includes(`DNS:${h}`) || san.includes(`IP Address:${h}`));
+}
+
+/** A Role (the Secret) and a ClusterRole (the configurations and CRDs) with exactly what rotation needs. */
+export function selfManagedRbac(name: string, o: Omit<SelfManagedOptions, 'client' | 'hosts'>): KubeObject[] {
+  const clusterRules = [
+    ...((o.mutatingWebhookConfigurations ?? []).length > 0
+      ? [
+          {
+            apiGroups: ['admissionregistration.k8s.io'],
+            resources: ['mutatingwebhookconfigurations'],
+            resourceNames: [...(o.mutatingWebhookConfigurations ?? [])],
+            verbs: ['get', 'patch'],
+          },
+        ]
+      : []),
+    ...((o.validatingWebhookConfigurations ?? []).length > 0
+      ? [
+          {
+            apiGroups: ['admissionregistration.k8s.io'],
+            resources: ['validatingwebhookconfigurations'],
+            resourceNames: [...(o.validatingWebhookConfigurations ?? [])],
+            verbs: ['get', 'patch'],
+          },
+        ]
+      : []),
+    ...((o.crds ?? []).length > 0
+      ? [
+          {
+            apiGroups: ['apiextensions.k8s.io'],
+            resources: ['customresourcedefinitions'],
+            resourceNames: [...(o.crds ?? [])],
+            verbs: ['get', 'patch'],
+          },
+        ]
+      : []),
+  ];
+  return [
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'Role',
+      metadata: { name: `${name}-webhook-certs`, namespace: o.namespace },
+      rules: [
+        { apiGroups: [''], resources: ['secrets'], resourceNames: [o.secretName], verbs: ['get', 'update'] },
+        { apiGroups: [''], resources: ['secrets'], verbs: ['create'] },
+      ],
+    } as KubeObject,
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRole',
+      metadata: { name: `${name}-webhook-certs` },
+      rules: clusterRules,
+    } as KubeObject,
+  ];
+}
