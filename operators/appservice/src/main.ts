@@ -43,7 +43,7 @@ try {
   const tracing = await startTracing(OPERATOR_NAME, argv); // off unless --tracing
   const controllers = { traceContextFromAnnotations: tracing !== undefined };
   const mgr = await Manager.create(settingsFromArgs({ name: OPERATOR_NAME, controllers }, argv));
-  if (tracing) mgr.add(tracing);
+  if (tracing) mgr.onStopped(tracing); // exports the last spans once the manager has stopped
   setupAppServiceController(mgr, resyncPeriodMs ? { resyncPeriodMs } : {});
   // +opkit:scaffold:controllers
   await mgr.run();

@@ -6,16 +6,15 @@
  * name), and reconciles link to the trace context a client wrote into an object's `opkit.dev/traceparent`
  * annotation. Off, none of the SDK is loaded. Swap the exporter or add a sampler here.
  */
-import type { Runnable } from '@opkit/runtime';
-
 export const TRACING_HELP = `  --tracing                          export traces over OTLP (env TRACING; endpoint: OTEL_EXPORTER_OTLP_ENDPOINT)
 `;
 
 /**
- * Takes `--tracing` out of `argv`. When tracing is on, registers the SDK and returns a Runnable that flushes the spans
- * still buffered when the manager stops (add it with `mgr.add`); `undefined` when off.
+ * Takes `--tracing` out of `argv`. When tracing is on, registers the SDK and returns the function that exports the
+ * spans still buffered and shuts the SDK down: give it to `mgr.onStopped`, which calls it once the reconciles have
+ * drained and the Events were written, so their spans are exported too. `undefined` when off.
  */
-export async function startTracing(serviceName: string, argv: string[]): Promise<Runnable | undefined> {
+export async function startTracing(serviceName: string, argv: string[]): Promise<(() => Promise<void>) | undefined> {
   const at = argv.indexOf('--tracing');
   if (at >= 0) argv.splice(at, 1);
   if (at < 0 && process.env.TRACING !== 'true') return undefined;
@@ -38,11 +37,5 @@ export async function startTracing(serviceName: string, argv: string[]): Promise
   });
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   trace.setGlobalTracerProvider(provider);
-  return {
-    needLeaderElection: false,
-    async start(signal) {
-      await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
-      await provider.shutdown(); // exports what is buffered
-    },
-  };
+  return () => provider.shutdown(); // exports what is buffered
 }

@@ -152,7 +152,7 @@ describe('secure metrics: HTTPS, TokenReview and SubjectAccessReview on testenv'
     }
   });
 
-  test('a certificate directory without the files fails the start with a BindFailed naming the file', async () => {
+  test('a certificate directory without the files fails the start with CertificateUnreadable naming the file', async () => {
     const mgr = new Manager({
       name: 'metrics-op',
       client: operatorClient,
@@ -161,7 +161,7 @@ describe('secure metrics: HTTPS, TokenReview and SubjectAccessReview on testenv'
       health: { bindAddress: '0' },
     });
     await assert.rejects(mgr.start(new AbortController().signal), (err: Error & { code?: string }) => {
-      assert.equal(err.code, 'BindFailed');
+      assert.equal(err.code, 'CertificateUnreadable');
       assert.match(err.message, /cannot read the metrics certificate \/nonexistent-opkit-certs\/tls\.crt: ENOENT/);
       return true;
     });
