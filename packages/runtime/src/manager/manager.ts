@@ -317,22 +317,24 @@ export class Manager {
         });
         this.metrics.leaderStatus.set({ name: leaseName }, 0);
         const elector = this.#elector;
-        electing = detachedFromTrace(() => elector.run(AbortSignal.any([electorStop.signal, fatal.signal]), {
-          onStartedLeading: (leading) => {
-            this.metrics.leaderStatus.set({ name: leaseName }, 1);
-            for (const r of leaderRunnables) launch(r, AbortSignal.any([stopAll, leading]));
-          },
-          onStoppedLeading: () => {
-            this.metrics.leaderStatus.set({ name: leaseName }, 0);
-            fail(
-              new ManagerError(
-                'LeaderElectionLost',
-                `leader election lost: the Lease ${namespace}/${leaseName} could not be renewed in time; stopping at once`,
-              ),
-            );
-          },
-          onNewLeader: (id) => log.info({ leader: id || '(none)' }, 'leader changed'),
-        }));
+        electing = detachedFromTrace(() =>
+          elector.run(AbortSignal.any([electorStop.signal, fatal.signal]), {
+            onStartedLeading: (leading) => {
+              this.metrics.leaderStatus.set({ name: leaseName }, 1);
+              for (const r of leaderRunnables) launch(r, AbortSignal.any([stopAll, leading]));
+            },
+            onStoppedLeading: () => {
+              this.metrics.leaderStatus.set({ name: leaseName }, 0);
+              fail(
+                new ManagerError(
+                  'LeaderElectionLost',
+                  `leader election lost: the Lease ${namespace}/${leaseName} could not be renewed in time; stopping at once`,
+                ),
+              );
+            },
+            onNewLeader: (id) => log.info({ leader: id || '(none)' }, 'leader changed'),
+          }),
+        );
       } else {
         for (const r of leaderRunnables) launch(r, stopAll);
       }

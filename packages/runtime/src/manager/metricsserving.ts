@@ -62,7 +62,10 @@ export async function metricsServer(
     : undefined;
   const tls = files ? await readKeyPair(files) : selfSignedCertificate();
   const authorizer = new ScrapeAuthorizer({ ...options.auth, client: deps.client, log: deps.log });
-  const server = new HttpEndpoints(bind, [endpoint], { tls, authorize: (req) => authorizer.authorize(req) });
+  const server = new HttpEndpoints(bind, [endpoint], {
+    tls,
+    authorize: (req, signal) => authorizer.authorize(req, signal),
+  });
   const release = files
     ? watchKeyPair(
         files,
@@ -70,7 +73,11 @@ export async function metricsServer(
           server.setCertificate(pair);
           deps.log.info({ dir: files.dir }, 'metrics serving certificate reloaded');
         },
-        (err) => deps.log.warn({ err: (err as Error).message }, 'keeping the previous metrics serving certificate'),
+        (err) =>
+          deps.log.warn(
+            { err: err instanceof Error ? err.message : String(err) },
+            'keeping the previous metrics serving certificate',
+          ),
       )
     : () => {};
   return { server, release };
