@@ -146,9 +146,13 @@ export function metricsServingFlags(
   if (cert) options.certName = cert[0];
   const key = value('metrics-cert-key', 'METRICS_CERT_KEY');
   if (key) options.keyName = key[0];
-  if ((options.certName || options.keyName) && !options.certDir)
-    return { rest, options: {}, problem: '--metrics-cert-name and --metrics-cert-key need --metrics-cert-path' };
-  if (options.secure === false && options.certDir)
-    return { rest, options: {}, problem: '--metrics-cert-path needs --metrics-secure (it is false)' };
+  const fileName = cert ?? key;
+  if (fileName && !dir) {
+    const variable = fileName[1].startsWith('--') ? '--metrics-cert-path' : 'METRICS_CERT_PATH';
+    return { rest, options: {}, problem: `${fileName[1]} needs ${variable} (the directory the file is in)` };
+  }
+  if (options.secure === false && dir && secure) {
+    return { rest, options: {}, problem: `${dir[1]} needs secure metrics, but ${secure[1]} is false` };
+  }
   return { rest, options };
 }
