@@ -171,7 +171,11 @@ test('a kind first read inside a traced reconcile: its informer’s list and wat
     await client.create(ConfigMaps, { metadata: { name: 'after', namespace: 'default' }, data: {} } as never);
     await waitFor(
       'the informer to see the ConfigMap',
-      async () => mgr.cache.informer(ConfigMaps).store.list().some((c) => c.metadata.name === 'after') || undefined,
+      async () =>
+        mgr.cache
+          .informer(ConfigMaps)
+          .store.list()
+          .some((c) => c.metadata.name === 'after') || undefined,
       30_000,
     );
   } finally {

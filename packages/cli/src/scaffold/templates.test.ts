@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { test } from 'node:test';
+import type { Project } from '../project/project.ts';
 import { initFiles, nodeCheckScript } from './templates.ts';
 
 /** Runs a package.json script line with `node` being the given binary. */
@@ -36,14 +37,14 @@ test('@opentelemetry/api: a peer of @opkit/runtime, and a dependency of every sc
   assert.ok(range, '@opkit/runtime peers on @opentelemetry/api (one API instance per process)');
   assert.equal(runtime.dependencies?.['@opentelemetry/api'], undefined, 'not a dependency of its own');
   assert.equal(runtime.devDependencies?.['@opentelemetry/api'], range, 'installed for its own tests');
-  const project = {
+  const project: Project = {
     layout: 'opkit.dev/v1',
     projectName: 'gadget-operator',
     domain: 'example.com',
     namespace: 'gadget-system',
     image: 'gadget-operator:0.1.0',
     resources: [],
-  } as const;
+  };
   const scaffolded = JSON.parse(initFiles(project).get('package.json') ?? '{}') as {
     dependencies: Record<string, string>;
   };
