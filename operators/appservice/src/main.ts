@@ -39,7 +39,7 @@ try {
     ...manager,
     controllers: { ...manager.controllers, traceContextFromAnnotations: tracing !== undefined },
   });
-  if (tracing) mgr.add(tracing);
+  if (tracing) mgr.onStopped(tracing); // exports the last spans once the manager has stopped
   setupAppServiceController(mgr, flags.resyncPeriod ? { resyncPeriodMs: flags.resyncPeriod } : {});
   // +opkit:scaffold:controllers
   if (flags.webhooks) setupAppServiceWebhooks(mgr);

@@ -6,8 +6,6 @@
  * name), and reconciles link to the trace context a client wrote into an object's `opkit.dev/traceparent`
  * annotation. Off, none of the SDK is loaded. Swap the exporter or add a sampler here.
  */
-import type { Runnable } from '@opkit/runtime/manager';
-
 /** The `--tracing` flag, for `settings({ flags: { ...TRACING_FLAGS } })`. */
 export const TRACING_FLAGS = {
   tracing: {
@@ -19,10 +17,11 @@ export const TRACING_FLAGS = {
 } as const;
 
 /**
- * When `on`, registers the SDK and returns a Runnable that flushes the spans still buffered when the manager stops
- * (add it with `mgr.add`); `undefined` when off.
+ * When `on`, registers the SDK and returns the function that exports the spans still buffered and shuts the SDK
+ * down: give it to `mgr.onStopped`, which calls it once the reconciles have drained and the Events were written, so
+ * their spans are exported too. `undefined` when off.
  */
-export async function startTracing(serviceName: string, on: boolean): Promise<Runnable | undefined> {
+export async function startTracing(serviceName: string, on: boolean): Promise<(() => Promise<void>) | undefined> {
   if (!on) return undefined;
   const [
     { context, trace },
@@ -43,11 +42,5 @@ export async function startTracing(serviceName: string, on: boolean): Promise<Ru
   });
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   trace.setGlobalTracerProvider(provider);
-  return {
-    needLeaderElection: false,
-    async start(signal) {
-      await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
-      await provider.shutdown(); // exports what is buffered
-    },
-  };
+  return () => provider.shutdown(); // exports what is buffered
 }

@@ -75,6 +75,25 @@ describe('the Helm chart on testenv, with the real helm', () => {
     assert.match(r.out, /1 chart\(s\) linted, 0 chart\(s\) failed/);
   });
 
+  test('helm template: a digest image renders repository@digest, a tagless one :latest; no leader election, 1 replica', () => {
+    const deployment = (...set: string[]) => {
+      const r = run(helm, ['template', NAME, CHART, '--namespace', NAMESPACE, ...set]);
+      assert.equal(r.code, 0, r.out);
+      const d = parseManifests(r.out, 'helm template').find((o) => o.kind === 'Deployment') as Deployment;
+      return { image: d.spec?.template.spec?.containers[0]?.image, replicas: d.spec?.replicas };
+    };
+    const digest = `sha256:${'0a'.repeat(32)}`;
+    assert.deepEqual(deployment('--set', 'image.repository=reg.example.org/op', '--set', `image.digest=${digest}`), {
+      image: `reg.example.org/op@${digest}`,
+      replicas: 2,
+    });
+    assert.deepEqual(deployment('--set', 'image.repository=reg.example.org/op', '--set', 'image.tag='), {
+      image: 'reg.example.org/op:latest',
+      replicas: 2,
+    });
+    assert.equal(deployment('--set', 'leaderElection.enabled=false').replicas, 1);
+  });
+
   test('helm template, in both metrics modes, is accepted by the apiserver (server-side dry run)', async () => {
     await admin.create(Namespaces, { metadata: { name: NAMESPACE } });
     const applier = new Applier(admin, 'helm-test');
@@ -167,27 +186,32 @@ describe('the Helm chart on testenv, with the real helm', () => {
     op = undefined;
   });
 
-  test('opkit deploy --helm upgrades the release with the image; opkit undeploy --helm uninstalls it', async () => {
+  test('opkit deploy --helm applies the CRDs, upgrades the release with the image; opkit undeploy --helm uninstalls it', async () => {
     const kube = ['--kubeconfig', c.env.kubeconfigPath];
-    const deployed = run(
-      process.execPath,
-      [
-        '--conditions=@opkit/source',
-        OPKIT,
-        'deploy',
-        '--helm',
-        '--dir',
-        DIR,
-        '--image',
-        'registry.example.org/appservice:2.0.0',
-        ...kube,
-      ],
-      { OPKIT_HELM: helm },
+    const deploy = (image: string) =>
+      run(
+        process.execPath,
+        ['--conditions=@opkit/source', OPKIT, 'deploy', '--helm', '--dir', DIR, '--image', image, ...kube],
+        { OPKIT_HELM: helm },
+      );
+    const image = async () =>
+      (await admin.get(Deployments, { namespace: NAMESPACE, name: NAME })).spec?.template.spec?.containers[0]?.image;
+    // a tagless --image is that image's latest, never the project's tag
+    const tagless = deploy('registry.example.org/appservice');
+    assert.equal(tagless.code, 0, tagless.out);
+    assert.match(tagless.out, /REVISION: 2/);
+    assert.equal(await image(), 'registry.example.org/appservice:latest');
+    // the CRDs were server-side applied by opkit before helm (which never upgrades crds/)
+    assert.match(tagless.out, /applied CustomResourceDefinition appservices\.app\.example\.com/);
+    const crd = await admin.get(CustomResourceDefinitions, { name: 'appservices.app.example.com' });
+    assert.ok(
+      crd.metadata.managedFields?.some((f) => f.manager === 'opkit' && f.operation === 'Apply'),
+      JSON.stringify(crd.metadata.managedFields?.map((f) => [f.manager, f.operation])),
     );
+    const deployed = deploy('registry.example.org/appservice:2.0.0');
     assert.equal(deployed.code, 0, deployed.out);
-    assert.match(deployed.out, /REVISION: 2/);
-    const d = await admin.get(Deployments, { namespace: NAMESPACE, name: NAME });
-    assert.equal(d.spec?.template.spec?.containers[0]?.image, 'registry.example.org/appservice:2.0.0');
+    assert.match(deployed.out, /REVISION: 3/);
+    assert.equal(await image(), 'registry.example.org/appservice:2.0.0');
     const removed = run(
       process.execPath,
       ['--conditions=@opkit/source', OPKIT, 'undeploy', '--helm', '--dir', DIR, ...kube],

@@ -41,12 +41,12 @@ export async function helmDeploy(o: HelmDeployOptions): Promise<void> {
   const work = await mkdtemp(join(tmpdir(), 'opkit-chart-'));
   try {
     const chart = join(work, release);
-    for (const [path, content] of chartFiles(o.project, o.apis)) {
+    for (const [path, content] of chartFiles(o.project, o.apis, { image: o.image })) {
       const file = join(chart, relative(CHART_DIR, path));
       await mkdir(dirname(file), { recursive: true });
       await writeFile(file, content);
     }
-    const { repository, tag } = splitImage(o.image);
+    const { repository, tag, digest } = splitImage(o.image);
     await runHelm(
       o.helm,
       [
@@ -60,6 +60,8 @@ export async function helmDeploy(o: HelmDeployOptions): Promise<void> {
         `image.repository=${repository}`,
         '--set-string',
         `image.tag=${tag}`,
+        '--set-string',
+        `image.digest=${digest}`,
         ...o.helmArgs,
       ],
       o.out,

@@ -5,8 +5,8 @@
  * is checked against the API server's rules before anything is applied, so a bad name never leaves half a deployment.
  * `opkit undeploy`: deletes them again, last first (the CRDs, and so every custom resource, included).
  * Both use the given or current kubeconfig only: a cluster that does not answer is an error naming it, never a reason
- * to switch to another (such as `opkit env up`'s). With `--helm`, the same objects go in as a Helm release instead
- * (see commands/deploy-helm.ts).
+ * to switch to another (such as `opkit env up`'s). With `--helm`, the CRDs are applied the same way (Helm never
+ * upgrades a chart's crds/) and the rest goes in as a Helm release (see commands/deploy-helm.ts).
  */
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -66,23 +66,27 @@ export async function deployCommand(
     throw new CliError('Usage', `unexpected argument ${positionals[0]}: arguments after -- are for helm (with --helm)`);
   }
   const target = await reachableKubeconfig(values.kubeconfig, { fallback: false });
-  if (values.helm) {
-    await helmDeploy({
-      project,
-      apis,
-      image,
-      kubeconfig: values.kubeconfig,
-      helm: await resolveHelm({ log: out }),
-      helmArgs: positionals,
-      remove,
-      out,
-    });
-    return 0;
-  }
   const client = new Client(await loadConfig(target.path ? { path: target.path } : {}), { name: 'opkit' });
   try {
     const applier = new Applier(client, 'opkit');
-    if (remove) {
+    if (values.helm) {
+      // Helm installs crds/ once and never upgrades them: apply the CRDs first, so a new field reaches the cluster
+      if (!remove) {
+        for (const crd of await applier.applyAll(objects.filter((o) => o.kind === 'CustomResourceDefinition'))) {
+          out(`applied CustomResourceDefinition ${crd.metadata.name} (server-side apply, before helm)`);
+        }
+      }
+      await helmDeploy({
+        project,
+        apis,
+        image,
+        kubeconfig: values.kubeconfig,
+        helm: await resolveHelm({ log: out }),
+        helmArgs: positionals,
+        remove,
+        out,
+      });
+    } else if (remove) {
       const n = await applier.deleteAll(objects);
       out(`deleted ${n} object(s) of ${project.projectName} from ${target.server}`);
     } else {

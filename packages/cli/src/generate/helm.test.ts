@@ -29,10 +29,36 @@ const apis: LoadedApi[] = [
   },
 ];
 
-test('splitImage separates repository and tag; a registry port or a digest is not a tag', () => {
-  assert.deepEqual(splitImage('a/b:1.0'), { repository: 'a/b', tag: '1.0' });
-  assert.deepEqual(splitImage('localhost:5000/b'), { repository: 'localhost:5000/b', tag: '' });
-  assert.deepEqual(splitImage('b@sha256:abc'), { repository: 'b@sha256:abc', tag: '' });
+test('splitImage separates repository, tag and digest; a registry port is not a tag', () => {
+  assert.deepEqual(splitImage('a/b:1.0'), { repository: 'a/b', tag: '1.0', digest: '' });
+  assert.deepEqual(splitImage('localhost:5000/b'), { repository: 'localhost:5000/b', tag: '', digest: '' });
+  assert.deepEqual(splitImage('b@sha256:abc'), { repository: 'b', tag: '', digest: 'sha256:abc' });
+  assert.deepEqual(splitImage('localhost:5000/b:2@sha256:abc'), {
+    repository: 'localhost:5000/b',
+    tag: '2',
+    digest: 'sha256:abc',
+  });
+});
+
+test('the chart is made for the image being deployed: its values name that image, not the project’s', () => {
+  const values = (image: string) =>
+    (yaml.load(chartFiles(project, apis, { image }).get('dist/chart/values.yaml') ?? '') as { image: unknown }).image;
+  assert.deepEqual(values('reg.example/op'), {
+    repository: 'reg.example/op',
+    tag: '',
+    digest: '',
+    pullPolicy: 'IfNotPresent',
+  });
+  assert.deepEqual(values('reg.example/op@sha256:0123'), {
+    repository: 'reg.example/op',
+    tag: '',
+    digest: 'sha256:0123',
+    pullPolicy: 'IfNotPresent',
+  });
+  const helpers = chartFiles(project, apis).get('dist/chart/templates/_helpers.tpl') ?? '';
+  assert.match(helpers, /\{\{ \.Values\.image\.repository \}\}@\{\{ \.Values\.image\.digest \}\}/);
+  assert.match(helpers, /\.Values\.image\.tag \| default "latest"/);
+  assert.doesNotMatch(helpers, /AppVersion/, 'the image never falls back to appVersion');
 });
 
 test('the chart: CRDs under crds/, values for image, replicas, resources, leader election, metrics mode, log level', () => {
@@ -54,7 +80,12 @@ test('the chart: CRDs under crds/, values for image, replicas, resources, leader
   );
   const values = yaml.load(files.get('dist/chart/values.yaml') ?? '') as Record<string, unknown>;
   assert.deepEqual(values, {
-    image: { repository: 'registry.example.org/team/gadget-operator', tag: '1.4.2', pullPolicy: 'IfNotPresent' },
+    image: {
+      repository: 'registry.example.org/team/gadget-operator',
+      tag: '1.4.2',
+      digest: '',
+      pullPolicy: 'IfNotPresent',
+    },
     replicas: 2,
     resources: { requests: { cpu: '50m', memory: '96Mi' }, limits: { cpu: '1', memory: '256Mi' } },
     leaderElection: { enabled: true, namespace: '' },
@@ -63,7 +94,12 @@ test('the chart: CRDs under crds/, values for image, replicas, resources, leader
   });
   const manager = files.get('dist/chart/templates/manager.yaml') ?? '';
   assert.match(manager, /^ {2}namespace: \{\{ \.Release\.Namespace \}\}$/m);
-  assert.match(manager, /^ {2}replicas: \{\{ \.Values\.replicas \}\}$/m);
+  assert.match(manager, /^ {2}replicas: \{\{ include "gadget-operator\.replicas" \. \}\}$/m);
+  assert.match(
+    files.get('dist/chart/templates/_helpers.tpl') ?? '',
+    /ternary \.Values\.replicas 1 \.Values\.leaderElection\.enabled/,
+    'one replica without leader election',
+  );
   assert.match(manager, /^ {10}args:\n\{\{- include "gadget-operator\.args" \. \| trim \| nindent 12 \}\}$/m);
   assert.match(manager, /^ {10}resources:\n\{\{- toYaml \.Values\.resources \| nindent 12 \}\}$/m);
   assert.doesNotMatch(manager, /gadget-system|OPKIT_SLOT/, 'no project namespace and no placeholder left');
@@ -81,14 +117,30 @@ test('other objects of the install (webhook configurations) go to templates/extr
   const webhook = {
     apiVersion: 'admissionregistration.k8s.io/v1',
     kind: 'ValidatingWebhookConfiguration',
-    metadata: { name: 'gadget-operator' },
+    metadata: {
+      name: 'gadget-operator',
+      annotations: { 'cert-manager.io/inject-ca-from': 'gadget-system/gadget-operator-serving-cert' },
+    },
     webhooks: [
       { name: 'v.gadgets.app.example.com', clientConfig: { service: { name: 'wh', namespace: 'gadget-system' } } },
     ],
   };
-  const files = chartFiles(project, apis, [...installObjects(project, apis), webhook]);
+  const certificate = {
+    apiVersion: 'cert-manager.io/v1',
+    kind: 'Certificate',
+    metadata: { name: 'gadget-operator-serving-cert', namespace: 'gadget-system' },
+    spec: { dnsNames: ['wh.gadget-system.svc', 'wh.gadget-system.svc.cluster.local', 'gadget-system.example.org'] },
+  };
+  const files = chartFiles(project, apis, { objects: [...installObjects(project, apis), webhook, certificate] });
   const extra = files.get('dist/chart/templates/extra.yaml') ?? '';
   assert.match(extra, /kind: ValidatingWebhookConfiguration/);
-  assert.match(extra, /namespace: \{\{ \.Release\.Namespace \}\}/);
-  assert.doesNotMatch(extra, /gadget-system/);
+  assert.match(extra, /^ {8}namespace: \{\{ \.Release\.Namespace \}\}$/m, 'clientConfig.service.namespace');
+  assert.match(
+    extra,
+    /cert-manager\.io\/inject-ca-from: \{\{ \.Release\.Namespace \}\}\/gadget-operator-serving-cert$/m,
+  );
+  assert.match(extra, /- wh\.\{\{ \.Release\.Namespace \}\}\.svc$/m);
+  assert.match(extra, /- wh\.\{\{ \.Release\.Namespace \}\}\.svc\.cluster\.local$/m);
+  assert.match(extra, /- gadget-system\.example\.org$/m, 'a name outside the cluster is left as it is');
+  assert.equal(extra.match(/gadget-system/g)?.length, 1);
 });

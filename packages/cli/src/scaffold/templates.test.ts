@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { test } from 'node:test';
-import { nodeCheckScript } from './templates.ts';
+import type { Project } from '../project/project.ts';
+import { initFiles, nodeCheckScript } from './templates.ts';
 
 /** Runs a package.json script line with `node` being the given binary. */
 function runScript(line: string, node: string): { status: number | null; stderr: string } {
@@ -26,4 +27,27 @@ test('the scaffolded prestart check needs no dependency: silent on a new enough 
       assert.match(o.stderr, /^demo needs Node >= 22\.18 \(this is v\d+/);
     }
   }
+});
+
+test('@opentelemetry/api: a peer of @opkit/runtime, and a dependency of every scaffolded project and of AppService', () => {
+  const manifest = (path: string) =>
+    JSON.parse(readFileSync(new URL(path, import.meta.url), 'utf8')) as Record<string, Record<string, string>>;
+  const runtime = manifest('../../../runtime/package.json');
+  const range = runtime.peerDependencies?.['@opentelemetry/api'];
+  assert.ok(range, '@opkit/runtime peers on @opentelemetry/api (one API instance per process)');
+  assert.equal(runtime.dependencies?.['@opentelemetry/api'], undefined, 'not a dependency of its own');
+  assert.equal(runtime.devDependencies?.['@opentelemetry/api'], range, 'installed for its own tests');
+  const project: Project = {
+    layout: 'opkit.dev/v1',
+    projectName: 'gadget-operator',
+    domain: 'example.com',
+    namespace: 'gadget-system',
+    image: 'gadget-operator:0.1.0',
+    resources: [],
+  };
+  const scaffolded = JSON.parse(initFiles(project).get('package.json') ?? '{}') as {
+    dependencies: Record<string, string>;
+  };
+  assert.equal(scaffolded.dependencies['@opentelemetry/api'], range, 'a project installed from the registry gets it');
+  assert.equal(manifest('../../../../operators/appservice/package.json').dependencies?.['@opentelemetry/api'], range);
 });

@@ -117,7 +117,7 @@ try {
     ...manager,
     controllers: { ...manager.controllers, traceContextFromAnnotations: tracing !== undefined },
   });
-  if (tracing) mgr.add(tracing);
+  if (tracing) mgr.onStopped(tracing); // exports the last spans once the manager has stopped
   ${MARK_CONTROLLERS}
   await mgr.run();
 } catch (err) {

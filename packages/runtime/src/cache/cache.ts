@@ -5,7 +5,8 @@
  *
  * Guarantees: reads wait until that resource's informer has synced, so a read never sees a partial cache. By default
  * `metadata.managedFields` is dropped before storing (often half of an object's size; an operator rarely needs it).
- * Objects returned are shared and read-only: `structuredClone` one before changing it.
+ * Objects returned are shared and read-only: `structuredClone` one before changing it. Informers run outside any trace,
+ * also one started by a read inside a reconcile: their lists and watches never nest under a reconcile's span.
  * Caveat: a resource's informer config (namespace, selectors) is fixed on first use.
  */
 import type { Client } from '../client/client.ts';
@@ -14,6 +15,7 @@ import { type KubeObject, type ObjectRef, objectKey, type ResourceType, resource
 import type { BackoffOptions } from '../internal/backoff.ts';
 import { type Logger, silentLogger } from '../logger.ts';
 import type { Metrics } from '../metrics.ts';
+import { detachedFromTrace } from '../tracing/spans.ts';
 import { type Index, IndexError, type IndexQuery } from './indexes.ts';
 import { Informer } from './informer.ts';
 import type { IndexFunc } from './store.ts';
@@ -100,7 +102,9 @@ export class Cache {
         metrics: o.metrics?.watch(id),
       });
       this.#informers.set(id, inf as unknown as Informer<KubeObject>);
-      if (this.#signal) inf.start(this.#signal);
+      // started outside any trace: the first read of a kind may come from inside a reconcile's span
+      const [created, signal] = [inf, this.#signal];
+      if (signal) detachedFromTrace(() => created.start(signal));
     }
     return inf;
   }
@@ -128,7 +132,9 @@ export class Cache {
   start(signal: AbortSignal): void {
     if (this.#signal) return;
     this.#signal = signal;
-    for (const inf of this.#informers.values()) inf.start(signal);
+    detachedFromTrace(() => {
+      for (const inf of this.#informers.values()) inf.start(signal);
+    });
     for (const fn of this.#started.splice(0)) fn();
   }
 

@@ -121,7 +121,7 @@ export class Transport {
       if (span) endRequestSpan(span);
       return body;
     } catch (err) {
-      if (span) endRequestSpan(span, err);
+      if (span) endRequestSpan(span, { failed: true, error: err });
       throw err;
     } finally {
       clearTimeout(timer);

@@ -286,7 +286,7 @@ export class Controller {
         : this.#reconciler.reconcile(request, ctx));
     } catch (err) {
       m?.reconcileTime.observe({ controller: this.name }, (performance.now() - started) / 1000);
-      if (span) endReconcileSpan(span, { error: err });
+      if (span) endReconcileSpan(span, { failed: true, error: err });
       this.#failed(key, err, log, signal, ctx);
       return;
     }

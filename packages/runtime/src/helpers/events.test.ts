@@ -9,7 +9,7 @@ import { ConfigMaps, Pods } from '../client/builtins.ts';
 import type { APIResource } from '../client/client.ts';
 import { ApiError } from '../client/errors.ts';
 import type { InputOf, KubeObject, ObjectOf, ObjectRef, ResourceType } from '../client/resource.ts';
-import { silentLogger } from '../logger.ts';
+import { type Logger, silentLogger } from '../logger.ts';
 import { type EventClient, EventRecorder, objectReference, SERIES_IDLE_MS } from './events.ts';
 
 interface Call {
@@ -106,7 +106,7 @@ test('events.k8s.io/v1: regarding, related, action, reportingController/Instance
   assert.equal(client.calls[1]?.body.action, 'NoneSpecified', "client-go's default action");
 });
 
-test('repeats become a series: series.count and lastObservedTime are patched; a different note is another Event', async () => {
+test('repeats become a series, keyed as client-go keys them: another note or type joins it, another object or action does not', async () => {
   const client = new FakeClient(true);
   const clock = { now: 1_700_000_000_000 };
   const rec = recorder(client, clock);
@@ -115,7 +115,11 @@ test('repeats become a series: series.count and lastObservedTime are patched; a 
     await rec.flush();
     clock.now += 1_000;
   }
-  rec.event(Pods, pod, 'Warning', 'BackOff', 'restarting again');
+  rec.event(Pods, pod, 'Normal', 'BackOff', 'restarting again'); // client-go's key has neither the note nor the type
+  await rec.flush();
+  rec.event(Pods, { metadata: { ...pod.metadata, resourceVersion: '8' } }, 'Warning', 'BackOff', 'restarting');
+  await rec.flush(); // the regarding reference differs (its resourceVersion): another series, as in client-go
+  rec.event(Pods, pod, 'Warning', 'BackOff', 'restarting', { action: 'Restart' });
   await rec.flush();
   assert.deepEqual(
     client.calls.map((c) => [c.verb, c.body.series]),
@@ -123,10 +127,42 @@ test('repeats become a series: series.count and lastObservedTime are patched; a 
       ['create', undefined],
       ['patch', { count: 2, lastObservedTime: '2023-11-14T22:13:21.000000Z' }],
       ['patch', { count: 3, lastObservedTime: '2023-11-14T22:13:22.000000Z' }],
+      ['patch', { count: 4, lastObservedTime: '2023-11-14T22:13:23.000000Z' }],
+      ['create', undefined],
       ['create', undefined],
     ],
   );
   assert.equal(client.calls[1]?.name, client.calls[0]?.name, 'the series patches the Event it created');
+  assert.equal(client.calls[0]?.body.note, 'restarting', 'the Event keeps its first note');
+});
+
+test('an install whose RBAC lacks events.k8s.io: the first refusal is a warning naming the rule, later ones debug', async () => {
+  const client = new FakeClient(true);
+  client.create = async () => {
+    throw new ApiError(
+      'Forbidden',
+      'events.events.k8s.io is forbidden: User "system:serviceaccount:ns:op" cannot create',
+      {
+        status: 403,
+      },
+    );
+  };
+  const lines: { level: string; msg: string }[] = [];
+  const log = {
+    warn: (_o: unknown, msg: string) => lines.push({ level: 'warn', msg }),
+    debug: (_o: unknown, msg: string) => lines.push({ level: 'debug', msg }),
+    info: (_o: unknown, msg: string) => lines.push({ level: 'info', msg }),
+  };
+  const rec = new EventRecorder({ client, component: 'op', instance: 'op-1', log: log as unknown as Logger });
+  rec.event(Pods, pod, 'Normal', 'Created', 'one');
+  await rec.flush();
+  rec.event(Pods, pod, 'Normal', 'Deleted', 'two');
+  await rec.flush();
+  assert.deepEqual(
+    lines.map((l) => l.level),
+    ['warn', 'debug'],
+  );
+  assert.match(lines[0]?.msg ?? '', /lacks create and patch on events\.k8s\.io events — regenerate and apply its RBAC/);
 });
 
 test('a series ends after 6 quiet minutes; an expired Event is created again with the count so far', async () => {

@@ -8,15 +8,17 @@
  * Guarantees:
  * - API: events.k8s.io/v1 when the apiserver serves it (asked once, by discovery); core/v1 Events otherwise, with the
  *   same fields (`action`, `related`, `reportingComponent`) and `count` / `lastTimestamp` in place of the series.
- * - Series: a repeat of the same (regarding, related, type, reason, action, note) within 6 minutes of the last one
- *   patches the existing Event's `series.count` and `series.lastObservedTime` instead of creating an object; after 6
- *   quiet minutes, or when the Event expired meanwhile, a new Event is created (carrying the count so far, as client-go
- *   does). Repeats recorded while a write is under way are folded into the next write, so a burst costs at most one
+ * - Series: keyed as client-go's events/v1 recorder keys them — action, reason, reportingController, regarding and
+ *   related (whole references, resourceVersion included); not the type or the note. A repeat within 6 minutes of the
+ *   last one patches the existing Event's `series.count` and `series.lastObservedTime` instead of creating an object,
+ *   and the Event keeps its first note; after 6 quiet minutes, or when the Event expired meanwhile, a new Event is
+ *   created (carrying the count so far, as client-go does). Repeats recorded while a write is under way are folded into the next write, so a burst costs at most one
  *   create and one patch in flight at a time per series.
  * - Rate limited per regarding object, like client-go's spam filter: a burst of 25, then one event per 5 minutes; the
  *   excess is dropped (counted in `dropped`), so a failing reconcile cannot flood the cluster.
  * - Never throws and never blocks a reconcile: writes happen in the background, one at a time per series; failures
- *   are logged at debug level. Notes longer than 1 kB are cut to fit the API's limit.
+ *   are logged at debug level, except the first refusal for lack of RBAC (an install whose ClusterRole predates
+ *   events.k8s.io), a warning naming the missing rule. Notes longer than 1 kB are cut to fit the API's limit.
  * - `flush(timeoutMs)` waits for the writes under way, but never longer than `timeoutMs`: then it cancels the rest, so
  *   a process stopping on a hung connection (a lost Lease, a SIGTERM) exits on time instead of waiting for the
  *   client's request timeout.
@@ -120,6 +122,9 @@ export class EventRecorder {
   readonly #series = new Map<string, Series>();
   readonly #buckets = new Map<string, { tokens: number; at: number }>();
   #api: Promise<Api> | undefined;
+  /** The API discovery settled on, once it has. */
+  #apiNow: Api | undefined;
+  #warnedForbidden = false;
   #dropped = 0;
   #inFlight = new Set<Promise<void>>();
   /** Aborts the writes recorded so far when a flush gives up on them (then replaced for later events). */
@@ -158,14 +163,9 @@ export class EventRecorder {
     const action = (options.action ?? DEFAULT_ACTION).slice(0, 128);
     const note = truncate(message);
     const related = options.related;
-    const key = [
-      regarding.uid ?? `${regarding.apiVersion}/${regarding.kind}/${regarding.namespace ?? ''}/${regarding.name}`,
-      related ? `${related.apiVersion}/${related.kind}/${related.namespace ?? ''}/${related.name}` : '',
-      type,
-      reason,
-      action,
-      note,
-    ].join('\u0000');
+    // client-go's events/v1 series key: action, reason, reportingController (this recorder's), regarding and related
+    // (the whole references); neither the type nor the note — a repeat with another note counts in the series
+    const key = [action, reason, referenceKey(regarding), related ? referenceKey(related) : ''].join('\u0000');
     let s = this.#series.get(key);
     if (s && now - s.last > SERIES_IDLE_MS) s = undefined; // the series ended: start a new Event
     if (!s) {
@@ -194,7 +194,7 @@ export class EventRecorder {
       try {
         await this.#write(series, signal);
       } catch (err) {
-        this.#o.log.debug({ err: (err as Error).message, reason }, 'could not write an event');
+        this.#writeFailed(err, series);
       }
     });
     series.pending = pending;
@@ -230,6 +230,22 @@ export class EventRecorder {
       return cancelled;
     }
     return 0;
+  }
+
+  /** Logs a failed write: at debug, except the first refusal for lack of RBAC, which is a warning naming the rule. */
+  #writeFailed(err: unknown, s: Series): void {
+    const message = err instanceof Error ? err.message : String(err);
+    if (isApiError(err, 'Forbidden') && !this.#warnedForbidden) {
+      this.#warnedForbidden = true;
+      const group = s.ref?.api === 'v1' || this.#apiNow === 'v1' ? 'core ("")' : 'events.k8s.io';
+      this.#o.log.warn(
+        { err: message, namespace: s.regarding.namespace ?? 'default' },
+        `events are not being written: the operator's RBAC lacks create and patch on ${group} events — ` +
+          'regenerate and apply its RBAC (opkit generate, then opkit deploy); further refusals are logged at debug',
+      );
+      return;
+    }
+    this.#o.log.debug({ err: message, reason: s.reason }, 'could not write an event');
   }
 
   /** Brings the server's Event up to the series' count: creates it, or patches its count. */
@@ -282,6 +298,7 @@ export class EventRecorder {
       );
       this.#api = asked;
       void asked.then((api) => {
+        this.#apiNow = api;
         if (api === 'v1') this.#o.log.info({}, 'events.k8s.io/v1 is not served: writing core/v1 Events');
       });
     }
@@ -301,7 +318,7 @@ export class EventRecorder {
       ...(s.related ? { related: { ...s.related } } : {}),
       note: s.note,
       type: s.type,
-    } as EventsV1Event;
+    };
   }
 
   #coreEvent(s: Series, namespace: string, name: string, count: number, last: number): Event {
@@ -347,6 +364,11 @@ export class EventRecorder {
     }
     return true;
   }
+}
+
+/** A reference as one key part: every field, as client-go compares ObjectReferences. */
+function referenceKey(r: EventObjectReference): string {
+  return [r.apiVersion, r.kind, r.namespace ?? '', r.name, r.uid ?? '', r.resourceVersion ?? ''].join('/');
 }
 
 /** RFC 3339 with microseconds (a MicroTime), as events.k8s.io requires. */

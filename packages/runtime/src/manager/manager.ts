@@ -16,8 +16,9 @@
  * left behind, so the stop is bounded; then the Lease is released (a standby takes over within its retry period, so a
  * handover takes under 3 s even with a reconcile stuck on a hung request); Events still being written get the same
  * time again, then are cancelled; the servers close. Fatal errors — caches that never sync, a lost Lease, a controller
- * that fails — stop everything at once, Event writes included; `start` rejects with a `ManagerError` and `run()` exits
- * 1 with a one-line reason.
+ * that fails — stop everything at once (runnables get 1 s to return once their signal has aborted), Event writes
+ * included; `start` rejects with a `ManagerError` and `run()` exits 1 with a one-line reason. Either way the
+ * `onStopped` hooks run last, just before `start` settles: the place to shut down a tracing provider.
  */
 
 import { randomUUID } from 'node:crypto';
@@ -34,9 +35,11 @@ import { EventRecorder } from '../helpers/events.ts';
 import { sleep } from '../internal/sleep.ts';
 import { createLogger, type Logger } from '../logger.ts';
 import { Metrics } from '../metrics.ts';
+import { detachedFromTrace } from '../tracing/spans.ts';
 import { FileCertificates } from '../webhook/certs.ts';
 import { WebhookServer, type WebhookServerOptions } from '../webhook/server.ts';
 import { LeaderElector } from './leader.ts';
+import { MetricsAuthError } from './metricsauth.ts';
 import { type MetricsServingOptions, metricsServer } from './metricsserving.ts';
 import { type Check, CheckSet, HttpEndpoints } from './server.ts';
 
@@ -83,6 +86,8 @@ export interface ManagerOptions {
 
 /** How long past the drain time a graceful stop still waits for runnables to return. */
 const DRAIN_MARGIN_MS = 1_000;
+/** How long `start()` waits for each `onStopped` hook (an OTLP exporter's own request timeout is 10 s). */
+const STOPPED_HOOK_TIMEOUT_MS = 10_000;
 
 export type ManagerErrorCode =
   | 'ApiUnreachable'
@@ -90,7 +95,8 @@ export type ManagerErrorCode =
   | 'LeaderElectionLost'
   | 'ResourceNotServed'
   | 'RunnableFailed'
-  | 'BindFailed';
+  | 'BindFailed'
+  | 'CertificateUnreadable';
 
 export class ManagerError extends OpkitError<ManagerErrorCode> {
   override readonly name = 'ManagerError';
@@ -122,6 +128,7 @@ export class Manager {
   #elector: LeaderElector | undefined;
   #started = false;
   #webhookServer: WebhookServer | undefined;
+  readonly #stopped: { readonly fn: () => Promise<void> | void; readonly timeoutMs: number }[] = [];
 
   /** Prefer `Manager.create`, which also wires the client's request metrics. */
   constructor(options: ManagerOptions & { client: Client; metricsRegistry?: Metrics }) {
@@ -206,6 +213,40 @@ export class Manager {
     this.#runnables.push(runnable);
   }
 
+  /**
+   * Runs `fn` when `start()` ends, gracefully or not: after the controllers drained (or, after a fatal error, were
+   * cut off), Events were flushed and the servers closed — the last thing before `start()` settles and `run()` exits.
+   * The place to flush and shut down what must see everything the operator did, such as a tracing SDK's provider.
+   * Hooks run one after another in the order added; one that fails is logged, one that takes longer than `timeoutMs`
+   * (default 10 s) is left behind with a warning, and neither stops the others.
+   */
+  onStopped(fn: () => Promise<void> | void, options: { timeoutMs?: number } = {}): void {
+    this.#stopped.push({ fn, timeoutMs: options.timeoutMs ?? STOPPED_HOOK_TIMEOUT_MS });
+  }
+
+  async #runStoppedHooks(): Promise<void> {
+    for (const { fn, timeoutMs } of this.#stopped.splice(0)) {
+      const cap = new AbortController();
+      const outcome = await Promise.race([
+        Promise.resolve()
+          .then(fn)
+          .then(
+            () => 'done' as const,
+            (err: unknown) => {
+              this.log.warn({ err: describe(err) }, 'an onStopped hook failed');
+              return 'failed' as const;
+            },
+          ),
+        sleep(timeoutMs, cap.signal).then(
+          () => 'late' as const,
+          () => 'late' as const,
+        ),
+      ]);
+      cap.abort();
+      if (outcome === 'late') this.log.warn({ timeoutMs }, 'an onStopped hook is still running: not waiting longer');
+    }
+  }
+
   addHealthzCheck(name: string, check: Check): void {
     this.#healthz.add(name, check);
   }
@@ -268,7 +309,12 @@ export class Manager {
       log.error({ code: err.code }, err.message);
       fatal.abort(err);
     };
-    await this.#startServers();
+    try {
+      await this.#startServers();
+    } catch (err) {
+      await this.#runStoppedHooks();
+      throw err;
+    }
     const cacheStop = new AbortController();
     const runStop = new AbortController();
     const electorStop = new AbortController();
@@ -281,11 +327,12 @@ export class Manager {
         log.info({}, 'stopped before the controllers started');
         return;
       }
-      this.cache.start(cacheStop.signal);
+      // the caches, leader election and the runnables are long-lived: none nests under a span active at start()
+      detachedFromTrace(() => this.cache.start(cacheStop.signal));
       const running: Promise<void>[] = [];
       const launch = (r: Runnable, s: AbortSignal) =>
         running.push(
-          r.start(AbortSignal.any([s, runStop.signal])).catch((err: unknown) => {
+          detachedFromTrace(() => r.start(AbortSignal.any([s, runStop.signal]))).catch((err: unknown) => {
             const code = (err as { code?: string }).code === 'CacheSyncTimeout' ? 'CacheSyncTimeout' : 'RunnableFailed';
             fail(new ManagerError(code, (err as Error).message ?? String(err), { cause: err }));
           }),
@@ -308,22 +355,25 @@ export class Manager {
           ...(le.retryPeriodMs ? { retryPeriodMs: le.retryPeriodMs } : {}),
         });
         this.metrics.leaderStatus.set({ name: leaseName }, 0);
-        electing = this.#elector.run(AbortSignal.any([electorStop.signal, fatal.signal]), {
-          onStartedLeading: (leading) => {
-            this.metrics.leaderStatus.set({ name: leaseName }, 1);
-            for (const r of leaderRunnables) launch(r, AbortSignal.any([stopAll, leading]));
-          },
-          onStoppedLeading: () => {
-            this.metrics.leaderStatus.set({ name: leaseName }, 0);
-            fail(
-              new ManagerError(
-                'LeaderElectionLost',
-                `leader election lost: the Lease ${namespace}/${leaseName} could not be renewed in time; stopping at once`,
-              ),
-            );
-          },
-          onNewLeader: (id) => log.info({ leader: id || '(none)' }, 'leader changed'),
-        });
+        const elector = this.#elector;
+        electing = detachedFromTrace(() =>
+          elector.run(AbortSignal.any([electorStop.signal, fatal.signal]), {
+            onStartedLeading: (leading) => {
+              this.metrics.leaderStatus.set({ name: leaseName }, 1);
+              for (const r of leaderRunnables) launch(r, AbortSignal.any([stopAll, leading]));
+            },
+            onStoppedLeading: () => {
+              this.metrics.leaderStatus.set({ name: leaseName }, 0);
+              fail(
+                new ManagerError(
+                  'LeaderElectionLost',
+                  `leader election lost: the Lease ${namespace}/${leaseName} could not be renewed in time; stopping at once`,
+                ),
+              );
+            },
+            onNewLeader: (id) => log.info({ leader: id || '(none)' }, 'leader changed'),
+          }),
+        );
       } else {
         for (const r of leaderRunnables) launch(r, stopAll);
       }
@@ -345,6 +395,10 @@ export class Manager {
           );
       } else {
         runStop.abort(fatalError);
+        // their signal has aborted: give what they were doing a moment to end (and its spans to close), no more
+        const cap = new AbortController();
+        await Promise.race([Promise.all(running), sleep(DRAIN_MARGIN_MS, cap.signal).catch(() => {})]);
+        cap.abort();
       }
       electorStop.abort();
       await electing;
@@ -357,6 +411,7 @@ export class Manager {
       await Promise.all([...this.#recorders.values()].map((r) => r.flush(flushMs)));
       await Promise.all(this.#servers.map((s) => s.stop()));
       this.#releaseMetrics();
+      await this.#runStoppedHooks();
     }
     if (fatalError) throw fatalError;
     log.info({}, 'stopped');
@@ -404,7 +459,10 @@ export class Manager {
         this.#metricsServer = m.server;
         this.#releaseMetrics = m.release;
       } catch (err) {
-        throw new ManagerError('BindFailed', `cannot serve /metrics: ${(err as Error).message}`, { cause: err });
+        if (err instanceof MetricsAuthError && err.code === 'CertificateUnreadable') {
+          throw new ManagerError('CertificateUnreadable', err.message, { cause: err });
+        }
+        throw new ManagerError('BindFailed', `cannot serve /metrics: ${describe(err)}`, { cause: err });
       }
     }
     if (healthAt !== '0') this.#healthServer = new HttpEndpoints(healthAt, [this.#healthz, this.#readyz]);
@@ -415,7 +473,8 @@ export class Manager {
         this.#servers.push(s);
       } catch (err) {
         await Promise.all(this.#servers.map((x) => x.stop()));
-        throw new ManagerError('BindFailed', `cannot listen: ${(err as Error).message}`, { cause: err });
+        this.#releaseMetrics(); // the certificate watcher of a server that never listened
+        throw new ManagerError('BindFailed', `cannot listen: ${describe(err)}`, { cause: err });
       }
     }
     const scheme = this.#metricsServer?.secure ? 'https (authenticated)' : 'http';
@@ -467,8 +526,12 @@ function notServed(r: ResourceType): string {
     : `the apiserver does not serve ${id} (${r.apiVersion}): install its CustomResourceDefinition first (e.g. kubectl apply -f config/crd)`;
 }
 
+function describe(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
 function oneLine(err: unknown): string {
-  const text = err instanceof Error ? err.message : String(err);
+  const text = describe(err);
   return text.split('\n')[0] ?? text;
 }
 

@@ -12,8 +12,13 @@
  *   `authenticationTtlMs` (1 min), a refused one for `denyTtlMs` (30 s), an allowed decision for `allowTtlMs` (5 min),
  *   a denied one for `denyTtlMs` — controller-runtime's delegating defaults. Concurrent scrapes with the same token
  *   share one review. Each cache holds at most `maxEntries` answers; the oldest go first.
- * - A review that fails (the apiserver unreachable, or the operator lacking `create` on tokenreviews or
- *   subjectaccessreviews) answers 500 with the reason, is logged, and is not cached.
+ * - Refusals carry fixed texts, as controller-runtime's: 401 `Unauthorized`, 403 naming the user and the path, 500
+ *   `Internal Server Error` (the TokenReview failed) or `Authorization for user <name> failed` (the
+ *   SubjectAccessReview failed). Why — the TokenReview's error, the apiserver's answer, which may name the operator's
+ *   ServiceAccount — goes to the log only.
+ * - A review that fails (the apiserver unreachable, the operator lacking `create` on tokenreviews or
+ *   subjectaccessreviews, no answer within `reviewTimeoutMs`, 10 s) answers 500, is logged, and is not cached. When the
+ *   scraper disconnects, the reviews made for it are aborted.
  *
  * The operator needs `create` on `tokenreviews` (authentication.k8s.io) and `subjectaccessreviews`
  * (authorization.k8s.io); see `metricsAuthPermissions` in helpers/rbac.ts.
@@ -42,6 +47,8 @@ export interface ScrapeAuthOptions {
   readonly denyTtlMs?: number;
   /** Answers kept per cache (default 4096). */
   readonly maxEntries?: number;
+  /** How long one TokenReview or SubjectAccessReview may take (default 10 s, controller-runtime's). */
+  readonly reviewTimeoutMs?: number;
   /** Milliseconds, monotonic; injectable for tests. */
   readonly now?: () => number;
 }
@@ -76,6 +83,7 @@ export class ScrapeAuthorizer {
   readonly #authn: TtlCache<Authn>;
   readonly #authz: TtlCache<Authz>;
   readonly #ttl: { authn: number; allow: number; deny: number };
+  readonly #reviewTimeoutMs: number;
 
   constructor(options: ScrapeAuthOptions) {
     this.#client = options.client;
@@ -89,46 +97,74 @@ export class ScrapeAuthorizer {
       allow: options.allowTtlMs ?? 300_000,
       deny: options.denyTtlMs ?? 30_000,
     };
+    this.#reviewTimeoutMs = options.reviewTimeoutMs ?? 10_000;
   }
 
+  /**
+   * Decides one scrape. `signal` is the scraper's: when it disconnects, the reviews made for it are aborted (and
+   * nothing is cached). Answers carry fixed texts; why a token was refused or a review failed goes to the log only.
+   */
   async authorize(req: ScrapeRequest, signal?: AbortSignal): Promise<ScrapeDecision> {
     const token = bearerToken(req.authorization);
-    if (!token) return { allowed: false, status: 401, message: 'Unauthorized: a bearer token is required' };
+    if (!token) return UNAUTHORIZED;
     const tokenKey = createHash('sha256').update(token).digest('hex');
     const verb = req.method.toLowerCase();
+    const limit = () => {
+      const timeout = AbortSignal.timeout(this.#reviewTimeoutMs);
+      return signal ? AbortSignal.any([signal, timeout]) : timeout;
+    };
+    let authn: Authn;
     try {
-      const authn = await this.#authn.getOrLoad(tokenKey, async () => {
-        const a = await this.#review(token, signal);
+      authn = await this.#authn.getOrLoad(tokenKey, async () => {
+        const a = await this.#review(token, limit());
         return { value: a, ttlMs: a.ok ? this.#ttl.authn : this.#ttl.deny };
       });
-      if (!authn.ok) return { allowed: false, status: 401, message: `Unauthorized: ${authn.message}` };
-      const user = authn.user;
-      const authz = await this.#authz.getOrLoad(`${tokenKey} ${verb} ${req.path}`, async () => {
-        const a = await this.#access(user, verb, req.path, signal);
+    } catch (err) {
+      this.#failed(err, req, signal);
+      return { allowed: false, status: 500, message: 'Internal Server Error' };
+    }
+    if (!authn.ok) {
+      this.#log?.debug({ reason: authn.message, path: req.path }, 'metrics scrape refused: the token was not accepted');
+      return UNAUTHORIZED;
+    }
+    const user = authn.user;
+    let authz: Authz;
+    try {
+      authz = await this.#authz.getOrLoad(`${tokenKey} ${verb} ${req.path}`, async () => {
+        const a = await this.#access(user, verb, req.path, limit());
         return { value: a, ttlMs: a.allowed ? this.#ttl.allow : this.#ttl.deny };
       });
-      if (!authz.allowed) {
-        const why = authz.reason ? `: ${authz.reason}` : '';
-        return {
-          allowed: false,
-          status: 403,
-          message: `Forbidden: user "${user.username}" cannot ${verb} path "${req.path}"${why}`,
-        };
-      }
-      return { allowed: true, user: user.username };
     } catch (err) {
-      const message = err instanceof Error ? err.message : String(err);
-      this.#log?.error({ err: message, path: req.path }, 'cannot authorize a metrics scrape');
-      return { allowed: false, status: 500, message: `cannot authorize the request: ${message}` };
+      this.#failed(err, req, signal);
+      return { allowed: false, status: 500, message: `Authorization for user ${user.username} failed` };
     }
+    if (!authz.allowed) {
+      this.#log?.debug(
+        { user: user.username, reason: authz.reason, path: req.path },
+        'metrics scrape refused: not authorized',
+      );
+      return {
+        allowed: false,
+        status: 403,
+        message: `Forbidden: user "${user.username}" cannot ${verb} path "${req.path}"`,
+      };
+    }
+    return { allowed: true, user: user.username };
   }
 
-  async #review(token: string, signal: AbortSignal | undefined): Promise<Authn> {
+  #failed(err: unknown, req: ScrapeRequest, signal: AbortSignal | undefined): void {
+    const message = err instanceof Error ? err.message : String(err);
+    if (signal?.aborted)
+      this.#log?.debug({ err: message, path: req.path }, 'metrics scraper went away during its review');
+    else this.#log?.error({ err: message, path: req.path }, 'cannot authorize a metrics scrape');
+  }
+
+  async #review(token: string, signal: AbortSignal): Promise<Authn> {
     let review: TokenReview;
     try {
-      review = await this.#client.create(TokenReviews, { metadata: {}, spec: { token } }, signal ? { signal } : {});
+      review = await this.#client.create(TokenReviews, { metadata: {}, spec: { token } }, { signal });
     } catch (err) {
-      throw new MetricsAuthError('ReviewFailed', `TokenReview failed: ${(err as Error).message}`, { cause: err });
+      throw new MetricsAuthError('ReviewFailed', `TokenReview failed: ${describe(err)}`, { cause: err });
     }
     const s = review.status;
     if (!s?.authenticated || !s.user?.username) {
@@ -145,7 +181,7 @@ export class ScrapeAuthorizer {
     };
   }
 
-  async #access(user: UserInfo, verb: string, path: string, signal: AbortSignal | undefined): Promise<Authz> {
+  async #access(user: UserInfo, verb: string, path: string, signal: AbortSignal): Promise<Authz> {
     let review: SubjectAccessReview;
     try {
       review = await this.#client.create(
@@ -160,15 +196,19 @@ export class ScrapeAuthorizer {
             nonResourceAttributes: { path, verb },
           },
         },
-        signal ? { signal } : {},
+        { signal },
       );
     } catch (err) {
-      throw new MetricsAuthError('ReviewFailed', `SubjectAccessReview failed: ${(err as Error).message}`, {
-        cause: err,
-      });
+      throw new MetricsAuthError('ReviewFailed', `SubjectAccessReview failed: ${describe(err)}`, { cause: err });
     }
     return { allowed: review.status?.allowed === true, reason: review.status?.reason ?? '' };
   }
+}
+
+const UNAUTHORIZED: ScrapeDecision = { allowed: false, status: 401, message: 'Unauthorized' };
+
+function describe(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
 }
 
 /** The token of an `Authorization: Bearer <token>` header (scheme case-insensitive), or undefined. */

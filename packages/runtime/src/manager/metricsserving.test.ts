@@ -33,7 +33,23 @@ test('kubebuilder flag forms: --metrics-secure, --metrics-secure=false, --metric
     metricsServingFlags(['--metrics-secure=maybe'], {}).problem,
     '--metrics-secure: "maybe" is not true or false',
   );
-  assert.match(metricsServingFlags(['--metrics-cert-name=x'], {}).problem ?? '', /need --metrics-cert-path/);
+  assert.equal(
+    metricsServingFlags(['--metrics-cert-name=x'], {}).problem,
+    '--metrics-cert-name needs --metrics-cert-path (the directory the file is in)',
+  );
+  assert.equal(
+    metricsServingFlags([], { METRICS_CERT_KEY: 'k' }).problem,
+    'METRICS_CERT_KEY needs METRICS_CERT_PATH (the directory the file is in)',
+    'the variable that was set is named, not a flag',
+  );
+  assert.equal(
+    metricsServingFlags([], { METRICS_SECURE: 'false', METRICS_CERT_PATH: '/certs' }).problem,
+    'METRICS_CERT_PATH needs secure metrics, but METRICS_SECURE is false',
+  );
+  assert.equal(
+    metricsServingFlags(['--metrics-secure=false'], { METRICS_CERT_PATH: '/certs' }).problem,
+    'METRICS_CERT_PATH needs secure metrics, but --metrics-secure is false',
+  );
   assert.match(metricsServingFlags(['--metrics-cert-path'], {}).problem ?? '', /--metrics-cert-path needs a value/);
 });
 

@@ -62,7 +62,10 @@ export async function metricsServer(
     : undefined;
   const tls = files ? await readKeyPair(files) : selfSignedCertificate();
   const authorizer = new ScrapeAuthorizer({ ...options.auth, client: deps.client, log: deps.log });
-  const server = new HttpEndpoints(bind, [endpoint], { tls, authorize: (req) => authorizer.authorize(req) });
+  const server = new HttpEndpoints(bind, [endpoint], {
+    tls,
+    authorize: (req, signal) => authorizer.authorize(req, signal),
+  });
   const release = files
     ? watchKeyPair(
         files,
@@ -70,7 +73,11 @@ export async function metricsServer(
           server.setCertificate(pair);
           deps.log.info({ dir: files.dir }, 'metrics serving certificate reloaded');
         },
-        (err) => deps.log.warn({ err: (err as Error).message }, 'keeping the previous metrics serving certificate'),
+        (err) =>
+          deps.log.warn(
+            { err: err instanceof Error ? err.message : String(err) },
+            'keeping the previous metrics serving certificate',
+          ),
       )
     : () => {};
   return { server, release };
@@ -147,9 +154,13 @@ export function metricsServingFlags(
   if (cert) options.certName = cert[0];
   const key = value('metrics-cert-key', 'METRICS_CERT_KEY');
   if (key) options.keyName = key[0];
-  if ((options.certName || options.keyName) && !options.certDir)
-    return { rest, options: {}, problem: '--metrics-cert-name and --metrics-cert-key need --metrics-cert-path' };
-  if (options.secure === false && options.certDir)
-    return { rest, options: {}, problem: '--metrics-cert-path needs --metrics-secure (it is false)' };
+  const fileName = cert ?? key;
+  if (fileName && !dir) {
+    const variable = fileName[1].startsWith('--') ? '--metrics-cert-path' : 'METRICS_CERT_PATH';
+    return { rest, options: {}, problem: `${fileName[1]} needs ${variable} (the directory the file is in)` };
+  }
+  if (options.secure === false && dir && secure) {
+    return { rest, options: {}, problem: `${dir[1]} needs secure metrics, but ${secure[1]} is false` };
+  }
   return { rest, options };
 }

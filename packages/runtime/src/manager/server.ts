@@ -27,7 +27,8 @@ export interface ServingOptions {
   /** Serve HTTPS with this certificate and key. */
   readonly tls?: KeyPair;
   /** Decides each request before it is routed. */
-  readonly authorize?: (req: ScrapeRequest) => Promise<ScrapeDecision>;
+  /** `signal` aborts when the client disconnects before its answer. */
+  readonly authorize?: (req: ScrapeRequest, signal: AbortSignal) => Promise<ScrapeDecision>;
 }
 
 export class HttpEndpoints {
@@ -42,7 +43,7 @@ export class HttpEndpoints {
     this.#authorize = options.authorize;
     const handler = (req: IncomingMessage, res: ServerResponse) => this.#filter(req, res);
     this.#server = options.tls
-      ? createHttpsServer({ cert: options.tls.cert, key: options.tls.key, minVersion: 'TLSv1.2' }, handler)
+      ? createHttpsServer({ ...options.tls, ...TLS_OPTIONS }, handler)
       : createHttpServer(handler);
   }
 
@@ -51,9 +52,11 @@ export class HttpEndpoints {
     return 'setSecureContext' in this.#server;
   }
 
-  /** Serves `pair` on new connections (HTTPS servers only). */
+  /** Serves `pair` on new connections (HTTPS servers only), with the same TLS settings as at start. */
   setCertificate(pair: KeyPair): void {
-    if ('setSecureContext' in this.#server) this.#server.setSecureContext({ cert: pair.cert, key: pair.key });
+    // setSecureContext replaces the whole secure context: the settings must be given again, or TLS 1.0 comes back
+    if ('setSecureContext' in this.#server)
+      this.#server.setSecureContext({ cert: pair.cert, key: pair.key, ...TLS_OPTIONS });
   }
 
   #filter(req: IncomingMessage, res: ServerResponse): void {
@@ -62,12 +65,17 @@ export class HttpEndpoints {
       return;
     }
     const path = new URL(req.url ?? '/', 'http://localhost').pathname;
-    this.#authorize({ authorization: req.headers.authorization, path, method: req.method ?? 'GET' }).then(
+    const gone = new AbortController();
+    res.once('close', () => {
+      if (!res.writableFinished) gone.abort(new Error('the client disconnected'));
+    });
+    this.#authorize({ authorization: req.headers.authorization, path, method: req.method ?? 'GET' }, gone.signal).then(
       (d) => {
+        if (gone.signal.aborted) return;
         if (d.allowed) this.#route(req, res);
         else res.writeHead(d.status, { 'content-type': 'text/plain; charset=utf-8' }).end(`${d.message}\n`);
       },
-      (err: unknown) => res.writeHead(500, { 'content-type': 'text/plain' }).end(String(err)),
+      () => res.writeHead(500, { 'content-type': 'text/plain' }).end('Internal Server Error\n'),
     );
   }
 
@@ -109,6 +117,9 @@ export class HttpEndpoints {
     });
   }
 }
+
+/** The TLS settings of every secure context a server uses, at start and after each certificate reload. */
+export const TLS_OPTIONS = { minVersion: 'TLSv1.2' } as const;
 
 /** A named set of checks served at `path`: 200 "ok" when all pass, 500 with the failing checks otherwise. */
 export class CheckSet implements Endpoint {

@@ -124,7 +124,7 @@ export function watchKeyPair(
   const reload = () => {
     clearTimeout(timer);
     // a Secret volume swaps a symlink and writes several files: read once they have settled
-    timer = setTimeout(() => readKeyPair(files).then(onChange, onError), 200);
+    timer = setTimeout(() => readKeyPair(files).then(onChange).catch(onError), 200);
   };
   try {
     watcher = watch(files.dir, { persistent: false }, reload);

@@ -14,9 +14,14 @@ import { isApiError } from '../client/errors.ts';
 import { Transport } from '../client/transport.ts';
 import {
   ATTR,
+  detachedFromTrace,
+  endReconcileSpan,
+  endRequestSpan,
   requestInfo,
   runtimeTracer,
+  type Span,
   spanContextFromAnnotations,
+  startReconcileSpan,
   startRequestSpan,
   TRACEPARENT_ANNOTATION,
   TRACESTATE_ANNOTATION,
@@ -216,6 +221,57 @@ test('a request span records the final status code, the resends, and a failure',
   assert.equal(missing?.attributes[ATTR.errorType], 'NotFound');
   assert.equal(missing?.attributes[ATTR.resendCount], undefined);
   assert.equal(missing?.status.code, SpanStatusCode.ERROR);
+});
+
+test('a reconciler that throws null or undefined: the span says error, and ending it never throws', () => {
+  const { exporter } = register();
+  const tracer = runtimeTracer();
+  assert.ok(tracer);
+  const input = { controller: 'c', key: 'ns/a', namespace: 'ns', name: 'a', reconcileID: 'r', queueWaitMs: 0 };
+  for (const thrown of [null, undefined, 'text', Object.create(null)]) {
+    const span = startReconcileSpan(tracer, input);
+    assert.doesNotThrow(() => endReconcileSpan(span, { failed: true, error: thrown }));
+  }
+  const request = startRequestSpan('GET', '/api/v1/pods', new URL('https://127.0.0.1:6443'));
+  assert.equal(request, undefined, 'no active span');
+  const parent = tracer.startSpan('parent');
+  const child = context.with(trace.setSpan(ROOT_CONTEXT, parent), () =>
+    startRequestSpan('GET', '/api/v1/pods', new URL('https://127.0.0.1:6443')),
+  );
+  assert.ok(child);
+  assert.doesNotThrow(() => endRequestSpan(child, { failed: true, error: null }));
+  parent.end();
+  const spans = exporter.getFinishedSpans();
+  assert.deepEqual(
+    spans.filter((s) => s.name === 'reconcile c').map((s) => [s.attributes[ATTR.result], s.status.code]),
+    Array.from({ length: 4 }, () => ['error', SpanStatusCode.ERROR]),
+  );
+  assert.deepEqual(
+    spans.filter((s) => s.name === 'reconcile c').map((s) => s.status.message),
+    ['null', 'undefined', 'text', '[object Object]'],
+  );
+  assert.equal(spans.find((s) => s.name === 'list pods')?.status.code, SpanStatusCode.ERROR);
+});
+
+test('detachedFromTrace: work started inside a span runs outside any trace, and so do its later requests', async () => {
+  register();
+  const tracer = runtimeTracer();
+  assert.ok(tracer);
+  const url = new URL('https://127.0.0.1:6443');
+  const reconcile = tracer.startSpan('reconcile');
+  const { attached, detached } = await context.with(trace.setSpan(ROOT_CONTEXT, reconcile), async () => {
+    // a long-lived loop, as an informer's: its later requests happen after the span has ended
+    const later = () =>
+      new Promise<Span | undefined>((resolve) =>
+        setTimeout(() => resolve(startRequestSpan('GET', '/api/v1/pods', url)), 5),
+      );
+    return { attached: later(), detached: detachedFromTrace(later) };
+  });
+  reconcile.end();
+  const a = await attached;
+  assert.ok(a, 'without detaching, the loop inherits the reconcile span');
+  a.end();
+  assert.equal(await detached, undefined, 'detached: no span');
 });
 
 /** Registers (once) a provider exporting to memory and an AsyncLocalStorage context manager; clears the exporter. */

@@ -13,8 +13,13 @@
  * - Each API request made while a sampled span is active is a CLIENT child span `<verb> <resource>` (or
  *   `<METHOD> <path>` for discovery and other non-resource paths) with the HTTP method, the Kubernetes verb,
  *   resource, namespace, the final status code and the number of resends — also when it outlives that span (an
- *   Event written in the background). Requests with no sampled span around them (informer lists, Lease renewals)
- *   make no span.
+ *   Event recorded by the reconcile and written in the background). Requests with no sampled span around them
+ *   (informer lists and watches, Lease renewals) make no span.
+ * - Long-lived work started from inside a reconcile (an informer for a kind first read there) runs detached from its
+ *   trace (`detachedFromTrace`): its lists and relists never become children of that reconcile. So do leader election
+ *   and the Manager's other background loops.
+ * - A reconciler that throws anything — `null`, `undefined`, a string — ends its span with result `error`; ending a
+ *   span never throws.
  * - Opt-in W3C trace context: a client that changes an object can stamp it with `traceContextAnnotations()`; a
  *   controller built with `traceContextFromAnnotations` links the reconcile span to that context (a link, not a
  *   parent: the reconcile may serve several changes). A malformed annotation is ignored.
@@ -139,9 +144,23 @@ export function withActiveSpan<A extends unknown[], R>(
   return context.with(trace.setSpan(ROOT_CONTEXT, span), fn, thisArg, ...args);
 }
 
-/** Ends a reconcile span with its outcome: a result (`requeueAfterMs` when requeued) or the error it threw. */
-export function endReconcileSpan(span: Span, outcome: { requeueAfterMs?: number | undefined; error?: unknown }): void {
-  if (outcome.error !== undefined) {
+/**
+ * Runs `fn` outside any trace (under the root context), for work that outlives its caller: an informer started by the
+ * first read of a kind inside a reconcile, leader election, background loops. Their requests then make no span,
+ * instead of nesting under whichever span happened to be active when they started.
+ */
+export function detachedFromTrace<R>(fn: () => R): R {
+  return context.with(ROOT_CONTEXT, fn);
+}
+
+/** How a reconcile ended: a result (`requeueAfterMs` when requeued), or a throw of any value (`undefined` too). */
+export type ReconcileOutcome =
+  | { readonly failed?: false; readonly requeueAfterMs?: number | undefined }
+  | { readonly failed: true; readonly error: unknown };
+
+/** Ends a reconcile span with its outcome. Never throws, whatever the reconciler threw. */
+export function endReconcileSpan(span: Span, outcome: ReconcileOutcome): void {
+  if (outcome.failed) {
     span.setAttribute(ATTR.result, 'error');
     failSpan(span, outcome.error);
   } else if (outcome.requeueAfterMs !== undefined && outcome.requeueAfterMs > 0) {
@@ -236,19 +255,33 @@ export function startRequestSpan(method: string, path: string, server: URL): Spa
   );
 }
 
-/** Ends a request span; `error` (an ApiError or anything thrown) marks it failed. */
-export function endRequestSpan(span: Span, error?: unknown): void {
-  if (error !== undefined) {
-    const status = (error as { status?: unknown }).status;
+/** Ends a request span; `{ failed: true, error }` (an ApiError or anything thrown) marks it failed. */
+export function endRequestSpan(span: Span, outcome?: { readonly failed: true; readonly error: unknown }): void {
+  if (outcome?.failed) {
+    const status = field(outcome.error, 'status');
     if (typeof status === 'number' && status > 0) span.setAttribute(ATTR.statusCode, status);
-    failSpan(span, error);
+    failSpan(span, outcome.error);
   }
   span.end();
 }
 
+/** A property of a thrown value, which may be anything (`null`, a string, an object without prototype). */
+function field(value: unknown, name: string): unknown {
+  return typeof value === 'object' && value !== null ? (value as Record<string, unknown>)[name] : undefined;
+}
+
+/** A thrown value as text, even one `String()` refuses (an object without a prototype). */
+function describe(value: unknown): string {
+  try {
+    return String(value);
+  } catch {
+    return Object.prototype.toString.call(value);
+  }
+}
+
 function failSpan(span: Span, error: unknown): void {
-  const code = (error as { code?: unknown }).code;
-  const message = error instanceof Error ? error.message : String(error);
+  const code = field(error, 'code');
+  const message = error instanceof Error ? error.message : describe(error);
   span.setAttribute(ATTR.errorType, typeof code === 'string' ? code : error instanceof Error ? error.name : 'unknown');
   span.setStatus({ code: SpanStatusCode.ERROR, message });
   if (error instanceof Error) span.recordException(error);

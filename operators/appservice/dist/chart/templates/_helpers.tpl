@@ -18,8 +18,18 @@
 - --log-level={{ .Values.logLevel }}
 {{- end }}
 
+{{/* repository@digest when a digest is set, else repository:tag (latest when the tag is empty). */}}
 {{- define "appservice-operator.image" -}}
-{{ .Values.image.repository }}{{ with (.Values.image.tag | default .Chart.AppVersion) }}:{{ . }}{{ end }}
+{{- if .Values.image.digest -}}
+{{ .Values.image.repository }}@{{ .Values.image.digest }}
+{{- else -}}
+{{ .Values.image.repository }}:{{ .Values.image.tag | default "latest" }}
+{{- end -}}
+{{- end }}
+
+{{/* One replica without leader election: two would reconcile the same objects at once. */}}
+{{- define "appservice-operator.replicas" -}}
+{{ ternary .Values.replicas 1 .Values.leaderElection.enabled }}
 {{- end }}
 
 {{- define "appservice-operator.metricsPort" -}}
