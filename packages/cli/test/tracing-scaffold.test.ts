@@ -30,14 +30,11 @@ const PROBE = `import { trace } from '@opentelemetry/api';
 import { settings } from '@opkit/runtime';
 import { startTracing, TRACING_FLAGS } from './src/tracing.ts';
 const { manager, flags } = settings({ name: 'traced-operator', flags: { ...TRACING_FLAGS } });
-const flusher = await startTracing('traced-operator', flags.tracing);
-process.stdout.write(JSON.stringify({ on: flusher !== undefined, namespace: manager.cache?.namespace ?? null }));
-if (flusher) {
+const flush = await startTracing('traced-operator', flags.tracing);
+process.stdout.write(JSON.stringify({ on: flush !== undefined, namespace: manager.cache?.namespace ?? null }));
+if (flush) {
   trace.getTracer('probe').startSpan('probe span').end();
-  const stop = new AbortController();
-  const stopped = flusher.start(stop.signal);
-  stop.abort();
-  await stopped;
+  await flush();
 }
 `;
 

@@ -50,7 +50,7 @@ export function kindWebhooksFile(api: ApiEntry, w: WebhookKinds): string {
      : ''
  }
  */
-import { ${runtime.join(', ')} } from '@opkit/runtime';
+import { ${runtime.join(', ')} } from '@opkit/runtime/webhook';
 import { type ${k}, ${k}s } from '../api/${api.version}/${lk}.ts';
 ${
   w.defaulting
