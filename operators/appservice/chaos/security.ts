@@ -6,9 +6,18 @@
  */
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import type { ApiError, KubeObject } from '@opkit/runtime';
+import { type ApiError, type KubeObject, type Permission, permission } from '@opkit/runtime';
 import type { Client } from '@opkit/runtime/client';
-import { type Deployment, Deployments, Namespaces, type Pod, Pods, ServiceAccounts } from '@opkit/runtime/kinds';
+import { metricsAuthPermissions } from '@opkit/runtime/helpers';
+import {
+  type Deployment,
+  Deployments,
+  EventsV1Events,
+  Namespaces,
+  type Pod,
+  Pods,
+  ServiceAccounts,
+} from '@opkit/runtime/kinds';
 import type { AuditEvent } from '@opkit/testenv';
 import { installObjects, NAME } from '../src/install.ts';
 import { permissions as webhookPermissions } from '../src/webhooks.ts';
@@ -25,24 +34,32 @@ export interface SecurityReport {
   readonly npmAudit: { readonly status: 'clean' | 'findings' | 'unavailable'; readonly detail: string };
 }
 
-/** The rules of every Role and ClusterRole the install manifests bind to the operator's ServiceAccount. */
+/**
+ * Grants the replicas here use only on demand, so a trial may not exercise them; each has its own test:
+ * - the metrics reviews (TokenReview, SubjectAccessReview): made when a scrape carries a token, and the replicas run
+ *   with metrics off (packages/runtime/test/metricsauth.test.ts exercises them);
+ * - `patch` on events.k8s.io Events: a series count, made only when an Event repeats within six minutes
+ *   (packages/runtime/test/manager.test.ts "events: …").
+ */
+const ON_DEMAND: readonly Permission[] = [...metricsAuthPermissions(), permission(EventsV1Events, ['patch'])];
+
 /**
  * The rules granted to the operator's ServiceAccount, less what only its webhooks use (src/webhooks.ts `permissions`):
  * here the harness serves the webhooks (the replicas run with ENABLE_WEBHOOKS=false), so the replicas never exercise
- * those grants; the webhook end-to-end test does.
+ * those grants; the webhook end-to-end test does. Less, too, the grants used only on demand (ON_DEMAND).
  */
 export async function grantedRules(): Promise<Rule[]> {
-  const webhookOnly = (group: string, resource: string, verbs: readonly string[]) =>
-    webhookPermissions.some(
-      (p) =>
-        p.group === group && p.resource === resource && verbs.every((v) => (p.verbs as readonly string[]).includes(v)),
-    );
-  return (await boundRules())
-    .map((r) => ({
-      ...r,
-      resources: r.resources.filter((res) => !r.apiGroups.every((g) => webhookOnly(g, res, r.verbs))),
-    }))
-    .filter((r) => r.resources.length > 0);
+  const exempt = [...webhookPermissions, ...ON_DEMAND];
+  const covered = (group: string, resource: string, verb: string) =>
+    exempt.some((p) => p.group === group && p.resource === resource && (p.verbs as readonly string[]).includes(verb));
+  return (await boundRules()).flatMap((r) =>
+    r.apiGroups.flatMap((group) =>
+      r.resources.flatMap((resource) => {
+        const verbs = r.verbs.filter((verb) => !covered(group, resource, verb));
+        return verbs.length > 0 ? [{ apiGroups: [group], resources: [resource], verbs }] : [];
+      }),
+    ),
+  );
 }
 
 async function boundRules(): Promise<Rule[]> {
