@@ -14,8 +14,11 @@
  *   (`claimChildren`), conditions, status written only on change.
  * - logger, metrics (controller-runtime's metric names).
  */
+// cache (issue 17)
 export {
   Cache,
+  CacheError,
+  type CacheErrorCode,
   type CacheListOptions,
   type CacheOptions,
   dropManagedFields,

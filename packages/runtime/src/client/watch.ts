@@ -22,6 +22,11 @@ export interface WatchRequest {
   readonly labelSelector?: string | undefined;
   readonly fieldSelector?: string | undefined;
   readonly resourceVersion: string;
+  /**
+   * A streaming list (KEP-3157 WatchList): the server first sends the current state as ADDED events, then a BOOKMARK
+   * annotated `k8s.io/initial-events-end: "true"`, then changes (`resourceVersionMatch=NotOlderThan`).
+   */
+  readonly sendInitialEvents?: boolean | undefined;
   /** Server-side timeout. */
   readonly timeoutSeconds: number;
   /** Client-side: longest silence (no event, no bookmark) tolerated. */
@@ -59,6 +64,7 @@ export async function* watchEvents<T extends KubeObject>(
         watch: 1,
         resourceVersion: req.resourceVersion,
         allowWatchBookmarks: true,
+        ...(req.sendInitialEvents ? { sendInitialEvents: true, resourceVersionMatch: 'NotOlderThan' } : {}),
         timeoutSeconds: req.timeoutSeconds,
         labelSelector: req.labelSelector,
         fieldSelector: req.fieldSelector,
