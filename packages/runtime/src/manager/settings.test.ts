@@ -61,3 +61,10 @@ test('durations', () => {
   assert.equal(parseDuration('2h'), 7_200_000);
   assert.equal(parseDuration('45'), 45_000);
 });
+
+test('WATCH_NAMESPACE / --namespace with a comma-separated list watches those namespaces (issue 17)', () => {
+  assert.deepEqual(settingsFromArgs(base, [], { WATCH_NAMESPACE: 'a, b,a,' }).cache?.namespaces, ['a', 'b']);
+  assert.equal(settingsFromArgs(base, ['--namespace', 'a,b'], {}).cache?.namespace, undefined);
+  assert.deepEqual(settingsFromArgs(base, ['--namespace', 'a,b'], {}).cache?.namespaces, ['a', 'b']);
+  assert.equal(settingsFromArgs(base, ['--namespace', 'solo'], {}).cache?.namespace, 'solo');
+});

@@ -12,7 +12,7 @@
  * | `--leader-elect` | `LEADER_ELECT` | `true` / `false` (default false) |
  * | `--leader-election-namespace` | `POD_NAMESPACE` | the Lease's namespace |
  * | `--leader-election-id` | `LEADER_ELECTION_ID` | the Lease's name |
- * | `--namespace` | `WATCH_NAMESPACE` | watch one namespace only (default: all) |
+ * | `--namespace` | `WATCH_NAMESPACE` | watch one namespace, or a comma-separated list of them (default: all) |
  * | `--max-concurrent-reconciles` | `MAX_CONCURRENT_RECONCILES` | workers per controller (default 1) |
  * | `--graceful-shutdown-timeout` | `GRACEFUL_SHUTDOWN_TIMEOUT` | e.g. `2s`, `30s` (default 2s) |
  * | `--kubeconfig`, `--context` | `KUBECONFIG` | which cluster (default: as kubectl, or in-cluster) |
@@ -43,7 +43,7 @@ export const SETTINGS_HELP = `Manager options:
   --leader-elect                     run controllers only on the replica holding the Lease
   --leader-election-namespace NS     the Lease's namespace (default $POD_NAMESPACE, else the kubeconfig's)
   --leader-election-id NAME          the Lease's name (default <operator>-leader)
-  --namespace NS                     watch only this namespace (default: all)
+  --namespace NS[,NS…]               watch only these namespaces (default: all)
   --max-concurrent-reconciles N      workers per controller (default 1)
   --graceful-shutdown-timeout DUR    time in-flight reconciles get on shutdown (default 2s)
   --kubeconfig FILE, --context NAME  which cluster (default: as kubectl, or in-cluster)
@@ -154,7 +154,8 @@ export function settingsFromArgs(
       ...(leNamespace ? { namespace: leNamespace } : {}),
       ...(leId ? { leaseName: leId } : {}),
     },
-    cache: { ...base.cache, ...(watchNamespace ? { namespace: watchNamespace } : {}) },
+    // issue 17: a comma-separated list (as operator-sdk's WATCH_NAMESPACE) watches those namespaces, one watch each
+    cache: { ...base.cache, ...watchNamespaces(watchNamespace) },
     controllers: {
       ...base.controllers,
       ...(maxConcurrentReconciles ? { maxConcurrentReconciles } : {}),
@@ -170,4 +171,11 @@ export function parseDuration(text: string, from = 'duration'): number {
   const n = Number(m[1]);
   const unit = m[2] ?? 's';
   return Math.round(n * { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 }[unit as 'ms' | 's' | 'm' | 'h']);
+}
+
+/** `--namespace` / WATCH_NAMESPACE: one namespace, or a comma-separated list of them (issue 17). */
+function watchNamespaces(value: string | undefined): { namespace?: string; namespaces?: string[] } {
+  const list = [...new Set((value ?? '').split(',').map((n) => n.trim()))].filter((n) => n !== '');
+  if (list.length === 0) return {};
+  return list.length === 1 ? { namespace: list[0] as string } : { namespaces: list };
 }
