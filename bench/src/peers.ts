@@ -87,6 +87,24 @@ async function deployedEnv(): Promise<Record<string, string>> {
   return env;
 }
 
+const HOPS = fileURLToPath(new URL('./children/hops.ts', import.meta.url));
+let diagnosed = 0;
+
+/**
+ * Diagnosis of the opkit process, asked for by environment: BENCH_HOPS=DIR (per-change hops, GC pauses and
+ * event-loop delay, see children/hops.ts), BENCH_CPU_PROF=DIR (`--cpu-prof`). One file per process in DIR.
+ */
+function diagnosis(): { args: string[]; env: Record<string, string> } {
+  const args: string[] = [];
+  const env: Record<string, string> = {};
+  if (process.env.BENCH_HOPS) {
+    args.push('--import', HOPS);
+    env.OPKIT_HOPS_FILE = join(process.env.BENCH_HOPS, `hops-${process.pid}-${++diagnosed}.json`);
+  }
+  if (process.env.BENCH_CPU_PROF) args.push('--cpu-prof', '--cpu-prof-dir', process.env.BENCH_CPU_PROF);
+  return { args, env };
+}
+
 export async function startPeer(
   name: PeerName,
   kubeconfig: string,
@@ -98,12 +116,14 @@ export async function startPeer(
   if (name !== 'go') warmCompileCache();
   const env = { ...process.env, NODE_COMPILE_CACHE: COMPILE_CACHE };
   switch (name) {
-    case 'opkit':
+    case 'opkit': {
+      const diag = diagnosis();
       return spawn(
         process.execPath,
         [
           // the workspace's sources (the Deployment's NODE_OPTIONS below replace the environment's)
           '--conditions=@opkit/source',
+          ...diag.args,
           OPKIT_MAIN,
           ...common,
           '--metrics-bind-address',
@@ -113,8 +133,9 @@ export async function startPeer(
           '--log-level',
           'warn',
         ],
-        { stdio, env: { ...env, ...(await deployedEnv()) } },
+        { stdio, env: { ...env, ...(await deployedEnv()), ...diag.env } },
       );
+    }
     case 'clientNode':
       return spawn(process.execPath, [CLIENT_NODE, ...common], { stdio, env });
     case 'kfc':

@@ -33,8 +33,9 @@
  */
 import type { Client } from '../client/client.ts';
 import { ApiError, isResourceVersionTooLarge, toApiError } from '../client/errors.ts';
-import type { KubeObject, ResourceType } from '../client/resource.ts';
+import { type KubeObject, keyOf, type ResourceType } from '../client/resource.ts';
 import { Backoff, type BackoffOptions } from '../internal/backoff.ts';
+import { hop } from '../internal/hops.ts';
 import { sleep } from '../internal/sleep.ts';
 import type { Logger } from '../logger.ts';
 import type { WatchMetrics } from '../metrics.ts';
@@ -258,6 +259,9 @@ export class Reflector<T extends KubeObject> {
         if (rv) this.#resourceVersion = rv;
         continue;
       }
+      const resource = o.resource.plural;
+      const key = () => ({ resource, type: event.type, key: keyOf(event.object) });
+      hop('event', key);
       const obj = o.transform ? o.transform(event.object) : event.object;
       if (collecting) {
         if (event.type !== 'DELETED') collecting.push(obj);
@@ -265,6 +269,7 @@ export class Reflector<T extends KubeObject> {
       }
       if (event.type === 'DELETED') this.#store.remove(obj);
       else this.#store.upsert(obj);
+      hop('stored', key);
       if (rv) this.#resourceVersion = rv;
       // something arrived: the error backoff starts over; the relist pacing only after a watch that lasted
       if (events === 1 || performance.now() - started > 60_000) this.#backoff.reset();

@@ -18,6 +18,7 @@
  * worker that never calls `done()` keeps its key processing forever (and blocks `shutDownWithDrain()`). With the real
  * clock, delayed adds use unref()'d timers, so they alone do not keep the process alive.
  */
+import { hop } from '../internal/hops.ts';
 import { type Clock, realClock, type Timer } from './clock.ts';
 import { defaultControllerRateLimiter, type RateLimiter } from './ratelimiter.ts';
 
@@ -173,6 +174,7 @@ export class WorkQueue<K extends string = string> {
     if (!this.#dirty.has(item)) {
       this.#dirty.add(item);
       this.#addedAt.set(item, this.#clock.now());
+      hop('add', () => ({ queue: this.name, key: item }));
       if (!this.#processing.has(item)) this.#enqueue(item);
       this.#metrics.added?.();
     }
@@ -236,6 +238,7 @@ export class WorkQueue<K extends string = string> {
     const startedAt = this.#processing.get(item);
     if (startedAt === undefined) return;
     this.#processing.delete(item);
+    hop('done', () => ({ queue: this.name, key: item }));
     if (this.#dirty.has(item)) this.#enqueue(item);
     this.#metrics.workDuration?.((this.#clock.now() - startedAt) / 1000);
     if (this.#processing.size === 0) this.#releaseDrainers();
@@ -296,6 +299,7 @@ export class WorkQueue<K extends string = string> {
 
   /** Moves a key from dirty to processing. */
   #start(item: K): K {
+    hop('get', () => ({ queue: this.name, key: item }));
     const now = this.#clock.now();
     this.#dirty.delete(item);
     this.#processing.set(item, now);
