@@ -92,14 +92,15 @@ let diagnosed = 0;
 
 /**
  * Diagnosis of the opkit process, asked for by environment: BENCH_HOPS=DIR (per-change hops, GC pauses and
- * event-loop delay, see children/hops.ts), BENCH_CPU_PROF=DIR (`--cpu-prof`). One file per process in DIR.
+ * event-loop delay, see children/hops.ts; written when the process gets SIGUSR2), BENCH_CPU_PROF=DIR (`--cpu-prof`).
+ * Files per process in DIR.
  */
 function diagnosis(): { args: string[]; env: Record<string, string> } {
   const args: string[] = [];
   const env: Record<string, string> = {};
   if (process.env.BENCH_HOPS) {
     args.push('--import', HOPS);
-    env.OPKIT_HOPS_FILE = join(process.env.BENCH_HOPS, `hops-${process.pid}-${++diagnosed}.json`);
+    env.OPKIT_HOPS_FILE = join(process.env.BENCH_HOPS, `hops-${process.pid}-${++diagnosed}`);
   }
   if (process.env.BENCH_CPU_PROF) args.push('--cpu-prof', '--cpu-prof-dir', process.env.BENCH_CPU_PROF);
   return { args, env };

@@ -3,8 +3,9 @@
  * Preloaded into the operator under test (`--import`, when the benchmark runs with BENCH_HOPS=DIR): follows each
  * change of an AppService through the operator on opkit's `node:diagnostics_channel` hops (see
  * packages/runtime/src/internal/hops.ts) — watch event decoded → enqueued (store and handlers) → handed to a worker
- * (queue wait) → done (the reconcile and its writes) — and records GC pauses and event-loop delay. On exit it writes
- * the quantiles of each hop to OPKIT_HOPS_FILE as JSON.
+ * (queue wait) → done (the reconcile and its writes) — and records GC pauses and event-loop delay. On SIGUSR2 it
+ * writes the quantiles of each hop since the last SIGUSR2 to OPKIT_HOPS_FILE-<n>.json and starts over (the churn
+ * benchmark sends one before each rate and after the last).
  */
 import { subscribe } from 'node:diagnostics_channel';
 import { writeFileSync } from 'node:fs';
@@ -23,13 +24,14 @@ interface Trace {
 }
 
 const traces = new Map<string, Trace>();
-const samples = {
+const fresh = () => ({
   handler: [] as number[],
   queueWait: [] as number[],
   reconcile: [] as number[],
   total: [] as number[],
-};
-const gc: number[] = [];
+});
+let samples = fresh();
+let gc: number[] = [];
 
 subscribe('opkit:cache:event', (m) => {
   const h = m as HopMessage;
@@ -67,7 +69,8 @@ const q = (xs: number[], p: number) => {
 };
 const summary = (xs: number[]) => ({ n: xs.length, p50: q(xs, 0.5), p99: q(xs, 0.99), max: q(xs, 1) });
 
-process.on('exit', () => {
+let period = 0;
+process.on('SIGUSR2', () => {
   const file = process.env.OPKIT_HOPS_FILE;
   if (!file) return;
   const out = {
@@ -80,5 +83,8 @@ process.on('exit', () => {
       max: Math.round(loop.max / 1e4) / 100,
     },
   };
-  writeFileSync(file, `${JSON.stringify(out, null, 2)}\n`);
+  writeFileSync(`${file}-${period++}.json`, `${JSON.stringify(out, null, 2)}\n`);
+  samples = fresh();
+  gc = [];
+  loop.reset();
 });

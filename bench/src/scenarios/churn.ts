@@ -112,7 +112,10 @@ export async function churnScenario(o: ChurnOptions): Promise<ChurnResult> {
     const cpu0 = pid ? await cpuSeconds(pid) : 0;
     let cursor = 0;
     const rates: ChurnRate[] = [];
+    // with BENCH_HOPS, the operator's hop recorder writes one file per period: converge, then each rate
+    const hops = () => o.system === 'opkit' && pid && process.env.BENCH_HOPS && process.kill(pid, 'SIGUSR2');
     for (const rate of [...o.rates].sort((a, b) => a - b)) {
+      hops();
       latencies = [];
       pending.clear();
       const offset0 = await auditLogSize(bench.auditLog);
@@ -170,6 +173,7 @@ export async function churnScenario(o: ChurnOptions): Promise<ChurnResult> {
       if (!point.sustained) break;
       await sleep(2_000);
     }
+    hops();
     const cpu = pid ? (await cpuSeconds(pid)) - cpu0 : null;
     rss.stop();
     return {

@@ -23,6 +23,7 @@ import { type Logger, silentLogger } from '../logger.ts';
 import type { Metrics } from '../metrics.ts';
 import { Informer } from './informer.ts';
 import type { IndexFunc } from './store.ts';
+import { dropManagedFields, type Transform } from './transform.ts';
 
 export interface ResourceCacheOptions {
   readonly namespace?: string;
@@ -68,14 +69,12 @@ export class CacheError extends OpkitError<CacheErrorCode> {
   override readonly name = 'CacheError';
 }
 
-export function dropManagedFields<T extends KubeObject>(obj: T): T {
-  if (obj.metadata.managedFields !== undefined) delete obj.metadata.managedFields;
-  return obj;
-}
+export { dropManagedFields };
 
 export class Cache {
   readonly #options: CacheOptions;
   readonly #informers = new Map<string, Informer<KubeObject>>();
+  readonly #transforms = new Map<string, Transform>();
   readonly #log: Logger;
   #signal: AbortSignal | undefined;
   #started: (() => void)[] = [];
@@ -103,7 +102,7 @@ export class Cache {
       const o = this.#options;
       const per = o.byResource?.[id];
       const drop = o.dropManagedFields ?? true;
-      const custom = per?.transform as ((obj: T) => T) | undefined;
+      const custom = (this.#transforms.get(id) ?? per?.transform) as ((obj: T) => T) | undefined;
       const transform = drop ? (obj: T) => dropManagedFields(custom ? custom(obj) : obj) : custom;
       const own = per?.namespace !== undefined || per?.namespaces !== undefined;
       const namespace = r.namespaced ? (own ? per?.namespace : o.namespace) : undefined;
@@ -127,6 +126,17 @@ export class Cache {
       if (this.#signal) inf.start(this.#signal);
     }
     return inf;
+  }
+
+  /**
+   * Sets the transform applied to each object of `r` before it is stored (managedFields are dropped as well, unless
+   * the cache keeps them), e.g. `keepFields('status.phase')`. Before the resource's informer is first used only.
+   */
+  transform<T extends KubeObject>(r: ResourceType<T>, fn: Transform<T>): void {
+    const id = resourceId(r);
+    if (this.#informers.has(id))
+      throw new CacheError('InvalidOptions', `${id}: set its transform before the informer is first used`);
+    this.#transforms.set(id, fn as unknown as Transform);
   }
 
   /** Adds an index to a resource's informer (e.g. `label:app` → the label's value). */
