@@ -95,11 +95,19 @@ describe('cache against a real apiserver', () => {
   test('an informer streams its initial list (no LIST request) and then follows changes on the same watch', async () => {
     const client = new Client(await loadConfig({ path: env.kubeconfigPath }), { name: 'cache-tests-stream' });
     const inf = new Informer<ConfigMap>(client, ConfigMaps, { namespace: 'ns-c', log: silentLogger });
+    // adds say whether they came with the initial list (a controller queues those behind fresh changes)
+    const adds = new Map<string, boolean>();
+    inf.addEventHandler({ add: (o, initial) => adds.set(o.metadata.name as string, initial) });
     inf.start(stop.signal);
     assert.equal(await inf.waitForSync(stop.signal), true);
     assert.equal([...inf.store.values()].filter((o) => o.metadata.name?.startsWith('cm-')).length, 20);
     await admin.create(ConfigMaps, { metadata: { name: 'after-sync', namespace: 'ns-c' } });
     await waitFor('the change after sync', async () => inf.store.get('ns-c/after-sync'));
+    assert.equal(adds.get('cm-7'), true, 'from the initial list');
+    assert.equal(adds.get('after-sync'), false, 'a change');
+    let replayed: boolean | undefined;
+    inf.addEventHandler({ add: (o, initial) => o.metadata.name === 'cm-7' && (replayed = initial) });
+    assert.equal(replayed, true, 'the replay to a handler added later counts as initial');
     await waitFor(
       'the audit log',
       async () => (await requests(env, 'cache-tests-stream')).watches >= 1 || undefined,

@@ -3,7 +3,8 @@
  * A reflector, its store and the event handlers that listen to it, for one resource (and optionally one namespace —
  * or a list of namespaces, one reflector and one watch each, merged into the one store — and selectors). Handlers
  * added at any time first receive an `add` for every object already stored, then every change; a handler that throws
- * is logged and never breaks the informer or other handlers.
+ * is logged and never breaks the informer or other handlers. An `add` says whether it came with the initial list (or
+ * that replay), so a consumer can give it a lower priority than a change.
  *
  * Guarantees: `hasSynced` / `waitForSync()` are true only after the initial list of every namespace is fully stored.
  * With several namespaces each reflector relists and replaces only its own namespace's objects, so a relist in one
@@ -17,7 +18,8 @@ import { Reflector, type ReflectorOptions } from './reflector.ts';
 import { type IndexFunc, indexers, Store } from './store.ts';
 
 export interface EventHandler<T> {
-  add?(obj: T): void;
+  /** `initial`: the object came with the initial list (or the replay to a handler added later), not a change. */
+  add?(obj: T, initial: boolean): void;
   update?(old: T, obj: T): void;
   delete?(obj: T): void;
 }
@@ -58,7 +60,10 @@ export class Informer<T extends KubeObject> {
     this.store.addIndexer('owner', indexers.owner);
     this.store.addIndexer('controller', indexers.controller);
     this.store.listener = {
-      add: (obj) => this.#emit((h) => h.add?.(obj)),
+      add: (obj) => {
+        const initial = !this.hasSynced;
+        this.#emit((h) => h.add?.(obj, initial));
+      },
       update: (old, obj) => this.#emit((h) => h.update?.(old, obj)),
       delete: (obj) => this.#emit((h) => h.delete?.(obj)),
     };
@@ -86,7 +91,7 @@ export class Informer<T extends KubeObject> {
   /** Registers a handler; it gets an `add` for each stored object first. Returns a function that removes it. */
   addEventHandler(handler: EventHandler<T>): () => void {
     this.#handlers.add(handler);
-    for (const obj of this.store.values()) this.#call(() => handler.add?.(obj));
+    for (const obj of this.store.values()) this.#call(() => handler.add?.(obj, true));
     return () => this.#handlers.delete(handler);
   }
 
