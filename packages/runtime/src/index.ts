@@ -14,7 +14,6 @@
  *   (`claimChildren`), conditions, status written only on change.
  * - logger, metrics (controller-runtime's metric names).
  */
-// cache (issue 17)
 export {
   Cache,
   CacheError,
@@ -26,6 +25,8 @@ export {
 } from './cache/cache.ts';
 export { type EventHandler, Informer, type InformerOptions } from './cache/informer.ts';
 export { type IndexFunc, indexers, Store } from './cache/store.ts';
+// cache (issue 17)
+export { keepFields, type Transform } from './cache/transform.ts';
 export { Applier, ManifestError, parseManifests } from './client/apply.ts';
 export * from './client/builtins.ts';
 export {

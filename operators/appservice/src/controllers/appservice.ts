@@ -25,6 +25,7 @@ import {
   indexers,
   isApiError,
   isNotFound,
+  keepFields,
   type Manager,
   type Permission,
   type Pod,
@@ -225,6 +226,8 @@ function orphanOwner(pod: Pod): Request[] {
 
 /** Registers the AppService controller with the manager (what `opkit create api --controller` wires into main.ts). */
 export function setupAppServiceController(mgr: Manager, options: { resyncPeriodMs?: number } = {}): void {
+  // the cache keeps of each pod what this controller reads: metadata, phase and conditions (not its spec)
+  mgr.cache.transform(Pods, keepFields('status.phase', 'status.conditions'));
   mgr.cache.indexField(Pods, INSTANCE_INDEX, indexers.label(LABELS.instance));
   mgr
     .controller()
