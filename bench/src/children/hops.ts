@@ -31,11 +31,34 @@ const fresh = () => ({
   total: [] as number[],
 });
 let samples = fresh();
+/** Keys handed to workers (reconciles) and AppService watch events, in the period. */
+let counts = { reconciles: 0, appServiceEvents: 0 };
+/** Client-side time of each non-watch request (Node's own http client channels), by method and resource. */
+let requests = new Map<string, number[]>();
+const started = new WeakMap<object, { at: number; what: string }>();
+subscribe('http.client.request.start', (m) => {
+  const { request } = m as { request: { method: string; path: string } };
+  if (request.path.includes('watch=')) return;
+  const parts = (request.path.split('?')[0] ?? '').split('/');
+  const ns = parts.indexOf('namespaces');
+  const kind = `${parts[ns >= 0 ? ns + 2 : parts.length - 1] ?? ''}${parts.at(-1) === 'status' ? '/status' : ''}`;
+  started.set(request, { at: performance.now(), what: `${request.method} ${kind}` });
+});
+subscribe('http.client.response.finish', (m) => {
+  const { request } = m as { request: object };
+  const s = started.get(request);
+  if (!s) return;
+  const list = requests.get(s.what) ?? [];
+  list.push(performance.now() - s.at);
+  requests.set(s.what, list);
+});
 let gc: number[] = [];
 
 subscribe('opkit:cache:event', (m) => {
   const h = m as HopMessage;
-  if (h.resource === 'appservices') traces.set(h.key, { event: h.at });
+  if (h.resource !== 'appservices') return;
+  counts.appServiceEvents += 1;
+  traces.set(h.key, { event: h.at });
 });
 subscribe('opkit:workqueue:add', (m) => {
   const h = m as HopMessage;
@@ -44,6 +67,7 @@ subscribe('opkit:workqueue:add', (m) => {
 });
 subscribe('opkit:workqueue:get', (m) => {
   const h = m as HopMessage;
+  counts.reconciles += 1;
   const t = traces.get(h.key);
   if (t?.add !== undefined && t.get === undefined) t.get = h.at;
 });
@@ -75,6 +99,8 @@ process.on('SIGUSR2', () => {
   if (!file) return;
   const out = {
     unit: 'ms',
+    ...counts,
+    requests: Object.fromEntries([...requests].map(([k, v]) => [k, summary(v)])),
     hops: Object.fromEntries(Object.entries(samples).map(([k, v]) => [k, summary(v)])),
     gc: { ...summary(gc), totalMs: Math.round(gc.reduce((a, b) => a + b, 0)) },
     eventLoopDelay: {
@@ -85,6 +111,8 @@ process.on('SIGUSR2', () => {
   };
   writeFileSync(`${file}-${period++}.json`, `${JSON.stringify(out, null, 2)}\n`);
   samples = fresh();
+  counts = { reconciles: 0, appServiceEvents: 0 };
+  requests = new Map();
   gc = [];
   loop.reset();
 });

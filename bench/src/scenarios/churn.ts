@@ -46,6 +46,8 @@ export interface ChurnRate {
   readonly latencyMaxSeconds: number;
   readonly writesPerChange: number;
   readonly writesPerChangeByVerb: Record<string, number>;
+  /** The apiserver's own time for the system's writes (audit log: received → response complete), ms. */
+  readonly serverWriteMs: { readonly p50: number; readonly p99: number };
   readonly sustained: boolean;
 }
 
@@ -153,6 +155,10 @@ export async function churnScenario(o: ChurnOptions): Promise<ChurnResult> {
         byVerb[key] = (byVerb[key] ?? 0) + 1;
       }
       for (const k of Object.keys(byVerb)) byVerb[k] = round((byVerb[k] ?? 0) / total, 2);
+      const serverMs = writes
+        .map((e) => Date.parse(e.stageTimestamp ?? '') - Date.parse(e.requestReceivedTimestamp ?? ''))
+        .filter((ms) => Number.isFinite(ms))
+        .sort((a, b) => a - b);
       latencies.sort((a, b) => a - b);
       const p99 = round(quantile(latencies, 0.99), 3);
       const point: ChurnRate = {
@@ -164,11 +170,12 @@ export async function churnScenario(o: ChurnOptions): Promise<ChurnResult> {
         latencyMaxSeconds: round(latencies[latencies.length - 1] ?? 0, 3),
         writesPerChange: round(writes.length / total, 2),
         writesPerChangeByVerb: byVerb,
+        serverWriteMs: { p50: quantile(serverMs, 0.5), p99: quantile(serverMs, 0.99) },
         sustained: pending.size === 0 && p99 <= SUSTAINED_P99_SECONDS,
       };
       rates.push(point);
       o.log(
-        `churn ${o.system} at ${rate}/s: ${total} changes sent in ${sent.toFixed(1)} s, p50 ${point.latencyP50Seconds} s, p99 ${p99} s, max ${point.latencyMaxSeconds} s, unobserved ${point.unobserved}, ${point.writesPerChange} writes/change`,
+        `churn ${o.system} at ${rate}/s: ${total} changes sent in ${sent.toFixed(1)} s, p50 ${point.latencyP50Seconds} s, p99 ${p99} s, max ${point.latencyMaxSeconds} s, unobserved ${point.unobserved}, ${point.writesPerChange} writes/change, apiserver time per write p50 ${point.serverWriteMs.p50} ms p99 ${point.serverWriteMs.p99} ms`,
       );
       if (!point.sustained) break;
       await sleep(2_000);

@@ -106,7 +106,11 @@ describe('cache against a real apiserver', () => {
     assert.equal(adds.get('cm-7'), true, 'from the initial list');
     assert.equal(adds.get('after-sync'), false, 'a change');
     let replayed: boolean | undefined;
-    inf.addEventHandler({ add: (o, initial) => o.metadata.name === 'cm-7' && (replayed = initial) });
+    inf.addEventHandler({
+      add: (o, initial) => {
+        if (o.metadata.name === 'cm-7') replayed = initial;
+      },
+    });
     assert.equal(replayed, true, 'the replay to a handler added later counts as initial');
     await waitFor(
       'the audit log',
