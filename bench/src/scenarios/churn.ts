@@ -128,6 +128,13 @@ export async function churnScenario(o: ChurnOptions): Promise<ChurnResult> {
         const due = start + (i * 1000) / rate;
         const wait = due - performance.now();
         if (wait > 0) await sleep(wait);
+        // every AppService has a change in flight: the system is saturated; the next change waits for a free one
+        if (pending.size >= o.crs) {
+          const free = await waitUntil('an AppService without a change in flight', () => pending.size < o.crs, 60_000)
+            .then(() => true)
+            .catch(() => false);
+          if (!free) break; // stuck for a minute: the rest of this rate is not sent
+        }
         let name = `app-${cursor++ % o.crs}`;
         while (pending.has(name)) name = `app-${cursor++ % o.crs}`;
         const current = observed.store.get(`${BENCH_NAMESPACE}/${name}`);
