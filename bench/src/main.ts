@@ -6,8 +6,15 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { cpus, totalmem } from 'node:os';
 import { dirname } from 'node:path';
 import { parseArgs } from 'node:util';
-import { compareMarkdown, compareScenario, SCENARIOS, type ScenarioName, writeDocs } from './scenarios/compare.ts';
-import { type ConvergeResult, convergeScenario } from './scenarios/converge.ts';
+import {
+  compareMarkdown,
+  compareScenario,
+  SCENARIOS,
+  type ScenarioName,
+  SYSTEMS,
+  writeDocs,
+} from './scenarios/compare.ts';
+import { type ConvergeResult, convergeScenario, type SystemName } from './scenarios/converge.ts';
 import { envStart, envStartMarkdown } from './scenarios/env-start.ts';
 import { type InformerResult, informerScenario } from './scenarios/informer.ts';
 import { webhookMarkdown, webhookScenario } from './scenarios/webhook.ts';
@@ -18,10 +25,13 @@ Scenarios:
   env-start   warm start time and memory of the local control plane, and the recorded cold build time
   informer    opkit's informer vs @kubernetes/client-node's: sync time, heap per object, CPU per event (--objects N)
   converge    the AppService operator from zero: --crs N --replicas R [--workers W] [--idle-seconds S]
-  compare     opkit vs Go controller-runtime vs client-node vs the floor, side by side, --repeat N, --docs
+  compare     opkit vs Go controller-runtime vs kubernetes-fluent-client vs client-node vs the floor, side by side,
+              --repeat N, --docs
               --scenario NAME (repeatable; default all): converge, churn, idle, restart, scale
+              --system NAME (repeatable; default all): opkit, go, kfc, clientNode, floor
               converge: --crs N (1000) --replicas R (3) --idle-seconds S (60)
-              churn:    --churn-crs N (2000) --rate R changes/s (50) --churn-seconds S (60)
+              churn:    --churn-crs N (2000) --rates A,B,… changes/s swept upward (10,25,50,100,200)
+                        --churn-seconds S per rate (20)
               idle, restart (one run per system): --steady-crs N (3000) --steady-pods P (10000)
                         --steady-idle-seconds S (300) --restarts K (3)
               scale:    --sizes A,B,C cached pods (1000,10000,30000)
@@ -43,14 +53,14 @@ const { values, positionals } = parseArgs({
     docs: { type: 'boolean', default: false },
     scenario: { type: 'string', multiple: true },
     'churn-crs': { type: 'string', default: '2000' },
-    rate: { type: 'string', default: '50' },
-    'churn-seconds': { type: 'string', default: '60' },
+    rates: { type: 'string' },
+    'churn-seconds': { type: 'string', default: '20' },
+    system: { type: 'string', multiple: true },
     'steady-crs': { type: 'string', default: '3000' },
     'steady-pods': { type: 'string', default: '10000' },
     'steady-idle-seconds': { type: 'string', default: '300' },
     restarts: { type: 'string', default: '3' },
     sizes: { type: 'string', default: '1000,10000,30000' },
-    rates: { type: 'string', default: '50,100,200,400' },
     'rate-seconds': { type: 'string', default: '10' },
     help: { type: 'boolean', short: 'h', default: false },
   },
@@ -75,7 +85,6 @@ type WholeOption =
   | 'workers'
   | 'idle-seconds'
   | 'churn-crs'
-  | 'rate'
   | 'churn-seconds'
   | 'steady-crs'
   | 'steady-pods'
@@ -109,7 +118,7 @@ switch (scenario) {
     break;
   }
   case 'webhook': {
-    const rates = (values.rates ?? '').split(',').map(Number);
+    const rates = (values.rates ?? '50,100,200,400').split(',').map(Number);
     if (rates.some((n) => !Number.isInteger(n) || n < 1))
       fail(`--rates must be whole numbers ≥ 1 separated by commas, got "${values.rates}"`);
     const seconds = Number(values['rate-seconds']);
@@ -136,17 +145,24 @@ switch (scenario) {
     const scenarios = (values.scenario ?? [...SCENARIOS]) as ScenarioName[];
     const unknown = scenarios.find((s) => !(SCENARIOS as readonly string[]).includes(s));
     if (unknown) fail(`--scenario must be one of ${SCENARIOS.join(', ')}, got "${unknown}"`);
+    const systems = values.system as SystemName[] | undefined;
+    const odd = systems?.find((s) => !(SYSTEMS as readonly string[]).includes(s));
+    if (odd) fail(`--system must be one of ${SYSTEMS.join(', ')}, got "${odd}"`);
     const sizes = (values.sizes ?? '').split(',').map(Number);
     if (sizes.some((n) => !Number.isInteger(n) || n < 1))
       fail(`--sizes must be whole numbers ≥ 1 separated by commas, got "${values.sizes}"`);
+    const rates = (values.rates ?? '10,25,50,100,200').split(',').map(Number);
+    if (rates.some((n) => !Number.isInteger(n) || n < 1))
+      fail(`--rates must be whole numbers ≥ 1 separated by commas, got "${values.rates}"`);
     const machine = `${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.versions.node}`;
     const r = await compareScenario(
       {
         scenarios,
+        ...(systems ? { systems } : {}),
         repeat,
         workers: whole('workers', 1),
         converge: { crs: whole('crs', 1), replicas: whole('replicas', 0), idleSeconds: whole('idle-seconds', 0) },
-        churn: { crs: whole('churn-crs', 1), rate: whole('rate', 1), seconds: whole('churn-seconds', 1) },
+        churn: { crs: whole('churn-crs', 1), rates, seconds: whole('churn-seconds', 1) },
         steady: {
           crs: whole('steady-crs', 1),
           pods: whole('steady-pods', 0),

@@ -7,7 +7,9 @@
  * - `go`: the same operator written with Go controller-runtime (bench/peers/go-controller-runtime), built here from Go
  *   modules with the local Go the first time (cached in the user cache);
  * - `clientNode`: the same operator written with @kubernetes/client-node's informers (bench/peers/client-node), with
- *   a warm compile cache too.
+ *   a warm compile cache too;
+ * - `kfc`: the same operator written with kubernetes-fluent-client (Pepr's client: its `Watch` and server-side apply,
+ *   bench/peers/kfc), with a warm compile cache too.
  * The floor (the minimum writes, at full concurrency) runs in the benchmark process itself: see floor.ts.
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
@@ -17,10 +19,12 @@ import { fileURLToPath } from 'node:url';
 import { installObjects } from '@opkit/appservice';
 import { cacheRoot, findGo } from '@opkit/testenv';
 
-export type PeerName = 'opkit' | 'go' | 'clientNode';
+export type PeerName = 'opkit' | 'go' | 'kfc' | 'clientNode';
+export const PEERS: readonly PeerName[] = ['opkit', 'go', 'kfc', 'clientNode'];
 
 const OPKIT_MAIN = fileURLToPath(new URL('./main.ts', import.meta.resolve('@opkit/appservice')));
 const CLIENT_NODE = fileURLToPath(new URL('../peers/client-node/operator.ts', import.meta.url));
+const KFC = fileURLToPath(new URL('../peers/kfc/operator.ts', import.meta.url));
 const GO_DIR = fileURLToPath(new URL('../peers/go-controller-runtime/', import.meta.url));
 
 /** Builds (once) and returns the Go peer's binary. */
@@ -61,15 +65,16 @@ const COMPILE_CACHE = join(cacheRoot(), 'bench', 'node-compile-cache');
 let warmed = false;
 
 /**
- * Fills the Node compile cache for both Node peers, as the operator image does at build time: each is loaded once
- * (opkit with --help; client-node with no cluster, so it exits after loading).
+ * Fills the Node compile cache for the Node peers, as the operator image does at build time: each is loaded once
+ * (opkit with --help; client-node and kfc with no cluster, so they exit after loading).
  */
 export function warmCompileCache(): void {
   if (warmed) return;
   warmed = true;
   const env = { ...process.env, NODE_COMPILE_CACHE: COMPILE_CACHE };
   spawnSync(process.execPath, [OPKIT_MAIN, '--help'], { env, stdio: 'ignore', timeout: 60_000 });
-  spawnSync(process.execPath, [CLIENT_NODE, '--kubeconfig', '/nonexistent'], { env, stdio: 'ignore', timeout: 60_000 });
+  for (const peer of [CLIENT_NODE, KFC])
+    spawnSync(process.execPath, [peer, '--kubeconfig', '/nonexistent'], { env, stdio: 'ignore', timeout: 60_000 });
 }
 
 /**
@@ -86,6 +91,25 @@ async function deployedEnv(): Promise<Record<string, string>> {
   return env;
 }
 
+const HOPS = fileURLToPath(new URL('./children/hops.ts', import.meta.url));
+let diagnosed = 0;
+
+/**
+ * Diagnosis of the opkit process, asked for by environment: BENCH_HOPS=DIR (per-change hops, GC pauses and
+ * event-loop delay, see children/hops.ts; written when the process gets SIGUSR2), BENCH_CPU_PROF=DIR (`--cpu-prof`).
+ * Files per process in DIR.
+ */
+function diagnosis(): { args: string[]; env: Record<string, string> } {
+  const args: string[] = [];
+  const env: Record<string, string> = {};
+  if (process.env.BENCH_HOPS) {
+    args.push('--import', HOPS);
+    env.OPKIT_HOPS_FILE = join(process.env.BENCH_HOPS, `hops-${process.pid}-${++diagnosed}`);
+  }
+  if (process.env.BENCH_CPU_PROF) args.push('--cpu-prof', '--cpu-prof-dir', process.env.BENCH_CPU_PROF);
+  return { args, env };
+}
+
 export async function startPeer(
   name: PeerName,
   kubeconfig: string,
@@ -97,12 +121,14 @@ export async function startPeer(
   if (name !== 'go') warmCompileCache();
   const env = { ...process.env, NODE_COMPILE_CACHE: COMPILE_CACHE };
   switch (name) {
-    case 'opkit':
+    case 'opkit': {
+      const diag = diagnosis();
       return spawn(
         process.execPath,
         [
           // the workspace's sources (the Deployment's NODE_OPTIONS below replace the environment's)
           '--conditions=@opkit/source',
+          ...diag.args,
           OPKIT_MAIN,
           ...common,
           '--metrics-bind-address',
@@ -113,10 +139,13 @@ export async function startPeer(
           'warn',
         ],
         // the bench's harness serves the webhooks in its own process (installApiAndRbac)
-        { stdio, env: { ...env, ...(await deployedEnv()), ENABLE_WEBHOOKS: 'false' } },
+        { stdio, env: { ...env, ...(await deployedEnv()), ...diag.env, ENABLE_WEBHOOKS: 'false' } },
       );
+    }
     case 'clientNode':
       return spawn(process.execPath, [CLIENT_NODE, ...common], { stdio, env });
+    case 'kfc':
+      return spawn(process.execPath, [KFC, ...common], { stdio, env });
     case 'go':
       if (!goBinary) throw new Error('the Go peer binary is missing');
       return spawn(goBinary, [...common, '--zap-log-level', 'error'], { stdio });

@@ -3,7 +3,7 @@
  * The two chart shapes the benchmark page needs, as self-contained SVG: horizontal bars (one group per system, one
  * bar per figure) and lines (one series per system over a numeric x axis).
  */
-const PALETTE = ['#2b6cb0', '#a0aec0', '#718096', '#cbd5e0'];
+const PALETTE = ['#2b6cb0', '#a0aec0', '#718096', '#cbd5e0', '#d69e2e'];
 const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;');
 
 export interface BarGroup {

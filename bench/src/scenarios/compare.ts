@@ -8,10 +8,10 @@
  */
 import { readFile, writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import { goPeerBinary, type PeerName } from '../peers.ts';
+import { goPeerBinary, PEERS, type PeerName } from '../peers.ts';
 import { round, type Summary, summarize } from '../stats.ts';
 import { barChart, lineChart } from '../svg.ts';
-import { type ChurnResult, churnScenario } from './churn.ts';
+import { type ChurnRate, type ChurnResult, churnScenario, SUSTAINED_P99_SECONDS } from './churn.ts';
 import { type ConvergeResult, convergeScenario, type SystemName } from './converge.ts';
 import { type ScaleRun, scaleFigures, scaleScenario } from './scale.ts';
 import { type SteadyResult, steadyScenario } from './steady.ts';
@@ -19,21 +19,23 @@ import { type SteadyResult, steadyScenario } from './steady.ts';
 export const SCENARIOS = ['converge', 'churn', 'idle', 'restart', 'scale'] as const;
 export type ScenarioName = (typeof SCENARIOS)[number];
 
-const SYSTEMS: readonly SystemName[] = ['opkit', 'go', 'clientNode', 'floor'];
-const PEERS: readonly PeerName[] = ['opkit', 'go', 'clientNode'];
+export const SYSTEMS: readonly SystemName[] = ['opkit', 'go', 'kfc', 'clientNode', 'floor'];
 const LABEL: Record<SystemName, string> = {
   opkit: 'opkit',
   go: 'Go controller-runtime',
+  kfc: 'kubernetes-fluent-client',
   clientNode: 'client-node',
   floor: 'floor',
 };
 
 export interface CompareOptions {
   readonly scenarios: readonly ScenarioName[];
+  /** The systems to run (default all); the others' figures are null. */
+  readonly systems?: readonly SystemName[];
   readonly repeat: number;
   readonly workers: number;
   readonly converge: { readonly crs: number; readonly replicas: number; readonly idleSeconds: number };
-  readonly churn: { readonly crs: number; readonly rate: number; readonly seconds: number };
+  readonly churn: { readonly crs: number; readonly rates: readonly number[]; readonly seconds: number };
   readonly steady: {
     readonly crs: number;
     readonly pods: number;
@@ -44,14 +46,15 @@ export interface CompareOptions {
   readonly log: (line: string) => void;
 }
 
-/** One scenario's entry: the figures of each system (null where the system has no part) and the ratios. */
+/** One scenario's entry: the figures of each system (null where the system has no part or was not run) and the ratios. */
 export interface ScenarioFigures<F> {
   readonly name: ScenarioName;
   readonly parameters: Record<string, unknown>;
   readonly repetitions: number;
-  readonly opkit: F;
-  readonly go: F;
-  readonly clientNode: F;
+  readonly opkit: F | null;
+  readonly go: F | null;
+  readonly kfc: F | null;
+  readonly clientNode: F | null;
   readonly floor: F | null;
   readonly ratios: { readonly opkitOverGo: number | null; readonly opkitOverFloor: number | null } & Record<
     string,
@@ -83,6 +86,21 @@ async function rotate<S extends SystemName, R>(
   return runs;
 }
 
+/** The systems to run among `among` (all of them unless `o.systems` narrows them). */
+const chosen = <S extends SystemName>(o: CompareOptions, among: readonly S[]): S[] =>
+  among.filter((s) => !o.systems || o.systems.includes(s));
+
+/** Each system's figures (null for the systems not run). */
+function perSystem<F>(
+  run: readonly SystemName[],
+  figures: (s: SystemName) => F,
+  among: readonly SystemName[] = SYSTEMS,
+): Record<SystemName, F | null> {
+  const out = { opkit: null, go: null, kfc: null, clientNode: null, floor: null } as Record<SystemName, F | null>;
+  for (const s of among) if (run.includes(s)) out[s] = figures(s);
+  return out;
+}
+
 export async function compareScenario(o: CompareOptions, machine: string): Promise<CompareResult> {
   const goBinary = await goPeerBinary(o.log);
   const scenarios: ScenarioFigures<unknown>[] = [];
@@ -112,14 +130,15 @@ export interface ConvergeFigures {
 }
 
 async function converge(o: CompareOptions, goBinary: string): Promise<ScenarioFigures<ConvergeFigures>> {
-  const runs = await rotate(SYSTEMS, o.repeat, async (system) => {
+  const systems = chosen(o, SYSTEMS);
+  const runs = await rotate(systems, o.repeat, async (system) => {
     const r = await convergeScenario({ ...o.converge, workers: o.workers, system, goBinary, log: o.log });
     o.log(
       `converge ${system}: ${r.seconds} s, ${r.requestsPerCR} req/CR, RSS ${r.peakRssMiB ?? '-'} MiB, CPU ${r.cpuSeconds ?? '-'} s, idle writes ${r.idleWrites}`,
     );
     return r;
   });
-  const figures = (system: SystemName): ConvergeFigures => {
+  const f = perSystem(systems, (system): ConvergeFigures => {
     const rs = runs.get(system) ?? [];
     const rss = rs.every((r) => r.peakRssMiB !== null) ? summarize(rs.map((r) => r.peakRssMiB as number)) : null;
     const byVerb: Record<string, number> = {};
@@ -137,68 +156,110 @@ async function converge(o: CompareOptions, goBinary: string): Promise<ScenarioFi
       spread: { seconds: summarize(rs.map((r) => r.seconds)), peakRssMiB: rss },
       runs: rs,
     };
-  };
-  const f = { opkit: figures('opkit'), go: figures('go'), clientNode: figures('clientNode'), floor: figures('floor') };
+  });
   return {
     name: 'converge',
     parameters: { ...o.converge, workers: o.workers },
     repetitions: o.repeat,
     ...f,
     ratios: {
-      opkitOverGo: ratio(f.opkit.seconds, f.go.seconds),
-      opkitOverFloor: ratio(f.opkit.seconds, f.floor.seconds),
-      opkitOverClientNode: ratio(f.opkit.seconds, f.clientNode.seconds),
-      rssOpkitOverGo: ratio(f.opkit.peakRssMiB, f.go.peakRssMiB),
-      requestsOpkitOverGo: ratio(f.opkit.requestsPerCR, f.go.requestsPerCR),
+      opkitOverGo: ratio(f.opkit?.seconds, f.go?.seconds),
+      opkitOverFloor: ratio(f.opkit?.seconds, f.floor?.seconds),
+      opkitOverKfc: ratio(f.opkit?.seconds, f.kfc?.seconds),
+      opkitOverClientNode: ratio(f.opkit?.seconds, f.clientNode?.seconds),
+      rssOpkitOverGo: ratio(f.opkit?.peakRssMiB, f.go?.peakRssMiB),
+      requestsOpkitOverGo: ratio(f.opkit?.requestsPerCR, f.go?.requestsPerCR),
     },
   };
 }
 
-export interface ChurnFigures {
+/** One rate of the sweep, over the repetitions that ran it. */
+export interface ChurnRateFigures {
+  rate: number;
+  /** Repetitions that ran this rate (a sweep stops after its first unsustained rate). */
+  runs: number;
   latencyP50Seconds: number;
   latencyP99Seconds: number;
   latencyMaxSeconds: number;
   unobserved: number;
   writesPerChange: number;
+  writesPerChangeByVerb: Record<string, number>;
+  /** Sustained in the majority of the repetitions that ran it. */
+  sustained: boolean;
+  spread: { latencyP99Seconds: Summary };
+}
+
+export interface ChurnFigures {
+  /** The highest rate sustained (p99 ≤ 1 s, every change observed): median over repetitions. */
+  sustainedRate: number;
+  rates: ChurnRateFigures[];
   peakRssMiB: number | null;
   cpuSeconds: number | null;
-  spread: { latencyP99Seconds: Summary };
+  spread: { sustainedRate: Summary };
   runs: ChurnResult[];
 }
 
 async function churn(o: CompareOptions, goBinary: string): Promise<ScenarioFigures<ChurnFigures>> {
-  const runs = await rotate(SYSTEMS, o.repeat, async (system) => {
+  const systems = chosen(o, SYSTEMS);
+  const runs = await rotate(systems, o.repeat, async (system) => {
     const r = await churnScenario({ ...o.churn, workers: o.workers, system, goBinary, log: o.log });
-    o.log(
-      `churn ${system}: p50 ${r.latencyP50Seconds} s, p99 ${r.latencyP99Seconds} s, max ${r.latencyMaxSeconds} s, unobserved ${r.unobserved}, ${r.writesPerChange} writes/change`,
-    );
+    o.log(`churn ${system}: sustained ${r.sustainedRate} changes/s`);
     return r;
   });
-  const figures = (system: SystemName): ChurnFigures => {
+  const f = perSystem(systems, (system): ChurnFigures => {
     const rs = runs.get(system) ?? [];
+    const rates = [...o.churn.rates]
+      .sort((a, b) => a - b)
+      .flatMap((rate): ChurnRateFigures[] => {
+        const at = rs.flatMap((r) => r.rates.filter((x) => x.rate === rate));
+        if (at.length === 0) return [];
+        const byVerb: Record<string, number> = {};
+        for (const verb of new Set(at.flatMap((x) => Object.keys(x.writesPerChangeByVerb))))
+          byVerb[verb] = med(at, (x: ChurnRate) => x.writesPerChangeByVerb[verb] ?? 0);
+        return [
+          {
+            rate,
+            runs: at.length,
+            latencyP50Seconds: med(at, (x) => x.latencyP50Seconds, 3),
+            latencyP99Seconds: med(at, (x) => x.latencyP99Seconds, 3),
+            latencyMaxSeconds: med(at, (x) => x.latencyMaxSeconds, 3),
+            unobserved: Math.max(...at.map((x) => x.unobserved)),
+            writesPerChange: med(at, (x) => x.writesPerChange),
+            writesPerChangeByVerb: byVerb,
+            sustained: at.filter((x) => x.sustained).length * 2 > rs.length,
+            spread: { latencyP99Seconds: summarize(at.map((x) => x.latencyP99Seconds)) },
+          },
+        ];
+      });
     return {
-      latencyP50Seconds: med(rs, (r) => r.latencyP50Seconds, 3),
-      latencyP99Seconds: med(rs, (r) => r.latencyP99Seconds, 3),
-      latencyMaxSeconds: med(rs, (r) => r.latencyMaxSeconds, 3),
-      unobserved: Math.max(...rs.map((r) => r.unobserved)),
-      writesPerChange: med(rs, (r) => r.writesPerChange),
+      sustainedRate: med(rs, (r) => r.sustainedRate, 0),
+      rates,
       peakRssMiB: rs.every((r) => r.peakRssMiB !== null) ? med(rs, (r) => r.peakRssMiB as number, 1) : null,
       cpuSeconds: rs.every((r) => r.cpuSeconds !== null) ? med(rs, (r) => r.cpuSeconds as number) : null,
-      spread: { latencyP99Seconds: summarize(rs.map((r) => r.latencyP99Seconds)) },
+      spread: { sustainedRate: summarize(rs.map((r) => r.sustainedRate)) },
       runs: rs,
     };
-  };
-  const f = { opkit: figures('opkit'), go: figures('go'), clientNode: figures('clientNode'), floor: figures('floor') };
+  });
+  const both = (f.opkit?.rates ?? []).filter(
+    (x) => x.sustained && f.go?.rates.some((g) => g.rate === x.rate && g.sustained),
+  );
+  const p99 = (x: ChurnFigures | null, rate: number) => x?.rates.find((r) => r.rate === rate)?.latencyP99Seconds;
+  const p50 = (x: ChurnFigures | null, rate: number) => x?.rates.find((r) => r.rate === rate)?.latencyP50Seconds;
+  const ratios: Record<string, number | null> = {};
+  for (const x of both) {
+    ratios[`p99OpkitOverGoAt${x.rate}`] = ratio(p99(f.opkit, x.rate), p99(f.go, x.rate));
+    ratios[`p50OpkitOverGoAt${x.rate}`] = ratio(p50(f.opkit, x.rate), p50(f.go, x.rate));
+  }
   return {
     name: 'churn',
-    parameters: { ...o.churn, workers: o.workers },
+    parameters: { ...o.churn, workers: o.workers, sustainedP99Seconds: SUSTAINED_P99_SECONDS },
     repetitions: o.repeat,
     ...f,
     ratios: {
-      opkitOverGo: ratio(f.opkit.latencyP99Seconds, f.go.latencyP99Seconds),
-      opkitOverFloor: ratio(f.opkit.latencyP99Seconds, f.floor.latencyP99Seconds),
-      p50OpkitOverGo: ratio(f.opkit.latencyP50Seconds, f.go.latencyP50Seconds),
-      writesOpkitOverGo: ratio(f.opkit.writesPerChange, f.go.writesPerChange),
+      opkitOverGo: ratio(f.opkit?.sustainedRate, f.go?.sustainedRate),
+      opkitOverFloor: ratio(f.opkit?.sustainedRate, f.floor?.sustainedRate),
+      sustainedOpkitOverKfc: ratio(f.opkit?.sustainedRate, f.kfc?.sustainedRate),
+      ...ratios,
     },
   };
 }
@@ -224,29 +285,32 @@ async function steady(
   o: CompareOptions,
   goBinary: string,
 ): Promise<[ScenarioFigures<IdleFigures>, ScenarioFigures<RestartFigures>]> {
-  const runs = await rotate(PEERS, 1, (system) =>
+  const systems = chosen(o, PEERS);
+  const runs = await rotate(systems, 1, (system) =>
     steadyScenario({ ...o.steady, workers: o.workers, system, goBinary, log: o.log }),
   );
-  const only = (s: PeerName) => runs.get(s)?.[0] as SteadyResult;
-  const idle = (s: PeerName): IdleFigures => only(s).idle;
-  const restart = (s: PeerName): RestartFigures => {
-    const r = only(s);
-    return {
-      syncedSeconds: med(r.restarts, (x) => x.syncedSeconds),
-      idleAfterSeconds: med(r.restarts, (x) => x.idleAfterSeconds),
-      writes: Math.max(...r.restarts.map((x) => x.writes)),
-      requests: med(r.restarts, (x) => x.requests, 0),
-      peakRssMiB: med(r.restarts, (x) => x.peakRssMiB, 1),
-      convergeSeconds: r.convergeSeconds,
-      spread: {
-        syncedSeconds: summarize(r.restarts.map((x) => x.syncedSeconds)),
-        idleAfterSeconds: summarize(r.restarts.map((x) => x.idleAfterSeconds)),
-      },
-      runs: r.restarts,
-    };
-  };
-  const i = { opkit: idle('opkit'), go: idle('go'), clientNode: idle('clientNode') };
-  const r = { opkit: restart('opkit'), go: restart('go'), clientNode: restart('clientNode') };
+  const only = (s: SystemName) => runs.get(s as PeerName)?.[0] as SteadyResult;
+  const i = perSystem(systems, (s): IdleFigures => only(s).idle, PEERS);
+  const r = perSystem(
+    systems,
+    (s): RestartFigures => {
+      const x = only(s);
+      return {
+        syncedSeconds: med(x.restarts, (y) => y.syncedSeconds),
+        idleAfterSeconds: med(x.restarts, (y) => y.idleAfterSeconds),
+        writes: Math.max(...x.restarts.map((y) => y.writes)),
+        requests: med(x.restarts, (y) => y.requests, 0),
+        peakRssMiB: med(x.restarts, (y) => y.peakRssMiB, 1),
+        convergeSeconds: x.convergeSeconds,
+        spread: {
+          syncedSeconds: summarize(x.restarts.map((y) => y.syncedSeconds)),
+          idleAfterSeconds: summarize(x.restarts.map((y) => y.idleAfterSeconds)),
+        },
+        runs: x.restarts,
+      };
+    },
+    PEERS,
+  );
   const parameters = { crs: o.steady.crs, pods: o.steady.pods, workers: o.workers };
   return [
     {
@@ -254,20 +318,18 @@ async function steady(
       parameters: { ...parameters, idleSeconds: o.steady.idleSeconds },
       repetitions: 1,
       ...i,
-      floor: null,
-      ratios: { opkitOverGo: ratio(i.opkit.cpuSeconds, i.go.cpuSeconds), opkitOverFloor: null },
+      ratios: { opkitOverGo: ratio(i.opkit?.cpuSeconds, i.go?.cpuSeconds), opkitOverFloor: null },
     },
     {
       name: 'restart',
       parameters: { ...parameters, restarts: o.steady.restarts },
       repetitions: o.steady.restarts,
       ...r,
-      floor: null,
       ratios: {
-        opkitOverGo: ratio(r.opkit.syncedSeconds, r.go.syncedSeconds),
+        opkitOverGo: ratio(r.opkit?.syncedSeconds, r.go?.syncedSeconds),
         opkitOverFloor: null,
-        idleAfterOpkitOverGo: ratio(r.opkit.idleAfterSeconds, r.go.idleAfterSeconds),
-        rssOpkitOverGo: ratio(r.opkit.peakRssMiB, r.go.peakRssMiB),
+        idleAfterOpkitOverGo: ratio(r.opkit?.idleAfterSeconds, r.go?.idleAfterSeconds),
+        rssOpkitOverGo: ratio(r.opkit?.peakRssMiB, r.go?.peakRssMiB),
       },
     },
   ];
@@ -276,34 +338,43 @@ async function steady(
 export type ScaleFigures = ReturnType<typeof scaleFigures> & { runs: ScaleRun[] };
 
 async function scale(o: CompareOptions, goBinary: string): Promise<ScenarioFigures<ScaleFigures>> {
+  const systems = chosen(o, PEERS);
   const runs = await scaleScenario({
     sizes: o.scale.sizes,
-    systems: PEERS,
+    systems,
     repeat: o.repeat,
     workers: o.workers,
     goBinary,
     log: o.log,
   });
-  const figures = (s: PeerName): ScaleFigures => ({
-    ...scaleFigures(runs, s),
-    runs: runs.filter((r) => r.system === s),
-  });
-  const f = { opkit: figures('opkit'), go: figures('go'), clientNode: figures('clientNode') };
-  const at = (x: ScaleFigures, pods: number) => x.sizes.find((s) => s.pods === pods);
+  const f = perSystem(
+    systems,
+    (s): ScaleFigures => ({
+      ...scaleFigures(runs, s as PeerName),
+      runs: runs.filter((r) => r.system === s),
+    }),
+    PEERS,
+  );
+  const at = (x: ScaleFigures | null, pods: number) => x?.sizes.find((s) => s.pods === pods);
   const ref = o.scale.sizes.includes(10_000) ? 10_000 : Math.max(...o.scale.sizes);
   const top = Math.max(...o.scale.sizes);
+  const small = Math.min(...o.scale.sizes);
   return {
     name: 'scale',
     parameters: { sizes: o.scale.sizes, workers: o.workers },
     repetitions: o.repeat,
     ...f,
-    floor: null,
     ratios: {
       opkitOverGo: ratio(at(f.opkit, ref)?.steadyRssMiB, at(f.go, ref)?.steadyRssMiB),
       opkitOverFloor: null,
       referencePods: ref,
-      bytesPerObjectOpkitOverGo: ratio(f.opkit.bytesPerObject, f.go.bytesPerObject),
-      syncedOpkitOverGoAtLargest: ratio(at(f.opkit, top)?.syncedSeconds, at(f.go, top)?.syncedSeconds),
+      bytesPerObjectOpkitOverGo: ratio(f.opkit?.bytesPerObject, f.go?.bytesPerObject),
+      ...Object.fromEntries(
+        [...new Set([small, ref, top])].map((n) => [
+          `syncedOpkitOverGoAt${n}`,
+          ratio(at(f.opkit, n)?.syncedSeconds, at(f.go, n)?.syncedSeconds),
+        ]),
+      ),
     },
   };
 }
@@ -312,16 +383,16 @@ async function scale(o: CompareOptions, goBinary: string): Promise<ScenarioFigur
 
 const cell = (v: number | null | undefined, unit = '') => (v === null || v === undefined ? '—' : `${v}${unit}`);
 const range = (s: Summary, digits = 1) => `${round(s.min, digits)}–${round(s.max, digits)}`;
-const systemsOf = (s: ScenarioFigures<unknown>): SystemName[] =>
-  SYSTEMS.filter((x) => x !== 'floor' || s.floor !== null);
+/** The systems with figures in this scenario, in table order, with their figures. */
+const rowsOf = <F>(s: ScenarioFigures<F>): [SystemName, F][] =>
+  SYSTEMS.flatMap((x) => (s[x] === null ? [] : [[x, s[x] as F] as [SystemName, F]]));
 
 function section(s: ScenarioFigures<unknown>): { title: string; table: string; chart?: string } {
   switch (s.name) {
     case 'converge': {
       const c = s as ScenarioFigures<ConvergeFigures>;
       const p = c.parameters as CompareOptions['converge'] & { workers: number };
-      const row = (sys: SystemName) => {
-        const x = c[sys] as ConvergeFigures;
+      const row = ([sys, x]: [SystemName, ConvergeFigures]) => {
         const verbs = Object.entries(x.requestsPerCRByVerb)
           .map(([v, n]) => `${v} ${n}`)
           .join(', ');
@@ -334,51 +405,56 @@ function section(s: ScenarioFigures<unknown>): { title: string; table: string; c
           '',
           '| system | wall time (s), median (min–max) | create → converged p50 / p99 (s) | requests per AppService | peak RSS (MiB) | CPU (s) | idle writes |',
           '| --- | --- | --- | --- | --- | --- | --- |',
-          ...SYSTEMS.map(row),
+          ...rowsOf(c).map(row),
           '',
-          `Ratios: opkit / Go ${cell(c.ratios.opkitOverGo)}× (goal ≤ 1.0), opkit / floor ${cell(c.ratios.opkitOverFloor)}× (goal ≤ 1.25), opkit / client-node ${cell(c.ratios.opkitOverClientNode)}×, RSS opkit / Go ${cell(c.ratios.rssOpkitOverGo)}×, requests opkit / Go ${cell(c.ratios.requestsOpkitOverGo)}× (goal ≤ 1).`,
+          `Ratios: opkit / Go ${cell(c.ratios.opkitOverGo)}× (goal ≤ 1.0), opkit / floor ${cell(c.ratios.opkitOverFloor)}× (goal ≤ 1.25), opkit / kubernetes-fluent-client ${cell(c.ratios.opkitOverKfc)}×, opkit / client-node ${cell(c.ratios.opkitOverClientNode)}×, RSS opkit / Go ${cell(c.ratios.rssOpkitOverGo)}×, requests opkit / Go ${cell(c.ratios.requestsOpkitOverGo)}× (goal ≤ 1).`,
         ].join('\n'),
         chart: barChart(
           `Time to converge ${p.crs} AppServices × ${p.replicas} pods (median, lower is better)`,
           's',
-          SYSTEMS.map((sys) => ({
-            label: LABEL[sys],
-            bars: [{ name: 'wall time', value: (c[sys] as ConvergeFigures).seconds }],
-          })),
+          rowsOf(c).map(([sys, x]) => ({ label: LABEL[sys], bars: [{ name: 'wall time', value: x.seconds }] })),
         ),
       };
     }
     case 'churn': {
       const c = s as ScenarioFigures<ChurnFigures>;
       const p = c.parameters as CompareOptions['churn'] & { workers: number };
-      const row = (sys: SystemName) => {
-        const x = c[sys] as ChurnFigures;
-        return `| ${LABEL[sys]} | ${x.latencyP50Seconds} | ${x.latencyP99Seconds} (${range(x.spread.latencyP99Seconds, 3)}) | ${x.latencyMaxSeconds} | ${x.unobserved} | ${x.writesPerChange} | ${cell(x.peakRssMiB)} | ${cell(x.cpuSeconds)} |`;
+      const rates = [...p.rates].sort((a, b) => a - b);
+      const at = (x: ChurnFigures, rate: number) => {
+        const r = x.rates.find((y) => y.rate === rate);
+        if (!r) return 'not run';
+        const mark = r.sustained ? '' : ' ✗';
+        return `${r.latencyP50Seconds} / ${r.latencyP99Seconds}${mark}`;
       };
+      const writes = (x: ChurnFigures) => {
+        const r = x.rates.find((y) => y.sustained) ?? x.rates[0];
+        return r ? `${r.writesPerChange} at ${r.rate}/s` : '—';
+      };
+      const pairs = Object.entries(c.ratios)
+        .filter(([k, v]) => k.startsWith('p99OpkitOverGoAt') && v !== null)
+        .map(([k, v]) => `${k.slice('p99OpkitOverGoAt'.length)}/s ${v}×`);
       return {
-        title: `churn — ${p.rate} spec changes per second for ${p.seconds} s on ${p.crs} AppServices at rest`,
+        title: `churn — a rate sweep (${rates.join(', ')} spec changes per second, ${p.seconds} s each) on ${p.crs} AppServices at rest`,
         table: [
-          `Each change flips one AppService between 1 and 2 replicas; latency is change → a status reporting the new count for that generation, seen by a watching client. ${p.workers} workers, median of ${c.repetitions} runs per system.`,
+          `Each change flips one AppService between 1 and 2 replicas; latency is change → a status reporting the new count for that generation, seen by a watching client. A rate is sustained when p99 ≤ ${SUSTAINED_P99_SECONDS} s and every change was observed; each sweep stops after its first unsustained rate (✗). ${p.workers} workers, median of ${c.repetitions} sweeps per system, each on a fresh control plane.`,
           '',
-          '| system | p50 (s) | p99 (s), median (min–max) | max (s) | never observed | writes per change | peak RSS (MiB) | CPU (s) |',
-          '| --- | --- | --- | --- | --- | --- | --- | --- |',
-          ...SYSTEMS.map(row),
+          `| system | highest sustained rate (/s), median (min–max) | ${rates.map((r) => `p50 / p99 at ${r}/s (s)`).join(' | ')} | writes per change | peak RSS (MiB) | CPU (s) |`,
+          `| --- | --- |${' --- |'.repeat(rates.length + 3)}`,
+          ...rowsOf(c).map(
+            ([sys, x]) =>
+              `| ${LABEL[sys]} | ${x.sustainedRate} (${range(x.spread.sustainedRate, 0)}) | ${rates.map((r) => at(x, r)).join(' | ')} | ${writes(x)} | ${cell(x.peakRssMiB)} | ${cell(x.cpuSeconds)} |`,
+          ),
           '',
-          `Ratios: p99 opkit / Go ${cell(c.ratios.opkitOverGo)}×, p99 opkit / floor ${cell(c.ratios.opkitOverFloor)}×, p50 opkit / Go ${cell(c.ratios.p50OpkitOverGo)}×, writes opkit / Go ${cell(c.ratios.writesOpkitOverGo)}×. Goal: p99 ≤ 1 s.`,
+          `Ratios: sustained rate opkit / Go ${cell(c.ratios.opkitOverGo)}× (goal ≥ 1.0), opkit / kubernetes-fluent-client ${cell(c.ratios.sustainedOpkitOverKfc)}×; p99 opkit / Go at the rates both sustain (goal ≤ 1.0): ${pairs.length > 0 ? pairs.join(', ') : '—'}.`,
         ].join('\n'),
-        chart: barChart(
-          `Change → status observed under ${p.rate} changes/s (median of runs, lower is better)`,
-          's',
-          SYSTEMS.map((sys) => {
-            const x = c[sys] as ChurnFigures;
-            return {
-              label: LABEL[sys],
-              bars: [
-                { name: 'p50', value: x.latencyP50Seconds },
-                { name: 'p99', value: x.latencyP99Seconds },
-              ],
-            };
-          }),
+        chart: lineChart(
+          'p99 change → status observed vs change rate (median, lower is better)',
+          'changes per second',
+          'p99 (s)',
+          rowsOf(c).map(([sys, x]) => ({
+            label: LABEL[sys],
+            points: x.rates.map((r) => [r.rate, r.latencyP99Seconds] as const),
+          })),
         ),
       };
     }
@@ -392,10 +468,7 @@ function section(s: ScenarioFigures<unknown>): { title: string; table: string; c
           '',
           '| system | writes | CPU (s) |',
           '| --- | --- | --- |',
-          ...systemsOf(c).map((sys) => {
-            const x = c[sys] as IdleFigures;
-            return `| ${LABEL[sys]} | ${x.writes} | ${x.cpuSeconds} |`;
-          }),
+          ...rowsOf(c).map(([sys, x]) => `| ${LABEL[sys]} | ${x.writes} | ${x.cpuSeconds} |`),
           '',
           `CPU opkit / Go ${cell(c.ratios.opkitOverGo)}×. Goal: 0 writes.`,
         ].join('\n'),
@@ -411,10 +484,10 @@ function section(s: ScenarioFigures<unknown>): { title: string; table: string; c
           '',
           '| system | synced (s), median (min–max) | idle after (s), median (min–max) | writes | requests | peak RSS (MiB) | first converge (s) |',
           '| --- | --- | --- | --- | --- | --- | --- |',
-          ...systemsOf(c).map((sys) => {
-            const x = c[sys] as RestartFigures;
-            return `| ${LABEL[sys]} | ${x.syncedSeconds} (${range(x.spread.syncedSeconds, 2)}) | ${x.idleAfterSeconds} (${range(x.spread.idleAfterSeconds, 2)}) | ${x.writes} | ${x.requests} | ${x.peakRssMiB} | ${x.convergeSeconds} |`;
-          }),
+          ...rowsOf(c).map(
+            ([sys, x]) =>
+              `| ${LABEL[sys]} | ${x.syncedSeconds} (${range(x.spread.syncedSeconds, 2)}) | ${x.idleAfterSeconds} (${range(x.spread.idleAfterSeconds, 2)}) | ${x.writes} | ${x.requests} | ${x.peakRssMiB} | ${x.convergeSeconds} |`,
+          ),
           '',
           `Ratios: synced opkit / Go ${cell(c.ratios.opkitOverGo)}×, idle after opkit / Go ${cell(c.ratios.idleAfterOpkitOverGo)}×, RSS opkit / Go ${cell(c.ratios.rssOpkitOverGo)}×.`,
         ].join('\n'),
@@ -423,7 +496,9 @@ function section(s: ScenarioFigures<unknown>): { title: string; table: string; c
     case 'scale': {
       const c = s as ScenarioFigures<ScaleFigures>;
       const sizes = (c.parameters as { sizes: number[] }).sizes;
-      const peers = systemsOf(c);
+      const synced = Object.entries(c.ratios)
+        .filter(([k, v]) => k.startsWith('syncedOpkitOverGoAt') && v !== null)
+        .map(([k, v]) => `${Number(k.slice('syncedOpkitOverGoAt'.length)).toLocaleString('en-US')} pods ${v}×`);
       return {
         title: `scale — memory and start-up at ${sizes.map((n) => n.toLocaleString('en-US')).join(' / ')} cached pods`,
         table: [
@@ -431,21 +506,20 @@ function section(s: ScenarioFigures<unknown>): { title: string; table: string; c
           '',
           `| system | ${sizes.map((n) => `RSS at ${n.toLocaleString('en-US')} (MiB)`).join(' | ')} | ${sizes.map((n) => `synced at ${n.toLocaleString('en-US')} (s)`).join(' | ')} | bytes per object |`,
           `| --- |${' --- |'.repeat(sizes.length * 2 + 1)}`,
-          ...peers.map((sys) => {
-            const x = c[sys] as ScaleFigures;
+          ...rowsOf(c).map(([sys, x]) => {
             const at = (n: number) => x.sizes.find((z) => z.pods === n);
             return `| ${LABEL[sys]} | ${sizes.map((n) => cell(at(n)?.steadyRssMiB)).join(' | ')} | ${sizes.map((n) => cell(at(n)?.syncedSeconds)).join(' | ')} | ${cell(x.bytesPerObject)} |`;
           }),
           '',
-          `Ratios: RSS opkit / Go at ${cell(c.ratios.referencePods)} pods ${cell(c.ratios.opkitOverGo)}× (goal ≤ 1.5), bytes per object opkit / Go ${cell(c.ratios.bytesPerObjectOpkitOverGo)}×, synced opkit / Go at the largest size ${cell(c.ratios.syncedOpkitOverGoAtLargest)}×.`,
+          `Ratios: RSS opkit / Go at ${cell(c.ratios.referencePods)} pods ${cell(c.ratios.opkitOverGo)}× (goal ≤ 1.0), bytes per object opkit / Go ${cell(c.ratios.bytesPerObjectOpkitOverGo)}×, synced opkit / Go at ${synced.join(', ') || '—'} (goal ≤ 1.0).`,
         ].join('\n'),
         chart: lineChart(
           'Operator RSS vs cached pods (median, lower is better)',
           'cached pods',
           'RSS (MiB)',
-          peers.map((sys) => ({
+          rowsOf(c).map(([sys, x]) => ({
             label: LABEL[sys],
-            points: (c[sys] as ScaleFigures).sizes.map((z) => [z.pods, z.steadyRssMiB] as const),
+            points: x.sizes.map((z) => [z.pods, z.steadyRssMiB] as const),
           })),
         ),
       };

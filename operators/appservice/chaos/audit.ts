@@ -58,17 +58,24 @@ export interface Rule {
   readonly verbs: readonly string[];
 }
 
-/** Every (group, resource, verb) the rules grant that no successful request used. */
+/**
+ * Every (group, resource, verb) the rules grant that no successful request used. A streaming list (a watch with
+ * `sendInitialEvents=true`) counts as a use of `list` too: it is the list, and `list` stays granted for the paginated
+ * fallback where a server refuses streaming lists.
+ */
 export function unusedPermissions(events: readonly AuditEvent[], rules: readonly Rule[]): string[] {
   const used = new Set(
     events
       .filter(
         (e) => (e.responseStatus?.code ?? 0) < 400 || e.responseStatus?.code === 404 || e.responseStatus?.code === 409,
       )
-      .map((e) => {
+      .flatMap((e) => {
         const r = e.objectRef;
         const resource = r?.subresource ? `${r.resource}/${r.subresource}` : r?.resource;
-        return `${r?.apiGroup ?? ''}|${resource}|${e.verb}`;
+        const key = (verb: string) => `${r?.apiGroup ?? ''}|${resource}|${verb}`;
+        const streamingList =
+          e.verb === 'watch' && /[?&]sendInitialEvents=true(&|$)/.test((e as { requestURI?: string }).requestURI ?? '');
+        return streamingList ? [key('watch'), key('list')] : [key(e.verb)];
       }),
   );
   const out: string[] = [];

@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import type { AuditEvent } from '@opkit/testenv';
+import { unusedPermissions } from './audit.ts';
 import type { TrialResult } from './faults.ts';
 import { type ChaosReport, chaosMarkdown, mergeReports, type Observed, summarise } from './report.ts';
 import type { SecurityReport } from './security.ts';
@@ -102,4 +104,21 @@ test('mergeReports keeps every trial and finding of each run', () => {
   assert.match(text, /^# Chaos report \(seeds 11, 12\) — FAILED/);
   assert.match(text, /- seed 12 trial 1 \(kill\) not-settled: app-0 has 3 pods, wants 2/);
   assert.throws(() => mergeReports([]), /no reports/);
+});
+
+test('a streaming list (a watch with sendInitialEvents=true) counts as a use of list', () => {
+  const rules = [{ apiGroups: [''], resources: ['pods'], verbs: ['list', 'watch'] }];
+  const watch = (uri: string) =>
+    ({
+      verb: 'watch',
+      user: { username: 'op' },
+      objectRef: { resource: 'pods', apiGroup: '' },
+      responseStatus: { code: 200 },
+      requestURI: uri,
+    }) as AuditEvent;
+  assert.deepEqual(unusedPermissions([watch('/api/v1/pods?allowWatchBookmarks=true&watch=1')], rules), ['list pods']);
+  assert.deepEqual(
+    unusedPermissions([watch('/api/v1/pods?resourceVersionMatch=NotOlderThan&sendInitialEvents=true&watch=1')], rules),
+    [],
+  );
 });

@@ -31,6 +31,7 @@ import {
   type Result,
   setCondition,
 } from '@opkit/runtime';
+import { keepFields } from '@opkit/runtime/cache';
 import { type Pod, Pods } from '@opkit/runtime/kinds';
 import { type AppService, type AppServiceStatus, AppServices } from '../api/v1alpha1/appservice.ts';
 import {
@@ -186,6 +187,8 @@ function orphanOwner(pod: Pod): Request[] {
 
 /** Registers the AppService controller with the manager (what `opkit create api --controller` wires into main.ts). */
 export function setupAppServiceController(mgr: Manager, options: { resyncPeriodMs?: number } = {}): void {
+  // the cache keeps of each pod what this controller reads: metadata, phase and conditions (not its spec)
+  mgr.cache.transform(Pods, keepFields('status.phase', 'status.conditions'));
   mgr
     .controller(AppServices, generationChanged)
     .named('appservice')

@@ -3,15 +3,22 @@
  * The shared informer cache: one informer per resource for the whole process, created on first use and shared by
  * every controller, with reads (`get`, `list` by namespace, label selector or index) served from memory.
  *
- * Guarantees: reads wait until that resource's informer has synced, so a read never sees a partial cache. By default
- * `metadata.managedFields` is dropped before storing (often half of an object's size; an operator rarely needs it).
- * Objects returned are shared and read-only: `structuredClone` one before changing it. Informers run outside any trace,
- * also one started by a read inside a reconcile: their lists and watches never nest under a reconcile's span.
- * Caveat: a resource's informer config (namespace, selectors) is fixed on first use.
+ * Namespaces: all by default; `namespace` watches one; `namespaces` watches a list of them — one watch per namespace,
+ * merged behind the same API (as controller-runtime's `DefaultNamespaces`), which bounds memory for an operator that
+ * needs a few namespaces of a big cluster. Cluster-scoped resources are always watched whole.
+ *
+ * Guarantees: reads wait until that resource's informer has synced, so a read never sees a partial cache. A read
+ * naming a namespace the cache does not watch throws `CacheError` `NamespaceNotCached` rather than answering "not
+ * found" for an object it cannot see. By default `metadata.managedFields` is dropped before storing (often half of an
+ * object's size; an operator rarely needs it). Objects returned are shared and read-only: `structuredClone` one
+ * before changing it. Informers run outside any trace, also one started by a read inside a reconcile: their lists
+ * and watches never nest under a reconcile's span.
+ * Caveat: a resource's informer config (namespaces, selectors) is fixed on first use.
  */
 import type { Client } from '../client/client.ts';
 import { Selector, type SelectorInput } from '../client/labels.ts';
 import { type KubeObject, type ObjectRef, objectKey, type ResourceType, resourceId } from '../client/resource.ts';
+import { OpkitError } from '../errors.ts';
 import type { BackoffOptions } from '../internal/backoff.ts';
 import { type Logger, silentLogger } from '../logger.ts';
 import type { Metrics } from '../metrics.ts';
@@ -19,9 +26,12 @@ import { detachedFromTrace } from '../tracing/spans.ts';
 import { type Index, IndexError, type IndexQuery } from './indexes.ts';
 import { Informer } from './informer.ts';
 import type { IndexFunc } from './store.ts';
+import { dropManagedFields, type Transform } from './transform.ts';
 
 export interface ResourceCacheOptions {
   readonly namespace?: string;
+  /** Watch these namespaces (one watch each) for this resource. */
+  readonly namespaces?: readonly string[];
   readonly labelSelector?: string;
   readonly fieldSelector?: string;
   readonly transform?: (obj: KubeObject) => KubeObject;
@@ -33,6 +43,8 @@ export interface CacheOptions {
   readonly metrics?: Metrics;
   /** Watch only this namespace (for every namespaced resource). */
   readonly namespace?: string;
+  /** Watch only these namespaces (for every namespaced resource): one watch each, merged in one store per resource. */
+  readonly namespaces?: readonly string[];
   /** Drop `metadata.managedFields` before storing (default true). */
   readonly dropManagedFields?: boolean;
   /** Per-resource settings, by resource id (`pods`, `deployments.apps`, `appservices.app.example.com`). */
@@ -42,6 +54,8 @@ export interface CacheOptions {
   readonly watchTimeoutSeconds?: readonly [number, number];
   readonly backoff?: BackoffOptions;
   readonly pageSize?: number;
+  /** `stream` (default): streaming lists (WatchList), paginated where the server refuses; `paged`: pages only. */
+  readonly listMode?: 'stream' | 'paged';
 }
 
 export interface CacheListOptions<T extends KubeObject = KubeObject> {
@@ -54,21 +68,32 @@ export interface CacheListOptions<T extends KubeObject = KubeObject> {
   readonly index?: IndexQuery<T> | { readonly name: 'namespace' | 'owner' | 'controller'; readonly value: string };
 }
 
-export function dropManagedFields<T extends KubeObject>(obj: T): T {
-  if (obj.metadata.managedFields !== undefined) delete obj.metadata.managedFields;
-  return obj;
+export type CacheErrorCode = 'NamespaceNotCached' | 'InvalidOptions' | 'Stopped';
+
+/** A read the cache cannot answer, or cache options that contradict each other. */
+export class CacheError extends OpkitError<CacheErrorCode> {
+  override readonly name = 'CacheError';
 }
+
+export { dropManagedFields };
 
 export class Cache {
   readonly #options: CacheOptions;
   readonly #informers = new Map<string, Informer<KubeObject>>();
   /** Typed indexes registered so far, by resource id and name. */
   readonly #indexes = new Map<string, IndexFunc<KubeObject>>();
+  readonly #transforms = new Map<string, Transform>();
   readonly #log: Logger;
   #signal: AbortSignal | undefined;
   #started: (() => void)[] = [];
 
   constructor(options: CacheOptions) {
+    for (const [where, o] of [['cache', options] as const, ...Object.entries(options.byResource ?? {})]) {
+      if (o.namespace !== undefined && o.namespaces !== undefined)
+        throw new CacheError('InvalidOptions', `${where}: set namespace or namespaces, not both`);
+      if (o.namespaces?.length === 0)
+        throw new CacheError('InvalidOptions', `${where}: namespaces is empty (leave it out to watch all namespaces)`);
+    }
     this.#options = options;
     this.#log = (options.log ?? silentLogger).child({ component: 'cache' });
   }
@@ -85,16 +110,20 @@ export class Cache {
       const o = this.#options;
       const per = o.byResource?.[id];
       const drop = o.dropManagedFields ?? true;
-      const custom = per?.transform as ((obj: T) => T) | undefined;
+      const custom = (this.#transforms.get(id) ?? per?.transform) as ((obj: T) => T) | undefined;
       const transform = drop ? (obj: T) => dropManagedFields(custom ? custom(obj) : obj) : custom;
-      const namespace = r.namespaced ? (per?.namespace ?? o.namespace) : undefined;
+      const own = per?.namespace !== undefined || per?.namespaces !== undefined;
+      const namespace = r.namespaced ? (own ? per?.namespace : o.namespace) : undefined;
+      const namespaces = r.namespaced ? (own ? per?.namespaces : o.namespaces) : undefined;
       inf = new Informer<T>(o.client, r, {
         namespace,
+        namespaces,
         labelSelector: per?.labelSelector,
         fieldSelector: per?.fieldSelector,
         transform,
         freeze: o.freeze,
         pageSize: o.pageSize,
+        listMode: o.listMode,
         inactivityTimeoutMs: o.inactivityTimeoutMs,
         watchTimeoutSeconds: o.watchTimeoutSeconds,
         backoff: o.backoff,
@@ -107,6 +136,17 @@ export class Cache {
       if (signal) detachedFromTrace(() => created.start(signal));
     }
     return inf;
+  }
+
+  /**
+   * Sets the transform applied to each object of `r` before it is stored (managedFields are dropped as well, unless
+   * the cache keeps them), e.g. `keepFields('status.phase')`. Before the resource's informer is first used only.
+   */
+  transform<T extends KubeObject>(r: ResourceType<T>, fn: Transform<T>): void {
+    const id = resourceId(r);
+    if (this.#informers.has(id))
+      throw new CacheError('InvalidOptions', `${id}: set its transform before the informer is first used`);
+    this.#transforms.set(id, fn as unknown as Transform);
   }
 
   /** Adds an index to a resource's informer (e.g. `label:app` → the label's value). Prefer `addIndex(handle)`. */
@@ -156,6 +196,7 @@ export class Cache {
   /** The cached object, or undefined; waits for the informer to sync. */
   async get<T extends KubeObject>(r: ResourceType<T>, ref: ObjectRef): Promise<T | undefined> {
     const inf = await this.#synced(r);
+    this.#watched(inf, ref.namespace);
     return inf.store.get(objectKey(ref));
   }
 
@@ -164,6 +205,7 @@ export class Cache {
     const query = options.index;
     if (query && 'index' in query) this.addIndex(query.index);
     const inf = await this.#synced(r);
+    this.#watched(inf, options.namespace);
     let items: T[];
     if (query) items = inf.store.byIndex('index' in query ? query.index.name : query.name, query.value);
     else if (options.namespace && r.namespaced) items = inf.store.byIndex('namespace', options.namespace);
@@ -176,12 +218,24 @@ export class Cache {
     return items;
   }
 
+  #watched(
+    inf: { readonly resource: ResourceType; readonly namespaces: readonly string[] | undefined },
+    namespace: string | undefined,
+  ): void {
+    if (namespace === undefined || !inf.resource.namespaced || !inf.namespaces || inf.namespaces.includes(namespace))
+      return;
+    throw new CacheError(
+      'NamespaceNotCached',
+      `${resourceId(inf.resource)} in namespace "${namespace}": the cache watches only ${inf.namespaces.map((n) => `"${n}"`).join(', ')} (add it to the cache's namespaces, or read it with the client)`,
+    );
+  }
+
   async #synced<T extends KubeObject>(r: ResourceType<T>): Promise<Informer<T>> {
     const inf = this.informer(r);
     if (inf.hasSynced) return inf;
     if (!this.#signal) await new Promise<void>((resolve) => this.#started.push(resolve));
     if (!(await inf.waitForSync(this.#signal))) {
-      throw new Error(`the cache stopped before ${resourceId(r)} synced`);
+      throw new CacheError('Stopped', `the cache stopped before ${resourceId(r)} synced`);
     }
     return inf;
   }

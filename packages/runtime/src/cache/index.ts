@@ -1,15 +1,17 @@
 /**
  * @module @opkit/runtime/cache
  * The shared informer cache: `Cache` (one informer per kind, reads that wait for sync, typed indexes), `Informer` and
- * its `Store`. `defineIndex` and `indexers` live in `@opkit/runtime`.
+ * its `Store`, transforms that keep only what an operator reads (`keepFields`), and its errors. `defineIndex` and `indexers` live in `@opkit/runtime`.
  */
 export {
   Cache,
+  CacheError,
+  type CacheErrorCode,
   type CacheListOptions,
   type CacheOptions,
-  dropManagedFields,
   type ResourceCacheOptions,
 } from './cache.ts';
 export { type Index, IndexError, type IndexQuery } from './indexes.ts';
 export { type EventHandler, Informer, type InformerOptions } from './informer.ts';
 export { type IndexFunc, Store } from './store.ts';
+export { dropManagedFields, keepFields, type Transform } from './transform.ts';

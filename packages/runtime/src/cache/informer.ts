@@ -1,12 +1,15 @@
 /**
  * @module cache/informer
- * A reflector, its store and the event handlers that listen to it, for one resource (and optionally one namespace
- * and selectors). Handlers added at any time first receive an `add` for every object already stored, then every
- * change; a handler that throws is logged and never breaks the informer or other handlers.
+ * A reflector, its store and the event handlers that listen to it, for one resource (and optionally one namespace —
+ * or a list of namespaces, one reflector and one watch each, merged into the one store — and selectors). Handlers
+ * added at any time first receive an `add` for every object already stored, then every change; a handler that throws
+ * is logged and never breaks the informer or other handlers. An `add` says whether it came with the initial list (or
+ * that replay), so a consumer can give it a lower priority than a change.
  *
- * Guarantees: `hasSynced` / `waitForSync()` are true only after the initial list is fully stored. Stored objects are
- * shared and read-only (see store.ts). The default indexes are `namespace`, `owner` (owner UIDs) and `controller`
- * (the controlling owner's UID).
+ * Guarantees: `hasSynced` / `waitForSync()` are true only after the initial list of every namespace is fully stored.
+ * With several namespaces each reflector relists and replaces only its own namespace's objects, so a relist in one
+ * never disturbs the others. Stored objects are shared and read-only (see store.ts). The default indexes are
+ * `namespace`, `owner` (owner UIDs) and `controller` (the controlling owner's UID).
  */
 import type { Client } from '../client/client.ts';
 import { type KubeObject, type ResourceType, resourceId } from '../client/resource.ts';
@@ -15,7 +18,8 @@ import { Reflector, type ReflectorOptions } from './reflector.ts';
 import { type IndexFunc, indexers, Store } from './store.ts';
 
 export interface EventHandler<T> {
-  add?(obj: T): void;
+  /** `initial`: the object came with the initial list (or the replay to a handler added later), not a change. */
+  add?(obj: T, initial: boolean): void;
   update?(old: T, obj: T): void;
   delete?(obj: T): void;
 }
@@ -24,51 +28,70 @@ export interface EventHandler<T> {
 export interface InformerOptions<T extends KubeObject> extends Omit<ReflectorOptions<T>, 'client' | 'resource'> {
   /** Deep-freeze stored objects so that a mutation throws (for tests). */
   readonly freeze?: boolean | undefined;
+  /** Watch these namespaces (one watch each) instead of `namespace`; at least one. */
+  readonly namespaces?: readonly string[] | undefined;
 }
 
 export class Informer<T extends KubeObject> {
   readonly resource: ResourceType<T>;
   readonly store: Store<T>;
-  readonly #reflector: Reflector<T>;
+  readonly #reflectors: Reflector<T>[];
+  /** The namespaces watched, when the informer watches some but not all. */
+  readonly namespaces: readonly string[] | undefined;
   readonly #handlers = new Set<EventHandler<T>>();
   readonly #log: Logger;
   #running: Promise<void> | undefined;
 
   constructor(client: Client, resource: ResourceType<T>, options: InformerOptions<T>) {
     this.resource = resource;
+    const namespaces = options.namespaces
+      ? [...new Set(options.namespaces)]
+      : options.namespace
+        ? [options.namespace]
+        : undefined;
+    if (namespaces?.length === 0) throw new RangeError(`${resourceId(resource)}: namespaces must not be empty`);
+    this.namespaces = namespaces;
     this.#log = options.log.child({
       resource: resourceId(resource),
-      ...(options.namespace ? { namespace: options.namespace } : {}),
+      ...(namespaces ? { namespace: namespaces.join(',') } : {}),
     });
     this.store = new Store<T>({ freeze: options.freeze ?? false });
     this.store.addIndexer('namespace', indexers.namespace);
     this.store.addIndexer('owner', indexers.owner);
     this.store.addIndexer('controller', indexers.controller);
     this.store.listener = {
-      add: (obj) => this.#emit((h) => h.add?.(obj)),
+      add: (obj) => {
+        const initial = !this.hasSynced;
+        this.#emit((h) => h.add?.(obj, initial));
+      },
       update: (old, obj) => this.#emit((h) => h.update?.(old, obj)),
       delete: (obj) => this.#emit((h) => h.delete?.(obj)),
     };
-    this.#reflector = new Reflector<T>({ ...options, client, resource, log: this.#log }, this.store);
+    const one = (namespace: string | undefined) =>
+      new Reflector<T>({ ...options, namespace, client, resource, log: this.#log }, this.store);
+    this.#reflectors = namespaces ? namespaces.map(one) : [one(undefined)];
   }
 
   get hasSynced(): boolean {
-    return this.#reflector.synced;
+    return this.#reflectors.every((r) => r.synced);
   }
 
   get running(): boolean {
     return this.#running !== undefined;
   }
 
-  /** The resourceVersion the informer has seen up to. */
+  /**
+   * The resourceVersion the informer has seen up to; undefined with several namespaces (each watch has its own, and
+   * resourceVersions are opaque: they cannot be merged).
+   */
   get resourceVersion(): string | undefined {
-    return this.#reflector.resourceVersion;
+    return this.#reflectors.length === 1 ? this.#reflectors[0]?.resourceVersion : undefined;
   }
 
   /** Registers a handler; it gets an `add` for each stored object first. Returns a function that removes it. */
   addEventHandler(handler: EventHandler<T>): () => void {
     this.#handlers.add(handler);
-    for (const obj of this.store.values()) this.#call(() => handler.add?.(obj));
+    for (const obj of this.store.values()) this.#call(() => handler.add?.(obj, true));
     return () => this.#handlers.delete(handler);
   }
 
@@ -78,7 +101,7 @@ export class Informer<T extends KubeObject> {
 
   /** Starts the list/watch loop (once); it runs until `signal` aborts. */
   start(signal: AbortSignal): void {
-    this.#running ??= this.#reflector.run(signal);
+    this.#running ??= Promise.all(this.#reflectors.map((r) => r.run(signal))).then(() => {});
   }
 
   /** Resolves true once synced, false if `signal` aborts first. */
@@ -87,10 +110,13 @@ export class Informer<T extends KubeObject> {
     return new Promise((resolve) => {
       const onAbort = () => resolve(false);
       signal?.addEventListener('abort', onAbort, { once: true });
-      this.#reflector.whenSynced(() => {
-        signal?.removeEventListener('abort', onAbort);
-        resolve(true);
-      });
+      let pending = this.#reflectors.length;
+      for (const r of this.#reflectors)
+        r.whenSynced(() => {
+          if (--pending > 0) return;
+          signal?.removeEventListener('abort', onAbort);
+          resolve(true);
+        });
     });
   }
 

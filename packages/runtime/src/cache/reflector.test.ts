@@ -1,7 +1,7 @@
 /**
  * Edge cases of list-and-watch that a real apiserver cannot be made to produce on demand (a watch that answers 410
- * forever, a resourceVersion too large, a continue token that expires between two pages, a watch that goes silent),
- * played by a tiny scripted HTTP server.
+ * forever, a resourceVersion too large, a continue token that expires between two pages, a watch that goes silent,
+ * a server that refuses or ignores streaming lists), played by a tiny scripted HTTP server.
  */
 import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -155,7 +155,8 @@ function runReflector(
 ): { reflector: Reflector<ConfigMap>; store: Store<ConfigMap>; stop: () => Promise<void> } {
   const store = new Store<ConfigMap>();
   const reflector = new Reflector<ConfigMap>(
-    { client: api.client, resource: ConfigMaps, log: silentLogger, ...options },
+    // these scripts play paginated lists; the streaming-list tests ask for `stream` themselves
+    { client: api.client, resource: ConfigMaps, log: silentLogger, listMode: 'paged', ...options },
     store,
   );
   const controller = new AbortController();
@@ -394,4 +395,107 @@ test('a silent watch is restarted after inactivityTimeoutMs as Inactive (metric:
     entries.some((e) => e.level === 'warn' && e.fields.code === 'Inactive'),
     'the restart is logged with the Inactive code',
   );
+});
+
+/** Watch events as the apiserver streams them, one JSON object per line. */
+const lines = (...events: unknown[]) => events.map((e) => `${JSON.stringify(e)}\n`).join('');
+const initialEventsEnd = (rv: string) => ({
+  type: 'BOOKMARK',
+  object: { metadata: { resourceVersion: rv, annotations: { 'k8s.io/initial-events-end': 'true' } } },
+});
+
+test('a streaming list stores the initial events at the end-of-initial-events bookmark, with no LIST, and the same watch goes on', async () => {
+  let release: () => void = () => {};
+  const api = await fakeApiserver({
+    list: (res) => sendJson(res, 500, status(500, 'InternalError', 'no list expected')),
+    watch: (res, seen, nth) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      if (nth > 1) return; // later watches stay open and silent
+      assert.equal(seen.query.get('sendInitialEvents'), 'true');
+      assert.equal(seen.query.get('resourceVersionMatch'), 'NotOlderThan');
+      assert.equal(seen.query.get('resourceVersion'), '');
+      res.write(lines({ type: 'ADDED', object: configMap('a', '5') }, { type: 'ADDED', object: configMap('b', '7') }));
+      // the initial state is not stored piecemeal: the bookmark comes after a pause
+      release = () => {
+        res.write(lines(initialEventsEnd('9')));
+        res.write(lines({ type: 'MODIFIED', object: { ...configMap('a', '10'), data: { n: '2' } } }));
+      };
+    },
+  });
+  const metrics = new RecordingMetrics();
+  const r = runReflector(api, { listMode: 'stream', metrics });
+  try {
+    await delay(200);
+    assert.equal(r.reflector.synced, false, 'not synced before the bookmark');
+    assert.equal(r.store.size, 0, 'nothing stored before the bookmark');
+    release();
+    await waitFor(() => r.store.get('default/a')?.metadata.resourceVersion === '10', 2_000, 'the change after sync');
+    assert.equal(r.reflector.synced, true);
+    assert.deepEqual([...r.store.keys()].sort(), ['default/a', 'default/b']);
+    assert.equal(r.reflector.listMode, 'stream');
+    assert.equal(api.lists().length, 0, 'no LIST request');
+    assert.equal(api.watches().length, 1, 'one watch did both');
+    assert.equal(metrics.relists, 1);
+  } finally {
+    await r.stop();
+    await api.close();
+  }
+});
+
+test('a server that refuses streaming lists (400) gets a paginated list, then plain watches from then on', async () => {
+  const api = await fakeApiserver({
+    list: (res) => sendJson(res, 200, listBody('20', ['a', 'b', 'c'])),
+    watch: (res, seen) => {
+      if (seen.query.get('sendInitialEvents') === 'true') {
+        sendJson(
+          res,
+          400,
+          status(
+            400,
+            'BadRequest',
+            'sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled',
+          ),
+        );
+        return;
+      }
+      silentWatch(res);
+    },
+  });
+  const r = runReflector(api, { listMode: 'stream' });
+  try {
+    await waitFor(() => r.reflector.synced && api.watches().length >= 2, 2_000, 'synced by a list');
+    assert.equal(r.store.size, 3);
+    assert.equal(api.lists().length, 1);
+    assert.equal(r.reflector.listMode, 'paged', 'it does not ask again');
+    assert.equal(api.watches()[1]?.query.get('resourceVersion'), '20');
+    assert.equal(api.watches()[1]?.query.get('sendInitialEvents'), null);
+  } finally {
+    await r.stop();
+    await api.close();
+  }
+});
+
+test('a server that ignores sendInitialEvents (a watch that ends without the bookmark) gets a paginated list instead', async () => {
+  const api = await fakeApiserver({
+    list: (res) => sendJson(res, 200, listBody('30', ['a', 'b'])),
+    watch: (res, seen) => {
+      if (seen.query.get('sendInitialEvents') === 'true') {
+        // an apiserver without WatchList: synthetic ADDED events for rv "", then the watch runs to its timeout
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(lines({ type: 'ADDED', object: configMap('a', '1') }, { type: 'ADDED', object: configMap('b', '2') }));
+        return;
+      }
+      silentWatch(res);
+    },
+  });
+  const r = runReflector(api, { listMode: 'stream' });
+  try {
+    await waitFor(() => r.reflector.synced, 2_000, 'synced by a list');
+    assert.equal(api.lists().length, 1);
+    assert.equal(r.store.get('default/a')?.metadata.resourceVersion, '1');
+    assert.equal(r.reflector.listMode, 'paged');
+  } finally {
+    await r.stop();
+    await api.close();
+  }
 });

@@ -1,7 +1,14 @@
 /**
  * @module cache/reflector
- * Keeps a `Store` equal to the server's state of one resource: list (paginated), then watch from the list's
- * resourceVersion with bookmarks, resuming each new watch from the last resourceVersion seen.
+ * Keeps a `Store` equal to the server's state of one resource: list, then watch from the list's resourceVersion with
+ * bookmarks, resuming each new watch from the last resourceVersion seen.
+ *
+ * The list is streamed by default (KEP-3157 WatchList, as client-go does): one watch with `sendInitialEvents=true`
+ * delivers the current state as events, parsed one by one as the bytes arrive (no page is held whole), up to the
+ * bookmark that marks its end; the store is then replaced atomically and the same watch goes on with the changes.
+ * Where the server refuses a streaming list (an error answer, or a watch that ends without the end-of-initial-events
+ * bookmark, as servers before the feature do) the reflector falls back to a paginated list for that cycle and, after
+ * a refusal, for good; `listMode: 'paged'` asks for paginated lists from the start.
  *
  * The loop, as a state machine: LIST → WATCH → (server timeout: WATCH again at once) | (410 Gone, or a
  * resourceVersion too large for the server after an etcd restore: LIST again from scratch and replace the store
@@ -26,8 +33,9 @@
  */
 import type { Client } from '../client/client.ts';
 import { ApiError, isResourceVersionTooLarge, toApiError } from '../client/errors.ts';
-import type { KubeObject, ResourceType } from '../client/resource.ts';
+import { type KubeObject, keyOf, type ResourceType } from '../client/resource.ts';
 import { Backoff, type BackoffOptions } from '../internal/backoff.ts';
+import { hop } from '../internal/hops.ts';
 import { sleep } from '../internal/sleep.ts';
 import type { Logger } from '../logger.ts';
 import type { WatchMetrics } from '../metrics.ts';
@@ -43,6 +51,8 @@ export interface ReflectorOptions<T extends KubeObject> {
   readonly transform?: ((obj: T) => T) | undefined;
   /** Items per list page (default 500). */
   readonly pageSize?: number | undefined;
+  /** `stream` (default): a streaming list, falling back to pages where the server refuses; `paged`: pages only. */
+  readonly listMode?: 'stream' | 'paged' | undefined;
   /** Longest tolerated silence on a watch (default: its server-side timeout + 15 s, so at most 60 s). */
   readonly inactivityTimeoutMs?: number | undefined;
   /** Server-side watch timeout range in seconds (default [30, 45)). */
@@ -60,6 +70,9 @@ const RETRY_AFTER_MAX_MS = 30_000;
 /** How long a watch must stay open to count as a good answer from the server (the backoff starts over). */
 const HEALTHY_WATCH_MS = 5_000;
 
+/** The annotation on the bookmark that ends a streaming list's initial events. */
+const INITIAL_EVENTS_END = 'k8s.io/initial-events-end';
+
 export class Reflector<T extends KubeObject> {
   readonly #o: ReflectorOptions<T>;
   readonly #store: Store<T>;
@@ -72,12 +85,22 @@ export class Reflector<T extends KubeObject> {
   #watchOpenedAt: number | undefined;
   #synced = false;
   #onSynced: (() => void)[] = [];
+  /** Whether the next list is streamed: false after the server refused a streaming list. */
+  #stream: boolean;
+  /** A streaming list failed this cycle: the next list is paginated (then streaming is tried again). */
+  #fallback = false;
 
   constructor(options: ReflectorOptions<T>, store: Store<T>) {
     this.#o = options;
     this.#store = store;
     this.#backoff = new Backoff(options.backoff);
     this.#relistBackoff = new Backoff({ initialMs: 800, maxMs: 30_000, jitter: 1, ...options.relistBackoff });
+    this.#stream = (options.listMode ?? 'stream') === 'stream';
+  }
+
+  /** How the next (or current) list is made: `stream` or `paged`. */
+  get listMode(): 'stream' | 'paged' {
+    return this.#stream && !this.#fallback ? 'stream' : 'paged';
   }
 
   get synced(): boolean {
@@ -100,8 +123,27 @@ export class Reflector<T extends KubeObject> {
     const { log } = this.#o;
     while (!signal.aborted) {
       try {
+        if (this.#resourceVersion === undefined && this.listMode === 'stream') {
+          try {
+            await this.#watch(signal, true);
+            continue;
+          } catch (e) {
+            if (signal.aborted) break;
+            const err = toApiError(e);
+            if (this.#resourceVersion !== undefined) throw err; // the list completed; the watch after it failed
+            // client-go's rule: making progress beats waiting for a streaming list that may never come
+            this.#fallback = true;
+            // a refusal (the server does not know the parameters) is for good; any other failure for this cycle
+            if (err.code === 'BadRequest' || err.code === 'Invalid') this.#stream = false;
+            log.info(
+              { code: err.code, err: err.message, again: this.#stream },
+              'the streaming list failed: listing in pages instead',
+            );
+            this.#o.metrics?.failed(err.code);
+          }
+        }
         if (this.#resourceVersion === undefined) await this.#list(signal);
-        await this.#watch(signal);
+        await this.#watch(signal, false);
       } catch (e) {
         if (signal.aborted) break;
         const err = toApiError(e);
@@ -161,19 +203,31 @@ export class Reflector<T extends KubeObject> {
       for (const item of page.items) items.push(o.transform ? o.transform(item) : item);
       rv = page.metadata.resourceVersion;
     }
-    this.#store.replace(items);
+    this.#listed(items, rv);
+    this.#fallback = false;
+  }
+
+  /** A full list is in: replace the store atomically, note its resourceVersion, report synced. */
+  #listed(items: readonly T[], rv: string): void {
+    const o = this.#o;
+    this.#store.replace(items, o.namespace);
     this.#resourceVersion = rv;
     this.#backoff.reset();
     o.metrics?.relisted();
-    o.log.debug({ items: items.length, resourceVersion: rv }, 'listed');
+    o.log.debug({ items: items.length, resourceVersion: rv, mode: this.listMode }, 'listed');
     if (!this.#synced) {
       this.#synced = true;
       for (const fn of this.#onSynced.splice(0)) fn();
     }
   }
 
-  async #watch(signal: AbortSignal): Promise<void> {
+  /**
+   * One watch. `initial`: a streaming list — the state arrives as events collected apart from the store until the
+   * end-of-initial-events bookmark (then `#listed`), after which the same watch goes on as usual.
+   */
+  async #watch(signal: AbortSignal, initial: boolean): Promise<void> {
     const o = this.#o;
+    let collecting: T[] | undefined = initial ? [] : undefined;
     const [min, max] = o.watchTimeoutSeconds ?? [30, 45];
     const timeoutSeconds = Math.floor(min + Math.random() * (max - min));
     const started = performance.now();
@@ -183,7 +237,8 @@ export class Reflector<T extends KubeObject> {
       namespace: o.namespace,
       labelSelector: o.labelSelector,
       fieldSelector: o.fieldSelector,
-      resourceVersion: this.#resourceVersion ?? '',
+      resourceVersion: initial ? '' : (this.#resourceVersion ?? ''),
+      sendInitialEvents: initial,
       timeoutSeconds,
       inactivityTimeoutMs: o.inactivityTimeoutMs ?? (timeoutSeconds + 15) * 1000,
       onOpen: () => {
@@ -195,15 +250,37 @@ export class Reflector<T extends KubeObject> {
       o.metrics?.event(event.type);
       const rv = event.object.metadata?.resourceVersion;
       if (event.type === 'BOOKMARK') {
+        if (collecting) {
+          if (event.object.metadata?.annotations?.[INITIAL_EVENTS_END] !== 'true') continue;
+          this.#listed(collecting, rv ?? '');
+          collecting = undefined;
+          continue;
+        }
         if (rv) this.#resourceVersion = rv;
         continue;
       }
+      const resource = o.resource.plural;
+      const key = () => ({ resource, type: event.type, key: keyOf(event.object) });
+      hop('event', key);
       const obj = o.transform ? o.transform(event.object) : event.object;
+      if (collecting) {
+        if (event.type !== 'DELETED') collecting.push(obj);
+        continue;
+      }
       if (event.type === 'DELETED') this.#store.remove(obj);
       else this.#store.upsert(obj);
+      hop('stored', key);
       if (rv) this.#resourceVersion = rv;
       // something arrived: the error backoff starts over; the relist pacing only after a watch that lasted
       if (events === 1 || performance.now() - started > 60_000) this.#backoff.reset();
+    }
+    if (collecting) {
+      // the server ran the watch to its end without the bookmark: it ignores sendInitialEvents (an older apiserver)
+      this.#stream = false;
+      throw new ApiError(
+        'Unknown',
+        `the streaming list of ${o.resource.plural} ended before its end-of-initial-events bookmark`,
+      );
     }
     if (events === 0 && performance.now() - started < 1_000) {
       throw new ApiError('Unknown', `the watch of ${o.resource.plural} ended at once without an event`);

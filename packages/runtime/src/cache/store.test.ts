@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { KubeObject } from '../client/resource.ts';
+import type { ConfigMap } from '../client/builtins.ts';
+import { type KubeObject, keyOf } from '../client/resource.ts';
 import { indexers, Store } from './store.ts';
 
 const obj = (name: string, rv: string, extra: Partial<KubeObject['metadata']> = {}): KubeObject => ({
@@ -79,4 +80,25 @@ test('with freeze, stored objects cannot be mutated', () => {
   assert.throws(() => {
     (a.metadata.labels as Record<string, string>).x = '2';
   }, TypeError);
+});
+
+test('replace() scoped to a namespace touches only that namespace: reflectors of several namespaces share a store', () => {
+  const store = new Store<ConfigMap>();
+  store.addIndexer('namespace', indexers.namespace);
+  const cm = (namespace: string, name: string, rv: string): ConfigMap => ({
+    metadata: { namespace, name, resourceVersion: rv, uid: `${namespace}-${name}` },
+  });
+  const deleted: string[] = [];
+  store.replace([cm('a', 'x', '1'), cm('a', 'y', '1')], 'a');
+  store.replace([cm('b', 'x', '1')], 'b');
+  store.listener = { add() {}, update() {}, delete: (o) => deleted.push(keyOf(o)) };
+  // a relist of namespace a in which y is gone: b's objects stay
+  store.replace([cm('a', 'x', '1')], 'a');
+  assert.deepEqual([...store.keys()].sort(), ['a/x', 'b/x']);
+  assert.deepEqual(deleted, ['a/y']);
+  // without the namespace index the scope still holds
+  const plain = new Store<ConfigMap>();
+  plain.replace([cm('a', 'x', '1'), cm('b', 'x', '1')]);
+  plain.replace([], 'a');
+  assert.deepEqual([...plain.keys()], ['b/x']);
 });

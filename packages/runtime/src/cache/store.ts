@@ -3,7 +3,8 @@
  * The informer's store: one copy of each object by key (`namespace/name`), with indexes (index name → value →
  * keys) kept current on every change. `replace()` swaps in a full list atomically and reports only real changes:
  * adds for new keys, updates for changed resourceVersions, deletes for keys that disappeared — never a duplicate add
- * for an unchanged object.
+ * for an unchanged object. A replace scoped to one namespace touches only that namespace's objects, so several
+ * reflectors (one per namespace) can share one store.
  *
  * Objects are shared, not copied: treat everything read from a store as read-only (`structuredClone` before
  * changing). With `freeze: true` they are deep-frozen, so a mutation throws (tests use this).
@@ -98,11 +99,21 @@ export class Store<T extends KubeObject> {
     this.listener?.delete(old);
   }
 
-  /** Replaces the whole content with a fresh list (after a relist); see the module comment. */
-  replace(items: readonly T[]): void {
+  /**
+   * Replaces the whole content — or, given `namespace`, that namespace's objects only — with a fresh list (after a
+   * relist); see the module comment.
+   */
+  replace(items: readonly T[], namespace?: string): void {
     const fresh = new Map<string, T>();
     for (const obj of items) fresh.set(keyOf(obj), obj);
-    for (const [key, old] of [...this.#items]) {
+    const byNamespace = namespace === undefined ? undefined : this.#indices.get('namespace');
+    const current =
+      namespace === undefined
+        ? [...this.#items]
+        : byNamespace
+          ? [...(byNamespace.get(namespace) ?? [])].map((k) => [k, this.#items.get(k) as T] as const)
+          : [...this.#items].filter(([, o]) => o.metadata.namespace === namespace);
+    for (const [key, old] of current) {
       if (!fresh.has(key)) {
         this.#items.delete(key);
         this.#reindex(key, old, undefined);

@@ -22,6 +22,11 @@ export interface WatchRequest {
   readonly labelSelector?: string | undefined;
   readonly fieldSelector?: string | undefined;
   readonly resourceVersion: string;
+  /**
+   * A streaming list (KEP-3157 WatchList): the server first sends the current state as ADDED events, then a BOOKMARK
+   * annotated `k8s.io/initial-events-end: "true"`, then changes (`resourceVersionMatch=NotOlderThan`).
+   */
+  readonly sendInitialEvents?: boolean | undefined;
   /** Server-side timeout. */
   readonly timeoutSeconds: number;
   /** Client-side: longest silence (no event, no bookmark) tolerated. */
@@ -44,12 +49,14 @@ export async function* watchEvents<T extends KubeObject>(
   req.signal.addEventListener('abort', onAbort, { once: true });
   let idle: NodeJS.Timeout | undefined;
   let silent = false;
+  // one timer for the whole watch, pushed back on each event (refresh() re-arms it without a new timer)
   const arm = () => {
-    clearTimeout(idle);
-    idle = setTimeout(() => {
-      silent = true;
-      local.abort();
-    }, req.inactivityTimeoutMs);
+    if (idle) idle.refresh();
+    else
+      idle = setTimeout(() => {
+        silent = true;
+        local.abort();
+      }, req.inactivityTimeoutMs);
   };
   try {
     arm();
@@ -59,6 +66,7 @@ export async function* watchEvents<T extends KubeObject>(
         watch: 1,
         resourceVersion: req.resourceVersion,
         allowWatchBookmarks: true,
+        ...(req.sendInitialEvents ? { sendInitialEvents: true, resourceVersionMatch: 'NotOlderThan' } : {}),
         timeoutSeconds: req.timeoutSeconds,
         labelSelector: req.labelSelector,
         fieldSelector: req.fieldSelector,
@@ -71,13 +79,16 @@ export async function* watchEvents<T extends KubeObject>(
     let pending = '';
     for await (const chunk of res as AsyncIterable<Buffer>) {
       pending += decoder.decode(chunk, { stream: true });
+      // lines are parsed where they lie (no copy of the rest per line); the unfinished tail is kept for the next chunk
+      let start = 0;
       let newline = pending.indexOf('\n');
       while (newline >= 0) {
-        const line = pending.slice(0, newline);
-        pending = pending.slice(newline + 1);
-        newline = pending.indexOf('\n');
-        if (line.trim().length === 0) continue;
-        const event = JSON.parse(line) as { type: WatchEventType | 'ERROR'; object: T | Status };
+        const from = start;
+        const to = newline;
+        start = newline + 1;
+        newline = pending.indexOf('\n', start);
+        if (to - from <= 2 && pending.slice(from, to).trim().length === 0) continue;
+        const event = JSON.parse(pending.slice(from, to)) as { type: WatchEventType | 'ERROR'; object: T | Status };
         arm();
         if (event.type === 'ERROR') {
           const status = event.object as Status;
@@ -85,6 +96,7 @@ export async function* watchEvents<T extends KubeObject>(
         }
         yield event as WatchEvent<T>;
       }
+      pending = start === 0 ? pending : pending.slice(start);
     }
   } catch (err) {
     if (silent) {

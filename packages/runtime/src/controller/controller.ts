@@ -10,6 +10,8 @@
  * - A thrown error is retried with per-request exponential backoff (5 ms … 1000 s, and 10 qps / burst 100 overall);
  *   a Conflict (409) is retried the same way but logged at debug level only; TooManyRequests waits the server's
  *   Retry-After; a `TerminalError` is not retried. `requeueAfter` schedules the request again.
+ * - Priorities: adds from the initial list and resyncs wait behind fresh changes (`LOW_PRIORITY`), so a change made
+ *   while thousands of objects are being listed is reconciled at once.
  * - An update enqueues the requests of the old object and of the new one, deduplicated (as controller-runtime's
  *   handlers do): when a child moves to another owner, or a mapping depends on labels that changed, the previous
  *   owner is reconciled too.
@@ -35,7 +37,7 @@ import { EventRecorder } from '../helpers/events.ts';
 import { type Logger, silentLogger } from '../logger.ts';
 import type { Metrics } from '../metrics.ts';
 import { endReconcileSpan, runtimeTracer, startReconcileSpan, withActiveSpan } from '../tracing/spans.ts';
-import { type Clock, type RateLimiter, realClock, WorkQueue } from '../workqueue/index.ts';
+import { type Clock, LOW_PRIORITY, type RateLimiter, realClock, WorkQueue } from '../workqueue/index.ts';
 import { Expectations } from './expectations.ts';
 import type { MapFunc } from './handlers.ts';
 import { defaultErrorPolicy, type ErrorAction, type ErrorPolicy, retryWithBackoff } from './policy.ts';
@@ -137,24 +139,25 @@ export class Controller {
     const informer = this.#o.cache.informer(r);
     if (!this.#primary) this.#primary = informer as unknown as Informer<KubeObject>;
     this.#watched.push(informer as unknown as Informer<KubeObject>);
-    const enqueue = (...objs: T[]) => {
+    const enqueue = (priority: number, ...objs: T[]) => {
       const keys = new Set<string>();
       for (const obj of objs) for (const req of map(obj)) keys.add(objectKey(req));
-      for (const key of keys) this.queue.add(key);
+      for (const key of keys) this.queue.add(key, priority);
     };
     this.#unwatch.push(
       informer.addEventHandler({
-        add: (obj) => {
+        // the initial list goes behind fresh changes (controller-runtime's priority queue)
+        add: (obj, initial) => {
           this.expectations.observe(obj, false);
-          if (allow(predicates, 'create', undefined, obj)) enqueue(obj);
+          if (allow(predicates, 'create', undefined, obj)) enqueue(initial ? LOW_PRIORITY : 0, obj);
         },
         update: (old, obj) => {
           this.expectations.observe(obj, false);
-          if (allow(predicates, 'update', old, obj)) enqueue(old, obj);
+          if (allow(predicates, 'update', old, obj)) enqueue(0, old, obj);
         },
         delete: (obj) => {
           this.expectations.observe(obj, true);
-          if (allow(predicates, 'delete', undefined, obj)) enqueue(obj);
+          if (allow(predicates, 'delete', undefined, obj)) enqueue(0, obj);
         },
       }),
     );
@@ -197,7 +200,7 @@ export class Controller {
     if (this.#o.resyncPeriodMs && this.#primary) {
       const primary = this.#primary;
       resync = setInterval(() => {
-        for (const key of primary.store.keys()) this.queue.add(key);
+        for (const key of primary.store.keys()) this.queue.add(key, LOW_PRIORITY);
       }, this.#o.resyncPeriodMs);
       resync.unref();
     }

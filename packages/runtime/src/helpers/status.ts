@@ -9,9 +9,17 @@
  * behind is not refused with a Conflict (which would cost a rate-limited retry); it is written, and the next reconcile
  * — triggered by whatever made the cache move — writes the correction. Status is the controller's own observation, so
  * last-writer-wins is the right rule for it.
+ *
+ * Read-your-own-writes: the status last written for an object is remembered with the resourceVersion of the object it
+ * was computed from. A later call with that same resourceVersion — the cache has not seen the write yet — compares
+ * with the written status instead, so an event that arrives before the write's own (a child's, say) does not rewrite
+ * the same status. Once the cached object moves on, it is the reference again.
  */
 import type { Client } from '../client/client.ts';
-import type { KubeObject, ResourceType } from '../client/resource.ts';
+import { type KubeObject, type ResourceType, resourceId } from '../client/resource.ts';
+
+/** The status last written per object (`resource/uid`), with the resourceVersion it was computed from. */
+const written = new Map<string, { readonly from: string; readonly status: unknown }>();
 
 /** Deep equality of JSON values (object key order ignored; undefined members count as absent). */
 export function jsonEqual(a: unknown, b: unknown): boolean {
@@ -49,9 +57,16 @@ export async function updateStatusIfChanged<T extends KubeObject & { status?: un
   obj: T,
   status: NonNullable<T['status']>,
 ): Promise<T | undefined> {
-  if (jsonEqual(obj.status, status)) return undefined;
+  const id = `${resourceId(r)}/${obj.metadata.uid ?? obj.metadata.name}`;
+  const rv = obj.metadata.resourceVersion;
+  const mine = written.get(id);
+  if (mine && mine.from !== rv) written.delete(id); // the cache moved on: it is the reference again
+  const current = mine && mine.from === rv ? mine.status : obj.status;
+  if (jsonEqual(current, status)) return undefined;
   const ref = obj.metadata.namespace
     ? { namespace: obj.metadata.namespace, name: obj.metadata.name ?? '' }
     : { name: obj.metadata.name ?? '' };
-  return client.patchStatus(r, ref, statusPatch(obj.status, status));
+  const out = await client.patchStatus(r, ref, statusPatch(current, status));
+  if (rv !== undefined) written.set(id, { from: rv, status: structuredClone(status) });
+  return out;
 }

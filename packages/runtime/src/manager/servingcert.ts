@@ -18,9 +18,13 @@
 import { createPrivateKey, createPublicKey, generateKeyPairSync, randomBytes, X509Certificate } from 'node:crypto';
 import { type FSWatcher, watch } from 'node:fs';
 import { readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import forge from 'node-forge';
+
+/** node-forge, loaded on first use: a process that never makes a certificate does not pay for loading it. */
+const loadForge = (): typeof import('node-forge') => createRequire(import.meta.url)('node-forge');
+
 import { MetricsAuthError } from './metricsauth.ts';
 
 export interface CertificateFiles {
@@ -41,6 +45,7 @@ export interface KeyPair {
 export function selfSignedCertificate(names: readonly string[] = defaultNames(), now = new Date()): KeyPair {
   const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
   const keyPem = privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+  const forge = loadForge();
   const cert = forge.pki.createCertificate();
   cert.publicKey = forge.pki.publicKeyFromPem(publicKey.export({ type: 'spki', format: 'pem' }).toString());
   cert.serialNumber = `01${randomBytes(15).toString('hex')}`;

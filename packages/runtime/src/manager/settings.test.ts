@@ -123,3 +123,10 @@ test('webhook flags: --webhook-bind-address and --webhook-cert-dir (or their var
   assert.throws(() => settingsFromArgs(base, ['--webhook-bind-address', 'nope']), /--webhook-bind-address: "nope"/);
   assert.throws(() => settingsFromArgs(base, ['--webhook-bind-address', '0']), /cannot be turned off/);
 });
+
+test('WATCH_NAMESPACE / --namespace with a comma-separated list watches those namespaces (issue 17)', () => {
+  assert.deepEqual(settingsFromArgs(base, [], { WATCH_NAMESPACE: 'a, b,a,' }).cache?.namespaces, ['a', 'b']);
+  assert.equal(settingsFromArgs(base, ['--namespace', 'a,b'], {}).cache?.namespace, undefined);
+  assert.deepEqual(settingsFromArgs(base, ['--namespace', 'a,b'], {}).cache?.namespaces, ['a', 'b']);
+  assert.equal(settingsFromArgs(base, ['--namespace', 'solo'], {}).cache?.namespace, 'solo');
+});

@@ -12,7 +12,7 @@
  * | `--leader-elect` | `LEADER_ELECT` | `true` / `false` (default false) |
  * | `--leader-election-namespace` | `POD_NAMESPACE` | the Lease's namespace |
  * | `--leader-election-id` | `LEADER_ELECTION_ID` | the Lease's name |
- * | `--namespace` | `WATCH_NAMESPACE` | watch one namespace only (default: all) |
+ * | `--namespace` | `WATCH_NAMESPACE` | watch one namespace, or a comma-separated list of them (default: all) |
  * | `--max-concurrent-reconciles` | `MAX_CONCURRENT_RECONCILES` | workers per controller (default 1) |
  * | `--graceful-shutdown-timeout` | `GRACEFUL_SHUTDOWN_TIMEOUT` | e.g. `2s`, `30s` (default 2s) |
  * | `--kubeconfig`, `--context` | `KUBECONFIG` | which cluster (default: as kubectl, or in-cluster) |
@@ -65,7 +65,7 @@ export const SETTINGS_HELP = `Manager options:
   --leader-elect                     run controllers only on the replica holding the Lease
   --leader-election-namespace NS     the Lease's namespace (default $POD_NAMESPACE, else the kubeconfig's)
   --leader-election-id NAME          the Lease's name (default <operator>-leader)
-  --namespace NS                     watch only this namespace (default: all)
+  --namespace NS[,NS…]               watch only these namespaces (default: all)
   --max-concurrent-reconciles N      workers per controller (default 1)
   --graceful-shutdown-timeout DUR    time in-flight reconciles get on shutdown (default 2s)
   --kubeconfig FILE, --context NAME  which cluster (default: as kubectl, or in-cluster)
@@ -210,7 +210,8 @@ function managerOptions(base: ManagerOptions, parsed: ParsedFlags, env: NodeJS.P
       ...(leNamespace ? { namespace: leNamespace } : {}),
       ...(leId ? { leaseName: leId } : {}),
     },
-    cache: { ...base.cache, ...(watchNamespace ? { namespace: watchNamespace } : {}) },
+    // a comma-separated list (as operator-sdk's WATCH_NAMESPACE) watches those namespaces, one watch each
+    cache: { ...base.cache, ...watchNamespaces(watchNamespace) },
     controllers: {
       ...base.controllers,
       ...(maxConcurrentReconciles ? { maxConcurrentReconciles } : {}),
@@ -376,4 +377,11 @@ export function settings<const F extends Flags = Record<never, Flag>>(
     process.stderr.write(`${spec.name}: ${err.message}\n`);
     process.exit(2);
   }
+}
+
+/** `--namespace` / WATCH_NAMESPACE: one namespace, or a comma-separated list of them. */
+function watchNamespaces(value: string | undefined): { namespace?: string; namespaces?: string[] } {
+  const list = [...new Set((value ?? '').split(',').map((n) => n.trim()))].filter((n) => n !== '');
+  if (list.length === 0) return {};
+  return list.length === 1 ? { namespace: list[0] as string } : { namespaces: list };
 }

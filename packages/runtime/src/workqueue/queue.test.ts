@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { FakeClock } from './clock.ts';
-import { WorkQueue, type WorkQueueMetrics } from './queue.ts';
+import { LOW_PRIORITY, WorkQueue, type WorkQueueMetrics } from './queue.ts';
 import { ItemExponentialRateLimiter } from './ratelimiter.ts';
 
 /** Lets pending promise callbacks run (microtasks only, no time passes). */
@@ -488,4 +488,34 @@ test('waitedMs: how long the key now processing waited before get() handed it ou
   assert.equal(queue.waitedMs('ns/a'), 100, 'the second round waited from its re-add');
   queue.done('ns/a');
   assert.equal(queue.waitedMs('ns/a'), undefined);
+});
+
+test('priorities: the highest comes out first, FIFO within one; an add at a higher priority moves a waiting key up', async () => {
+  const { queue } = newQueue();
+  for (const k of ['low-1', 'low-2', 'low-3']) queue.add(k, LOW_PRIORITY);
+  queue.add('fresh-1');
+  queue.add('low-2', 0); // a fresh change of an object still waiting from the initial list
+  queue.add('fresh-2', 0);
+  queue.add('fresh-1', LOW_PRIORITY); // a lower add never moves a key down
+  assert.equal(queue.len(), 5);
+  const order: (string | undefined)[] = [];
+  for (let i = 0; i < 5; i++) order.push(await queue.get());
+  assert.deepEqual(order, ['fresh-1', 'low-2', 'fresh-2', 'low-1', 'low-3']);
+  assert.equal(queue.len(), 0);
+});
+
+test('priorities: a key re-added while processing comes back at the priority asked for; delayed adds keep theirs', async () => {
+  const { queue, clock } = newQueue();
+  queue.add('a', LOW_PRIORITY);
+  assert.equal(await queue.get(), 'a');
+  queue.add('a', LOW_PRIORITY);
+  queue.add('b', LOW_PRIORITY);
+  queue.add('a', 5);
+  queue.done('a');
+  assert.equal(await queue.get(), 'a', 'a waits at 5, ahead of b');
+  queue.done('a');
+  queue.addAfter('c', 100, 10);
+  clock.advance(100);
+  assert.equal(await queue.get(), 'c');
+  assert.equal(await queue.get(), 'b');
 });

@@ -7,7 +7,10 @@
  * - A waiting key is queued once, however often it is added (dedup).
  * - A key is never handed to two workers at once. Adding a key while it is processing marks it dirty; `done()` then
  *   queues it once, so it is processed again exactly once.
- * - Distinct keys come out in the order they were (first) queued; waiting `get()` calls are served in call order,
+ * - Priorities (as controller-runtime's priority queue): a key waits at the highest priority any add gave it since it
+ *   was last handed out, and `get()` hands out the highest priority first (default 0; controllers add the objects of
+ *   an initial list at `LOW_PRIORITY`, so a fresh change is not stuck behind thousands of them). Within a priority,
+ *   distinct keys come out in the order they were (first) queued; waiting `get()` calls are served in call order,
  *   each with a different key.
  * - `addAfter()` keeps the earliest ready time per key. It does not look at the waiting set: a key that is waiting now
  *   is still scheduled, and when its time comes it is added like any `add()` (a no-op if it is still waiting; processed
@@ -18,6 +21,7 @@
  * worker that never calls `done()` keeps its key processing forever (and blocks `shutDownWithDrain()`). With the real
  * clock, delayed adds use unref()'d timers, so they alone do not keep the process alive.
  */
+import { hop } from '../internal/hops.ts';
 import { type Clock, realClock, type Timer } from './clock.ts';
 import { defaultControllerRateLimiter, type RateLimiter } from './ratelimiter.ts';
 
@@ -50,6 +54,7 @@ interface Scheduled<K> {
   readonly readyAt: number;
   /** Tells a live entry from one superseded by an earlier `addAfter()`, and orders entries due together. */
   readonly seq: number;
+  readonly priority: number;
 }
 
 /** A binary min-heap of scheduled adds, by ready time and then schedule order. */
@@ -129,8 +134,17 @@ class ScheduleHeap<K> {
   }
 }
 
-/** Consumed slots at the head of the FIFO array before it is compacted. */
+/** Consumed slots at the head of a priority's FIFO array before it is compacted. */
 const COMPACT_AFTER = 1024;
+
+/** The priority controllers give to adds from an informer's initial list and from resyncs (controller-runtime's). */
+export const LOW_PRIORITY = -100;
+
+/** The waiting keys of one priority, in FIFO order from `head` on (entries whose key moved up are skipped). */
+interface Bucket<K> {
+  items: K[];
+  head: number;
+}
 
 export class WorkQueue<K extends string = string> {
   readonly name: string;
@@ -138,9 +152,14 @@ export class WorkQueue<K extends string = string> {
   readonly #rateLimiter: RateLimiter<K>;
   readonly #metrics: WorkQueueMetrics;
 
-  /** Waiting keys, from `#head` on. Each is dirty and not processing. */
-  #queue: K[] = [];
-  #head = 0;
+  /** Waiting keys by priority; each is dirty and not processing. */
+  readonly #buckets = new Map<number, Bucket<K>>();
+  /** The priorities that have a bucket, highest first. */
+  #priorities: number[] = [];
+  /** The priority each waiting key waits at (its live bucket entry). */
+  readonly #waiting = new Map<K, number>();
+  /** The highest priority asked for each dirty key since it was last handed out. */
+  readonly #priority = new Map<K, number>();
   /** Keys that need processing: the waiting ones and the ones re-added while processing. */
   readonly #dirty = new Set<K>();
   /** Keys handed out by `get()` and not yet `done()`, with the time they were handed out. */
@@ -169,31 +188,37 @@ export class WorkQueue<K extends string = string> {
     this.#metrics = options.metrics ?? {};
   }
 
-  /** Marks the key as needing processing. Ignored after shutdown. */
-  add(item: K): void {
+  /** Marks the key as needing processing, at `priority` (default 0; higher first). Ignored after shutdown. */
+  add(item: K, priority = 0): void {
     if (this.#shuttingDown) return;
     if (!this.#dirty.has(item)) {
       this.#dirty.add(item);
+      this.#priority.set(item, priority);
       this.#addedAt.set(item, this.#clock.now());
+      hop('add', () => ({ queue: this.name, key: item }));
       if (!this.#processing.has(item)) this.#enqueue(item);
       this.#metrics.added?.();
+      return;
     }
+    if (priority <= (this.#priority.get(item) ?? priority)) return;
+    this.#priority.set(item, priority);
+    if (this.#waiting.has(item)) this.#push(item, priority); // moves up; its old entry is skipped
   }
 
   /**
    * Adds the key once `delayMs` have passed (at once if `delayMs` <= 0). If the key is already scheduled, the earlier
    * of the two times is kept. The schedule is independent of whether the key is waiting or processing now.
    */
-  addAfter(item: K, delayMs: number): void {
+  addAfter(item: K, delayMs: number, priority = 0): void {
     if (this.#shuttingDown) return;
     if (!(delayMs > 0)) {
-      this.add(item);
+      this.add(item, priority);
       return;
     }
     const readyAt = this.#clock.now() + delayMs;
     const current = this.#delayed.get(item);
     if (current !== undefined && current.readyAt <= readyAt) return;
-    const entry: Scheduled<K> = { item, readyAt, seq: this.#seq++ };
+    const entry: Scheduled<K> = { item, readyAt, seq: this.#seq++, priority };
     this.#delayed.set(item, entry);
     this.#schedule.push(entry);
     // Superseded entries stay in the heap until they surface; drop them when they outnumber the live ones.
@@ -244,6 +269,7 @@ export class WorkQueue<K extends string = string> {
     if (startedAt === undefined) return;
     this.#processing.delete(item);
     this.#waited.delete(item);
+    hop('done', () => ({ queue: this.name, key: item }));
     if (this.#dirty.has(item)) this.#enqueue(item);
     this.#metrics.workDuration?.((this.#clock.now() - startedAt) / 1000);
     if (this.#processing.size === 0) this.#releaseDrainers();
@@ -251,7 +277,7 @@ export class WorkQueue<K extends string = string> {
 
   /** The number of waiting keys (not processing, not delayed). */
   len(): number {
-    return this.#queue.length - this.#head;
+    return this.#waiting.size;
   }
 
   /** Stops at once: waiting and delayed keys are dropped, pending and future `get()` resolve `undefined`. */
@@ -298,14 +324,28 @@ export class WorkQueue<K extends string = string> {
       getter(this.#start(item));
       return;
     }
-    this.#queue.push(item);
+    this.#push(item, this.#priority.get(item) ?? 0);
     this.#metrics.depth?.(this.len());
+  }
+
+  /** Puts a waiting key at the end of its priority's FIFO. */
+  #push(item: K, priority: number): void {
+    let bucket = this.#buckets.get(priority);
+    if (!bucket) {
+      bucket = { items: [], head: 0 };
+      this.#buckets.set(priority, bucket);
+      this.#priorities = [...this.#buckets.keys()].sort((a, b) => b - a);
+    }
+    bucket.items.push(item);
+    this.#waiting.set(item, priority);
   }
 
   /** Moves a key from dirty to processing. */
   #start(item: K): K {
+    hop('get', () => ({ queue: this.name, key: item }));
     const now = this.#clock.now();
     this.#dirty.delete(item);
+    this.#priority.delete(item);
     this.#processing.set(item, now);
     const addedAt = this.#addedAt.get(item);
     this.#addedAt.delete(item);
@@ -316,18 +356,30 @@ export class WorkQueue<K extends string = string> {
     return item;
   }
 
+  /** Takes the next waiting key: the oldest of the highest priority. */
   #shift(): K | undefined {
-    const item = this.#queue[this.#head];
-    if (item === undefined) return undefined;
-    this.#head++;
-    if (this.#head === this.#queue.length) {
-      this.#queue = [];
-      this.#head = 0;
-    } else if (this.#head >= COMPACT_AFTER && this.#head * 2 >= this.#queue.length) {
-      this.#queue = this.#queue.slice(this.#head);
-      this.#head = 0;
+    for (const priority of this.#priorities) {
+      const bucket = this.#buckets.get(priority) as Bucket<K>;
+      while (bucket.head < bucket.items.length) {
+        const item = bucket.items[bucket.head++] as K;
+        if (this.#waiting.get(item) !== priority) continue; // it moved up to a higher priority
+        this.#waiting.delete(item);
+        this.#compact(priority, bucket);
+        return item;
+      }
+      this.#compact(priority, bucket);
     }
-    return item;
+    return undefined;
+  }
+
+  #compact(priority: number, bucket: Bucket<K>): void {
+    if (bucket.head === bucket.items.length) {
+      this.#buckets.delete(priority);
+      this.#priorities = this.#priorities.filter((p) => p !== priority);
+    } else if (bucket.head >= COMPACT_AFTER && bucket.head * 2 >= bucket.items.length) {
+      bucket.items = bucket.items.slice(bucket.head);
+      bucket.head = 0;
+    }
   }
 
   /** Sets the clock timer for the earliest live scheduled add, unless one is set early enough already. */
@@ -362,7 +414,7 @@ export class WorkQueue<K extends string = string> {
       this.#schedule.pop();
       if (this.#delayed.get(next.item) !== next) continue;
       this.#delayed.delete(next.item);
-      this.add(next.item);
+      this.add(next.item, next.priority);
     }
     this.#arm();
   }
@@ -371,8 +423,10 @@ export class WorkQueue<K extends string = string> {
     if (this.#shuttingDown) return;
     this.#shuttingDown = true;
     const hadWaiting = this.len() > 0;
-    this.#queue = [];
-    this.#head = 0;
+    this.#buckets.clear();
+    this.#priorities = [];
+    this.#waiting.clear();
+    this.#priority.clear();
     this.#dirty.clear();
     this.#addedAt.clear();
     this.#waited.clear();
