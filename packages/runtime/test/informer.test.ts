@@ -147,38 +147,47 @@ describe('informer against a real apiserver', () => {
     assert.ok(m.restarts.length >= 1, 'the watch was restarted');
   });
 
-  test('410 Gone after compaction: relists, reports deletes from the gap, no duplicate adds', async () => {
-    await namespace('g', 10);
-    const proxy = await FaultProxy.start({ target: targetOf(env.server) });
-    const via = await clientVia(env, proxy.url);
-    const m = watchMetrics();
-    const inf = informer(via, 'g', { metrics: m.hooks });
-    try {
-      await inf.waitForSync();
-      const seen = recorder(inf);
-      proxy.setMode({ kind: 'freeze' });
-      for (const i of [0, 1, 2]) await client.delete(ConfigMaps, { namespace: 'g', name: `cm-${i}` });
-      await client.patch(ConfigMaps, { namespace: 'g', name: 'cm-3' }, { data: { i: 'gap' } });
-      for (const n of ['gap-a', 'gap-b'])
-        await client.create(ConfigMaps, { metadata: { name: n, namespace: 'g', labels: { t: 'x' } } });
-      await env.compactEtcd();
-      await env.restart('kube-apiserver'); // an empty watch cache: the informer's resourceVersion is now too old
-      proxy.setMode({ kind: 'pass' });
-      await convergedWithList(inf, 'g');
-      assert.ok(m.restarts.includes('gone'), `a 410 was seen (restarts: ${m.restarts.join(', ')})`);
-      assert.equal(m.relists, 2, 'the initial list and one relist');
-      assert.deepEqual(seen.deletes.sort(), ['cm-0', 'cm-1', 'cm-2'], 'deletes from the gap are reported');
-      assert.deepEqual(seen.updates, ['cm-3']);
-      assert.equal(seen.adds.size, 12, '10 replayed + 2 new');
-      assert.ok(
-        [...seen.adds.values()].every((n) => n === 1),
-        'unchanged objects are not added again',
-      );
-    } finally {
-      via.close();
-      await proxy.close();
-    }
-  });
+  /**
+   * The gap of an outage that spans a compaction and an apiserver restart. Paged lists: the resumed watch gets 410 and
+   * the informer relists. Streaming lists: this apiserver (1.37) may resume the watch across the restart instead, so
+   * only what the handlers see is asserted (the 410 path of the streaming mode is the same code, tested paged).
+   */
+  for (const listMode of ['paged', 'stream'] as const)
+    test(`after compaction and a restart (${listMode} lists): reports deletes from the gap, no duplicate adds`, async () => {
+      const ns = `g-${listMode}`;
+      await namespace(ns, 10);
+      const proxy = await FaultProxy.start({ target: targetOf(env.server) });
+      const via = await clientVia(env, proxy.url);
+      const m = watchMetrics();
+      const inf = informer(via, ns, { metrics: m.hooks, listMode });
+      try {
+        await inf.waitForSync();
+        const seen = recorder(inf);
+        proxy.setMode({ kind: 'freeze' });
+        for (const i of [0, 1, 2]) await client.delete(ConfigMaps, { namespace: ns, name: `cm-${i}` });
+        await client.patch(ConfigMaps, { namespace: ns, name: 'cm-3' }, { data: { i: 'gap' } });
+        for (const n of ['gap-a', 'gap-b'])
+          await client.create(ConfigMaps, { metadata: { name: n, namespace: ns, labels: { t: 'x' } } });
+        await env.compactEtcd();
+        await env.restart('kube-apiserver'); // an empty watch cache: the informer's resourceVersion is now too old
+        proxy.setMode({ kind: 'pass' });
+        await convergedWithList(inf, ns);
+        if (listMode === 'paged' || m.relists > 1) {
+          assert.ok(m.restarts.includes('gone'), `a 410 was seen (restarts: ${m.restarts.join(', ')})`);
+          assert.equal(m.relists, 2, 'the initial list and one relist');
+        }
+        assert.deepEqual(seen.deletes.sort(), ['cm-0', 'cm-1', 'cm-2'], 'deletes from the gap are reported');
+        assert.deepEqual(seen.updates, ['cm-3']);
+        assert.equal(seen.adds.size, 12, '10 replayed + 2 new');
+        assert.ok(
+          [...seen.adds.values()].every((n) => n === 1),
+          'unchanged objects are not added again',
+        );
+      } finally {
+        via.close();
+        await proxy.close();
+      }
+    });
 
   /**
    * Two outages of a quiet namespace's informer, `healthyMs` apart: the retry attempt numbers (1 = the shortest
