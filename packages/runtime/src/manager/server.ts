@@ -11,8 +11,7 @@
 
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
-import type { AddressInfo } from 'node:net';
-import { parseBindAddress } from '../internal/address.ts';
+import { boundAddress, parseBindAddress } from '../internal/address.ts';
 import { type KeyPair, secureContextOptions } from '../tls/keypair.ts';
 import type { ScrapeDecision, ScrapeRequest } from './metricsauth.ts';
 
@@ -104,8 +103,7 @@ export class HttpEndpoints {
 
   /** `host:port` actually bound. */
   get address(): string {
-    const a = this.#server.address() as AddressInfo | null;
-    return a ? `${a.address.includes(':') ? `[${a.address}]` : a.address}:${a.port}` : '';
+    return boundAddress(this.#server);
   }
 
   stop(): Promise<void> {

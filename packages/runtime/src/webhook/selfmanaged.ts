@@ -354,37 +354,15 @@ function covers(certPem: string, hosts: readonly string[]): boolean {
 
 /** A Role (the Secret) and a ClusterRole (the configurations and CRDs) with exactly what rotation needs. */
 export function selfManagedRbac(name: string, o: Omit<SelfManagedOptions, 'client' | 'hosts'>): KubeObject[] {
+  // get + patch of exactly the named objects; no rule at all for a kind with none
+  const named = (apiGroup: string, resource: string, names: readonly string[] = []) =>
+    names.length > 0
+      ? [{ apiGroups: [apiGroup], resources: [resource], resourceNames: [...names], verbs: ['get', 'patch'] }]
+      : [];
   const clusterRules = [
-    ...((o.mutatingWebhookConfigurations ?? []).length > 0
-      ? [
-          {
-            apiGroups: ['admissionregistration.k8s.io'],
-            resources: ['mutatingwebhookconfigurations'],
-            resourceNames: [...(o.mutatingWebhookConfigurations ?? [])],
-            verbs: ['get', 'patch'],
-          },
-        ]
-      : []),
-    ...((o.validatingWebhookConfigurations ?? []).length > 0
-      ? [
-          {
-            apiGroups: ['admissionregistration.k8s.io'],
-            resources: ['validatingwebhookconfigurations'],
-            resourceNames: [...(o.validatingWebhookConfigurations ?? [])],
-            verbs: ['get', 'patch'],
-          },
-        ]
-      : []),
-    ...((o.crds ?? []).length > 0
-      ? [
-          {
-            apiGroups: ['apiextensions.k8s.io'],
-            resources: ['customresourcedefinitions'],
-            resourceNames: [...(o.crds ?? [])],
-            verbs: ['get', 'patch'],
-          },
-        ]
-      : []),
+    ...named('admissionregistration.k8s.io', 'mutatingwebhookconfigurations', o.mutatingWebhookConfigurations),
+    ...named('admissionregistration.k8s.io', 'validatingwebhookconfigurations', o.validatingWebhookConfigurations),
+    ...named('apiextensions.k8s.io', 'customresourcedefinitions', o.crds),
   ];
   return [
     {

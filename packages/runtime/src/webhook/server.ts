@@ -22,7 +22,7 @@ import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { connect } from 'node:tls';
 import { OpkitError } from '../errors.ts';
-import { parseBindAddress } from '../internal/address.ts';
+import { boundAddress, parseBindAddress } from '../internal/address.ts';
 import { type Logger, silentLogger } from '../logger.ts';
 import type { Counter, Gauge, Histogram, Registry } from '../prometheus.ts';
 import { secureContextOptions } from '../tls/keypair.ts';
@@ -124,8 +124,7 @@ export class WebhookServer {
 
   /** `host:port` actually bound (after start). */
   get address(): string {
-    const a = this.#server?.address() as AddressInfo | null | undefined;
-    return a ? `${a.address.includes(':') ? `[${a.address}]` : a.address}:${a.port}` : '';
+    return boundAddress(this.#server);
   }
 
   get port(): number {
