@@ -75,7 +75,8 @@ test('workspaces import only what the layering allows', async () => {
 
 /**
  * The runtime's own layers, lowest first: a module imports only from its own layer's directory or from lower layers.
- * Tracing sits just above the base, because every request and reconcile opens its spans through it. The helpers
+ * Tracing sits just above the base, because every request and reconcile opens its spans through it; so does tls
+ * (serving certificates), which the webhook server and the metrics endpoint share. The helpers
  * (owner references, status, Events, finalizers, adoption, RBAC) sit between the cache and the
  * controller: they are the building blocks the object-first reconciler's context applies, and they know nothing of
  * controllers or managers. `testing` and the entry point are on top.
@@ -83,7 +84,7 @@ test('workspaces import only what the layering allows', async () => {
 const RUNTIME_LAYERS: readonly (readonly string[])[] = [
   ['errors.ts', 'logger.ts', 'version.ts', 'internal', 'prometheus.ts'],
   ['workqueue'],
-  ['tracing'],
+  ['tracing', 'tls'],
   ['client'],
   ['metrics.ts', 'crd'],
   ['cache'],

@@ -4,7 +4,10 @@
  * WebhookServer with the pair from --cert-dir. Usage: server.ts --port N --cert-dir DIR
  */
 import { parseArgs } from 'node:util';
-import { FileCertificates, fieldErrors, type KubeObject, resource, validator, WebhookServer } from '@opkit/runtime';
+import type { KubeObject } from '@opkit/runtime';
+import { resource } from '@opkit/runtime/client';
+import { FileCertificates } from '@opkit/runtime/tls';
+import { fieldErrors, validator, WebhookServer } from '@opkit/runtime/webhook';
 
 interface Widget extends KubeObject {
   spec?: { replicas?: number; image?: string };

@@ -19,7 +19,7 @@ import { fileURLToPath } from 'node:url';
 import type { KubeObject } from '@opkit/runtime';
 import { Client, loadConfig, resource } from '@opkit/runtime/client';
 import { CustomResourceDefinitions } from '@opkit/runtime/kinds';
-import { createCertificateAuthority, issueServingCertificate } from '@opkit/runtime/webhook';
+import { createCertificateAuthority, issueServingCertificate } from '@opkit/runtime/tls';
 import { start } from '@opkit/testenv';
 import { goBinary } from '../peers.ts';
 import { round, summarize } from '../stats.ts';

@@ -16,9 +16,8 @@ import {
   createCertificateAuthority,
   issueServingCertificate,
   StaticCertificates,
-  serveWebhooks,
-  WebhookServer,
-} from '@opkit/runtime/webhook';
+} from '@opkit/runtime/tls';
+import { serveWebhooks, WebhookServer } from '@opkit/runtime/webhook';
 import { conversions, webhooks } from './webhooks.ts';
 
 export interface LocalWebhooksReady {

@@ -14,7 +14,7 @@ import {
   rbacManifests,
 } from '../src/helpers/index.ts';
 import { type KubeObject, Manager } from '../src/index.ts';
-import { selfSignedCertificate } from '../src/manager/index.ts';
+import { selfSignedCertificate } from '../src/tls/index.ts';
 import { recordingLogger, startEnv, waitFor } from './support.ts';
 
 /** An HTTPS GET; `ca` verifies the server, else any certificate is accepted (a self-signed one is). */
@@ -127,19 +127,19 @@ describe('secure metrics: HTTPS, TokenReview and SubjectAccessReview on testenv'
   test('a certificate directory is served and reloaded when its files change', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'opkit-metrics-cert-'));
     const first = selfSignedCertificate(['localhost', '127.0.0.1']);
-    await writeFile(join(dir, 'tls.crt'), first.cert);
-    await writeFile(join(dir, 'tls.key'), first.key);
+    await writeFile(join(dir, 'tls.crt'), first.certPem);
+    await writeFile(join(dir, 'tls.key'), first.keyPem);
     const m = await started({ certDir: dir });
     try {
-      const a = await scrape(m.address, { token: reader, ca: first.cert });
+      const a = await scrape(m.address, { token: reader, ca: first.certPem });
       assert.equal(a.status, 200, 'verified against the given certificate');
       const second = selfSignedCertificate(['localhost', '127.0.0.1']);
-      await writeFile(join(dir, 'tls.key'), second.key);
-      await writeFile(join(dir, 'tls.crt'), second.cert);
+      await writeFile(join(dir, 'tls.key'), second.keyPem);
+      await writeFile(join(dir, 'tls.crt'), second.certPem);
       await waitFor(
         'the rotated certificate',
         async () => {
-          const r = await scrape(m.address, { token: reader, ca: second.cert }).catch(() => undefined);
+          const r = await scrape(m.address, { token: reader, ca: second.certPem }).catch(() => undefined);
           return r?.status === 200 ? r : undefined;
         },
         10_000,

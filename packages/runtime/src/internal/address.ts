@@ -2,7 +2,10 @@
  * @module internal/address
  * Bind addresses as kubebuilder's flags write them: `host:port`, `:port` (all interfaces), `[v6]:port`. Throws a
  * TypeError naming the address for anything else; `0` (off) is the caller's to handle before parsing.
+ * `boundAddress` writes a listening server's address back in the same form (`[v6]:port` for IPv6).
  */
+import type { AddressInfo } from 'node:net';
+
 export function parseBindAddress(address: string): { host: string; port: number } {
   const m = /^(.*):(\d+)$/.exec(address);
   if (!m) throw new TypeError(`bind address "${address}" must be host:port, :port or 0`);
@@ -10,4 +13,11 @@ export function parseBindAddress(address: string): { host: string; port: number 
   const port = Number(m[2]);
   if (port > 65_535) throw new TypeError(`bind address "${address}": port ${port} is out of range`);
   return { host, port };
+}
+
+/** `host:port` a server is bound to (`[v6]:port`), or '' when it is not listening. */
+export function boundAddress(server: { address(): AddressInfo | string | null } | undefined): string {
+  const a = server?.address();
+  if (!a || typeof a === 'string') return '';
+  return `${a.address.includes(':') ? `[${a.address}]` : a.address}:${a.port}`;
 }

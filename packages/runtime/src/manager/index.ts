@@ -1,7 +1,8 @@
 /**
  * @module @opkit/runtime/manager
  * The operator process beyond `Manager` and `settings` (in `@opkit/runtime`): manager errors and runnables, leader
- * election, the flag parser's parts, and logging options, and the metrics endpoint's authentication and certificates.
+ * election, the flag parser's parts, and logging options, and the metrics endpoint's authentication (its certificates
+ * come from `@opkit/runtime/tls`).
  */
 export type { LogFields, LoggerOptions, LogLevel } from '../logger.ts';
 export { VERSION } from '../version.ts';
@@ -9,7 +10,6 @@ export { type LeaderCallbacks, type LeaderElectionOptions, LeaderElector, microT
 export { type LeaderElectionSettings, ManagerError, type ManagerErrorCode, type Runnable } from './manager.ts';
 export { MetricsAuthError, type MetricsAuthErrorCode } from './metricsauth.ts';
 export type { MetricsServingOptions } from './metricsserving.ts';
-export { type CertificateFiles, selfSignedCertificate } from './servingcert.ts';
 export {
   type Flag,
   type Flags,

@@ -10,8 +10,8 @@ import { ConfigMaps } from '../client/builtins.ts';
 import { Client } from '../client/client.ts';
 import { done } from '../controller/reconcile.ts';
 import { createLogger, silentLogger } from '../logger.ts';
+import { selfSignedCertificate } from '../tls/issue.ts';
 import { Manager, type ManagerOptions, type Runnable } from './manager.ts';
-import { selfSignedCertificate } from './servingcert.ts';
 
 test('a stop while the apiserver is still being reached resolves start() (a graceful stop, not a failure)', async () => {
   // nothing listens on port 1: discovery keeps retrying until the stop
@@ -124,8 +124,8 @@ test('a metrics port in use: BindFailed, the certificate watcher is released, an
   const port = (busy.address() as AddressInfo).port;
   const dir = await mkdtemp(join(tmpdir(), 'opkit-certs-'));
   const pair = selfSignedCertificate();
-  await writeFile(join(dir, 'tls.crt'), pair.cert);
-  await writeFile(join(dir, 'tls.key'), pair.key);
+  await writeFile(join(dir, 'tls.crt'), pair.certPem);
+  await writeFile(join(dir, 'tls.key'), pair.keyPem);
   const client = unreachableClient();
   const lines: string[] = [];
   const destination = new Writable({
@@ -152,8 +152,8 @@ test('a metrics port in use: BindFailed, the certificate watcher is released, an
   assert.ok(hooked);
   // a certificate written after the failed start is not picked up: nothing watches the directory any more
   const next = selfSignedCertificate();
-  await writeFile(join(dir, 'tls.crt'), next.cert);
-  await writeFile(join(dir, 'tls.key'), next.key);
+  await writeFile(join(dir, 'tls.crt'), next.certPem);
+  await writeFile(join(dir, 'tls.key'), next.keyPem);
   await new Promise((resolve) => setTimeout(resolve, 500));
   assert.deepEqual(
     lines.filter((l) => l.includes('certificate reloaded')),

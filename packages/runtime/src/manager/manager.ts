@@ -35,8 +35,8 @@ import { EventRecorder } from '../helpers/events.ts';
 import { sleep } from '../internal/sleep.ts';
 import { createLogger, type Logger } from '../logger.ts';
 import { Metrics } from '../metrics.ts';
+import { FileCertificates } from '../tls/sources.ts';
 import { detachedFromTrace } from '../tracing/spans.ts';
-import { FileCertificates } from '../webhook/certs.ts';
 import { WebhookServer, type WebhookServerOptions } from '../webhook/server.ts';
 import { LeaderElector } from './leader.ts';
 import { MetricsAuthError } from './metricsauth.ts';
@@ -270,7 +270,8 @@ export class Manager {
     if (!this.#webhookServer) {
       const { certDir, ...o } = this.#o.webhook ?? {};
       const certificates =
-        o.certificates ?? new FileCertificates({ dir: certDir ?? '/tmp/k8s-webhook-server/serving-certs' });
+        o.certificates ??
+        new FileCertificates({ dir: certDir ?? '/tmp/k8s-webhook-server/serving-certs', purpose: 'webhook' });
       this.#webhookServer = new WebhookServer({
         log: this.log.child({ component: 'webhook' }),
         registry: this.metrics.registry,

@@ -1,11 +1,13 @@
 import assert from 'node:assert/strict';
-import { X509Certificate } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { metricsBindAddress, metricsServingFlags } from './metricsserving.ts';
-import { readKeyPair, selfSignedCertificate } from './servingcert.ts';
+import { Client } from '../client/client.ts';
+import { silentLogger } from '../logger.ts';
+import { selfSignedCertificate } from '../tls/issue.ts';
+import { MetricsAuthError } from './metricsauth.ts';
+import { metricsBindAddress, metricsServer, metricsServingFlags } from './metricsserving.ts';
 import { settingsFromArgs } from './settings.ts';
 
 test('secure by default on :8443; plain HTTP on :8080 only when asked', () => {
@@ -62,24 +64,34 @@ test('settingsFromArgs merges the metrics-serving flags with the bind address', 
   });
 });
 
-test('a self-signed certificate names localhost and loopback, is for serving, and matches its key', async () => {
-  const pair = selfSignedCertificate(['localhost', '127.0.0.1', '::1']);
-  const x = new X509Certificate(pair.cert);
-  assert.ok(x.checkHost('localhost'));
-  assert.ok(x.checkIP('127.0.0.1'));
-  assert.ok(x.checkIP('::1'));
-  assert.ok(new Date(x.validTo).getTime() > Date.now() + 300 * 86_400_000);
+test("a certificate directory whose key is not the certificate's fails with CertificateUnreadable naming both files", async () => {
+  const pair = selfSignedCertificate(['localhost']);
   const dir = await mkdtemp(join(tmpdir(), 'opkit-cert-'));
+  const client = new Client({
+    server: 'http://127.0.0.1:1',
+    auth: { credentials: async () => ({ headers: {} }), invalidate() {} },
+    namespace: 'default',
+    contextName: 'test',
+  });
+  const endpoint = { path: '/metrics', handle: async () => ({ status: 200, contentType: 'text/plain', body: '' }) };
   try {
-    await writeFile(join(dir, 'tls.crt'), pair.cert);
-    await writeFile(join(dir, 'tls.key'), pair.key);
-    assert.deepEqual(await readKeyPair({ dir }), pair);
-    await writeFile(join(dir, 'tls.key'), selfSignedCertificate().key);
-    await assert.rejects(readKeyPair({ dir }), {
-      code: 'CertificateUnreadable',
-      message: `${join(dir, 'tls.key')} is not the key of the certificate ${join(dir, 'tls.crt')}`,
-    });
+    await writeFile(join(dir, 'tls.crt'), pair.certPem);
+    await writeFile(join(dir, 'tls.key'), selfSignedCertificate(['localhost']).keyPem);
+    await assert.rejects(
+      metricsServer({ bindAddress: '127.0.0.1:0', certDir: dir }, endpoint, { client, log: silentLogger }),
+      (err: Error & { code?: string }) => {
+        assert.ok(err instanceof MetricsAuthError);
+        assert.equal(err.code, 'CertificateUnreadable');
+        assert.equal(
+          err.message,
+          `${join(dir, 'tls.key')} and ${join(dir, 'tls.crt')}: the private key does not belong to the certificate — ` +
+            'to serve a self-signed certificate instead, leave the certificate path unset',
+        );
+        return true;
+      },
+    );
   } finally {
+    client.close();
     await rm(dir, { recursive: true, force: true });
   }
 });

@@ -2,8 +2,9 @@
  * @module manager/metricsserving
  * How the manager serves `/metrics`: securely by default, plain HTTP only when asked.
  *
- * - `secure: true` (the default): HTTPS on `:8443`, with a certificate from `certDir` (reloaded when it changes) or a
- *   self-signed one (see servingcert.ts), and every scrape authenticated and authorized by the apiserver (TokenReview
+ * - `secure: true` (the default): HTTPS on `:8443`, with a certificate from `certDir` (a `FileCertificates` source:
+ *   reloaded when it changes, a bad pair keeps the previous one) or a self-signed one made at start for `localhost`,
+ *   the host name and loopback (see tls/issue.ts), and every scrape authenticated and authorized by the apiserver (TokenReview
  *   and SubjectAccessReview on the non-resource URL, see metricsauth.ts). Prometheus needs a ServiceAccount bound to
  *   the generated `<operator>-metrics-reader` ClusterRole; the operator needs `metricsAuthPermissions()`.
  * - `secure: false`: plain HTTP on `:8080`, no authentication — an explicit choice, for a sidecar or a network policy
@@ -18,12 +19,17 @@
  * | `--metrics-cert-path DIR` | `METRICS_CERT_PATH` | directory with the serving certificate (default: self-signed) |
  * | `--metrics-cert-name NAME` | `METRICS_CERT_NAME` | certificate file in it (default tls.crt) |
  * | `--metrics-cert-key NAME` | `METRICS_CERT_KEY` | key file in it (default tls.key) |
+ *
+ * Guarantees: a certificate directory whose files are missing, unreadable or not a matching pair fails `metricsServer`
+ * with a `MetricsAuthError` (`CertificateUnreadable`) naming the file; the returned `release` stops the reloading.
  */
 import type { Client } from '../client/client.ts';
 import type { Logger } from '../logger.ts';
-import { type ScrapeAuthOptions, ScrapeAuthorizer } from './metricsauth.ts';
+import { selfSignedCertificate } from '../tls/issue.ts';
+import { CertificateError, type KeyPair } from '../tls/keypair.ts';
+import { FileCertificates } from '../tls/sources.ts';
+import { MetricsAuthError, type ScrapeAuthOptions, ScrapeAuthorizer } from './metricsauth.ts';
 import { type Endpoint, HttpEndpoints } from './server.ts';
-import { type CertificateFiles, readKeyPair, selfSignedCertificate, watchKeyPair } from './servingcert.ts';
 
 export interface MetricsServingOptions {
   /** `host:port`, `:port`, or `0` to disable (default `:8443` when secure, `:8080` when not). */
@@ -53,34 +59,37 @@ export async function metricsServer(
 ): Promise<{ server: HttpEndpoints; release: () => void }> {
   const bind = metricsBindAddress(options);
   if (options.secure === false) return { server: new HttpEndpoints(bind, [endpoint]), release: () => {} };
-  const files: CertificateFiles | undefined = options.certDir
-    ? {
-        dir: options.certDir,
+  const dir = options.certDir;
+  const files = dir
+    ? new FileCertificates({
+        dir,
+        purpose: 'metrics',
         ...(options.certName ? { certName: options.certName } : {}),
         ...(options.keyName ? { keyName: options.keyName } : {}),
-      }
+        onError: (err) => deps.log.warn({ err: err.message }, 'keeping the previous metrics serving certificate'),
+      })
     : undefined;
-  const tls = files ? await readKeyPair(files) : selfSignedCertificate();
+  let tls: KeyPair;
+  try {
+    tls = files ? await files.load() : selfSignedCertificate();
+  } catch (err) {
+    if (!(err instanceof CertificateError)) throw err;
+    const hint = 'to serve a self-signed certificate instead, leave the certificate path unset';
+    throw new MetricsAuthError('CertificateUnreadable', `${err.message} — ${hint}`, { cause: err });
+  }
   const authorizer = new ScrapeAuthorizer({ ...options.auth, client: deps.client, log: deps.log });
   const server = new HttpEndpoints(bind, [endpoint], {
     tls,
     authorize: (req, signal) => authorizer.authorize(req, signal),
   });
-  const release = files
-    ? watchKeyPair(
-        files,
-        (pair) => {
-          server.setCertificate(pair);
-          deps.log.info({ dir: files.dir }, 'metrics serving certificate reloaded');
-        },
-        (err) =>
-          deps.log.warn(
-            { err: err instanceof Error ? err.message : String(err) },
-            'keeping the previous metrics serving certificate',
-          ),
-      )
-    : () => {};
-  return { server, release };
+  if (!files) return { server, release: () => {} };
+  files.onChange((pair) => {
+    server.setCertificate(pair);
+    deps.log.info({ dir }, 'metrics serving certificate reloaded');
+  });
+  const watching = new AbortController();
+  files.watch(watching.signal);
+  return { server, release: () => watching.abort() };
 }
 
 export const METRICS_SERVING_HELP = `  --metrics-secure[=BOOL]            HTTPS, each scrape checked by TokenReview + SubjectAccessReview (default true;

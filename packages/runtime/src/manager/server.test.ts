@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import tls from 'node:tls';
+import { selfSignedCertificate } from '../tls/issue.ts';
 import { HttpEndpoints } from './server.ts';
-import { selfSignedCertificate } from './servingcert.ts';
 
 /** The protocol a client limited to TLS 1.1 gets, or the error code of the refused handshake. */
 function handshakeTls11(address: string): Promise<string> {

@@ -4,17 +4,16 @@
  * `/readyz/<check>`, `?verbose` listing each check), usable as Kubernetes probes. Bind addresses are `host:port`,
  * `:port` (all interfaces) or `0` (disabled); port 0 picks a free port (see `address`).
  *
- * A server given `tls` serves HTTPS only (TLS 1.2 or later, HTTP/1.1); `setCertificate` swaps the pair for new
- * connections. A server given `authorize` asks it about every request before routing: a refusal answers its status
+ * A server given `tls` serves HTTPS only (HTTP/1.1, with tls/keypair.ts's settings: TLS 1.2 or later, at start and
+ * after every `setCertificate`, which swaps the pair for new connections). A server given `authorize` asks it about every request before routing: a refusal answers its status
  * (401, 403 or 500) with a one-line message and the endpoint is never called (see manager/metricsauth.ts).
  */
 
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
-import type { AddressInfo } from 'node:net';
-import { parseBindAddress } from '../internal/address.ts';
+import { boundAddress, parseBindAddress } from '../internal/address.ts';
+import { type KeyPair, secureContextOptions } from '../tls/keypair.ts';
 import type { ScrapeDecision, ScrapeRequest } from './metricsauth.ts';
-import type { KeyPair } from './servingcert.ts';
 
 export type Check = () => Promise<void> | void;
 
@@ -43,7 +42,7 @@ export class HttpEndpoints {
     this.#authorize = options.authorize;
     const handler = (req: IncomingMessage, res: ServerResponse) => this.#filter(req, res);
     this.#server = options.tls
-      ? createHttpsServer({ ...options.tls, ...TLS_OPTIONS }, handler)
+      ? createHttpsServer(secureContextOptions(options.tls), handler)
       : createHttpServer(handler);
   }
 
@@ -54,9 +53,7 @@ export class HttpEndpoints {
 
   /** Serves `pair` on new connections (HTTPS servers only), with the same TLS settings as at start. */
   setCertificate(pair: KeyPair): void {
-    // setSecureContext replaces the whole secure context: the settings must be given again, or TLS 1.0 comes back
-    if ('setSecureContext' in this.#server)
-      this.#server.setSecureContext({ cert: pair.cert, key: pair.key, ...TLS_OPTIONS });
+    if ('setSecureContext' in this.#server) this.#server.setSecureContext(secureContextOptions(pair));
   }
 
   #filter(req: IncomingMessage, res: ServerResponse): void {
@@ -106,8 +103,7 @@ export class HttpEndpoints {
 
   /** `host:port` actually bound. */
   get address(): string {
-    const a = this.#server.address() as AddressInfo | null;
-    return a ? `${a.address.includes(':') ? `[${a.address}]` : a.address}:${a.port}` : '';
+    return boundAddress(this.#server);
   }
 
   stop(): Promise<void> {
@@ -117,9 +113,6 @@ export class HttpEndpoints {
     });
   }
 }
-
-/** The TLS settings of every secure context a server uses, at start and after each certificate reload. */
-export const TLS_OPTIONS = { minVersion: 'TLSv1.2' } as const;
 
 /** A named set of checks served at `path`: 200 "ok" when all pass, 500 with the failing checks otherwise. */
 export class CheckSet implements Endpoint {

@@ -11,8 +11,8 @@ import { Type } from '@sinclair/typebox';
 import fc from 'fast-check';
 import { type KubeObject, resource } from '../client/resource.ts';
 import { defineKind } from '../crd/kind.ts';
+import { createCertificateAuthority, issueServingCertificate, StaticCertificates } from '../tls/index.ts';
 import { defaulter, fieldErrors, validator } from './admission.ts';
-import { createCertificateAuthority, issueServingCertificate, StaticCertificates } from './certs.ts';
 import { converter } from './conversion.ts';
 import { WebhookServer } from './server.ts';
 

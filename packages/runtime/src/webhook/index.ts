@@ -1,9 +1,9 @@
 /**
  * @module webhook
  * Admission and conversion webhooks: the HTTPS `WebhookServer` a Manager runs, typed defaulters and validators, the
- * conversion handler for kinds with several versions (`defineKind({ versions })`, crd/versions), and the serving
- * certificate's sources. Served as `@opkit/runtime/webhook`; the kinds' version and conversion types are in
- * `@opkit/runtime/crd`.
+ * conversion handler for kinds with several versions (`defineKind({ versions })`, crd/versions), and self-managed
+ * certificates. Served as `@opkit/runtime/webhook`; the kinds' version and conversion types are in `@opkit/runtime/crd`,
+ * the serving certificate's sources and issuing functions in `@opkit/runtime/tls`.
  */
 export {
   type AdmissionContext,
@@ -21,18 +21,6 @@ export {
   type Validator,
   validator,
 } from './admission.ts';
-export {
-  type CertificateAuthority,
-  type CertificateSource,
-  createCertificateAuthority,
-  FileCertificates,
-  type FileCertificatesOptions,
-  issueServingCertificate,
-  type KeyPair,
-  StaticCertificates,
-  WebhookCertError,
-  type WebhookCertErrorCode,
-} from './certs.ts';
 export {
   type ConversionHandler,
   type ConversionRequest,

@@ -29,14 +29,9 @@ import { isNotFound } from '../client/errors.ts';
 import { type KubeObject, resource } from '../client/resource.ts';
 import { sleep } from '../internal/sleep.ts';
 import { type Logger, silentLogger } from '../logger.ts';
-import {
-  type CertificateSource,
-  checkKeyPair,
-  createCertificateAuthority,
-  issueServingCertificate,
-  type KeyPair,
-  WebhookCertError,
-} from './certs.ts';
+import { createCertificateAuthority, issueServingCertificate } from '../tls/issue.ts';
+import { CertificateError, checkKeyPair, type KeyPair } from '../tls/keypair.ts';
+import { CertificateListeners, type CertificateSource } from '../tls/sources.ts';
 
 const MutatingWebhookConfigurations = resource<KubeObject & { webhooks?: WebhookEntry[] }>({
   group: 'admissionregistration.k8s.io',
@@ -122,12 +117,12 @@ async function readSecret(o: SelfManagedOptions, signal?: AbortSignal): Promise<
 }
 
 /** The serving pair from the Secret, on every replica. */
-export class SecretCertificates implements CertificateSource {
+export class SecretCertificates extends CertificateListeners implements CertificateSource {
   readonly #o: SelfManagedOptions;
-  readonly #listeners = new Set<(pair: KeyPair) => void>();
   #pair: KeyPair | undefined;
 
   constructor(options: SelfManagedOptions) {
+    super();
     this.#o = options;
   }
 
@@ -141,7 +136,7 @@ export class SecretCertificates implements CertificateSource {
         return pair;
       }
       if (Date.now() > deadline) {
-        throw new WebhookCertError(
+        throw new CertificateError(
           'CertificateMissing',
           `Secret ${this.#o.namespace}/${this.#o.secretName} has no usable tls.crt/tls.key after 2 minutes: is the leader running its CertificateRotator?`,
         );
@@ -151,13 +146,8 @@ export class SecretCertificates implements CertificateSource {
   }
 
   current(): KeyPair {
-    if (!this.#pair) throw new WebhookCertError('CertificateMissing', 'not loaded yet (call load())');
+    if (!this.#pair) throw new CertificateError('CertificateMissing', 'not loaded yet (call load())');
     return this.#pair;
-  }
-
-  onChange(listener: (pair: KeyPair) => void): () => void {
-    this.#listeners.add(listener);
-    return () => this.#listeners.delete(listener);
   }
 
   watch(signal: AbortSignal): void {
@@ -171,7 +161,7 @@ export class SecretCertificates implements CertificateSource {
     const pair = await this.#read().catch(() => undefined);
     if (!pair || (pair.certPem === this.#pair?.certPem && pair.keyPem === this.#pair.keyPem)) return false;
     this.#pair = pair;
-    for (const l of this.#listeners) l(pair);
+    this.emit(pair);
     return true;
   }
 
@@ -364,37 +354,15 @@ function covers(certPem: string, hosts: readonly string[]): boolean {
 
 /** A Role (the Secret) and a ClusterRole (the configurations and CRDs) with exactly what rotation needs. */
 export function selfManagedRbac(name: string, o: Omit<SelfManagedOptions, 'client' | 'hosts'>): KubeObject[] {
+  // get + patch of exactly the named objects; no rule at all for a kind with none
+  const named = (apiGroup: string, resource: string, names: readonly string[] = []) =>
+    names.length > 0
+      ? [{ apiGroups: [apiGroup], resources: [resource], resourceNames: [...names], verbs: ['get', 'patch'] }]
+      : [];
   const clusterRules = [
-    ...((o.mutatingWebhookConfigurations ?? []).length > 0
-      ? [
-          {
-            apiGroups: ['admissionregistration.k8s.io'],
-            resources: ['mutatingwebhookconfigurations'],
-            resourceNames: [...(o.mutatingWebhookConfigurations ?? [])],
-            verbs: ['get', 'patch'],
-          },
-        ]
-      : []),
-    ...((o.validatingWebhookConfigurations ?? []).length > 0
-      ? [
-          {
-            apiGroups: ['admissionregistration.k8s.io'],
-            resources: ['validatingwebhookconfigurations'],
-            resourceNames: [...(o.validatingWebhookConfigurations ?? [])],
-            verbs: ['get', 'patch'],
-          },
-        ]
-      : []),
-    ...((o.crds ?? []).length > 0
-      ? [
-          {
-            apiGroups: ['apiextensions.k8s.io'],
-            resources: ['customresourcedefinitions'],
-            resourceNames: [...(o.crds ?? [])],
-            verbs: ['get', 'patch'],
-          },
-        ]
-      : []),
+    ...named('admissionregistration.k8s.io', 'mutatingwebhookconfigurations', o.mutatingWebhookConfigurations),
+    ...named('admissionregistration.k8s.io', 'validatingwebhookconfigurations', o.validatingWebhookConfigurations),
+    ...named('apiextensions.k8s.io', 'customresourcedefinitions', o.crds),
   ];
   return [
     {

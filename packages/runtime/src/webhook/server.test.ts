@@ -4,17 +4,17 @@ import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { connect } from 'node:tls';
+import tls, { connect } from 'node:tls';
 import { type KubeObject, resource } from '../client/resource.ts';
 import { Registry } from '../prometheus.ts';
-import { defaulter, fieldErrors, validator } from './admission.ts';
 import {
   createCertificateAuthority,
   FileCertificates,
   issueServingCertificate,
   type KeyPair,
   StaticCertificates,
-} from './certs.ts';
+} from '../tls/index.ts';
+import { defaulter, fieldErrors, validator } from './admission.ts';
 import { WebhookServer } from './server.ts';
 
 interface Widget extends KubeObject {
@@ -291,13 +291,56 @@ test('file certificates: a rotated pair is served to new connections without a r
   }
 });
 
+/** The protocol a client limited to TLS 1.1 gets, or the error code of the refused handshake. */
+function handshakeTls11(port: number): Promise<string> {
+  return new Promise((resolve) => {
+    const c = connect(
+      {
+        host: '127.0.0.1',
+        port,
+        rejectUnauthorized: false,
+        minVersion: 'TLSv1',
+        maxVersion: 'TLSv1.1',
+        ciphers: 'DEFAULT@SECLEVEL=0',
+      },
+      () => {
+        resolve(c.getProtocol() ?? 'none');
+        c.end();
+      },
+    );
+    c.on('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? err.message));
+  });
+}
+
+test('a rotated certificate keeps TLS 1.2 as the minimum, even where the process allows older versions', async () => {
+  // a process started with --tls-min-v1.0 and a permissive cipher list: only the server's own settings refuse TLS 1.1
+  const saved = { min: tls.DEFAULT_MIN_VERSION, ciphers: tls.DEFAULT_CIPHERS };
+  tls.DEFAULT_MIN_VERSION = 'TLSv1';
+  tls.DEFAULT_CIPHERS = 'DEFAULT@SECLEVEL=0';
+  const certs = new StaticCertificates(pair);
+  const s = new WebhookServer({ bindAddress: '127.0.0.1:0', certificates: certs });
+  const ctl = new AbortController();
+  const run = s.start(ctl.signal);
+  try {
+    for (let i = 0; i < 200 && s.port === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    assert.equal(await handshakeTls11(s.port), 'ERR_SSL_TLSV1_ALERT_PROTOCOL_VERSION', 'at start');
+    certs.update(issueServingCertificate(ca, ['127.0.0.1']));
+    assert.equal(await handshakeTls11(s.port), 'ERR_SSL_TLSV1_ALERT_PROTOCOL_VERSION', 'after a rotation');
+  } finally {
+    tls.DEFAULT_MIN_VERSION = saved.min;
+    tls.DEFAULT_CIPHERS = saved.ciphers;
+    ctl.abort();
+    await run;
+  }
+});
+
 test('file certificates: a key that does not match keeps the old pair; missing files name the file', async () => {
   const dir = await mkdtemp(join(tmpdir(), 'opkit-webhook-certs-'));
   try {
-    const missing = new FileCertificates({ dir });
+    const missing = new FileCertificates({ dir, purpose: 'webhook' });
     await assert.rejects(missing.load(), (err: Error & { code?: string }) => {
       assert.equal(err.code, 'CertificateMissing');
-      assert.match(err.message, /tls\.crt: cannot read the webhook's certificate \(ENOENT\)/);
+      assert.match(err.message, /^cannot read the webhook certificate \S+\/tls\.crt: ENOENT — mount/);
       return true;
     });
     await writeFile(join(dir, 'tls.crt'), pair.certPem);

@@ -22,11 +22,12 @@ import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { connect } from 'node:tls';
 import { OpkitError } from '../errors.ts';
-import { parseBindAddress } from '../internal/address.ts';
+import { boundAddress, parseBindAddress } from '../internal/address.ts';
 import { type Logger, silentLogger } from '../logger.ts';
 import type { Counter, Gauge, Histogram, Registry } from '../prometheus.ts';
+import { secureContextOptions } from '../tls/keypair.ts';
+import type { CertificateSource } from '../tls/sources.ts';
 import type { AdmissionHandler, AdmissionRequest, AdmissionResponse } from './admission.ts';
-import type { CertificateSource, KeyPair } from './certs.ts';
 import type { ConversionHandler, ConversionRequest, ConversionResponse } from './conversion.ts';
 
 export type WebhookServerErrorCode = 'BindFailed' | 'DuplicatePath' | 'NotStarted';
@@ -123,8 +124,7 @@ export class WebhookServer {
 
   /** `host:port` actually bound (after start). */
   get address(): string {
-    const a = this.#server?.address() as AddressInfo | null | undefined;
-    return a ? `${a.address.includes(':') ? `[${a.address}]` : a.address}:${a.port}` : '';
+    return boundAddress(this.#server);
   }
 
   get port(): number {
@@ -134,7 +134,7 @@ export class WebhookServer {
   /** Serves until `signal` aborts; rejects with `WebhookServerError` when it cannot listen or load its certificate. */
   async start(signal: AbortSignal): Promise<void> {
     const pair = await this.#o.certificates.load();
-    const server = createServer({ ...tlsOptions(pair), minVersion: 'TLSv1.2' }, (req, res) => this.#serve(req, res));
+    const server = createServer(secureContextOptions(pair), (req, res) => this.#serve(req, res));
     server.headersTimeout = 10_000;
     // the apiserver (Go) keeps idle connections for 90 s; closing them sooner (Node's default: 5 s) makes it dial and
     // handshake again in the middle of traffic
@@ -143,7 +143,7 @@ export class WebhookServer {
     server.on('tlsClientError', () => {}); // a failed handshake is the client's problem, not a crash
     this.#server = server;
     const unsubscribe = this.#o.certificates.onChange((p) => {
-      server.setSecureContext(tlsOptions(p));
+      server.setSecureContext(secureContextOptions(p));
       this.#log.info({}, 'webhook serving certificate reloaded');
     });
     const watching = new AbortController();
@@ -315,10 +315,6 @@ export class WebhookServer {
       response: { ...response, uid: request.uid },
     };
   }
-}
-
-function tlsOptions(pair: KeyPair): { cert: string; key: string } {
-  return { cert: pair.certPem, key: pair.keyPem };
 }
 
 function reviewRequest(review: unknown, apiVersion: string, kind: string): Record<string, unknown> & { uid: string } {
