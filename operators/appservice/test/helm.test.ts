@@ -261,51 +261,57 @@ describe('the Helm chart on testenv, with the real helm', () => {
       installed.push(live);
       await admin.update(type, pointWebhooksAt(live, local.url, local.caBundle));
     }
-    const d = await admin.get(Deployments, { namespace: NAMESPACE, name: NAME });
-    assert.equal(d.status?.readyReplicas, 2, 'helm --wait saw the 2 replicas Ready');
-    const container = d.spec?.template.spec?.containers[0];
-    assert.equal(container?.image, 'appservice-operator:0.1.0');
-    await admin.get(ServiceAccounts, { namespace: NAMESPACE, name: NAME });
+    try {
+      const d = await admin.get(Deployments, { namespace: NAMESPACE, name: NAME });
+      assert.equal(d.status?.readyReplicas, 2, 'helm --wait saw the 2 replicas Ready');
+      const container = d.spec?.template.spec?.containers[0];
+      assert.equal(container?.image, 'appservice-operator:0.1.0');
+      await admin.get(ServiceAccounts, { namespace: NAMESPACE, name: NAME });
 
-    // the operator with the installed Deployment's arguments, as the chart's ServiceAccount, on loopback ports
-    const sa = await c.env.kubeconfigFor({ namespace: NAMESPACE, name: NAME });
-    op = operator({ ...c, operatorKubeconfig: sa.path }, [
-      ...(container?.args ?? []),
-      '--metrics-bind-address=127.0.0.1:0',
-      '--health-probe-bind-address=0',
-    ]);
-    await applySample(admin);
-    await settled(c, 'default', 'example-appservice', 3);
+      // the operator with the installed Deployment's arguments, as the chart's ServiceAccount, on loopback ports
+      const sa = await c.env.kubeconfigFor({ namespace: NAMESPACE, name: NAME });
+      op = operator({ ...c, operatorKubeconfig: sa.path }, [
+        ...(container?.args ?? []),
+        '--metrics-bind-address=127.0.0.1:0',
+        '--health-probe-bind-address=0',
+      ]);
+      await applySample(admin);
+      const app = await settled(c, 'default', 'example-appservice', 3).catch((err: Error) => {
+        throw new Error(`${err.message}; the operator's log ends:\n${op?.log.slice(-3000)}`, { cause: err });
+      });
+      // stored as v1 and read as v1alpha1 through the conversion served here, defaulted by the mutating webhook
+      assert.equal(app.spec.maxUnavailable, 1, 'a quarter of 3 replicas, at least 1');
 
-    // its metrics: secure, as the chart's default says; Prometheus bound to the chart's metrics-reader role may read
-    const address = await waitFor(
-      'the operator to serve metrics',
-      async () => /https \(authenticated\) ([\d.]+:\d+)/.exec(op?.log ?? '')?.[1],
-      10_000,
-    );
-    await admin.create(ClusterRoleBindings, {
-      metadata: { name: 'prometheus-appservice-metrics' },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: `${NAME}-metrics-reader` },
-      subjects: [{ kind: 'ServiceAccount', name: 'prometheus', namespace: 'default' }],
-    } as KubeObject as never);
-    const prometheus = await c.env.kubeconfigFor({ namespace: 'default', name: 'prometheus' });
-    const stranger = await c.env.kubeconfigFor({ namespace: 'default', name: 'stranger' });
-    assert.equal(await scrape(address, prometheus.token), 200);
-    assert.equal(await scrape(address, stranger.token), 403);
-    assert.equal(await op.stop(), 0, op.log.slice(-2000));
-    op = undefined;
-
-    // as the release installed them again (in-cluster Service, no local URL), so helm upgrades them from there
-    for (const [i, [apiVersion, kind, name]] of webhookObjects.entries()) {
-      const type = await applier.resourceFor(apiVersion, kind);
-      const live = (await admin.get(type, { name })) as KubeObject & { spec?: { conversion?: unknown } };
-      const was = installed[i] as KubeObject & { spec?: { conversion?: unknown }; webhooks?: unknown };
-      if (kind === 'CustomResourceDefinition') {
-        await admin.update(type, { ...live, spec: { ...live.spec, conversion: was.spec?.conversion } } as KubeObject);
-      } else await admin.update(type, { ...live, webhooks: was.webhooks } as KubeObject);
+      // its metrics: secure, as the chart's default says; Prometheus bound to the chart's metrics-reader role may read
+      const address = await waitFor(
+        'the operator to serve metrics',
+        async () => /https \(authenticated\) ([\d.]+:\d+)/.exec(op?.log ?? '')?.[1],
+        10_000,
+      );
+      await admin.create(ClusterRoleBindings, {
+        metadata: { name: 'prometheus-appservice-metrics' },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: `${NAME}-metrics-reader` },
+        subjects: [{ kind: 'ServiceAccount', name: 'prometheus', namespace: 'default' }],
+      } as KubeObject as never);
+      const prometheus = await c.env.kubeconfigFor({ namespace: 'default', name: 'prometheus' });
+      const stranger = await c.env.kubeconfigFor({ namespace: 'default', name: 'stranger' });
+      assert.equal(await scrape(address, prometheus.token), 200);
+      assert.equal(await scrape(address, stranger.token), 403);
+      assert.equal(await op.stop(), 0, op.log.slice(-2000));
+      op = undefined;
+    } finally {
+      // as the release installed them again (in-cluster Service, no local URL), so helm upgrades them from there
+      for (const [i, [apiVersion, kind, name]] of webhookObjects.entries()) {
+        const type = await applier.resourceFor(apiVersion, kind);
+        const live = (await admin.get(type, { name })) as KubeObject & { spec?: { conversion?: unknown } };
+        const was = installed[i] as KubeObject & { spec?: { conversion?: unknown }; webhooks?: unknown };
+        if (kind === 'CustomResourceDefinition') {
+          await admin.update(type, { ...live, spec: { ...live.spec, conversion: was.spec?.conversion } } as KubeObject);
+        } else await admin.update(type, { ...live, webhooks: was.webhooks } as KubeObject);
+      }
+      local.stop();
+      local = undefined;
     }
-    local.stop();
-    local = undefined;
   });
 
   test('opkit deploy --helm (cert-manager off, set after --) applies the CRDs, upgrades the release with the image; opkit undeploy --helm uninstalls it', async () => {
