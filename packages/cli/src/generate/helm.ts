@@ -4,8 +4,10 @@
  * never disagree:
  * - `crds/`: the CRDs, as Helm installs them (before the templates, never upgraded or deleted by Helm);
  * - `templates/`: the ServiceAccount, the ClusterRole and binding, the leader-election Role and binding, the
- *   `<name>-metrics-reader` ClusterRole, the Deployment, the metrics Service, and every other object of the install
- *   (webhook configurations when the project has them), each namespaced object in the release's namespace;
+ *   `<name>-metrics-reader` ClusterRole, the Deployment, the metrics Service; for a project with webhooks the webhook
+ *   Service and configurations (webhook.yaml), cert-manager's Issuer and Certificate (certmanager.yaml) and the
+ *   self-managed certificate mode's RBAC (selfmanaged.yaml); and every other object of the install (extra.yaml); each
+ *   namespaced object in the release's namespace;
  * - `values.yaml`: the image, replicas, resources, leader election (on/off and the Lease's namespace), the metrics
  *   mode (`metrics.secure`: HTTPS with TokenReview + SubjectAccessReview on 8443, or plain HTTP on 8080) and the log
  *   level; for a project with webhooks also `certManager.enabled` (the Issuer and Certificate, the CA-injection
