@@ -42,6 +42,8 @@ export interface InstallOptions {
 /** The webhook server `installApiAndRbac` runs in this process (it does not keep the process alive). */
 export interface LocalWebhooks {
   readonly url: string;
+  /** The base64 PEM of its CA, for the configurations' and the CRD conversion's `caBundle`. */
+  readonly caBundle: string;
   stop(): void;
   /** Kills the server at once (its worker is terminated): the apiserver's calls are refused until `up()`. */
   down(): Promise<void>;
@@ -67,7 +69,7 @@ export async function installApiAndRbac(
   if (mode === 'none') {
     objects = objects.filter((o) => !o.kind?.endsWith('WebhookConfiguration'));
   } else {
-    const served = await serveLocally();
+    const served = await serveWebhooksLocally();
     local = served;
     objects = objects.map((o) => pointWebhooksAt(o, served.url, served.caBundle));
   }
@@ -83,8 +85,11 @@ export async function installApiAndRbac(
   }
 }
 
-/** Starts the local webhook server in a worker thread (module local-webhooks) and waits for its address. */
-async function serveLocally(): Promise<LocalWebhooks & { caBundle: string }> {
+/**
+ * Starts the operator's webhook server (admission and conversion) in a worker thread of this process (module
+ * local-webhooks) and resolves once it serves; point configurations at it with `pointWebhooksAt(obj, url, caBundle)`.
+ */
+export async function serveWebhooksLocally(): Promise<LocalWebhooks> {
   let current = await startWorker(undefined);
   return {
     url: current.ready.url,

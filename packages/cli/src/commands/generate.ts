@@ -2,16 +2,17 @@
  * @module commands/generate
  * `opkit generate [--helm] [--check] [--dir DIR]`: CRDs, RBAC, manager manifests and dist/install.yaml from the code
  * (see generate/manifests.ts); with `--helm`, or once dist/chart/ exists, the Helm chart too (generate/helm.ts).
- * `--check` writes nothing and exits 1 naming every stale file (for CI). Samples and other files that are the user's
- * are never touched.
+ * `--check` writes nothing and exits 1 naming every stale file (for CI). A generated chart file the code no longer
+ * makes (under dist/chart/, which helm renders whole) is removed, or named by `--check`. Samples and other files that
+ * are the user's are never touched.
  */
-import { access } from 'node:fs/promises';
+import { access, rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { CHART_DIR, chartFiles } from '../generate/helm.ts';
 import { generatedFiles, loadApis } from '../generate/manifests.ts';
 import { readProject } from '../project/project.ts';
-import { staleFiles, writeFiles } from '../scaffold/files.ts';
+import { obsoleteFiles, staleFiles, writeFiles } from '../scaffold/files.ts';
 
 export const GENERATE_HELP = `Usage: opkit generate [--helm] [--check] [--dir DIR]
 
@@ -33,9 +34,12 @@ export async function generate(
     () => true,
     () => false,
   );
-  if (helm || hasChart) for (const [path, content] of chartFiles(project, apis)) files.set(path, content);
+  const chart = helm || hasChart;
+  if (chart) for (const [path, content] of chartFiles(project, apis)) files.set(path, content);
+  // helm renders every file of the chart: one left from an earlier generation would install its objects twice
+  const obsolete = chart ? await obsoleteFiles(dir, CHART_DIR, files) : [];
   if (check) {
-    const stale = await staleFiles(dir, files);
+    const stale = [...(await staleFiles(dir, files)), ...obsolete.map((f) => `${f} (no longer generated)`)];
     if (stale.length === 0) {
       out('generated files are up to date');
       return 0;
@@ -45,7 +49,11 @@ export async function generate(
   }
   const result = await writeFiles(dir, files);
   for (const f of result.written) out(`wrote ${f}`);
-  if (result.written.length === 0) out('generated files are up to date');
+  for (const f of obsolete) {
+    await rm(join(dir, f));
+    out(`removed ${f} (no longer generated)`);
+  }
+  if (result.written.length === 0 && obsolete.length === 0) out('generated files are up to date');
   return 0;
 }
 

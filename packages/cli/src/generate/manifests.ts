@@ -92,7 +92,7 @@ export async function loadApis(dir: string, p: Project): Promise<LoadedApi[]> {
 }
 
 /** The project's webhooks, if it has any. */
-const webhooksOf = (apis: readonly LoadedApi[]) => apis.find((a) => a.webhooks)?.webhooks;
+export const webhooksOf = (apis: readonly LoadedApi[]) => apis.find((a) => a.webhooks)?.webhooks;
 
 /** An API's CRD as generated: with the conversion webhook and cert-manager's CA injection when it has versions. */
 export function crdObject(p: Project, a: LoadedApi): KubeObject {

@@ -35,3 +35,27 @@
 {{- define "appservice-operator.metricsPort" -}}
 {{ ternary 8443 8080 .Values.metrics.secure }}
 {{- end }}
+
+{{/* "true" when the manager serves webhooks: the admission webhooks are on, or (always here) a CRD converts through them. */}}
+{{- define "appservice-operator.webhookServer" -}}
+true
+{{- end }}
+
+{{/* "true" when the server's certificate is a mounted Secret (cert-manager's, or one provided): not self-managed. */}}
+{{- define "appservice-operator.certVolume" -}}
+{{- if and (include "appservice-operator.webhookServer" .) (ne .Values.webhook.certificates "selfManaged") }}true{{ end }}
+{{- end }}
+
+{{/* Fails on values that cannot work together. */}}
+{{- define "appservice-operator.validate" -}}
+{{- $source := .Values.webhook.certificates | default "" -}}
+{{- if not (has $source (list "" "selfManaged" "external")) -}}
+{{- fail (printf "webhook.certificates=%s: use selfManaged or external (with certManager.enabled=false), or leave it empty" $source) -}}
+{{- end -}}
+{{- if and .Values.certManager.enabled $source -}}
+{{- fail (printf "webhook.certificates=%s needs certManager.enabled=false: with cert-manager on, cert-manager issues the webhook certificate" $source) -}}
+{{- end -}}
+{{- if and (include "appservice-operator.webhookServer" .) (not .Values.certManager.enabled) (not $source) -}}
+{{- fail "certManager.enabled=false leaves the webhooks (admission and CRD conversion) without a certificate the apiserver trusts: set webhook.certificates=selfManaged (the operator manages it) or webhook.certificates=external (you provide the Secret appservice-operator-webhook-server-cert and the CA bundle), or keep certManager.enabled=true with cert-manager installed" -}}
+{{- end -}}
+{{- end }}
