@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { type Environment, FaultProxy, targetOf } from '@opkit/testenv';
-import { type ConfigMap, ConfigMaps, Events, EventsV1Events, Namespaces } from '../src/client/builtins.ts';
+import { type ConfigMap, ConfigMaps, EventsV1Events, Namespaces } from '../src/client/builtins.ts';
 import { type Client, isApiError, resource } from '../src/client/index.ts';
 import { finalizer, objectReference, updateStatusIfChanged } from '../src/helpers/index.ts';
 import { done, getCondition, Manager, setCondition } from '../src/index.ts';
