@@ -196,9 +196,11 @@ test('a new user, from an empty folder, against a registry on loopback', { timeo
       );
       try {
         // kubectl as the user would run it; the CRD comes from `opkit run`, so the sample is applied once it is served.
+        // Its own discovery cache: kubectl caches discovery per host:port for hours, and a port an earlier test
+        // cluster used (one serving AppService v1 too) would map `appservice/…` to a version this cluster lacks.
         const kubectl = (args: readonly string[], ok: boolean) =>
           sh(join(binaryCacheDir(), 'kubectl'), args, demo, {
-            env: { ...env, KUBECONFIG: cluster.kubeconfigPath },
+            env: { ...env, KUBECONFIG: cluster.kubeconfigPath, KUBECACHEDIR: join(work, 'kube-cache') },
             ok,
           });
         const apply = ['apply', '-n', 'default', '-f', 'config/samples/app_v1alpha1_appservice.yaml'];
