@@ -53,14 +53,19 @@ export async function benchEnv(pods: number): Promise<Bench> {
 }
 
 /**
- * The peers write status with an update (PUT), as kubebuilder's and client-node's examples do; opkit's operator
- * patches it. The shared ServiceAccount gets that one extra verb, so every system runs under the same identity.
+ * The peers write status with an update (PUT), as kubebuilder's and client-node's examples do, and their Events to
+ * core/v1 (controller-runtime's `GetEventRecorderFor`, client-node's and kfc's Event kinds); opkit's operator patches
+ * status and writes events.k8s.io/v1. The shared ServiceAccount gets those extra rules, so every system runs under the
+ * same identity and every system's Events are really written (a refused Event would cost the apiserver less).
  */
 async function grantPeerStatusUpdates(admin: Client): Promise<void> {
   const name = 'bench-peers-status-update';
   await admin.create(ClusterRoles, {
     metadata: { name },
-    rules: [{ apiGroups: [AppServices.group], resources: ['appservices/status'], verbs: ['update'] }],
+    rules: [
+      { apiGroups: [AppServices.group], resources: ['appservices/status'], verbs: ['update'] },
+      { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
+    ],
   });
   await admin.create(ClusterRoleBindings, {
     metadata: { name },

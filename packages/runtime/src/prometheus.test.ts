@@ -69,11 +69,14 @@ test('process metrics: CPU, memory, descriptors, heap, event loop, version', () 
     'process_open_fds',
     'nodejs_heap_size_used_bytes',
     'nodejs_eventloop_delay_seconds{quantile="0.99"}',
+    'nodejs_eventloop_utilization_ratio',
     'nodejs_version_info{version=',
   ])
     assert.ok(text.includes(`\n${name}`), `${name} missing`);
   const rss = Number(/\nprocess_resident_memory_bytes (\d+)/.exec(text)?.[1]);
   assert.ok(rss > 10 * 2 ** 20, `rss ${rss}`);
+  const busy = Number(/\nnodejs_eventloop_utilization_ratio (\S+)/.exec(r.metrics())?.[1]);
+  assert.ok(busy >= 0 && busy <= 1, `utilization ${busy}`);
 });
 
 test('a histogram without observations renders only its header; Counter and Histogram work unregistered', () => {
