@@ -96,7 +96,8 @@ let diagnosed = 0;
 
 /**
  * Diagnosis of the opkit process, asked for by environment: BENCH_HOPS=DIR (per-change hops, GC pauses and
- * event-loop delay, see children/hops.ts; written when the process gets SIGUSR2), BENCH_CPU_PROF=DIR (`--cpu-prof`).
+ * event-loop delay, see children/hops.ts; written when the process gets SIGUSR2), BENCH_CPU_PROF=DIR (`--cpu-prof`),
+ * BENCH_NODE_OPTIONS=FLAGS (in place of the Deployment's NODE_OPTIONS, to weigh V8 flags).
  * Files per process in DIR.
  */
 function diagnosis(): { args: string[]; env: Record<string, string> } {
@@ -107,6 +108,8 @@ function diagnosis(): { args: string[]; env: Record<string, string> } {
     env.OPKIT_HOPS_FILE = join(process.env.BENCH_HOPS, `hops-${process.pid}-${++diagnosed}`);
   }
   if (process.env.BENCH_CPU_PROF) args.push('--cpu-prof', '--cpu-prof-dir', process.env.BENCH_CPU_PROF);
+  // to try other V8 flags than the Deployment's (its NODE_OPTIONS replaced)
+  if (process.env.BENCH_NODE_OPTIONS !== undefined) env.NODE_OPTIONS = process.env.BENCH_NODE_OPTIONS;
   return { args, env };
 }
 
