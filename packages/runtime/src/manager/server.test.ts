@@ -1,33 +1,13 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import tls from 'node:tls';
+import { handshakeTls11 as tls11 } from '../tls/handshake.fixture.ts';
 import { selfSignedCertificate } from '../tls/issue.ts';
 import { HttpEndpoints } from './server.ts';
 
-/** The protocol a client limited to TLS 1.1 gets, or the error code of the refused handshake. */
-function handshakeTls11(address: string): Promise<string> {
-  const [host, port] = [
-    address.slice(0, address.lastIndexOf(':')),
-    Number(address.slice(address.lastIndexOf(':') + 1)),
-  ];
-  return new Promise((resolve) => {
-    const c = tls.connect(
-      {
-        host,
-        port,
-        rejectUnauthorized: false,
-        minVersion: 'TLSv1',
-        maxVersion: 'TLSv1.1',
-        ciphers: 'DEFAULT@SECLEVEL=0',
-      },
-      () => {
-        resolve(c.getProtocol() ?? 'none');
-        c.end();
-      },
-    );
-    c.on('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? err.message));
-  });
-}
+/** host:port → the TLS 1.1 handshake's outcome. */
+const handshakeTls11 = (address: string) =>
+  tls11(address.slice(0, address.lastIndexOf(':')), Number(address.slice(address.lastIndexOf(':') + 1)));
 
 test('a reloaded certificate keeps TLS 1.2 as the minimum, even where the process allows older versions', async () => {
   // a process started with --tls-min-v1.0 and a permissive cipher list: only the server's own settings refuse TLS 1.1

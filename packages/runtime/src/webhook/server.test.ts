@@ -7,6 +7,7 @@ import { after, before, test } from 'node:test';
 import tls, { connect } from 'node:tls';
 import { type KubeObject, resource } from '../client/resource.ts';
 import { Registry } from '../prometheus.ts';
+import { handshakeTls11 } from '../tls/handshake.fixture.ts';
 import {
   createCertificateAuthority,
   FileCertificates,
@@ -292,26 +293,6 @@ test('file certificates: a rotated pair is served to new connections without a r
 });
 
 /** The protocol a client limited to TLS 1.1 gets, or the error code of the refused handshake. */
-function handshakeTls11(port: number): Promise<string> {
-  return new Promise((resolve) => {
-    const c = connect(
-      {
-        host: '127.0.0.1',
-        port,
-        rejectUnauthorized: false,
-        minVersion: 'TLSv1',
-        maxVersion: 'TLSv1.1',
-        ciphers: 'DEFAULT@SECLEVEL=0',
-      },
-      () => {
-        resolve(c.getProtocol() ?? 'none');
-        c.end();
-      },
-    );
-    c.on('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? err.message));
-  });
-}
-
 test('a rotated certificate keeps TLS 1.2 as the minimum, even where the process allows older versions', async () => {
   // a process started with --tls-min-v1.0 and a permissive cipher list: only the server's own settings refuse TLS 1.1
   const saved = { min: tls.DEFAULT_MIN_VERSION, ciphers: tls.DEFAULT_CIPHERS };
@@ -323,9 +304,9 @@ test('a rotated certificate keeps TLS 1.2 as the minimum, even where the process
   const run = s.start(ctl.signal);
   try {
     for (let i = 0; i < 200 && s.port === 0; i++) await new Promise((r) => setTimeout(r, 10));
-    assert.equal(await handshakeTls11(s.port), 'ERR_SSL_TLSV1_ALERT_PROTOCOL_VERSION', 'at start');
+    assert.equal(await handshakeTls11('127.0.0.1', s.port), 'ERR_SSL_TLSV1_ALERT_PROTOCOL_VERSION', 'at start');
     certs.update(issueServingCertificate(ca, ['127.0.0.1']));
-    assert.equal(await handshakeTls11(s.port), 'ERR_SSL_TLSV1_ALERT_PROTOCOL_VERSION', 'after a rotation');
+    assert.equal(await handshakeTls11('127.0.0.1', s.port), 'ERR_SSL_TLSV1_ALERT_PROTOCOL_VERSION', 'after a rotation');
   } finally {
     tls.DEFAULT_MIN_VERSION = saved.min;
     tls.DEFAULT_CIPHERS = saved.ciphers;
