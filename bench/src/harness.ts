@@ -5,7 +5,9 @@
  * that observes AppServices from outside the system under test; AppServices created at a fixed concurrency; the
  * system's process started, sampled (/proc RSS) and stopped.
  */
-import type { ChildProcess } from 'node:child_process';
+import { type ChildProcess, execFile } from 'node:child_process';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type AppService, AppServices, installApiAndRbac, NAME, NAMESPACE } from '@opkit/appservice';
 import { Cache, type Informer } from '@opkit/runtime/cache';
@@ -29,7 +31,14 @@ export interface Bench {
 
 /** A fresh control plane sized for `pods` pods on 3 kwok nodes, with the API, RBAC and namespace in place. */
 export async function benchEnv(pods: number): Promise<Bench> {
-  const env = await start({ nodes: 3, podsPerNode: Math.ceil(pods / 3) + 100, auditLog: true, log: () => {} });
+  const env = await start({
+    nodes: 3,
+    podsPerNode: Math.ceil(pods / 3) + 100,
+    auditLog: true,
+    log: () => {},
+    // the apiserver's /debug/pprof, for apiserverProfile
+    ...(process.env.BENCH_APISERVER_PROF ? { apiserverArgs: ['--profiling=true'] } : {}),
+  });
   try {
     const admin = new Client(await loadConfig({ path: env.kubeconfigPath }), { name: 'bench-writer' });
     await installApiAndRbac(admin);
@@ -213,4 +222,31 @@ export async function stopProcess(proc: ChildProcess | undefined): Promise<void>
 /** The q-quantile of ascending `sorted` values (nearest rank). */
 export function quantile(sorted: readonly number[], q: number): number {
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(sorted.length * q) - 1))] ?? 0;
+}
+
+let profiled = 0;
+
+/**
+ * Diagnosis, asked for by environment: with BENCH_APISERVER_PROF=DIR, a CPU profile of kube-apiserver over the next
+ * `seconds` (its /debug/pprof endpoint, read as the admin) is written to DIR/apiserver-<label>-<n>.pprof, for
+ * `go tool pprof`. Resolves when it is written; never fails the run (a failed profile is logged).
+ */
+export async function apiserverProfile(
+  bench: Bench,
+  label: string,
+  seconds: number,
+  log: (line: string) => void,
+): Promise<void> {
+  const dir = process.env.BENCH_APISERVER_PROF;
+  if (!dir) return;
+  const file = join(dir, `apiserver-${label}-${++profiled}.pprof`);
+  const path = `/debug/pprof/profile?seconds=${seconds}`;
+  const args = ['--kubeconfig', bench.env.kubeconfigPath, 'get', '--raw', path];
+  const out = await new Promise<Buffer | undefined>((resolve) =>
+    execFile('kubectl', args, { encoding: 'buffer', maxBuffer: 64 * 2 ** 20 }, (err, stdout) => {
+      if (err) log(`apiserver profile ${file}: ${err.message}`);
+      resolve(err ? undefined : stdout);
+    }),
+  );
+  if (out) await writeFile(file, out);
 }

@@ -14,6 +14,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { type AppService, AppServices } from '@opkit/appservice';
 import { Client, loadConfig } from '@opkit/runtime/client';
 import { auditLogSize, readAuditLog, WRITE_VERBS } from '@opkit/testenv';
+import { requestKey, serverMs, serverMsByRequest } from '../audit.ts';
 import { floorWriter } from '../floor.ts';
 import {
   BENCH_NAMESPACE,
@@ -48,6 +49,8 @@ export interface ChurnRate {
   readonly writesPerChangeByVerb: Record<string, number>;
   /** The apiserver's own time for the system's writes (audit log: received → response complete), ms. */
   readonly serverWriteMs: { readonly p50: number; readonly p99: number };
+  /** The apiserver's time per write by verb and resource (audit log), to tell which write is slow. */
+  readonly serverWriteMsByVerb: Record<string, { readonly p50: number; readonly p99: number }>;
   readonly sustained: boolean;
 }
 
@@ -157,15 +160,10 @@ export async function churnScenario(o: ChurnOptions): Promise<ChurnResult> {
         (e) => WRITE_VERBS.has(e.verb) && e.objectRef?.resource !== 'leases',
       );
       const byVerb: Record<string, number> = {};
-      for (const e of writes) {
-        const key = `${e.verb} ${e.objectRef?.resource ?? ''}${e.objectRef?.subresource ? `/${e.objectRef.subresource}` : ''}`;
-        byVerb[key] = (byVerb[key] ?? 0) + 1;
-      }
+      for (const e of writes) byVerb[requestKey(e)] = (byVerb[requestKey(e)] ?? 0) + 1;
       for (const k of Object.keys(byVerb)) byVerb[k] = round((byVerb[k] ?? 0) / total, 2);
-      const serverMs = writes
-        .map((e) => Date.parse(e.stageTimestamp ?? '') - Date.parse(e.requestReceivedTimestamp ?? ''))
-        .filter((ms) => Number.isFinite(ms))
-        .sort((a, b) => a - b);
+      const ms = serverMs(writes);
+      const serverWriteMsByVerb = serverMsByRequest(writes);
       latencies.sort((a, b) => a - b);
       const p99 = round(quantile(latencies, 0.99), 3);
       const point: ChurnRate = {
@@ -177,12 +175,17 @@ export async function churnScenario(o: ChurnOptions): Promise<ChurnResult> {
         latencyMaxSeconds: round(latencies[latencies.length - 1] ?? 0, 3),
         writesPerChange: round(writes.length / total, 2),
         writesPerChangeByVerb: byVerb,
-        serverWriteMs: { p50: quantile(serverMs, 0.5), p99: quantile(serverMs, 0.99) },
+        serverWriteMs: { p50: quantile(ms, 0.5), p99: quantile(ms, 0.99) },
+        serverWriteMsByVerb,
         sustained: pending.size === 0 && p99 <= SUSTAINED_P99_SECONDS,
       };
       rates.push(point);
       o.log(
-        `churn ${o.system} at ${rate}/s: ${total} changes sent in ${sent.toFixed(1)} s, p50 ${point.latencyP50Seconds} s, p99 ${p99} s, max ${point.latencyMaxSeconds} s, unobserved ${point.unobserved}, ${point.writesPerChange} writes/change, apiserver time per write p50 ${point.serverWriteMs.p50} ms p99 ${point.serverWriteMs.p99} ms`,
+        `churn ${o.system} at ${rate}/s: ${total} changes sent in ${sent.toFixed(1)} s, p50 ${point.latencyP50Seconds} s, p99 ${p99} s, max ${point.latencyMaxSeconds} s, unobserved ${point.unobserved}, ${point.writesPerChange} writes/change, apiserver time per write p50 ${point.serverWriteMs.p50} ms p99 ${point.serverWriteMs.p99} ms (${Object.entries(
+          serverWriteMsByVerb,
+        )
+          .map(([k, v]) => `${k} ${v.p50}/${v.p99}`)
+          .join(', ')})`,
       );
       if (!point.sustained) break;
       await sleep(2_000);

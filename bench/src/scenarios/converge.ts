@@ -12,8 +12,10 @@ import type { ChildProcess } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Client, loadConfig } from '@opkit/runtime/client';
 import { auditLogSize, readAuditLog, WRITE_VERBS } from '@opkit/testenv';
+import { serverMsByRequest } from '../audit.ts';
 import { floorWriter } from '../floor.ts';
 import {
+  apiserverProfile,
   benchEnv,
   createAppServices,
   quantile,
@@ -40,6 +42,8 @@ export interface ConvergeResult {
   readonly latencyP99Seconds: number;
   readonly requestsPerCR: number;
   readonly requestsPerCRByVerb: Record<string, number>;
+  /** The apiserver's time per request by verb and resource (audit log): which request is slow. */
+  readonly serverMsByRequest: Record<string, { readonly p50: number; readonly p99: number }>;
   readonly peakRssMiB: number | null;
   readonly cpuSeconds: number | null;
   readonly idleSeconds: number;
@@ -83,6 +87,7 @@ export async function convergeScenario(o: ConvergeOptions): Promise<ConvergeResu
     const cpu0 = pid ? await cpuSeconds(pid) : 0;
     const offset0 = await auditLogSize(bench.auditLog);
     const t0 = performance.now();
+    const profile = apiserverProfile(bench, o.system, 15, o.log);
     await createAppServices(
       bench.admin,
       o.crs,
@@ -95,14 +100,24 @@ export async function convergeScenario(o: ConvergeOptions): Promise<ConvergeResu
     o.log(`${o.system}: created ${o.crs} AppServices in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
     await waitUntil(`${o.system} converging`, () => convergedAt.size >= o.crs, 20 * 60_000, proc);
     const seconds = (performance.now() - t0) / 1000;
+    await profile;
+    // with BENCH_HOPS, the operator's hop recorder writes its file for the start and the converge
+    if (o.system === 'opkit' && pid && process.env.BENCH_HOPS) process.kill(pid, 'SIGUSR2');
     await sleep(500);
     const offset1 = await auditLogSize(bench.auditLog);
     const cpu = pid ? (await cpuSeconds(pid)) - cpu0 : null;
-    o.log(`${o.system}: converged in ${seconds.toFixed(1)} s; idle for ${o.idleSeconds} s`);
     await sleep(o.idleSeconds * 1000);
     const idle = (await readAuditLog(bench.auditLog, { from: offset1, username: USER })).events;
     const idleWrites = idle.filter((e) => WRITE_VERBS.has(e.verb) && e.objectRef?.resource !== 'leases').length;
     const busy = (await readAuditLog(bench.auditLog, { from: offset0, to: offset1, username: USER })).events;
+    const byRequest = serverMsByRequest(busy);
+    o.log(
+      `${o.system}: converged in ${seconds.toFixed(1)} s; apiserver time per request p50/p99 (ms): ${Object.entries(
+        byRequest,
+      )
+        .map(([k, v]) => `${k} ${v.p50}/${v.p99}`)
+        .join(', ')}`,
+    );
     rss.stop();
     const latencies = [...convergedAt]
       .map(([name, at]) => (at - (createdAt.get(name) ?? at)) / 1000)
@@ -120,6 +135,7 @@ export async function convergeScenario(o: ConvergeOptions): Promise<ConvergeResu
       latencyP99Seconds: round(quantile(latencies, 0.99), 2),
       requestsPerCR: round(busy.length / o.crs, 2),
       requestsPerCRByVerb: perCR,
+      serverMsByRequest: byRequest,
       peakRssMiB: pid ? round(rss.peak() / 2 ** 20, 1) : null,
       cpuSeconds: cpu === null ? null : round(cpu, 2),
       idleSeconds: o.idleSeconds,
