@@ -11,7 +11,7 @@ import { readFile, rm, rmdir, stat, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { CliError, describeSystemError } from '../errors.ts';
-import { checkGroup, checkKind, checkVersion, lower, plural } from '../project/names.ts';
+import { checkGroupVersionKind, lower, plural } from '../project/names.ts';
 import { type ApiEntry, PROJECT_FILE, readProject, writeProject } from '../project/project.ts';
 import { writeFiles } from '../scaffold/files.ts';
 import { apiFile, controllerFile, controllerTestFile, registerController, sampleFile } from '../scaffold/templates.ts';
@@ -59,20 +59,17 @@ export async function createApiCommand(argv: readonly string[], out: (line: stri
     out(CREATE_API_HELP);
     return 0;
   }
-  for (const f of ['group', 'version', 'kind'] as const) {
-    if (!values[f]) throw new CliError('Usage', `--${f} is required\n${CREATE_API_HELP}`);
-  }
+  const { group, version, kind } = checkGroupVersionKind(values, CREATE_API_HELP);
   if (!['true', 'false'].includes(values.namespaced))
     throw new CliError('Usage', `--namespaced must be true or false, got "${values.namespaced}"`);
-  const kind = checkKind(values.kind as string);
   const pl = values.plural ?? plural(kind);
   if (!/^[a-z][a-z0-9]*$/.test(pl))
     throw new CliError('Usage', `plural "${pl}" must be lower-case letters and digits (e.g. appservices)`);
   const dir = resolve(values.dir);
   const project = await readProject(dir);
   const api: ApiEntry = {
-    group: checkGroup(values.group as string),
-    version: checkVersion(values.version as string),
+    group,
+    version,
     kind,
     plural: pl,
     namespaced: values.namespaced === 'true',

@@ -13,7 +13,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { CliError, describeSystemError } from '../errors.ts';
-import { checkGroup, checkKind, checkVersion, lower } from '../project/names.ts';
+import { checkGroupVersionKind, lower } from '../project/names.ts';
 import { readProject } from '../project/project.ts';
 import { writeFiles } from '../scaffold/files.ts';
 import {
@@ -57,18 +57,13 @@ export async function createWebhookCommand(argv: readonly string[], out: (line: 
     out(CREATE_WEBHOOK_HELP);
     return 0;
   }
-  for (const f of ['group', 'version', 'kind'] as const) {
-    if (!values[f]) throw new CliError('Usage', `--${f} is required\n${CREATE_WEBHOOK_HELP}`);
-  }
+  const { group, version, kind } = checkGroupVersionKind(values, CREATE_WEBHOOK_HELP);
   if (!values.defaulting && !values.validation && !values.conversion) {
     throw new CliError(
       'Usage',
       `choose at least one of --defaulting, --validation, --conversion\n${CREATE_WEBHOOK_HELP}`,
     );
   }
-  const group = checkGroup(values.group as string);
-  const version = checkVersion(values.version as string);
-  const kind = checkKind(values.kind as string);
   const dir = resolve(values.dir);
   const project = await readProject(dir);
   const entry = project.resources.find((r) => r.kind === kind && r.group === group);

@@ -79,6 +79,22 @@ export function checkVersion(version: string): string {
   return version;
 }
 
+/** `--group`, `--version` and `--kind` of an `opkit create` command: each required (else `help` is shown), each checked. */
+export function checkGroupVersionKind(
+  flags: {
+    readonly group?: string | undefined;
+    readonly version?: string | undefined;
+    readonly kind?: string | undefined;
+  },
+  help: string,
+): { group: string; version: string; kind: string } {
+  const { group, version, kind } = flags;
+  if (!group) throw new CliError('Usage', `--group is required\n${help}`);
+  if (!version) throw new CliError('Usage', `--version is required\n${help}`);
+  if (!kind) throw new CliError('Usage', `--kind is required\n${help}`);
+  return { group: checkGroup(group), version: checkVersion(version), kind: checkKind(kind) };
+}
+
 export function checkNamespace(ns: string): string {
   if (!DNS_LABEL.test(ns) || ns.length > MAX_LABEL) {
     throw rule('namespace', ns, 'must be a DNS-1123 label', 'my-operator-system');
