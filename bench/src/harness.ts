@@ -3,7 +3,8 @@
  * What every comparison scenario shares: a fresh control plane with the apiserver audit log, the AppService API and
  * the operator's RBAC installed, the `bench` namespace and the operator ServiceAccount's kubeconfig; a watching client
  * that observes AppServices from outside the system under test; AppServices created at a fixed concurrency; the
- * system's process started, sampled (/proc RSS) and stopped.
+ * system's process started, sampled (/proc RSS) and stopped; on demand (BENCH_APISERVER_PROF), a CPU profile of
+ * kube-apiserver.
  */
 import { type ChildProcess, execFile } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
