@@ -8,7 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import { type Environment, readAuditLog, start, waitFor } from '@opkit/testenv';
 import { Cache, CacheError, Informer } from '../src/cache/index.ts';
 import { type ConfigMap, ConfigMaps, Namespaces } from '../src/client/builtins.ts';
-import { Client, loadConfig } from '../src/client/index.ts';
+import { Client, loadConfig, metadataOnly } from '../src/client/index.ts';
 import { silentLogger } from '../src/index.ts';
 
 async function seed(client: Client, namespaces: readonly string[], perNamespace: number): Promise<void> {
@@ -113,6 +113,71 @@ describe('cache against a real apiserver', () => {
     assert.equal((await requests(env, 'cache-tests-stream')).lists, 0, 'no LIST: the state came as a stream');
     client.close();
   });
+
+  test('a metadata-only informer beside the full one: no data in memory, labels followed, writes that would drop data refused', async () => {
+    const client = new Client(await loadConfig({ path: env.kubeconfigPath }), { name: 'cache-tests-metadata' });
+    await admin.create(Namespaces, { metadata: { name: 'ns-meta' } });
+    // big values in many network chunks, with multibyte characters: what a metadata-only cache never receives
+    const big = 'ünïcødé — 日本語 — 🚀 '.repeat(20_000);
+    for (let i = 0; i < 5; i++) {
+      await admin.create(ConfigMaps, {
+        metadata: { name: `big-${i}`, namespace: 'ns-meta', labels: { tier: 'a', note: 'x' } },
+        data: { blob: big },
+      });
+    }
+    const cache = new Cache({ client, namespace: 'ns-meta' });
+    const meta = cache.informer(metadataOnly(ConfigMaps));
+    const full = cache.informer(ConfigMaps);
+    assert.notEqual(meta as unknown, full as unknown, 'two informers: the metadata one and the full one');
+    cache.start(stop.signal);
+    // (the namespace's kube-root-ca.crt aside)
+    const items = (await cache.list(metadataOnly(ConfigMaps))).filter((o) => o.metadata.name?.startsWith('big-'));
+    assert.deepEqual(items.map((o) => o.metadata.name).sort(), ['big-0', 'big-1', 'big-2', 'big-3', 'big-4']);
+    for (const o of items) {
+      assert.equal(o.kind, 'PartialObjectMetadata');
+      assert.equal('data' in o, false, 'no data in the metadata-only cache');
+      assert.equal(o.metadata.labels?.tier, 'a');
+    }
+    const whole = await cache.get(ConfigMaps, { namespace: 'ns-meta', name: 'big-0' });
+    assert.equal(whole?.data?.blob, big, 'the full informer holds the data, decoded whole');
+
+    // a label change reaches the metadata-only informer through its watch
+    await admin.patch(ConfigMaps, { namespace: 'ns-meta', name: 'big-1' }, { metadata: { labels: { tier: 'b' } } });
+    await waitFor('the label change', async () =>
+      meta.store.get('ns-meta/big-1')?.metadata.labels?.tier === 'b' ? true : undefined,
+    );
+    const byLabel = await cache.list(metadataOnly(ConfigMaps), { labelSelector: 'tier=b' });
+    assert.deepEqual(
+      byLabel.map((o) => o.metadata.name),
+      ['big-1'],
+    );
+
+    // the client: a metadata-only get and patch answer metadata; the data stays on the server
+    const got = await client.get(metadataOnly(ConfigMaps), { namespace: 'ns-meta', name: 'big-2' });
+    assert.equal(got.kind, 'PartialObjectMetadata');
+    assert.equal('data' in got, false);
+    const patched = await client.patch(
+      metadataOnly(ConfigMaps),
+      { namespace: 'ns-meta', name: 'big-2' },
+      { metadata: { annotations: { 'example.com/seen': 'yes' } } },
+    );
+    assert.equal(patched.metadata.annotations?.['example.com/seen'], 'yes');
+    assert.equal('data' in patched, false);
+    assert.equal((await admin.get(ConfigMaps, { namespace: 'ns-meta', name: 'big-2' })).data?.blob, big);
+    // an update through the metadata form would write the object without its data: refused before any request
+    assert.throws(
+      () => client.update(metadataOnly(ConfigMaps), got),
+      (err: unknown) =>
+        err instanceof TypeError && /ConfigMap \(metadata only\): update needs the whole object/.test(err.message),
+    );
+    assert.throws(
+      () => client.create(metadataOnly(ConfigMaps), { metadata: { name: 'new', namespace: 'ns-meta' } }),
+      TypeError,
+    );
+    await client.delete(metadataOnly(ConfigMaps), { namespace: 'ns-meta', name: 'big-4' });
+    await waitFor('the delete', async () => (meta.store.get('ns-meta/big-4') ? undefined : true));
+    client.close();
+  });
 });
 
 describe('cache against an apiserver with WatchList off', () => {
@@ -126,7 +191,7 @@ describe('cache against an apiserver with WatchList off', () => {
     await env?.stop();
   });
 
-  test('the informer falls back to a paginated list and syncs', async () => {
+  test('the informer falls back to a paginated list and syncs, in full and metadata-only', async () => {
     const admin = new Client(await loadConfig({ path: env.kubeconfigPath }), { name: 'cache-tests-admin' });
     await seed(admin, ['ns-d'], 30);
     const client = new Client(await loadConfig({ path: env.kubeconfigPath }), { name: 'cache-tests-fallback' });
@@ -137,6 +202,10 @@ describe('cache against an apiserver with WatchList off', () => {
     await admin.create(ConfigMaps, { metadata: { name: 'after-sync', namespace: 'ns-d' } });
     await waitFor('the change after sync', async () => cache.informer(ConfigMaps).store.get('ns-d/after-sync'));
     assert.ok((await requests(env, 'cache-tests-fallback')).lists >= 3, 'paginated LIST requests');
+    // the metadata-only form pages too, as PartialObjectMetadataList pages
+    const meta = (await cache.list(metadataOnly(ConfigMaps))).filter((o) => o.metadata.name?.startsWith('cm-'));
+    assert.equal(meta.length, 30);
+    assert.ok(meta.every((o) => o.kind === 'PartialObjectMetadata' && !('data' in o)));
     client.close();
     admin.close();
   });

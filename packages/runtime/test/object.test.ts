@@ -8,7 +8,7 @@ import { before, describe, test } from 'node:test';
 import { type Environment, FaultProxy, targetOf } from '@opkit/testenv';
 import { Cache } from '../src/cache/index.ts';
 import { ConfigMaps, Events, Namespaces } from '../src/client/builtins.ts';
-import { type Client, isApiError } from '../src/client/index.ts';
+import { type Client, isApiError, metadataOnly } from '../src/client/index.ts';
 import { ControllerBuilder } from '../src/controller/index.ts';
 import { controllerOf, defineIndex, done, giveUp } from '../src/index.ts';
 import { clientVia, recordingLogger, Widgets, waitFor, widgetControlPlane } from './support.ts';
@@ -78,6 +78,59 @@ describe('object-first reconcilers against a real apiserver', () => {
       await running;
       await proxy.close();
       slow.close();
+    }
+  });
+
+  test('owns(metadataOnly(kind)): children cached as metadata only, exactly N of them, reconciled on their changes', async () => {
+    await client.create(Namespaces, { metadata: { name: 'obj-meta' } });
+    const cache = new Cache({ client, namespace: 'obj-meta' });
+    const c = new ControllerBuilder({ client, cache })
+      .for(Widgets)
+      .owns(metadataOnly(ConfigMaps))
+      .reconcile(async (w, ctx) => {
+        const children = await ctx.owned(metadataOnly(ConfigMaps));
+        const want = w.spec?.replicas ?? 0;
+        for (let i = children.length; i < want; i++) {
+          await ctx.create(ConfigMaps, {
+            metadata: { generateName: `${w.metadata.name}-` },
+            data: { big: 'ü'.repeat(50_000) },
+          });
+        }
+        for (const extra of children.slice(want)) await ctx.delete(ConfigMaps, extra);
+        await ctx.status({ replicas: Math.min(children.length, want) });
+        return done();
+      });
+    const stop = new AbortController();
+    const running = c.start(stop.signal);
+    try {
+      await client.create(Widgets, { metadata: { name: 'm', namespace: 'obj-meta' }, spec: { replicas: 2 } });
+      const owned = async () =>
+        (await client.list(ConfigMaps, { namespace: 'obj-meta' })).items.filter(
+          (cm) => !cm.metadata.deletionTimestamp && controllerOf(cm)?.name === 'm',
+        );
+      await waitFor('2 owned ConfigMaps and status.replicas 2', async () => {
+        const w = await client.get(Widgets, { namespace: 'obj-meta', name: 'm' });
+        return w.status?.replicas === 2 && (await owned()).length === 2;
+      });
+      const cached = cache.informers().filter((i) => i.resource.plural === 'configmaps');
+      assert.deepEqual(
+        cached.map((i) => i.resource.metadataOnly),
+        [true],
+        'one ConfigMap informer, the metadata-only one',
+      );
+      for (const cm of cached[0]?.store.values() ?? []) assert.equal('data' in cm, false);
+      // a child deleted behind the controller's back is replaced: its metadata watch drives the reconcile
+      const [first] = await owned();
+      await client.delete(ConfigMaps, { namespace: 'obj-meta', name: first?.metadata.name ?? '' });
+      await waitFor('the child replaced', async () => {
+        const now = await owned();
+        return now.length === 2 && !now.some((cm) => cm.metadata.name === first?.metadata.name);
+      });
+      await new Promise((r) => setTimeout(r, 300));
+      assert.equal((await owned()).length, 2, 'never more than asked for');
+    } finally {
+      stop.abort();
+      await running;
     }
   });
 

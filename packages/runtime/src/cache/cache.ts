@@ -1,7 +1,9 @@
 /**
  * @module cache/cache
  * The shared informer cache: one informer per resource for the whole process, created on first use and shared by
- * every controller, with reads (`get`, `list` by namespace, label selector or index) served from memory.
+ * every controller, with reads (`get`, `list` by namespace, label selector or index) served from memory. A kind's
+ * metadata-only form (`metadataOnly(Pods)`) has an informer of its own beside the full one: it lists and watches
+ * `PartialObjectMetadata`, so it holds no spec, status or data.
  *
  * Namespaces: all by default; `namespace` watches one; `namespaces` watches a list of them — one watch per namespace,
  * merged behind the same API (as controller-runtime's `DefaultNamespaces`), which bounds memory for an operator that
@@ -105,12 +107,15 @@ export class Cache {
   /** The shared informer of a resource (created on first use; started if the cache is started). */
   informer<T extends KubeObject>(r: ResourceType<T>): Informer<T> {
     const id = resourceId(r);
-    let inf = this.#informers.get(id) as Informer<T> | undefined;
+    const key = informerKey(r);
+    let inf = this.#informers.get(key) as Informer<T> | undefined;
     if (!inf) {
       const o = this.#options;
       const per = o.byResource?.[id];
       const drop = o.dropManagedFields ?? true;
-      const custom = (this.#transforms.get(id) ?? per?.transform) as ((obj: T) => T) | undefined;
+      const custom = (this.#transforms.get(key) ?? (r.metadataOnly ? undefined : per?.transform)) as
+        | ((obj: T) => T)
+        | undefined;
       const transform = drop ? (obj: T) => dropManagedFields(custom ? custom(obj) : obj) : custom;
       const own = per?.namespace !== undefined || per?.namespaces !== undefined;
       const namespace = r.namespaced ? (own ? per?.namespace : o.namespace) : undefined;
@@ -128,9 +133,9 @@ export class Cache {
         watchTimeoutSeconds: o.watchTimeoutSeconds,
         backoff: o.backoff,
         log: this.#log,
-        metrics: o.metrics?.watch(id),
+        metrics: o.metrics?.watch(key),
       });
-      this.#informers.set(id, inf as unknown as Informer<KubeObject>);
+      this.#informers.set(key, inf as unknown as Informer<KubeObject>);
       // started outside any trace: the first read of a kind may come from inside a reconcile's span
       const [created, signal] = [inf, this.#signal];
       if (signal) detachedFromTrace(() => created.start(signal));
@@ -143,10 +148,10 @@ export class Cache {
    * the cache keeps them), e.g. `keepFields('status.phase')`. Before the resource's informer is first used only.
    */
   transform<T extends KubeObject>(r: ResourceType<T>, fn: Transform<T>): void {
-    const id = resourceId(r);
-    if (this.#informers.has(id))
-      throw new CacheError('InvalidOptions', `${id}: set its transform before the informer is first used`);
-    this.#transforms.set(id, fn as unknown as Transform);
+    const key = informerKey(r);
+    if (this.#informers.has(key))
+      throw new CacheError('InvalidOptions', `${key}: set its transform before the informer is first used`);
+    this.#transforms.set(key, fn as unknown as Transform);
   }
 
   /** Adds an index to a resource's informer (e.g. `label:app` → the label's value). Prefer `addIndex(handle)`. */
@@ -156,15 +161,16 @@ export class Cache {
 
   /** Registers a typed index (see `defineIndex`); reads through its handle also register it on first use. */
   addIndex<T extends KubeObject>(index: Index<T>): void {
-    const known = this.#indexes.get(`${resourceId(index.resource)}\u0000${index.name}`);
+    const slot = `${informerKey(index.resource)}\u0000${index.name}`;
+    const known = this.#indexes.get(slot);
     if (known === index.fn) return;
     if (known !== undefined || this.informer(index.resource).store.hasIndex(index.name)) {
       throw new IndexError(
         'IndexConflict',
-        `${resourceId(index.resource)} already has an index named "${index.name}": give this one another name`,
+        `${informerKey(index.resource)} already has an index named "${index.name}": give this one another name`,
       );
     }
-    this.#indexes.set(`${resourceId(index.resource)}\u0000${index.name}`, index.fn as IndexFunc<KubeObject>);
+    this.#indexes.set(slot, index.fn as IndexFunc<KubeObject>);
     this.informer(index.resource).addIndexer(index.name, index.fn);
   }
 
@@ -239,4 +245,9 @@ export class Cache {
     }
     return inf;
   }
+}
+
+/** The informer of a resource: one per kind, and a separate one for its metadata-only form (`pods (metadata)`). */
+function informerKey(r: ResourceType): string {
+  return r.metadataOnly ? `${resourceId(r)} (metadata)` : resourceId(r);
 }

@@ -7,7 +7,9 @@
  * consistent snapshot; if the continue token expires mid-way (410), the rest comes from one unpaginated list, as
  * client-go's pager does — the caller is told to drop the pages it had (`ObjectList.restart`). Status changes go
  * through the status subresource (`updateStatus` / `patchStatus`): `update` of an object whose kind has a status
- * subresource ignores status, as the apiserver does. Errors are `ApiError`s. A client made by `withSignal(signal)`
+ * subresource ignores status, as the apiserver does. A metadata-only type (`metadataOnly(kind)`) reads, watches,
+ * patches and deletes `PartialObjectMetadata`; its whole-object writes throw a `TypeError` before any request.
+ * Errors are `ApiError`s. A client made by `withSignal(signal)`
  * shares the connection and aborts every request it makes when `signal` does (a reconcile's client: a stopping
  * controller cuts its hung requests short without each call passing the signal).
  */
@@ -16,6 +18,7 @@ import { VERSION } from '../version.ts';
 import { ApiError } from './errors.ts';
 import { type ConnectionConfig, type LoadOptions, loadConfig } from './kubeconfig.ts';
 import {
+  acceptOf,
   collectionPath,
   type InputOf,
   type KubeObject,
@@ -150,7 +153,12 @@ export class Client {
   }
 
   get<T extends KubeObject>(r: ResourceType<T>, ref: ObjectRef, options: { signal?: AbortSignal } = {}): Promise<T> {
-    return this.transport.request<T>({ method: 'GET', path: objectPath(r, ref), ...this.#signal(options) });
+    return this.transport.request<T>({
+      method: 'GET',
+      path: objectPath(r, ref),
+      accept: acceptOf(r),
+      ...this.#signal(options),
+    });
   }
 
   /** As `get`, but a missing object (NotFound) answers `undefined` instead of throwing. */
@@ -200,6 +208,7 @@ export class Client {
         page = await this.transport.request<ObjectList<T>>({
           method: 'GET',
           path,
+          accept: acceptOf(r, true),
           query: query(options.pageSize ?? 500, token),
           ...this.#signal(options),
         });
@@ -208,14 +217,18 @@ export class Client {
         page = await this.transport.request<ObjectList<T>>({
           method: 'GET',
           path,
+          accept: acceptOf(r, true),
           query: query(undefined, undefined),
           ...this.#signal(options),
         });
         restart = true;
       }
-      for (const item of page.items) {
-        item.apiVersion = r.apiVersion;
-        item.kind = r.kind;
+      // (a metadata-only list's items say what they are: PartialObjectMetadata)
+      if (!r.metadataOnly) {
+        for (const item of page.items) {
+          item.apiVersion = r.apiVersion;
+          item.kind = r.kind;
+        }
       }
       yield restart
         ? { items: page.items, metadata: { resourceVersion: page.metadata.resourceVersion }, restart }
@@ -257,6 +270,7 @@ export class Client {
     obj: InputOf<R>,
     options: WriteOptions = {},
   ): Promise<ObjectOf<R>> {
+    wholeObject(r, 'create');
     const input = obj as KubeObject;
     const namespace = r.namespaced ? (input.metadata.namespace ?? this.defaultNamespace) : undefined;
     return this.transport.request<ObjectOf<R>>({
@@ -270,6 +284,7 @@ export class Client {
 
   /** Replaces the object (optimistic concurrency: a stale `metadata.resourceVersion` fails with Conflict). */
   update<T extends KubeObject>(r: ResourceType<T>, obj: T, options: WriteOptions = {}): Promise<T> {
+    wholeObject(r, 'update');
     return this.transport.request<T>({
       method: 'PUT',
       path: objectPath(r, this.#ref(r, obj)),
@@ -281,6 +296,7 @@ export class Client {
 
   /** Replaces the status through the status subresource. */
   updateStatus<T extends KubeObject>(r: ResourceType<T>, obj: T, options: WriteOptions = {}): Promise<T> {
+    wholeObject(r, 'updateStatus');
     return this.transport.request<T>({
       method: 'PUT',
       path: objectPath(r, this.#ref(r, obj), 'status'),
@@ -404,9 +420,12 @@ export class Client {
   ): Promise<T> {
     const type = options.type ?? 'merge';
     if (type === 'apply' && !options.fieldManager) throw new TypeError('server-side apply needs a fieldManager');
+    if (type === 'apply' || sub !== undefined)
+      wholeObject(r, type === 'apply' ? 'server-side apply' : `a ${sub} patch`);
     return this.transport.request<T>({
       method: 'PATCH',
       path: objectPath(r, ref, sub),
+      accept: acceptOf(r),
       query: {
         fieldManager: options.fieldManager,
         force: type === 'apply' && options.force ? true : undefined,
@@ -415,6 +434,15 @@ export class Client {
       contentType: CONTENT_TYPES[type],
       ...this.#signal(options),
     });
+  }
+}
+
+/** Refuses a write that sends a whole object (or its status) through a metadata-only type: it has neither. */
+function wholeObject(r: ResourceType<KubeObject, unknown>, what: string): void {
+  if (r.metadataOnly) {
+    throw new TypeError(
+      `${r.kind} (metadata only): ${what} needs the whole object; use the kind itself, or patch the metadata`,
+    );
   }
 }
 

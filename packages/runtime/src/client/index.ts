@@ -41,10 +41,12 @@ export { type LabelSelector, parseSelector, Selector, SelectorError, type Select
 export {
   type ApiObject,
   keyOf,
+  metadataOnly,
   type ObjectMeta,
   type ObjectRef,
   type OwnerReference,
   objectKey,
+  type PartialObjectMetadata,
   parseKey,
   type ResourceDefinition,
   type ResourceType,

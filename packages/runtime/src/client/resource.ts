@@ -50,6 +50,10 @@ export interface ResourceType<T extends KubeObject = KubeObject, I = unknown> {
    * means the same as `T`, so every `ResourceType<T, I>` passes where a `ResourceType<T>` is asked for.
    */
   readonly _input?: I;
+  /**
+   * Reads and watches of this type ask the apiserver for metadata only (`PartialObjectMetadata`): see `metadataOnly`.
+   */
+  readonly metadataOnly?: boolean;
 }
 
 /** The type of a kind's objects as the API returns them: `ObjectOf<typeof AppServices>`, `ObjectOf<typeof Pods>`. */
@@ -74,6 +78,31 @@ export interface ResourceDefinition {
 /** Describes a kind, e.g. a custom resource: `resource<AppService>({ group: 'app.example.com', … })`. */
 export function resource<T extends KubeObject, I = unknown>(def: ResourceDefinition): ResourceType<T, I> {
   return Object.freeze({ ...def, apiVersion: def.group === '' ? def.version : `${def.group}/${def.version}` });
+}
+
+/** An object's metadata alone, as the apiserver answers a metadata-only read (`meta.k8s.io/v1` `PartialObjectMetadata`). */
+export interface PartialObjectMetadata extends KubeObject {
+  metadata: ObjectMeta;
+}
+
+/**
+ * The metadata-only form of a kind, as controller-runtime's metadata informers: `get`, `list`, `watch`, `patch` and
+ * `delete` ask the apiserver for `PartialObjectMetadata` (names, labels, annotations, owners, finalizers,
+ * resourceVersion: no spec, no status, no data), so a cache of it neither transfers, parses nor keeps the rest. A
+ * `Cache` keeps its informer apart from the full kind's. Writes that send a whole object (create, update, apply,
+ * status) are refused with a `TypeError` before any request: they would write an object without its spec. RBAC is
+ * the kind's own (`list`/`watch` on pods for `metadataOnly(Pods)`).
+ */
+export function metadataOnly(r: ResourceType): ResourceType<PartialObjectMetadata> {
+  const { group, version, kind, plural, namespaced, apiVersion } = r;
+  return Object.freeze({ group, version, kind, plural, namespaced, apiVersion, metadataOnly: true });
+}
+
+/** The Accept header of a read of `r`: JSON, or for a metadata-only type the object (or list) as its metadata. */
+export function acceptOf(r: ResourceType, list = false): string {
+  return r.metadataOnly
+    ? `application/json;as=PartialObjectMetadata${list ? 'List' : ''};g=meta.k8s.io;v=v1`
+    : 'application/json';
 }
 
 /** A unique, human-readable name of the resource: `pods`, `deployments.apps`, `appservices.app.example.com`. */

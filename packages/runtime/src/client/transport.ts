@@ -58,6 +58,8 @@ export interface TransportRequest {
   readonly query?: Readonly<Record<string, string | number | boolean | undefined>>;
   readonly body?: unknown;
   readonly contentType?: string;
+  /** The Accept header (default `application/json`). */
+  readonly accept?: string | undefined;
   readonly signal?: AbortSignal | undefined;
   /** A second signal that also aborts the request (a client's bound signal). */
   readonly bound?: AbortSignal | undefined;
@@ -271,7 +273,7 @@ export class Transport {
     const payload =
       req.body === undefined ? undefined : typeof req.body === 'string' ? req.body : JSON.stringify(req.body);
     const headers: Record<string, string | string[]> = {
-      accept: 'application/json',
+      accept: req.accept ?? 'application/json',
       'user-agent': this.#options.userAgent,
       ...this.#impersonation,
       ...creds.headers,

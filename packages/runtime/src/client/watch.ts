@@ -7,7 +7,7 @@
  * `inactivityTimeoutMs` (`Inactive`).
  */
 import { ApiError, type Status } from './errors.ts';
-import { collectionPath, type KubeObject, type ResourceType } from './resource.ts';
+import { acceptOf, collectionPath, type KubeObject, type ResourceType } from './resource.ts';
 import type { Transport } from './transport.ts';
 
 export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK';
@@ -71,6 +71,7 @@ export async function* watchEvents<T extends KubeObject>(
         labelSelector: req.labelSelector,
         fieldSelector: req.fieldSelector,
       },
+      accept: acceptOf(r),
       signal: local.signal,
       bound: req.bound,
     });

@@ -8,10 +8,11 @@
  * The context (`ObjectContext`), for the object being reconciled:
  * - `ctx.client` aborts every request when the reconcile's signal does (a drain cuts a hung request short);
  * - `ctx.get`, `ctx.list`: cache reads (`get` answers `undefined` for a missing object); `ctx.owned(kind)`: the
- *   objects of `kind` this object controls (the built-in `controller` index), not counting those being deleted;
+ *   objects of `kind` this object controls (the built-in `controller` index), not counting those being deleted
+ *   (`ctx.owned(metadataOnly(kind))` reads them from a metadata-only informer);
  * - `ctx.create(kind, obj)`: sets this object as the controller owner (and its namespace when none is given), creates
  *   with the reconcile's signal and records the create expectation, so a cache that lags cannot make a duplicate
- *   (expectations are kept for the kinds the cache follows: those the controller watches);
+ *   (expectations are kept for the kinds the cache follows: those the controller watches, whole or metadata only);
  * - `ctx.delete(kind, obj)`: deletes with a uid precondition (never a successor with the same name) and records the
  *   delete expectation; answers false when the object was already gone or replaced;
  * - `ctx.apply(kind, obj)`: server-side apply as the controller's field manager (forced), owner reference set; a new
@@ -147,10 +148,11 @@ export function objectContext<T extends KubeObject>(
     }
     return copy;
   };
-  // Expectations are recorded for kinds the cache follows (watched by for/owns/watches): a write of another kind
-  // starts no informer (which would need list and watch on it) and holds nothing back.
-  const cached = (r: ResourceType<KubeObject, unknown>) =>
-    ctx.cache.informers().find((i) => resourceId(i.resource) === resourceId(r))?.store;
+  // Expectations are recorded for kinds the cache follows (watched by for/owns/watches), in the form it follows them
+  // (whole or metadata only): a write of another kind starts no informer (which would need list and watch on it) and
+  // holds nothing back.
+  const followed = (r: ResourceType<KubeObject, unknown>) =>
+    ctx.cache.informers().find((i) => resourceId(i.resource) === resourceId(r))?.resource;
   return {
     ...ctx,
     events: {
@@ -171,15 +173,16 @@ export function objectContext<T extends KubeObject>(
         r,
         own(r, input as KubeObject, options.owned) as InputOf<typeof r>,
       )) as KubeObject;
-      ctx.expect.created(r, created);
+      const kind = followed(r);
+      if (kind) ctx.expect.created(kind, created);
       return created as ObjectOf<typeof r>;
     },
     async apply(r, input, options = {}) {
       const desired = own(r, input as KubeObject, options.owned);
-      const store = cached(r);
-      const existed = store?.get(refKey(r, desired, obj)) !== undefined;
+      const kind = followed(r);
+      const existed = kind && ctx.cache.informer(kind).store.get(refKey(r, desired, obj)) !== undefined;
       const applied = await ctx.client.apply(r, desired, { fieldManager: ctx.fieldManager, force: true });
-      if (store && !existed) ctx.expect.created(r, applied);
+      if (kind && !existed) ctx.expect.created(kind, applied);
       return applied as ObjectOf<typeof r>;
     },
     async delete(r, child) {
@@ -189,7 +192,8 @@ export function objectContext<T extends KubeObject>(
         if (isApiError(err, 'NotFound') || isApiError(err, 'Conflict')) return false;
         throw err;
       }
-      if (cached(r)) ctx.expect.deleted(r, child);
+      const kind = followed(r);
+      if (kind) ctx.expect.deleted(kind, child);
       return true;
     },
     async status(status) {
