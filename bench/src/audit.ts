@@ -23,9 +23,10 @@ export function serverMs(events: readonly AuditEvent[]): number[] {
 export function serverMsByRequest(events: readonly AuditEvent[]): Record<string, { p50: number; p99: number }> {
   const by = new Map<string, AuditEvent[]>();
   for (const e of events) {
-    const list = by.get(requestKey(e));
+    const key = requestKey(e);
+    const list = by.get(key);
     if (list) list.push(e);
-    else by.set(requestKey(e), [e]);
+    else by.set(key, [e]);
   }
   return Object.fromEntries(
     [...by].map(([k, es]) => {

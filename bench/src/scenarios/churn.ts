@@ -160,7 +160,10 @@ export async function churnScenario(o: ChurnOptions): Promise<ChurnResult> {
         (e) => WRITE_VERBS.has(e.verb) && e.objectRef?.resource !== 'leases',
       );
       const byVerb: Record<string, number> = {};
-      for (const e of writes) byVerb[requestKey(e)] = (byVerb[requestKey(e)] ?? 0) + 1;
+      for (const e of writes) {
+        const key = requestKey(e);
+        byVerb[key] = (byVerb[key] ?? 0) + 1;
+      }
       for (const k of Object.keys(byVerb)) byVerb[k] = round((byVerb[k] ?? 0) / total, 2);
       const ms = serverMs(writes);
       const serverWriteMsByVerb = serverMsByRequest(writes);

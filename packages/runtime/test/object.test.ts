@@ -13,6 +13,13 @@ import { ControllerBuilder } from '../src/controller/index.ts';
 import { controllerOf, defineIndex, done, giveUp } from '../src/index.ts';
 import { clientVia, recordingLogger, Widgets, waitFor, widgetControlPlane } from './support.ts';
 
+/** The ConfigMaps in `namespace` that `owner` controls, read from the server, those being deleted left out. */
+async function liveChildren(client: Client, namespace: string, owner: string) {
+  return (await client.list(ConfigMaps, { namespace })).items.filter(
+    (cm) => !cm.metadata.deletionTimestamp && controllerOf(cm)?.name === owner,
+  );
+}
+
 describe('object-first reconcilers against a real apiserver', () => {
   const plane = widgetControlPlane();
   let env: Environment;
@@ -47,10 +54,7 @@ describe('object-first reconcilers against a real apiserver', () => {
     const running = c.start(stop.signal);
     try {
       await client.create(Widgets, { metadata: { name: 'w', namespace: 'obj' }, spec: { replicas: 3 } });
-      const owned = async () =>
-        (await client.list(ConfigMaps, { namespace: 'obj' })).items.filter(
-          (cm) => !cm.metadata.deletionTimestamp && controllerOf(cm)?.name === 'w',
-        );
+      const owned = () => liveChildren(client, 'obj', 'w');
       await waitFor('3 owned ConfigMaps and status.replicas 3', async () => {
         const w = await client.get(Widgets, { namespace: 'obj', name: 'w' });
         return w.status?.replicas === 3 && (await owned()).length === 3;
@@ -104,10 +108,7 @@ describe('object-first reconcilers against a real apiserver', () => {
     const running = c.start(stop.signal);
     try {
       await client.create(Widgets, { metadata: { name: 'm', namespace: 'obj-meta' }, spec: { replicas: 2 } });
-      const owned = async () =>
-        (await client.list(ConfigMaps, { namespace: 'obj-meta' })).items.filter(
-          (cm) => !cm.metadata.deletionTimestamp && controllerOf(cm)?.name === 'm',
-        );
+      const owned = () => liveChildren(client, 'obj-meta', 'm');
       await waitFor('2 owned ConfigMaps and status.replicas 2', async () => {
         const w = await client.get(Widgets, { namespace: 'obj-meta', name: 'm' });
         return w.status?.replicas === 2 && (await owned()).length === 2;

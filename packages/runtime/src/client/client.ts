@@ -9,9 +9,9 @@
  * through the status subresource (`updateStatus` / `patchStatus`): `update` of an object whose kind has a status
  * subresource ignores status, as the apiserver does. A metadata-only type (`metadataOnly(kind)`) reads, watches,
  * patches and deletes `PartialObjectMetadata`; its whole-object writes throw a `TypeError` before any request.
- * Errors are `ApiError`s. A client made by `withSignal(signal)`
- * shares the connection and aborts every request it makes when `signal` does (a reconcile's client: a stopping
- * controller cuts its hung requests short without each call passing the signal).
+ * Errors are `ApiError`s. A client made by `withSignal(signal)` shares the connection and aborts every request it
+ * makes when `signal` does (a reconcile's client: a stopping controller cuts its hung requests short without each
+ * call passing the signal).
  */
 
 import { VERSION } from '../version.ts';

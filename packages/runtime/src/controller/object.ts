@@ -152,7 +152,7 @@ export function objectContext<T extends KubeObject>(
   // (whole or metadata only): a write of another kind starts no informer (which would need list and watch on it) and
   // holds nothing back.
   const followed = (r: ResourceType<KubeObject, unknown>) =>
-    ctx.cache.informers().find((i) => resourceId(i.resource) === resourceId(r))?.resource;
+    ctx.cache.informers().find((i) => resourceId(i.resource) === resourceId(r));
   return {
     ...ctx,
     events: {
@@ -173,16 +173,16 @@ export function objectContext<T extends KubeObject>(
         r,
         own(r, input as KubeObject, options.owned) as InputOf<typeof r>,
       )) as KubeObject;
-      const kind = followed(r);
-      if (kind) ctx.expect.created(kind, created);
+      const informer = followed(r);
+      if (informer) ctx.expect.created(informer.resource, created);
       return created as ObjectOf<typeof r>;
     },
     async apply(r, input, options = {}) {
       const desired = own(r, input as KubeObject, options.owned);
-      const kind = followed(r);
-      const existed = kind && ctx.cache.informer(kind).store.get(refKey(r, desired, obj)) !== undefined;
+      const informer = followed(r);
+      const existed = informer?.store.get(refKey(r, desired, obj)) !== undefined;
       const applied = await ctx.client.apply(r, desired, { fieldManager: ctx.fieldManager, force: true });
-      if (kind && !existed) ctx.expect.created(kind, applied);
+      if (informer && !existed) ctx.expect.created(informer.resource, applied);
       return applied as ObjectOf<typeof r>;
     },
     async delete(r, child) {
@@ -192,8 +192,8 @@ export function objectContext<T extends KubeObject>(
         if (isApiError(err, 'NotFound') || isApiError(err, 'Conflict')) return false;
         throw err;
       }
-      const kind = followed(r);
-      if (kind) ctx.expect.deleted(kind, child);
+      const informer = followed(r);
+      if (informer) ctx.expect.deleted(informer.resource, child);
       return true;
     },
     async status(status) {
