@@ -9,6 +9,7 @@ export { type Clock, FakeClock, realClock, type Timer } from './clock.ts';
 export { LOW_PRIORITY, WorkQueue, type WorkQueueMetrics, type WorkQueueOptions } from './queue.ts';
 export {
   BucketRateLimiter,
+  type ControllerRateLimiterOptions,
   defaultControllerRateLimiter,
   ItemExponentialRateLimiter,
   MaxOfRateLimiter,
