@@ -202,6 +202,32 @@ describe('manager against a real apiserver', () => {
     assert.equal(flood.length, 3);
   });
 
+  test('events: 100 repeats end as series.count 100; repeats over the rate limit are written once it allows', async () => {
+    const cm = await client.create(ConfigMaps, { metadata: { name: 'repeated', namespace: 'ev' } });
+    const { EventRecorder } = await import('../src/helpers/index.ts');
+    const seriesOf = async (controller: string) =>
+      (await client.list(EventsV1Events, { namespace: 'ev' })).items.filter(
+        (e) => e.reportingController === controller && e.regarding?.uid === cm.metadata.uid,
+      );
+    const rec = new EventRecorder({ client, component: 'repeats', log: recordingLogger() });
+    for (let i = 0; i < 100; i++) rec.event(ConfigMaps, cm, 'Warning', 'BackOff', `restart ${i}`);
+    await rec.flush();
+    assert.deepEqual(
+      (await seriesOf('repeats')).map((e) => e.series?.count),
+      [100],
+      'one Event counting every repeat (the default burst is 25)',
+    );
+    // a burst of 2 writes, then one per 300 ms: the repeats past the burst are held back, then written in one patch
+    const paced = new EventRecorder({ client, component: 'paced', log: recordingLogger(), burst: 2, refillMs: 300 });
+    for (let i = 0; i < 10; i++) {
+      paced.event(ConfigMaps, cm, 'Warning', 'BackOff', 'restarting');
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    await waitFor('the held-back repeats', async () => (await seriesOf('paced'))[0]?.series?.count === 10, 10_000, 50);
+    assert.equal(paced.dropped, 0);
+    assert.equal((await seriesOf('paced')).length, 1);
+  });
+
   test('events: a flush with a deadline cancels writes stuck on a hung connection, and the recorder goes on', async () => {
     const cm = await client.create(ConfigMaps, { metadata: { name: 'stuck', namespace: 'ev' } });
     const proxy = await FaultProxy.start({ target: targetOf(env.server) });

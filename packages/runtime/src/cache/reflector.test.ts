@@ -442,7 +442,7 @@ test('a streaming list stores the initial events at the end-of-initial-events bo
   }
 });
 
-test('a server that refuses streaming lists (400) gets a paginated list, then plain watches from then on', async () => {
+test('a server that refuses streaming lists (400) gets a paginated list and plain watches; the next relist asks again', async () => {
   const api = await fakeApiserver({
     list: (res) => sendJson(res, 200, listBody('20', ['a', 'b', 'c'])),
     watch: (res, seen) => {
@@ -466,34 +466,84 @@ test('a server that refuses streaming lists (400) gets a paginated list, then pl
     await waitFor(() => r.reflector.synced && api.watches().length >= 2, 2_000, 'synced by a list');
     assert.equal(r.store.size, 3);
     assert.equal(api.lists().length, 1);
-    assert.equal(r.reflector.listMode, 'paged', 'it does not ask again');
     assert.equal(api.watches()[1]?.query.get('resourceVersion'), '20');
     assert.equal(api.watches()[1]?.query.get('sendInitialEvents'), null);
+    assert.equal(r.reflector.listMode, 'stream', 'the fallback was for this cycle: the next list streams (client-go)');
   } finally {
     await r.stop();
     await api.close();
   }
 });
 
-test('a server that ignores sendInitialEvents (a watch that ends without the bookmark) gets a paginated list instead', async () => {
+test('a streaming list that ends before its bookmark falls back to pages for that cycle only: the relist after a 410 streams again', async () => {
+  let streams = 0;
   const api = await fakeApiserver({
     list: (res) => sendJson(res, 200, listBody('30', ['a', 'b'])),
     watch: (res, seen) => {
       if (seen.query.get('sendInitialEvents') === 'true') {
-        // an apiserver without WatchList: synthetic ADDED events for rv "", then the watch runs to its timeout
+        streams += 1;
         res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(lines({ type: 'ADDED', object: configMap('a', '1') }, { type: 'ADDED', object: configMap('b', '2') }));
-        return;
+        if (streams === 1) {
+          // cut short before the bookmark (an apiserver stopping, or one that ignores sendInitialEvents)
+          res.end(
+            lines({ type: 'ADDED', object: configMap('a', '1') }, { type: 'ADDED', object: configMap('b', '2') }),
+          );
+          return;
+        }
+        res.write(lines({ type: 'ADDED', object: configMap('a', '41') }, initialEventsEnd('42')));
+        return; // then open and silent
       }
-      silentWatch(res);
+      expiredWatch(res, seen); // the watch after the paginated list: its resourceVersion was compacted away
     },
   });
   const r = runReflector(api, { listMode: 'stream' });
   try {
-    await waitFor(() => r.reflector.synced, 2_000, 'synced by a list');
-    assert.equal(api.lists().length, 1);
-    assert.equal(r.store.get('default/a')?.metadata.resourceVersion, '1');
-    assert.equal(r.reflector.listMode, 'paged');
+    await waitFor(
+      () => streams === 2 && r.store.get('default/a')?.metadata.resourceVersion === '41',
+      3_000,
+      'a stream',
+    );
+    assert.equal(api.lists().length, 1, 'one paginated list, for the cycle whose stream was cut short');
+    assert.deepEqual(
+      api.requests.map((q) => (q.verb === 'LIST' ? 'LIST' : q.query.get('sendInitialEvents') ? 'STREAM' : 'WATCH')),
+      ['STREAM', 'LIST', 'WATCH', 'STREAM'],
+    );
+    assert.deepEqual([...r.store.keys()], ['default/a'], 'the streamed state replaced the listed one');
+    assert.equal(r.reflector.listMode, 'stream');
+  } finally {
+    await r.stop();
+    await api.close();
+  }
+});
+
+test('a streaming list whose connection breaks, or that is throttled (429), is streamed again after a backoff, not listed', async () => {
+  let streams = 0;
+  const api = await fakeApiserver({
+    list: (res) => sendJson(res, 500, status(500, 'InternalError', 'no list expected')),
+    watch: (res) => {
+      streams += 1;
+      if (streams === 1) {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.write(lines({ type: 'ADDED', object: configMap('a', '1') }));
+        setTimeout(() => res.socket?.destroy(), 20); // the connection breaks mid-stream
+        return;
+      }
+      if (streams === 2) {
+        sendJson(res, 429, status(429, 'TooManyRequests', 'the storage is (re)initializing'));
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.write(lines({ type: 'ADDED', object: configMap('a', '5') }, initialEventsEnd('6')));
+    },
+  });
+  const metrics = new RecordingMetrics();
+  const r = runReflector(api, { listMode: 'stream', backoff: { initialMs: 20, maxMs: 40, jitter: 0 }, metrics });
+  try {
+    await waitFor(() => r.reflector.synced, 3_000, 'synced by the third stream');
+    assert.equal(api.lists().length, 0, 'no paginated list');
+    assert.equal(streams, 3);
+    assert.deepEqual(metrics.failures, ['Network', 'TooManyRequests']);
+    assert.equal(r.store.get('default/a')?.metadata.resourceVersion, '5');
   } finally {
     await r.stop();
     await api.close();

@@ -6,9 +6,12 @@
  * The list is streamed by default (KEP-3157 WatchList, as client-go does): one watch with `sendInitialEvents=true`
  * delivers the current state as events, parsed one by one as the bytes arrive (no page is held whole), up to the
  * bookmark that marks its end; the store is then replaced atomically and the same watch goes on with the changes.
- * Where the server refuses a streaming list (an error answer, or a watch that ends without the end-of-initial-events
- * bookmark, as servers before the feature do) the reflector falls back to a paginated list for that cycle and, after
- * a refusal, for good; `listMode: 'paged'` asks for paginated lists from the start.
+ * As client-go's reflector: a streaming list the server refuses or fails (an error answer such as the 400/422 of a
+ * server without the WatchList feature, an error event, or a watch that ends before the end-of-initial-events
+ * bookmark — an older server, or one that stopped) is replaced by a paginated list for that list-and-watch cycle
+ * only; the next relist streams again. A streaming list that could not reach the server, broke off mid-stream, went
+ * silent or was throttled (429) is not a verdict on the feature: it is retried as a stream after the backoff.
+ * `listMode: 'paged'` asks for paginated lists from the start.
  *
  * The loop, as a state machine: LIST → WATCH → (server timeout: WATCH again at once) | (410 Gone, or a
  * resourceVersion too large for the server after an etcd restore: LIST again from scratch and replace the store
@@ -73,6 +76,12 @@ const HEALTHY_WATCH_MS = 5_000;
 /** The annotation on the bookmark that ends a streaming list's initial events. */
 const INITIAL_EVENTS_END = 'k8s.io/initial-events-end';
 
+/**
+ * Failures of a streaming list that say nothing about the server's support for it (client-go retries the stream on
+ * connection refused and 429; a broken or silent stream is a broken connection): back off and stream again.
+ */
+const STREAM_AGAIN: ReadonlySet<string> = new Set(['Network', 'Inactive', 'TooManyRequests', 'Gone']);
+
 export class Reflector<T extends KubeObject> {
   readonly #o: ReflectorOptions<T>;
   readonly #store: Store<T>;
@@ -85,8 +94,8 @@ export class Reflector<T extends KubeObject> {
   #watchOpenedAt: number | undefined;
   #synced = false;
   #onSynced: (() => void)[] = [];
-  /** Whether the next list is streamed: false after the server refused a streaming list. */
-  #stream: boolean;
+  /** Whether lists are streamed (`listMode: 'stream'`). */
+  readonly #stream: boolean;
   /** A streaming list failed this cycle: the next list is paginated (then streaming is tried again). */
   #fallback = false;
 
@@ -131,13 +140,13 @@ export class Reflector<T extends KubeObject> {
             if (signal.aborted) break;
             const err = toApiError(e);
             if (this.#resourceVersion !== undefined) throw err; // the list completed; the watch after it failed
-            // client-go's rule: making progress beats waiting for a streaming list that may never come
+            if (STREAM_AGAIN.has(err.code) || isResourceVersionTooLarge(err)) throw err; // back off, stream again
+            // client-go's rule: making progress beats waiting for a streaming list that may never come; for this
+            // cycle only (the server may be another apiserver next time, or the same one upgraded)
             this.#fallback = true;
-            // a refusal (the server does not know the parameters) is for good; any other failure for this cycle
-            if (err.code === 'BadRequest' || err.code === 'Invalid') this.#stream = false;
             log.info(
-              { code: err.code, err: err.message, again: this.#stream },
-              'the streaming list failed: listing in pages instead',
+              { code: err.code, err: err.message },
+              'the streaming list failed: listing in pages for this cycle',
             );
             this.#o.metrics?.failed(err.code);
           }
@@ -275,8 +284,7 @@ export class Reflector<T extends KubeObject> {
       if (events === 1 || performance.now() - started > 60_000) this.#backoff.reset();
     }
     if (collecting) {
-      // the server ran the watch to its end without the bookmark: it ignores sendInitialEvents (an older apiserver)
-      this.#stream = false;
+      // the watch ended without the bookmark: a server that ignores sendInitialEvents, or one that stopped mid-way
       throw new ApiError(
         'Unknown',
         `the streaming list of ${o.resource.plural} ended before its end-of-initial-events bookmark`,

@@ -7,11 +7,14 @@
  * - One request is never reconciled by two workers at once; a request changed during its reconcile is reconciled
  *   again afterwards (the queue's dirty/processing rule).
  * - Workers start only after every watched informer has synced (else `start` rejects with CacheSyncTimeout).
- * - A thrown error is retried with per-request exponential backoff (5 ms … 1000 s, and 10 qps / burst 100 overall);
- *   a Conflict (409) is retried the same way but logged at debug level only; TooManyRequests waits the server's
- *   Retry-After; a `TerminalError` is not retried. `requeueAfter` schedules the request again.
+ * - A thrown error is retried with per-request exponential backoff (5 ms … 1000 s, each request on its own; the
+ *   `rateLimiter` option can add an overall limit); a Conflict (409) is retried the same way but logged at debug
+ *   level only; TooManyRequests waits the server's Retry-After; a `TerminalError` is not retried. `requeueAfter`
+ *   schedules the request again.
  * - Priorities: adds from the initial list and resyncs wait behind fresh changes (`LOW_PRIORITY`), so a change made
- *   while thousands of objects are being listed is reconciled at once.
+ *   while thousands of objects are being listed is reconciled at once. A retry, a requeue and a wait for expectations
+ *   are queued at the priority the request was handed out with (or the result's `priority`), as controller-runtime
+ *   does: an initial-list object that fails stays behind fresh changes, a fresh one that fails stays ahead.
  * - An update enqueues the requests of the old object and of the new one, deduplicated (as controller-runtime's
  *   handlers do): when a child moves to another owner, or a mapping depends on labels that changed, the previous
  *   owner is reconciled too.
@@ -52,6 +55,7 @@ export interface ControllerOptions {
   readonly metrics?: Metrics;
   /** Workers (default 1). */
   readonly maxConcurrentReconciles?: number;
+  /** Paces retries (default `defaultControllerRateLimiter()`: per-request backoff, 5 ms doubling to 1000 s). */
   readonly rateLimiter?: RateLimiter<string>;
   readonly clock?: Clock;
   /** How long informers may take to sync before `start` fails (default 2 min). */
@@ -168,9 +172,9 @@ export class Controller {
     return this.#watched.map((i) => i.resource as ResourceType);
   }
 
-  /** Enqueues one request by hand. */
-  enqueue(request: Request): void {
-    this.queue.add(objectKey(request));
+  /** Enqueues one request by hand, at `priority` (default 0; higher first). */
+  enqueue(request: Request, priority = 0): void {
+    this.queue.add(objectKey(request), priority);
   }
 
   /** Runs until `signal` aborts; resolves after the drain. Rejects if the caches do not sync in time. */
@@ -224,12 +228,13 @@ export class Controller {
 
   async #worker(signal: AbortSignal): Promise<void> {
     for (;;) {
-      const key = await this.queue.get();
-      if (key === undefined) return;
+      const handed = await this.queue.getWithPriority();
+      if (handed === undefined) return;
+      const key = handed.item;
       this.#active += 1;
       this.#o.metrics?.activeWorkers.set({ controller: this.name }, this.#active);
       try {
-        await this.#process(key, signal);
+        await this.#process(key, handed.priority, signal);
       } finally {
         this.#active -= 1;
         this.#o.metrics?.activeWorkers.set({ controller: this.name }, this.#active);
@@ -238,9 +243,10 @@ export class Controller {
     }
   }
 
-  async #process(key: string, signal: AbortSignal): Promise<void> {
+  /** Reconciles the request of `key`, handed out at `priority` (the priority it is queued at again, by default). */
+  async #process(key: string, priority: number, signal: AbortSignal): Promise<void> {
     if (!this.expectations.satisfied(key)) {
-      this.queue.addAfter(key, Math.min(1_000, Math.max(10, this.expectations.remainingMs(key))));
+      this.queue.addAfter(key, Math.min(1_000, Math.max(10, this.expectations.remainingMs(key))), priority);
       return;
     }
     const request = parseKey(key);
@@ -290,7 +296,7 @@ export class Controller {
     } catch (err) {
       m?.reconcileTime.observe({ controller: this.name }, (performance.now() - started) / 1000);
       if (span) endReconcileSpan(span, { failed: true, error: err });
-      this.#failed(key, err, log, signal, ctx);
+      this.#failed(key, priority, err, log, signal, ctx);
       return;
     }
     m?.reconcileTime.observe({ controller: this.name }, (performance.now() - started) / 1000);
@@ -298,13 +304,31 @@ export class Controller {
     this.queue.forget(key);
     if (result?.requeueAfter !== undefined && result.requeueAfter > 0) {
       m?.reconcileTotal.inc({ controller: this.name, result: 'requeue_after' });
-      this.queue.addAfter(key, result.requeueAfter);
+      this.queue.addAfter(key, result.requeueAfter, this.#requeuePriority(result, priority, log));
     } else {
       m?.reconcileTotal.inc({ controller: this.name, result: 'success' });
     }
   }
 
-  #failed(key: string, err: unknown, log: Logger, stopping: AbortSignal, ctx: ReconcileContext): void {
+  /** The result's priority if it names a valid one, else the priority the request was handed out with. */
+  #requeuePriority(result: Result, handed: number, log: Logger): number {
+    if (result.priority === undefined) return handed;
+    if (Number.isSafeInteger(result.priority)) return result.priority;
+    log.error(
+      { priority: String(result.priority), handed },
+      'the reconcile result has a priority that is not a safe integer: requeueing at the priority it had',
+    );
+    return handed;
+  }
+
+  #failed(
+    key: string,
+    priority: number,
+    err: unknown,
+    log: Logger,
+    stopping: AbortSignal,
+    ctx: ReconcileContext,
+  ): void {
     const m = this.#o.metrics;
     m?.reconcileTotal.inc({ controller: this.name, result: 'error' });
     m?.reconcileErrors.inc({ controller: this.name });
@@ -327,10 +351,10 @@ export class Controller {
         { ...fields, retryInMs: action.afterMs },
         action.message ?? 'reconcile failed: retrying after a delay',
       );
-      this.queue.addAfter(key, action.afterMs);
+      this.queue.addAfter(key, action.afterMs, priority);
     } else {
       log[action.log](fields, action.message ?? 'reconcile failed: retrying with backoff');
-      this.queue.addRateLimited(key);
+      this.queue.addRateLimited(key, priority);
     }
   }
 }

@@ -28,7 +28,7 @@ export type ErrorAction = (
 
 export type ErrorLogLevel = Exclude<LogLevel, 'silent'>;
 
-/** Retry with the request's exponential backoff (5 ms doubling to 1000 s, with the queue's overall rate limit). */
+/** Retry with the request's exponential backoff (5 ms doubling to 1000 s), at the priority it was handed out with. */
 export function retryWithBackoff(log: ErrorLogLevel = 'error', message?: string): ErrorAction {
   return { retry: 'backoff', log, ...(message ? { message } : {}) };
 }

@@ -3,7 +3,9 @@
  * The reconcile contract. `reconcile(request, ctx)` is level-triggered: it gets the name of an object whose state
  * may need work — never the event that woke it — reads the current state (from the cache) and drives the world
  * toward the desired state. It returns `done()` or `requeueAfter(ms)`; a thrown error is retried with per-key
- * exponential backoff, unless it is a `TerminalError` (retrying cannot help; logged and counted, not retried).
+ * exponential backoff, unless it is a `TerminalError` (retrying cannot help; logged and counted, not retried). A
+ * retry or requeue waits in the queue at the priority the request was handed out with, unless the result names
+ * another (`requeueAfter(ms, { priority })`, as controller-runtime's `Result.Priority`).
  */
 
 import type { Cache } from '../cache/cache.ts';
@@ -19,6 +21,11 @@ export type Request = ObjectRef;
 export interface Result {
   /** Reconcile this request again after this many milliseconds (even if nothing changes). */
   readonly requeueAfter?: number;
+  /**
+   * The queue priority of that requeue (a safe integer; higher is handed out first; changes from the initial list
+   * wait at `LOW_PRIORITY`, fresh ones at 0). Default: the priority this request was handed out with.
+   */
+  readonly priority?: number;
 }
 
 /** Nothing more to do until something changes. */
@@ -26,10 +33,14 @@ export function done(): Result {
   return {};
 }
 
-/** Reconcile again after `ms` milliseconds. */
-export function requeueAfter(ms: number): Result {
+/** Reconcile again after `ms` milliseconds (at `options.priority`, default: the priority the request had). */
+export function requeueAfter(ms: number, options: { readonly priority?: number } = {}): Result {
   if (!(ms > 0)) throw new RangeError(`requeueAfter needs a positive delay, got ${ms}`);
-  return { requeueAfter: ms };
+  const { priority } = options;
+  if (priority === undefined) return { requeueAfter: ms };
+  if (!Number.isSafeInteger(priority))
+    throw new RangeError(`a requeue priority must be a safe integer, got ${priority}`);
+  return { requeueAfter: ms, priority };
 }
 
 /**

@@ -10,6 +10,7 @@ import type { APIResource } from '../client/client.ts';
 import { ApiError } from '../client/errors.ts';
 import type { InputOf, KubeObject, ObjectOf, ObjectRef, ResourceType } from '../client/resource.ts';
 import { type Logger, silentLogger } from '../logger.ts';
+import { FakeClock } from '../workqueue/clock.ts';
 import { type EventClient, EventRecorder, objectReference, SERIES_IDLE_MS } from './events.ts';
 
 interface Call {
@@ -61,13 +62,13 @@ const cm = { metadata: { name: 'cfg', namespace: 'ns', uid: 'uid-cm' } };
 const POD_REF = { apiVersion: 'v1', kind: 'Pod', name: 'web-1', namespace: 'ns', uid: 'uid-pod', resourceVersion: '7' };
 const CM_REF = { apiVersion: 'v1', kind: 'ConfigMap', name: 'cfg', namespace: 'ns', uid: 'uid-cm' };
 
-function recorder(client: FakeClient, clock = { now: 1_700_000_000_000 }, extra: { burst?: number } = {}) {
+function recorder(client: FakeClient, clock = new FakeClock(1_700_000_000_000), extra: { burst?: number } = {}) {
   return new EventRecorder({
     client,
     component: 'appservice',
     instance: 'appservice-host',
     log: silentLogger,
-    now: () => clock.now,
+    clock,
     ...extra,
   });
 }
@@ -108,12 +109,12 @@ test('events.k8s.io/v1: regarding, related, action, reportingController/Instance
 
 test('repeats become a series, keyed as client-go keys them: another note or type joins it, another object or action does not', async () => {
   const client = new FakeClient(true);
-  const clock = { now: 1_700_000_000_000 };
+  const clock = new FakeClock(1_700_000_000_000);
   const rec = recorder(client, clock);
   for (let i = 0; i < 3; i++) {
     rec.event(Pods, pod, 'Warning', 'BackOff', 'restarting');
     await rec.flush();
-    clock.now += 1_000;
+    clock.advance(1_000);
   }
   rec.event(Pods, pod, 'Normal', 'BackOff', 'restarting again'); // client-go's key has neither the note nor the type
   await rec.flush();
@@ -167,11 +168,11 @@ test('an install whose RBAC lacks events.k8s.io: the first refusal is a warning 
 
 test('a series ends after 6 quiet minutes; an expired Event is created again with the count so far', async () => {
   const client = new FakeClient(true);
-  const clock = { now: 1_700_000_000_000 };
+  const clock = new FakeClock(1_700_000_000_000);
   const rec = recorder(client, clock);
   rec.event(Pods, pod, 'Normal', 'Synced', 'ok');
   await rec.flush();
-  clock.now += SERIES_IDLE_MS + 1;
+  clock.advance(SERIES_IDLE_MS + 1);
   rec.event(Pods, pod, 'Normal', 'Synced', 'ok');
   await rec.flush();
   assert.deepEqual(
@@ -180,7 +181,7 @@ test('a series ends after 6 quiet minutes; an expired Event is created again wit
   );
   assert.notEqual(client.calls[0]?.name, client.calls[1]?.name);
   client.expired.add(client.calls[1]?.name ?? '');
-  clock.now += 1_000;
+  clock.advance(1_000);
   rec.event(Pods, pod, 'Normal', 'Synced', 'ok');
   await rec.flush();
   const recreated = client.calls[2];
@@ -208,14 +209,14 @@ test('repeats recorded while a write is under way fold into one patch', async ()
 
 test('fallback: without events.k8s.io/v1, core/v1 Events with count, action, related and reportingComponent', async () => {
   const client = new FakeClient(false);
-  const clock = { now: 1_700_000_000_000 };
+  const clock = new FakeClock(1_700_000_000_000);
   const rec = recorder(client, clock);
   rec.event(Pods, pod, 'Warning', 'Failed', 'quota exceeded', {
     action: 'Create',
     related: objectReference(ConfigMaps, cm),
   });
   await rec.flush();
-  clock.now += 2_000;
+  clock.advance(2_000);
   rec.event(Pods, pod, 'Warning', 'Failed', 'quota exceeded', {
     action: 'Create',
     related: objectReference(ConfigMaps, cm),
@@ -247,14 +248,14 @@ test('fallback: without events.k8s.io/v1, core/v1 Events with count, action, rel
 
 test('rate limit per regarding object: a burst, then one per refill interval; other objects are unaffected', async () => {
   const client = new FakeClient(true);
-  const clock = { now: 1_700_000_000_000 };
+  const clock = new FakeClock(1_700_000_000_000);
   const rec = recorder(client, clock, { burst: 3 });
   for (let i = 0; i < 10; i++) rec.event(Pods, pod, 'Warning', `Flood${i}`, `message ${i}`);
   rec.event(ConfigMaps, cm, 'Normal', 'Other', 'another object');
   await rec.flush();
   assert.equal(rec.dropped, 7);
   assert.equal(client.calls.length, 4);
-  clock.now += 300_000; // one refill
+  clock.advance(300_000); // one refill
   rec.event(Pods, pod, 'Warning', 'Again', 'after the refill');
   rec.event(Pods, pod, 'Warning', 'Again2', 'over the limit');
   await rec.flush();
@@ -269,4 +270,77 @@ test('a note over 1 kB is cut to the limit, never through a character', async ()
   const note = String(client.calls[0]?.body.note);
   assert.ok(Buffer.byteLength(note) <= 1024, `${Buffer.byteLength(note)} bytes`);
   assert.match(note, /^€+\.\.\.$/);
+});
+
+/** Lets the fake client's writes and the recorder's follow-ups run (no fake time passes). */
+async function settle(): Promise<void> {
+  for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
+}
+
+for (const served of [true, false])
+  test(`100 occurrences end as a count of 100 (${served ? 'events.k8s.io/v1' : 'core/v1'}): the rate limit holds writes back, never repeats`, async () => {
+    const client = new FakeClient(served);
+    const clock = new FakeClock(1_700_000_000_000);
+    const rec = new EventRecorder({
+      client,
+      component: 'appservice',
+      instance: 'appservice-host',
+      log: silentLogger,
+      clock,
+    });
+    const count = (c: Call | undefined) =>
+      served ? (c?.body.series as { count: number } | undefined)?.count : (c?.body.count as number | undefined);
+    for (let i = 0; i < 100; i++) {
+      rec.event(Pods, pod, 'Warning', 'BackOff', 'restarting');
+      await settle(); // each occurrence is its own write while the burst lasts
+      clock.advance(10);
+    }
+    assert.equal(rec.dropped, 0, 'no occurrence of the series is dropped');
+    assert.equal(client.calls.length, 25, 'the burst of 25 writes: one create and 24 patches');
+    assert.equal(count(client.calls.at(-1)), 25);
+    clock.advance(300_000); // the next token: the counts held back are written in one patch
+    await settle();
+    assert.equal(client.calls.length, 26);
+    assert.equal(client.calls.at(-1)?.verb, 'patch');
+    assert.equal(count(client.calls.at(-1)), 100);
+    assert.equal(client.calls.at(-1)?.name, client.calls[0]?.name, 'the same Event');
+    assert.equal(clock.pendingTimers(), 0, 'nothing more to write, no timer left');
+    await rec.flush();
+    assert.equal(client.calls.length, 26);
+  });
+
+test('held-back counts: other series of the object wait their turn, flush writes them at once, a new event over the limit is dropped', async () => {
+  const client = new FakeClient(true);
+  const clock = new FakeClock(1_700_000_000_000);
+  const rec = new EventRecorder({ client, component: 'op', instance: 'op-1', log: silentLogger, clock, burst: 2 });
+  const counts = () =>
+    client.calls.map(
+      (c) => `${c.body.reason ?? c.name}:${(c.body.series as { count: number } | undefined)?.count ?? 1}`,
+    );
+  rec.event(Pods, pod, 'Warning', 'A', 'a');
+  rec.event(Pods, pod, 'Warning', 'B', 'b');
+  await settle();
+  assert.deepEqual(counts(), ['A:1', 'B:1'], 'the burst of 2 created both');
+  const [a, b] = [client.calls[0]?.name, client.calls[1]?.name];
+  rec.event(Pods, pod, 'Warning', 'C', 'c'); // a new Event with no token left: dropped, as client-go's spam filter does
+  assert.equal(rec.dropped, 1);
+  for (let i = 0; i < 3; i++) rec.event(Pods, pod, 'Warning', 'A', 'a');
+  for (let i = 0; i < 4; i++) rec.event(Pods, pod, 'Warning', 'B', 'b');
+  await settle();
+  assert.equal(client.calls.length, 2, 'both repeats are held back');
+  clock.advance(300_000); // one token: A, held first, is written
+  await settle();
+  assert.deepEqual(
+    client.calls.slice(2).map((c) => [c.name, (c.body.series as { count: number }).count]),
+    [[a, 4]],
+  );
+  rec.event(Pods, pod, 'Warning', 'B', 'b');
+  assert.equal(await rec.flush(), 0);
+  assert.deepEqual(
+    client.calls.slice(3).map((c) => [c.name, (c.body.series as { count: number }).count]),
+    [[b, 6]],
+    'flush writes what the limit held back',
+  );
+  assert.equal(clock.pendingTimers(), 0);
+  assert.equal(rec.dropped, 1);
 });

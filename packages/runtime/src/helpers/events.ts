@@ -12,16 +12,20 @@
  *   related (whole references, resourceVersion included); not the type or the note. A repeat within 6 minutes of the
  *   last one patches the existing Event's `series.count` and `series.lastObservedTime` instead of creating an object,
  *   and the Event keeps its first note; after 6 quiet minutes, or when the Event expired meanwhile, a new Event is
- *   created (carrying the count so far, as client-go does). Repeats recorded while a write is under way are folded into the next write, so a burst costs at most one
- *   create and one patch in flight at a time per series.
- * - Rate limited per regarding object, like client-go's spam filter: a burst of 25, then one event per 5 minutes; the
- *   excess is dropped (counted in `dropped`), so a failing reconcile cannot flood the cluster.
+ *   created (carrying the count so far, as client-go does). Repeats recorded while a write is under way are folded
+ *   into the next write, so a burst costs at most one create and one patch in flight at a time per series.
+ * - Every occurrence is counted: 100 repeats end as a count of 100 on the server. What is rate limited is the writes,
+ *   per regarding object (a burst of 25, then one per 5 minutes, the pace of client-go's spam filter), so a failing
+ *   reconcile cannot flood the cluster: a repeat over the limit is held back, folded into the series' next write, and
+ *   written once the object's limit allows (one write per held series per refill, oldest first), or by `flush()`. A
+ *   new Event (not a repeat of a series) for an object over its limit is dropped and counted in `dropped`.
  * - Never throws and never blocks a reconcile: writes happen in the background, one at a time per series; failures
  *   are logged at debug level, except the first refusal for lack of RBAC (an install whose ClusterRole predates
  *   events.k8s.io), a warning naming the missing rule. Notes longer than 1 kB are cut to fit the API's limit.
- * - `flush(timeoutMs)` waits for the writes under way, but never longer than `timeoutMs`: then it cancels the rest, so
- *   a process stopping on a hung connection (a lost Lease, a SIGTERM) exits on time instead of waiting for the
- *   client's request timeout.
+ * - `flush(timeoutMs)` writes the counts held back by the rate limit at once (a stopping process would lose them) and
+ *   waits for the writes under way, but never longer than `timeoutMs`: then it cancels the rest, so a process stopping
+ *   on a hung connection (a lost Lease, a SIGTERM) exits on time instead of waiting for the client's request timeout.
+ *   The timer of held-back writes does not keep a process alive.
  *
  * RBAC: `create` and `patch` on `events.k8s.io` events (see `managerPermissions`); the core/v1 fallback, for
  * apiservers older than 1.19, needs the same verbs on core `events`.
@@ -34,6 +38,7 @@ import type { Client } from '../client/client.ts';
 import { isApiError } from '../client/errors.ts';
 import type { KubeObject, ResourceType } from '../client/resource.ts';
 import type { Logger } from '../logger.ts';
+import { type Clock, realClock, type Timer } from '../workqueue/clock.ts';
 
 export type EventType = 'Normal' | 'Warning';
 
@@ -76,13 +81,13 @@ export interface EventRecorderOptions {
   /** The reporting instance (default `<component>-<hostname>`, as client-go). */
   readonly instance?: string;
   readonly log: Logger;
-  /** Per object: burst (default 25) and refill interval (default 5 min). */
+  /** Writes per regarding object: burst (default 25) and refill interval (default 5 min). */
   readonly burst?: number;
   readonly refillMs?: number;
   /** How many distinct series to remember (default 4096). */
   readonly cacheSize?: number;
-  /** The clock, in ms since the epoch (default `Date.now`). */
-  readonly now?: () => number;
+  /** Time in ms since the epoch, and the timer of held-back writes (default: the real clock). */
+  readonly clock?: Clock;
 }
 
 /** client-go's default action when a caller names none. */
@@ -91,6 +96,8 @@ export const DEFAULT_ACTION = 'NoneSpecified';
 export const SERIES_IDLE_MS = 6 * 60_000;
 /** The API's limit on an Event's note (`message`). */
 const NOTE_LIMIT = 1024;
+/** Rounding slack when a bucket refilled to exactly one token. */
+const TOKEN_EPSILON = 1e-9;
 /** The longest a Node timer can wait (2^31 − 1 ms); a longer flush timeout means no limit. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
@@ -112,15 +119,26 @@ interface Series {
   written: number;
   /** The written Event, once created. */
   ref: { readonly api: Api; readonly namespace: string; readonly name: string } | undefined;
-  pending: Promise<void>;
+  /** The regarding object's rate-limit bucket. */
+  readonly bucket: string;
+  /** A write loop runs for this series (it picks up every count recorded meanwhile). */
+  writing: boolean;
+  /** The next write already has its token (a new series' create, taken when it was recorded; a released one). */
+  granted: boolean;
+  /** Held back by the rate limit until the bucket has a token (or a flush). */
+  held: boolean;
 }
 
 export class EventRecorder {
   readonly #o: EventRecorderOptions;
   readonly #instance: string;
-  readonly #now: () => number;
+  readonly #clock: Clock;
   readonly #series = new Map<string, Series>();
   readonly #buckets = new Map<string, { tokens: number; at: number }>();
+  /** Series whose counts wait for a token, oldest first. */
+  readonly #held = new Set<Series>();
+  /** Set for when the first held series' bucket has a token again. */
+  #timer: { readonly at: number; readonly timer: Timer } | undefined;
   #api: Promise<Api> | undefined;
   /** The API discovery settled on, once it has. */
   #apiNow: Api | undefined;
@@ -133,10 +151,10 @@ export class EventRecorder {
   constructor(options: EventRecorderOptions) {
     this.#o = options;
     this.#instance = (options.instance ?? `${options.component}-${hostname()}`).slice(0, 128);
-    this.#now = options.now ?? Date.now;
+    this.#clock = options.clock ?? realClock;
   }
 
-  /** Events dropped by the rate limit so far. */
+  /** New Events dropped by the rate limit so far (repeats of a series are never dropped). */
   get dropped(): number {
     return this.#dropped;
   }
@@ -154,12 +172,8 @@ export class EventRecorder {
     options: EventOptions = {},
   ): void {
     const regarding = objectReference(r, obj);
-    const now = this.#now();
-    if (!this.#allow(regarding.uid ?? `${regarding.namespace ?? ''}/${regarding.name}`, now)) {
-      this.#dropped += 1;
-      this.#o.log.debug({ reason, object: regarding.name }, 'event dropped by the rate limit');
-      return;
-    }
+    const now = this.#clock.now();
+    const bucket = regarding.uid ?? `${regarding.namespace ?? ''}/${regarding.name}`;
     const action = (options.action ?? DEFAULT_ACTION).slice(0, 128);
     const note = truncate(message);
     const related = options.related;
@@ -169,6 +183,12 @@ export class EventRecorder {
     let s = this.#series.get(key);
     if (s && now - s.last > SERIES_IDLE_MS) s = undefined; // the series ended: start a new Event
     if (!s) {
+      // a new Event needs a write now: over the object's limit, it is dropped (client-go's spam filter)
+      if (!this.#take(bucket, now)) {
+        this.#dropped += 1;
+        this.#o.log.debug({ reason, object: regarding.name }, 'event dropped by the rate limit');
+        return;
+      }
       s = {
         regarding,
         related,
@@ -181,32 +201,96 @@ export class EventRecorder {
         count: 0,
         written: 0,
         ref: undefined,
-        pending: Promise.resolve(),
+        bucket,
+        writing: false,
+        granted: true,
+        held: false,
       };
       this.#remember(key, s);
     }
     s.count += 1;
     s.last = now;
-    const series = s;
-    const { signal } = this.#cancel;
-    // Writes of one series are chained; a write finding nothing new to report (folded into an earlier one) is skipped.
-    const pending = series.pending.then(async () => {
-      try {
-        await this.#write(series, signal);
-      } catch (err) {
-        this.#writeFailed(err, series);
-      }
-    });
-    series.pending = pending;
-    this.#inFlight.add(pending);
-    void pending.finally(() => this.#inFlight.delete(pending));
+    this.#kick(s);
+  }
+
+  /** Starts the series' write loop, unless it runs already or the series is held back. */
+  #kick(s: Series): void {
+    if (s.writing || s.held) return;
+    s.writing = true;
+    const running = this.#drain(s, this.#cancel.signal);
+    this.#inFlight.add(running);
+    void running.finally(() => this.#inFlight.delete(running));
   }
 
   /**
-   * Resolves when every event recorded so far has been written or given up on — after `timeoutMs` at the latest
-   * (default: no limit), cancelling the writes still under way. Returns how many were cancelled.
+   * Writes until the server's Event reports every occurrence recorded: each write takes a token of the object's
+   * bucket; without one the series is held back. A failed write ends the loop (the next occurrence tries again).
+   */
+  async #drain(s: Series, signal: AbortSignal): Promise<void> {
+    try {
+      await undefined; // occurrences recorded in the same turn go out in one write
+      while (s.count !== s.written) {
+        if (!s.granted && !this.#take(s.bucket, this.#clock.now())) {
+          this.#hold(s);
+          return;
+        }
+        s.granted = false;
+        try {
+          await this.#write(s, signal);
+        } catch (err) {
+          this.#writeFailed(err, s);
+          return;
+        }
+      }
+    } finally {
+      s.writing = false; // in the same turn as the last check: a count recorded after it starts a new loop
+    }
+  }
+
+  #hold(s: Series): void {
+    s.held = true;
+    this.#held.add(s);
+    this.#arm();
+  }
+
+  /** Restarts the held series whose bucket has a token again (every one, when `all`: a flush), then re-arms. */
+  #release(all: boolean): void {
+    const now = this.#clock.now();
+    for (const s of [...this.#held]) {
+      if (!all && !this.#take(s.bucket, now)) continue;
+      this.#held.delete(s);
+      s.held = false;
+      s.granted = true;
+      this.#kick(s);
+    }
+    this.#arm();
+  }
+
+  /** Sets the timer for the earliest time a held series' bucket has a token, or clears it when none is held. */
+  #arm(): void {
+    let at = Infinity;
+    for (const s of this.#held) at = Math.min(at, this.#tokenAt(s.bucket));
+    if (at === Infinity) {
+      this.#timer?.timer.cancel();
+      this.#timer = undefined;
+      return;
+    }
+    if (this.#timer !== undefined && this.#timer.at <= at) return;
+    this.#timer?.timer.cancel();
+    const timer = this.#clock.setTimer(at - this.#clock.now(), () => {
+      this.#timer = undefined;
+      this.#release(false);
+    });
+    this.#timer = { at, timer };
+  }
+
+  /**
+   * Writes the counts the rate limit held back, and resolves when every event recorded so far has been written or
+   * given up on — after `timeoutMs` at the latest (default: no limit), cancelling the writes still under way. Returns
+   * how many were cancelled.
    */
   async flush(timeoutMs = Infinity): Promise<number> {
+    this.#release(true);
     const limited = timeoutMs < MAX_TIMER_MS; // longer than a timer can wait: no limit
     const deadline = Date.now() + timeoutMs;
     while (this.#inFlight.size > 0) {
@@ -349,20 +433,29 @@ export class EventRecorder {
     }
   }
 
-  #allow(objectKey: string, now: number): boolean {
+  /** Takes a write token of the object's bucket, if it has one now. */
+  #take(objectKey: string, now: number): boolean {
     const burst = this.#o.burst ?? 25;
     const refillMs = this.#o.refillMs ?? 300_000;
     const b = this.#buckets.get(objectKey) ?? { tokens: burst, at: now };
     b.tokens = Math.min(burst, b.tokens + (now - b.at) / refillMs);
     b.at = now;
     this.#buckets.set(objectKey, b);
-    if (b.tokens < 1) return false;
-    b.tokens -= 1;
+    if (b.tokens < 1 - TOKEN_EPSILON) return false;
+    b.tokens = Math.max(0, b.tokens - 1);
     if (this.#buckets.size > (this.#o.cacheSize ?? 4096)) {
       const oldest = this.#buckets.keys().next().value;
       if (oldest !== undefined && oldest !== objectKey) this.#buckets.delete(oldest);
     }
     return true;
+  }
+
+  /** When the object's bucket has a token (now, if it has one or is not tracked), in whole ms. */
+  #tokenAt(objectKey: string): number {
+    const b = this.#buckets.get(objectKey);
+    if (b === undefined) return this.#clock.now();
+    const refillMs = this.#o.refillMs ?? 300_000;
+    return Math.ceil(b.at + Math.max(0, 1 - b.tokens) * refillMs);
   }
 }
 

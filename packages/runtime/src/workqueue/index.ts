@@ -6,9 +6,10 @@
  * Guarantees and caveats: see each module (clock, ratelimiter, queue).
  */
 export { type Clock, FakeClock, realClock, type Timer } from './clock.ts';
-export { LOW_PRIORITY, WorkQueue, type WorkQueueMetrics, type WorkQueueOptions } from './queue.ts';
+export { type Handed, LOW_PRIORITY, WorkQueue, type WorkQueueMetrics, type WorkQueueOptions } from './queue.ts';
 export {
   BucketRateLimiter,
+  type ControllerRateLimiterOptions,
   defaultControllerRateLimiter,
   ItemExponentialRateLimiter,
   MaxOfRateLimiter,

@@ -519,3 +519,70 @@ test('priorities: a key re-added while processing comes back at the priority ask
   assert.equal(await queue.get(), 'c');
   assert.equal(await queue.get(), 'b');
 });
+
+test('getWithPriority hands out the priority the key waited at; get() and getWithPriority() share one FIFO', async () => {
+  const { queue } = newQueue();
+  queue.add('low', LOW_PRIORITY);
+  queue.add('fresh');
+  queue.add('urgent', 10);
+  queue.add('low-up', LOW_PRIORITY);
+  queue.add('low-up', 3); // moved up: handed out at 3
+  assert.deepEqual(await queue.getWithPriority(), { item: 'urgent', priority: 10 });
+  assert.deepEqual(await queue.getWithPriority(), { item: 'low-up', priority: 3 });
+  assert.equal(await queue.get(), 'fresh');
+  assert.deepEqual(await queue.getWithPriority(), { item: 'low', priority: LOW_PRIORITY });
+  const waiting = track(queue.getWithPriority());
+  await flush();
+  assert.equal(waiting.settled, false);
+  queue.add('late', 7); // straight to the waiting getter, with its priority
+  await flush();
+  assert.deepEqual(waiting.value, { item: 'late', priority: 7 });
+  queue.add('urgent', LOW_PRIORITY); // re-added while processing: after done(), at the priority of that add
+  queue.done('urgent');
+  assert.deepEqual(await queue.getWithPriority(), { item: 'urgent', priority: LOW_PRIORITY });
+  queue.shutDown();
+  assert.equal(await queue.getWithPriority(), undefined);
+});
+
+test('priorities: addRateLimited and addAfter re-add at the priority given, so a low-priority retry stays behind fresh keys', async () => {
+  const clock = new FakeClock();
+  const queue = new WorkQueue({ name: 'test', clock, rateLimiter: new ItemExponentialRateLimiter<string>(5, 1_000) });
+  queue.add('initial-1', LOW_PRIORITY);
+  queue.add('initial-2', LOW_PRIORITY);
+  const first = await queue.getWithPriority();
+  assert.deepEqual(first, { item: 'initial-1', priority: LOW_PRIORITY });
+  queue.addRateLimited('initial-1', first?.priority); // it failed: retried at the priority it had
+  queue.done('initial-1');
+  queue.addAfter('requeued', 5, LOW_PRIORITY);
+  clock.advance(5);
+  queue.add('fresh');
+  const order: (string | undefined)[] = [];
+  for (let i = 0; i < 4; i++) order.push(await queue.get());
+  assert.deepEqual(order, ['fresh', 'initial-2', 'initial-1', 'requeued']);
+});
+
+test('priorities: a key scheduled twice keeps the earliest time and the highest priority (controller-runtime)', async () => {
+  const { queue, clock } = newQueue();
+  queue.addAfter('a', 10, LOW_PRIORITY);
+  queue.addAfter('a', 50, 5); // later, but higher: the time stays 10 ms, the priority becomes 5
+  queue.addAfter('b', 10, 5);
+  queue.addAfter('b', 5, LOW_PRIORITY); // earlier, but lower: the time becomes 5 ms, the priority stays 5
+  queue.add('c');
+  clock.advance(5);
+  assert.deepEqual(await queue.getWithPriority(), { item: 'b', priority: 5 });
+  assert.deepEqual(await queue.getWithPriority(), { item: 'c', priority: 0 });
+  clock.advance(5);
+  assert.deepEqual(await queue.getWithPriority(), { item: 'a', priority: 5 });
+  clock.advance(1_000);
+  assert.equal(queue.len(), 0, 'the superseded schedules did not fire again');
+});
+
+test('priorities must be safe integers', () => {
+  const { queue } = newQueue();
+  for (const bad of [Number.NaN, Infinity, 0.5]) {
+    assert.throws(() => queue.add('a', bad), RangeError);
+    assert.throws(() => queue.addAfter('a', 10, bad), RangeError);
+    assert.throws(() => queue.addRateLimited('a', bad), RangeError);
+  }
+  assert.equal(queue.len(), 0);
+});

@@ -9,12 +9,15 @@
  *   queues it once, so it is processed again exactly once.
  * - Priorities (as controller-runtime's priority queue): a key waits at the highest priority any add gave it since it
  *   was last handed out, and `get()` hands out the highest priority first (default 0; controllers add the objects of
- *   an initial list at `LOW_PRIORITY`, so a fresh change is not stuck behind thousands of them). Within a priority,
- *   distinct keys come out in the order they were (first) queued; waiting `get()` calls are served in call order,
- *   each with a different key.
- * - `addAfter()` keeps the earliest ready time per key. It does not look at the waiting set: a key that is waiting now
- *   is still scheduled, and when its time comes it is added like any `add()` (a no-op if it is still waiting; processed
- *   again if it was processed in between), as client-go does. Keys falling due together are queued in schedule order.
+ *   an initial list at `LOW_PRIORITY`, so a fresh change is not stuck behind thousands of them). A key moved up goes to
+ *   the end of its new priority. Within a priority, distinct keys come out in the order they were (first) queued;
+ *   waiting `get()` calls are served in call order, each with a different key. `getWithPriority()` also says the
+ *   priority the key was handed out at, so a caller can re-add it (a retry, a requeue) at that priority. Priorities
+ *   are safe integers (else RangeError).
+ * - `addAfter()` keeps the earliest ready time and the highest priority per scheduled key. It does not look at the
+ *   waiting set: a key that is waiting now is still scheduled, and when its time comes it is added like any `add()` (a
+ *   no-op if it is still waiting, except that it may move up; processed again if it was processed in between), as
+ *   client-go does. Keys falling due together are queued in schedule order.
  * - After `shutDown()`/`shutDownWithDrain()`, adds are ignored, waiting and delayed keys are dropped, timers are
  *   cancelled, and every pending and future `get()` resolves `undefined`.
  * Caveats: metric hooks run synchronously inside queue calls and must not throw or call back into the queue. A
@@ -140,6 +143,16 @@ const COMPACT_AFTER = 1024;
 /** The priority controllers give to adds from an informer's initial list and from resyncs (controller-runtime's). */
 export const LOW_PRIORITY = -100;
 
+/** A key handed out by `getWithPriority()`, with the priority it waited at. */
+export interface Handed<K> {
+  readonly item: K;
+  readonly priority: number;
+}
+
+function checkPriority(priority: number): void {
+  if (!Number.isSafeInteger(priority)) throw new RangeError(`a queue priority must be a safe integer, got ${priority}`);
+}
+
 /** The waiting keys of one priority, in FIFO order from `head` on (entries whose key moved up are skipped). */
 interface Bucket<K> {
   items: K[];
@@ -169,7 +182,7 @@ export class WorkQueue<K extends string = string> {
   /** How long each processing key waited in the queue before `get()` handed it out (ms). */
   readonly #waited = new Map<K, number>();
   /** Pending `get()` calls, oldest first; only non-empty while no key is waiting. */
-  #getters: ((item: K | undefined) => void)[] = [];
+  #getters: ((handed: Handed<K> | undefined) => void)[] = [];
 
   /** The live schedule of each delayed key; heap entries not matching it are stale. */
   readonly #delayed = new Map<K, Scheduled<K>>();
@@ -190,6 +203,7 @@ export class WorkQueue<K extends string = string> {
 
   /** Marks the key as needing processing, at `priority` (default 0; higher first). Ignored after shutdown. */
   add(item: K, priority = 0): void {
+    checkPriority(priority);
     if (this.#shuttingDown) return;
     if (!this.#dirty.has(item)) {
       this.#dirty.add(item);
@@ -206,19 +220,24 @@ export class WorkQueue<K extends string = string> {
   }
 
   /**
-   * Adds the key once `delayMs` have passed (at once if `delayMs` <= 0). If the key is already scheduled, the earlier
-   * of the two times is kept. The schedule is independent of whether the key is waiting or processing now.
+   * Adds the key at `priority` once `delayMs` have passed (at once if `delayMs` <= 0). If the key is already
+   * scheduled, the earlier of the two times and the higher of the two priorities are kept. The schedule is independent
+   * of whether the key is waiting or processing now.
    */
   addAfter(item: K, delayMs: number, priority = 0): void {
+    checkPriority(priority);
     if (this.#shuttingDown) return;
     if (!(delayMs > 0)) {
       this.add(item, priority);
       return;
     }
-    const readyAt = this.#clock.now() + delayMs;
     const current = this.#delayed.get(item);
-    if (current !== undefined && current.readyAt <= readyAt) return;
-    const entry: Scheduled<K> = { item, readyAt, seq: this.#seq++, priority };
+    const readyAt = Math.min(this.#clock.now() + delayMs, current?.readyAt ?? Infinity);
+    const highest = Math.max(priority, current?.priority ?? priority);
+    if (current !== undefined && current.readyAt === readyAt && current.priority === highest) return;
+    // a kept time keeps its place among keys due together; an earlier one is scheduled anew
+    const seq = current !== undefined && current.readyAt === readyAt ? current.seq : this.#seq++;
+    const entry: Scheduled<K> = { item, readyAt, seq, priority: highest };
     this.#delayed.set(item, entry);
     this.#schedule.push(entry);
     // Superseded entries stay in the heap until they surface; drop them when they outnumber the live ones.
@@ -228,12 +247,15 @@ export class WorkQueue<K extends string = string> {
     this.#arm();
   }
 
-  /** Adds the key after the rate limiter's delay for it (which counts a retry). Ignored after shutdown. */
-  addRateLimited(item: K): void {
+  /**
+   * Adds the key at `priority` after the rate limiter's delay for it (which counts a retry). Ignored after shutdown.
+   */
+  addRateLimited(item: K, priority = 0): void {
+    checkPriority(priority);
     if (this.#shuttingDown) return;
     const delay = this.#rateLimiter.when(item);
     this.#metrics.retried?.();
-    this.addAfter(item, delay);
+    this.addAfter(item, delay, priority);
   }
 
   /** Resets the key's rate-limiter backoff; call it when the key was processed successfully. */
@@ -257,10 +279,19 @@ export class WorkQueue<K extends string = string> {
    */
   get(): Promise<K | undefined> {
     if (this.#shuttingDown) return Promise.resolve(undefined);
-    const item = this.#shift();
-    if (item === undefined) return new Promise((resolve) => this.#getters.push(resolve));
+    const handed = this.#shift();
+    if (handed === undefined) return new Promise((resolve) => this.#getters.push((h) => resolve(h?.item)));
     this.#metrics.depth?.(this.len());
-    return Promise.resolve(this.#start(item));
+    return Promise.resolve(this.#start(handed.item, handed.priority).item);
+  }
+
+  /** Like `get()`, with the priority the key waited at (retries and requeues should be added at it). */
+  getWithPriority(): Promise<Handed<K> | undefined> {
+    if (this.#shuttingDown) return Promise.resolve(undefined);
+    const handed = this.#shift();
+    if (handed === undefined) return new Promise((resolve) => this.#getters.push(resolve));
+    this.#metrics.depth?.(this.len());
+    return Promise.resolve(this.#start(handed.item, handed.priority));
   }
 
   /** Ends the processing of a key from `get()`; if it was added meanwhile, it is queued again (once). */
@@ -319,12 +350,13 @@ export class WorkQueue<K extends string = string> {
 
   /** Makes a dirty, not processing key available: to the oldest pending `get()`, or at the end of the FIFO. */
   #enqueue(item: K): void {
+    const priority = this.#priority.get(item) ?? 0;
     const getter = this.#getters.shift();
     if (getter !== undefined) {
-      getter(this.#start(item));
+      getter(this.#start(item, priority));
       return;
     }
-    this.#push(item, this.#priority.get(item) ?? 0);
+    this.#push(item, priority);
     this.#metrics.depth?.(this.len());
   }
 
@@ -341,7 +373,7 @@ export class WorkQueue<K extends string = string> {
   }
 
   /** Moves a key from dirty to processing. */
-  #start(item: K): K {
+  #start(item: K, priority: number): Handed<K> {
     hop('get', () => ({ queue: this.name, key: item }));
     const now = this.#clock.now();
     this.#dirty.delete(item);
@@ -353,11 +385,11 @@ export class WorkQueue<K extends string = string> {
       this.#waited.set(item, now - addedAt);
       this.#metrics.queueLatency?.((now - addedAt) / 1000);
     }
-    return item;
+    return { item, priority };
   }
 
   /** Takes the next waiting key: the oldest of the highest priority. */
-  #shift(): K | undefined {
+  #shift(): Handed<K> | undefined {
     for (const priority of this.#priorities) {
       const bucket = this.#buckets.get(priority) as Bucket<K>;
       while (bucket.head < bucket.items.length) {
@@ -365,7 +397,7 @@ export class WorkQueue<K extends string = string> {
         if (this.#waiting.get(item) !== priority) continue; // it moved up to a higher priority
         this.#waiting.delete(item);
         this.#compact(priority, bucket);
-        return item;
+        return { item, priority };
       }
       this.#compact(priority, bucket);
     }

@@ -89,9 +89,9 @@ test('MaxOfRateLimiter returns the longest delay and forwards forget and retries
   assert.equal(new MaxOfRateLimiter<string>().when('x'), 0);
 });
 
-test('defaultControllerRateLimiter: per-item backoff from 5 ms, overall 10 qps after a burst of 100', () => {
+test('defaultControllerRateLimiter with the overall bucket: per-item backoff from 5 ms, 10 qps after a burst of 100', () => {
   const clock = new FakeClock();
-  const limiter = defaultControllerRateLimiter<string>(clock);
+  const limiter = defaultControllerRateLimiter<string>(clock, { overall: { qps: 10, burst: 100 } });
   assert.deepEqual(whenTimes(limiter, 'ns/a', 4), [5, 10, 20, 40]);
   assert.equal(limiter.retries('ns/a'), 4);
   // 4 tokens are gone; 96 more distinct first failures still only see the 5 ms item backoff.
@@ -107,4 +107,24 @@ test('defaultControllerRateLimiter: per-item backoff from 5 ms, overall 10 qps a
   // Long backoff wins over the bucket: keep failing one item until it reaches the 1000 s cap.
   const schedule = whenTimes(limiter, 'ns/slow', 30);
   assert.equal(schedule.at(-1), 1_000_000);
+});
+
+test('the default limiter is per-item backoff alone: 600 simultaneous failures each get their first retry at 5 ms', () => {
+  const clock = new FakeClock();
+  const limiter = defaultControllerRateLimiter<string>(clock);
+  const firsts = Array.from({ length: 600 }, (_, i) => limiter.when(`ns/item-${i}`));
+  assert.equal(Math.max(...firsts), 5, `the 600th first retry waits ${firsts.at(-1)} ms`);
+  assert.ok(firsts.every((d) => d === 5));
+  assert.deepEqual(whenTimes(limiter, 'ns/item-599', 3), [10, 20, 40], 'each item still backs off on its own');
+  assert.equal(limiter.retries('ns/item-599'), 4);
+});
+
+test('defaultControllerRateLimiter({ overall }) adds the shared token bucket on top (client-go DefaultControllerRateLimiter)', () => {
+  const clock = new FakeClock();
+  const limiter = defaultControllerRateLimiter<string>(clock, { overall: { qps: 10, burst: 100 } });
+  const firsts = Array.from({ length: 600 }, (_, i) => limiter.when(`ns/item-${i}`));
+  assert.ok(firsts.slice(0, 100).every((d) => d === 5));
+  assert.equal(firsts[100], 100);
+  assert.equal(firsts[599], 50_000, 'the 600th waits 50 s for the bucket');
+  assert.throws(() => defaultControllerRateLimiter<string>(clock, { overall: { qps: 0, burst: 1 } }), RangeError);
 });

@@ -2,7 +2,10 @@
  * @module workqueue/ratelimiter
  * How long an item waits before it is retried. `ItemExponentialRateLimiter` backs off per item (base * 2^retries,
  * capped); `BucketRateLimiter` is one token bucket shared by all items (qps with a burst); `MaxOfRateLimiter` takes the
- * longest delay of several; `defaultControllerRateLimiter` combines the first two with controller defaults.
+ * longest delay of several. `defaultControllerRateLimiter` is what controllers use: per-item backoff alone, 5 ms
+ * doubling to 1000 s (controller-runtime's default with its priority queue), so a burst of failures is retried at
+ * once, each item on its own schedule; `{ overall: { qps, burst } }` adds a shared bucket on top, as client-go's
+ * `DefaultControllerRateLimiter` does (then 600 failures at once wait up to 50 s for their first retry at 10 qps).
  * Guarantees: `when()` counts a retry for the item and returns a finite delay in milliseconds >= 0; `forget()` resets
  * the item's count and backoff; `retries()` is the number of `when()` calls since the last `forget()`. The bucket
  * reserves a token on every `when()`, so the delays it hands out are spaced 1000/qps ms apart once the burst is spent.
@@ -120,10 +123,24 @@ export class MaxOfRateLimiter<K> implements RateLimiter<K> {
   }
 }
 
-/** Per-item backoff from 5 ms to 1000 s, and at most 10 retries per second overall after a burst of 100. */
-export function defaultControllerRateLimiter<K>(clock?: Clock): RateLimiter<K> {
-  return new MaxOfRateLimiter<K>(
-    new ItemExponentialRateLimiter<K>(5, 1_000_000),
-    new BucketRateLimiter<K>(10, 100, clock ?? realClock),
-  );
+export interface ControllerRateLimiterOptions {
+  /**
+   * A token bucket shared by all items on top of the per-item backoff: at most `qps` retries per second after a burst
+   * of `burst` (client-go's `DefaultControllerRateLimiter` uses 10 and 100). Default: none.
+   */
+  readonly overall?: { readonly qps: number; readonly burst: number };
+}
+
+/**
+ * Per-item backoff from 5 ms doubling to 1000 s; with `overall`, also at most `qps` retries per second after a burst
+ * (the bucket runs on `clock`).
+ */
+export function defaultControllerRateLimiter<K>(
+  clock?: Clock,
+  options: ControllerRateLimiterOptions = {},
+): RateLimiter<K> {
+  const perItem = new ItemExponentialRateLimiter<K>(5, 1_000_000);
+  if (options.overall === undefined) return perItem;
+  const { qps, burst } = options.overall;
+  return new MaxOfRateLimiter<K>(perItem, new BucketRateLimiter<K>(qps, burst, clock ?? realClock));
 }
