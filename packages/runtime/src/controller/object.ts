@@ -80,8 +80,7 @@ export interface ObjectContext<T extends KubeObject> extends ReconcileContext {
   ): Promise<ObjectOf<R>>;
   /** Deletes `obj` (uid precondition), expecting its delete; false when it was already gone or replaced. */
   delete<C extends KubeObject>(r: ResourceType<C>, obj: C): Promise<boolean>;
-  /** Writes the status subresource if `status` differs from what the server has (`updateStatusIfChanged`); true when it
-   * wrote. */
+  /** `updateStatusIfChanged` on this object: writes `status` if it differs from what the server has; true if it wrote. */
   status(status: StatusOf<T>): Promise<boolean>;
 }
 

@@ -18,7 +18,7 @@ import { OpkitError } from '../errors.ts';
 /** `Aborted`: the signal given to `load()` aborted before a pair was read. */
 export type CertificateErrorCode = 'CertificateMissing' | 'CertificateInvalid' | 'KeyMismatch' | 'Aborted';
 
-/** A serving certificate that cannot be read, does not parse, or whose key is not the certificate's, or a load cut off. */
+/** A serving certificate that cannot be read, does not parse, or whose key is not the certificate's; a load cut off. */
 export class CertificateError extends OpkitError<CertificateErrorCode> {
   override readonly name = 'CertificateError';
 }

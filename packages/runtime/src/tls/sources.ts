@@ -10,10 +10,10 @@
  *   `update`).
  *
  * Guarantees: `load()` rejects with a `CertificateError` naming the file and what to do, and with one coded `Aborted`
- * as soon as the signal given to it aborts (a stop never waits on a load); after a successful load the
- * source always has a pair whose key matches its certificate — a changed pair that is unreadable or inconsistent (a
- * half-written rotation) is reported to `onError` and the previous pair stays; listeners hear of each new pair once;
- * once the signal given to `watch` aborts, nothing watches or polls any more.
+ * as soon as the signal given to it aborts (a stop never waits on a load); after a successful load the source always
+ * has a pair whose key matches its certificate — a changed pair that is unreadable or inconsistent (a half-written
+ * rotation) is reported to `onError` and the previous pair stays; listeners hear of each new pair once; once the
+ * signal given to `watch` aborts, nothing watches or polls any more.
  */
 import { createHash } from 'node:crypto';
 import { type FSWatcher, watch } from 'node:fs';
