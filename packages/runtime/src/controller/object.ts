@@ -17,7 +17,9 @@
  *   delete expectation; answers false when the object was already gone or replaced;
  * - `ctx.apply(kind, obj)`: server-side apply as the controller's field manager (forced), owner reference set; a new
  *   object's create is expected as above;
- * - `ctx.status(status)`: writes the status subresource only when it differs from the object's;
+ * - `ctx.status(status)`: `updateStatusIfChanged` (helpers/status.ts) on the object: writes the status subresource
+ *   only when it differs from what the server has (the object's status, or the one this process wrote from it), by a
+ *   merge patch that also removes the fields the new status no longer has, at any depth;
  * - `ctx.events.normal(reason, message)` / `.warning(…)`: Events about this object (aggregated, rate limited).
  *
  * Objects being deleted go to the `finalize` handler when one is given: its finalizer is added before `reconcile`
@@ -43,11 +45,10 @@ import {
 import type { EventType } from '../helpers/events.ts';
 import { finalizer } from '../helpers/finalizers.ts';
 import { setControllerReference } from '../helpers/ownerrefs.ts';
-import { jsonEqual, statusPatch } from '../helpers/status.ts';
+import { type StatusOf, updateStatusIfChanged } from '../helpers/status.ts';
 import type { ReconcileContext, Reconciler, Request, Result } from './reconcile.ts';
 
-/** The status type of a kind's objects. */
-export type StatusOf<T> = T extends { status?: infer S } ? NonNullable<S> : never;
+export type { StatusOf } from '../helpers/status.ts';
 
 /** Events about the object being reconciled. */
 export interface ObjectEvents {
@@ -79,7 +80,7 @@ export interface ObjectContext<T extends KubeObject> extends ReconcileContext {
   ): Promise<ObjectOf<R>>;
   /** Deletes `obj` (uid precondition), expecting its delete; false when it was already gone or replaced. */
   delete<C extends KubeObject>(r: ResourceType<C>, obj: C): Promise<boolean>;
-  /** Writes the status subresource if `status` differs from the object's; true when it wrote. */
+  /** `updateStatusIfChanged` on this object: writes `status` if it differs from what the server has; true if it wrote. */
   status(status: StatusOf<T>): Promise<boolean>;
 }
 
@@ -197,10 +198,7 @@ export function objectContext<T extends KubeObject>(
       return true;
     },
     async status(status) {
-      const current = (obj as { status?: unknown }).status;
-      if (jsonEqual(current, status)) return false;
-      await ctx.client.patchStatus(kind, refOf(obj), statusPatch(current, status));
-      return true;
+      return (await updateStatusIfChanged(ctx.client, kind, obj, status)) !== undefined;
     },
   };
 }

@@ -1,11 +1,14 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import fc from 'fast-check';
 import type { Client } from '../client/client.ts';
 import { type KubeObject, resource } from '../client/resource.ts';
-import { jsonEqual, statusPatch, updateStatusIfChanged } from './status.ts';
+import { jsonEqual, mergePatch, statusPatch, updateStatusIfChanged } from './status.ts';
 
 interface Widget extends KubeObject {
-  status?: { n: number };
+  status?: { n: number; note?: string };
 }
 const Widgets = resource<Widget>({
   group: 'test.opkit.dev',
@@ -58,4 +61,91 @@ test('read-your-own-writes: a status just written is not written again from a ca
   const reverted: Widget = { ...cached, metadata: { ...cached.metadata, resourceVersion: '13' }, status: { n: 1 } };
   await updateStatusIfChanged(client, Widgets, reverted, { n: 3 });
   assert.equal(patches.length, 3, 'someone else changed it: written again');
+});
+
+/** RFC 7386 §2: the result of applying merge patch `patch` to `target`. */
+function applyMergePatch(target: unknown, patch: unknown): unknown {
+  if (!isPlainObject(patch)) return patch;
+  const out: Record<string, unknown> = isPlainObject(target) ? { ...target } : {};
+  for (const [k, v] of Object.entries(patch)) {
+    if (v === null) delete out[k];
+    else out[k] = applyMergePatch(out[k], v);
+  }
+  return out;
+}
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** JSON values without null (a merge patch cannot set a member to null: null removes it). */
+const noNullJson: fc.Arbitrary<unknown> = fc.letrec<{ value: unknown }>((tie) => ({
+  value: fc.oneof(
+    { depthSize: 'small', maxDepth: 4 },
+    fc.boolean(),
+    fc.integer(),
+    fc.string({ maxLength: 4 }),
+    fc.array(tie('value'), { maxLength: 3 }),
+    fc.dictionary(fc.constantFrom('a', 'b', 'c', 'endpoints', 'primary', 'secondary'), tie('value'), {
+      maxKeys: 4,
+      noNullPrototype: true,
+    }),
+  ),
+})).value;
+
+test('statusPatch removes a nested field that went away (null at any depth) and replaces arrays whole', () => {
+  const before = { endpoints: { primary: 'p:80', secondary: 's:80' }, ports: [80, 443], phase: 'Ready' };
+  const after = { endpoints: { primary: 'p:80' }, ports: [80], phase: 'Ready' };
+  const { status } = statusPatch(before, after) as { status: unknown };
+  assert.deepEqual(applyMergePatch(before, status), after);
+  assert.deepEqual((status as { endpoints: unknown }).endpoints, { primary: 'p:80', secondary: null });
+  assert.deepEqual((status as { ports: unknown }).ports, [80], 'an array is replaced whole');
+});
+
+test('statusPatch: applying the patch (RFC 7386) to the old status gives the new one', () => {
+  const statusOf = fc.dictionary(fc.constantFrom('a', 'b', 'endpoints', 'phase'), noNullJson, {
+    maxKeys: 4,
+    noNullPrototype: true,
+  });
+  fc.assert(
+    fc.property(fc.option(statusOf, { nil: undefined }), statusOf, (from, to) => {
+      const { status } = statusPatch(from, to) as { status: unknown };
+      assert.deepEqual(applyMergePatch(from, status), to);
+    }),
+    { numRuns: 2_000 },
+  );
+  fc.assert(
+    fc.property(noNullJson, noNullJson, (from, to) =>
+      assert.deepEqual(applyMergePatch(from, mergePatch(from, to)), to),
+    ),
+    { numRuns: 2_000 },
+  );
+});
+
+test('a status written for an object the cache no longer holds is not kept (no copy per deleted object)', async () => {
+  setFlagsFromString('--expose-gc');
+  const gc = runInNewContext('gc') as () => void;
+  let patches = 0;
+  const client = {
+    patchStatus: async () => {
+      patches += 1;
+      return {} as Widget;
+    },
+  } as unknown as Client;
+  // what an informer's store holds: the objects, replaced on every update and dropped on delete
+  const store = new Map<string, Widget>();
+  for (let i = 0; i < 2_000; i++) {
+    store.set(`ns/w${i}`, { metadata: { name: `w${i}`, namespace: 'ns', uid: `u${i}`, resourceVersion: '1' } });
+  }
+  gc();
+  const base = process.memoryUsage().heapUsed;
+  const statusOf = (w: Widget) => ({ n: 1, note: `${w.metadata.name}:${'x'.repeat(10_000)}` });
+  // 10 kB of status per object: 20 MB if each written status were kept
+  for (const w of store.values()) await updateStatusIfChanged(client, Widgets, w, statusOf(w));
+  for (const w of store.values()) await updateStatusIfChanged(client, Widgets, w, statusOf(w));
+  assert.equal(patches, 2_000, 'while the cache holds the objects, their written statuses are known');
+  store.clear(); // every object deleted
+  gc();
+  const kept = process.memoryUsage().heapUsed - base;
+  assert.ok(kept < 4_000_000, `${(kept / 1e6).toFixed(1)} MB kept after 2,000 deletes`);
 });

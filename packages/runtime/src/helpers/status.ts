@@ -1,25 +1,38 @@
 /**
  * @module helpers/status
- * Write status only when it changed. `updateStatusIfChanged` compares the desired status with the object's current
- * one (deep, key order ignored) and writes only on a difference — so a controller reconciling in a loop writes nothing
- * while nothing changes (the hot-loop failure, status patches with no real change, cannot happen).
+ * Write status only when it changed — the one mechanism behind both `ctx.status(status)` (object-first reconcilers)
+ * and `updateStatusIfChanged(client, kind, obj, status)` (everything else). The desired status is compared with what
+ * the server has, as far as this process knows (deep, key order ignored), and written only on a difference: a
+ * controller reconciling in a loop writes nothing while nothing changes (the hot loop of status patches with no real
+ * change cannot happen).
  *
- * The write is a JSON merge patch of the status subresource that sets every field of the new status and removes (null)
- * the top-level fields it no longer has. It carries no resourceVersion: a status computed from a cache that is a moment
+ * The write is an RFC 7386 JSON merge patch of the status subresource (`mergePatch`): it sets every field of the
+ * desired status and removes (null) every field the known status has and the desired one no longer has, at any depth;
+ * arrays are replaced whole. Applied to the known status it gives exactly the desired one (for statuses without null
+ * members: in a merge patch, null means "remove"). It sets the unchanged fields too, unlike controller-runtime's
+ * `client.MergeFrom` (which sends only the differences), so a patch computed from a cache a moment behind still leaves
+ * every field it names as desired. It carries no resourceVersion: a status computed from a cache that is a moment
  * behind is not refused with a Conflict (which would cost a rate-limited retry); it is written, and the next reconcile
  * — triggered by whatever made the cache move — writes the correction. Status is the controller's own observation, so
  * last-writer-wins is the right rule for it.
  *
- * Read-your-own-writes: the status last written for an object is remembered with the resourceVersion of the object it
- * was computed from. A later call with that same resourceVersion — the cache has not seen the write yet — compares
- * with the written status instead, so an event that arrives before the write's own (a child's, say) does not rewrite
- * the same status. Once the cached object moves on, it is the reference again.
+ * Read-your-own-writes: "what the server has" is the object's status, unless a status was written from that very
+ * object — the object the cache handed out, which it replaces with a new one on every change it sees. Then the
+ * written status is the reference, so an event that arrives before the write's own (a child's, say) does not rewrite
+ * the same status. The written status is attached to that object (a `WeakMap`), not kept by name: once the cache
+ * replaces the object (the write's own event, or anyone's) or drops it (a delete), nothing of it is kept. Memory is
+ * bounded by the objects the cache holds; nothing is kept per object ever written. Read-your-own-writes holds for the
+ * object as read (from the cache, or the one a `ctx.status` reconcile was given); a copy of it compares with its own
+ * status.
  */
 import type { Client } from '../client/client.ts';
-import { type KubeObject, type ResourceType, resourceId } from '../client/resource.ts';
+import { type KubeObject, type ResourceType, refOf } from '../client/resource.ts';
 
-/** The status last written per object (`resource/uid`), with the resourceVersion it was computed from. */
-const written = new Map<string, { readonly from: string; readonly status: unknown }>();
+/** The status type of a kind's objects. */
+export type StatusOf<T> = T extends { status?: infer S } ? NonNullable<S> : never;
+
+/** The status last written from an object the cache handed out, attached to that object. */
+const written = new WeakMap<KubeObject, { readonly status: unknown }>();
 
 /** Deep equality of JSON values (object key order ignored; undefined members count as absent). */
 export function jsonEqual(a: unknown, b: unknown): boolean {
@@ -35,38 +48,49 @@ export function jsonEqual(a: unknown, b: unknown): boolean {
   );
 }
 
-/** The merge patch that turns status `from` into `to` (top-level fields of `from` missing in `to` become null). */
-export function statusPatch(from: unknown, to: unknown): Record<string, unknown> {
+/**
+ * The RFC 7386 merge patch that turns `from` into `to`: every member of `to` is set, every member of `from` that `to`
+ * lacks (or has as `undefined`) is null, at any depth where both are objects; arrays and other values are replaced
+ * whole. Undefined members of `to` are left out (JSON has none). The patch shares `to`'s values (send it, do not keep
+ * it).
+ */
+export function mergePatch(from: unknown, to: unknown): unknown {
+  if (!isJsonObject(to)) return to;
   const patch: Record<string, unknown> = {};
-  if (from && typeof from === 'object' && !Array.isArray(from)) {
-    for (const k of Object.keys(from)) patch[k] = null;
+  if (isJsonObject(from)) {
+    for (const [k, v] of Object.entries(from)) if (v !== undefined && to[k] === undefined) patch[k] = null;
   }
-  if (to && typeof to === 'object') {
-    for (const [k, v] of Object.entries(to)) if (v !== undefined) patch[k] = v;
+  for (const [k, v] of Object.entries(to)) {
+    if (v === undefined) continue;
+    const was = isJsonObject(from) ? from[k] : undefined;
+    patch[k] = isJsonObject(v) && isJsonObject(was) ? mergePatch(was, v) : v;
   }
-  return { status: patch };
+  return patch;
+}
+
+/** The merge patch of the status subresource that turns status `from` into `to` (see `mergePatch`). */
+export function statusPatch(from: unknown, to: unknown): { status: unknown } {
+  return { status: mergePatch(from, to) };
 }
 
 /**
- * Writes `status` if it differs from `obj.status`. Resolves with the written object, or `undefined` when nothing
- * needed writing.
+ * Writes `status` if it differs from what the server has (see the module comment). Resolves with the written object,
+ * or `undefined` when nothing needed writing.
  */
-export async function updateStatusIfChanged<T extends KubeObject & { status?: unknown }>(
+export async function updateStatusIfChanged<T extends KubeObject>(
   client: Client,
-  r: ResourceType<T>,
+  r: ResourceType<T, unknown>,
   obj: T,
-  status: NonNullable<T['status']>,
+  status: StatusOf<T>,
 ): Promise<T | undefined> {
-  const id = `${resourceId(r)}/${obj.metadata.uid ?? obj.metadata.name}`;
-  const rv = obj.metadata.resourceVersion;
-  const mine = written.get(id);
-  if (mine && mine.from !== rv) written.delete(id); // the cache moved on: it is the reference again
-  const current = mine && mine.from === rv ? mine.status : obj.status;
+  const mine = written.get(obj);
+  const current = mine ? mine.status : (obj as { status?: unknown }).status;
   if (jsonEqual(current, status)) return undefined;
-  const ref = obj.metadata.namespace
-    ? { namespace: obj.metadata.namespace, name: obj.metadata.name ?? '' }
-    : { name: obj.metadata.name ?? '' };
-  const out = await client.patchStatus(r, ref, statusPatch(current, status));
-  if (rv !== undefined) written.set(id, { from: rv, status: structuredClone(status) });
+  const out = await client.patchStatus(r, refOf(obj), statusPatch(current, status));
+  written.set(obj, { status: structuredClone(status) });
   return out;
+}
+
+function isJsonObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }

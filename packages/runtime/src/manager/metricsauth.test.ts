@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Client } from '../client/client.ts';
+import { ApiError } from '../client/errors.ts';
 import type { KubeObject, ResourceType } from '../client/resource.ts';
+import type { TimerSource } from '../internal/sleep.ts';
 import { bearerToken, ScrapeAuthorizer, TtlCache } from './metricsauth.ts';
 
 /** A client that answers reviews from tables and counts them. */
@@ -115,7 +117,7 @@ test('a failing SubjectAccessReview answers a fixed 500 naming only the scraping
   });
 });
 
-test('a review that hangs is aborted after reviewTimeoutMs, and when the scraper disconnects', async () => {
+test('a review that hangs is aborted after reviewTimeoutMs; a scraper that disconnects stops waiting at once', async () => {
   const fail = { on: false, hang: true };
   const { client, aborted } = fakeClient({ good: 'prom' }, new Set(['prom get /metrics']), fail);
   const auth = new ScrapeAuthorizer({ client, reviewTimeoutMs: 50 });
@@ -127,8 +129,8 @@ test('a review that hangs is aborted after reviewTimeoutMs, and when the scraper
   const gone = new AbortController();
   const decision = slow.authorize(scrape('good'), gone.signal);
   gone.abort();
-  assert.equal(((await decision) as { status: number }).status, 500);
-  assert.equal(aborted.count, 2, 'aborted with the scraper');
+  assert.equal(((await decision) as { status: number }).status, 500, 'the scraper is answered at once');
+  assert.equal(aborted.count, 1, 'the review goes on for whoever else waits for it');
 });
 
 test('concurrent scrapes with one token share one review', async () => {
@@ -136,6 +138,98 @@ test('concurrent scrapes with one token share one review', async () => {
   const auth = new ScrapeAuthorizer({ client });
   await Promise.all([1, 2, 3, 4].map(() => auth.authorize(scrape('good'))));
   assert.deepEqual(calls, { tokenreviews: 1, subjectaccessreviews: 1 });
+});
+
+/** TokenReviews answered by `answer` (one call per review), each seeing its own signal. */
+function scriptedClient(answer: (n: number, signal: AbortSignal | undefined) => Promise<Record<string, unknown>>) {
+  const calls = { tokenreviews: 0, subjectaccessreviews: 0 };
+  const client = {
+    async create(r: ResourceType, obj: KubeObject, options: { signal?: AbortSignal } = {}) {
+      if (r.plural === 'subjectaccessreviews') {
+        calls.subjectaccessreviews += 1;
+        return { ...obj, status: { allowed: true } };
+      }
+      calls.tokenreviews += 1;
+      return { ...obj, status: await answer(calls.tokenreviews, options.signal) };
+    },
+  };
+  return { client: client as unknown as Client, calls };
+}
+
+const PROM = { authenticated: true, user: { username: 'prom' } };
+
+/** Timers that fire at once, recording each delay asked for. */
+function instantTimers(): TimerSource & { delays: number[] } {
+  const delays: number[] = [];
+  return {
+    delays,
+    setTimer(ms, fn) {
+      delays.push(ms);
+      queueMicrotask(fn);
+      return { cancel: () => {} };
+    },
+  };
+}
+
+test('a shared review is not the first scraper’s: it disconnects, the second still gets its answer', async () => {
+  let answer: (status: Record<string, unknown>) => void = () => {};
+  let reviewAborted = false;
+  const { client, calls } = scriptedClient(
+    (_n, signal) =>
+      new Promise((resolve, reject) => {
+        answer = resolve;
+        signal?.addEventListener('abort', () => {
+          reviewAborted = true;
+          reject(signal.reason);
+        });
+      }),
+  );
+  const auth = new ScrapeAuthorizer({ client });
+  const first = new AbortController();
+  const second = new AbortController();
+  const a = auth.authorize(scrape('good'), first.signal);
+  const b = auth.authorize(scrape('good'), second.signal);
+  await new Promise((r) => setImmediate(r));
+  first.abort(); // the first scraper disconnects while the review is under way
+  assert.equal(((await a) as { status: number }).status, 500, 'the first scraper stops waiting at once');
+  answer(PROM);
+  assert.deepEqual(await b, { allowed: true, user: 'prom' }, 'the second gets the shared answer');
+  assert.equal(reviewAborted, false, 'the review ran under its own signal, not the first scraper’s');
+  assert.equal(calls.tokenreviews, 1, 'one review for both');
+  assert.deepEqual(await auth.authorize(scrape('good')), { allowed: true, user: 'prom' });
+  assert.equal(calls.tokenreviews, 1, 'and its answer is cached');
+});
+
+test('a review that fails twice is retried with backoff (500 ms × 1.5ⁿ, 20 % jitter) and then succeeds', async () => {
+  const { client, calls } = scriptedClient(async (n) => {
+    if (n <= 2) throw new ApiError('InternalError', 'POST tokenreviews: etcdserver: leader changed', { status: 500 });
+    return PROM;
+  });
+  const timers = instantTimers();
+  const auth = new ScrapeAuthorizer({ client, timers });
+  assert.deepEqual(await auth.authorize(scrape('good')), { allowed: true, user: 'prom' });
+  assert.equal(calls.tokenreviews, 3);
+  assert.equal(timers.delays.length, 2);
+  const [d1 = 0, d2 = 0] = timers.delays;
+  assert.ok(d1 >= 500 && d1 <= 600, `first wait ${d1} ms`);
+  assert.ok(d2 >= 750 && d2 <= 900, `second wait ${d2} ms`);
+});
+
+test('a review is tried at most 5 times; a refusal that no retry can change is not retried', async () => {
+  const down = scriptedClient(async () => {
+    throw new ApiError('TooManyRequests', 'POST tokenreviews: too many requests', { status: 429 });
+  });
+  const timers = instantTimers();
+  const auth = new ScrapeAuthorizer({ client: down.client, timers });
+  assert.equal(((await auth.authorize(scrape('good'))) as { status: number }).status, 500);
+  assert.equal(down.calls.tokenreviews, 5, '5 tries');
+  assert.equal(timers.delays.length, 4);
+  const forbidden = scriptedClient(async () => {
+    throw new ApiError('Forbidden', 'tokenreviews is forbidden', { status: 403 });
+  });
+  const auth2 = new ScrapeAuthorizer({ client: forbidden.client, timers: instantTimers() });
+  assert.equal(((await auth2.authorize(scrape('good'))) as { status: number }).status, 500);
+  assert.equal(forbidden.calls.tokenreviews, 1, 'Forbidden: not retried');
 });
 
 test('TtlCache keeps at most max entries, dropping the oldest', async () => {

@@ -16,9 +16,16 @@
  *   `Internal Server Error` (the TokenReview failed) or `Authorization for user <name> failed` (the
  *   SubjectAccessReview failed). Why — the TokenReview's error, the apiserver's answer, which may name the operator's
  *   ServiceAccount — goes to the log only.
- * - A review that fails (the apiserver unreachable, the operator lacking `create` on tokenreviews or
- *   subjectaccessreviews, no answer within `reviewTimeoutMs`, 10 s) answers 500, is logged, and is not cached. When the
- *   scraper disconnects, the reviews made for it are aborted.
+ * - A review is shared work, not the first scraper's: it runs under its own deadline, `reviewTimeoutMs` (10 s, its
+ *   retries included), and each scraper stops waiting on its own signal — one that disconnects is answered at once,
+ *   and the review goes on for the others, its answer cached (the apiserver's cached token authenticator detaches its
+ *   shared lookups the same way). Reviews under way end when `signal` (the metrics server's stop) aborts.
+ * - A review that fails transiently is tried again, as controller-runtime's `filters.go` configures the apiserver's
+ *   delegating authenticator and authorizer: at most 5 tries, 500 ms apart × 1.5 per retry, 20 % jitter, on the
+ *   errors its webhook client retries (a reset connection, 500 InternalError, 504 Timeout, 429 TooManyRequests, or an
+ *   answer that says when to come back). Other failures (403: the operator lacks `create` on tokenreviews or
+ *   subjectaccessreviews) are not retried.
+ * - A review that still fails (or has no answer within `reviewTimeoutMs`) answers 500, is logged, and is not cached.
  *
  * The operator needs `create` on `tokenreviews` (authentication.k8s.io) and `subjectaccessreviews`
  * (authorization.k8s.io); see `metricsAuthPermissions` in helpers/rbac.ts.
@@ -26,10 +33,18 @@
 import { createHash } from 'node:crypto';
 import { type SubjectAccessReview, SubjectAccessReviews, type TokenReview, TokenReviews } from '../client/builtins.ts';
 import type { Client } from '../client/client.ts';
+import { ApiError } from '../client/errors.ts';
 import { OpkitError } from '../errors.ts';
+import { Backoff } from '../internal/backoff.ts';
+import { nodeTimers, sleep, type TimerSource } from '../internal/sleep.ts';
 import type { Logger } from '../logger.ts';
 
-export type MetricsAuthErrorCode = 'ReviewFailed' | 'CertificateUnreadable';
+/** `Aborted`: the scraper went away before its review was answered (its answer goes nowhere). */
+export type MetricsAuthErrorCode = 'ReviewFailed' | 'CertificateUnreadable' | 'Aborted';
+
+/** Tries per review, and the waits between them: the apiserver's `DefaultAuthWebhookRetryBackoff`. */
+const REVIEW_TRIES = 5;
+const REVIEW_BACKOFF = { initialMs: 500, factor: 1.5, jitter: 0.2 } as const;
 
 export class MetricsAuthError extends OpkitError<MetricsAuthErrorCode> {
   override readonly name = 'MetricsAuthError';
@@ -47,10 +62,16 @@ export interface ScrapeAuthOptions {
   readonly denyTtlMs?: number;
   /** Answers kept per cache (default 4096). */
   readonly maxEntries?: number;
-  /** How long one TokenReview or SubjectAccessReview may take (default 10 s, controller-runtime's). */
+  /** How long one TokenReview or SubjectAccessReview may take, retries included (default 10 s, as controller-runtime). */
   readonly reviewTimeoutMs?: number;
+  /** Aborts the reviews under way (the metrics server's stop). */
+  readonly signal?: AbortSignal;
   /** Milliseconds, monotonic; injectable for tests. */
   readonly now?: () => number;
+  /** Timers of the waits between retries; injectable for tests. */
+  readonly timers?: TimerSource;
+  /** The backoff's jitter source (0 … 1); injectable for tests. */
+  readonly random?: () => number;
 }
 
 export interface ScrapeRequest {
@@ -84,6 +105,9 @@ export class ScrapeAuthorizer {
   readonly #authz: TtlCache<Authz>;
   readonly #ttl: { authn: number; allow: number; deny: number };
   readonly #reviewTimeoutMs: number;
+  readonly #stop: AbortSignal | undefined;
+  readonly #timers: TimerSource;
+  readonly #random: (() => number) | undefined;
 
   constructor(options: ScrapeAuthOptions) {
     this.#client = options.client;
@@ -98,27 +122,32 @@ export class ScrapeAuthorizer {
       deny: options.denyTtlMs ?? 30_000,
     };
     this.#reviewTimeoutMs = options.reviewTimeoutMs ?? 10_000;
+    this.#stop = options.signal;
+    this.#timers = options.timers ?? nodeTimers;
+    this.#random = options.random;
   }
 
   /**
-   * Decides one scrape. `signal` is the scraper's: when it disconnects, the reviews made for it are aborted (and
-   * nothing is cached). Answers carry fixed texts; why a token was refused or a review failed goes to the log only.
+   * Decides one scrape. `signal` is the scraper's: when it disconnects, this call stops waiting and answers at once
+   * (500; nobody reads it), while a review under way goes on for the other scrapers that share it. Answers carry fixed
+   * texts; why a token was refused or a review failed goes to the log only.
    */
   async authorize(req: ScrapeRequest, signal?: AbortSignal): Promise<ScrapeDecision> {
     const token = bearerToken(req.authorization);
     if (!token) return UNAUTHORIZED;
     const tokenKey = createHash('sha256').update(token).digest('hex');
     const verb = req.method.toLowerCase();
-    const limit = () => {
-      const timeout = AbortSignal.timeout(this.#reviewTimeoutMs);
-      return signal ? AbortSignal.any([signal, timeout]) : timeout;
-    };
     let authn: Authn;
     try {
-      authn = await this.#authn.getOrLoad(tokenKey, async () => {
-        const a = await this.#review(token, limit());
-        return { value: a, ttlMs: a.ok ? this.#ttl.authn : this.#ttl.deny };
-      });
+      authn = await this.#authn.getOrLoad(
+        tokenKey,
+        () =>
+          this.#shared('TokenReview', async (reviewSignal) => {
+            const a = await this.#review(token, reviewSignal);
+            return { value: a, ttlMs: a.ok ? this.#ttl.authn : this.#ttl.deny };
+          }),
+        signal,
+      );
     } catch (err) {
       this.#failed(err, req, signal);
       return { allowed: false, status: 500, message: 'Internal Server Error' };
@@ -130,10 +159,15 @@ export class ScrapeAuthorizer {
     const user = authn.user;
     let authz: Authz;
     try {
-      authz = await this.#authz.getOrLoad(`${tokenKey} ${verb} ${req.path}`, async () => {
-        const a = await this.#access(user, verb, req.path, limit());
-        return { value: a, ttlMs: a.allowed ? this.#ttl.allow : this.#ttl.deny };
-      });
+      authz = await this.#authz.getOrLoad(
+        `${tokenKey} ${verb} ${req.path}`,
+        () =>
+          this.#shared('SubjectAccessReview', async (reviewSignal) => {
+            const a = await this.#access(user, verb, req.path, reviewSignal);
+            return { value: a, ttlMs: a.allowed ? this.#ttl.allow : this.#ttl.deny };
+          }),
+        signal,
+      );
     } catch (err) {
       this.#failed(err, req, signal);
       return { allowed: false, status: 500, message: `Authorization for user ${user.username} failed` };
@@ -157,6 +191,38 @@ export class ScrapeAuthorizer {
     if (signal?.aborted)
       this.#log?.debug({ err: message, path: req.path }, 'metrics scraper went away during its review');
     else this.#log?.error({ err: message, path: req.path }, 'cannot authorize a metrics scrape');
+  }
+
+  /**
+   * Runs `review` as shared work: under its own signal — aborted after `reviewTimeoutMs` or when the authorizer's
+   * `signal` does, never by a scraper — and tried again on transient failures (see the module comment).
+   */
+  async #shared<R>(what: string, review: (signal: AbortSignal) => Promise<R>): Promise<R> {
+    const ctl = new AbortController();
+    const timeout = AbortSignal.timeout(this.#reviewTimeoutMs);
+    const onTimeout = () =>
+      ctl.abort(new MetricsAuthError('ReviewFailed', `${what}: no answer within ${this.#reviewTimeoutMs} ms`));
+    const onStop = () => ctl.abort(this.#stop?.reason);
+    timeout.addEventListener('abort', onTimeout, { once: true });
+    if (this.#stop?.aborted) onStop();
+    else this.#stop?.addEventListener('abort', onStop, { once: true });
+    const backoff = new Backoff({ ...REVIEW_BACKOFF, ...(this.#random ? { random: this.#random } : {}) });
+    try {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await review(ctl.signal);
+        } catch (err) {
+          if (attempt >= REVIEW_TRIES || ctl.signal.aborted || !retryableReview(err)) throw err;
+          const delayMs = backoff.next();
+          this.#log?.debug({ err: describe(err), attempt, retryInMs: delayMs }, `${what} failed; trying again`);
+          await sleep(delayMs, ctl.signal, this.#timers);
+          if (ctl.signal.aborted) throw err;
+        }
+      }
+    } finally {
+      timeout.removeEventListener('abort', onTimeout);
+      this.#stop?.removeEventListener('abort', onStop);
+    }
   }
 
   async #review(token: string, signal: AbortSignal): Promise<Authn> {
@@ -207,6 +273,24 @@ export class ScrapeAuthorizer {
 
 const UNAUTHORIZED: ScrapeDecision = { allowed: false, status: 401, message: 'Unauthorized' };
 
+/**
+ * The failures the apiserver's webhook client retries (`DefaultShouldRetry`): a reset connection, InternalError,
+ * Timeout, TooManyRequests, or an answer that says when to come back. `err` is a `ReviewFailed` wrapping the request's.
+ */
+function retryableReview(err: unknown): boolean {
+  const e = err instanceof MetricsAuthError ? err.cause : err;
+  if (!(e instanceof ApiError)) return false;
+  if (e.code === 'Network') return (e.cause as NodeJS.ErrnoException | undefined)?.code === 'ECONNRESET';
+  if (e.code === 'Aborted') return false;
+  return (
+    e.code === 'InternalError' ||
+    e.code === 'Timeout' ||
+    e.code === 'TooManyRequests' ||
+    e.code === 'ServerTimeout' ||
+    e.retryAfterSeconds !== undefined
+  );
+}
+
 function describe(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
@@ -218,7 +302,8 @@ export function bearerToken(header: string | undefined): string | undefined {
 }
 
 /**
- * Answers that expire: at most `max` entries (the oldest inserted are dropped first), and one load per key at a time.
+ * Answers that expire: at most `max` entries (the oldest inserted are dropped first), and one load per key at a time,
+ * shared by every caller that asks meanwhile; each caller can stop waiting on its own signal without ending the load.
  */
 export class TtlCache<V> {
   readonly #entries = new Map<string, { value: V; expires: number }>();
@@ -235,26 +320,53 @@ export class TtlCache<V> {
     return this.#entries.size;
   }
 
-  /** The cached value of `key`, or the value `load` gives (cached for its `ttlMs`); a failed load is not cached. */
-  async getOrLoad(key: string, load: () => Promise<{ value: V; ttlMs: number }>): Promise<V> {
+  /**
+   * The cached value of `key`, or the value `load` gives (cached for its `ttlMs`); a failed load is not cached. When
+   * `signal` aborts first, this call rejects (`Aborted`) and the load goes on for the others.
+   */
+  getOrLoad(key: string, load: () => Promise<{ value: V; ttlMs: number }>, signal?: AbortSignal): Promise<V> {
     const hit = this.#entries.get(key);
-    if (hit && hit.expires > this.#now()) return hit.value;
+    if (hit && hit.expires > this.#now()) return Promise.resolve(hit.value);
     if (hit) this.#entries.delete(key);
-    const pending = this.#loading.get(key);
-    if (pending) return pending;
-    const p = load().then(({ value, ttlMs }) => {
-      this.#entries.set(key, { value, expires: this.#now() + ttlMs });
-      while (this.#entries.size > this.#max) {
-        const oldest = this.#entries.keys().next().value as string;
-        this.#entries.delete(oldest);
-      }
-      return value;
-    });
-    this.#loading.set(key, p);
-    try {
-      return await p;
-    } finally {
-      this.#loading.delete(key);
+    let pending = this.#loading.get(key);
+    if (!pending) {
+      const p = load().then(({ value, ttlMs }) => {
+        this.#entries.set(key, { value, expires: this.#now() + ttlMs });
+        while (this.#entries.size > this.#max) {
+          const oldest = this.#entries.keys().next().value as string;
+          this.#entries.delete(oldest);
+        }
+        return value;
+      });
+      this.#loading.set(key, p);
+      // the load settles once, whoever still waits for it (a rejection nobody waits for is not unhandled)
+      const settled = () => {
+        if (this.#loading.get(key) === p) this.#loading.delete(key);
+      };
+      p.then(settled, settled);
+      pending = p;
     }
+    return signal ? untilAborted(pending, signal) : pending;
   }
+}
+
+/** `p`, or a rejection (`Aborted`) as soon as `signal` aborts; no listener stays on `signal` once either happened. */
+function untilAborted<V>(p: Promise<V>, signal: AbortSignal): Promise<V> {
+  const gone = () =>
+    new MetricsAuthError('Aborted', 'the scraper went away before its review was answered', { cause: signal.reason });
+  if (signal.aborted) return Promise.reject(gone());
+  return new Promise<V>((resolve, reject) => {
+    const onAbort = () => reject(gone());
+    signal.addEventListener('abort', onAbort, { once: true });
+    p.then(
+      (v) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(v);
+      },
+      (err: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(err);
+      },
+    );
+  });
 }

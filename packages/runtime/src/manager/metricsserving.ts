@@ -21,7 +21,8 @@
  * | `--metrics-cert-key NAME` | `METRICS_CERT_KEY` | key file in it (default tls.key) |
  *
  * Guarantees: a certificate directory whose files are missing, unreadable or not a matching pair fails `metricsServer`
- * with a `MetricsAuthError` (`CertificateUnreadable`) naming the file; the returned `release` stops the reloading.
+ * with a `MetricsAuthError` (`CertificateUnreadable`) naming the file; the returned `release` stops the reloading and
+ * ends the scrapes' reviews still under way.
  */
 import type { Client } from '../client/client.ts';
 import type { Logger } from '../logger.ts';
@@ -43,7 +44,7 @@ export interface MetricsServingOptions {
   /** Key file in `certDir` (default `tls.key`). */
   readonly keyName?: string;
   /** Cache lifetimes of the reviews' answers (see metricsauth.ts). */
-  readonly auth?: Omit<ScrapeAuthOptions, 'client' | 'log'>;
+  readonly auth?: Omit<ScrapeAuthOptions, 'client' | 'log' | 'signal'>;
 }
 
 /** The bind address in force: the given one, else `:8443` (secure) or `:8080` (plain). */
@@ -77,19 +78,31 @@ export async function metricsServer(
     const hint = 'to serve a self-signed certificate instead, leave the certificate path unset';
     throw new MetricsAuthError('CertificateUnreadable', `${err.message} — ${hint}`, { cause: err });
   }
-  const authorizer = new ScrapeAuthorizer({ ...options.auth, client: deps.client, log: deps.log });
+  const stopped = new AbortController(); // ends the reviews still under way once the server has stopped
+  const authorizer = new ScrapeAuthorizer({
+    ...options.auth,
+    client: deps.client,
+    log: deps.log,
+    signal: stopped.signal,
+  });
   const server = new HttpEndpoints(bind, [endpoint], {
     tls,
     authorize: (req, signal) => authorizer.authorize(req, signal),
   });
-  if (!files) return { server, release: () => {} };
+  if (!files) return { server, release: () => stopped.abort() };
   files.onChange((pair) => {
     server.setCertificate(pair);
     deps.log.info({ dir }, 'metrics serving certificate reloaded');
   });
   const watching = new AbortController();
   files.watch(watching.signal);
-  return { server, release: () => watching.abort() };
+  return {
+    server,
+    release: () => {
+      stopped.abort();
+      watching.abort();
+    },
+  };
 }
 
 export const METRICS_SERVING_HELP = `  --metrics-secure[=BOOL]            HTTPS, each scrape checked by TokenReview + SubjectAccessReview (default true;

@@ -15,9 +15,10 @@ import { createPrivateKey, X509Certificate } from 'node:crypto';
 import type { SecureContextOptions, TlsOptions } from 'node:tls';
 import { OpkitError } from '../errors.ts';
 
-export type CertificateErrorCode = 'CertificateMissing' | 'CertificateInvalid' | 'KeyMismatch';
+/** `Aborted`: the signal given to `load()` aborted before a pair was read. */
+export type CertificateErrorCode = 'CertificateMissing' | 'CertificateInvalid' | 'KeyMismatch' | 'Aborted';
 
-/** A serving certificate that cannot be read, does not parse, or whose key is not the certificate's. */
+/** A serving certificate that cannot be read, does not parse, or whose key is not the certificate's; a load cut off. */
 export class CertificateError extends OpkitError<CertificateErrorCode> {
   override readonly name = 'CertificateError';
 }

@@ -9,10 +9,11 @@
  * - `StaticCertificates` serves a pair held in memory (tests, a self-signed pair, or a caller that rotates it with
  *   `update`).
  *
- * Guarantees: `load()` rejects with a `CertificateError` naming the file and what to do; after a successful load the
- * source always has a pair whose key matches its certificate — a changed pair that is unreadable or inconsistent (a
- * half-written rotation) is reported to `onError` and the previous pair stays; listeners hear of each new pair once;
- * once the signal given to `watch` aborts, nothing watches or polls any more.
+ * Guarantees: `load()` rejects with a `CertificateError` naming the file and what to do, and with one coded `Aborted`
+ * as soon as the signal given to it aborts (a stop never waits on a load); after a successful load the source always
+ * has a pair whose key matches its certificate — a changed pair that is unreadable or inconsistent (a half-written
+ * rotation) is reported to `onError` and the previous pair stays; listeners hear of each new pair once; once the
+ * signal given to `watch` aborts, nothing watches or polls any more.
  */
 import { createHash } from 'node:crypto';
 import { type FSWatcher, watch } from 'node:fs';
@@ -22,8 +23,11 @@ import { CertificateError, checkKeyPair, type KeyPair } from './keypair.ts';
 
 /** Where a server's serving certificate comes from. */
 export interface CertificateSource {
-  /** Reads the first pair; rejects with a `CertificateError` when there is none. */
-  load(): Promise<KeyPair>;
+  /**
+   * Reads the first pair; rejects with a `CertificateError` when there is none, and at once (code `Aborted`) when
+   * `signal` aborts first.
+   */
+  load(signal?: AbortSignal): Promise<KeyPair>;
   /** The pair to serve now (after `load`). */
   current(): KeyPair;
   /** Calls `listener` with every new pair; returns the unsubscribe function. */
@@ -52,7 +56,8 @@ export class StaticCertificates extends CertificateListeners implements Certific
     checkKeyPair(pair, 'the serving certificate');
     this.#pair = pair;
   }
-  async load(): Promise<KeyPair> {
+  async load(signal?: AbortSignal): Promise<KeyPair> {
+    if (signal?.aborted) throw loadAborted('the serving certificate', signal);
     return this.#pair;
   }
   current(): KeyPair {
@@ -104,8 +109,8 @@ export class FileCertificates extends CertificateListeners implements Certificat
     return join(this.#o.dir, this.#o.keyName ?? 'tls.key');
   }
 
-  async load(): Promise<KeyPair> {
-    const pair = await this.#read();
+  async load(signal?: AbortSignal): Promise<KeyPair> {
+    const pair = await this.#read(signal);
     checkKeyPair(pair, this.#where());
     this.#pair = pair;
     this.#digest = digest(pair);
@@ -169,12 +174,14 @@ export class FileCertificates extends CertificateListeners implements Certificat
     return `${this.keyFile} and ${this.certFile}`;
   }
 
-  async #read(): Promise<KeyPair> {
+  async #read(signal?: AbortSignal): Promise<KeyPair> {
     const purpose = this.#o.purpose ?? 'serving';
     const read = async (file: string, what: string) => {
+      if (signal?.aborted) throw loadAborted(file, signal);
       try {
-        return await readFile(file, 'utf8');
+        return await readFile(file, signal ? { encoding: 'utf8', signal } : 'utf8');
       } catch (err) {
+        if (signal?.aborted) throw loadAborted(file, signal);
         throw new CertificateError(
           'CertificateMissing',
           `cannot read the ${purpose} ${what} ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message} — mount the certificate's Secret there, or point to another directory`,
@@ -186,6 +193,11 @@ export class FileCertificates extends CertificateListeners implements Certificat
     const certPem = await read(this.certFile, 'certificate');
     return { certPem, keyPem: await read(this.keyFile, 'key') };
   }
+}
+
+/** The rejection of a `load()` whose signal aborted. */
+export function loadAborted(what: string, signal: AbortSignal): CertificateError {
+  return new CertificateError('Aborted', `loading ${what}: aborted`, { cause: signal.reason });
 }
 
 function digest(pair: KeyPair): string {

@@ -31,7 +31,7 @@ import { sleep } from '../internal/sleep.ts';
 import { type Logger, silentLogger } from '../logger.ts';
 import { createCertificateAuthority, issueServingCertificate } from '../tls/issue.ts';
 import { CertificateError, checkKeyPair, type KeyPair } from '../tls/keypair.ts';
-import { CertificateListeners, type CertificateSource } from '../tls/sources.ts';
+import { CertificateListeners, type CertificateSource, loadAborted } from '../tls/sources.ts';
 
 const MutatingWebhookConfigurations = resource<KubeObject & { webhooks?: WebhookEntry[] }>({
   group: 'admissionregistration.k8s.io',
@@ -126,11 +126,18 @@ export class SecretCertificates extends CertificateListeners implements Certific
     this.#o = options;
   }
 
-  /** Waits (up to 2 minutes) for the leader to create the Secret. */
-  async load(): Promise<KeyPair> {
+  /**
+   * Waits (up to 2 minutes) for the leader to create the Secret; rejects (`Aborted`) as soon as `signal` aborts, the
+   * read under way cut off.
+   */
+  async load(signal?: AbortSignal): Promise<KeyPair> {
+    const where = `Secret ${this.#o.namespace}/${this.#o.secretName}`;
     const deadline = Date.now() + 120_000;
+    const never = new AbortController().signal;
     for (;;) {
-      const pair = await this.#read().catch(() => undefined);
+      if (signal?.aborted) throw loadAborted(where, signal);
+      const pair = await this.#read(signal).catch(() => undefined);
+      if (signal?.aborted) throw loadAborted(where, signal);
       if (pair) {
         this.#pair = pair;
         return pair;
@@ -138,10 +145,10 @@ export class SecretCertificates extends CertificateListeners implements Certific
       if (Date.now() > deadline) {
         throw new CertificateError(
           'CertificateMissing',
-          `Secret ${this.#o.namespace}/${this.#o.secretName} has no usable tls.crt/tls.key after 2 minutes: is the leader running its CertificateRotator?`,
+          `${where} has no usable tls.crt/tls.key after 2 minutes: is the leader running its CertificateRotator?`,
         );
       }
-      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      await sleep(1_000, signal ?? never);
     }
   }
 
@@ -165,8 +172,8 @@ export class SecretCertificates extends CertificateListeners implements Certific
     return true;
   }
 
-  async #read(): Promise<KeyPair | undefined> {
-    const d = decode(await readSecret(this.#o));
+  async #read(signal?: AbortSignal): Promise<KeyPair | undefined> {
+    const d = decode(await readSecret(this.#o, signal));
     if (!d.cert || !d.key) return undefined;
     const pair = { certPem: d.cert, keyPem: d.key };
     checkKeyPair(pair, `Secret ${this.#o.namespace}/${this.#o.secretName}`);

@@ -133,7 +133,11 @@ export class WebhookServer {
 
   /** Serves until `signal` aborts; rejects with `WebhookServerError` when it cannot listen or load its certificate. */
   async start(signal: AbortSignal): Promise<void> {
-    const pair = await this.#o.certificates.load();
+    const pair = await this.#o.certificates.load(signal).catch((err: unknown) => {
+      if (signal.aborted) return undefined; // stopped while waiting for a certificate: nothing to serve
+      throw err;
+    });
+    if (!pair) return;
     const server = createServer(secureContextOptions(pair), (req, res) => this.#serve(req, res));
     server.headersTimeout = 10_000;
     // the apiserver (Go) keeps idle connections for 90 s; closing them sooner (Node's default: 5 s) makes it dial and
