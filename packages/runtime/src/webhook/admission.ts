@@ -11,9 +11,11 @@
  *   (`AppService.app.example.com "web" is invalid: spec.replicas: Invalid value: 7: …`), and one `cause` per field;
  *   warnings are passed to the client (kubectl prints `Warning: …`) whether the request is allowed or not.
  *
- * Guarantees: a handler never throws to the server — an exception becomes a denial with code 500 naming the kind —
- * and the response carries the request's `uid`. Handlers get an `AbortSignal` that aborts when the apiserver's
- * timeout is about to pass.
+ * Guarantees: a handler never throws to the server — an exception becomes a denial with code 500 naming the kind, as
+ * controller-runtime answers a handler's recovered panic (the apiserver refuses a denial whatever the webhook's
+ * `failurePolicy`) — and the response carries the request's `uid`. Handlers get an `AbortSignal` that aborts 250 ms
+ * before the apiserver's timeout; the server then answers the call as failed (HTTP 504, so the `failurePolicy`
+ * decides) and drops what the handler returns later.
  */
 import fastJsonPatch from 'fast-json-patch';
 import type { KubeObject, ResourceType } from '../client/resource.ts';
@@ -61,7 +63,10 @@ export interface AdmissionResponse {
 
 /** What a handler is given besides the request. */
 export interface AdmissionContext {
-  /** Aborts when the apiserver's timeout for this call is about to pass. */
+  /**
+   * Aborts 250 ms before the apiserver's timeout for this call. The server then answers the call as failed (HTTP
+   * 504: the webhook's `failurePolicy` decides, `Ignore` admits) and drops whatever the handler returns afterwards.
+   */
   readonly signal: AbortSignal;
 }
 

@@ -1,7 +1,8 @@
 /**
  * @module webhook/conversion
- * The `ConversionReview` (apiextensions.k8s.io/v1) handler for kinds with several versions: `converter(...kinds)`
- * converts each object of the review to `desiredAPIVersion` with its kind's typed hub conversions (crd/versions).
+ * The `ConversionReview` (apiextensions.k8s.io/v1 or v1beta1: the server answers in the request's version) handler for
+ * kinds with several versions: `converter(...kinds)` converts each object of the review to `desiredAPIVersion` with
+ * its kind's typed hub conversions (crd/versions).
  *
  * Guarantees: the response holds the converted objects in the request's order, or — if any object cannot be
  * converted (unknown kind or version, a conversion that throws) — none, and `result.status: Failure` with a message

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import { request as httpsRequest } from 'node:https';
+import { type AddressInfo, createServer as createNetServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
@@ -124,18 +125,21 @@ before(async () => {
     .admission('/slow', async (req, ctx) => {
       await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve));
       return { uid: req.uid, allowed: true };
+    })
+    .admission('/throws', async () => {
+      throw new Error('the quota service is down');
+    })
+    .conversion('/convert', async (req) => ({
+      uid: req.uid,
+      convertedObjects: req.objects.map((o) => ({ ...(o as object), apiVersion: req.desiredAPIVersion })),
+      result: { status: 'Success' },
+    }))
+    .conversion('/convert-throws', async () => {
+      throw new Error('no hub for this version');
     });
   await assert.rejects(server.ready(), { code: 'NotStarted' });
   running = server.start(stop.signal);
-  for (let i = 0; i < 100 && server.port === 0; i++) await new Promise((r) => setTimeout(r, 10));
-  for (let i = 0; i < 100; i++) {
-    try {
-      await server.ready();
-      break;
-    } catch {
-      await new Promise((r) => setTimeout(r, 10));
-    }
-  }
+  await server.listening;
 });
 
 after(async () => {
@@ -145,6 +149,59 @@ after(async () => {
 
 test('readiness passes once the server completes a TLS handshake', async () => {
   await server.ready();
+});
+
+test('listening resolves once the server listens: ready() fails right after start() and passes once it resolves', async () => {
+  const s = new WebhookServer({ bindAddress: '127.0.0.1:0', certificates: new StaticCertificates(pair) });
+  await assert.rejects(s.ready(), { code: 'NotStarted' });
+  const ctl = new AbortController();
+  const run = s.start(ctl.signal);
+  try {
+    // start() loads the certificate and binds before it listens: not ready yet, and now there is a way to wait
+    await assert.rejects(s.ready(), { code: 'NotStarted' });
+    await s.listening;
+    assert.notEqual(s.port, 0);
+    await s.ready();
+    assert.equal((await post(s.port, '/nowhere', '{}')).status, 404, 'it answers requests');
+  } finally {
+    ctl.abort();
+  }
+  // not ready from the moment the stop begins, before the open connections are closed
+  await assert.rejects(s.ready(), { code: 'Stopped' });
+  await run;
+  await assert.rejects(s.ready(), { code: 'Stopped' });
+  await s.listening; // it did listen: the promise stays resolved
+  await assert.rejects(s.start(new AbortController().signal), { code: 'AlreadyStarted' });
+});
+
+test('listening rejects with the error start() rejects with: a port in use, a certificate that cannot be read', async () => {
+  const holder = createNetServer();
+  await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
+  try {
+    const port = (holder.address() as AddressInfo).port;
+    const s = new WebhookServer({ bindAddress: `127.0.0.1:${port}`, certificates: new StaticCertificates(pair) });
+    const run = s.start(new AbortController().signal);
+    await assert.rejects(s.listening, { code: 'BindFailed', message: new RegExp(`127\\.0\\.0\\.1:${port}`) });
+    await assert.rejects(run, { code: 'BindFailed' });
+    await assert.rejects(s.ready(), { code: 'NotStarted' });
+  } finally {
+    holder.close();
+  }
+  const dir = await mkdtemp(join(tmpdir(), 'opkit-webhook-certs-'));
+  try {
+    const s = new WebhookServer({ bindAddress: '127.0.0.1:0', certificates: new FileCertificates({ dir }) });
+    const run = s.start(new AbortController().signal);
+    await assert.rejects(s.listening, { code: 'CertificateMissing' });
+    await assert.rejects(run, { code: 'CertificateMissing' });
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+  // stopped before it could listen: the wait ends too
+  const ctl = new AbortController();
+  ctl.abort();
+  const s = new WebhookServer({ bindAddress: '127.0.0.1:0', certificates: new StaticCertificates(pair) });
+  await s.start(ctl.signal);
+  await assert.rejects(s.listening, { code: 'Stopped' });
 });
 
 test('a defaulting review over HTTPS answers with a base64 JSONPatch and the request uid', async () => {
@@ -178,51 +235,202 @@ test('a validating review denies with the field named and passes warnings', asyn
   assert.deepEqual(warned.response.warnings, ['spec.size 10 is the maximum']);
 });
 
-test('bad bodies get a 400 with a reason, never a crash', async () => {
-  const cases: [string | Buffer, RegExp, Record<string, string>?][] = [
-    ['{not json', /not JSON/],
-    ['', /not JSON/],
-    ['[]', /must be a AdmissionReview object/],
-    ['null', /must be a AdmissionReview object/],
-    [
-      '{"apiVersion":"admission.k8s.io/v1beta1","kind":"AdmissionReview","request":{"uid":"x"}}',
-      /expected AdmissionReview admission.k8s.io\/v1/,
-    ],
-    ['{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}', /request is missing/],
-    ['{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{}}', /uid is missing/],
-    [
-      '{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"x","operation":"EXPLODE"}}',
-      /operation/,
-    ],
-    [review('CREATE', widget()), /content-type "text\/plain" not supported/, { 'content-type': 'text/plain' }],
-    [Buffer.alloc(65 * 1024, 0x20), /larger than 65536 bytes/],
+interface ReviewAnswer {
+  apiVersion: string;
+  kind: string;
+  response: {
+    uid: string;
+    allowed: boolean;
+    status?: { status?: string; code?: number; reason?: string; message?: string };
+    patch?: string;
+  };
+}
+
+test('malformed admission requests are answered inside an AdmissionReview: HTTP 200, allowed false, code 400 or 413', async () => {
+  const v1 = 'admission.k8s.io/v1';
+  const cases: {
+    body: string | Buffer;
+    code: 400 | 413;
+    message: RegExp;
+    uid?: string;
+    apiVersion?: string;
+    headers?: Record<string, string>;
+  }[] = [
+    { body: '{not json', code: 400, message: /^the body is not JSON: / },
+    { body: '', code: 400, message: /^the request body is empty$/ },
+    { body: '[]', code: 400, message: /^the body must be an AdmissionReview object$/ },
+    { body: 'null', code: 400, message: /^the body must be an AdmissionReview object$/ },
+    {
+      body: '{"apiVersion":"admission.k8s.io/v2","kind":"AdmissionReview","request":{"uid":"x"}}',
+      code: 400,
+      message:
+        /^expected an AdmissionReview of admission\.k8s\.io\/v1 or admission\.k8s\.io\/v1beta1, got AdmissionReview admission\.k8s\.io\/v2$/,
+    },
+    {
+      body: '{"apiVersion":"admission.k8s.io/v1","kind":"ConversionReview","request":{"uid":"x"}}',
+      code: 400,
+      message: /^expected an AdmissionReview .*, got ConversionReview admission\.k8s\.io\/v1$/,
+    },
+    { body: '{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}', code: 400, message: /request is missing/ },
+    {
+      body: '{"apiVersion":"admission.k8s.io/v1beta1","kind":"AdmissionReview"}',
+      code: 400,
+      message: /request is missing/,
+      apiVersion: 'admission.k8s.io/v1beta1',
+    },
+    {
+      body: '{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{}}',
+      code: 400,
+      message: /uid is missing/,
+    },
+    {
+      body: '{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"x","operation":"EXPLODE"}}',
+      code: 400,
+      message: /operation "EXPLODE" is not one of CREATE, UPDATE, DELETE, CONNECT/,
+      uid: 'x',
+    },
+    {
+      body: review('CREATE', widget()),
+      code: 400,
+      message: /^content-type "text\/plain" not supported: send application\/json$/,
+      headers: { 'content-type': 'text/plain' },
+    },
+    { body: Buffer.alloc(65 * 1024, 0x20), code: 413, message: /^the request body is larger than 65536 bytes$/ },
   ];
-  for (const [body, message, headers] of cases) {
-    const r = await post(server.port, '/validate-widget', body, headers);
-    assert.equal(r.status, 400, `${String(body).slice(0, 60)} → ${r.status} ${r.body}`);
-    assert.match(r.body, message);
+  for (const c of cases) {
+    const r = await post(server.port, '/validate-widget', c.body, c.headers);
+    const what = `${String(c.body).slice(0, 60)} → ${r.status} ${r.body.slice(0, 200)}`;
+    assert.equal(r.status, 200, what);
+    const answer = JSON.parse(r.body) as ReviewAnswer;
+    assert.equal(answer.apiVersion, c.apiVersion ?? v1, what);
+    assert.equal(answer.kind, 'AdmissionReview', what);
+    assert.equal(answer.response.uid, c.uid ?? '', what);
+    assert.equal(answer.response.allowed, false, what);
+    assert.equal(answer.response.status?.status, 'Failure', what);
+    assert.equal(answer.response.status?.code, c.code, what);
+    assert.equal(answer.response.status?.reason, c.code === 413 ? 'RequestEntityTooLarge' : 'BadRequest', what);
+    assert.match(answer.response.status?.message ?? '', c.message, what);
   }
   assert.equal((await post(server.port, '/nowhere', review('CREATE', widget()))).status, 404);
   // still serving
   assert.equal((await post(server.port, '/validate-widget', review('CREATE', widget(1)))).status, 200);
 });
 
-test('a handler slower than the apiserver timeout is answered with a denial before the timeout', async () => {
+test('an admission.k8s.io/v1beta1 review is decoded and answered in v1beta1', async () => {
+  const v1beta1 = (body: string) => body.replace('"admission.k8s.io/v1"', '"admission.k8s.io/v1beta1"');
+  const denied = await post(server.port, '/validate-widget', v1beta1(review('CREATE', widget(11), 'b1')));
+  assert.equal(denied.status, 200);
+  const d = JSON.parse(denied.body) as ReviewAnswer;
+  assert.equal(d.apiVersion, 'admission.k8s.io/v1beta1');
+  assert.equal(d.kind, 'AdmissionReview');
+  assert.equal(d.response.uid, 'b1');
+  assert.equal(d.response.allowed, false);
+  assert.match(d.response.status?.message ?? '', /spec\.size: Invalid value: 11: must be at most 10/);
+  const mutated = JSON.parse(
+    (await post(server.port, '/mutate-widget', v1beta1(review('CREATE', widget(), 'b2')))).body,
+  ) as ReviewAnswer;
+  assert.equal(mutated.apiVersion, 'admission.k8s.io/v1beta1');
+  assert.equal(mutated.response.uid, 'b2');
+  assert.equal(mutated.response.allowed, true);
+  assert.deepEqual(JSON.parse(Buffer.from(mutated.response.patch ?? '', 'base64').toString()), [
+    { op: 'add', path: '/spec/size', value: 2 },
+  ]);
+});
+
+test('a handler slower than the apiserver timeout gets an HTTP 504 before the timeout: a failed call, not a denial', async () => {
   const started = Date.now();
   const r = await post(server.port, '/slow?timeout=1s', review('CREATE', widget()));
   const took = Date.now() - started;
+  assert.equal(r.status, 504, r.body);
+  assert.deepEqual(JSON.parse(r.body), {
+    kind: 'Status',
+    apiVersion: 'v1',
+    metadata: {},
+    status: 'Failure',
+    reason: 'Timeout',
+    code: 504,
+    message: "the admission handler at /slow did not answer within 750 ms (the apiserver's timeout: 1s)",
+  });
+  assert.ok(took >= 700 && took < 1_000, `answered in ${took} ms, before the 1 s timeout`);
+});
+
+test('a handler that throws denies the request with code 500 and the uid, as controller-runtime answers a panic', async () => {
+  const r = await post(server.port, '/throws', review('CREATE', widget(), 'u-throws'));
   assert.equal(r.status, 200);
-  const body = JSON.parse(r.body) as { response: { allowed: boolean; status: { code: number } } };
-  assert.equal(body.response.allowed, false);
-  assert.equal(body.response.status.code, 504);
-  assert.ok(took < 1_000, `answered in ${took} ms, before the 1 s timeout`);
+  const answer = JSON.parse(r.body) as ReviewAnswer;
+  assert.deepEqual(answer.response, {
+    uid: 'u-throws',
+    allowed: false,
+    status: {
+      status: 'Failure',
+      code: 500,
+      reason: 'InternalError',
+      message: 'the admission handler at /throws failed: the quota service is down',
+    },
+  });
+});
+
+test('malformed conversion reviews get a plain HTTP 400 (413 when too large), as controller-runtime', async () => {
+  const cases: [string | Buffer, number, RegExp, Record<string, string>?][] = [
+    ['{not json', 400, /^the body is not JSON: /],
+    ['', 400, /^the request body is empty$/],
+    ['[]', 400, /^the body must be a ConversionReview object$/],
+    [
+      '{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"x"}}',
+      400,
+      /^expected a ConversionReview of apiextensions\.k8s\.io\/v1 or apiextensions\.k8s\.io\/v1beta1, got AdmissionReview admission\.k8s\.io\/v1$/,
+    ],
+    ['{"apiVersion":"apiextensions.k8s.io/v1","kind":"ConversionReview"}', 400, /request is missing/],
+    [
+      '{"apiVersion":"apiextensions.k8s.io/v1","kind":"ConversionReview","request":{"uid":"x"}}',
+      400,
+      /needs desiredAPIVersion and objects/,
+    ],
+    ['{}', 400, /expected a ConversionReview/, { 'content-type': 'text/plain' }],
+    [Buffer.alloc(65 * 1024, 0x20), 413, /^the request body is larger than 65536 bytes$/],
+  ];
+  for (const [body, status, message, headers] of cases) {
+    const r = await post(server.port, '/convert', body, headers);
+    assert.equal(r.status, status, `${String(body).slice(0, 60)} → ${r.status} ${r.body}`);
+    assert.match(r.body.trim(), headers ? /content-type "text\/plain" not supported/ : message);
+  }
+});
+
+test('a v1beta1 ConversionReview is answered in v1beta1; a conversion handler that throws answers a Failure result', async () => {
+  const conversion = (apiVersion: string, uid: string) =>
+    JSON.stringify({
+      apiVersion,
+      kind: 'ConversionReview',
+      request: { uid, desiredAPIVersion: 'x.example.com/v2', objects: [widget(1)] },
+    });
+  for (const apiVersion of ['apiextensions.k8s.io/v1', 'apiextensions.k8s.io/v1beta1']) {
+    const r = await post(server.port, '/convert', conversion(apiVersion, 'c1'));
+    assert.equal(r.status, 200, r.body);
+    const answer = JSON.parse(r.body) as {
+      apiVersion: string;
+      kind: string;
+      response: { uid: string; convertedObjects: { apiVersion: string }[]; result: { status: string } };
+    };
+    assert.equal(answer.apiVersion, apiVersion);
+    assert.equal(answer.kind, 'ConversionReview');
+    assert.equal(answer.response.uid, 'c1');
+    assert.equal(answer.response.result.status, 'Success');
+    assert.equal(answer.response.convertedObjects[0]?.apiVersion, 'x.example.com/v2');
+  }
+  const failed = await post(server.port, '/convert-throws', conversion('apiextensions.k8s.io/v1', 'c2'));
+  assert.equal(failed.status, 200);
+  assert.deepEqual((JSON.parse(failed.body) as { response: unknown }).response, {
+    uid: 'c2',
+    convertedObjects: [],
+    result: { status: 'Failure', message: 'the conversion handler at /convert-throws failed: no hub for this version' },
+  });
 });
 
 test('metrics use controller-runtime names', async () => {
   await post(server.port, '/validate-widget', review('CREATE', widget(1)));
   const text = registry.metrics();
   assert.match(text, /controller_runtime_webhook_requests_total\{webhook="\/validate-widget",code="200"\} \d+/);
-  assert.match(text, /controller_runtime_webhook_requests_total\{webhook="\/validate-widget",code="400"\} \d+/);
+  assert.match(text, /controller_runtime_webhook_requests_total\{webhook="\/slow",code="504"\} 1/);
   assert.match(text, /controller_runtime_webhook_latency_seconds_bucket\{webhook="\/validate-widget",le="0.005"\}/);
   assert.match(text, /controller_runtime_webhook_requests_in_flight\{webhook="\/validate-widget"\} 0/);
 });
@@ -255,7 +463,7 @@ test('file certificates: a rotated pair is served to new connections without a r
   const ctl = new AbortController();
   const run = s.start(ctl.signal);
   try {
-    for (let i = 0; i < 200 && s.port === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    await s.listening;
     const before = await servedSerial(s.port);
     // traffic during the rotation: every request must be answered
     let sent = 0;
@@ -303,7 +511,7 @@ test('a rotated certificate keeps TLS 1.2 as the minimum, even where the process
   const ctl = new AbortController();
   const run = s.start(ctl.signal);
   try {
-    for (let i = 0; i < 200 && s.port === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    await s.listening;
     assert.equal(await handshakeTls11('127.0.0.1', s.port), 'ERR_SSL_TLSV1_ALERT_PROTOCOL_VERSION', 'at start');
     certs.update(issueServingCertificate(ca, ['127.0.0.1']));
     assert.equal(await handshakeTls11('127.0.0.1', s.port), 'ERR_SSL_TLSV1_ALERT_PROTOCOL_VERSION', 'after a rotation');

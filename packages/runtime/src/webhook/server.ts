@@ -1,20 +1,39 @@
 /**
  * @module webhook/server
- * `WebhookServer`: the HTTPS endpoint the apiserver calls for admission (`AdmissionReview` admission.k8s.io/v1) and
- * conversion (`ConversionReview` apiextensions.k8s.io/v1). A Manager runs it on every replica (it needs no leadership).
+ * `WebhookServer`: the HTTPS endpoint the apiserver calls for admission (`AdmissionReview` admission.k8s.io/v1 and
+ * v1beta1) and conversion (`ConversionReview` apiextensions.k8s.io/v1 and v1beta1). A Manager runs it on every replica
+ * (it needs no leadership).
  *
  * Guarantees:
- * - Serves on `:9443` by default (with SO_REUSEPORT, so replicas on one host can share it), TLS ≥ 1.2, with the pair from its `CertificateSource`; a rotated pair is used for
- *   new connections at once (`setSecureContext`), open connections finish on the old one, so no request is lost.
- * - Each review is answered within the apiserver's timeout (its `?timeout=` query, default 10 s): the handler's
- *   signal aborts 250 ms before it, and the review is then answered with a denial (code 504) instead of no answer.
- * - A body that is not JSON, not a review of the expected version, not `application/json`, or larger than
- *   `maxBodyBytes` (default 7 MiB, as controller-runtime) gets an HTTP 400 with a one-line reason;
- *   no input crashes the process. Unknown paths get 404, other methods 405.
- * - Metrics under controller-runtime's names: `controller_runtime_webhook_requests_total{webhook,code}`,
- *   `controller_runtime_webhook_latency_seconds{webhook}`, `controller_runtime_webhook_requests_in_flight{webhook}`.
- * - `ready()` passes only once a TLS handshake with the server itself succeeds (controller-runtime's StartedChecker),
- *   so a readiness probe on it keeps the Service from routing to a replica that cannot answer yet.
+ * - Serves on `:9443` by default (with SO_REUSEPORT, so replicas on one host can share it), TLS ≥ 1.2, with the pair
+ *   from its `CertificateSource`; a rotated pair is used for new connections at once (`setSecureContext`), open
+ *   connections finish on the old one, so no request is lost.
+ * - A review is answered in the apiVersion it came in, with the request's `uid`.
+ * - Each admission review is answered within the apiserver's timeout (its `?timeout=` query, default 10 s): the
+ *   handler's signal aborts 250 ms before it, and a handler still running then is answered with an HTTP 504 carrying
+ *   a `Status` (reason `Timeout`). The apiserver counts a non-2xx answer as a failed call, as it counts its own
+ *   timeout, so the webhook's `failurePolicy` decides: `Ignore` admits the request, `Fail` refuses it with
+ *   `failed calling webhook "…": failed to call webhook: the admission handler at /path did not answer within …`.
+ *   A slow handler never denies a request.
+ * - An admission handler that throws (or returns no response) denies the request with code 500 naming its path, as
+ *   controller-runtime answers a handler's recovered panic: the apiserver refuses the request whatever the
+ *   `failurePolicy`. A handler that should fail open catches its own errors and allows.
+ * - A malformed admission request — not `application/json`, larger than `maxBodyBytes` (default 7 MiB, as
+ *   controller-runtime), not JSON, not an AdmissionReview of v1 or v1beta1, no `request.uid`, an unknown operation —
+ *   is answered as controller-runtime answers it: inside an AdmissionReview (HTTP 200, `allowed: false`, `status.code`
+ *   413 for the size, 400 otherwise, a one-line message), with the request's uid and apiVersion where they could be
+ *   read (else `uid: ""` and v1). The apiserver checks a v1 answer's uid, so it counts an answer without one as a
+ *   failed call (the `failurePolicy` decides) and one with the uid as a denial.
+ * - A malformed conversion review gets a plain HTTP 400 with a one-line reason (413 for the size), as
+ *   controller-runtime; a conversion handler that throws or runs out of time answers a `Failure` result. Either way
+ *   the apiserver fails the read or write that needed the conversion.
+ * - No input crashes the process. Unknown paths get 404, methods other than POST 405.
+ * - Metrics under controller-runtime's names: `controller_runtime_webhook_requests_total{webhook,code}` (the HTTP
+ *   status), `controller_runtime_webhook_latency_seconds{webhook}`, `controller_runtime_webhook_requests_in_flight`.
+ * - A server starts once. `listening` resolves once it listens (rejects with the error `start()` rejects with, or
+ *   `Stopped` when stopped first); `ready()` passes only once a TLS handshake with the server itself succeeds
+ *   (controller-runtime's StartedChecker) and fails again from the moment its stop begins, so a readiness probe on
+ *   it keeps the Service from routing to a replica that cannot answer.
  */
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -30,7 +49,7 @@ import type { CertificateSource } from '../tls/sources.ts';
 import type { AdmissionHandler, AdmissionRequest, AdmissionResponse } from './admission.ts';
 import type { ConversionHandler, ConversionRequest, ConversionResponse } from './conversion.ts';
 
-export type WebhookServerErrorCode = 'BindFailed' | 'DuplicatePath' | 'NotStarted';
+export type WebhookServerErrorCode = 'AlreadyStarted' | 'BindFailed' | 'DuplicatePath' | 'NotStarted' | 'Stopped';
 
 export class WebhookServerError extends OpkitError<WebhookServerErrorCode> {
   override readonly name = 'WebhookServerError';
@@ -52,8 +71,11 @@ export interface WebhookServerOptions {
 const DEFAULT_TIMEOUT_MS = 10_000;
 const TIMEOUT_MARGIN_MS = 250;
 const MAX_TIMEOUT_MS = 30_000;
+const DEFAULT_MAX_BODY_BYTES = 7 * 1024 * 1024;
 const OPERATIONS: ReadonlySet<unknown> = new Set(['CREATE', 'UPDATE', 'DELETE', 'CONNECT']);
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+const ADMISSION_VERSIONS = ['admission.k8s.io/v1', 'admission.k8s.io/v1beta1'] as const;
+const CONVERSION_VERSIONS = ['apiextensions.k8s.io/v1', 'apiextensions.k8s.io/v1beta1'] as const;
 
 type Route =
   | { readonly type: 'admission'; readonly handler: AdmissionHandler }
@@ -65,27 +87,50 @@ interface WebhookMetrics {
   readonly inFlight: Gauge<'webhook'>;
 }
 
-class BadRequest extends Error {
+/** What the server sends back for one request. */
+interface Reply {
   readonly status: number;
-  constructor(status: number, message: string) {
+  readonly body: string;
+  readonly contentType: string;
+  /** Close the connection after the reply (a client may still be sending a body the server will not read). */
+  readonly close?: boolean;
+}
+
+/** A request the server cannot read as a review: answered with `code` (400, or 413 for the size). */
+class Malformed extends Error {
+  readonly code: 400 | 413;
+  constructor(code: 400 | 413, message: string) {
     super(message);
-    this.status = status;
+    this.code = code;
   }
 }
 
 export class WebhookServer {
   /** A Manager runs the server on every replica. */
   readonly needLeaderElection = false;
+  /**
+   * Resolves once `start()` listens (`port` and `address` are then set, and `ready()` can pass). Rejects with the
+   * error the first `start()` rejects with (`BindFailed`, or the certificate source's error), or with `Stopped` when
+   * the signal aborts before the server listens. Awaiting it is optional: an unobserved rejection is not reported as
+   * unhandled.
+   */
+  readonly listening: Promise<void>;
+  readonly #listened: { resolve(): void; reject(err: unknown): void };
   readonly #o: WebhookServerOptions;
   readonly #routes = new Map<string, Route>();
   readonly #log: Logger;
   readonly #metrics: WebhookMetrics | undefined;
+  #started = false;
   #server: Server | undefined;
-  #serving = false;
+  #stopping = false;
 
   constructor(options: WebhookServerOptions) {
     this.#o = options;
     this.#log = options.log ?? silentLogger;
+    const { promise, resolve, reject } = Promise.withResolvers<void>();
+    promise.catch(() => {}); // the rejection is start()'s too: whoever awaits either sees it
+    this.listening = promise;
+    this.#listened = { resolve, reject };
     const r = options.registry;
     this.#metrics = r && {
       total: r.counter({
@@ -122,22 +167,60 @@ export class WebhookServer {
     return [...this.#routes.keys()];
   }
 
-  /** `host:port` actually bound (after start). */
+  /** `host:port` actually bound (once `listening` resolved). */
   get address(): string {
     return boundAddress(this.#server);
   }
 
+  /** The port actually bound (once `listening` resolved; 0 before). */
   get port(): number {
     return (this.#server?.address() as AddressInfo | null | undefined)?.port ?? 0;
   }
 
-  /** Serves until `signal` aborts; rejects with `WebhookServerError` when it cannot listen or load its certificate. */
+  /**
+   * Serves until `signal` aborts, then stops taking connections, lets requests under way finish (at most 30 s, the
+   * apiserver's longest timeout) and resolves. Rejects with `WebhookServerError` `BindFailed` when it cannot listen,
+   * with the certificate source's error when the pair cannot be loaded, and with `AlreadyStarted` when called again.
+   * It resolves only at the stop: await `listening` to know when it serves.
+   */
   async start(signal: AbortSignal): Promise<void> {
+    if (this.#started) throw new WebhookServerError('AlreadyStarted', 'a WebhookServer starts once');
+    this.#started = true;
+    let server: Server | undefined;
+    try {
+      server = await this.#listen(signal);
+    } catch (err) {
+      this.#listened.reject(err);
+      throw err;
+    }
+    if (!server) {
+      // stopped while loading the certificate: a stop, not a failure
+      this.#listened.reject(new WebhookServerError('Stopped', 'the webhook server was stopped before it listened'));
+      return;
+    }
+    await new Promise<void>((resolve) => {
+      const stop = () => {
+        this.#stopping = true; // not ready from this moment on
+        resolve();
+      };
+      if (signal.aborted) stop();
+      else signal.addEventListener('abort', stop, { once: true });
+    });
+    await new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      server.closeIdleConnections();
+      // requests under way get the apiserver's longest timeout; then the rest is cut
+      setTimeout(() => server.closeAllConnections(), MAX_TIMEOUT_MS).unref();
+    });
+  }
+
+  /** Loads the pair and binds: the server listens and `listening` has resolved, or the signal aborted first. */
+  async #listen(signal: AbortSignal): Promise<Server | undefined> {
     const pair = await this.#o.certificates.load(signal).catch((err: unknown) => {
       if (signal.aborted) return undefined; // stopped while waiting for a certificate: nothing to serve
       throw err;
     });
-    if (!pair) return;
+    if (!pair || signal.aborted) return undefined;
     const server = createServer(secureContextOptions(pair), (req, res) => this.#serve(req, res));
     server.headersTimeout = 10_000;
     // the apiserver (Go) keeps idle connections for 90 s; closing them sooner (Node's default: 5 s) makes it dial and
@@ -145,7 +228,6 @@ export class WebhookServer {
     server.keepAliveTimeout = 120_000;
     server.requestTimeout = MAX_TIMEOUT_MS + 5_000;
     server.on('tlsClientError', () => {}); // a failed handshake is the client's problem, not a crash
-    this.#server = server;
     const unsubscribe = this.#o.certificates.onChange((p) => {
       server.setSecureContext(secureContextOptions(p));
       this.#log.info({}, 'webhook serving certificate reloaded');
@@ -168,39 +250,38 @@ export class WebhookServer {
       throw new WebhookServerError(
         'BindFailed',
         `webhook server cannot listen on ${bind.host}:${bind.port}: ${(err as Error).message}`,
-        {
-          cause: err,
-        },
+        { cause: err },
       );
     }
-    this.#serving = true;
-    if (this.#o.unref) server.unref();
-    this.#log.info({ address: this.address, paths: this.paths }, 'serving webhooks');
-    if (!signal.aborted)
-      await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
-    this.#serving = false;
-    unsubscribe();
-    watching.abort();
-    await new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      server.closeIdleConnections();
-      // requests under way get the apiserver's longest timeout; then the rest is cut
-      setTimeout(() => server.closeAllConnections(), MAX_TIMEOUT_MS).unref();
+    server.once('close', () => {
+      unsubscribe();
+      watching.abort();
     });
+    if (this.#o.unref) server.unref();
+    this.#server = server;
+    this.#log.info({ address: this.address, paths: this.paths }, 'serving webhooks');
+    this.#listened.resolve();
+    return server;
   }
 
-  /** A readiness check: passes once a TLS handshake with this server succeeds. */
+  /**
+   * A readiness check: passes once a TLS handshake with this server succeeds. Rejects with `NotStarted` until the
+   * server listens (await `listening` first to wait for it) and with `Stopped` from the moment its stop begins.
+   */
   ready = async (): Promise<void> => {
-    if (!this.#serving || !this.#server)
-      throw new WebhookServerError('NotStarted', 'the webhook server is not serving yet');
-    const a = this.#server.address() as AddressInfo;
+    if (this.#stopping) throw new WebhookServerError('Stopped', 'the webhook server is stopping');
+    const server = this.#server;
+    if (!server) throw new WebhookServerError('NotStarted', 'the webhook server is not listening yet');
+    const a = server.address() as AddressInfo;
     const host = a.address === '0.0.0.0' ? '127.0.0.1' : a.address === '::' ? '::1' : a.address;
     await new Promise<void>((resolve, reject) => {
       const socket = connect({ host, port: a.port, rejectUnauthorized: false, timeout: 2_000 }, () => {
         socket.end();
         resolve();
       });
-      socket.once('error', (err) => reject(new WebhookServerError('NotStarted', `webhook server: ${err.message}`)));
+      socket.once('error', (err) =>
+        reject(new WebhookServerError('NotStarted', `webhook server: ${err.message}`, { cause: err })),
+      );
       socket.once('timeout', () => {
         socket.destroy();
         reject(new WebhookServerError('NotStarted', 'webhook server: TLS handshake timed out'));
@@ -226,116 +307,186 @@ export class WebhookServer {
     const webhook = url.pathname;
     const started = performance.now();
     this.#metrics?.inFlight.inc({ webhook });
-    const finish = (status: number, body: string, contentType = 'application/json') => {
+    const finish = (reply: Reply) => {
       this.#metrics?.inFlight.dec({ webhook });
-      this.#metrics?.total.inc({ webhook, code: String(status) });
+      this.#metrics?.total.inc({ webhook, code: String(reply.status) });
       this.#metrics?.latency.observe({ webhook }, (performance.now() - started) / 1000);
-      if (!res.headersSent) res.writeHead(status, { 'content-type': contentType }).end(body);
+      if (res.headersSent) return;
+      res.writeHead(reply.status, {
+        'content-type': reply.contentType,
+        ...(reply.close ? { connection: 'close' } : {}),
+      });
+      res.end(reply.body);
     };
     const timeoutMs = parseTimeout(url.searchParams.get('timeout'));
-    const deadline = new AbortController();
-    const timer = setTimeout(() => deadline.abort(), Math.max(timeoutMs - TIMEOUT_MARGIN_MS, 1));
-    this.#handle(req, route, deadline.signal).then(
-      (body) => {
-        clearTimeout(timer);
-        finish(200, body);
-      },
-      (err: unknown) => {
-        clearTimeout(timer);
-        const status = err instanceof BadRequest ? err.status : 500;
-        if (status === 500) this.#log.error({ webhook, err: (err as Error).message }, 'webhook failed');
-        // a client still sending an oversized body: answer, then stop reading
-        if (status === 400) res.setHeader('connection', 'close');
-        finish(status, `${(err as Error).message}\n`, 'text/plain; charset=utf-8');
-      },
-    );
+    this.#handle(req, webhook, route, timeoutMs).then(finish, (err: unknown) => {
+      // a response that cannot be serialized, or a fault of the server itself: never leave the apiserver waiting
+      this.#log.error({ webhook, err: errorMessage(err) }, 'webhook failed');
+      finish(text(500, 'internal error in the webhook server'));
+    });
   }
 
-  async #handle(req: IncomingMessage, route: Route, signal: AbortSignal): Promise<string> {
+  async #handle(req: IncomingMessage, path: string, route: Route, timeoutMs: number): Promise<Reply> {
     if (req.method !== 'POST') {
       req.resume();
-      throw new BadRequest(405, `method ${req.method ?? ''} not allowed: webhooks take POST`);
+      return text(405, `method ${req.method ?? ''} not allowed: webhooks take POST`);
     }
+    return route.type === 'admission'
+      ? this.#admit(req, path, route.handler, timeoutMs)
+      : this.#convert(req, path, route.handler, timeoutMs);
+  }
+
+  async #admit(req: IncomingMessage, path: string, handler: AdmissionHandler, timeoutMs: number): Promise<Reply> {
+    let apiVersion: string = ADMISSION_VERSIONS[0];
+    let uid = '';
+    let request: AdmissionRequest;
+    try {
+      const review = await this.#readReview(req);
+      apiVersion = reviewVersion(review, 'AdmissionReview', ADMISSION_VERSIONS);
+      const r = reviewRequest(review, 'AdmissionReview');
+      uid = r.uid;
+      if (!OPERATIONS.has(r.operation)) {
+        throw new Malformed(
+          400,
+          `AdmissionReview.request.operation ${show(r.operation)} is not one of ${[...OPERATIONS].join(', ')}`,
+        );
+      }
+      request = r as unknown as AdmissionRequest;
+    } catch (err) {
+      if (!(err instanceof Malformed)) throw err;
+      const reason = err.code === 413 ? 'RequestEntityTooLarge' : 'BadRequest';
+      return {
+        ...admissionReview(apiVersion, {
+          uid,
+          allowed: false,
+          status: { status: 'Failure', code: err.code, reason, message: err.message },
+        }),
+        close: err.code === 413,
+      };
+    }
+    const outcome = await runHandler(timeoutMs, (signal) => handler(request, { signal }));
+    if (outcome.kind === 'late') {
+      const message = `the admission handler at ${path} did not answer within ${outcome.budgetMs} ms (the apiserver's timeout: ${duration(timeoutMs)})`;
+      this.#log.warn({ webhook: path, uid }, message);
+      return json(504, {
+        kind: 'Status',
+        apiVersion: 'v1',
+        metadata: {},
+        status: 'Failure',
+        reason: 'Timeout',
+        code: 504,
+        message,
+      });
+    }
+    if (outcome.kind === 'failed') {
+      const message = `the admission handler at ${path} ${outcome.failure}`;
+      this.#log.error({ webhook: path, uid }, message);
+      return admissionReview(apiVersion, {
+        uid,
+        allowed: false,
+        status: { status: 'Failure', code: 500, reason: 'InternalError', message },
+      });
+    }
+    return admissionReview(apiVersion, { ...outcome.value, uid });
+  }
+
+  async #convert(req: IncomingMessage, path: string, handler: ConversionHandler, timeoutMs: number): Promise<Reply> {
+    let apiVersion: string;
+    let request: ConversionRequest;
+    try {
+      const review = await this.#readReview(req);
+      apiVersion = reviewVersion(review, 'ConversionReview', CONVERSION_VERSIONS);
+      const r = reviewRequest(review, 'ConversionReview');
+      if (typeof r.desiredAPIVersion !== 'string' || !Array.isArray(r.objects)) {
+        throw new Malformed(400, 'ConversionReview.request needs desiredAPIVersion and objects');
+      }
+      request = r as unknown as ConversionRequest;
+    } catch (err) {
+      if (!(err instanceof Malformed)) throw err;
+      return { ...text(err.code, err.message), close: err.code === 413 };
+    }
+    const outcome = await runHandler(timeoutMs, (signal) => handler(request, { signal }));
+    let response: ConversionResponse;
+    if (outcome.kind === 'answered') {
+      response = { ...outcome.value, uid: request.uid };
+    } else {
+      const message =
+        outcome.kind === 'late'
+          ? `the conversion handler at ${path} did not answer within ${outcome.budgetMs} ms (the apiserver's timeout: ${duration(timeoutMs)})`
+          : `the conversion handler at ${path} ${outcome.failure}`;
+      this.#log.error({ webhook: path, uid: request.uid }, message);
+      response = { uid: request.uid, convertedObjects: [], result: { status: 'Failure', message } };
+    }
+    return json(200, { apiVersion, kind: 'ConversionReview', response });
+  }
+
+  /** The body as JSON, or `Malformed` for a wrong content type, an oversized, empty or unparsable body. */
+  async #readReview(req: IncomingMessage): Promise<unknown> {
     const type = (req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
     if (type !== 'application/json') {
       req.resume();
-      throw new BadRequest(400, `content-type ${JSON.stringify(type)} not supported: send application/json`);
+      throw new Malformed(400, `content-type ${JSON.stringify(type)} not supported: send application/json`);
     }
-    const body = await readBody(req, this.#o.maxBodyBytes ?? 7 * 1024 * 1024);
-    let review: unknown;
+    const body = await readBody(req, this.#o.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES);
+    if (body.trim() === '') throw new Malformed(400, 'the request body is empty');
     try {
-      review = JSON.parse(body);
+      return JSON.parse(body);
     } catch (err) {
-      throw new BadRequest(400, `the body is not JSON: ${(err as Error).message}`);
+      throw new Malformed(400, `the body is not JSON: ${(err as Error).message}`);
     }
-    const answer =
-      route.type === 'admission'
-        ? this.#admit(route.handler, review, signal)
-        : this.#convert(route.handler, review, signal);
-    return JSON.stringify(await answer);
-  }
-
-  async #admit(handler: AdmissionHandler, review: unknown, signal: AbortSignal): Promise<unknown> {
-    const request = reviewRequest(review, 'admission.k8s.io/v1', 'AdmissionReview') as unknown as AdmissionRequest;
-    if (!OPERATIONS.has(request.operation)) {
-      throw new BadRequest(
-        400,
-        `AdmissionReview.request.operation ${JSON.stringify(request.operation)} is not one of ${[...OPERATIONS].join(', ')}`,
-      );
-    }
-    const response = await withDeadline(
-      handler(request, { signal }),
-      signal,
-      (): AdmissionResponse => ({
-        uid: request.uid,
-        allowed: false,
-        status: { status: 'Failure', code: 504, reason: 'Timeout', message: 'the webhook did not answer in time' },
-      }),
-    );
-    return { apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', response: { ...response, uid: request.uid } };
-  }
-
-  async #convert(handler: ConversionHandler, review: unknown, signal: AbortSignal): Promise<unknown> {
-    const request = reviewRequest(
-      review,
-      'apiextensions.k8s.io/v1',
-      'ConversionReview',
-    ) as unknown as ConversionRequest;
-    if (typeof request.desiredAPIVersion !== 'string' || !Array.isArray(request.objects)) {
-      throw new BadRequest(400, 'ConversionReview.request needs desiredAPIVersion and objects');
-    }
-    const response = await withDeadline(
-      handler(request, { signal }),
-      signal,
-      (): ConversionResponse => ({
-        uid: request.uid,
-        convertedObjects: [],
-        result: { status: 'Failure', message: 'the conversion webhook did not answer in time' },
-      }),
-    );
-    return {
-      apiVersion: 'apiextensions.k8s.io/v1',
-      kind: 'ConversionReview',
-      response: { ...response, uid: request.uid },
-    };
   }
 }
 
-function reviewRequest(review: unknown, apiVersion: string, kind: string): Record<string, unknown> & { uid: string } {
-  if (typeof review !== 'object' || review === null || Array.isArray(review)) {
-    throw new BadRequest(400, `the body must be a ${kind} object`);
+function text(status: number, message: string): Reply {
+  return { status, body: `${message}\n`, contentType: 'text/plain; charset=utf-8' };
+}
+
+function json(status: number, value: unknown): Reply {
+  return { status, body: JSON.stringify(value), contentType: 'application/json' };
+}
+
+function admissionReview(apiVersion: string, response: AdmissionResponse): Reply {
+  return json(200, { apiVersion, kind: 'AdmissionReview', response });
+}
+
+/** The review's apiVersion, one of `versions`, or `Malformed`. */
+function reviewVersion(review: unknown, kind: string, versions: readonly string[]): string {
+  const article = /^[AEIOU]/.test(kind) ? 'an' : 'a';
+  if (!isObject(review)) throw new Malformed(400, `the body must be ${article} ${kind} object`);
+  if (review.kind !== kind || typeof review.apiVersion !== 'string' || !versions.includes(review.apiVersion)) {
+    throw new Malformed(
+      400,
+      `expected ${article} ${kind} of ${versions.join(' or ')}, got ${show(review.kind, false)} ${show(review.apiVersion, false)}`,
+    );
   }
-  const r = review as Record<string, unknown>;
-  if (r.apiVersion !== apiVersion || r.kind !== kind) {
-    throw new BadRequest(400, `expected ${kind} ${apiVersion}, got ${String(r.kind)} ${String(r.apiVersion)}`);
-  }
-  const request = r.request;
-  if (typeof request !== 'object' || request === null || Array.isArray(request)) {
-    throw new BadRequest(400, `${kind}.request is missing`);
-  }
-  const uid = (request as Record<string, unknown>).uid;
-  if (typeof uid !== 'string' || uid === '') throw new BadRequest(400, `${kind}.request.uid is missing`);
-  return request as Record<string, unknown> & { uid: string };
+  return review.apiVersion;
+}
+
+function reviewRequest(review: unknown, kind: string): Record<string, unknown> & { uid: string } {
+  const request = isObject(review) ? review.request : undefined;
+  if (!isObject(request)) throw new Malformed(400, `${kind}.request is missing`);
+  const uid = request.uid;
+  if (typeof uid !== 'string' || uid === '') throw new Malformed(400, `${kind}.request.uid is missing`);
+  return { ...request, uid };
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** A value from the request for a message: JSON (or bare, for strings), at most 100 characters. */
+function show(v: unknown, quoted = true): string {
+  const s = typeof v === 'string' && !quoted ? v : (JSON.stringify(v) ?? String(v));
+  return s.length > 100 ? `${s.slice(0, 97)}...` : s;
+}
+
+function errorMessage(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+/** `1s`, `10s`, `500ms`: as the apiserver writes its timeout. */
+function duration(ms: number): string {
+  return ms % 1_000 === 0 ? `${ms / 1_000}s` : `${ms}ms`;
 }
 
 /** The apiserver's `timeout` query (`10s`, `500ms`); default 10 s, at most 30 s. */
@@ -346,29 +497,48 @@ export function parseTimeout(value: string | null): number {
   return Math.min(Math.max(n, 1), MAX_TIMEOUT_MS);
 }
 
-function withDeadline<T>(work: Promise<T>, signal: AbortSignal, onTimeout: () => T): Promise<T> {
-  if (signal.aborted) return Promise.resolve(onTimeout());
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => resolve(onTimeout());
-    signal.addEventListener('abort', onAbort, { once: true });
-    work.then(
-      (v) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(v);
+/** How a handler's call ended: with a response, by failing (a throw, or no response), or past its deadline. */
+type Outcome<T> =
+  | { readonly kind: 'answered'; readonly value: T }
+  | { readonly kind: 'failed'; readonly failure: string }
+  | { readonly kind: 'late'; readonly budgetMs: number };
+
+/**
+ * Runs a handler with a signal that aborts `TIMEOUT_MARGIN_MS` before the apiserver's timeout, and settles then at
+ * the latest: whatever the handler does afterwards is dropped.
+ */
+function runHandler<T extends object>(
+  timeoutMs: number,
+  work: (signal: AbortSignal) => Promise<T>,
+): Promise<Outcome<T>> {
+  const budgetMs = Math.max(timeoutMs - TIMEOUT_MARGIN_MS, 1);
+  const deadline = new AbortController();
+  return new Promise<Outcome<T>>((resolve) => {
+    const timer = setTimeout(() => {
+      deadline.abort();
+      resolve({ kind: 'late', budgetMs });
+    }, budgetMs);
+    // a handler that throws before its first await has failed too
+    (async () => work(deadline.signal))().then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(isObject(value) ? { kind: 'answered', value } : { kind: 'failed', failure: 'returned no response' });
       },
-      (err: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(err);
+      (error: unknown) => {
+        clearTimeout(timer);
+        resolve({ kind: 'failed', failure: `failed: ${errorMessage(error)}` });
       },
     );
   });
 }
 
+/** The body as text, or `Malformed` 413 past `limit` bytes (then the rest is drained unread). */
 function readBody(req: IncomingMessage, limit: number): Promise<string> {
+  const tooLarge = () => new Malformed(413, `the request body is larger than ${limit} bytes`);
   const declared = Number(req.headers['content-length']);
   if (Number.isFinite(declared) && declared > limit) {
     req.resume();
-    return Promise.reject(new BadRequest(400, `the body is larger than ${limit} bytes`));
+    return Promise.reject(tooLarge());
   }
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
@@ -379,7 +549,7 @@ function readBody(req: IncomingMessage, limit: number): Promise<string> {
       size += chunk.length;
       if (size > limit) {
         failed = true;
-        reject(new BadRequest(400, `the body is larger than ${limit} bytes`));
+        reject(tooLarge());
         return;
       }
       chunks.push(chunk);
@@ -388,7 +558,7 @@ function readBody(req: IncomingMessage, limit: number): Promise<string> {
       if (!failed) resolve(new TextDecoder('utf-8', { fatal: false }).decode(Buffer.concat(chunks)));
     });
     req.on('error', (err) => {
-      if (!failed) reject(new BadRequest(400, `reading the body failed: ${err.message}`));
+      if (!failed) reject(new Malformed(400, `reading the body failed: ${err.message}`));
       failed = true;
     });
   });
