@@ -52,9 +52,7 @@ if (parentPort) {
     if (m === 'stop') stop.abort();
   });
   void server.start(stop.signal).then(() => port.close());
-  const started = setInterval(() => {
-    if (server.port === 0) return;
-    clearInterval(started);
+  void server.listening.then(() => {
     const ready: LocalWebhooksReady = {
       url: `https://127.0.0.1:${server.port}`,
       caBundle: Buffer.from(ca.certPem).toString('base64'),
@@ -62,5 +60,5 @@ if (parentPort) {
       ca,
     };
     port.postMessage(ready);
-  }, 5);
+  });
 }
