@@ -1,10 +1,24 @@
 /**
  * @module errors
- * `CliError`: a failure the user can act on. `main.ts` prints its message on one line (no stack trace) and exits with
+ * `CliError`: a failure the user can act on, with a `code` saying which (and its cause, when it wraps one). `main.ts` prints its message on one line (no stack trace) and exits with
  * its `exitCode`. Errors of @opkit/testenv are shown the same way. `describeSystemError` turns a failed file-system or
  * process call (ENOTDIR, EACCES, …) into such a one-line message naming the path and what to do.
  */
-export type CliErrorCode = 'Usage' | 'ClusterNotRunning' | 'ClusterFailed' | 'Timeout' | 'FileSystem' | 'HelmFailed';
+export type CliErrorCode =
+  | 'Usage'
+  | 'ClusterNotRunning'
+  | 'ClusterFailed'
+  | 'Timeout'
+  | 'FileSystem'
+  | 'HelmFailed'
+  /** A local port the operator would listen on is taken (`opkit run`, before it writes anything). */
+  | 'PortInUse'
+  /** An object `opkit run` would write belongs to another run or to a deployment (nothing was written). */
+  | 'OwnedElsewhere'
+  /** The cluster does not serve a kind of the manifests, or a namespace is missing (nothing was applied). */
+  | 'NotServed'
+  /** A write failed after others succeeded: the message lists what was applied. */
+  | 'PartiallyApplied';
 
 export class CliError extends Error {
   override readonly name = 'CliError';

@@ -1,6 +1,7 @@
 /**
  * `opkit run` on a project with webhooks (the AppService operator): the local operator serves them, the apiserver
- * calls it through the generated configurations pointed at loopback, and the configurations go away with the run.
+ * calls it through the generated configurations pointed at loopback (annotated with the run, as is the CRD whose
+ * conversion it serves), and the configurations and the run's annotations go away with the run.
  */
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
@@ -82,6 +83,14 @@ test('opkit run serves the project webhooks locally and removes their configurat
     assert.equal(rollout.out, '1', 'defaulted by the webhook the local operator serves');
     const alpha = kubectl(['get', 'appservices.v1alpha1.app.example.com', 'local', '-o', 'jsonpath={.spec.image}']);
     assert.match(alpha.out, /^nginx:1\.27/, 'converted by the local operator');
+    const owner = kubectl([
+      'get',
+      'crd',
+      'appservices.app.example.com',
+      '-o',
+      'jsonpath={.metadata.annotations.opkit\\.dev/run-pid}',
+    ]);
+    assert.equal(owner.out, String(run.pid), 'the CRD’s conversion names the run that points it at itself');
   } finally {
     run.kill('SIGINT');
   }
@@ -89,4 +98,6 @@ test('opkit run serves the project webhooks locally and removes their configurat
   assert.match(log, /removed the 2 webhook configuration\(s\) of this run/);
   const left = kubectl(['get', 'mutatingwebhookconfigurations,validatingwebhookconfigurations', '-o', 'name']);
   assert.doesNotMatch(left.out, /appservice-operator/);
+  const annotations = kubectl(['get', 'crd', 'appservices.app.example.com', '-o', 'jsonpath={.metadata.annotations}']);
+  assert.doesNotMatch(annotations.out, /opkit\.dev\/run-/, 'the run’s ownership of the conversion ends with it');
 });
