@@ -5,8 +5,10 @@
  * `npm test` (on testenv), `opkit run` converging the sample on a testenv cluster, the Dockerfile's steps in a copy of
  * the project, and a plain .mjs importing @opkit/runtime on Node 22 and Node 24. Then the bad inputs: releasing
  * the same version twice, a registry that does not answer, a project name that is already a folder, an old Node.
- * And docs/tutorial.md, every ```sh line in order through sh and every ```ts file=… block written where it says, with
- * the same registry, the real npm and npx, and a local cluster from `npx opkit env up`.
+ * And docs/tutorial.md, every ```sh line in order through sh, once, and every ```ts file=… block written where it
+ * says, with the same registry, the real npm and npx, and a local cluster from `npx opkit env up`.
+ * Waits for the operator follow its progress (fixtures/phases.ts, or the page's own phased `kubectl wait`s), and a
+ * wait that fails shows the state reached: the custom resource, the CRD, pods, events and the operator's log.
  */
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
@@ -16,6 +18,7 @@ import { delimiter, dirname, join, relative } from 'node:path';
 import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { binaryCacheDir, type Environment, start } from '@opkit/testenv';
+import { waitInPhases } from './fixtures/phases.ts';
 import { type Registry, startRegistry } from './fixtures/registry.ts';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
@@ -106,6 +109,57 @@ function killGroup(pid: number): void {
   }
 }
 
+/** Why `child` ended ("exited with code 1"), or undefined while it runs. */
+function exitOf(child: ChildProcess): () => string | undefined {
+  let ended: string | undefined;
+  child.once('exit', (code, signal) => {
+    ended = signal ? `it was ended by ${signal}` : `it exited with code ${code}`;
+  });
+  return () => ended;
+}
+
+/** The last `lines` lines of `text`. */
+function tail(text: string, lines: number): string {
+  return text.trimEnd().split('\n').slice(-lines).join('\n');
+}
+
+/** The longest one line of the tutorial may run (its longest bound, `--timeout=5m`, plus slack). */
+const LINE_TIMEOUT_MS = 420_000;
+
+/**
+ * Runs one shell line without blocking the test (as `sh`, recording its time), and ends it early when `stopped`
+ * names a reason (a wait for an operator that exited would otherwise sit out its whole timeout) or after
+ * LINE_TIMEOUT_MS.
+ */
+function shWatched(
+  line: string,
+  cwd: string,
+  shellEnv: NodeJS.ProcessEnv,
+  stopped: () => string | undefined,
+): Promise<{ status: number | null; stdout: string; stderr: string; stopped?: string }> {
+  const t0 = performance.now();
+  const p = spawn('sh', ['-c', line], { cwd, env: shellEnv, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  const started = Date.now();
+  let stdout = '';
+  let stderr = '';
+  p.stdout.on('data', (c: Buffer) => (stdout += c));
+  p.stderr.on('data', (c: Buffer) => (stderr += c));
+  return new Promise((done) => {
+    let why: string | undefined;
+    const poll = setInterval(() => {
+      why ??=
+        stopped() ??
+        (Date.now() - started > LINE_TIMEOUT_MS ? `still running after ${LINE_TIMEOUT_MS / 1000} s` : undefined);
+      if (why !== undefined && p.pid) killGroup(p.pid);
+    }, 500);
+    p.once('close', (code) => {
+      clearInterval(poll);
+      timings.push(`${((performance.now() - t0) / 1000).toFixed(1).padStart(6)} s  ${line}`);
+      done({ status: code, stdout, stderr, ...(why !== undefined ? { stopped: why } : {}) });
+    });
+  });
+}
+
 const background: ChildProcess[] = [];
 let tutorialEnv: NodeJS.ProcessEnv | undefined;
 after(async () => {
@@ -181,9 +235,10 @@ test('a new user, from an empty folder, against a registry on loopback', { timeo
 
   await t.test('npx opkit run converges the sample on a testenv cluster', async () => {
     const cluster: Environment = await start({ nodes: 1, log: () => {} });
+    const runLog = join(work, 'opkit-run.log');
     let operator: ChildProcess | undefined;
     try {
-      const log = await open(join(work, 'opkit-run.log'), 'w');
+      const log = await open(runLog, 'w');
       operator = spawn(
         'npm',
         ['exec', '--', 'opkit', 'run', '--', '--metrics-bind-address', '0', '--health-probe-bind-address', '0'],
@@ -194,36 +249,69 @@ test('a new user, from an empty folder, against a registry on loopback', { timeo
           detached: true,
         },
       );
-      try {
-        // kubectl as the user would run it; the CRD comes from `opkit run`, so the sample is applied once it is served.
-        // Its own discovery cache: kubectl caches discovery per host:port for hours, and a port an earlier test
-        // cluster used (one serving AppService v1 too) would map `appservice/…` to a version this cluster lacks.
-        const kubectl = (args: readonly string[], ok: boolean) =>
-          sh(join(binaryCacheDir(), 'kubectl'), args, demo, {
-            env: { ...env, KUBECONFIG: cluster.kubeconfigPath, KUBECACHEDIR: join(work, 'kube-cache') },
-            ok,
-          });
-        const apply = ['apply', '-n', 'default', '-f', 'config/samples/app_v1alpha1_appservice.yaml'];
-        for (let i = 0; i < 120 && kubectl(apply, false).status !== 0; i++)
-          await new Promise((r) => setTimeout(r, 500));
-        kubectl(apply, true);
-        kubectl(
-          ['wait', '-n', 'default', 'appservice/appservice-sample', '--for=condition=Ready', '--timeout=60s'],
-          true,
-        );
-      } catch (e) {
-        throw new Error(
-          `opkit run did not converge the sample; its log:\n${await readFile(join(work, 'opkit-run.log'), 'utf8')}`,
-          { cause: e },
-        );
-      } finally {
-        await log.close();
-      }
+      await log.close();
+      const exited = exitOf(operator);
+      // kubectl as the user would run it. Its own discovery cache: kubectl caches discovery per host:port for hours,
+      // and a port an earlier test cluster used (one serving AppService v1 too) would map `appservice/…` to a
+      // version this cluster lacks.
+      const kubectlEnv = { ...env, KUBECONFIG: cluster.kubeconfigPath, KUBECACHEDIR: join(work, 'kube-cache') };
+      const kubectl = (args: readonly string[]) =>
+        sh(join(binaryCacheDir(), 'kubectl'), args, demo, { env: kubectlEnv });
+      const crd = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions/appservices.app.example.com';
+      const sample = '/apis/app.example.com/v1alpha1/namespaces/default/appservices/appservice-sample';
+      type Conditions = { status?: { conditions?: { type: string; status: string }[] } };
+      const conditionTrue = (o: Conditions | undefined, type: string) =>
+        o?.status?.conditions?.some((c) => c.type === type && c.status === 'True') === true;
+      const get = async <T>(path: string) => {
+        const r = await cluster.api.request<T>({ path }).catch(() => undefined);
+        return r?.status === 200 ? r.body : undefined;
+      };
+      const logText = () => readFile(runLog, 'utf8').catch(() => '');
+      // Each phase has its own bound and is extended while the operator's log or the sample changes; a failure says
+      // which phase was not reached, and shows the sample, the CRD and the operator's log.
+      const watch = {
+        progress: async () => {
+          const o = await get<{ metadata: { resourceVersion: string } }>(sample);
+          return `${(await logText()).length}/${o?.metadata.resourceVersion ?? '-'}`;
+        },
+        stopped: () => exited(),
+        diagnose: async () =>
+          [
+            `the CRD's conditions: ${JSON.stringify((await get<Conditions>(crd))?.status?.conditions ?? 'no CRD')}`,
+            `the sample: ${JSON.stringify((await get<unknown>(sample)) ?? 'not found')}`,
+            `opkit run's log (last 40 lines):\n${tail(await logText(), 40)}`,
+          ].join('\n'),
+        quietMs: 120_000,
+        maxMs: 480_000,
+        onReached: (phase: string, seconds: number) => timings.push(`${seconds.toFixed(1).padStart(6)} s  ▸ ${phase}`),
+      };
+      await waitInPhases(
+        [
+          { name: 'opkit run applied the CRD', reached: async () => /opkit: applied \d+ CRD/.test(await logText()) },
+          {
+            name: 'the CRD is Established',
+            reached: async () => conditionTrue(await get<Conditions>(crd), 'Established'),
+          },
+        ],
+        watch,
+      );
+      kubectl(['apply', '-n', 'default', '-f', 'config/samples/app_v1alpha1_appservice.yaml']);
+      await waitInPhases(
+        [
+          { name: 'the operator started its workers', reached: async () => /starting workers/.test(await logText()) },
+          { name: 'the sample is Ready', reached: async () => conditionTrue(await get<Conditions>(sample), 'Ready') },
+        ],
+        watch,
+      );
+      assert.match(
+        kubectl(['get', 'appservice', '-n', 'default', 'appservice-sample']).stdout,
+        /appservice-sample\s+True/,
+      );
     } finally {
-      if (operator?.pid) {
-        const exited = new Promise((r) => operator?.once('exit', r));
+      if (operator?.pid && operator.exitCode === null && operator.signalCode === null) {
+        const gone = new Promise((r) => operator?.once('exit', r));
         killGroup(operator.pid);
-        await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
+        await Promise.race([gone, new Promise((r) => setTimeout(r, 10_000))]);
       }
       await cluster.stop();
     }
@@ -341,17 +429,51 @@ function steps(markdown: string): Step[] {
 }
 
 test('docs/tutorial.md, command by command, against the registry and a local cluster', {
-  timeout: 900_000,
+  timeout: 1_500_000,
 }, async () => {
   const state = join(work, '.tutorial-state');
   tutorialEnv = {
     ...env,
     PATH: [dirname(process.execPath), binaryCacheDir(), env.PATH ?? ''].join(delimiter),
     OPKIT_STATE_DIR: state,
+    // a fresh machine's kubectl discovery cache (as in the test above: a stale one maps kinds to another cluster's)
+    KUBECACHEDIR: join(work, 'kube-cache-tutorial'),
+    // The operator's /metrics and /healthz off: their default ports (:8443, :8081) may be taken on a shared machine
+    // (another operator, another run of this test), and the page needs neither. Its commands are unchanged.
+    METRICS_BIND_ADDRESS: '0',
+    HEALTH_PROBE_BIND_ADDRESS: '0',
   };
   const tEnv = tutorialEnv;
   let cwd = work;
-  let justStarted = false;
+  const backgroundLogs: { line: string; path: string; exited: () => string | undefined }[] = [];
+  /** Why a background command of the page (`npx opkit run &`) ended, while the page expects it to run. */
+  const stopped = () => {
+    for (const b of backgroundLogs) {
+      const why = b.exited();
+      if (why !== undefined) return `"${b.line}" ended: ${why}`;
+    }
+    return undefined;
+  };
+  /** What the cluster and the background commands show, for a step that failed. */
+  const diagnose = async () => {
+    const parts: string[] = [];
+    if (tEnv.KUBECONFIG) {
+      for (const args of [
+        'get crd appservices.app.example.com -o jsonpath={.status.conditions}',
+        'get appservices -A -o yaml',
+        'get pods -A -o wide',
+        'get events -A --sort-by=.lastTimestamp',
+      ]) {
+        const r = spawnSync('kubectl', args.split(' '), { cwd, env: tEnv, encoding: 'utf8', timeout: 30_000 });
+        parts.push(`$ kubectl ${args}\n${tail(`${r.stdout ?? ''}${r.stderr ?? ''}`, 60)}`);
+      }
+    }
+    for (const b of backgroundLogs)
+      parts.push(
+        `$ ${b.line} (${b.exited() ?? 'running'}), last 40 lines:\n${tail(await readFile(b.path, 'utf8'), 40)}`,
+      );
+    return parts.join('\n');
+  };
   for (const step of steps(await readFile(join(ROOT, 'docs/tutorial.md'), 'utf8'))) {
     if (step.kind === 'file') {
       await mkdir(dirname(join(cwd, step.path as string)), { recursive: true });
@@ -364,26 +486,28 @@ test('docs/tutorial.md, command by command, against the registry and a local clu
       continue;
     }
     if (step.text.endsWith('&')) {
-      const log = await open(join(work, `tutorial-background-${background.length}.log`), 'w');
-      background.push(
-        spawn('sh', ['-c', step.text.slice(0, -1)], {
-          cwd,
-          env: tEnv,
-          detached: true,
-          stdio: ['ignore', log.fd, log.fd],
-        }),
-      );
+      const path = join(work, `tutorial-background-${background.length}.log`);
+      const log = await open(path, 'w');
+      const child = spawn('sh', ['-c', step.text.slice(0, -1)], {
+        cwd,
+        env: tEnv,
+        detached: true,
+        stdio: ['ignore', log.fd, log.fd],
+      });
+      background.push(child);
+      backgroundLogs.push({ line: step.text, path, exited: exitOf(child) });
       await log.close();
-      justStarted = true;
       continue;
     }
-    // The command after a background one may need what it sets up (`opkit run` installs the CRD): retried for 60 s.
-    let r = sh('sh', ['-c', step.text], cwd, { env: tEnv, ok: !justStarted });
-    for (let i = 0; justStarted && r.status !== 0 && i < 120; i++) {
-      await new Promise((resolve) => setTimeout(resolve, 500));
-      r = sh('sh', ['-c', step.text], cwd, { env: tEnv, ok: i === 119 });
+    // Every line as the page has it, once: a command that needs what a background one sets up (the CRD that
+    // `opkit run` installs, the operator's first status) must be preceded on the page by a wait for it, as a user
+    // typing quickly needs it too. While a line runs, a background command that ends fails the step at once.
+    const r = await shWatched(step.text, cwd, tEnv, step.text.startsWith('kubectl ') ? stopped : () => undefined);
+    if (r.status !== 0) {
+      throw new Error(
+        `the tutorial's "${step.text}" failed (${r.stopped ?? `exit ${r.status}`}):\n${r.stdout}${r.stderr}\n${await diagnose()}`,
+      );
     }
-    justStarted = false;
     const exported = /^export KUBECONFIG=(.+)$/m.exec(r.stdout)?.[1];
     if (exported) tEnv.KUBECONFIG = exported;
     if (step.text === 'kubectl get appservices') assert.match(r.stdout, /appservice-sample\s+3\s+3/);

@@ -207,20 +207,26 @@ export function isFinal(err: TestenvError): boolean {
 /** Errors that say the host cannot be reached at all: retrying within seconds does not help. */
 const UNREACHABLE = new Set(['ENOTFOUND', 'EAI_AGAIN', 'ECONNREFUSED', 'ENETUNREACH', 'EHOSTUNREACH']);
 
+const UNREACHABLE_CAUSE = Symbol('unreachable');
+
 /** A failed request as `DownloadFailed`: final when the host is unreachable, retryable otherwise. */
 function networkError(url: string, err: unknown): TestenvError {
   let e: unknown = err;
   while (e instanceof Error && e.cause instanceof Error) e = e.cause;
   const code = (e as NodeJS.ErrnoException | undefined)?.code;
-  const wrapped = new TestenvError('DownloadFailed', `${url}: ${describeCause(err)}`, { cause: err });
-  if (code && UNREACHABLE.has(code)) return Object.assign(wrapped, { [FINAL]: true, unreachable: true });
+  const cause = describeCause(err);
+  const wrapped = new TestenvError('DownloadFailed', `${url}: ${cause}`, { cause: err });
   // no code: fetch refused the request itself (a blocked port, a malformed URL); the same request fails again
-  return code ? wrapped : Object.assign(wrapped, { [FINAL]: true, unreachable: true });
+  if (!code || UNREACHABLE.has(code)) return Object.assign(wrapped, { [FINAL]: true, [UNREACHABLE_CAUSE]: cause });
+  return wrapped;
 }
 
-/** True when `err` says the host of its URL cannot be reached (DNS, refused, no route). */
-export function isUnreachable(err: TestenvError): boolean {
-  return (err as TestenvError & { unreachable?: boolean }).unreachable === true;
+/**
+ * Why the host of `err`'s URL cannot be reached (DNS, refused, no route), without the URL (`ENOTFOUND: getaddrinfo
+ * ENOTFOUND dl.k8s.io`); undefined when `err` says nothing of the kind.
+ */
+export function unreachableCause(err: TestenvError): string | undefined {
+  return (err as TestenvError & { [UNREACHABLE_CAUSE]?: string })[UNREACHABLE_CAUSE];
 }
 
 /** The innermost cause's message: undici wraps socket errors as "fetch failed". */

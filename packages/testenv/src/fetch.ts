@@ -9,13 +9,15 @@
  *   in any case. The caller writes the manifest afterwards, so a killed fetch never leaves a set that is trusted.
  * - A checksum mismatch, a full disk or an unwritable cache aborts the whole fetch with nothing moved into the cache.
  *   Any other failure of a component (unreachable host, 404, no checksum published, retries exhausted) is reported
- *   per component, so the caller can build just those from Go.
+ *   per component, so the caller can build just those from Go. Each component's failure names that component's
+ *   own URL and cause. Once a host could not be reached (no DNS answer, refused, no route), the later components
+ *   served by it are not requested: their failure names their own URL, the host's cause and says it was not requested.
  * - The caller holds the cache's cross-process lock.
  */
 import { chmod, mkdir, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { x as extract } from 'tar';
-import { Downloader, type DownloadSettings, diskError, isUnreachable } from './download.ts';
+import { Downloader, type DownloadSettings, diskError, unreachableCause } from './download.ts';
 import { isTestenvError, TestenvError } from './errors.ts';
 import { mirrored, parseChecksumFile, type ReleasePlatform, releaseArtifact } from './release.ts';
 import type { ComponentName } from './versions.ts';
@@ -63,17 +65,17 @@ export async function downloadIntoCache(options: FetchOptions): Promise<FetchRes
     await mkdir(staging, { recursive: true }).catch((err: unknown) => {
       throw diskError(err, staging) ?? err;
     });
-    const unreachable = new Map<string, string>(); // host → why: later files from it fail at once
+    const unreachable = new Map<string, string>(); // host → why it cannot be reached: later files from it fail at once
     for (const component of options.components) {
       const artifact = releaseArtifact(component, options.platform);
-      const host = new URL(mirrored(artifact.url, mirror)).host;
+      const checksumUrl = mirrored(artifact.checksumUrl, mirror);
+      const host = new URL(checksumUrl).host;
       const known = unreachable.get(host);
       if (known) {
-        failures[component] = known;
+        failures[component] = `${checksumUrl}: ${known} (not requested: ${host} could not be reached a moment before)`;
         continue;
       }
       try {
-        const checksumUrl = mirrored(artifact.checksumUrl, mirror);
         const expected = parseChecksumFile(await downloader.text(checksumUrl), artifact.fileName, artifact.algorithm);
         if (!expected) {
           throw new TestenvError(
@@ -90,7 +92,8 @@ export async function downloadIntoCache(options: FetchOptions): Promise<FetchRes
       } catch (err) {
         if (!isTestenvError(err, 'DownloadFailed')) throw err;
         failures[component] = err.message;
-        if (isUnreachable(err)) unreachable.set(host, err.message);
+        const cause = unreachableCause(err);
+        if (cause !== undefined) unreachable.set(host, cause);
       }
     }
     const names = Object.keys(downloaded) as ComponentName[];
