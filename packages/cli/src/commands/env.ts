@@ -38,7 +38,8 @@ Commands:
   mirror DIR  write this machine's binaries and their checksum files into DIR, laid out for OPKIT_DOWNLOAD_MIRROR
 
 Options:
-  --name NAME     cluster name (default "default"); several clusters can run side by side
+  --name NAME     cluster name (default "default"); several clusters can run side by side, and
+                  "opkit run --cluster NAME" runs an operator against one
   --nodes N       kwok fake nodes for "up" (default 3)
   --timeout SEC   how long "up" waits for readiness once the binaries exist (default 120)
   --from-source   build missing binaries from Go modules instead of downloading them (as OPKIT_TESTENV_SOURCE=go)
