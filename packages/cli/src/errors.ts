@@ -6,6 +6,10 @@
  */
 export type CliErrorCode =
   | 'Usage'
+  /** `--cluster NAME` names no local cluster, or not a valid name (a usage error: exit 2). */
+  | 'UnknownCluster'
+  /** Several local clusters run and nothing chooses one (a usage error: exit 2). */
+  | 'ClusterAmbiguous'
   | 'ClusterNotRunning'
   | 'ClusterFailed'
   | 'Timeout'
@@ -20,6 +24,8 @@ export type CliErrorCode =
   /** A write failed after others succeeded: the message lists what was applied. */
   | 'PartiallyApplied';
 
+const USAGE_CODES: ReadonlySet<CliErrorCode> = new Set(['Usage', 'UnknownCluster', 'ClusterAmbiguous']);
+
 export class CliError extends Error {
   override readonly name = 'CliError';
   readonly code: CliErrorCode;
@@ -28,7 +34,7 @@ export class CliError extends Error {
   constructor(code: CliErrorCode, message: string, options?: { cause?: unknown; exitCode?: number }) {
     super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.code = code;
-    this.exitCode = options?.exitCode ?? (code === 'Usage' ? 2 : 1);
+    this.exitCode = options?.exitCode ?? (USAGE_CODES.has(code) ? 2 : 1);
   }
 }
 

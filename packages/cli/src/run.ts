@@ -29,7 +29,7 @@ Commands:
   create api   add an API (custom resource) and optionally its controller
   create webhook  add defaulting, validating or conversion webhooks for a kind
   generate     CRDs, RBAC and manifests from the code (--check for CI)
-  run          apply the CRDs and run the operator locally against the current cluster
+  run          apply the CRDs and run the operator locally (on 127.0.0.1) against a local or the current cluster
   build        build the operator image (docker, podman or buildah)
   deploy       apply CRDs, RBAC and the Deployment (image substituted) to the cluster
   undeploy     delete them again

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -271,15 +272,19 @@ describe('input checks: each error names the bad value and the rule; nothing the
         contexts: [{ name: 'x', context: { cluster: 'c', user: 'u' } }],
         'current-context': 'x',
       });
-    // the current kubeconfig's cluster does not answer; a "ready" opkit env cluster exists
+    // the current kubeconfig's cluster does not answer; a "ready" opkit env cluster exists, its daemon alive
     await writeFile(join(work, 'current.kubeconfig'), kubeconfig(1));
     const state = join(work, 'state');
-    await mkdir(join(state, 'clusters/default'), { recursive: true });
+    const clusterDir = join(state, 'clusters/default');
+    await mkdir(clusterDir, { recursive: true });
     await writeFile(join(work, 'dev.kubeconfig'), kubeconfig(2));
     await writeFile(
-      join(state, 'clusters/default/status.json'),
+      join(clusterDir, 'status.json'),
       JSON.stringify({ phase: 'ready', server: 'https://127.0.0.1:2', kubeconfigPath: join(work, 'dev.kubeconfig') }),
     );
+    // a stand-in for the daemon: a live process whose command line names the cluster's directory
+    const daemon = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1 << 30)', clusterDir], { stdio: 'ignore' });
+    await writeFile(join(clusterDir, 'daemon.json'), JSON.stringify({ pid: daemon.pid, startedAt: '' }));
     const saved = { KUBECONFIG: process.env.KUBECONFIG, OPKIT_STATE_DIR: process.env.OPKIT_STATE_DIR };
     process.env.KUBECONFIG = join(work, 'current.kubeconfig');
     process.env.OPKIT_STATE_DIR = state;
@@ -293,6 +298,7 @@ describe('input checks: each error names the bad value and the rule; nothing the
         assert.doesNotMatch(r.out, /127\.0\.0\.1:2/, 'the dev cluster was not used');
       }
     } finally {
+      daemon.kill();
       for (const [k, v] of Object.entries(saved)) {
         if (v === undefined) delete process.env[k];
         else process.env[k] = v;

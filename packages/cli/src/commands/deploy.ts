@@ -24,7 +24,7 @@ import { applyReporting, clusterView, configSources, preflight, sourceKey } from
 import { checkImage, nameProblems } from '../project/names.ts';
 import { PROJECT_FILE, readProject } from '../project/project.ts';
 import { helmDeploy } from './deploy-helm.ts';
-import { reachableKubeconfig } from './run-operator.ts';
+import { currentCluster } from './run-cluster.ts';
 
 export const DEPLOY_HELP = `Usage: opkit deploy [--helm] [--image IMAGE] [--dir DIR] [--kubeconfig FILE] [-- HELM ARGS]
        opkit undeploy [--helm] [--dir DIR] [--kubeconfig FILE]
@@ -84,7 +84,7 @@ export async function deployCommand(
   if (positionals.length > 0 && !values.helm) {
     throw new CliError('Usage', `unexpected argument ${positionals[0]}: arguments after -- are for helm (with --helm)`);
   }
-  const target = await reachableKubeconfig(values.kubeconfig, { fallback: false });
+  const target = await currentCluster(values.kubeconfig);
   const client = new Client(await loadConfig(target.path ? { path: target.path } : {}), { name: 'opkit' });
   try {
     const applier = new Applier(client, 'opkit');

@@ -22,7 +22,7 @@ import {
   withLock,
   writeMirror,
 } from '@opkit/testenv';
-import { type ClusterStatus, type DaemonInfo, paths, readJson, stateDir } from '../env/state.ts';
+import { type ClusterStatus, paths, readJson, runningDaemon, stateDir } from '../env/state.ts';
 import { CliError } from '../errors.ts';
 
 export const ENV_HELP = `Usage: opkit env <command> [options]
@@ -38,7 +38,8 @@ Commands:
   mirror DIR  write this machine's binaries and their checksum files into DIR, laid out for OPKIT_DOWNLOAD_MIRROR
 
 Options:
-  --name NAME     cluster name (default "default"); several clusters can run side by side
+  --name NAME     cluster name (default "default"); several clusters can run side by side, and
+                  "opkit run --cluster NAME" runs an operator against one
   --nodes N       kwok fake nodes for "up" (default 3)
   --timeout SEC   how long "up" waits for readiness once the binaries exist (default 120)
   --from-source   build missing binaries from Go modules instead of downloading them (as OPKIT_TESTENV_SOURCE=go)
@@ -118,14 +119,6 @@ export async function envCommand(argv: readonly string[], out: (line: string) =>
     default:
       throw new CliError('Usage', `unknown command "env ${sub}"; the commands are up, status, down, fetch, mirror`);
   }
-}
-
-/** The daemon's pid when it is alive, after checking that the pid is really a daemon of this cluster. */
-async function runningDaemon(dir: string): Promise<number | undefined> {
-  const info = await readJson<DaemonInfo>(paths(dir).daemon);
-  if (!info) return undefined;
-  const cmdline = await readFile(`/proc/${info.pid}/cmdline`, 'utf8').catch(() => '');
-  return cmdline.includes(dir) ? info.pid : undefined;
 }
 
 /** The longest a first build of the binaries may take, which a second `up` may have to wait for. */

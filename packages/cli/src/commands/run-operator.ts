@@ -1,17 +1,23 @@
 /**
  * @module commands/run-operator
- * `opkit run [--dir DIR] [--kubeconfig FILE] [-- operator flags…]`: runs the project's operator locally (node
- * src/main.ts) against the current kubeconfig — or, when that does not answer, the cluster of `opkit env up` —
- * after applying its CRDs. Signals are passed to the operator; opkit exits with its exit code, or 128 + the signal's
- * number when a signal ended it (130 for Ctrl-C), as a shell does.
+ * `opkit run [--dir DIR] [--cluster NAME | --kubeconfig FILE] [-- operator flags…]`: runs the project's operator
+ * locally (node src/main.ts) after applying its CRDs, against the cluster commands/run-cluster.ts chooses (the one
+ * named, else KUBECONFIG's, else the one local cluster of `opkit env up` that is up), and says which. Signals are
+ * passed to the operator; opkit exits with its exit code, or 128 + the signal's number when a signal ended it (130 for
+ * Ctrl-C), as a shell does.
  *
- * Before it touches the cluster, the run checks that the ports its operator will listen on (metrics, health, and the
- * webhook port when given) are free, and fails naming the port and the flag that moves it (commands/run-ports.ts).
+ * Ports (commands/run-ports.ts): the operator's metrics, health and (for a project with webhooks) webhook servers
+ * listen on 127.0.0.1 unless the user gives an address (a flag after `--` or its environment variable): their default
+ * port when it is free, else a free port. Only those chosen addresses are passed on, as the operator's environment
+ * variables (METRICS_BIND_ADDRESS, HEALTH_PROBE_BIND_ADDRESS, WEBHOOK_BIND_ADDRESS), which its flags override; the
+ * operator's own defaults (`:8443`, `:8081`, `:9443`, for a deployment) are not touched. An address the user gave that
+ * is taken fails the run before it touches the cluster, naming the port and the flag. Ports are chosen and recorded
+ * under a lock shared by the runs of this machine (commands/run-reservations.ts), so two runs started together
+ * never choose the same one. The run prints the URL of each server.
  *
  * A project with webhooks (config/webhook) has them served by the local operator, as envtest does: a CA and a serving
- * certificate for 127.0.0.1 in a temporary directory, a free port (or the operator's `--webhook-bind-address`), the
- * CRDs' conversion and the webhook configurations pointed at `https://127.0.0.1:<port>` with that CA, and the
- * operator started with `--webhook-bind-address` / `--webhook-cert-dir`. Those configurations and conversions are
+ * certificate for 127.0.0.1 in a temporary directory (WEBHOOK_CERT_DIR), the CRDs' conversion and the webhook
+ * configurations pointed at `https://127.0.0.1:<webhook port>` with that CA. Those configurations and conversions are
  * the run's own (commands/run-owner.ts): annotated with the run that wrote them, never written over while another
  * live run owns them or when a deployment's configurations are there (the run fails before writing, naming the
  * owner and what to do), and, when the run ends, the configurations it still owns are deleted — so a stopped local
@@ -22,7 +28,6 @@ import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { constants, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -30,62 +35,32 @@ import type { KubeObject } from '@opkit/runtime';
 import { Applier, Client, loadConfig, parseManifests } from '@opkit/runtime/client';
 import { createCertificateAuthority, issueServingCertificate } from '@opkit/runtime/tls';
 import { pointWebhooksAt } from '@opkit/runtime/webhook';
-import { type ClusterStatus, paths, readJson, stateDir } from '../env/state.ts';
 import { CliError } from '../errors.ts';
 import { readProject } from '../project/project.ts';
+import { type RunTarget, runCluster } from './run-cluster.ts';
 import { newRunOwner, RunClaims } from './run-owner.ts';
-import { type OperatorPort, operatorPort, operatorPorts, portsInUse } from './run-ports.ts';
+import { bindProblem, choosePorts, describeEndpoints, endpointRequests, freePort } from './run-ports.ts';
+import { reservePorts } from './run-reservations.ts';
 
-export const RUN_HELP = `Usage: opkit run [--dir DIR] [--kubeconfig FILE] [-- OPERATOR FLAGS]
+export const RUN_HELP = `Usage: opkit run [--dir DIR] [--cluster NAME | --kubeconfig FILE] [-- OPERATOR FLAGS]
 
-Applies the project's CRDs and runs the operator locally (node src/main.ts) against the current kubeconfig, or the
-cluster of "opkit env up" when that does not answer. Flags after -- go to the operator (see node src/main.ts --help).
-A project with webhooks has them served locally (a test CA, 127.0.0.1, a free port); the webhook configurations
-belong to the run (annotated opkit.dev/run-id) and are removed when it ends. A run fails, having written nothing, when
-a port of the operator is taken (--metrics-bind-address, --health-probe-bind-address, --webhook-bind-address after
---) or when another live run of the project, or a deployment, owns the webhook configurations.
+Applies the project's CRDs and runs the operator locally (node src/main.ts). Flags after -- go to the operator (see
+node src/main.ts --help).
+
+Cluster: --cluster NAME (a local cluster of "opkit env up --name NAME"), --kubeconfig FILE, else KUBECONFIG's cluster,
+else the local cluster that is up when there is exactly one (several: choose with --cluster), else ~/.kube/config.
+The run says which cluster it uses.
+
+Ports: metrics, health and webhooks listen on 127.0.0.1 only, on their default ports (8443, or 8080 with
+--metrics-secure=false; 8081) when free, else on free ports; the run prints each URL. An address you give
+(--metrics-bind-address, --health-probe-bind-address, --webhook-bind-address after --, or METRICS_BIND_ADDRESS,
+HEALTH_PROBE_BIND_ADDRESS, WEBHOOK_BIND_ADDRESS) is used as given, and the run fails, having written nothing, when its
+port is taken.
+
+A project with webhooks has them served locally (a test CA, 127.0.0.1); the webhook configurations belong to the run
+(annotated opkit.dev/run-id) and are removed when it ends. A run fails, having written nothing, when another live run
+of the project, or a deployment, owns them.
 `;
-
-/**
- * The kubeconfig to use: the given one, or the current one, if it answers. Only with `fallback` (for `opkit run`,
- * which writes nothing but CRDs to a dev cluster) does a current kubeconfig that does not answer give way to a running
- * `opkit env up` cluster; commands that deploy or delete never switch clusters implicitly.
- */
-export async function reachableKubeconfig(
-  explicit: string | undefined,
-  options: { fallback: boolean },
-): Promise<{ path: string | undefined; server: string }> {
-  let server: string | undefined;
-  try {
-    const config = await loadConfig(explicit ? { path: explicit } : {});
-    server = config.server;
-    const probe = new Client(config, { timeoutMs: 3_000 });
-    try {
-      await probe.serverResources('v1');
-    } finally {
-      probe.close();
-    }
-    return { path: explicit ?? process.env.KUBECONFIG, server: config.server };
-  } catch (err) {
-    const reason = (err as Error).message.split('\n')[0];
-    if (explicit) throw new CliError('ClusterNotRunning', `the cluster of ${explicit} does not answer: ${reason}`);
-    const status = await readJson<ClusterStatus>(paths(stateDir('default')).status);
-    const dev = status?.phase === 'ready' && status.kubeconfigPath && status.server ? status : undefined;
-    if (!options.fallback) {
-      throw new CliError(
-        'ClusterNotRunning',
-        `${server ? `the cluster of the current kubeconfig (${server}) does not answer` : 'no cluster to write to'}: ` +
-          `${reason}; opkit never switches to another cluster for a command that writes: start that cluster, or ` +
-          `choose one with --kubeconfig or KUBECONFIG${dev ? ` (opkit env up's: --kubeconfig ${dev.kubeconfigPath})` : ''}`,
-      );
-    }
-    if (dev?.kubeconfigPath && dev.server) return { path: dev.kubeconfigPath, server: dev.server };
-    throw new CliError(
-      'ClusterNotRunning',
-      `no cluster answers (${(err as Error).message.split('\n')[0]}): start one with "npx opkit env up", or set KUBECONFIG`,
-    );
-  }
-}
 
 /**
  * The shell's exit code: 128 + the signal's number for a run stopped by a signal — the one `opkit run` received and
@@ -120,6 +95,7 @@ export async function runCommand(argv: readonly string[], out: (line: string) =>
     options: {
       dir: { type: 'string', default: '.' },
       kubeconfig: { type: 'string' },
+      cluster: { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
@@ -131,17 +107,29 @@ export async function runCommand(argv: readonly string[], out: (line: string) =>
   const project = await readProject(dir);
   const help = passThrough.includes('--help') || passThrough.includes('-h');
   // the operator's ports first: a run that cannot listen must not touch the cluster (another run's webhooks)
-  const webhookPort = await localWebhookPort(dir, passThrough);
-  if (!help) {
-    const taken = await portsInUse([
-      ...operatorPorts(passThrough, process.env),
-      ...(webhookPort?.given ? [webhookPort.given] : []),
-    ]);
-    if (taken) throw taken;
+  const requests = endpointRequests(passThrough, process.env, { webhooks: existsSync(webhookManifests(dir)) });
+  const ports = await reservePorts(async (reserved) => {
+    const endpoints = await choosePorts(requests, { bindProblem, freePort, reserved }, { check: !help });
+    return { value: endpoints, ports: endpoints.map((e) => e.port).filter((p) => p > 0) };
+  });
+  const endpoints = ports.value;
+  if (ports.unrecorded) {
+    out(
+      `opkit: cannot record this run's ports (${ports.unrecorded}): a run started at the same moment may choose the same ones`,
+    );
   }
-  const target = await reachableKubeconfig(values.kubeconfig, { fallback: true });
-  const client = new Client(await loadConfig(target.path ? { path: target.path } : {}), { name: 'opkit' });
-  const webhooks = webhookPort ? await localWebhooks(dir, webhookPort.port) : undefined;
+  let target: RunTarget;
+  let client: Client;
+  try {
+    target = await runCluster(values);
+    out(`opkit: using ${target.chosen} at ${target.server}`);
+    client = new Client(await loadConfig(target.path ? { path: target.path } : {}), { name: 'opkit' });
+  } catch (err) {
+    await ports.release();
+    throw err;
+  }
+  const webhook = endpoints.find((e) => e.role === 'webhook');
+  const webhooks = webhook ? await localWebhooks(dir, webhook.port) : undefined;
   const claims = new RunClaims(client, newRunOwner(randomUUID(), new Date()));
   let crds: KubeObject[];
   try {
@@ -158,22 +146,22 @@ export async function runCommand(argv: readonly string[], out: (line: string) =>
     out(
       `opkit: applied ${crds.length} CRD(s)${webhooks ? ` and ${webhooks.configurations.length} webhook configuration(s), served at ${webhooks.url}` : ''} to ${target.server}; running ${project.projectName}`,
     );
+    if (!help) for (const line of describeEndpoints(endpoints)) out(`opkit: ${line}`);
   } catch (err) {
     client.close();
+    await ports.release();
     if (webhooks) await rm(webhooks.certDir, { recursive: true, force: true });
     throw err;
   }
+  // only what opkit chose goes into the operator's environment: the user's flags and variables stay in force
+  const chosen = Object.fromEntries(endpoints.flatMap((e) => (e.set ? [[e.variable, e.set]] : [])));
   const child = spawn(
     process.execPath,
-    [
-      join(dir, 'src/main.ts'),
-      ...(target.path ? ['--kubeconfig', target.path] : []),
-      ...(webhooks ? ['--webhook-bind-address', webhooks.bindAddress, '--webhook-cert-dir', webhooks.certDir] : []),
-      ...passThrough,
-    ],
+    [join(dir, 'src/main.ts'), ...(target.path ? ['--kubeconfig', target.path] : []), ...passThrough],
     {
       cwd: dir,
       stdio: 'inherit',
+      env: { ...process.env, ...chosen, ...(webhooks ? { WEBHOOK_CERT_DIR: webhooks.certDir } : {}) },
     },
   );
   let interrupted: NodeJS.Signals | undefined;
@@ -195,6 +183,7 @@ export async function runCommand(argv: readonly string[], out: (line: string) =>
       for (const line of left) out(`opkit: ${line}`);
     }
   } finally {
+    await ports.release();
     if (webhooks) await rm(webhooks.certDir, { recursive: true, force: true });
     client.close();
   }
@@ -206,34 +195,10 @@ function convertsByWebhook(crd: KubeObject): boolean {
   return (crd as { spec?: { conversion?: { strategy?: string } } }).spec?.conversion?.strategy === 'Webhook';
 }
 
-/**
- * For a project with config/webhook: the port its local webhook server listens on — the operator's
- * `--webhook-bind-address` / WEBHOOK_BIND_ADDRESS when one is given with a port (and then checked like the other
- * ports), else a free one; undefined for a project without webhooks.
- */
-async function localWebhookPort(
-  dir: string,
-  passThrough: readonly string[],
-): Promise<{ port: number; given: OperatorPort | undefined } | undefined> {
-  if (!existsSync(webhookManifests(dir))) return undefined;
-  const given = operatorPort('webhook', passThrough, process.env, undefined);
-  if (given && given.port !== 0) return { port: given.port, given };
-  const port = await new Promise<number>((res, rej) => {
-    const s = createServer();
-    s.once('error', rej);
-    s.listen(0, '127.0.0.1', () => {
-      const p = (s.address() as { port: number }).port;
-      s.close(() => res(p));
-    });
-  });
-  return { port, given: undefined };
-}
-
 const webhookManifests = (dir: string) => join(dir, 'config/webhook/manifests.yaml');
 
 interface LocalWebhooks {
   readonly url: string;
-  readonly bindAddress: string;
   readonly caBundle: string;
   readonly certDir: string;
   readonly configurations: KubeObject[];
@@ -252,7 +217,6 @@ async function localWebhooks(dir: string, port: number): Promise<LocalWebhooks> 
   const caBundle = Buffer.from(ca.certPem).toString('base64');
   return {
     url,
-    bindAddress: `127.0.0.1:${port}`,
     caBundle,
     certDir,
     configurations: parseManifests(text, file).map((c) => pointWebhooksAt(c, url, caBundle)),

@@ -1,19 +1,23 @@
 /**
  * @module commands/run-ports
- * The local ports the operator of `opkit run` will listen on, and whether each is free — checked before the run
- * writes anything to the cluster, so a second run of a project never gets as far as touching the first one's
- * webhook configurations.
+ * The local ports the operator of `opkit run` will listen on — checked and chosen before the run writes anything to
+ * the cluster, so a second run never gets as far as touching the first one's webhook configurations.
  *
- * `operatorPorts` reads the operator's flags (those after `--`) and environment as the manager's settings read them
- * (`@opkit/runtime` manager/settings.ts: the last flag wins, then the environment variable, then the default):
- * metrics `--metrics-bind-address` / `METRICS_BIND_ADDRESS` (default `:8443`, `:8080` with `--metrics-secure=false`),
- * health `--health-probe-bind-address` / `HEALTH_PROBE_BIND_ADDRESS` (default `:8081`), and, for a project with
- * webhooks, `--webhook-bind-address` / `WEBHOOK_BIND_ADDRESS` when given. `0` (off) and port 0 (any free port) need
- * no check. The operator's own flags are passed over, whatever they are.
+ * `operatorPorts` / `endpointRequests` read the operator's flags (those after `--`) and environment as the manager's
+ * settings read them (`@opkit/runtime` manager/settings.ts: the last flag wins, then the environment variable):
+ * metrics `--metrics-bind-address` / `METRICS_BIND_ADDRESS` (the operator's default `:8443`, `:8080` with
+ * `--metrics-secure=false`), health `--health-probe-bind-address` / `HEALTH_PROBE_BIND_ADDRESS` (`:8081`), and, for a
+ * project with webhooks, `--webhook-bind-address` / `WEBHOOK_BIND_ADDRESS`. The operator's own flags are passed over.
+ *
+ * `choosePorts` guarantees: an address the user gave is kept as given (`0` is off; port 0 is a free port the operator
+ * picks, except for the webhook server, whose port the run must know); when its port cannot be bound the run fails
+ * with a `CliError` (`PortInUse`) naming the port, the flag that sets it and how to choose another. A server the user
+ * gave no address gets 127.0.0.1 — never all interfaces — on its default port (8443 / 8080, 8081) when that is free
+ * and no other live run has chosen it, else a free port of 127.0.0.1 (the webhook server always a free one); no two
+ * servers share a port. `describeEndpoints` writes one line per server with the URL it answers at.
  *
  * `portsInUse` tries to listen on each address exclusively (as the operator will: `host:port`, `:port` = all
- * interfaces) and closes again at once; an address that cannot be bound gives a `CliError` (`PortInUse`) naming
- * the port, the flag that sets it and how to choose another.
+ * interfaces) and closes again at once.
  */
 import { createServer } from 'node:net';
 import { CliError } from '../errors.ts';
@@ -56,7 +60,7 @@ export function lastFlag(argv: readonly string[], name: string): string | undefi
 }
 
 /** `--metrics-secure[=true|false]`, `--metrics-secure true|false`, else METRICS_SECURE: false only when said. */
-function metricsSecure(argv: readonly string[], env: NodeJS.ProcessEnv): boolean {
+export function metricsSecure(argv: readonly string[], env: NodeJS.ProcessEnv): boolean {
   let value: string | undefined;
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i] as string;
@@ -133,10 +137,13 @@ function describe(p: OperatorPort): string {
 }
 
 /** A `PortInUse` CliError naming every port of `ports` that cannot be bound, or undefined when all are free. */
-export async function portsInUse(ports: readonly OperatorPort[]): Promise<CliError | undefined> {
+export async function portsInUse(
+  ports: readonly OperatorPort[],
+  probe: (host: string, port: number) => Promise<string | undefined> = bindProblem,
+): Promise<CliError | undefined> {
   const problems: string[] = [];
   for (const p of ports) {
-    const problem = await bindProblem(p.host, p.port);
+    const problem = await probe(p.host, p.port);
     if (!problem) continue;
     const what = problem === 'EADDRINUSE' ? 'is in use' : `cannot be listened on (${problem})`;
     const off = p.role === 'webhook' ? '' : ', or 0 to turn it off';
@@ -147,4 +154,198 @@ export async function portsInUse(ports: readonly OperatorPort[]): Promise<CliErr
   }
   if (problems.length === 0) return undefined;
   return new CliError('PortInUse', `${problems.join('; ')}; nothing was written to the cluster`);
+}
+
+/** One server of the operator of `opkit run`, and where it will listen. */
+export interface Endpoint {
+  readonly role: PortRole;
+  readonly flag: string;
+  readonly variable: string;
+  /**
+   * `flag` / `environment`: the user's address, left to the operator; `default`: opkit's loopback default;
+   * `free`: a free loopback port opkit chose (the default was taken, or there is none); `off`: turned off (`0`).
+   */
+  readonly from: 'flag' | 'environment' | 'default' | 'free' | 'off';
+  /** As given, or as opkit gives it: `host:port`, `:port`, `0`. */
+  readonly address: string;
+  /** '' for all interfaces. */
+  readonly host: string;
+  /** 0: a free port the operator picks itself (the user gave port 0), or off. */
+  readonly port: number;
+  /** When `from` is `free` instead of a default: the default port, which was taken. */
+  readonly taken?: number;
+  /** The value opkit run puts in `variable` for the operator: set only for an address opkit chose. */
+  readonly set?: string;
+  readonly url: { readonly scheme: 'http' | 'https'; readonly paths: readonly string[] };
+}
+
+/** What `opkit run` wants for one server: the user's address, or a loopback default (or any free loopback port). */
+export interface EndpointRequest {
+  readonly role: PortRole;
+  readonly given: OperatorPort | 'off' | 'invalid' | undefined;
+  readonly defaultPort: number | undefined;
+  readonly url: Endpoint['url'];
+}
+
+/** Where opkit run's operator listens when the user names nothing: loopback only. */
+export const LOOPBACK = '127.0.0.1';
+
+/**
+ * The servers of the operator: metrics (default port 8443, or 8080 with `--metrics-secure=false`), health (8081)
+ * and, for a project with webhooks, the webhook server (any free port) — each as the user gave it (the flags after
+ * `--`, then the environment variables) or, when not given, on loopback.
+ */
+export function endpointRequests(
+  argv: readonly string[],
+  env: NodeJS.ProcessEnv,
+  options: { readonly webhooks: boolean },
+): EndpointRequest[] {
+  const given = (role: PortRole): EndpointRequest['given'] => {
+    const { flag, variable } = FLAGS[role];
+    const address = lastFlag(argv, flag) ?? (env[variable] || undefined);
+    if (address === undefined) return undefined;
+    if (address === '0') return 'off';
+    return operatorPort(role, argv, env, undefined) ?? 'invalid';
+  };
+  const secure = metricsSecure(argv, env);
+  const out: EndpointRequest[] = [
+    {
+      role: 'metrics',
+      given: given('metrics'),
+      defaultPort: secure ? 8443 : 8080,
+      url: { scheme: secure ? 'https' : 'http', paths: ['/metrics'] },
+    },
+    {
+      role: 'health',
+      given: given('health'),
+      defaultPort: 8081,
+      url: { scheme: 'http', paths: ['/healthz', '/readyz'] },
+    },
+  ];
+  if (options.webhooks) {
+    out.push({ role: 'webhook', given: given('webhook'), defaultPort: undefined, url: { scheme: 'https', paths: [] } });
+  }
+  return out;
+}
+
+/** What choosing ports needs from the machine (fakes in tests). */
+export interface PortProbe {
+  /** Why `host:port` cannot be listened on, or undefined when it can (see `bindProblem`). */
+  bindProblem(host: string, port: number): Promise<string | undefined>;
+  /** A port of `host` that is free now. */
+  freePort(host: string): Promise<number>;
+  /** Ports that other live `opkit run`s have chosen (their operators may not listen yet). */
+  readonly reserved: ReadonlySet<number>;
+}
+
+/** A free port of `host`, as the kernel hands one out for port 0. */
+export function freePort(host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen({ host, port: 0, exclusive: true }, () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * Where each server of `requests` listens. An address the user gave with a port is checked (unless `check` is
+ * false, for `--help`) and, when it cannot be listened on, fails with the `PortInUse` error of `portsInUse`; it is
+ * otherwise left to the operator. Without one, the server gets its default port on 127.0.0.1 if that is free and no
+ * other live run has chosen it, else a free port of 127.0.0.1 that no other run has chosen; those are the addresses
+ * opkit run sets (`set`) in the operator's environment. No two servers get the same port.
+ */
+export async function choosePorts(
+  requests: readonly EndpointRequest[],
+  probe: PortProbe,
+  options: { readonly check: boolean } = { check: true },
+): Promise<Endpoint[]> {
+  const explicit = requests.map((r) => r.given).filter((g): g is OperatorPort => typeof g === 'object' && g.port !== 0);
+  if (options.check) {
+    const taken = await portsInUse(explicit, (host, port) => probe.bindProblem(host, port));
+    if (taken) throw taken;
+  }
+  const used = new Set<number>([...explicit.map((g) => g.port)]);
+  const usable = (port: number) => !used.has(port) && !probe.reserved.has(port);
+  const out: Endpoint[] = [];
+  for (const r of requests) {
+    const { flag, variable } = FLAGS[r.role];
+    const base = { role: r.role, flag: `--${flag}`, variable, url: r.url };
+    if (r.given === 'invalid') continue; // the operator refuses it itself, naming the flag
+    if (r.given === 'off') {
+      out.push({ ...base, from: 'off', address: '0', host: '', port: 0 });
+      continue;
+    }
+    if (r.given && r.role === 'webhook' && r.given.port === 0 && r.given.from === 'flag') {
+      throw new CliError(
+        'Usage',
+        `${r.given.flag} ${r.given.address}: opkit run points the webhook configurations at the webhook port, so it must know it: give a port, or leave the flag out for a free one`,
+      );
+    }
+    if (r.given && !(r.role === 'webhook' && r.given.port === 0)) {
+      out.push({ ...base, from: r.given.from === 'flag' ? 'flag' : 'environment', ...pick(r.given) });
+      continue;
+    }
+    let port: number | undefined;
+    if (r.defaultPort !== undefined && usable(r.defaultPort)) {
+      if ((await probe.bindProblem(LOOPBACK, r.defaultPort)) === undefined) port = r.defaultPort;
+    }
+    const from = port === undefined ? 'free' : 'default';
+    for (let tries = 0; port === undefined; tries++) {
+      const candidate = await probe.freePort(LOOPBACK);
+      if (usable(candidate)) port = candidate;
+      else if (tries >= 50) {
+        throw new CliError(
+          'PortInUse',
+          `no free port on ${LOOPBACK} for the operator's ${r.role} server that another opkit run has not taken; nothing was written to the cluster`,
+        );
+      }
+    }
+    used.add(port);
+    const address = `${LOOPBACK}:${port}`;
+    out.push({
+      ...base,
+      from,
+      address,
+      host: LOOPBACK,
+      port,
+      set: address,
+      ...(from === 'free' && r.defaultPort !== undefined ? { taken: r.defaultPort } : {}),
+    });
+  }
+  return out;
+}
+
+const pick = (p: OperatorPort) => ({ address: p.address, host: p.host, port: p.port });
+
+const ALL_INTERFACES = new Set(['', '0.0.0.0', '::']);
+
+/** The URL a server on `host:port` answers at from this machine (`127.0.0.1` / `[::1]` for all interfaces). */
+export function localUrl(scheme: string, host: string, port: number): string {
+  const h = host === '' || host === '0.0.0.0' ? LOOPBACK : host === '::' ? '::1' : host;
+  return `${scheme}://${h.includes(':') ? `[${h}]` : h}:${port}`;
+}
+
+/**
+ * One line per server: where it listens, and why there when opkit did not simply use its default
+ * (`metrics: https://127.0.0.1:8443/metrics`, `health: http://127.0.0.1:38411/healthz and /readyz (port 8081 is taken)`).
+ */
+export function describeEndpoints(endpoints: readonly Endpoint[]): string[] {
+  return endpoints.map((e) => {
+    const name = e.role === 'webhook' ? 'webhooks' : e.role;
+    if (e.from === 'off') return `${name}: off`;
+    const how = e.from === 'environment' ? `${e.variable}=${e.address}` : `${e.flag} ${e.address}`;
+    if (e.port === 0) return `${name}: on a free port the operator chooses (${how})`;
+    const at = `${localUrl(e.url.scheme, e.host, e.port)}${e.url.paths.join(' and ')}`;
+    const notes: string[] = [];
+    if (e.from === 'free' && e.taken !== undefined) notes.push(`port ${e.taken} is taken`);
+    if (e.from === 'flag' || e.from === 'environment') {
+      notes.push(`${how}${ALL_INTERFACES.has(e.host) ? ', all interfaces' : ''}`);
+    }
+    if (e.role === 'metrics' && e.url.scheme === 'https') notes.push('a bearer token allowed to get /metrics');
+    return `${name}: ${at}${notes.length > 0 ? ` (${notes.join('; ')})` : ''}`;
+  });
 }

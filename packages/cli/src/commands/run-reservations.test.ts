@@ -1,0 +1,50 @@
+import assert from 'node:assert/strict';
+import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { reservePorts } from './run-reservations.ts';
+
+/** Chooses the first port from 8443 up that no other run has, slowly (as binding checks take time). */
+const firstFree = async (reserved: ReadonlySet<number>) => {
+  let port = 8443;
+  while (reserved.has(port)) port++;
+  await sleep(30);
+  return { value: port, ports: [port] };
+};
+
+test('runs choosing at the same time never get the same port; an ended run’s record is ignored and removed', async () => {
+  const root = await mkdtemp(join(tmpdir(), 'opkit-reservations-'));
+  try {
+    await mkdir(join(root, 'runs'));
+    await writeFile(join(root, 'runs', '999.json'), JSON.stringify({ pid: 999, started: '', ports: [8443] }));
+    const alive = (pid: number) => pid !== 999;
+    const runs = await Promise.all([101, 102, 103].map((pid) => reservePorts(firstFree, { root, pid, alive })));
+    assert.deepEqual(
+      runs.map((r) => r.value).sort(),
+      [8443, 8444, 8445],
+      'each run got its own port; the ended run’s 8443 was free to take',
+    );
+    assert.deepEqual((await readdir(join(root, 'runs'))).sort(), ['101.json', '102.json', '103.json']);
+    await runs[0]?.release();
+    await runs[0]?.release();
+    const next = await reservePorts(firstFree, { root, pid: 104, alive });
+    assert.equal(next.value, runs[0]?.value, 'a released port can be chosen again');
+  } finally {
+    await rm(root, { recursive: true, force: true });
+  }
+});
+
+test('a state directory that cannot be written does not stop a run: the ports are chosen, and it says why', async () => {
+  const root = await mkdtemp(join(tmpdir(), 'opkit-reservations-'));
+  try {
+    await writeFile(join(root, 'runs'), 'a file where the directory belongs');
+    const r = await reservePorts(firstFree, { root, pid: 201 });
+    assert.equal(r.value, 8443);
+    assert.match(r.unrecorded ?? '', /runs: EEXIST$/);
+    await r.release();
+  } finally {
+    await rm(root, { recursive: true, force: true });
+  }
+});
