@@ -27,24 +27,28 @@ after(async () => {
 });
 
 test('in-process, as its ServiceAccount: a Website gets its Deployment, and the ready pods in its status', async () => {
-  await using op = await startTestManager(env, {
+  const op = await startTestManager(env, {
     name: 'website-operator',
     kinds: [WebsiteKind],
     permissions,
     setup,
   });
-  const ref = { namespace: 'default', name: 'shop' };
-  const site = await op.client.create(Websites, { metadata: ref, spec: { image: 'nginx:1.29' } });
-  const deployment = await op.eventually('the Deployment', () => op.client.getIfExists(Deployments, ref));
-  assert.equal(controllerOf(deployment)?.uid, site.metadata.uid, 'the Website controls its Deployment');
-  assert.equal(deployment.spec?.replicas, 1, 'the CRD default reached the reconcile');
-  assert.equal(deployment.spec?.template.spec?.containers[0]?.image, 'nginx:1.29');
+  try {
+    const ref = { namespace: 'default', name: 'shop' };
+    const site = await op.client.create(Websites, { metadata: ref, spec: { image: 'nginx:1.29' } });
+    const deployment = await op.eventually('the Deployment', () => op.client.getIfExists(Deployments, ref));
+    assert.equal(controllerOf(deployment)?.uid, site.metadata.uid, 'the Website controls its Deployment');
+    assert.equal(deployment.spec?.replicas, 1, 'the CRD default reached the reconcile');
+    assert.equal(deployment.spec?.template.spec?.containers[0]?.image, 'nginx:1.29');
 
-  await op.client.patch(Websites, ref, { spec: { replicas: 3 } });
-  await op.eventually(
-    'status.readyReplicas 3',
-    async () => (await op.client.get(Websites, ref)).status?.readyReplicas === 3,
-  );
+    await op.client.patch(Websites, ref, { spec: { replicas: 3 } });
+    await op.eventually(
+      'status.readyReplicas 3',
+      async () => (await op.client.get(Websites, ref)).status?.readyReplicas === 3,
+    );
+  } finally {
+    await op.stop();
+  }
 });
 
 test('as the operator process its main starts: converges, and exits 0 on SIGTERM', async () => {
