@@ -1,11 +1,13 @@
 /**
- * `npm run release -- --registry URL [--version X.Y.Z] [--tag TAG] [--dry-run] [--allow-dirty]`: builds, checks and
- * publishes every public package of the repository with one version, each after the packages it depends on.
+ * `npm run release -- --registry URL [--version X.Y.Z] [--tag TAG] [--dry-run] [--markdown] [--allow-dirty]`: builds,
+ * checks and publishes every public package of the repository with one version, each after the packages it depends on.
  *
  * Guarantees: nothing is published unless every check passed for every package first — a clean working tree (unless
  * --allow-dirty), a registry that answers, a version none of the packages has there yet, a fresh build, a tarball
  * holding exactly what its manifest points at (`npm pack --dry-run`), publint clean, and types that resolve for
- * every export (are-the-types-wrong, ESM profile). `--dry-run` does all of that and prints what would be published.
+ * every export (are-the-types-wrong, ESM profile). `--dry-run` does all of that and prints what would be published
+ * (without `--registry` it skips only the registry's checks, and says so); `--markdown` prints it as the package
+ * table of docs/releasing.md, which test/releasing.test.ts holds to the plan.
  * Each failure is one line saying what to do. Caveat: a publish the registry refuses midway (after every check
  * passed) leaves the earlier packages published; the message names both sets.
  */
@@ -23,7 +25,11 @@ import {
   contentProblems,
   dirtyTreeProblem,
   entryFiles,
+  kB,
   type Manifest,
+  packageTable,
+  packedCells,
+  plannedPackage,
   publishedManifest,
   ReleaseError,
   releaseOrder,
@@ -38,10 +44,11 @@ export const RELEASE_HELP = `Usage: npm run release -- --registry URL [options]
 Builds, checks and publishes @opkit/testenv, @opkit/runtime, @opkit/cli and create-opkit with one version.
 
 Options:
-  --registry URL    where to publish (required; its credentials come from your npm config)
+  --registry URL    where to publish (required but for a dry run; its credentials come from your npm config)
   --version X.Y.Z   the version to publish (default: the packages' version in the repository)
   --tag TAG         the dist-tag (default latest; next for a pre-release)
   --dry-run         check everything and print what would be published; publish nothing
+  --markdown        print the packages as the Markdown table of docs/releasing.md
   --allow-dirty     release from a working tree with uncommitted changes (for trials)
 `;
 
@@ -58,7 +65,8 @@ function firstLine(text: string): string {
   );
 }
 
-async function workspaces(): Promise<Workspace[]> {
+/** The repository's workspaces (root package.json `workspaces`), each with its manifest. */
+export async function workspaces(): Promise<Workspace[]> {
   const root = JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')) as { workspaces: string[] };
   return Promise.all(
     root.workspaces.map(async (dir) => ({
@@ -164,8 +172,6 @@ async function buildAndStage(w: Workspace, version: string, ours: ReadonlySet<st
   return { workspace: w, manifest, tarball, size: info.size, unpackedSize: info.unpackedSize, files: info.entryCount };
 }
 
-const kB = (bytes: number) => `${(bytes / 1024).toFixed(1)} kB`;
-
 export async function release(argv: readonly string[], out: (line: string) => void): Promise<void> {
   const { values } = (() => {
     try {
@@ -176,6 +182,7 @@ export async function release(argv: readonly string[], out: (line: string) => vo
           version: { type: 'string' },
           tag: { type: 'string' },
           'dry-run': { type: 'boolean', default: false },
+          markdown: { type: 'boolean', default: false },
           'allow-dirty': { type: 'boolean', default: false },
           help: { type: 'boolean', short: 'h', default: false },
         },
@@ -188,10 +195,15 @@ export async function release(argv: readonly string[], out: (line: string) => vo
     out(RELEASE_HELP);
     return;
   }
-  if (!values.registry) throw new ReleaseError('Usage', '--registry URL is required: name the registry to publish to');
-  let registry: string;
+  const dryRun = values['dry-run'];
+  if (!values.registry && !dryRun)
+    throw new ReleaseError(
+      'Usage',
+      '--registry URL is required: name the registry to publish to (only a --dry-run may leave it out)',
+    );
+  let registry: string | undefined;
   try {
-    registry = new URL(values.registry).href;
+    registry = values.registry === undefined ? undefined : new URL(values.registry).href;
   } catch (e) {
     throw new ReleaseError('Usage', `--registry "${values.registry}" is not a URL (e.g. http://127.0.0.1:4873/)`, {
       cause: e,
@@ -203,7 +215,7 @@ export async function release(argv: readonly string[], out: (line: string) => vo
   const tag = values.tag ?? (version.includes('-') ? 'next' : 'latest');
   const ours = new Set(order.map((w) => w.manifest.name));
 
-  const taken = order.filter((w) => publishedVersions(w.manifest.name, registry).includes(version));
+  const taken = registry ? order.filter((w) => publishedVersions(w.manifest.name, registry).includes(version)) : [];
   if (taken.length > 0)
     throw new ReleaseError(
       'AlreadyPublished',
@@ -214,12 +226,21 @@ export async function release(argv: readonly string[], out: (line: string) => vo
   try {
     const packed: Packed[] = [];
     for (const w of order) packed.push(await buildAndStage(w, version, ours, stage));
-    out(`${values['dry-run'] ? 'would publish' : 'publishing'} ${version} (tag ${tag}) to ${registry}`);
-    for (const p of packed)
+    out(
+      `${dryRun ? 'would publish' : 'publishing'} ${version} (tag ${tag}) to ${registry ?? 'a registry (no --registry: its versions were not checked)'}`,
+    );
+    if (values.markdown) {
       out(
-        `  ${`${p.manifest.name}@${version}`.padEnd(28)} ${String(p.files).padStart(3)} files  ${kB(p.size).padStart(9)} packed  ${kB(p.unpackedSize).padStart(9)} unpacked  (${entryFiles(p.manifest).join(', ')})`,
+        packageTable(
+          packed.map((p) => ({ ...plannedPackage(p.workspace.manifest, version, ours), ...packedCells(p) })),
+        ),
       );
-    if (values['dry-run']) {
+    } else
+      for (const p of packed)
+        out(
+          `  ${`${p.manifest.name}@${version}`.padEnd(28)} ${String(p.files).padStart(3)} files  ${kB(p.size).padStart(9)} packed  ${kB(p.unpackedSize).padStart(9)} unpacked  (${entryFiles(p.manifest).join(', ')})`,
+        );
+    if (dryRun || registry === undefined) {
       out('dry run: nothing was published');
       return;
     }

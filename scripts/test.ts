@@ -3,7 +3,7 @@
  * 1. type check (tsc --noEmit, whole repo)  2. lint and format (biome check)
  * 3. the control-plane binaries (found, or built from Go modules with progress — the cold build happens here, not
  *    inside a test's timeout)  4. every test with Node's test runner (unit tests beside the code, integration tests
- *    under each package's test/, repo checks under test/).
+ *    under each package's test/ and README's example under examples/, repo checks under test/).
  * No build step: the packages run from their sources (see SOURCE_CONDITION). `npm test -- --unit` runs steps 1, 2 and
  * the unit tests only. Extra arguments after `--` that are file paths
  * replace the test list.
@@ -46,7 +46,7 @@ const UNIT = [
   'test/**/*.test.ts',
   'scripts/**/*.test.ts',
 ];
-const INTEGRATION = ['packages/*/test/**/*.test.ts', 'operators/*/test/**/*.test.ts'];
+const INTEGRATION = ['packages/*/test/**/*.test.ts', 'operators/*/test/**/*.test.ts', 'examples/**/*.test.ts'];
 
 if (!unitOnly && files.length === 0) {
   process.stdout.write('\n▶ control-plane binaries\n');

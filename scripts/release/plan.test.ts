@@ -6,8 +6,12 @@ import {
   contentProblems,
   dirtyTreeProblem,
   type Manifest,
+  packageTable,
+  packedCells,
+  plannedPackages,
   publishedManifest,
   ReleaseError,
+  readPackageTable,
   releaseOrder,
   type Workspace,
 } from './plan.ts';
@@ -102,5 +106,53 @@ test('a working tree with uncommitted changes is refused, naming the first one',
   assert.equal(
     dirtyTreeProblem(' M packages/cli/src/run.ts\n?? notes.txt\n'),
     'the working tree has 2 uncommitted change(s) (first: packages/cli/src/run.ts): commit or stash them, then release; nothing was published',
+  );
+});
+
+test('the package table: the plan (release order, our dependencies, bins, exports) and what npm pack measured', () => {
+  const order = releaseOrder([
+    ws('create-opkit', { '@opkit/cli': '0.1.0' }, { bin: { 'create-opkit': './dist/main.js' } }),
+    ws(
+      '@opkit/cli',
+      { '@opkit/runtime': '0.1.0', 'js-yaml': '^4' },
+      {
+        bin: { opkit: './dist/main.js' },
+        exports: { '.': { '@opkit/source': './src/index.ts', default: './dist/index.js' }, './x': './dist/x.js' },
+      },
+    ),
+    ws('@opkit/runtime', {}, { exports: { '.': './dist/index.js' } }),
+  ]);
+  const planned = plannedPackages(order, '0.2.0');
+  assert.deepEqual(planned, [
+    { id: '@opkit/runtime@0.2.0', dependsOn: [], bins: [], exports: ['.'] },
+    { id: '@opkit/cli@0.2.0', dependsOn: ['@opkit/runtime'], bins: ['opkit'], exports: ['.', './x'] },
+    { id: 'create-opkit@0.2.0', dependsOn: ['@opkit/cli'], bins: ['create-opkit'], exports: [] },
+  ]);
+  const measured = [
+    packedCells({ files: 9, size: 2048, unpackedSize: 10_240 }),
+    packedCells({ files: 96, size: 167_424, unpackedSize: 611_430 }),
+    packedCells({ files: 9, size: 6758, unpackedSize: 20_480 }),
+  ];
+  const table = packageTable(
+    planned.map((p, i) => ({ ...p, ...(measured[i] ?? { files: '', packed: '', unpacked: '' }) })),
+  );
+  assert.equal(
+    table,
+    [
+      '| package                | depends on       | bin            | exports    | files |   packed | unpacked |',
+      '| ---------------------- | ---------------- | -------------- | ---------- | ----: | -------: | -------: |',
+      '| `@opkit/runtime@0.2.0` | —                | —              | `.`        |     9 |   2.0 kB |  10.0 kB |',
+      '| `@opkit/cli@0.2.0`     | `@opkit/runtime` | `opkit`        | `.`, `./x` |    96 | 163.5 kB | 597.1 kB |',
+      '| `create-opkit@0.2.0`   | `@opkit/cli`     | `create-opkit` | —          |     9 |   6.6 kB |  20.0 kB |',
+    ].join('\n'),
+  );
+  assert.deepEqual(
+    readPackageTable(table),
+    new Map([
+      ['@opkit/runtime@0.2.0', { files: '9', packed: '2.0 kB', unpacked: '10.0 kB' }],
+      ['@opkit/cli@0.2.0', { files: '96', packed: '163.5 kB', unpacked: '597.1 kB' }],
+      ['create-opkit@0.2.0', { files: '9', packed: '6.6 kB', unpacked: '20.0 kB' }],
+    ]),
+    'read back: the measured cells by package',
   );
 });

@@ -6,7 +6,9 @@
  * Guarantees: the order puts every package after the packages it depends on; a published manifest names one version
  * for every package of ours, points only into `dist/` (the workspace-only `@opkit/source` condition, `scripts` and
  * `devDependencies` are dropped), and a tarball passes only if it holds the files its manifest points at and nothing
- * outside package.json, README/LICENSE and `dist/` (no tests, no TypeScript sources but `.d.ts`).
+ * outside package.json, README/LICENSE and `dist/` (no tests, no TypeScript sources but `.d.ts`). The package table
+ * (`--markdown`, pasted into docs/releasing.md) is rendered here from the plan and `npm pack`'s measurements, and read
+ * back here, so a test can hold the committed table to what the plan says now.
  */
 
 export type ReleaseErrorCode =
@@ -148,4 +150,107 @@ export function contentProblems(manifest: Manifest, files: readonly string[]): s
     else if (/\.test\.|(?<!\.d)\.ts$/.test(f)) problems.push(`${f} should not ship (a test or a TypeScript source)`);
   }
   return problems;
+}
+
+/** What the package table says of a package that the plan decides (the rest, `PackedCells`, `npm pack` measures). */
+export interface PlannedPackage {
+  /** `name@version`, as published. */
+  readonly id: string;
+  /** Our packages it depends on (each at the same version). */
+  readonly dependsOn: readonly string[];
+  /** The commands it installs (`bin`). */
+  readonly bins: readonly string[];
+  /** Its public entry points: the `exports` subpaths (`.`, `./client`, …). */
+  readonly exports: readonly string[];
+}
+
+/** A package as the table shows it, published at `version` among `ours`. */
+export function plannedPackage(manifest: Manifest, version: string, ours: ReadonlySet<string>): PlannedPackage {
+  const published = publishedManifest(manifest, version, ours);
+  return {
+    id: `${published.name}@${version}`,
+    dependsOn: Object.keys(published.dependencies ?? {}).filter((d) => ours.has(d)),
+    bins: Object.keys(published.bin ?? {}),
+    exports: Object.keys(published.exports ?? {}),
+  };
+}
+
+/** The published packages in release order (`releaseOrder`), as the table shows them. */
+export function plannedPackages(order: readonly Workspace[], version: string): PlannedPackage[] {
+  const ours = new Set(order.map((w) => w.manifest.name));
+  return order.map((w) => plannedPackage(w.manifest, version, ours));
+}
+
+/** What `npm pack` measured of a tarball, as the table shows it. */
+export interface PackedCells {
+  readonly files: string;
+  readonly packed: string;
+  readonly unpacked: string;
+}
+
+export const kB = (bytes: number): string => `${(bytes / 1024).toFixed(1)} kB`;
+
+export function packedCells(p: {
+  readonly files: number;
+  readonly size: number;
+  readonly unpackedSize: number;
+}): PackedCells {
+  return { files: String(p.files), packed: kB(p.size), unpacked: kB(p.unpackedSize) };
+}
+
+const COLUMNS = [
+  { title: 'package', right: false },
+  { title: 'depends on', right: false },
+  { title: 'bin', right: false },
+  { title: 'exports', right: false },
+  { title: 'files', right: true },
+  { title: 'packed', right: true },
+  { title: 'unpacked', right: true },
+] as const;
+
+const code = (names: readonly string[]): string => (names.length > 0 ? names.map((n) => `\`${n}\``).join(', ') : '—');
+
+/** The package table (Markdown, columns aligned), one row per package in release order. */
+export function packageTable(rows: readonly (PlannedPackage & PackedCells)[]): string {
+  const cells = [
+    COLUMNS.map((c) => c.title),
+    ...rows.map((r) => [
+      `\`${r.id}\``,
+      code(r.dependsOn),
+      code(r.bins),
+      code(r.exports),
+      r.files,
+      r.packed,
+      r.unpacked,
+    ]),
+  ];
+  const widths = COLUMNS.map((_, i) => Math.max(3, ...cells.map((row) => (row[i] as string).length)));
+  const line = (row: readonly string[]) =>
+    `| ${row.map((cell, i) => (COLUMNS[i]?.right ? cell.padStart(widths[i] ?? 0) : cell.padEnd(widths[i] ?? 0))).join(' | ')} |`;
+  const rule = `| ${widths.map((w, i) => (COLUMNS[i]?.right ? `${'-'.repeat(w - 1)}:` : '-'.repeat(w))).join(' | ')} |`;
+  const [header, ...body] = cells;
+  return [line(header ?? []), rule, ...body.map(line)].join('\n');
+}
+
+/** The measured cells of each row of a package table, by package (`name@version`); rows it cannot read are left out. */
+export function readPackageTable(table: string): Map<string, PackedCells> {
+  const rows = table
+    .split('\n')
+    .filter((l) => l.startsWith('|'))
+    .map((l) =>
+      l
+        .slice(1, l.trimEnd().endsWith('|') ? l.trimEnd().length - 1 : undefined)
+        .split('|')
+        .map((c) => c.trim()),
+    );
+  const header = rows[0] ?? [];
+  const at = (title: string) => header.indexOf(title);
+  const measured = new Map<string, PackedCells>();
+  for (const row of rows.slice(2)) {
+    const [id, files, packed, unpacked] = [at('package'), at('files'), at('packed'), at('unpacked')].map((i) =>
+      i < 0 ? undefined : row[i],
+    );
+    if (id && files && packed && unpacked) measured.set(id.replace(/^`|`$/g, ''), { files, packed, unpacked });
+  }
+  return measured;
 }
