@@ -120,7 +120,7 @@ test('usage errors exit 2 and name the problem', () => {
   assert.match(help.stdout, /env/);
 });
 
-test('env mirror DIR writes the binaries and their digests (checksum files, GitHub's release answers) in the upstream layout; fetch and build print them', async () => {
+test('env mirror DIR writes the binaries and their digests (checksum files, GitHub release answers) in the upstream layout; fetch and build print them', async () => {
   const root = await mkdtemp(join(tmpdir(), 'opkit-mirror-cli-'));
   const bin = join(root, 'bin');
   await mkdir(bin);
