@@ -81,7 +81,8 @@ export class Downloader {
     return this.#retrying(url, async () => {
       const res = await this.#get(url, options.headers, options.rateLimitAdvice);
       const body = Buffer.from(await res.arrayBuffer());
-      if (body.length > 1 << 20) throw final(url, `is ${body.length} bytes, more than a checksum file holds`);
+      if (body.length > 1 << 20)
+        throw final(url, `is ${body.length} bytes, more than a checksum file or a release answer holds`);
       return body.toString('utf8');
     });
   }
