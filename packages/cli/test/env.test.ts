@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -120,7 +120,7 @@ test('usage errors exit 2 and name the problem', () => {
   assert.match(help.stdout, /env/);
 });
 
-test('env mirror DIR writes the binaries with their checksum files in the upstream layout; fetch and build print them', async () => {
+test('env mirror DIR writes the binaries and their digests (checksum files, GitHub release answers) in the upstream layout; fetch and build print them', async () => {
   const root = await mkdtemp(join(tmpdir(), 'opkit-mirror-cli-'));
   const bin = join(root, 'bin');
   await mkdir(bin);
@@ -141,6 +141,22 @@ test('env mirror DIR writes the binaries with their checksum files in the upstre
   assert.match(
     await readFile(join(etcd, 'SHA256SUMS'), 'utf8'),
     /^[0-9a-f]{64} {2}etcd-v3\.5\.35-linux-amd64\.tar\.gz\n$/,
+  );
+  // kwok as upstream publishes it: the binary and GitHub's release answer with its digest, no checksum file
+  const kwokDir = join(root, 'mirror', 'github.com', 'kubernetes-sigs', 'kwok', 'releases', 'download', 'v0.8.0');
+  const kwokSum = createHash('sha256')
+    .update(await readFile(join(kwokDir, 'kwok-linux-amd64')))
+    .digest('hex');
+  assert.equal(await stat(join(kwokDir, 'kwok-linux-amd64.sha256')).catch(() => undefined), undefined);
+  const answer = JSON.parse(
+    await readFile(
+      join(root, 'mirror', 'api.github.com', 'repos', 'kubernetes-sigs', 'kwok', 'releases', 'tags', 'v0.8.0'),
+      'utf8',
+    ),
+  ) as { assets: { name: string; digest: string }[] };
+  assert.deepEqual(
+    answer.assets.map((a) => [a.name, a.digest]),
+    [['kwok-linux-amd64', `sha256:${kwokSum}`]],
   );
   assert.match(r.stdout, /OPKIT_DOWNLOAD_MIRROR/);
   for (const alias of ['fetch', 'build']) {

@@ -2,7 +2,9 @@
  * The new user's journey, against a real registry: `npm run release` publishes every package to verdaccio on
  * loopback, then — in a temporary folder outside the repository, with only that registry configured and none of the
  * workspace's links or npm settings — `npm create opkit`, `npm install`, `opkit create api`, `opkit generate`,
- * `npm test` (on testenv), `opkit run` converging the sample on a testenv cluster, the Dockerfile's steps in a copy of
+ * `npm test` (on testenv), `npm test` again with Go hidden and an empty binary cache (every binary downloaded from the
+ * upstream layout of dl.k8s.io, github.com and api.github.com, served on loopback: fixtures/upstream.ts),
+ * `opkit run` converging the sample on a testenv cluster, the Dockerfile's steps in a copy of
  * the project, and a plain .mjs importing @opkit/runtime on Node 22 and Node 24. Then the bad inputs: releasing
  * the same version twice, a registry that does not answer, a project name that is already a folder, an old Node.
  * And docs/tutorial.md, every ```sh line in order through sh, once, and every ```ts file=… block written where it
@@ -12,14 +14,24 @@
  */
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { cp, mkdir, mkdtemp, open, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join, relative } from 'node:path';
 import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { binaryCacheDir, type Environment, start } from '@opkit/testenv';
+import {
+  binaryCacheDir,
+  type Environment,
+  ETCD_VERSION,
+  KUBERNETES_VERSION,
+  KWOK_VERSION,
+  readCacheManifest,
+  start,
+} from '@opkit/testenv';
 import { waitInPhases } from './fixtures/phases.ts';
 import { type Registry, startRegistry } from './fixtures/registry.ts';
+import { serveUpstream } from './fixtures/upstream.ts';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const { version: VERSION, engines } = JSON.parse(await readFile(join(ROOT, 'packages/cli/package.json'), 'utf8')) as {
@@ -231,6 +243,68 @@ test('a new user, from an empty folder, against a registry on loopback', { timeo
   await t.test('npm test runs the project’s test on testenv', () => {
     const r = npm(['test'], demo, { timeout: 600_000 });
     assert.match(r.stdout, /ℹ pass 1/);
+  });
+
+  await t.test('with Go hidden and an empty cache, npm test gets every binary from the upstream layout', async (t) => {
+    if (process.getuid?.() !== 0) return t.skip('hiding /usr/local/go needs a private mount namespace (root)');
+    const upstream = await serveUpstream(join(work, 'upstream'), binaryCacheDir());
+    try {
+      const empty = join(work, 'no-go');
+      await mkdir(empty);
+      const cache = join(work, 'cache-no-go');
+      // No go on PATH, no OPKIT_GO or GOROOT, and /usr/local/go (findGo's last resort) an empty directory.
+      const { OPKIT_GO: _go, GOROOT: _root, GOPATH: _path, ...rest } = env;
+      const noGoEnv: NodeJS.ProcessEnv = {
+        ...rest,
+        PATH: (env.PATH ?? '')
+          .split(delimiter)
+          .filter((d) => !existsSync(join(d, 'go')))
+          .join(delimiter),
+        OPKIT_CACHE_DIR: cache,
+        OPKIT_DOWNLOAD_MIRROR: upstream.base,
+      };
+      const hide = '[ ! -d /usr/local/go ] || mount --bind "$EMPTY" /usr/local/go || exit 96';
+      const check = 'if command -v go || [ -e /usr/local/go/bin/go ]; then echo "go is still visible" >&2; exit 97; fi';
+      const line = `unshare -m sh -c '${hide}; ${check}; exec npm test'`;
+      const t0 = performance.now();
+      const r = await shWatched(line, demo, { ...noGoEnv, EMPTY: empty }, () => undefined);
+      const seconds = (performance.now() - t0) / 1000;
+      assert.equal(r.status, 0, `${line} failed (${r.status}):\n${r.stdout}\n${r.stderr}`);
+      assert.match(r.stdout, /^(ℹ|#) pass 1$/m);
+      const manifest = JSON.parse(
+        await readFile(
+          join(cache, 'bin', `k8s-${KUBERNETES_VERSION}_etcd-${ETCD_VERSION}_kwok-${KWOK_VERSION}`, 'manifest.json'),
+          'utf8',
+        ),
+      ) as {
+        sources: Record<string, string>;
+        sha256: Record<string, string>;
+        goVersion?: string;
+        buildSeconds: number;
+      };
+      assert.equal(manifest.goVersion, undefined, 'nothing was built from Go');
+      assert.deepEqual(manifest.sha256, upstream.sha256, 'every binary has the digest upstream published for it');
+      for (const [component, source] of Object.entries(manifest.sources))
+        assert.match(source, /^https:\/\/(dl\.k8s\.io|github\.com)\//, `${component} came from its release`);
+      assert.equal(upstream.hits.get(upstream.releaseAnswers.kwok), 1, "kwok's digest came from its GitHub release");
+      assert.equal(upstream.hits.get(upstream.releaseAnswers.etcd), 1, "etcd's SHA256SUMS was checked against it");
+      assert.ok(
+        upstream.requests.some((p) => p.startsWith('release-assets.githubusercontent.com/')),
+        "GitHub's redirect",
+      );
+      assert.ok(
+        !upstream.requests.some((p) => /kwok-linux-\w+\.sha256$/.test(p)),
+        'no kwok checksum file is asked for',
+      );
+      const cold = await readCacheManifest();
+      t.diagnostic(
+        `first npm test with an empty cache and no Go, through the download path (loopback): ${seconds.toFixed(1)} s ` +
+          `(downloads ${manifest.buildSeconds} s); the cold Go build of this machine's cache: ${cold?.buildSeconds ?? '?'} s`,
+      );
+      timings.push(`${String(manifest.buildSeconds).padStart(6)} s  ▸ of which downloading and verifying the binaries`);
+    } finally {
+      await upstream.close();
+    }
   });
 
   await t.test('npx opkit run converges the sample on a testenv cluster', async () => {

@@ -8,10 +8,14 @@
  *   only after this succeeded, so a killed or failed download never leaves a file that is later trusted.
  * - `HTTPS_PROXY`, `HTTP_PROXY` and `NO_PROXY` (or their lower-case forms, which win, as in curl) of the given
  *   environment are honoured through undici's `EnvHttpProxyAgent`; the process environment is not consulted.
+ * - Redirects are followed (GitHub answers a release download with a 302 to its asset host); headers the caller
+ *   gives go with the first request, and `authorization` is dropped on a redirect to another origin (fetch's rule).
  * - Connecting, waiting for headers and each gap between body chunks are bounded by `stallMs`; a stalled, truncated
  *   or failed transfer (reset, timeout, 5xx, 408, 429) is retried up to `attempts` times with doubling backoff. Another
- *   4xx, or a host that cannot be reached at all (no DNS answer, connection refused, no route), is final at once. A digest mismatch is final: the artifact itself is wrong, and retrying would not
- *   change it.
+ *   4xx, or a host that cannot be reached at all (no DNS answer, connection refused, no route), is final at once. A
+ *   used-up rate limit (403 or 429 with `x-ratelimit-remaining: 0`, or with `retry-after`, as GitHub's API answers)
+ *   is final too, and says so: the limit, when it resets, and the caller's advice. A digest mismatch is final: the
+ *   artifact itself is wrong, and retrying would not change it.
  * - Progress: on a TTY one line per file rewritten in place (bytes, total, rate); otherwise a line when a file starts
  *   and one when it is verified.
  * Errors: `DownloadFailed` (names the URL, status or cause and the attempts), `ChecksumMismatch` (the URL and both
@@ -66,24 +70,32 @@ export class Downloader {
     this.#tty = options.tty ?? process.stderr.isTTY === true;
   }
 
-  /** A small text file (a checksum file), at most 1 MiB. */
-  async text(url: string): Promise<string> {
+  /**
+   * A small text file (a checksum file, an API answer), at most 1 MiB. `headers` go with the request;
+   * `rateLimitAdvice` ends the message when the server says its rate limit is used up.
+   */
+  async text(
+    url: string,
+    options: { headers?: Record<string, string>; rateLimitAdvice?: string } = {},
+  ): Promise<string> {
     return this.#retrying(url, async () => {
-      const res = await this.#get(url);
+      const res = await this.#get(url, options.headers, options.rateLimitAdvice);
       const body = Buffer.from(await res.arrayBuffer());
-      if (body.length > 1 << 20) throw final(url, `is ${body.length} bytes, more than a checksum file holds`);
+      if (body.length > 1 << 20)
+        throw final(url, `is ${body.length} bytes, more than a checksum file or a release answer holds`);
       return body.toString('utf8');
     });
   }
 
   /**
-   * Downloads `url` into `dest` and checks its digest against `expected` (lower-case hex). `label` names the file in
-   * progress lines. Returns the bytes written.
+   * Downloads `url` into `dest` and checks its digest against `expected` (lower-case hex; `source` says where that
+   * digest was published, for the mismatch message). `label` names the file in progress lines. Returns the bytes
+   * written.
    */
   async file(
     url: string,
     dest: string,
-    expected: { algorithm: ChecksumAlgorithm; hex: string },
+    expected: { algorithm: ChecksumAlgorithm; hex: string; source: string },
     label: string,
   ): Promise<number> {
     try {
@@ -91,7 +103,7 @@ export class Downloader {
       if (hex !== expected.hex) {
         throw new TestenvError(
           'ChecksumMismatch',
-          `${url}: ${expected.algorithm} is ${hex}, but the checksum file published beside it says ${expected.hex}; ` +
+          `${url}: ${expected.algorithm} is ${hex}, but ${expected.source} says ${expected.hex}; ` +
             'nothing was cached. The file was damaged in transit or the mirror serves another build: retry, check ' +
             'OPKIT_DOWNLOAD_MIRROR, or build from source with OPKIT_TESTENV_SOURCE=go',
         );
@@ -107,10 +119,14 @@ export class Downloader {
     await this.#agent.close();
   }
 
-  async #get(url: string) {
-    const res = await fetch(url, { dispatcher: this.#agent, redirect: 'follow' });
+  async #get(url: string, headers?: Record<string, string>, rateLimitAdvice?: string) {
+    const res = await fetch(url, { dispatcher: this.#agent, redirect: 'follow', ...(headers ? { headers } : {}) });
     if (!res.ok) {
       await res.body?.cancel().catch(() => {});
+      const limited = rateLimited(res.status, res.headers, Date.now());
+      if (limited) {
+        throw final(url, `answered HTTP ${res.status}: ${limited}${rateLimitAdvice ? `. ${rateLimitAdvice}` : ''}`);
+      }
       const retryable = res.status >= 500 || res.status === 408 || res.status === 429;
       const message = `${url} answered HTTP ${res.status} ${res.statusText}`.trim();
       throw retryable ? new TestenvError('DownloadFailed', message) : final(url, `answered HTTP ${res.status}`);
@@ -191,6 +207,27 @@ export class Downloader {
       cause: last,
     });
   }
+}
+
+/**
+ * What a 403 or 429 says about a used-up rate limit, as GitHub's REST API answers one ("Rate limits for the REST
+ * API"): `x-ratelimit-remaining: 0` (the primary limit, with `x-ratelimit-limit` and the reset time
+ * `x-ratelimit-reset` in epoch seconds), or `retry-after` (a secondary limit). Undefined for any other answer.
+ */
+export function rateLimited(status: number, headers: Headers, now: number): string | undefined {
+  if (status !== 403 && status !== 429) return undefined;
+  const retryAfter = headers.get('retry-after');
+  if (headers.get('x-ratelimit-remaining') === '0') {
+    const limit = headers.get('x-ratelimit-limit');
+    const reset = Number(headers.get('x-ratelimit-reset'));
+    const of = limit ? ` of ${limit} requests an hour` : '';
+    if (!Number.isFinite(reset) || reset <= 0) return `its rate limit${of} is used up (x-ratelimit-remaining: 0)`;
+    const minutes = Math.max(1, Math.ceil((reset * 1000 - now) / 60_000));
+    const at = new Date(reset * 1000).toISOString().replace(/\.\d+Z$/, 'Z');
+    return `its rate limit${of} is used up (x-ratelimit-remaining: 0) until ${at}, in ${minutes} min`;
+  }
+  if (retryAfter !== null) return `its secondary rate limit was hit: retry after ${retryAfter} s (retry-after)`;
+  return undefined;
 }
 
 const FINAL = Symbol('final');

@@ -1,17 +1,24 @@
 /**
  * @module fetch
  * Downloads the components' official release binaries (see `release.ts`) into the binary cache, each verified
- * against the checksum file published beside it, from upstream or from `OPKIT_DOWNLOAD_MIRROR`.
+ * against the digest its project publishes — the checksum file beside it, or the digest GitHub's releases API lists
+ * for the release asset — from upstream or from `OPKIT_DOWNLOAD_MIRROR`.
  *
  * Guarantees:
  * - Everything is downloaded and verified in a staging directory beside the cache (same file system); only verified
  *   binaries are renamed into the cache, after every component has been tried, and the staging directory is removed
  *   in any case. The caller writes the manifest afterwards, so a killed fetch never leaves a set that is trusted.
- * - A checksum mismatch, a full disk or an unwritable cache aborts the whole fetch with nothing moved into the cache.
- *   Any other failure of a component (unreachable host, 404, no checksum published, retries exhausted) is reported
- *   per component, so the caller can build just those from Go. Each component's failure names that component's
- *   own URL and cause. Once a host could not be reached (no DNS answer, refused, no route), the later components
- *   served by it are not requested: their failure names their own URL, the host's cause and says it was not requested.
+ * - Digests: Kubernetes from its `.sha256` files; kwok from GitHub's releases API (kwok publishes no checksum file);
+ *   etcd from its `SHA256SUMS`, and — a second check — from the releases API as well: when both answer they must
+ *   agree, and when the API cannot be read (rate limit, unreachable, a mirror without its answer) `SHA256SUMS` alone
+ *   counts and a line says so. Each release's API answer is requested once per fetch; `GITHUB_TOKEN` goes to
+ *   api.github.com only (see `githubApiHeaders`).
+ * - A checksum mismatch (the file against its digest, or `SHA256SUMS` against the API), a full disk or an unwritable
+ *   cache aborts the whole fetch with nothing moved into the cache. Any other failure of a component (unreachable
+ *   host, 404, no digest published, a rate limit, retries exhausted) is reported per component, so the caller can
+ *   build just those from Go. Each component's failure names that component's own URL and cause. Once a host could
+ *   not be reached (no DNS answer, refused, no route), the later requests to it are not made: their failure names
+ *   their own URL, the host's cause and says it was not requested.
  * - The caller holds the cache's cross-process lock.
  */
 import { chmod, mkdir, rename, rm, stat } from 'node:fs/promises';
@@ -19,7 +26,15 @@ import { join } from 'node:path';
 import { x as extract } from 'tar';
 import { Downloader, type DownloadSettings, diskError, unreachableCause } from './download.ts';
 import { isTestenvError, TestenvError } from './errors.ts';
-import { mirrored, parseChecksumFile, type ReleasePlatform, releaseArtifact } from './release.ts';
+import {
+  githubApiHeaders,
+  mirrored,
+  parseChecksumFile,
+  parseReleaseDigest,
+  type ReleaseArtifact,
+  type ReleasePlatform,
+  releaseArtifact,
+} from './release.ts';
 import type { ComponentName } from './versions.ts';
 
 export interface FetchOptions {
@@ -45,6 +60,16 @@ export interface FetchResult {
   readonly seconds: number;
 }
 
+/** The advice that ends a rate-limit failure of GitHub's API, with or without a token. */
+export function rateLimitAdvice(env: NodeJS.ProcessEnv, mirror: string | undefined): string {
+  if (mirror) return 'The mirror answers for api.github.com: ask its operator, or wait until then';
+  return env.GITHUB_TOKEN?.trim()
+    ? 'GITHUB_TOKEN is set, and its own limit is used up too: wait until then, or set OPKIT_DOWNLOAD_MIRROR'
+    : "Without a token GitHub allows 60 requests an hour per IP address (shared by everyone behind this machine's " +
+        'address): set GITHUB_TOKEN to a GitHub token (any, no scopes needed; opkit sends it to api.github.com only), ' +
+        'wait until then, or set OPKIT_DOWNLOAD_MIRROR';
+}
+
 /** Downloads `components` into `cacheDir`; see the module comment for what is guaranteed. */
 export async function downloadIntoCache(options: FetchOptions): Promise<FetchResult> {
   const started = performance.now();
@@ -60,40 +85,107 @@ export async function downloadIntoCache(options: FetchOptions): Promise<FetchRes
   const downloader = new Downloader({ env, log, ...(options.settings ? { settings: options.settings } : {}) });
   const downloaded: Partial<Record<ComponentName, Downloaded>> = {};
   const failures: Partial<Record<ComponentName, string>> = {};
+  const unreachable = new Map<string, string>(); // host → why it cannot be reached: later requests to it fail at once
+  /** Runs one request to `url` unless its host was found unreachable; records the host when it is. */
+  const guarded = async <T>(url: string, run: () => Promise<T>): Promise<T> => {
+    const host = new URL(url).host;
+    const known = unreachable.get(host);
+    if (known) {
+      throw new TestenvError(
+        'DownloadFailed',
+        `${url}: ${known} (not requested: ${host} could not be reached a moment before)`,
+      );
+    }
+    try {
+      return await run();
+    } catch (err) {
+      const cause = isTestenvError(err, 'DownloadFailed') ? unreachableCause(err) : undefined;
+      if (cause !== undefined) unreachable.set(host, cause);
+      throw err;
+    }
+  };
+  const answers = new Map<string, Promise<string>>(); // each release's API answer, requested once
+  const apiAnswer = (url: string): Promise<string> => {
+    let answer = answers.get(url);
+    if (!answer) {
+      answer = guarded(url, () =>
+        downloader.text(url, { headers: githubApiHeaders(url, env), rateLimitAdvice: rateLimitAdvice(env, mirror) }),
+      );
+      answer.catch(() => {}); // awaited by each caller; a failure is theirs to report
+      answers.set(url, answer);
+    }
+    return answer;
+  };
+  /** The digest `artifact` must have, and where it was published. */
+  const expectedDigest = async (artifact: ReleaseArtifact): Promise<{ hex: string; source: string }> => {
+    let fromFile: { hex: string; source: string } | undefined;
+    if (artifact.checksumUrl) {
+      const url = mirrored(artifact.checksumUrl, mirror);
+      const hex = parseChecksumFile(
+        await guarded(url, () => downloader.text(url)),
+        artifact.fileName,
+        artifact.algorithm,
+      );
+      if (!hex)
+        throw new TestenvError(
+          'DownloadFailed',
+          `${url} lists no ${artifact.algorithm} digest of ${artifact.fileName}`,
+        );
+      fromFile = { hex, source: `the checksum file published beside it (${url})` };
+    }
+    const github = artifact.github;
+    if (!github) {
+      if (fromFile) return fromFile;
+      throw new TestenvError('DownloadFailed', `${artifact.url}: no digest is published for it`);
+    }
+    const url = mirrored(github.apiUrl, mirror);
+    let found: ReturnType<typeof parseReleaseDigest>;
+    try {
+      found = parseReleaseDigest(await apiAnswer(url), github.asset);
+    } catch (err) {
+      if (!fromFile || !isTestenvError(err, 'DownloadFailed')) throw err;
+      log(
+        `${artifact.component}: the second check against GitHub's releases API was skipped (${err.message}); ${fromFile.source} alone counts`,
+      );
+      return fromFile;
+    }
+    if ('problem' in found) {
+      if (!fromFile) throw new TestenvError('DownloadFailed', `${url} ${found.problem}`);
+      log(
+        `${artifact.component}: the second check against GitHub's releases API was skipped (${url} ${found.problem}); ${fromFile.source} alone counts`,
+      );
+      return fromFile;
+    }
+    if (fromFile && found.hex !== fromFile.hex) {
+      throw new TestenvError(
+        'ChecksumMismatch',
+        `${artifact.fileName}: ${fromFile.source} says ${fromFile.hex}, but GitHub's releases API (${url}) says ` +
+          `${found.hex}; nothing was downloaded and nothing was cached. The release was changed after it was ` +
+          'published, or the mirror serves files of two releases: check OPKIT_DOWNLOAD_MIRROR, or build from ' +
+          'source with OPKIT_TESTENV_SOURCE=go',
+      );
+    }
+    const api = `the digest GitHub's releases API lists for it (${url})`;
+    return fromFile ? { hex: found.hex, source: `${fromFile.source} and ${api}` } : { hex: found.hex, source: api };
+  };
   try {
     await rm(staging, { recursive: true, force: true });
     await mkdir(staging, { recursive: true }).catch((err: unknown) => {
       throw diskError(err, staging) ?? err;
     });
-    const unreachable = new Map<string, string>(); // host → why it cannot be reached: later files from it fail at once
     for (const component of options.components) {
       const artifact = releaseArtifact(component, options.platform);
-      const checksumUrl = mirrored(artifact.checksumUrl, mirror);
-      const host = new URL(checksumUrl).host;
-      const known = unreachable.get(host);
-      if (known) {
-        failures[component] = `${checksumUrl}: ${known} (not requested: ${host} could not be reached a moment before)`;
-        continue;
-      }
       try {
-        const expected = parseChecksumFile(await downloader.text(checksumUrl), artifact.fileName, artifact.algorithm);
-        if (!expected) {
-          throw new TestenvError(
-            'DownloadFailed',
-            `${checksumUrl} lists no ${artifact.algorithm} digest of ${artifact.fileName}`,
-          );
-        }
+        const expected = await expectedDigest(artifact);
         const url = mirrored(artifact.url, mirror);
         const file = join(staging, artifact.member ? `${component}.archive` : component);
-        await downloader.file(url, file, { algorithm: artifact.algorithm, hex: expected }, component);
+        await guarded(url, () => downloader.file(url, file, { algorithm: artifact.algorithm, ...expected }, component));
         if (artifact.member) await extractMember(file, artifact.member, join(staging, component), url);
         await chmod(join(staging, component), 0o755);
-        downloaded[component] = { url: artifact.url, sha256: expected };
+        downloaded[component] = { url: artifact.url, sha256: expected.hex };
       } catch (err) {
         if (!isTestenvError(err, 'DownloadFailed')) throw err;
         failures[component] = err.message;
-        const cause = unreachableCause(err);
-        if (cause !== undefined) unreachable.set(host, cause);
       }
     }
     const names = Object.keys(downloaded) as ComponentName[];

@@ -20,6 +20,7 @@ import { buildGoCommand } from './build.ts';
 import { TestenvError } from './errors.ts';
 import { withLock } from './lock.ts';
 import { cacheRoot } from './paths.ts';
+import { GO_MINIMUM } from './versions.ts';
 
 /** The helm version built into the cache. */
 export const HELM_VERSION = 'v3.22.0';
@@ -72,7 +73,7 @@ export async function resolveHelm(options: HelmOptions = {}): Promise<string> {
     throw new TestenvError(
       'BinariesMissing',
       `no helm: none in ${dir}${options.pinned ? '' : ' or on the PATH'}, and no Go to build ${HELM_MODULE} ${HELM_VERSION} with — ` +
-        'install helm (https://helm.sh/docs/intro/install/), set OPKIT_HELM to a helm binary, or install Go ≥ 1.26 ' +
+        `install helm (https://helm.sh/docs/intro/install/), set OPKIT_HELM to a helm binary, or install Go ≥ ${GO_MINIMUM} ` +
         '(OPKIT_GO names a go binary) so opkit builds it once into the cache',
     );
   }

@@ -10,6 +10,8 @@ export const KUBERNETES_VERSION = 'v1.37.2';
 export const ETCD_VERSION = 'v3.5.35';
 /** kwok release: simulated nodes and pod lifecycle. */
 export const KWOK_VERSION = 'v0.8.0';
+/** The oldest Go that builds the pinned versions from source (the `go` line of the build's go.mod). */
+export const GO_MINIMUM = '1.26';
 
 /** The Go module, import path and binary name of every component. */
 export interface ComponentSource {

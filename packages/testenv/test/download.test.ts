@@ -16,17 +16,28 @@ import { isTestenvError } from '../src/errors.ts';
 import { start } from '../src/index.ts';
 import { writeMirror } from '../src/mirror.ts';
 import { mirrorPath, releaseArtifact, releasePlatform } from '../src/release.ts';
-import type { ComponentName } from '../src/versions.ts';
+import { type ComponentName, KWOK_VERSION } from '../src/versions.ts';
 import { fakeGo } from './fake-go.ts';
 import { quiet } from './helpers.ts';
-import { type MirrorServer, serveMirror, standInMirror, startProxy } from './mirror-fixture.ts';
+import {
+  type MirrorServer,
+  serveMirror,
+  standInMirror,
+  standIns,
+  startProxy,
+  upstreamMirror,
+} from './mirror-fixture.ts';
 
 const platform = releasePlatform() ?? assert.fail('these tests need linux amd64 or arm64');
 const FAST = { attempts: 2, stallMs: 500, backoffMs: 20 };
 
 /** The mirror path of a component's artifact or checksum file. */
 const artifactPath = (c: ComponentName) => mirrorPath(releaseArtifact(c, platform).url);
-const checksumPath = (c: ComponentName) => mirrorPath(releaseArtifact(c, platform).checksumUrl);
+const checksumPath = (c: ComponentName) =>
+  mirrorPath(releaseArtifact(c, platform).checksumUrl ?? assert.fail(`${c} publishes no checksum file`));
+/** The mirror path of the GitHub release answer listing a component's digest. */
+const releaseAnswerPath = (c: ComponentName) =>
+  mirrorPath(releaseArtifact(c, platform).github?.apiUrl ?? assert.fail(`${c} is not released on GitHub`));
 
 async function fixture(prefix: string): Promise<{ root: string; mirror: MirrorServer; env: NodeJS.ProcessEnv }> {
   const root = await mkdtemp(join(tmpdir(), prefix));
@@ -82,6 +93,47 @@ test('first start through a mirror: every binary downloaded and verified, then a
       `fetched through the mirror in ${fetched.toFixed(1)} s; first environment ready after ${total.toFixed(1)} s`,
     );
     for (const c of Object.keys(manifest.files)) assert.equal(mirror.hits.get(artifactPath(c as ComponentName)), 1);
+  } finally {
+    await mirror.close();
+    await rm(root, { recursive: true, force: true });
+  }
+});
+
+test('no Go, and a mirror holding only what upstream publishes: kwok is verified by its GitHub release digest', async () => {
+  const root = await mkdtemp(join(tmpdir(), 'opkit-dl-upstream-'));
+  const digests = await upstreamMirror(join(root, 'mirror'), await standIns(join(root, 'stand-ins')));
+  const mirror = await serveMirror(join(root, 'mirror'), { githubRedirects: true });
+  try {
+    const env = {
+      OPKIT_CACHE_DIR: join(root, 'cache'),
+      OPKIT_DOWNLOAD_MIRROR: mirror.base,
+      OPKIT_GO: join(root, 'no-go'),
+      PATH: '',
+      GITHUB_TOKEN: 'ghp_never-sent-to-a-mirror',
+    };
+    const lines: string[] = [];
+    const paths = await resolveBinaries({ env, log: (l) => lines.push(l), download: FAST });
+    assert.equal(paths.kwok, join(binaryCacheDir(env), 'kwok'), lines.join('\n'));
+    const manifest = JSON.parse(await readFile(join(binaryCacheDir(env), 'manifest.json'), 'utf8'));
+    assert.equal(manifest.sources.kwok, releaseArtifact('kwok', platform).url);
+    assert.deepEqual(manifest.sha256, digests, 'each binary carries the digest upstream published for it');
+    assert.equal(manifest.goVersion, undefined, 'nothing was built');
+    const kwokApi = `api.github.com/repos/kubernetes-sigs/kwok/releases/tags/${KWOK_VERSION}`;
+    assert.equal(mirror.hits.get(kwokApi), 1, 'the release answer is read once');
+    assert.equal(mirror.hits.get(artifactPath('kwok')), 1);
+    assert.ok(
+      mirror.requests.some((r) => r.path.startsWith('release-assets.githubusercontent.com/')),
+      "GitHub's redirect to the asset host was followed",
+    );
+    assert.ok(
+      !mirror.requests.some(
+        (r) => r.path.endsWith('kwok-linux-amd64.sha256') || r.path.endsWith('kwok-linux-arm64.sha256'),
+      ),
+    );
+    assert.ok(
+      mirror.requests.every((r) => r.headers.authorization === undefined),
+      'GITHUB_TOKEN is never sent to a mirror',
+    );
   } finally {
     await mirror.close();
     await rm(root, { recursive: true, force: true });
@@ -200,16 +252,20 @@ test('HTTP_PROXY is honoured (its use asserted at a loopback proxy), NO_PROXY by
   }
 });
 
-test('with Go present, what cannot be downloaded is built from Go: kwok without a checksum, or all when offline', async () => {
+test('with Go present, what cannot be downloaded is built from Go: kwok without a digest, or all when offline', async () => {
   const { root, mirror, env } = await fixture('opkit-dl-go-');
   try {
     const { go, built } = await fakeGo(root);
-    await rm(join(root, 'mirror', checksumPath('kwok'))); // as upstream: kwok publishes no checksum file
+    await rm(join(root, 'mirror', releaseAnswerPath('kwok'))); // a mirror without kwok's release answer
     const lines: string[] = [];
     const paths = await resolveBinaries({ env: { ...env, OPKIT_GO: go }, log: (l) => lines.push(l), download: FAST });
     assert.deepEqual(await built(), ['kwok']);
     assert.ok(
-      lines.some((l) => /could not download kwok: .*kwok-linux-\w+\.sha256 answered HTTP 404/.test(l)),
+      lines.some((l) =>
+        /could not download kwok: .*api\.github\.com\/repos\/kubernetes-sigs\/kwok\/releases\/tags\/v[\d.]+ answered HTTP 404/.test(
+          l,
+        ),
+      ),
       lines.join('\n'),
     );
     const manifest = JSON.parse(await readFile(join(binaryCacheDir(env), 'manifest.json'), 'utf8'));

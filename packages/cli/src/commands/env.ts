@@ -298,7 +298,9 @@ async function mirror(flags: EnvFlags, dir: string, out: (line: string) => void)
   const target = resolve(dir);
   const entries = await writeMirror(target, paths, platform);
   for (const e of entries) out(`${e.component.padEnd(24)} ${e.path}  sha256 ${e.sha256}`);
-  out(`opkit: wrote ${entries.length} binaries and their checksum files into ${target}`);
+  out(
+    `opkit: wrote ${entries.length} binaries into ${target}, with their digests where upstream publishes them (checksum files, GitHub's release answers)`,
+  );
   out('opkit: serve that directory over HTTP(S) and set OPKIT_DOWNLOAD_MIRROR to its URL on the machines that use it');
   return 0;
 }
