@@ -7,18 +7,19 @@
  * module renders now.
  *
  * Guarantees: module names are the import specifiers (`@opkit/runtime/cache`), taken from the manifests, not from
- * file paths; a module's summary is its file's opening comment (the `@module name` line dropped); the output has no
- * source links, line numbers, dates or versions, so it changes only when a documented surface does.
+ * file paths; a module's summary is its entry file's opening comment (the `@module name` line dropped), and an export
+ * marked `@showModuleComment` gets its own file's opening comment as Remarks; an undocumented export shows no comment
+ * (not the one TypeDoc would copy from its base class). The output has no source links, line numbers, dates or
+ * versions, so it changes only when a documented surface does.
  *
  * Why TypeDoc (0.28, with its own TypeScript 6.0 in this private workspace): the repository compiles with TypeScript
  * 7 (the native port), whose npm package ships no `ts.createProgram` compiler API (only `typescript/unstable/*`), and
- * every documentation generator is built on that API. TypeDoc reads the
- * sources directly (no build, no dist/), documents each `exports` subpath as its own module, and with
- * typedoc-plugin-markdown writes Markdown with one page per symbol, so links into it stay stable. Microsoft's
- * api-extractor + api-documenter bundle their own TypeScript but document a single entry point per package
- * (microsoft/rushstack#3557 and #1596, open), while @opkit/runtime has 14, and they need the built .d.ts. npm nests
- * TypeDoc and TypeScript 6 under tools/docs/node_modules (TypeDoc's peer range stops at 6.0), so the repository's
- * `tsc` stays 7 and `npm ci` alone installs both.
+ * every documentation generator is built on that API. TypeDoc reads the sources directly (no build, no dist/),
+ * documents each `exports` subpath as its own module, and with typedoc-plugin-markdown writes Markdown with one page
+ * per symbol, so links into it stay stable. Microsoft's api-extractor + api-documenter bundle their own TypeScript
+ * but document a single entry point per package (microsoft/rushstack#3557 and #1596, open), while @opkit/runtime has
+ * 14, and they need the built .d.ts. npm nests TypeDoc and TypeScript 6 under tools/docs/node_modules (TypeDoc's peer
+ * range stops at 6.0), so the repository's `tsc` stays 7 and `npm ci` alone installs both.
  */
 import { readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -27,14 +28,17 @@ import {
   Application,
   Comment,
   type CommentDisplayPart,
+  CommentTag,
   type Context,
   Converter,
   DeclarationReflection,
   MinimalSourceFile,
   type NormalizedPath,
+  OptionDefaults,
   type ProjectReflection,
   type Reflection,
   ReflectionKind,
+  type SignatureReflection,
   type TypeDocOptions,
 } from 'typedoc';
 import type { PluginOptions } from 'typedoc-plugin-markdown';
@@ -53,6 +57,13 @@ const INTRO = `The public API of opkit's packages: a page per entry point (the s
 interface, function, type and constant, generated from their TSDoc by \`npm run docs\`. How the parts fit together is
 in the guides: [runtime](../runtime.md), [webhooks](../webhooks.md), [testenv](../testenv.md), [the CLI](../cli.md) and
 [the tutorial](../tutorial.md).`;
+
+/**
+ * A modifier tag for the doc comment of a file's main export (`Cache`, `Client`, …): the reference appends the
+ * comment that opens the declaring file (where the codebase states a module's guarantees and caveats) as that
+ * export's Remarks, so "see the module comment" holds on the generated page too.
+ */
+export const MODULE_COMMENT_TAG = '@showModuleComment';
 
 /** One public entry point: its import specifier and the source file that backs it. */
 export interface EntryPoint {
@@ -87,10 +98,15 @@ export async function entryPoints(): Promise<EntryPoint[]> {
   return out;
 }
 
-/** A converted project, with the entry point of each of its modules. */
+/** A converted project, and which of its reflections carry a comment of their own. */
 export interface Reference {
   readonly app: Application;
   readonly project: ProjectReflection;
+  /**
+   * Whether the reflection (or one of its signatures) had a comment in the source. TypeDoc copies a base class's or
+   * an interface's comment to an undocumented subclass or implementation; this tells the two apart.
+   */
+  readonly ownComment: (r: DeclarationReflection) => boolean;
 }
 
 /** The text of a file's opening doc comment, without its `@module name` line; undefined when it has none. */
@@ -129,10 +145,19 @@ export async function convert(): Promise<Reference> {
     validation: { notExported: false, invalidLink: true, rewrittenLink: true, notDocumented: false },
     treatValidationWarningsAsErrors: true,
     logLevel: 'Warn',
+    modifierTags: [...OptionDefaults.modifierTags, MODULE_COMMENT_TAG],
   };
   const app = await Application.bootstrapWithPlugins(options);
   const byFile = new Map(entries.map((e) => [resolve(e.file), e.module]));
   const pending: { module: DeclarationReflection; file: string }[] = [];
+  const own = new WeakSet<Reflection>();
+  // At creation, before the resolve step copies inherited comments.
+  app.converter.on(Converter.EVENT_CREATE_DECLARATION, (_context: Context, r: DeclarationReflection) => {
+    if (r.hasComment()) own.add(r);
+  });
+  app.converter.on(Converter.EVENT_CREATE_SIGNATURE, (_context: Context, r: SignatureReflection) => {
+    if (r.hasComment()) own.add(r);
+  });
   app.converter.on(
     Converter.EVENT_CREATE_DECLARATION,
     (context: Context, reflection: DeclarationReflection) => {
@@ -155,8 +180,32 @@ export async function convert(): Promise<Reference> {
     module.comment = new Comment(parsed.content);
   }
   project.comment = new Comment([{ kind: 'text', text: INTRO }]);
+  for (const r of Object.values(project.reflections)) {
+    const comment = r.comment;
+    if (!comment?.hasModifier(MODULE_COMMENT_TAG)) continue;
+    comment.removeModifier(MODULE_COMMENT_TAG);
+    const owner = r.kindOf(ReflectionKind.SomeSignature) && r.parent ? r.parent : r;
+    const file = project.getSymbolIdFromReflection(owner)?.fileName;
+    const text = file === undefined ? undefined : openingComment(await readFile(file, 'utf8'));
+    if (file === undefined || text === undefined)
+      throw new Error(`${qualifiedName(owner)}: ${MODULE_COMMENT_TAG}, but its file opens with no doc comment`);
+    const parsed = app.converter.parseRawComment(new MinimalSourceFile(text, file as NormalizedPath), project.files);
+    const intro: CommentDisplayPart = {
+      kind: 'text',
+      text: `The module comment of \`${relative(ROOT, file)}\`:\n\n`,
+    };
+    comment.blockTags.push(new CommentTag('@remarks', [intro, ...parsed.content]));
+  }
   if (app.logger.hasErrors() || app.logger.hasWarnings()) throw new Error('TypeDoc reported problems (see above)');
-  return { app, project };
+  const ownComment = (r: DeclarationReflection): boolean =>
+    own.has(r) ||
+    (r.signatures ?? []).some((sig) => own.has(sig)) ||
+    (r.getSignature !== undefined && own.has(r.getSignature)) ||
+    (r.setSignature !== undefined && own.has(r.setSignature));
+  // An undocumented export shows no comment rather than its base class's (which describes the base).
+  for (const module of project.children ?? [])
+    for (const child of module.children ?? []) if (!ownComment(child)) delete child.comment;
+  return { app, project, ownComment };
 }
 
 /** `@opkit/runtime/cache#Store.byIndex`: the module, then the path below it. */
@@ -173,7 +222,7 @@ export function qualifiedName(reflection: Reflection): string {
 function hasComment(r: DeclarationReflection): boolean {
   return (
     r.hasComment() ||
-    (r.signatures ?? []).some((s) => s.hasComment()) ||
+    (r.signatures ?? []).some((sig) => sig.hasComment()) ||
     (r.getSignature?.hasComment() ?? false) ||
     (r.setSignature?.hasComment() ?? false)
   );
@@ -188,13 +237,14 @@ export interface Undocumented {
 }
 
 /**
- * Every public declaration without a doc comment: each module's exports, and the public members (properties,
- * methods, accessors) of its classes and interfaces and of its object type aliases. Not counted: constructors,
- * members inherited or overridden from a base class (documented there, e.g. an error's `name`), members that
- * implement an interface's documented member (TypeDoc copies that comment), and re-exports of something already
- * listed under another module.
+ * Every public declaration without a doc comment of its own: each module's exports, and the public members
+ * (properties, methods, accessors) of its classes and interfaces and of its object type aliases. Not counted:
+ * constructors, members inherited or overridden from a base class (documented there, e.g. an error's `name`),
+ * members that implement a documented member of an interface (TypeDoc shows that comment), and re-exports of
+ * something already listed under another module.
  */
-export function undocumented(project: ProjectReflection): Undocumented[] {
+export function undocumented(ref: Reference): Undocumented[] {
+  const { project, ownComment } = ref;
   const out: Undocumented[] = [];
   const fileOf = (r: Reflection): string => {
     const f = project.getSymbolIdFromReflection(r)?.fileName;
@@ -203,7 +253,8 @@ export function undocumented(project: ProjectReflection): Undocumented[] {
   const visit = (r: DeclarationReflection, top: boolean): void => {
     if (r.kindOf(ReflectionKind.Reference) || r.kindOf(ReflectionKind.Constructor)) return;
     if (r.inheritedFrom || r.overwrites) return;
-    if (!hasComment(r)) out.push({ name: qualifiedName(r), file: fileOf(r) });
+    const documented = ownComment(r) || (!top && r.implementationOf !== undefined && hasComment(r));
+    if (!documented) out.push({ name: qualifiedName(r), file: fileOf(r) });
     if (!top) return;
     const members =
       r.kindOf(ReflectionKind.ClassOrInterface) || r.kindOf(ReflectionKind.TypeAlias)
