@@ -10,10 +10,16 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 
+/** The answer of `probeCurrentCluster`: the apiserver's URL and the context when it answered, else why not. */
 export type ClusterProbe =
   | { readonly reachable: true; readonly server: string; readonly context: string }
   | { readonly reachable: false; readonly reason: string };
 
+/**
+ * Whether the cluster of the current kubeconfig (as kubectl finds it, or in-cluster) answers `GET /api` with the
+ * configured credentials within `timeoutMs` (default 3 s). Never rejects: a missing, unreadable or unreachable cluster
+ * is an answer with a reason.
+ */
 export async function probeCurrentCluster(timeoutMs = 3_000): Promise<ClusterProbe> {
   const explicit = process.env.KUBECONFIG;
   const inCluster = existsSync('/var/run/secrets/kubernetes.io/serviceaccount/token');

@@ -4,6 +4,9 @@
  * its `exitCode`. Errors of @opkit/testenv are shown the same way. `describeSystemError` turns a failed file-system or
  * process call (ENOTDIR, EACCES, …) into such a one-line message naming the path and what to do.
  */
+/**
+ * What went wrong, for callers that branch on it; usage errors (`Usage`, `UnknownCluster`, `ClusterAmbiguous`) exit 2.
+ */
 export type CliErrorCode =
   | 'Usage'
   /** `--cluster NAME` names no local cluster, or not a valid name (a usage error: exit 2). */
@@ -26,9 +29,14 @@ export type CliErrorCode =
 
 const USAGE_CODES: ReadonlySet<CliErrorCode> = new Set(['Usage', 'UnknownCluster', 'ClusterAmbiguous']);
 
+/** A failure of an `opkit` command the user can act on: `message` is one line saying what happened and what to do. */
 export class CliError extends Error {
   override readonly name = 'CliError';
+  /** Which failure this is. */
   readonly code: CliErrorCode;
+  /**
+   * The process exit code `opkit` ends with: 2 for usage errors, 1 otherwise, unless the constructor was given one.
+   */
   readonly exitCode: number;
 
   constructor(code: CliErrorCode, message: string, options?: { cause?: unknown; exitCode?: number }) {

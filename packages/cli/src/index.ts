@@ -1,5 +1,6 @@
 /**
- * @opkit/cli — the `opkit` command as a library: `run(argv, out, err)` returns the exit code.
+ * @module @opkit/cli
+ * The `opkit` command as a library: `run(argv, out, err)` returns the exit code.
  */
 
 export { type ClusterProbe, probeCurrentCluster } from './cluster.ts';

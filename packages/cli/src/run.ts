@@ -20,6 +20,7 @@ import { CliError, describeSystemError } from './errors.ts';
 import { ownManifest } from './manifest.ts';
 import { nodeVersionProblem } from './node-version.ts';
 
+/** The text of `opkit --help`. */
 export const HELP = `Usage: opkit <command> [options]
 
 opkit: the operator SDK for TypeScript.
@@ -40,6 +41,10 @@ Commands:
 Run "opkit <command> --help" for a command's options.
 `;
 
+/**
+ * Runs `opkit` with `argv` (the arguments after `opkit`) and resolves to its exit code: 0 on success, 2 for a usage
+ * error, 1 for any other failure. Output goes to `out`, each failure as one line `opkit: …` to `err`; it never rejects.
+ */
 export async function run(
   argv: readonly string[],
   out: (line: string) => void,

@@ -1,5 +1,6 @@
 /**
- * @opkit/runtime — controller-runtime for TypeScript. This entry point holds what an operator author uses every day:
+ * @module @opkit/runtime
+ * controller-runtime for TypeScript. This entry point holds what an operator author uses every day:
  *
  * ```ts
  * export type AppService = ObjectOf<typeof AppServices>;

@@ -7,27 +7,42 @@
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 
+/** Structured fields of a log entry (`{ request: 'ns/name', err: message }`). */
 export type LogFields = Record<string, unknown>;
 
+/**
+ * The logger the runtime logs through: `(fields, message)` per level, and `child` for bound fields. A pino logger
+ * satisfies it as is.
+ */
 export interface Logger {
+  /** Logs at debug level (off unless the level is `debug`). */
   debug(fields: LogFields, message: string): void;
+  /** Logs at info level. */
   info(fields: LogFields, message: string): void;
+  /** Logs at warn level: something went wrong and was handled. */
   warn(fields: LogFields, message: string): void;
+  /** Logs at error level: something failed. */
   error(fields: LogFields, message: string): void;
+  /** A logger that adds `bindings` to every entry (e.g. `{ controller: 'appservice' }`). */
   child(bindings: LogFields): Logger;
 }
 
+/** The least severe level logged; `silent` logs nothing. */
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
 
+/** Options of `createLogger`. */
 export interface LoggerOptions {
+  /** The least severe level logged (default `info`). */
   readonly level?: LogLevel;
   /** One readable line per entry instead of JSON (for a terminal). */
   readonly pretty?: boolean;
   /** Where to write (default stderr). */
   readonly destination?: NodeJS.WritableStream;
+  /** A `name` field on every entry. */
   readonly name?: string;
 }
 
+/** A pino logger writing JSON lines (or, with `pretty`, one readable line per entry) to stderr or `destination`. */
 export function createLogger(options: LoggerOptions = {}): Logger {
   const destination = options.destination ?? process.stderr;
   const stream = options.pretty ? prettyStream(destination) : destination;
@@ -68,6 +83,7 @@ function prettyStream(out: NodeJS.WritableStream): NodeJS.WritableStream {
 }
 
 const noop = () => {};
+/** A logger that discards everything (the default where no logger is given). */
 export const silentLogger: Logger = {
   debug: noop,
   info: noop,

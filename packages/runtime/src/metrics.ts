@@ -28,16 +28,36 @@ const RECONCILE_BUCKETS = [
   2.5, 3, 3.5, 4, 4.5, 5, 6, 7, 8, 9, 10, 15, 20, 25, 30, 40, 50, 60,
 ];
 
+/**
+ * The process's Prometheus metrics, with controller-runtime's names and labels (reconciles, work queues, REST client,
+ * leader election) plus watch health per informer; the runtime's parts report through it.
+ */
 export class Metrics {
+  /** The registry they live in; add the operator's own metrics here (`metrics.registry.counter({...})`). */
   readonly registry: Registry;
+  /**
+   * `controller_runtime_reconcile_total`: reconciles per controller and result (`success`, `error`, `requeue`,
+   * `requeue_after`).
+   */
   readonly reconcileTotal: Counter<'controller' | 'result'>;
+  /** `controller_runtime_reconcile_errors_total`: failed reconciles per controller. */
   readonly reconcileErrors: Counter<'controller'>;
+  /**
+   * `controller_runtime_terminal_reconcile_errors_total`: reconciles that failed with a `TerminalError`, per
+   * controller.
+   */
   readonly terminalReconcileErrors: Counter<'controller'>;
+  /** `controller_runtime_reconcile_time_seconds`: how long reconciles take, per controller. */
   readonly reconcileTime: Histogram<'controller'>;
+  /** `controller_runtime_max_concurrent_reconciles`: each controller's number of workers. */
   readonly maxConcurrentReconciles: Gauge<'controller'>;
+  /** `controller_runtime_active_workers`: workers reconciling now, per controller. */
   readonly activeWorkers: Gauge<'controller'>;
+  /** `rest_client_requests_total`: requests to the apiserver by status code, method and host. */
   readonly restRequests: Counter<'code' | 'method' | 'host'>;
+  /** `rest_client_request_duration_seconds`: request latency by verb and host. */
   readonly restLatency: Histogram<'verb' | 'host'>;
+  /** `leader_election_master_status`: 1 while this process leads the named Lease, else 0. */
   readonly leaderStatus: Gauge<'name'>;
   readonly #queueDepth: Gauge<'name' | 'controller'>;
   readonly #queueAdds: Counter<'name' | 'controller'>;

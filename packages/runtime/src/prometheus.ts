@@ -9,11 +9,16 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 
+/** A series' label values, one for each of the metric's label names. */
 export type Labels<L extends string> = { readonly [K in L]: string | number };
 
+/** How a metric is named and labelled. */
 export interface MetricOptions<L extends string, Self> {
+  /** The metric's name, e.g. `myoperator_backups_total` (a valid Prometheus name; unique per registry). */
   readonly name: string;
+  /** What it measures (the `# HELP` line). */
   readonly help: string;
+  /** The names of its labels; every use must give a value for each (none by default). */
   readonly labelNames?: readonly L[];
   /** Runs before each render with the metric itself: set its current values here. */
   readonly collect?: (self: Self) => void;
@@ -25,8 +30,11 @@ const escapeValue = (s: string) => s.replace(/\\/g, '\\\\').replace(/\n/g, '\\n'
 const num = (n: number) => (Number.isNaN(n) ? 'NaN' : n === Infinity ? '+Inf' : n === -Infinity ? '-Inf' : String(n));
 
 abstract class Metric<L extends string, Self> {
+  /** The metric's name. */
   readonly name: string;
+  /** What it measures. */
   readonly help: string;
+  /** The names of its labels. */
   readonly labelNames: readonly L[];
   readonly #collect: ((self: Self) => void) | undefined;
   abstract readonly type: 'counter' | 'gauge' | 'histogram';
@@ -50,6 +58,7 @@ abstract class Metric<L extends string, Self> {
     return this.labelNames.map((k) => `${k}="${escapeValue(String(labels?.[k]))}"`).join(',');
   }
 
+  /** Its text exposition (`# HELP`, `# TYPE` and its series), after running its `collect` callback. */
   render(): string {
     try {
       this.#collect?.(this as unknown as Self);
@@ -64,10 +73,12 @@ abstract class Metric<L extends string, Self> {
 
 const line = (name: string, pairs: string, value: number) => `${name}${pairs ? `{${pairs}}` : ''} ${num(value)}\n`;
 
+/** A Prometheus counter: a value per label set that only goes up. */
 export class Counter<L extends string = never> extends Metric<L, Counter<L>> {
   readonly type = 'counter';
   readonly #values = new Map<string, number>();
 
+  /** Adds `by` (default 1, never negative) to the series of `labels`. */
   inc(labels?: Labels<L>, by = 1): void {
     if (!(by >= 0)) throw new Error(`metric ${this.name}: a counter only goes up (inc by ${by})`);
     const k = this.key(labels);
@@ -87,19 +98,23 @@ export class Counter<L extends string = never> extends Metric<L, Counter<L>> {
   }
 }
 
+/** A Prometheus gauge: a value per label set that goes up and down. */
 export class Gauge<L extends string = never> extends Metric<L, Gauge<L>> {
   readonly type = 'gauge';
   readonly #values = new Map<string, number>();
 
+  /** Sets the series of `labels` to `value`. */
   set(labels: Labels<L> | undefined, value: number): void {
     this.#values.set(this.key(labels), value);
   }
 
+  /** Adds `by` (default 1) to the series of `labels`. */
   inc(labels?: Labels<L>, by = 1): void {
     const k = this.key(labels);
     this.#values.set(k, (this.#values.get(k) ?? 0) + by);
   }
 
+  /** Subtracts `by` (default 1) from the series of `labels`. */
   dec(labels?: Labels<L>, by = 1): void {
     this.inc(labels, -by);
   }
@@ -113,8 +128,10 @@ export class Gauge<L extends string = never> extends Metric<L, Gauge<L>> {
 
 export const DEFAULT_BUCKETS: readonly number[] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
+/** A Prometheus histogram: per label set, counts of observed values by bucket, their sum and their count. */
 export class Histogram<L extends string = never> extends Metric<L, Histogram<L>> {
   readonly type = 'histogram';
+  /** The upper bounds of its buckets, ascending (default `DEFAULT_BUCKETS`, in seconds); `+Inf` is implied. */
   readonly buckets: readonly number[];
   readonly #series = new Map<string, { counts: number[]; sum: number; count: number }>();
 
@@ -123,6 +140,7 @@ export class Histogram<L extends string = never> extends Metric<L, Histogram<L>>
     this.buckets = [...(o.buckets ?? DEFAULT_BUCKETS)].sort((a, b) => a - b);
   }
 
+  /** Records `value` (e.g. a duration in seconds) in the series of `labels`. */
   observe(labels: Labels<L> | undefined, value: number): void {
     const k = this.key(labels);
     let s = this.#series.get(k);
@@ -159,7 +177,9 @@ export interface Renderable {
   render(): string;
 }
 
+/** The metrics of a process, rendered together in the text exposition format for /metrics. */
 export class Registry {
+  /** The Content-Type of `metrics()`'s text (version 0.0.4). */
   readonly contentType = 'text/plain; version=0.0.4; charset=utf-8';
   readonly #metrics = new Map<string, Renderable>();
 
@@ -170,14 +190,17 @@ export class Registry {
     return metric;
   }
 
+  /** Creates and registers a counter; throws when the name is taken. */
   counter<L extends string = never>(o: MetricOptions<L, Counter<L>>): Counter<L> {
     return this.register(new Counter<L>(o));
   }
 
+  /** Creates and registers a gauge; throws when the name is taken. */
   gauge<L extends string = never>(o: MetricOptions<L, Gauge<L>>): Gauge<L> {
     return this.register(new Gauge<L>(o));
   }
 
+  /** Creates and registers a histogram (with `buckets`, default `DEFAULT_BUCKETS`); throws when the name is taken. */
   histogram<L extends string = never>(
     o: MetricOptions<L, Histogram<L>> & { readonly buckets?: readonly number[] },
   ): Histogram<L> {

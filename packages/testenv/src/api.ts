@@ -8,22 +8,36 @@ import { Agent, request as httpsRequest } from 'node:https';
 import { TestenvError } from './errors.ts';
 import type { Credentials } from './kubeconfig.ts';
 
+/** An answer, whatever its status. */
 export interface ApiResponse<T = unknown> {
+  /** The HTTP status. */
   readonly status: number;
+  /** The body parsed as JSON when it is JSON, else the text. */
   readonly body: T;
+  /** The body as text. */
   readonly text: string;
 }
 
+/** One request of an `ApiClient`. */
 export interface ApiRequest {
+  /** The HTTP method (default GET). */
   readonly method?: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+  /** The path and query, e.g. `/api/v1/namespaces/default/pods?limit=1`. */
   readonly path: string;
+  /** A body, sent as JSON. */
   readonly body?: unknown;
   /** Content type for PATCH (default merge patch). */
   readonly contentType?: string;
+  /** Longest wait for the answer (default 10 s); then the request fails with `ApiRequestFailed`. */
   readonly timeoutMs?: number;
 }
 
+/**
+ * A minimal HTTPS client of one apiserver, for tests that want the raw API: answers of any status are returned, not
+ * thrown (assert on a 403); only a request that gets no answer throws `ApiRequestFailed`.
+ */
 export class ApiClient {
+  /** The apiserver's URL (`https://127.0.0.1:<port>`). */
   readonly server: string;
   readonly #agent: Agent;
   readonly #token: string | undefined;
@@ -38,6 +52,10 @@ export class ApiClient {
     this.#token = credentials?.kind === 'token' ? credentials.token : undefined;
   }
 
+  /**
+   * Sends `req` and resolves to the answer, whatever its status; rejects with `TestenvError` `ApiRequestFailed` when
+   * there is none.
+   */
   request<T = unknown>(req: ApiRequest): Promise<ApiResponse<T>> {
     const method = req.method ?? 'GET';
     const payload = req.body === undefined ? undefined : JSON.stringify(req.body);
@@ -89,6 +107,7 @@ export class ApiClient {
     return res.body;
   }
 
+  /** Closes its connections. */
   close(): void {
     this.#agent.destroy();
   }

@@ -8,9 +8,13 @@ import { open } from 'node:fs/promises';
 
 /** The fields of an audit event (audit.k8s.io/v1 Event) that tests read. */
 export interface AuditEvent {
+  /** The API verb: `get`, `list`, `watch`, `create`, `update`, `patch`, `delete`, … */
   readonly verb: string;
+  /** Who made the request (`system:serviceaccount:<namespace>:<name>` for a ServiceAccount). */
   readonly user: { readonly username: string };
+  /** The client's user agent, e.g. `opkit/0.1.0 (appservice-operator)`. */
   readonly userAgent?: string;
+  /** What the request was for. */
   readonly objectRef?: {
     readonly resource?: string;
     readonly subresource?: string;
@@ -18,7 +22,9 @@ export interface AuditEvent {
     readonly namespace?: string;
     readonly name?: string;
   };
+  /** The answer's HTTP status. */
   readonly responseStatus?: { readonly code?: number };
+  /** When the apiserver received the request (RFC 3339 with microseconds). */
   readonly requestReceivedTimestamp?: string;
   /** When the apiserver finished the request (RFC 3339 with microseconds). */
   readonly stageTimestamp?: string;
@@ -27,7 +33,9 @@ export interface AuditEvent {
 /** The verbs that change what is stored. */
 export const WRITE_VERBS: ReadonlySet<string> = new Set(['create', 'update', 'patch', 'delete', 'deletecollection']);
 
+/** The events of one read of the audit log, and where the next read starts. */
 export interface AuditLogSlice {
+  /** The events read, in the log's order. */
   readonly events: AuditEvent[];
   /** The byte offset after the last whole line read: where the next slice starts. */
   readonly end: number;

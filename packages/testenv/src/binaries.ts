@@ -51,12 +51,17 @@ export const REQUIRED_COMPONENTS: readonly ComponentName[] = [
   'kwok',
 ];
 
+/**
+ * Absolute paths of the control-plane binaries `resolveBinaries` found (kubectl when available) and of kwok's stage
+ * configuration.
+ */
 export type BinaryPaths = Readonly<Record<Exclude<ComponentName, 'kubectl'>, string>> & {
   readonly kubectl?: string;
   /** kwok's stage configuration (nodes become Ready, pods Running and Ready), beside the kwok binary. */
   readonly kwokStages: string;
 };
 
+/** Where `resolveBinaries` looks, and how it fetches what is missing. */
 export interface ResolveOptions {
   /** A directory holding every required binary; skips all other sources. */
   readonly binaryDir?: string;
@@ -71,20 +76,34 @@ export interface ResolveOptions {
   readonly download?: Partial<DownloadSettings>;
   /** Progress lines (default: stderr with an `[opkit testenv]` prefix). */
   readonly log?: (line: string) => void;
+  /**
+   * The environment to read `OPKIT_TESTENV_BINARIES`, `KUBEBUILDER_ASSETS`, `OPKIT_CACHE_DIR`, the mirror and PATH from
+   * (default `process.env`).
+   */
   readonly env?: NodeJS.ProcessEnv;
 }
 
+/**
+ * Where missing binaries come from: `auto` (download, then a Go build of what failed), `download` (never Go), `go`
+ * (build from source).
+ */
 export type BinarySource = 'auto' | 'download' | 'go';
 
+/** The binary cache's `manifest.json`: which versions it holds, and how and when they got there. */
 export interface CacheManifest {
+  /** The Kubernetes version of kube-apiserver, kube-controller-manager, kube-scheduler and kubectl. */
   readonly kubernetes: string;
+  /** The etcd version. */
   readonly etcd: string;
+  /** The kwok version. */
   readonly kwok: string;
   /** The Go that built components (absent when every component was downloaded). */
   readonly goVersion?: string;
+  /** When the set was written (ISO 8601). */
   readonly builtAt: string;
   /** Wall time of the download or build that produced this set (a build is cold when the Go caches were empty). */
   readonly buildSeconds: number;
+  /** Wall time of each component's download or build, in seconds. */
   readonly componentSeconds: Partial<Record<ComponentName, number>>;
   /** Size in bytes of each binary as written; a cached binary of another size is fetched again (absent in older caches). */
   readonly files?: Partial<Record<ComponentName, number>>;
@@ -103,6 +122,7 @@ export function binaryCacheDir(env: NodeJS.ProcessEnv = process.env): string {
   return join(cacheRoot(env), 'bin', BINARY_SET_TAG);
 }
 
+/** The manifest of the binary cache of the pinned versions, or undefined when there is none (or it does not parse). */
 export async function readCacheManifest(env: NodeJS.ProcessEnv = process.env): Promise<CacheManifest | undefined> {
   try {
     return JSON.parse(await readFile(join(binaryCacheDir(env), 'manifest.json'), 'utf8')) as CacheManifest;
@@ -111,6 +131,13 @@ export async function readCacheManifest(env: NodeJS.ProcessEnv = process.env): P
   }
 }
 
+/**
+ * The control-plane binaries, from the first source that has them (see the module comment): an explicit directory,
+ * `KUBEBUILDER_ASSETS`, the cache, a verified download, or a Go build. Fails with `TestenvError` `BinariesMissing`
+ * naming each missing component and every way to provide it.
+ *
+ * @showModuleComment
+ */
 export async function resolveBinaries(options: ResolveOptions = {}): Promise<BinaryPaths> {
   const env = options.env ?? process.env;
   const log = options.log ?? defaultLog;

@@ -14,6 +14,10 @@ import { createServer, type Server, type Socket, connect as tcpConnect } from 'n
 import { clearTimeout, setTimeout } from 'node:timers';
 import { TestenvError } from './errors.ts';
 
+/**
+ * What the proxy does to traffic: `pass` it, `freeze` it (a silent hang: connections stay open, nothing moves), `drop`
+ * connections (FIN), `reset` them (RST), or `delay` every byte by `ms`.
+ */
 export type FaultMode =
   | { readonly kind: 'pass' }
   | { readonly kind: 'freeze' }
@@ -21,14 +25,21 @@ export type FaultMode =
   | { readonly kind: 'reset' }
   | { readonly kind: 'delay'; readonly ms: number };
 
+/** Counters of a `FaultProxy` since it started. */
 export interface FaultProxyStats {
+  /** Connections accepted (including those refused in drop or reset mode). */
   readonly connectionsAccepted: number;
+  /** Connections open now. */
   readonly openConnections: number;
+  /** Bytes delivered, both directions together. */
   readonly bytesForwarded: number;
 }
 
+/** Where `FaultProxy.start` forwards to, and the mode it starts in. */
 export interface FaultProxyOptions {
+  /** The server to forward to, e.g. the apiserver's host and port. */
   readonly target: { readonly host: string; readonly port: number };
+  /** The initial mode (default `pass`). */
   readonly mode?: FaultMode | undefined;
 }
 
@@ -267,6 +278,7 @@ function checkMode(mode: FaultMode): FaultMode {
  * Start it with `FaultProxy.start()`, point the client at `url` (or `127.0.0.1:port`) and `close()` it when done.
  */
 export class FaultProxy {
+  /** The port it listens on, on 127.0.0.1. */
   readonly port: number;
   readonly #server: Server;
   readonly #target: { readonly host: string; readonly port: number };
@@ -279,6 +291,9 @@ export class FaultProxy {
   #closing: Promise<void> | undefined;
   readonly #host: Host;
 
+  /**
+   * Starts a proxy on a free port of 127.0.0.1 in front of `options.target`; `InvalidOption` for a bad port or mode.
+   */
   static async start(options: FaultProxyOptions): Promise<FaultProxy> {
     const target = { host: options.target.host, port: options.target.port };
     if (!Number.isInteger(target.port) || target.port <= 0 || target.port > 65535) {
@@ -329,6 +344,7 @@ export class FaultProxy {
     return `https://127.0.0.1:${this.port}`;
   }
 
+  /** The current mode. */
   get mode(): FaultMode {
     return this.#mode;
   }
@@ -355,6 +371,7 @@ export class FaultProxy {
     for (const link of this.#links) link.pump();
   }
 
+  /** Its counters now. */
   stats(): FaultProxyStats {
     return { connectionsAccepted: this.#accepted, openConnections: this.#links.size, bytesForwarded: this.#bytes };
   }

@@ -27,12 +27,15 @@ export const HELM_VERSION = 'v3.22.0';
 const HELM_MODULE = 'helm.sh/helm/v3';
 const HELM_PKG = 'helm.sh/helm/v3/cmd/helm';
 
+/** Where `resolveHelm` looks for helm. */
 export interface HelmOptions {
   /** An explicit helm binary (default `$OPKIT_HELM`). */
   readonly path?: string;
   /** Ignore helm on the PATH: use the cached (or built) pinned version. */
   readonly pinned?: boolean;
+  /** The environment to read `OPKIT_HELM`, `OPKIT_CACHE_DIR` and PATH from (default `process.env`). */
   readonly env?: NodeJS.ProcessEnv;
+  /** Progress lines of a build (default: stderr with an `[opkit testenv]` prefix). */
   readonly log?: (line: string) => void;
 }
 
@@ -49,6 +52,13 @@ export function helmCacheDir(env: NodeJS.ProcessEnv = process.env): string {
   return join(cacheRoot(env), 'bin', `helm-${HELM_VERSION}`);
 }
 
+/**
+ * The path of an executable helm: `OPKIT_HELM` (or `path`), helm on the PATH (unless `pinned`), the cached pinned
+ * version, or a build of it with the local Go (see the module comment). Fails with `BinariesMissing` listing every way
+ * to provide one.
+ *
+ * @showModuleComment
+ */
 export async function resolveHelm(options: HelmOptions = {}): Promise<string> {
   const env = options.env ?? process.env;
   const log = options.log ?? defaultLog;

@@ -1,5 +1,6 @@
 /**
- * @opkit/testenv — a real local Kubernetes control plane for tests and demos.
+ * @module @opkit/testenv
+ * A real local Kubernetes control plane for tests and demos.
  *
  * `start()` runs etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok (simulated nodes, so pods are
  * scheduled and become Running and Ready) on 127.0.0.1 with free ports, and returns an `Environment` with an admin

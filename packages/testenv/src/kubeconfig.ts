@@ -11,12 +11,22 @@ export interface KubeconfigUser {
   readonly token?: string;
 }
 
+/**
+ * A kubeconfig document with one cluster, one user and one context, as the environment writes it (JSON, which every
+ * kubeconfig reader accepts).
+ */
 export interface Kubeconfig {
+  /** Always `v1`. */
   readonly apiVersion: 'v1';
+  /** Always `Config`. */
   readonly kind: 'Config';
+  /** The one cluster: the apiserver's URL and its CA (base64 PEM). */
   readonly clusters: readonly { name: string; cluster: { server: string; 'certificate-authority-data': string } }[];
+  /** The one user, with a client certificate or a bearer token. */
   readonly users: readonly { name: string; user: KubeconfigUser }[];
+  /** The one context, joining them (with a namespace, when one was given). */
   readonly contexts: readonly { name: string; context: { cluster: string; user: string; namespace?: string } }[];
+  /** The context's name. */
   readonly 'current-context': string;
 }
 

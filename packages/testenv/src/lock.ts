@@ -22,6 +22,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { TestenvError } from './errors.ts';
 import { isProcessAlive } from './process.ts';
 
+/** How `withLock` waits for another holder. */
 export interface LockOptions {
   /** How long to wait for another holder, in milliseconds. */
   readonly timeoutMs: number;
@@ -31,6 +32,10 @@ export interface LockOptions {
   readonly pollMs?: number;
 }
 
+/**
+ * Runs `task` while holding the lock file `file` (created atomically with this pid in it, removed afterwards), taking
+ * over a lock whose holder died; fails with `LockTimeout` after `timeoutMs` of waiting for a live holder.
+ */
 export async function withLock<T>(file: string, options: LockOptions, task: () => Promise<T>): Promise<T> {
   const deadline = Date.now() + options.timeoutMs;
   let told = false;

@@ -28,10 +28,13 @@ import { diskError } from './download.ts';
 import { type GitHubReleaseAsset, mirrorPath, type ReleasePlatform, releaseArtifact } from './release.ts';
 import { COMPONENT_NAMES, type ComponentName } from './versions.ts';
 
+/** One artifact `writeMirror` wrote. */
 export interface MirrorEntry {
+  /** The component it holds. */
   readonly component: ComponentName;
   /** Path of the artifact inside the mirror directory. */
   readonly path: string;
+  /** Its SHA-256, as written into its checksum file. */
   readonly sha256: string;
 }
 

@@ -6,6 +6,9 @@
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 
+/**
+ * The user cache directory of @opkit/testenv: `OPKIT_CACHE_DIR`, else `$XDG_CACHE_HOME/opkit`, else `~/.cache/opkit`.
+ */
 export function cacheRoot(env: NodeJS.ProcessEnv = process.env): string {
   if (env.OPKIT_CACHE_DIR) return env.OPKIT_CACHE_DIR;
   const xdg = env.XDG_CACHE_HOME;

@@ -26,8 +26,11 @@
  */
 import { type ComponentName, ETCD_VERSION, KUBERNETES_VERSION, KWOK_VERSION } from './versions.ts';
 
+/** A platform the official release binaries exist for. */
 export interface ReleasePlatform {
+  /** The operating system (only Linux has release binaries of every component). */
   readonly os: 'linux';
+  /** The CPU architecture, in Go's names. */
   readonly arch: 'amd64' | 'arm64';
 }
 

@@ -6,6 +6,10 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 
+/**
+ * Polls `check` every `pollMs` until it returns a value (not undefined or false) and resolves with it; rejects after
+ * `timeoutMs` (default 30 s) with an `Error` naming `what` and the last error `check` threw.
+ */
 export async function waitFor<T>(
   what: string,
   check: () => Promise<T | undefined | false>,

@@ -22,6 +22,7 @@ import { freePort } from './ports.ts';
 
 type Json = Record<string, unknown>;
 
+/** What `installWebhooks` points at the local server. */
 export interface InstallWebhooksOptions {
   /** MutatingWebhookConfiguration and ValidatingWebhookConfiguration objects (as `opkit generate` writes them). */
   readonly configurations?: readonly object[];
@@ -33,13 +34,19 @@ export interface InstallWebhooksOptions {
   readonly port?: number;
 }
 
+/** Where the local webhook server must listen, and with which certificate. */
 export interface InstalledWebhooks {
+  /** The host the configurations call. */
   readonly host: '127.0.0.1';
+  /** The port the configurations call: start the webhook server on it. */
   readonly port: number;
   /** Holds `tls.crt`, `tls.key` and `ca.crt`. */
   readonly certDir: string;
+  /** The CA the configurations trust (PEM). */
   readonly caPem: string;
+  /** The serving certificate for 127.0.0.1 (PEM), signed by the CA. */
   readonly certPem: string;
+  /** Its private key (PEM). */
   readonly keyPem: string;
   /** Deletes the configurations installed here. */
   uninstall(): Promise<void>;
@@ -50,6 +57,11 @@ const PATHS: Record<string, string> = {
   ValidatingWebhookConfiguration: '/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations',
 };
 
+/**
+ * Points the webhook configurations (and the named CRDs' conversions) at a server on 127.0.0.1, as envtest's
+ * WebhookInstallOptions: a CA and serving certificate of its own in a fresh directory under `runDir`, a free port, and
+ * each `clientConfig` rewritten to that URL. Usually called as `env.installWebhooks(options)`.
+ */
 export async function installWebhooks(
   api: ApiClient,
   runDir: string,

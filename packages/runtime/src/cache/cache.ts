@@ -30,18 +30,33 @@ import { Informer } from './informer.ts';
 import type { IndexFunc } from './store.ts';
 import { dropManagedFields, type Transform } from './transform.ts';
 
+/**
+ * One resource's cache settings (`CacheOptions.byResource`), in place of the cache-wide ones; fixed when its informer
+ * is first used.
+ */
 export interface ResourceCacheOptions {
+  /** Watch only this namespace for this resource (instead of the cache's namespaces). */
   readonly namespace?: string;
   /** Watch these namespaces (one watch each) for this resource. */
   readonly namespaces?: readonly string[];
+  /** Store only the objects this label selector matches (e.g. `app=web`): the cache never sees the others. */
   readonly labelSelector?: string;
+  /** Store only the objects this field selector matches (e.g. `spec.nodeName=node-1`). */
   readonly fieldSelector?: string;
+  /**
+   * Applied to each object before it is stored (not to the resource's metadata-only form); `Cache.transform` sets a
+   * typed one.
+   */
   readonly transform?: (obj: KubeObject) => KubeObject;
 }
 
+/** Options of a `Cache`; only `client` is required. */
 export interface CacheOptions {
+  /** The client the informers list and watch with. */
   readonly client: Client;
+  /** Where informers log (as component `cache`); silent by default. */
   readonly log?: Logger;
+  /** Watch health per informer is reported here when set. */
   readonly metrics?: Metrics;
   /** Watch only this namespace (for every namespaced resource). */
   readonly namespace?: string;
@@ -51,17 +66,25 @@ export interface CacheOptions {
   readonly dropManagedFields?: boolean;
   /** Per-resource settings, by resource id (`pods`, `deployments.apps`, `appservices.app.example.com`). */
   readonly byResource?: Readonly<Record<string, ResourceCacheOptions>>;
+  /** Deep-freeze stored objects, so code that changes a cached object throws (for tests; default false). */
   readonly freeze?: boolean;
+  /** Longest tolerated silence on a watch before it is restarted (default: its server-side timeout + 15 s). */
   readonly inactivityTimeoutMs?: number;
+  /** Range of the server-side watch timeout in seconds, picked at random per watch (default [30, 45)). */
   readonly watchTimeoutSeconds?: readonly [number, number];
+  /** Pacing of list and watch retries after errors (default 800 ms doubling to 30 s, jitter 0.5). */
   readonly backoff?: BackoffOptions;
+  /** Items per page of a paginated list (default 500). */
   readonly pageSize?: number;
   /** `stream` (default): streaming lists (WatchList), paginated where the server refuses; `paged`: pages only. */
   readonly listMode?: 'stream' | 'paged';
 }
 
+/** What `Cache.list` narrows its answer by; every given option must hold. */
 export interface CacheListOptions<T extends KubeObject = KubeObject> {
+  /** Only objects of this namespace (it must be one the cache watches). */
   readonly namespace?: string;
+  /** Only objects whose labels this selector matches: a string (`app=web,tier!=db`), a `LabelSelector` or a record. */
   readonly labelSelector?: SelectorInput;
   /**
    * Objects an index finds: a handle's query (`byInstance.is('web')`, see `defineIndex`), or a built-in index by name
@@ -70,6 +93,11 @@ export interface CacheListOptions<T extends KubeObject = KubeObject> {
   readonly index?: IndexQuery<T> | { readonly name: 'namespace' | 'owner' | 'controller'; readonly value: string };
 }
 
+/**
+ * `NamespaceNotCached`: a read names a namespace the cache does not watch; `InvalidOptions`: options contradict each
+ * other, or a transform came after the informer's first use; `Stopped`: the cache stopped before the read's informer
+ * synced.
+ */
 export type CacheErrorCode = 'NamespaceNotCached' | 'InvalidOptions' | 'Stopped';
 
 /** A read the cache cannot answer, or cache options that contradict each other. */
@@ -79,6 +107,13 @@ export class CacheError extends OpkitError<CacheErrorCode> {
 
 export { dropManagedFields };
 
+/**
+ * The shared informer cache of a process: one informer per resource, created on first use and shared by every
+ * controller; reads are served from memory once that informer has synced. See the module comment for namespaces and
+ * guarantees.
+ *
+ * @showModuleComment
+ */
 export class Cache {
   readonly #options: CacheOptions;
   readonly #informers = new Map<string, Informer<KubeObject>>();
@@ -100,6 +135,7 @@ export class Cache {
     this.#log = (options.log ?? silentLogger).child({ component: 'cache' });
   }
 
+  /** Whether `start` was called. */
   get started(): boolean {
     return this.#signal !== undefined;
   }
@@ -195,6 +231,7 @@ export class Cache {
     return [...this.#informers.values()].every((i) => i.hasSynced);
   }
 
+  /** The informers created so far. */
   informers(): readonly Informer<KubeObject>[] {
     return [...this.#informers.values()];
   }

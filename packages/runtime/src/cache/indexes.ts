@@ -14,19 +14,25 @@ import type { IndexFunc } from './store.ts';
 
 /** A query of one index: the objects whose index values contain `value`. */
 export interface IndexQuery<T extends KubeObject> {
+  /** The index queried. */
   readonly index: Index<T>;
+  /** The value looked up: the objects whose index values include it. */
   readonly value: string;
 }
 
 /** A named index of one kind's objects. */
 export interface Index<T extends KubeObject> {
+  /** The kind whose objects are indexed. */
   readonly resource: ResourceType<T>;
+  /** The index's name, unique per kind within a cache. */
   readonly name: string;
+  /** The values an object is found under (none: it is not in the index). */
   readonly fn: IndexFunc<T>;
   /** The objects whose index values contain `value`. */
   is(value: string): IndexQuery<T>;
 }
 
+/** Another index function already holds this name on the kind's informer (code `IndexConflict`). */
 export class IndexError extends OpkitError<'IndexConflict'> {
   override readonly name = 'IndexError';
 }

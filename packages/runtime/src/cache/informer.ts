@@ -17,10 +17,16 @@ import type { Logger } from '../logger.ts';
 import { Reflector, type ReflectorOptions } from './reflector.ts';
 import { type IndexFunc, indexers, Store } from './store.ts';
 
+/**
+ * Callbacks for an informer's changes; each is optional. They run synchronously as the store changes, so they should
+ * only enqueue work.
+ */
 export interface EventHandler<T> {
   /** `initial`: the object came with the initial list (or the replay to a handler added later), not a change. */
   add?(obj: T, initial: boolean): void;
+  /** An object changed: `old` is the state stored before, `obj` the new one. */
   update?(old: T, obj: T): void;
+  /** An object is gone: its last stored state. */
   delete?(obj: T): void;
 }
 
@@ -32,8 +38,16 @@ export interface InformerOptions<T extends KubeObject> extends Omit<ReflectorOpt
   readonly namespaces?: readonly string[] | undefined;
 }
 
+/**
+ * The list-and-watch loop of one resource, its store, and the handlers that hear about its changes (see the module
+ * comment). Usually created and shared by a `Cache`.
+ *
+ * @showModuleComment
+ */
 export class Informer<T extends KubeObject> {
+  /** The resource listed and watched. */
   readonly resource: ResourceType<T>;
+  /** The objects as last listed and watched, with the default indexes `namespace`, `owner` and `controller`. */
   readonly store: Store<T>;
   readonly #reflectors: Reflector<T>[];
   /** The namespaces watched, when the informer watches some but not all. */
@@ -72,10 +86,12 @@ export class Informer<T extends KubeObject> {
     this.#reflectors = namespaces ? namespaces.map(one) : [one(undefined)];
   }
 
+  /** Whether the initial list of every watched namespace is fully stored. */
   get hasSynced(): boolean {
     return this.#reflectors.every((r) => r.synced);
   }
 
+  /** Whether `start` was called. */
   get running(): boolean {
     return this.#running !== undefined;
   }
@@ -95,6 +111,7 @@ export class Informer<T extends KubeObject> {
     return () => this.#handlers.delete(handler);
   }
 
+  /** Adds an index to the store unless one of that name exists (then this is a no-op). */
   addIndexer(name: string, fn: IndexFunc<T>): void {
     if (!this.store.hasIndex(name)) this.store.addIndexer(name, fn);
   }

@@ -20,33 +20,45 @@ export interface StoreListener<T> {
   delete(obj: T): void;
 }
 
+/**
+ * One copy of each object of a resource by key (`namespace/name`), with indexes kept current on every change; see the
+ * module comment. Objects are shared: treat them as read-only.
+ *
+ * @showModuleComment
+ */
 export class Store<T extends KubeObject> {
   readonly #items = new Map<string, T>();
   readonly #indexers = new Map<string, IndexFunc<T>>();
   readonly #indices = new Map<string, Map<string, Set<string>>>();
   readonly #freeze: boolean;
+  /** Told of every add, update and delete, after the store changed (the informer's hook). */
   listener: StoreListener<T> | undefined;
 
   constructor(options: { freeze?: boolean } = {}) {
     this.#freeze = options.freeze ?? false;
   }
 
+  /** How many objects are stored. */
   get size(): number {
     return this.#items.size;
   }
 
+  /** The object stored under `key` (`namespace/name`, or `name` when cluster-scoped), or undefined. */
   get(key: string): T | undefined {
     return this.#items.get(key);
   }
 
+  /** Every stored object, in a new array. */
   list(): T[] {
     return [...this.#items.values()];
   }
 
+  /** The stored keys. */
   keys(): IterableIterator<string> {
     return this.#items.keys();
   }
 
+  /** The stored objects, without copying them into an array. */
   values(): IterableIterator<T> {
     return this.#items.values();
   }
@@ -60,11 +72,27 @@ export class Store<T extends KubeObject> {
     for (const [key, obj] of this.#items) for (const v of fn(obj)) addTo(index, v, key);
   }
 
+  /** Whether an index of this name exists. */
   hasIndex(name: string): boolean {
     return this.#indexers.has(name);
   }
 
-  /** The objects whose index `name` contains `value`. */
+  /**
+   * The objects whose index `name` contains `value`, read synchronously (as a `watches` mapper must); throws when
+   * there is no index of that name. The built-in indexes are `namespace`, `owner` (owner UIDs) and `controller` (the
+   * controlling owner's UID); `Cache.addIndex(defineIndex(…))` adds typed ones, read by their handle's `name`.
+   *
+   * @example
+   * ```ts
+   * import type { Manager } from '@opkit/runtime';
+   * import { Pods } from '@opkit/runtime/kinds';
+   *
+   * declare const mgr: Manager;
+   * declare const ownerUid: string;
+   * // The pods a ReplicaSet (or any owner) controls, straight from the shared informer's store.
+   * const pods = mgr.cache.informer(Pods).store.byIndex('controller', ownerUid);
+   * ```
+   */
   byIndex(name: string, value: string): T[] {
     const index = this.#indices.get(name);
     if (!index) throw new Error(`no index named "${name}"`);

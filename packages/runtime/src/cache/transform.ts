@@ -11,8 +11,10 @@
  */
 import type { KubeObject } from '../client/resource.ts';
 
+/** Applied to each object of a resource before it is stored; it may change and return the object it is given. */
 export type Transform<T extends KubeObject = KubeObject> = (obj: T) => T;
 
+/** Removes `metadata.managedFields` (the cache's default transform) and returns the object. */
 export function dropManagedFields<T extends KubeObject>(obj: T): T {
   if (obj.metadata.managedFields !== undefined) delete obj.metadata.managedFields;
   return obj;

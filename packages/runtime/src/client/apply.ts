@@ -13,6 +13,10 @@ import type { APIResource, Client } from './client.ts';
 import { isNotFound } from './errors.ts';
 import { type KubeObject, type ResourceType, resource } from './resource.ts';
 
+/**
+ * A manifest that cannot be applied as given (code `InvalidManifest`): a document without apiVersion, kind or name, or
+ * a kind the apiserver does not serve.
+ */
 export class ManifestError extends OpkitError<'InvalidManifest'> {
   override readonly name = 'ManifestError';
 
@@ -37,6 +41,12 @@ export function parseManifests(text: string, source = 'manifest'): KubeObject[] 
   return out;
 }
 
+/**
+ * Applies manifests of any kind with server-side apply under one field manager, finding each kind's resource by
+ * discovery (see the module comment).
+ *
+ * @showModuleComment
+ */
 export class Applier {
   readonly #client: Client;
   readonly #fieldManager: string;

@@ -36,13 +36,17 @@ export interface ListMeta {
   readonly continue?: string;
 }
 
+/** A list answer: the items and the list's metadata. */
 export interface ObjectList<T> {
+  /** The objects, with `apiVersion` and `kind` filled in. */
   readonly items: T[];
+  /** The list's resourceVersion (a watch from it sees every later change) and the continue token of a page. */
   readonly metadata: ListMeta;
   /** Set by `listPages` on a page that replaces every page before it (the unpaginated fallback). */
   readonly restart?: boolean;
 }
 
+/** What a list selects, and how it is fetched. */
 export interface ListOptions {
   /** One namespace; all namespaces when omitted (for namespaced kinds). */
   readonly namespace?: string;
@@ -52,18 +56,27 @@ export interface ListOptions {
   readonly fieldSelector?: string;
   /** Items per page (default 500). */
   readonly pageSize?: number;
+  /** Aborts the request (it rejects with `ApiError` `Aborted`). */
   readonly signal?: AbortSignal;
 }
 
 /** One resource of a discovery APIResourceList. */
 export interface APIResource {
+  /** The plural resource name, as in URLs (`deployments`). */
   readonly name: string;
+  /** The kind of its objects (`Deployment`). */
   readonly kind: string;
+  /** Whether its objects live in a namespace. */
   readonly namespaced: boolean;
 }
 
+/**
+ * The patch formats: `merge` (RFC 7386 JSON merge patch), `json` (RFC 6902 JSON patch), `strategic` (strategic merge
+ * patch, built-in kinds only) and `apply` (server-side apply).
+ */
 export type PatchType = 'merge' | 'json' | 'strategic' | 'apply';
 
+/** How a patch is sent. */
 export interface PatchOptions {
   /** Default `merge` (JSON merge patch). `strategic` works for built-in kinds only; `apply` is server-side apply. */
   readonly type?: PatchType;
@@ -71,23 +84,36 @@ export interface PatchOptions {
   readonly fieldManager?: string;
   /** Server-side apply: take ownership of conflicting fields. */
   readonly force?: boolean;
+  /** Aborts the request (it rejects with `ApiError` `Aborted`). */
   readonly signal?: AbortSignal;
 }
 
+/** Options of a create, update or subresource write. */
 export interface WriteOptions {
+  /** The field manager the write is recorded under in `managedFields`. */
   readonly fieldManager?: string;
+  /** Validate and admit the write, but do not store it (`dryRun=All`): the answer is what would have been stored. */
   readonly dryRun?: boolean;
+  /** Aborts the request (it rejects with `ApiError` `Aborted`). */
   readonly signal?: AbortSignal;
 }
 
+/** Options of a delete. */
 export interface DeleteOptions {
+  /**
+   * What happens to the object's dependents: `Background` (the apiserver's default for most kinds: deleted after it),
+   * `Foreground` (deleted before it) or `Orphan` (kept, their owner reference removed).
+   */
   readonly propagationPolicy?: 'Foreground' | 'Background' | 'Orphan';
+  /** Seconds the object is given to shut down (pods); 0 deletes at once. */
   readonly gracePeriodSeconds?: number;
   /** Delete only if the object still has this UID / resourceVersion (else Conflict). */
   readonly preconditions?: { readonly uid?: string; readonly resourceVersion?: string };
+  /** Aborts the request (it rejects with `ApiError` `Aborted`). */
   readonly signal?: AbortSignal;
 }
 
+/** How `Client.create` connects. */
 export interface ClientOptions {
   /** Where and how to connect (default: `loadConfig()`, as kubectl). */
   readonly config?: ConnectionConfig;
@@ -95,9 +121,11 @@ export interface ClientOptions {
   readonly name?: string;
   /** Optional client-side rate limit (off by default). */
   readonly qps?: number;
+  /** Requests allowed at once above `qps` (default 2 × qps). */
   readonly burst?: number;
   /** Deadline of non-watch requests (default 60 s). */
   readonly timeoutMs?: number;
+  /** Request counts and latencies are reported here when set (controller-runtime's `rest_client_*` metrics). */
   readonly metrics?: RequestMetrics;
 }
 
@@ -108,7 +136,14 @@ const CONTENT_TYPES: Readonly<Record<PatchType, string>> = {
   apply: 'application/apply-patch+yaml',
 };
 
+/**
+ * The typed Kubernetes client: reads and writes of any `ResourceType`, subresources, paginated lists and watches, all
+ * failing with `ApiError`. See the module comment for its guarantees.
+ *
+ * @showModuleComment
+ */
 export class Client {
+  /** The HTTP connection the client sends its requests through (shared by clients made with `withSignal`). */
   readonly transport: Transport;
   /** The namespace of the kubeconfig context (or the pod's, in a cluster). */
   readonly defaultNamespace: string;
@@ -152,6 +187,7 @@ export class Client {
     return new Client(config, options);
   }
 
+  /** The object, read from the apiserver; throws `ApiError` `NotFound` when there is none. */
   get<T extends KubeObject>(r: ResourceType<T>, ref: ObjectRef, options: { signal?: AbortSignal } = {}): Promise<T> {
     return this.transport.request<T>({
       method: 'GET',
@@ -306,6 +342,10 @@ export class Client {
     });
   }
 
+  /**
+   * Patches the object (`options.type`, default a JSON merge patch) and returns it as stored; status is ignored where
+   * the kind has a status subresource.
+   */
   patch<T extends KubeObject>(
     r: ResourceType<T>,
     ref: ObjectRef,
@@ -315,6 +355,7 @@ export class Client {
     return this.#patch(r, ref, undefined, patch, options);
   }
 
+  /** Patches the status subresource (`options.type`, default a JSON merge patch) and returns the object as stored. */
   patchStatus<T extends KubeObject>(
     r: ResourceType<T>,
     ref: ObjectRef,
@@ -342,6 +383,10 @@ export class Client {
     return this.#patch(r, this.#ref(r, obj), 'status', withType(r, obj), { ...options, type: 'apply' });
   }
 
+  /**
+   * Deletes the object; resolves once the apiserver accepted the delete (finalizers may keep it a while). Throws
+   * `ApiError` `NotFound` when there is none.
+   */
   async delete<T extends KubeObject>(r: ResourceType<T>, ref: ObjectRef, options: DeleteOptions = {}): Promise<void> {
     const hasBody = options.propagationPolicy || options.gracePeriodSeconds !== undefined || options.preconditions;
     await this.transport.request<unknown>({
@@ -362,6 +407,10 @@ export class Client {
     });
   }
 
+  /**
+   * The scale subresource of the object: desired replicas (`spec`), and observed replicas and selector (`status`). A
+   * custom kind needs `subresources.scale` in its definition.
+   */
   getScale(r: ResourceType, ref: ObjectRef, options: { signal?: AbortSignal } = {}): Promise<ScaleObject> {
     return this.transport.request<ScaleObject>({
       method: 'GET',
@@ -370,6 +419,10 @@ export class Client {
     });
   }
 
+  /**
+   * Replaces the scale subresource (optimistic concurrency on `metadata.resourceVersion`); see `scale` for setting
+   * replicas alone.
+   */
   updateScale(r: ResourceType, ref: ObjectRef, scale: ScaleObject, options: WriteOptions = {}): Promise<ScaleObject> {
     return this.transport.request<ScaleObject>({
       method: 'PUT',
@@ -392,6 +445,7 @@ export class Client {
     });
   }
 
+  /** Closes the connections (requests in flight fail); close only a client you created, not one of `withSignal`. */
   close(): void {
     this.transport.close();
   }
@@ -448,10 +502,15 @@ function wholeObject(r: ResourceType<KubeObject, unknown>, what: string): void {
 
 /** The autoscaling/v1 Scale object of the scale subresource. */
 export interface ScaleObject {
+  /** `autoscaling/v1`. */
   apiVersion?: string;
+  /** `Scale`. */
   kind?: string;
+  /** The scaled object's name, namespace and resourceVersion. */
   metadata: KubeObject['metadata'];
+  /** The desired number of replicas. */
   spec?: { replicas?: number };
+  /** The observed number of replicas, and the label selector of its pods (in string form). */
   status?: { replicas: number; selector?: string };
 }
 

@@ -11,6 +11,11 @@
  */
 import { OpkitError } from '../errors.ts';
 
+/**
+ * What went wrong with a request: the Status `reason` of the answer (`Expired` counts as `Gone`, `ServiceUnavailable`
+ * as `Unavailable`), else its HTTP status; `Network`, `Timeout`, `Inactive` and `Aborted` for requests that got no
+ * answer; `Unknown` for anything else. `ApiError.retryable` says which are worth retrying.
+ */
 export type ApiErrorCode =
   | 'BadRequest'
   | 'Unauthorized'
@@ -32,19 +37,29 @@ export type ApiErrorCode =
   | 'Aborted'
   | 'Unknown';
 
+/** One cause of a failed request, e.g. a field an Invalid object got wrong. */
 export interface StatusCause {
+  /** Machine-readable cause, e.g. `FieldValueRequired`. */
   readonly reason?: string;
+  /** What is wrong, for people. */
   readonly message?: string;
+  /** The field at fault, e.g. `spec.replicas`. */
   readonly field?: string;
 }
 
 /** The `Status` object the apiserver returns with errors (metav1.Status). */
 export interface Status {
+  /** Always `Status`. */
   readonly kind?: 'Status';
+  /** `Success` or `Failure`. */
   readonly status?: string;
+  /** What went wrong, for people. */
   readonly message?: string;
+  /** Machine-readable reason (`NotFound`, `Conflict`, `Invalid`, …), the source of `ApiError.code`. */
   readonly reason?: string;
+  /** The HTTP status. */
   readonly code?: number;
+  /** The object concerned, the field causes, and when to retry. */
   readonly details?: {
     readonly name?: string;
     readonly group?: string;
@@ -101,12 +116,21 @@ const RETRYABLE: ReadonlySet<ApiErrorCode> = new Set([
   'Inactive',
 ]);
 
+/**
+ * A failed request to the apiserver (or one that got no answer): `code` says what went wrong, and the server's Status
+ * is kept (`status`, `reason`, `causes`, `retryAfterSeconds`).
+ *
+ * @showModuleComment
+ */
 export class ApiError extends OpkitError<ApiErrorCode> {
   override readonly name = 'ApiError';
   /** HTTP status, 0 when no response was received. */
   readonly status: number;
+  /** The Status `reason` the server sent, if it sent one. */
   readonly reason: string | undefined;
+  /** The Status's field causes (an Invalid object's fields at fault); empty when none. */
   readonly causes: readonly StatusCause[];
+  /** When the server asked to be retried (Status `retryAfterSeconds`, or the `Retry-After` header), in seconds. */
   readonly retryAfterSeconds: number | undefined;
   /** `METHOD path` of the request. */
   readonly request: string;
@@ -164,13 +188,21 @@ export function toApiError(err: unknown): ApiError {
   return new ApiError('Unknown', String(err), { cause: err });
 }
 
+/** Whether `err` is an `ApiError`, and of `code` when one is given. */
 export function isApiError(err: unknown, code?: ApiErrorCode): err is ApiError {
   return err instanceof ApiError && (code === undefined || err.code === code);
 }
 
+/** Whether `err` is an `ApiError` with code `NotFound` (HTTP 404). */
 export const isNotFound = (err: unknown): boolean => isApiError(err, 'NotFound');
+/**
+ * Whether `err` is an `ApiError` with code `Conflict` (HTTP 409: a stale resourceVersion or a failed precondition);
+ * re-read and try again.
+ */
 export const isConflict = (err: unknown): boolean => isApiError(err, 'Conflict');
+/** Whether `err` is an `ApiError` with code `AlreadyExists` (a create of a name that is taken). */
 export const isAlreadyExists = (err: unknown): boolean => isApiError(err, 'AlreadyExists');
+/** Whether `err` is an `ApiError` with code `Gone` (HTTP 410: a resourceVersion or continue token that expired). */
 export const isGone = (err: unknown): boolean => isApiError(err, 'Gone');
 
 /**

@@ -25,6 +25,10 @@ import yaml from 'js-yaml';
 import { OpkitError } from '../errors.ts';
 import { checkProxyUrl, proxyFor } from './proxy.ts';
 
+/**
+ * A kubeconfig (or in-cluster config) that cannot be used (code `InvalidKubeconfig`); the message names the file and
+ * the field to fix.
+ */
 export class KubeconfigError extends OpkitError<'InvalidKubeconfig'> {
   override readonly name = 'KubeconfigError';
 
@@ -35,8 +39,11 @@ export class KubeconfigError extends OpkitError<'InvalidKubeconfig'> {
 
 /** Credentials to attach to one request. */
 export interface Credentials {
+  /** Headers to send, e.g. `Authorization`. */
   readonly headers: Readonly<Record<string, string>>;
+  /** A client certificate to present (PEM). */
   readonly cert?: string;
+  /** The client certificate's private key (PEM). */
   readonly key?: string;
 }
 
@@ -48,18 +55,32 @@ export interface Authenticator {
 
 /** Who the requests act as (the apiserver checks that the authenticated user may impersonate them). */
 export interface Impersonation {
+  /** The user name to act as (`Impersonate-User`). */
   readonly user: string;
+  /** The user's UID (`Impersonate-Uid`). */
   readonly uid?: string;
+  /** Groups to act as a member of (`Impersonate-Group`). */
   readonly groups?: readonly string[];
+  /** Extra user attributes (`Impersonate-Extra-<key>`). */
   readonly extra?: Readonly<Record<string, readonly string[]>>;
 }
 
+/**
+ * Where to connect and how to authenticate: what `loadConfig` reads from a kubeconfig or the in-cluster service
+ * account.
+ */
 export interface ConnectionConfig {
   /** `https://host:port` (no trailing slash). */
   readonly server: string;
+  /** The CA bundle that signs the server's certificate (PEM); the system's CAs when absent. */
   readonly ca?: string;
+  /** Do not verify the server's certificate (kubeconfig `insecure-skip-tls-verify`). */
   readonly insecureSkipTlsVerify?: boolean;
+  /** The name the server's certificate is checked against, instead of the host of `server` (`tls-server-name`). */
   readonly tlsServerName?: string;
+  /**
+   * The credentials of every request (token, client certificate, basic auth or exec plugin), re-read when they rotate.
+   */
   readonly auth: Authenticator;
   /** Act as this user (kubeconfig `as`, `as-uid`, `as-groups`, `as-user-extra`). */
   readonly impersonate?: Impersonation;
@@ -67,14 +88,20 @@ export interface ConnectionConfig {
   readonly proxyUrl?: string;
   /** The context's namespace (or the in-cluster pod's), default `default`. */
   readonly namespace: string;
+  /** The kubeconfig context used, or `in-cluster` (for messages). */
   readonly contextName: string;
 }
 
+/** Which kubeconfig `loadConfig` reads (by default the one kubectl would use, or the in-cluster config in a pod). */
 export interface LoadOptions {
   /** A kubeconfig file (instead of $KUBECONFIG / ~/.kube/config). */
   readonly path?: string;
   /** A context other than the current one. */
   readonly context?: string;
+  /**
+   * The environment to read `KUBECONFIG`, `KUBERNETES_SERVICE_HOST` and the proxy variables from (default
+   * `process.env`).
+   */
   readonly env?: NodeJS.ProcessEnv;
   /** The service account folder of the in-cluster config (default /var/run/secrets/kubernetes.io/serviceaccount). */
   readonly inClusterDir?: string;

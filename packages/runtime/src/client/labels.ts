@@ -16,12 +16,19 @@ export interface Requirement {
 
 /** The LabelSelector of the Kubernetes API (metav1.LabelSelector). */
 export interface LabelSelector {
+  /** Labels an object must have, with these values. */
   readonly matchLabels?: Readonly<Record<string, string>>;
+  /** Requirements an object's labels must meet, all of them (`In`, `NotIn`, `Exists`, `DoesNotExist`). */
   readonly matchExpressions?: readonly { key: string; operator: string; values?: readonly string[] }[];
 }
 
+/**
+ * A label selector in any of the forms the API and opkit take: the string form (`app=web,tier!=db`), a `LabelSelector`,
+ * or a `matchLabels` record.
+ */
 export type SelectorInput = string | LabelSelector | Readonly<Record<string, string>>;
 
+/** A label selector that does not parse (code `InvalidSelector`); the message names the requirement at fault. */
 export class SelectorError extends OpkitError<'InvalidSelector'> {
   override readonly name = 'SelectorError';
 
@@ -30,13 +37,19 @@ export class SelectorError extends OpkitError<'InvalidSelector'> {
   }
 }
 
+/**
+ * A parsed label selector: requirements that must all hold. Matches labels locally, and prints the string form for
+ * queries.
+ */
 export class Selector {
+  /** The requirements, in the order given. */
   readonly requirements: readonly Requirement[];
 
   constructor(requirements: readonly Requirement[]) {
     this.requirements = requirements;
   }
 
+  /** The selector of any `SelectorInput`; throws `SelectorError` for a malformed string or an unknown operator. */
   static from(input: SelectorInput): Selector {
     if (typeof input === 'string') return parseSelector(input);
     if (isLabelSelector(input)) {
@@ -58,6 +71,9 @@ export class Selector {
     );
   }
 
+  /**
+   * Whether `labels` (none counts as empty) meet every requirement; a selector without requirements matches everything.
+   */
   matches(labels: Readonly<Record<string, string>> | undefined): boolean {
     const l = labels ?? {};
     for (const r of this.requirements) {
@@ -108,6 +124,10 @@ function isLabelSelector(input: object): input is LabelSelector {
 
 const KEY = /^([a-z0-9]([-a-z0-9.]*[a-z0-9])?\/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
 
+/**
+ * Parses the string form of a label selector (`a=b,c!=d,e in (x,y),f notin (z),g,!h`); the empty string selects
+ * everything. Throws `SelectorError` naming the requirement at fault.
+ */
 export function parseSelector(text: string): Selector {
   const reqs: Requirement[] = [];
   // split on commas that are not inside parentheses

@@ -16,13 +16,18 @@ export type Wire<T> = T extends Date
       ? { [K in keyof T]: Wire<T[K]> }
       : T;
 
+/** An object's `metadata` in its JSON form (`V1ObjectMeta` of `@kubernetes/client-node`, timestamps as strings). */
 export type ObjectMeta = Wire<V1ObjectMeta>;
+/** An entry of `metadata.ownerReferences` in its JSON form (`V1OwnerReference` of `@kubernetes/client-node`). */
 export type OwnerReference = Wire<V1OwnerReference>;
 
 /** Any Kubernetes object as the API returns it. */
 export interface KubeObject {
+  /** `v1` or `<group>/<version>`; the client fills it in on objects it returns. */
   apiVersion?: string;
+  /** The kind, e.g. `Pod`; the client fills it in on objects it returns. */
   kind?: string;
+  /** Name, namespace, labels, annotations, owners, finalizers, resourceVersion, … */
   metadata: ObjectMeta;
 }
 
@@ -36,10 +41,13 @@ export type ApiObject<T> = Omit<Wire<T>, 'metadata'> & { metadata: ObjectMeta };
 export interface ResourceType<T extends KubeObject = KubeObject, I = unknown> {
   /** API group, '' for the core group. */
   readonly group: string;
+  /** API version within the group, e.g. `v1`. */
   readonly version: string;
+  /** The kind of its objects, e.g. `Deployment`. */
   readonly kind: string;
   /** Lower-case plural used in paths, e.g. `pods`. */
   readonly plural: string;
+  /** Whether its objects live in a namespace. */
   readonly namespaced: boolean;
   /** `v1` or `<group>/<version>`. */
   readonly apiVersion: string;
@@ -67,11 +75,17 @@ export type ObjectOf<R> = R extends { readonly resource: ResourceType<infer T, u
 export type InputOf<R> = R extends { readonly resource: infer K } ? InputOfType<K> : InputOfType<R>;
 type InputOfType<R> = R extends ResourceType<infer T, infer I> ? (unknown extends I ? T : I) : never;
 
+/** What `resource()` needs to describe a kind. */
 export interface ResourceDefinition {
+  /** API group, '' for the core group. */
   readonly group: string;
+  /** API version within the group, e.g. `v1`. */
   readonly version: string;
+  /** The kind of its objects, e.g. `Deployment`. */
   readonly kind: string;
+  /** Lower-case plural used in paths, e.g. `deployments`. */
   readonly plural: string;
+  /** Whether its objects live in a namespace. */
   readonly namespaced: boolean;
 }
 
@@ -128,7 +142,9 @@ export function objectPath(r: ResourceType, ref: ObjectRef, subresource?: string
 
 /** Names an object: `namespace` for namespaced kinds, none for cluster-scoped ones. */
 export interface ObjectRef {
+  /** The namespace; leave it out for a cluster-scoped object. */
   readonly namespace?: string;
+  /** The object's name. */
   readonly name: string;
 }
 
@@ -137,15 +153,33 @@ export function objectKey(ref: { readonly namespace?: string | undefined; readon
   return ref.namespace ? `${ref.namespace}/${ref.name}` : ref.name;
 }
 
+/** The object's key, `namespace/name` (or `name` when cluster-scoped): what caches and work queues file it under. */
 export function keyOf(obj: KubeObject): string {
   return objectKey({ namespace: obj.metadata.namespace, name: obj.metadata.name ?? '' });
 }
 
+/**
+ * The object's namespace and name, as an `ObjectRef` for a read or write of the same object (no namespace for a
+ * cluster-scoped one).
+ *
+ * @example
+ * ```ts
+ * import { type Client, refOf } from '@opkit/runtime/client';
+ * import { type Deployment, Deployments } from '@opkit/runtime/kinds';
+ *
+ * declare const client: Client;
+ * declare const cached: Deployment;
+ * // Read the object a cache handed out again, fresh from the apiserver, and its scale.
+ * const fresh = await client.get(Deployments, refOf(cached));
+ * const scale = await client.getScale(Deployments, refOf(fresh));
+ * ```
+ */
 export function refOf(obj: KubeObject): ObjectRef {
   const name = obj.metadata.name ?? '';
   return obj.metadata.namespace ? { namespace: obj.metadata.namespace, name } : { name };
 }
 
+/** The `ObjectRef` of a key `namespace/name` (or `name`): the inverse of `keyOf`. */
 export function parseKey(key: string): ObjectRef {
   const slash = key.indexOf('/');
   return slash < 0 ? { name: key } : { namespace: key.slice(0, slash), name: key.slice(slash + 1) };

@@ -10,10 +10,16 @@ import { ApiError, type Status } from './errors.ts';
 import { acceptOf, collectionPath, type KubeObject, type ResourceType } from './resource.ts';
 import type { Transport } from './transport.ts';
 
+/** What a watch event says: an object was added, modified or deleted, or (`BOOKMARK`) only a newer resourceVersion. */
 export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK';
 
+/** One event of a watch. */
 export interface WatchEvent<T> {
+  /** What happened. */
   readonly type: WatchEventType;
+  /**
+   * The object after the change (a deleted object's last state); for a `BOOKMARK`, only `metadata.resourceVersion`.
+   */
   readonly object: T;
 }
 

@@ -21,12 +21,20 @@ import { defaultErrorPolicy, type ErrorAction, type ErrorPolicy } from './policy
 import type { Predicate } from './predicates.ts';
 import type { ReconcileContext, ReconcileFunc, Reconciler } from './reconcile.ts';
 
+/**
+ * What a builder wires each controller to: the manager's client, cache, logger, metrics and clock, and what it does
+ * with a finished controller.
+ */
 export type ControllerDeps = Pick<ControllerOptions, 'client' | 'cache' | 'log' | 'metrics' | 'clock'> & {
   /** Called with the finished controller (the manager uses it to run the controller). */
   readonly register?: (controller: Controller) => void;
   /** Defaults for every controller built with these deps (e.g. the manager's settings). */
   readonly defaults?: BuilderOptions;
 };
+/**
+ * A controller's own options (concurrency, rate limiter, error policy, …): `ControllerOptions` without what the builder
+ * supplies.
+ */
 export type BuilderOptions = Omit<ControllerOptions, 'client' | 'cache' | 'log' | 'metrics' | 'clock' | 'name'>;
 
 /** The error policy of one object-first controller: called with the object whose reconcile threw. */
@@ -85,6 +93,10 @@ export class ControllerBuilder<P extends KubeObject = KubeObject> {
     return this;
   }
 
+  /**
+   * Sets controller options (merged over earlier calls and the manager's defaults), e.g. `{ maxConcurrentReconciles: 4
+   * }`.
+   */
   withOptions(options: BuilderOptions): this {
     this.#options = { ...this.#options, ...options };
     return this;

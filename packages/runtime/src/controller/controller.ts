@@ -47,16 +47,23 @@ import { defaultErrorPolicy, type ErrorAction, type ErrorPolicy, retryWithBackof
 import { allow, type Predicate } from './predicates.ts';
 import type { ReconcileContext, Reconciler, Request, Result } from './reconcile.ts';
 
+/** A controller's options; `name`, `client` and `cache` are required (the builder supplies them). */
 export interface ControllerOptions {
+  /** The controller's name, unique per manager: in logs, metrics and its queue, and the default Event source. */
   readonly name: string;
+  /** The client of each reconcile's `ctx.client` (bound to the reconcile's signal). */
   readonly client: Client;
+  /** The cache its watches and `ctx` reads use. */
   readonly cache: Cache;
+  /** Where it logs (as `controller: <name>`); silent by default. */
   readonly log?: Logger;
+  /** Reconcile and work-queue metrics are reported here when set. */
   readonly metrics?: Metrics;
   /** Workers (default 1). */
   readonly maxConcurrentReconciles?: number;
   /** Paces retries (default `defaultControllerRateLimiter()`: per-request backoff, 5 ms doubling to 1000 s). */
   readonly rateLimiter?: RateLimiter<string>;
+  /** The clock of its queue, backoff and expectations (a `FakeClock` in tests; default real time). */
   readonly clock?: Clock;
   /** How long informers may take to sync before `start` fails (default 2 min). */
   readonly cacheSyncTimeoutMs?: number;
@@ -79,6 +86,10 @@ export interface ControllerOptions {
   readonly fieldManager?: string;
 }
 
+/**
+ * A controller that cannot start: its informers did not sync within `cacheSyncTimeoutMs` (`CacheSyncTimeout`), or it
+ * was started twice (`AlreadyStarted`).
+ */
 export class ControllerError extends OpkitError<'CacheSyncTimeout' | 'AlreadyStarted'> {
   override readonly name = 'ControllerError';
 }
@@ -86,9 +97,18 @@ export class ControllerError extends OpkitError<'CacheSyncTimeout' | 'AlreadySta
 /** Time in-flight reconciles get on stop before their `ctx.signal` aborts, unless configured. */
 export const DEFAULT_DRAIN_TIMEOUT_MS = 2_000;
 
+/**
+ * Reconciles requests of one primary kind from a rate-limited work queue fed by its watches; see the module comment for
+ * its guarantees. Usually built with `mgr.controller(kind)…` (`ControllerBuilder`).
+ *
+ * @showModuleComment
+ */
 export class Controller {
+  /** The controller's name. */
   readonly name: string;
+  /** Its work queue of request keys (`namespace/name`). */
   readonly queue: WorkQueue<string>;
+  /** The creates and deletes it waits to see in the cache before reconciling a request again. */
   readonly expectations: Expectations;
   readonly #o: ControllerOptions;
   readonly #reconciler: Reconciler;

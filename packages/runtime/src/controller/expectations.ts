@@ -26,6 +26,10 @@ interface Pending {
   seen: boolean;
 }
 
+/**
+ * Per request key, the children a controller just created or deleted and has not yet seen in its cache; see the module
+ * comment.
+ */
 export class Expectations {
   readonly #pending = new Map<string, Pending[]>();
   /** Pending entries by the child's UID, for `observe()`. */
@@ -40,10 +44,14 @@ export class Expectations {
     this.#log = options.log;
   }
 
+  /**
+   * Records that the reconcile of `key` created `obj` (as the API returned it, with its UID), to be seen in `store`.
+   */
   expectCreated(key: string, store: Store<KubeObject>, obj: KubeObject): void {
     this.#add(key, 'create', store, obj);
   }
 
+  /** Records that the reconcile of `key` deleted `obj`, to be seen terminating or gone in `store`. */
   expectDeleted(key: string, store: Store<KubeObject>, obj: KubeObject): void {
     this.#add(key, 'delete', store, obj);
   }
@@ -98,6 +106,7 @@ export class Expectations {
     return Math.max(0, Math.min(...list.map((p) => p.at + this.#timeoutMs - this.#now())));
   }
 
+  /** How many recorded changes of `key` are not yet known to be observed (as of the last `satisfied` check). */
   pending(key: string): number {
     return this.#pending.get(key)?.length ?? 0;
   }

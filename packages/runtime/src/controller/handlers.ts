@@ -7,8 +7,41 @@
 import type { KubeObject, ResourceType } from '../client/resource.ts';
 import type { Request } from './reconcile.ts';
 
+/**
+ * The requests a changed object of a watched kind enqueues (`.watches(kind, map)`). It runs synchronously on every
+ * event, so it reads what it needs from an informer's store, not through `await`: an index look-up
+ * (`store.byIndex`) finds the primary objects that refer to the changed one.
+ *
+ * @example
+ * ```ts
+ * import { defineIndex, done, type Manager } from '@opkit/runtime';
+ * import { keyOf, refOf } from '@opkit/runtime/client';
+ * import { ConfigMaps, Deployments } from '@opkit/runtime/kinds';
+ *
+ * // Deployments by the ConfigMaps their pods mount (`namespace/name`).
+ * const byConfigMap = defineIndex(Deployments, 'configmap', (d) =>
+ *   (d.spec?.template.spec?.volumes ?? []).flatMap((v) =>
+ *     v.configMap ? [`${d.metadata.namespace}/${v.configMap.name}`] : [],
+ *   ),
+ * );
+ *
+ * export function setup(mgr: Manager): void {
+ *   mgr.cache.addIndex(byConfigMap);
+ *   const deployments = mgr.cache.informer(Deployments).store;
+ *   mgr
+ *     .controller(Deployments)
+ *     // A changed ConfigMap enqueues every Deployment that mounts it.
+ *     .watches(ConfigMaps, (cm) => deployments.byIndex(byConfigMap.name, keyOf(cm)).map(refOf))
+ *     .reconcile(async (deployment, ctx) => {
+ *       ctx.log.info({ deployment: deployment.metadata.name }, 'a ConfigMap it mounts changed');
+ *       return done();
+ *     });
+ * }
+ * ```
+ */
 export type MapFunc<T extends KubeObject> = (obj: T) => readonly Request[];
 
+/** The request of the object itself (its namespace and name): what `.for(kind)` enqueues. */
 export function requestForObject(obj: KubeObject): readonly Request[] {
   const name = obj.metadata.name;
   if (!name) return [];

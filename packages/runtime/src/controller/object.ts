@@ -52,13 +52,23 @@ export type { StatusOf } from '../helpers/status.ts';
 
 /** Events about the object being reconciled. */
 export interface ObjectEvents {
+  /** A `Normal` Event about the object: `reason` in UpperCamelCase (`Created`), `message` for people. */
   normal(reason: string, message: string): void;
+  /** A `Warning` Event about the object: something an operator of the cluster should look at. */
   warning(reason: string, message: string): void;
   /** An Event about another object. */
   about<C extends KubeObject>(r: ResourceType<C>, obj: C, type: EventType, reason: string, message: string): void;
 }
 
+/**
+ * What an object-first reconcile gets besides the object: cache reads, writes that do the bookkeeping (owner
+ * references, expectations, status only on change), Events, and the request's logger and signal. See the module
+ * comment.
+ *
+ * @showModuleComment
+ */
 export interface ObjectContext<T extends KubeObject> extends ReconcileContext {
+  /** Events about this object (aggregated and rate limited as client-go's recorder). */
   readonly events: ObjectEvents;
   /** The cached object, or `undefined` when there is none. */
   get<C extends KubeObject>(r: ResourceType<C>, ref: ObjectRef): Promise<C | undefined>;
@@ -84,9 +94,14 @@ export interface ObjectContext<T extends KubeObject> extends ReconcileContext {
   status(status: StatusOf<T>): Promise<boolean>;
 }
 
+/** What an object-first reconcile returns: a `Result`, or nothing for `done()`. */
 // biome-ignore lint/suspicious/noConfusingVoidType: an async reconcile without a return statement means done()
 export type ObjectResult = Result | undefined | void;
 
+/**
+ * An object-first reconcile: the primary object (present, and not being deleted unless a finalizer handles it) and its
+ * context; resolves to what to do next, or rejects to go to the error policy.
+ */
 export type ObjectReconcileFunc<T extends KubeObject> = (obj: T, ctx: ObjectContext<T>) => Promise<ObjectResult>;
 
 /** Clean-up of an object being deleted, behind a finalizer. */
@@ -97,7 +112,9 @@ export interface Finalize<T extends KubeObject> {
   readonly cleanup: ObjectReconcileFunc<T>;
 }
 
+/** Options of `objectReconciler`. */
 export interface ObjectReconcilerOptions<T extends KubeObject> {
+  /** Clean-up behind a finalizer for objects being deleted; without it a terminating object is not reconciled. */
   readonly finalize?: Finalize<T>;
   /** Called with the object and its context of each reconcile that reached it (for `.onError`). */
   readonly onObject?: (ctx: ReconcileContext, obj: T, octx: ObjectContext<T>) => void;

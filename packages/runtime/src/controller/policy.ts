@@ -26,6 +26,7 @@ export type ErrorAction = (
   | { readonly retry: 'never'; readonly terminal?: boolean }
 ) & { readonly log: ErrorLogLevel; readonly message?: string };
 
+/** The level a failed reconcile is logged at (any but `silent`). */
 export type ErrorLogLevel = Exclude<LogLevel, 'silent'>;
 
 /** Retry with the request's exponential backoff (5 ms doubling to 1000 s), at the priority it was handed out with. */
@@ -46,6 +47,7 @@ export function giveUp(log: ErrorLogLevel = 'error', message?: string): ErrorAct
 
 /** What a policy knows besides the error. */
 export interface ErrorInfo {
+  /** The request whose reconcile failed. */
   readonly request: Request;
   /** How often this request has failed in a row before. */
   readonly retries: number;
@@ -55,6 +57,10 @@ export interface ErrorInfo {
   readonly ctx: ReconcileContext;
 }
 
+/**
+ * A request-based controller's error policy: the error and what is known about the failure, to what to do
+ * (`ErrorAction`). `defaultErrorPolicy` unless `errorPolicy` is given.
+ */
 export type ErrorPolicy = (err: unknown, info: ErrorInfo) => ErrorAction;
 
 /** The decision table of the module comment. */

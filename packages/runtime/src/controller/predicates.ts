@@ -5,9 +5,16 @@
  */
 import type { KubeObject } from '../client/resource.ts';
 
+/**
+ * Which events of a watched kind enqueue requests: each method answers for its kind of event, and an absent one lets
+ * the event through.
+ */
 export interface Predicate<T extends KubeObject = KubeObject> {
+  /** Whether an added object (also each object of the initial list) passes. */
   create?(obj: T): boolean;
+  /** Whether a change from `old` to `obj` passes. */
   update?(old: T, obj: T): boolean;
+  /** Whether a deleted object (its last state) passes. */
   delete?(obj: T): boolean;
 }
 
@@ -25,10 +32,12 @@ export const generationChanged: Predicate = {
   update: (old, obj) => old.metadata.generation !== obj.metadata.generation,
 };
 
+/** Updates only when `metadata.labels` changed; creates and deletes pass. */
 export const labelsChanged: Predicate = {
   update: (old, obj) => !sameRecord(old.metadata.labels, obj.metadata.labels),
 };
 
+/** Updates only when `metadata.annotations` changed; creates and deletes pass. */
 export const annotationsChanged: Predicate = {
   update: (old, obj) => !sameRecord(old.metadata.annotations, obj.metadata.annotations),
 };
@@ -51,14 +60,17 @@ function test<T extends KubeObject>(p: Predicate<T>, kind: Kind, old: T | undefi
   return p.update ? p.update(old as T, obj) : true;
 }
 
+/** Passes an event when every one of `ps` does (an absent method counts as passing). */
 export function and<T extends KubeObject>(...ps: Predicate<T>[]): Predicate<T> {
   return combine((kind, old, obj) => ps.every((p) => test(p, kind, old, obj)));
 }
 
+/** Passes an event when at least one of `ps` does (an absent method counts as passing). */
 export function or<T extends KubeObject>(...ps: Predicate<T>[]): Predicate<T> {
   return combine((kind, old, obj) => ps.some((p) => test(p, kind, old, obj)));
 }
 
+/** Passes an event when `p` does not (an absent method of `p` passes, so `not` blocks that kind of event). */
 export function not<T extends KubeObject>(p: Predicate<T>): Predicate<T> {
   return combine((kind, old, obj) => !test(p, kind, old, obj));
 }

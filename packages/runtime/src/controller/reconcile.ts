@@ -18,6 +18,10 @@ import type { Logger } from '../logger.ts';
 /** The object to reconcile: namespace (for namespaced kinds) and name. */
 export type Request = ObjectRef;
 
+/**
+ * What to do after a successful reconcile: nothing until something changes (`done()`), or reconcile again later
+ * (`requeueAfter(ms)`).
+ */
 export interface Result {
   /** Reconcile this request again after this many milliseconds (even if nothing changes). */
   readonly requeueAfter?: number;
@@ -49,18 +53,30 @@ export function requeueAfter(ms: number, options: { readonly priority?: number }
  * the controller create a duplicate or delete twice.
  */
 export interface Expect {
+  /** Declares that this reconcile created `obj` (as the API returned it, with its UID). */
   created<T extends KubeObject>(r: ResourceType<T>, obj: T): void;
+  /** Declares that this reconcile deleted `obj`. */
   deleted<T extends KubeObject>(r: ResourceType<T>, obj: T): void;
 }
 
+/**
+ * What a request-based reconcile gets besides the request: a logger, a signal, the client and cache, expectations and
+ * the Event recorder.
+ */
 export interface ReconcileContext {
   /** Bound with controller, namespace, name and reconcileID. */
   readonly log: Logger;
   /** Aborts when the controller stops and the drain period for in-flight reconciles has passed. */
   readonly signal: AbortSignal;
+  /** A UUID per reconcile, in every log line of it (as controller-runtime's `reconcileID`). */
   readonly reconcileID: string;
+  /** The client, bound to `signal`: its requests abort when the reconcile's signal does. */
   readonly client: Client;
+  /** The shared cache, for reads of any kind. */
   readonly cache: Cache;
+  /**
+   * Declares this reconcile's creates and deletes, so the next reconcile of the request waits until the cache saw them.
+   */
   readonly expect: Expect;
   /** The controller's Event recorder (an object reconciler's `ctx.events` records about its object through it). */
   readonly recorder: EventRecorder;
@@ -68,11 +84,17 @@ export interface ReconcileContext {
   readonly fieldManager: string;
 }
 
+/** A request-based reconciler (controller-runtime's `Reconciler`): the layer below the object-first one. */
 export interface Reconciler {
+  /**
+   * Drives the object named by `request` toward its desired state; resolves to what to do next (nothing means `done()`)
+   * or rejects to go to the error policy.
+   */
   // biome-ignore lint/suspicious/noConfusingVoidType: an async reconcile without a return statement means done()
   reconcile(request: Request, ctx: ReconcileContext): Promise<Result | undefined | void>;
 }
 
+/** A `Reconciler` as a function. */
 // biome-ignore lint/suspicious/noConfusingVoidType: as above
 export type ReconcileFunc = (request: Request, ctx: ReconcileContext) => Promise<Result | undefined | void>;
 
@@ -85,6 +107,7 @@ export class TerminalError extends OpkitError<'Terminal'> {
   }
 }
 
+/** Whether `err` is a `TerminalError`. */
 export function isTerminalError(err: unknown): err is TerminalError {
   return err instanceof TerminalError;
 }

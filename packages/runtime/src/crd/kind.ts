@@ -28,21 +28,29 @@ import {
   type VersionMap,
 } from './versions.ts';
 
+/** A column of `kubectl get` for the kind (`additionalPrinterColumns`). */
 export interface PrinterColumn {
+  /** The column's header, e.g. `Ready`. */
   name: string;
+  /** How the value is shown (`date` as an age). */
   type: 'integer' | 'number' | 'string' | 'boolean' | 'date';
   /** A JSONPath into the object, e.g. `.status.replicas`. */
   jsonPath: string;
+  /** What the column shows (`kubectl explain`). */
   description?: string;
   /** 0 (default) shows in the standard view; greater values only with `-o wide`. */
   priority?: number;
+  /** An OpenAPI format refining `type`, e.g. `int32` or `password`. */
   format?: string;
 }
 
+/** A CEL validation rule of the spec (`x-kubernetes-validations`), checked by the apiserver on every write. */
 export interface ValidationRule {
   /** A CEL expression over `self` (the spec), e.g. `self.minReplicas <= self.replicas`. */
   rule: string;
+  /** The message when the rule fails (default: the rule itself). */
   message?: string;
+  /** A CEL expression that computes the message, e.g. `'replicas must be at most ' + string(self.maxReplicas)`. */
   messageExpression?: string;
   /** The field reported on failure, e.g. `.replicas`. */
   fieldPath?: string;
@@ -50,6 +58,10 @@ export interface ValidationRule {
   reason?: string;
 }
 
+/**
+ * A custom resource with one version, as `defineKind` takes it: names, scope, the TypeBox schemas of `spec` and
+ * `status`, subresources, printer columns and CEL rules. Checked when `defineKind` runs.
+ */
 export interface KindDefinition<Spec extends TSchema, Status extends TSchema> {
   /** API group: a DNS subdomain with at least one dot, e.g. `app.example.com`. */
   group: string;
@@ -63,18 +75,67 @@ export interface KindDefinition<Spec extends TSchema, Status extends TSchema> {
   singular?: string;
   /** Default `${kind}List`. */
   listKind?: string;
+  /** Short names for kubectl, e.g. `['as']` for `kubectl get as`. */
   shortNames?: string[];
+  /** Categories the kind belongs to, e.g. `['all']` to be listed by `kubectl get all`. */
   categories?: string[];
   /** Default `Namespaced`. */
   scope?: 'Namespaced' | 'Cluster';
   /** Description of the resource (the schema root's `description`, shown by `kubectl explain`). */
   description?: string;
+  /** The TypeBox schema of `spec` (an object schema): the CRD's structural schema and the type of `obj.spec`. */
   spec: Spec;
+  /** The TypeBox schema of `status` (an object schema), required for the status subresource. */
   status?: Status;
+  /**
+   * The subresources the apiserver serves for the kind. `status: true`: the status is written only through
+   * `/status` (`updateStatus`, `patchStatus`, `ctx.status`), and a write of the object ignores it. `scale`: `/scale`,
+   * for `kubectl scale`, `Client.scale` and a HorizontalPodAutoscaler — without it they answer NotFound as if the
+   * object did not exist. Its paths are checked against the schemas: `specReplicasPath` an integer under `.spec`,
+   * `statusReplicasPath` an integer under `.status`, `labelSelectorPath` (the selector of the kind's pods, in string
+   * form, which an autoscaler needs) a string under `.status` or `.spec`.
+   *
+   * @example
+   * ```ts
+   * import { defineKind } from '@opkit/runtime';
+   * import { Type } from '@sinclair/typebox';
+   *
+   * export const WebsiteKind = defineKind({
+   *   group: 'example.com',
+   *   version: 'v1',
+   *   kind: 'Website',
+   *   plural: 'websites',
+   *   spec: Type.Object({ replicas: Type.Integer({ minimum: 0, format: 'int32' }) }),
+   *   status: Type.Object({
+   *     replicas: Type.Optional(Type.Integer({ format: 'int32' })),
+   *     selector: Type.Optional(Type.String()),
+   *   }),
+   *   subresources: {
+   *     status: true,
+   *     // kubectl scale website/home --replicas=3
+   *     scale: {
+   *       specReplicasPath: '.spec.replicas',
+   *       statusReplicasPath: '.status.replicas',
+   *       labelSelectorPath: '.status.selector',
+   *     },
+   *   },
+   * });
+   * ```
+   */
   subresources?: {
+    /** Serve `/status`: the status is written only through it. */
     status?: boolean;
-    scale?: { specReplicasPath: string; statusReplicasPath: string; labelSelectorPath?: string };
+    /** Serve `/scale`, reading and writing the replicas at these JSONPaths. */
+    scale?: {
+      /** The desired replicas, an integer under `.spec`, e.g. `.spec.replicas`. */
+      specReplicasPath: string;
+      /** The observed replicas, an integer under `.status`, e.g. `.status.replicas`. */
+      statusReplicasPath: string;
+      /** The selector of the kind's pods in string form, under `.status` or `.spec`, e.g. `.status.selector`. */
+      labelSelectorPath?: string;
+    };
   };
+  /** Columns of `kubectl get` (an `Age` column is appended unless one is defined). */
   printerColumns?: PrinterColumn[];
   /** x-kubernetes-validations on the spec object, for CEL rules spanning fields. */
   validations?: ValidationRule[];
@@ -82,14 +143,21 @@ export interface KindDefinition<Spec extends TSchema, Status extends TSchema> {
 
 /** An object of a custom kind as the API returns it. */
 export type KindObject<Spec extends TSchema, Status extends TSchema> = {
+  /** `<group>/<version>`. */
   apiVersion?: string;
+  /** The kind, e.g. `AppService`. */
   kind?: string;
+  /** Name, namespace, labels, annotations, owners, finalizers, resourceVersion, … */
   metadata: ObjectMeta;
+  /** The desired state, typed by the kind's spec schema. */
   spec: Static<Spec>;
+  /** The observed state, typed by the kind's status schema; absent until a controller writes it. */
   status?: Static<Status>;
 };
 
+/** What `defineKind` returns: the kind's `ResourceType` for clients and controllers, its definition and its CRD. */
 export interface CustomKind<T extends KubeObject, I = T> {
+  /** The kind as the client sees it (pass it to `client.get`, `mgr.controller`, `permission`, …). */
   readonly resource: ResourceType<T, I>;
   /** The definition with defaults applied (`singular`, `listKind`, `scope`). */
   readonly definition: KindDefinition<TSchema, TSchema>;

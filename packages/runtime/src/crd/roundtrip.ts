@@ -148,9 +148,11 @@ export function arbitraryObject(kind: VersionedKind<VersionMap, string>, version
     );
 }
 
+/** Options of `checkRoundTrip`. */
 export interface RoundTripOptions {
   /** Objects per version and direction (default 200). */
   readonly numRuns?: number;
+  /** The random seed, to replay a failure (fast-check's `seed`; a failure prints it). */
   readonly seed?: number;
   /** Also hub → spoke → hub (default true): a lossy spoke must keep what it cannot hold, e.g. in annotations. */
   readonly fromHub?: boolean;

@@ -36,17 +36,23 @@ import { CrdSchemaError } from './schema.ts';
 
 /** One version of a multi-version kind. */
 export interface VersionDefinition<Spec extends TSchema = TSchema, Status extends TSchema = TSchema> {
+  /** The TypeBox schema of this version's `spec` (an object schema). */
   spec: Spec;
+  /** The TypeBox schema of this version's `status` (an object schema). */
   status?: Status;
   /** Default true. */
   served?: boolean;
   /** Marks the version deprecated; kubectl prints the warning on every request to it. */
   deprecationWarning?: string;
+  /** This version's subresources (`status`, `scale`), as `KindDefinition.subresources`. */
   subresources?: KindDefinition<Spec, Status>['subresources'];
+  /** This version's `kubectl get` columns. */
   printerColumns?: PrinterColumn[];
+  /** CEL rules of this version's spec. */
   validations?: ValidationRule[];
 }
 
+/** A kind's versions by name (`v1alpha1`, `v1`, …). */
 export type VersionMap = Record<string, VersionDefinition<TSchema, TSchema>>;
 
 /** The object type of one version. */
@@ -63,7 +69,9 @@ export type VersionInput<D> =
 
 /** Converts one version to the hub (the storage version) and back. */
 export interface Conversion<Spoke, Hub> {
+  /** This version's object as the hub (storage) version; pure and synchronous. */
   toHub(obj: Spoke): Hub;
+  /** The hub (storage) version's object as this version; pure and synchronous. */
   fromHub(hub: Hub): Spoke;
 }
 
@@ -72,7 +80,12 @@ type Names = Omit<
   'version' | 'spec' | 'status' | 'subresources' | 'printerColumns' | 'validations'
 >;
 
+/**
+ * A custom resource with several versions, as `defineKind` takes it: the names of `KindDefinition`, each version's
+ * schemas, the storage version and the conversions to and from it.
+ */
 export interface VersionedKindDefinition<V extends VersionMap, S extends keyof V & string> extends Names {
+  /** Every version by name, each with its own schemas. */
   versions: V;
   /** The storage version, which is also the hub of the conversions. */
   storage: S;
@@ -82,19 +95,27 @@ export interface VersionedKindDefinition<V extends VersionMap, S extends keyof V
 
 /** Where the apiserver sends ConversionReviews: a Service in the cluster, or a URL (tests: loopback). */
 export interface WebhookClientConfig {
+  /** A Service in the cluster, by namespace and name (`path` and `port` optional; Kubernetes' default port is 443). */
   service?: { namespace: string; name: string; path?: string; port?: number };
+  /** An `https://` URL reached directly (outside the cluster, or loopback in tests). */
   url?: string;
   /** PEM of the CA that signed the webhook's serving certificate, base64-encoded. */
   caBundle?: string;
 }
 
+/** Options of `crd()`. */
 export interface CrdOptions {
   /** The conversion webhook's client config (required for a kind with several versions). */
   readonly conversion?: WebhookClientConfig;
 }
 
+/**
+ * What `defineKind` returns for a kind with several versions: the storage version's `ResourceType`, one per version,
+ * and the conversion between them.
+ */
 export interface VersionedKind<V extends VersionMap, S extends keyof V & string>
   extends CustomKind<VersionObject<V[S]>, VersionInput<V[S]>> {
+  /** The storage version, also the hub. */
   readonly storageVersion: S;
   /** The ResourceType of each version (`versions.v1alpha1` reads and writes that version). */
   readonly versions: { readonly [K in keyof V]: ResourceType<VersionObject<V[K]>, VersionInput<V[K]>> };
@@ -103,8 +124,13 @@ export interface VersionedKind<V extends VersionMap, S extends keyof V & string>
   crd(options?: CrdOptions): CustomResourceDefinition;
 }
 
+/**
+ * `WrongKind`: the object, or the target apiVersion, is not of this kind; `UnknownVersion`: an apiVersion of its group
+ * that the kind does not have; `ConversionFailed`: a conversion function threw (its error is the `cause`).
+ */
 export type ConversionErrorCode = 'WrongKind' | 'UnknownVersion' | 'ConversionFailed';
 
+/** An object that `convert` cannot convert; `code` says why. */
 export class ConversionError extends OpkitError<ConversionErrorCode> {
   override readonly name = 'ConversionError';
 }

@@ -24,6 +24,10 @@ import { type KubeObject, type ResourceType, refOf } from '../client/resource.ts
 import { OpkitError } from '../errors.ts';
 import { controllerOf, removeOwnerReference, setControllerReference } from './ownerrefs.ts';
 
+/**
+ * `OwnerChanged`: the owner's fresh read shows another uid or a deletion, so it adopts nothing; `ClaimFailed`: some
+ * adoptions or releases failed.
+ */
 export type ClaimErrorCode = 'OwnerChanged' | 'ClaimFailed';
 
 /** Adopting or releasing failed (`ClaimFailed`, the errors in `cause`), or the owner is not the one the cache showed. */
@@ -31,26 +35,41 @@ export class ClaimError extends OpkitError<ClaimErrorCode> {
   override readonly name = 'ClaimError';
 }
 
+/** What `claimChildren` judges: the owner, its candidate children, and how to tell that a child belongs to it. */
 export interface ClaimOptions<O extends KubeObject, C extends KubeObject> {
+  /** The client the fresh read of the owner and the patches of the children go through. */
   readonly client: Client;
+  /** The owner's kind. */
   readonly ownerType: ResourceType<O>;
   /** The owner as read (from the cache): it needs `metadata.uid`. */
   readonly owner: O;
+  /** The children's kind. */
   readonly childType: ResourceType<C>;
   /** The children it may control: those it controls now and the orphans that might match (duplicates are fine). */
   readonly candidates: Iterable<C>;
   /** Whether a child belongs to the owner (its selector). */
   readonly matches: (child: C) => boolean;
+  /** Aborts the reads and patches. */
   readonly signal?: AbortSignal;
 }
 
+/** What `claimChildren` did. */
 export interface ClaimResult<C extends KubeObject> {
   /** The children the owner controls and that match, adopted ones as the apiserver returned them. */
   readonly claimed: C[];
+  /** The orphans it adopted, as the apiserver returned them (also in `claimed`). */
   readonly adopted: C[];
+  /** The children it released (controlled, no longer matching), as they were before the release. */
   readonly released: C[];
 }
 
+/**
+ * Which of `o.candidates` the owner controls, adopting matching orphans and releasing children that no longer match, as
+ * Kubernetes' `ClaimPods` (see the module comment). Throws `ClaimError` after every candidate was handled when some
+ * writes failed.
+ *
+ * @showModuleComment
+ */
 export async function claimChildren<O extends KubeObject, C extends KubeObject>(
   o: ClaimOptions<O, C>,
 ): Promise<ClaimResult<C>> {

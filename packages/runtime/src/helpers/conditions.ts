@@ -10,14 +10,18 @@
  * `observedGeneration`) is a `TypeError` naming the field and the value.
  */
 
+/** Whether a condition holds: `True`, `False`, or `Unknown` (not yet known). */
 export type ConditionStatus = 'True' | 'False' | 'Unknown';
 
 /** A status condition as stored in the API (metav1.Condition). */
 export interface Condition {
+  /** What the condition is about, in CamelCase (`Ready`, `Available`); one condition per type. */
   type: string;
+  /** Whether it holds. */
   status: ConditionStatus;
   /** CamelCase, e.g. `MinimumReplicasAvailable`; required by metav1.Condition validation. */
   reason: string;
+  /** What it means in this case, for people ('' when there is nothing to add). */
   message: string;
   /** RFC 3339 with seconds precision, e.g. `2024-05-01T12:00:00Z`. */
   lastTransitionTime: string;
@@ -27,10 +31,15 @@ export interface Condition {
 
 /** What to set: `lastTransitionTime` is managed by `setCondition`; `message` defaults to ''. */
 export interface ConditionInput {
+  /** What the condition is about, in CamelCase (`Ready`, `Available`). */
   type: string;
+  /** Whether it holds. */
   status: ConditionStatus;
+  /** Why, as a CamelCase identifier (`MinimumReplicasAvailable`). */
   reason: string;
+  /** What it means in this case, for people (default ''). */
   message?: string;
+  /** The `metadata.generation` the condition was computed from. */
   observedGeneration?: number;
 }
 

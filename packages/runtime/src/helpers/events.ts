@@ -40,15 +40,22 @@ import type { KubeObject, ResourceType } from '../client/resource.ts';
 import type { Logger } from '../logger.ts';
 import { type Clock, realClock, type Timer } from '../workqueue/clock.ts';
 
+/** An Event's type: `Normal`, or `Warning` for something an operator of the cluster should look at. */
 export type EventType = 'Normal' | 'Warning';
 
 /** The object an Event is about (`regarding`) or relates to (`related`): an ObjectReference. */
 export interface EventObjectReference {
+  /** The object's `apiVersion`. */
   readonly apiVersion: string;
+  /** The object's kind. */
   readonly kind: string;
+  /** The object's name. */
   readonly name: string;
+  /** The object's namespace (none when cluster-scoped). */
   readonly namespace?: string;
+  /** The object's UID. */
   readonly uid?: string;
+  /** The object's resourceVersion when the Event was recorded. */
   readonly resourceVersion?: string;
 }
 
@@ -64,6 +71,7 @@ export function objectReference<T extends KubeObject>(r: ResourceType<T>, obj: T
   };
 }
 
+/** Optional fields of one Event. */
 export interface EventOptions {
   /** What was done or failed (e.g. `Scale`, `CreatePod`); at most 128 characters. Default `NoneSpecified`. */
   readonly action?: string;
@@ -74,15 +82,19 @@ export interface EventOptions {
 /** What the recorder needs of a client (a `Client`, or a fake in tests). */
 export type EventClient = Pick<Client, 'create' | 'patch' | 'serverResources'>;
 
+/** Options of an `EventRecorder`; `client`, `component` and `log` are required. */
 export interface EventRecorderOptions {
+  /** Where Events are written (needs `create` and `patch` on events, and discovery). */
   readonly client: EventClient;
   /** The reporting controller (the controller's or the manager's name), a qualified name such as `appservice`. */
   readonly component: string;
   /** The reporting instance (default `<component>-<hostname>`, as client-go). */
   readonly instance?: string;
+  /** Where write failures are logged (at debug level; a missing RBAC rule once at warn). */
   readonly log: Logger;
   /** Writes per regarding object: burst (default 25) and refill interval (default 5 min). */
   readonly burst?: number;
+  /** How often an object's write budget regains one write (default 5 min). */
   readonly refillMs?: number;
   /** How many distinct series to remember (default 4096). */
   readonly cacheSize?: number;
@@ -129,6 +141,12 @@ interface Series {
   held: boolean;
 }
 
+/**
+ * Records Events as client-go's events.k8s.io/v1 recorder does: repeats become series, writes are rate limited per
+ * object and happen in the background. See the module comment for its guarantees.
+ *
+ * @showModuleComment
+ */
 export class EventRecorder {
   readonly #o: EventRecorderOptions;
   readonly #instance: string;

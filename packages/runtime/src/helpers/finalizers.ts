@@ -32,6 +32,7 @@ export interface FinalizerOptions {
   readonly signal?: AbortSignal | undefined;
 }
 
+/** Whether `obj` lists the finalizer `name` in `metadata.finalizers`. */
 export function hasFinalizer(obj: KubeObject, name: string): boolean {
   return obj.metadata.finalizers?.includes(name) ?? false;
 }

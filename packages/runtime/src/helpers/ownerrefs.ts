@@ -18,6 +18,11 @@
 import type { KubeObject, ObjectMeta, OwnerReference, ResourceType } from '../client/resource.ts';
 import { OpkitError } from '../errors.ts';
 
+/**
+ * `AlreadyOwned`: the object already has another controller; `CrossNamespace`: owner and object are in different
+ * namespaces; `ClusterScopedOwnedByNamespaced`: a cluster-scoped object cannot have a namespaced owner; `MissingUid`:
+ * the owner was not read from the API (no `metadata.uid`).
+ */
 export type OwnerReferenceErrorCode =
   | 'AlreadyOwned'
   | 'CrossNamespace'

@@ -10,17 +10,41 @@
 import { type ClusterRoleBinding, EventsV1Events, Leases, type RoleBinding } from '../client/builtins.ts';
 import type { KubeObject, ResourceType } from '../client/resource.ts';
 
+/** A Kubernetes API verb a permission grants. */
 export type Verb = 'get' | 'list' | 'watch' | 'create' | 'update' | 'patch' | 'delete' | 'deletecollection';
 
+/**
+ * One thing the operator needs to do: verbs on a resource (or subresource) of a group, cluster-wide or in its own
+ * namespace. `permission()` builds one from a kind.
+ */
 export interface Permission {
+  /** The API group, '' for the core group. */
   readonly group: string;
   /** e.g. `pods` or `appservices/status`. */
   readonly resource: string;
+  /** The verbs granted. */
   readonly verbs: readonly Verb[];
   /** `cluster` (default): everywhere the operator watches; `namespace`: only the operator's own namespace. */
   readonly scope?: 'cluster' | 'namespace';
 }
 
+/**
+ * What the operator needs on kind `r`: `verbs` on its resource, or on `options.subresource` (`status`, `scale`,
+ * `finalizers`), everywhere it watches or (`scope: 'namespace'`) only in its own namespace. `opkit generate` turns
+ * a controller's exported `permissions` into its RBAC.
+ *
+ * @example
+ * ```ts
+ * import { permission } from '@opkit/runtime';
+ * import { ConfigMaps, Deployments } from '@opkit/runtime/kinds';
+ *
+ * export const permissions = [
+ *   permission(Deployments, ['list', 'watch', 'create', 'patch']),
+ *   permission(Deployments, ['update'], { subresource: 'scale' }),
+ *   permission(ConfigMaps, ['get'], { scope: 'namespace' }),
+ * ];
+ * ```
+ */
 export function permission(
   r: ResourceType<KubeObject>,
   verbs: readonly Verb[],
@@ -71,9 +95,13 @@ export function metricsReaderClusterRole(
   };
 }
 
+/** A rule of a Role or ClusterRole (rbac/v1 `PolicyRule`). */
 export interface PolicyRule {
+  /** The API groups it applies to ('' is the core group). */
   apiGroups: string[];
+  /** The resources (and `resource/subresource`s) it applies to. */
   resources: string[];
+  /** The verbs it allows. */
   verbs: string[];
 }
 
@@ -108,11 +136,19 @@ function byCodeUnit(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
 
+/** The RBAC objects of an operator, as `rbacManifests` builds them. */
 export interface RbacManifests {
+  /** The ServiceAccount `<name>` in the operator's namespace. */
   readonly serviceAccount: KubeObject;
+  /** The ClusterRole `<name>`: the cluster-wide permissions. */
   readonly clusterRole: KubeObject & { rules: PolicyRule[] };
+  /** Binds the ClusterRole to the ServiceAccount. */
   readonly clusterRoleBinding: ClusterRoleBinding;
+  /**
+   * The Role `<name>` in the operator's namespace: the `scope: 'namespace'` permissions; undefined when there are none.
+   */
   readonly role: (KubeObject & { rules: PolicyRule[] }) | undefined;
+  /** Binds the Role to the ServiceAccount; undefined when there is no Role. */
   readonly roleBinding: RoleBinding | undefined;
 }
 

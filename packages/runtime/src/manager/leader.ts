@@ -32,9 +32,13 @@ export type LeaseClient = Pick<Client, 'get' | 'create' | 'update'>;
 /** A monotonic clock: `performance.now()` and Node's timers. */
 const monotonicClock: Clock = { now: () => performance.now(), setTimer: nodeTimers.setTimer };
 
+/** Options of a `LeaderElector`: where the Lease is, who this candidate is, and the timings (client-go's defaults). */
 export interface LeaderElectionOptions {
+  /** Reads and writes the Lease (`get`, `create`, `update` on `coordination.k8s.io` leases). */
   readonly client: LeaseClient;
+  /** The Lease's namespace. */
   readonly namespace: string;
+  /** The Lease's name, shared by every replica of the operator. */
   readonly name: string;
   /** This candidate's identity (default: hostname + random suffix). */
   readonly identity: string;
@@ -44,6 +48,7 @@ export interface LeaderElectionOptions {
   readonly renewDeadlineMs?: number;
   /** Default 2 s. */
   readonly retryPeriodMs?: number;
+  /** Where elections are logged. */
   readonly log: Logger;
   /** Measures every duration and runs every wait (default `monotonicClock`). */
   readonly clock?: Clock;
@@ -51,6 +56,7 @@ export interface LeaderElectionOptions {
   readonly wallClock?: () => Date;
 }
 
+/** What a `LeaderElector` calls as leadership changes. */
 export interface LeaderCallbacks {
   /** Leadership acquired; `signal` aborts when it is lost or released. */
   onStartedLeading(signal: AbortSignal): void;
@@ -68,6 +74,11 @@ export function microTime(date: Date): string {
 /** client-go's JitterFactor: the retry period is stretched by up to this much, and must fit the renew deadline. */
 const JITTER = 1.2;
 
+/**
+ * Leader election on a Lease, as client-go's: see the module comment for the timings and guarantees.
+ *
+ * @showModuleComment
+ */
 export class LeaderElector {
   readonly #o: Required<LeaderElectionOptions>;
   #observed: { holder: string; renewTime: string | undefined; at: number } | undefined;
@@ -101,6 +112,7 @@ export class LeaderElector {
     }
   }
 
+  /** Whether this candidate leads now. */
   get isLeader(): boolean {
     return this.#leading;
   }

@@ -46,6 +46,11 @@ export type MetricsAuthErrorCode = 'ReviewFailed' | 'CertificateUnreadable' | 'A
 const REVIEW_TRIES = 5;
 const REVIEW_BACKOFF = { initialMs: 500, factor: 1.5, jitter: 0.2 } as const;
 
+/**
+ * A scrape of the secure metrics endpoint that could not be authenticated or authorized: a review request failed after
+ * its retries (`ReviewFailed`), the serving certificate could not be read (`CertificateUnreadable`), or the scraper
+ * left first (`Aborted`).
+ */
 export class MetricsAuthError extends OpkitError<MetricsAuthErrorCode> {
   override readonly name = 'MetricsAuthError';
 }

@@ -32,6 +32,10 @@ import { FileCertificates } from '../tls/sources.ts';
 import { MetricsAuthError, type ScrapeAuthOptions, ScrapeAuthorizer } from './metricsauth.ts';
 import { type Endpoint, HttpEndpoints } from './server.ts';
 
+/**
+ * How the manager serves /metrics: where, and whether over HTTPS with each scrape authenticated (TokenReview) and
+ * authorized (SubjectAccessReview), as controller-runtime's secure serving.
+ */
 export interface MetricsServingOptions {
   /** `host:port`, `:port`, or `0` to disable (default `:8443` when secure, `:8080` when not). */
   readonly bindAddress?: string;

@@ -50,6 +50,10 @@ import {
   metricsServingFlags,
 } from './metricsserving.ts';
 
+/**
+ * A flag or environment variable with a value it does not accept, an unknown flag, or an operator flag named like one
+ * of the manager's (code `InvalidSetting`); the message names it.
+ */
 export class SettingsError extends OpkitError<'InvalidSetting'> {
   override readonly name = 'SettingsError';
 
@@ -58,6 +62,7 @@ export class SettingsError extends OpkitError<'InvalidSetting'> {
   }
 }
 
+/** The manager's part of `--help`: its flags and what they do. */
 export const SETTINGS_HELP = `Manager options:
   -h, --help                         show this help
   --metrics-bind-address ADDR        serve /metrics here (host:port, :port, 0 = off; default :8443, :8080 plain)
@@ -236,6 +241,9 @@ type ValueOf<K extends FlagType> = K extends 'boolean' ? boolean : K extends 'st
 
 /** One flag an operator declares. */
 export interface Flag<K extends FlagType = FlagType> {
+  /**
+   * The value's type: `string`, `boolean`, `integer`, or `duration` (`30s`, `2m`, `500ms`; parsed to milliseconds).
+   */
   readonly type: K;
   /** One line for --help. */
   readonly help: string;
@@ -247,6 +255,7 @@ export interface Flag<K extends FlagType = FlagType> {
   readonly placeholder?: string;
 }
 
+/** An operator's flags by key; `--<key in kebab case>` on the command line. */
 export type Flags = Readonly<Record<string, Flag>>;
 
 /** The parsed values of `F`: typed by each flag's type, `undefined` when absent and without a default. */
@@ -261,11 +270,13 @@ export function defineFlags<const F extends Flags>(flags: F): F {
   return flags;
 }
 
+/** What `settings` parses: the operator's name, its description and flags, and the options the manager starts from. */
 export interface SettingsSpec<F extends Flags> {
   /** The operator's name (the manager's name; the first line of --help). */
   readonly name: string;
   /** What the operator does, for --help. */
   readonly description?: string;
+  /** The operator's own flags (see `defineFlags`), parsed with the manager's. */
   readonly flags?: F;
   /** ManagerOptions the flags and environment start from. */
   readonly base?: Omit<ManagerOptions, 'name'>;
@@ -273,7 +284,9 @@ export interface SettingsSpec<F extends Flags> {
 
 /** Settings of one operator process: the manager's options and the operator's own flags. */
 export interface Settings<F extends Flags> {
+  /** The options to pass to `Manager.create`. */
   readonly manager: ManagerOptions;
+  /** The operator's flags, typed. */
   readonly flags: FlagValues<F>;
 }
 

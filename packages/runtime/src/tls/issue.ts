@@ -30,6 +30,7 @@ const forge = (): typeof Forge => {
 /** A CA: its certificate and key (PEM). */
 export interface CertificateAuthority extends KeyPair {}
 
+/** When a certificate made here is valid. */
 export interface CertificateOptions {
   /** Default one minute ago. */
   readonly notBefore?: Date;

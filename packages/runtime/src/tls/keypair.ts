@@ -25,7 +25,9 @@ export class CertificateError extends OpkitError<CertificateErrorCode> {
 
 /** A PEM certificate (chain, leaf first) and its PEM private key. */
 export interface KeyPair {
+  /** The certificate chain in PEM, leaf first. */
   readonly certPem: string;
+  /** The leaf's private key in PEM. */
   readonly keyPem: string;
 }
 

@@ -63,6 +63,7 @@ export class StaticCertificates extends CertificateListeners implements Certific
   current(): KeyPair {
     return this.#pair;
   }
+  /** Serves `pair` from now on (checked first: a key that is not the certificate's throws) and tells the listeners. */
   update(pair: KeyPair): void {
     checkKeyPair(pair, 'the serving certificate');
     this.#pair = pair;
@@ -81,6 +82,7 @@ export interface CertificateFiles {
   readonly keyName?: string;
 }
 
+/** Options of `FileCertificates`: the files, and how changes are picked up. */
 export interface FileCertificatesOptions extends CertificateFiles {
   /** What the certificate serves, in messages: "cannot read the <purpose> certificate …" (default `serving`). */
   readonly purpose?: string;
@@ -101,10 +103,12 @@ export class FileCertificates extends CertificateListeners implements Certificat
     this.#o = options;
   }
 
+  /** The certificate's path (`dir`/`certName`, default `tls.crt`). */
   get certFile(): string {
     return join(this.#o.dir, this.#o.certName ?? 'tls.crt');
   }
 
+  /** The key's path (`dir`/`keyName`, default `tls.key`). */
   get keyFile(): string {
     return join(this.#o.dir, this.#o.keyName ?? 'tls.key');
   }

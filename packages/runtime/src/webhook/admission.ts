@@ -22,27 +22,45 @@ import type { KubeObject, ResourceType } from '../client/resource.ts';
 
 /** The `request` of an AdmissionReview. */
 export interface AdmissionRequest {
+  /** Identifies this call; the response must carry it back. */
   readonly uid: string;
+  /** The kind of `object` (the version the webhook is registered for). */
   readonly kind: { group: string; version: string; kind: string };
+  /** The resource being written. */
   readonly resource: { group: string; version: string; resource: string };
+  /** The subresource, e.g. `status` or `scale`, when the request is for one. */
   readonly subResource?: string;
+  /** The kind the client sent, when the apiserver converted it to `kind` for this webhook. */
   readonly requestKind?: { group: string; version: string; kind: string };
+  /** The object's name (absent on a create whose name the server generates). */
   readonly name?: string;
+  /** The object's namespace, for namespaced kinds. */
   readonly namespace?: string;
+  /** What the client does. */
   readonly operation: 'CREATE' | 'UPDATE' | 'DELETE' | 'CONNECT';
+  /** Who is making the request. */
   readonly userInfo: { username?: string; uid?: string; groups?: string[]; extra?: Record<string, string[]> };
+  /** The object as written (CREATE, UPDATE); absent on DELETE. */
   readonly object?: unknown;
+  /** The object as it was (UPDATE, DELETE). */
   readonly oldObject?: unknown;
+  /** The request will not be stored: a webhook with side effects must not cause them. */
   readonly dryRun?: boolean;
+  /** The operation's options (`CreateOptions`, `UpdateOptions`, `DeleteOptions`). */
   readonly options?: unknown;
 }
 
 /** A `metav1.Status` as an admission response's `result`. */
 export interface AdmissionStatus {
+  /** `Failure` for a denial. */
   status?: 'Success' | 'Failure';
+  /** The HTTP status the client sees, e.g. 403 or 422. */
   code?: number;
+  /** Machine-readable reason, e.g. `Invalid` or `Forbidden`. */
   reason?: string;
+  /** What the client is told. */
   message?: string;
+  /** The object concerned and the field causes of an Invalid denial. */
   details?: {
     name?: string;
     group?: string;
@@ -53,11 +71,17 @@ export interface AdmissionStatus {
 
 /** The `response` of an AdmissionReview. */
 export interface AdmissionResponse {
+  /** The request's `uid`. */
   uid: string;
+  /** Whether the request may go on. */
   allowed: boolean;
+  /** Why it was denied (or a warning-free success status). */
   status?: AdmissionStatus;
+  /** A mutating webhook's changes: a base64-encoded JSON patch. */
   patch?: string;
+  /** The patch's format (always `JSONPatch`). */
   patchType?: 'JSONPatch';
+  /** Warnings the client prints (kubectl: `Warning: …`), whether allowed or not. */
   warnings?: string[];
 }
 
@@ -70,6 +94,10 @@ export interface AdmissionContext {
   readonly signal: AbortSignal;
 }
 
+/**
+ * Answers one AdmissionReview request; the `WebhookServer` serves one per path. `defaulter` and `validator` make typed
+ * ones.
+ */
 export type AdmissionHandler = (request: AdmissionRequest, ctx: AdmissionContext) => Promise<AdmissionResponse>;
 
 /** The type of one field error, as Kubernetes' `field.ErrorType`. */
@@ -77,24 +105,37 @@ export type FieldErrorType = 'Invalid' | 'Required' | 'Forbidden' | 'NotSupporte
 
 /** One problem with one field: `spec.replicas: Invalid value: 7: must be even`. */
 export interface FieldError {
+  /** Which kind of problem, as Kubernetes' `field.ErrorType`. */
   readonly type: FieldErrorType;
   /** The field's path, e.g. `spec.env[2].name`. */
   readonly field: string;
+  /** The value at fault (shown for Invalid, NotSupported and Duplicate). */
   readonly value?: unknown;
+  /** What is wrong with it, e.g. `must be even`. */
   readonly detail?: string;
 }
 
+/**
+ * The field errors of Kubernetes' `field` package, for validators: `fieldErrors.invalid('spec.replicas', 7, 'must be
+ * even')`.
+ */
 export const fieldErrors = {
+  /** `field: Invalid value: <value>: <detail>`: the value is wrong. */
   invalid: (field: string, value: unknown, detail: string): FieldError => ({ type: 'Invalid', field, value, detail }),
+  /** `field: Required value`: the field is missing. */
   required: (field: string, detail = ''): FieldError => ({ type: 'Required', field, detail }),
+  /** `field: Forbidden: <detail>`: the field may not be set (or changed) here. */
   forbidden: (field: string, detail: string): FieldError => ({ type: 'Forbidden', field, detail }),
+  /** `field: Unsupported value: <value>: supported values: …`: the value is not one of `supported`. */
   notSupported: (field: string, value: unknown, supported: readonly string[]): FieldError => ({
     type: 'NotSupported',
     field,
     value,
     detail: `supported values: ${supported.map((s) => JSON.stringify(s)).join(', ')}`,
   }),
+  /** `field: Duplicate value: <value>`: the value is already listed (a key that must be unique). */
   duplicate: (field: string, value: unknown): FieldError => ({ type: 'Duplicate', field, value }),
+  /** `field: Too long: may not be more than <max> bytes`. */
   tooLong: (field: string, value: unknown, max: number): FieldError => ({
     type: 'TooLong',
     field,
@@ -131,7 +172,9 @@ function showValue(v: unknown): string {
 
 /** What a validation returns: field errors deny the request; warnings are shown either way. */
 export interface ValidationResult {
+  /** Problems that deny the request (422 Invalid, one cause per field). */
   readonly errors?: readonly FieldError[];
+  /** Warnings shown to the client, whether the request is allowed or not. */
   readonly warnings?: readonly string[];
 }
 
@@ -140,8 +183,11 @@ type Validation = ValidationResult | undefined | void;
 
 /** Checks per operation; an operation without a check is allowed. */
 export interface Validator<T extends KubeObject> {
+  /** Checks an object being created. */
   create?(obj: T, ctx: AdmissionContext & { request: AdmissionRequest }): Validation | Promise<Validation>;
+  /** Checks an update from `old` to `obj`. */
   update?(obj: T, old: T, ctx: AdmissionContext & { request: AdmissionRequest }): Validation | Promise<Validation>;
+  /** Checks a delete of `old`. */
   delete?(old: T, ctx: AdmissionContext & { request: AdmissionRequest }): Validation | Promise<Validation>;
 }
 

@@ -10,18 +10,27 @@
  */
 import type { KubeObject } from '../client/resource.ts';
 
+/** The `request` of a ConversionReview: objects to convert to one version. */
 export interface ConversionRequest {
+  /** Identifies this call; the response must carry it back. */
   readonly uid: string;
+  /** The version to convert to, e.g. `app.example.com/v2`. */
   readonly desiredAPIVersion: string;
+  /** The objects, each in some version of the kind. */
   readonly objects: readonly unknown[];
 }
 
+/** The `response` of a ConversionReview. */
 export interface ConversionResponse {
+  /** The request's `uid`. */
   uid: string;
+  /** The converted objects in the request's order (empty on failure). */
   convertedObjects: unknown[];
+  /** `Success`, or `Failure` with a message the apiserver fails the read or write with. */
   result: { status: 'Success' | 'Failure'; message?: string };
 }
 
+/** Answers one ConversionReview request; `converter` makes one for kinds defined with several versions. */
 export type ConversionHandler = (
   request: ConversionRequest,
   ctx: { readonly signal: AbortSignal },
@@ -29,7 +38,9 @@ export type ConversionHandler = (
 
 /** What `converter` needs of a kind: `defineKind` with several versions gives it. */
 export interface Convertible {
+  /** The kind's group and name, to match the objects of a review. */
   readonly definition: { readonly group: string; readonly kind: string };
+  /** Converts `obj` to `apiVersion`; throws when it cannot. */
   convert(obj: KubeObject, apiVersion: string): KubeObject;
 }
 

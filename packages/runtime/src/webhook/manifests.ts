@@ -16,17 +16,29 @@ import type { AdmissionHandler } from './admission.ts';
 import { type Convertible, converter } from './conversion.ts';
 import type { WebhookServer } from './server.ts';
 
+/** An operation an admission webhook can be called for. */
 export type Operation = 'CREATE' | 'UPDATE' | 'DELETE' | 'CONNECT';
 
+/**
+ * One admission webhook of an operator, described once: `serveWebhooks` serves its handler and `webhookConfigurations`
+ * registers it with the apiserver, at the same path.
+ */
 export interface WebhookDefinition {
+  /** `mutating` (a defaulter, may change the object) or `validating` (may only allow or deny). */
   readonly type: 'mutating' | 'validating';
+  /** The kind whose writes it sees (its version is the one the webhook is called with). */
   readonly resource: ResourceType;
+  /** What answers the calls (`defaulter(…)` or `validator(…)`). */
   readonly handler: AdmissionHandler;
+  /** The operations it is called for (default CREATE and UPDATE when mutating, and DELETE too when validating). */
   readonly operations?: readonly Operation[];
   /** `Fail` (default): writes are refused while the webhook cannot be reached. `Ignore`: they pass unchecked. */
   readonly failurePolicy?: 'Fail' | 'Ignore';
+  /** How long the apiserver waits for an answer (default 10, at most 30). */
   readonly timeoutSeconds?: number;
+  /** The URL path (default kubebuilder's `/mutate-<group>-<version>-<kind>` or `/validate-…`). */
   readonly path?: string;
+  /** The webhook's name in the configuration (default `m<kind>-<version>.<group>` or `v…`). */
   readonly name?: string;
 }
 
@@ -38,6 +50,7 @@ export type WebhookEndpoint =
     }
   | { readonly url: string; readonly caBundle?: string };
 
+/** The path of the conversion webhook (`/convert`), as the CRD's conversion stanza names it. */
 export const CONVERSION_PATH = '/convert';
 
 /** `/mutate-app-example-com-v1-appservice` (or `/validate-…`). */

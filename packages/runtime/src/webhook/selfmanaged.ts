@@ -52,19 +52,28 @@ interface WebhookEntry {
   clientConfig?: { caBundle?: string };
 }
 
+/**
+ * Options of `SecretCertificates` and `CertificateRotator` (give both the same): the Secret, the serving certificate's
+ * hosts, the configurations and CRDs that get the CA bundle, and the timings.
+ */
 export interface SelfManagedOptions {
+  /** The client the Secret, configurations and CRDs are read and written with. */
   readonly client: Client;
   /** Where the Secret lives (the operator's namespace). */
   readonly namespace: string;
+  /** The Secret that holds the CA and the serving pair. */
   readonly secretName: string;
   /** DNS names (and IPs) of the serving certificate: `<service>.<namespace>.svc`, … */
   readonly hosts: readonly string[];
+  /** MutatingWebhookConfiguration names whose webhooks get the CA bundle. */
   readonly mutatingWebhookConfigurations?: readonly string[];
+  /** ValidatingWebhookConfiguration names whose webhooks get the CA bundle. */
   readonly validatingWebhookConfigurations?: readonly string[];
   /** CRD names (`<plural>.<group>`) whose conversion webhook gets the bundle. */
   readonly crds?: readonly string[];
   /** Default 10 years for the CA, 1 year for the serving certificate. */
   readonly caValidityMs?: number;
+  /** Validity of the serving certificate (default 1 year); renewed when a third is left. */
   readonly certValidityMs?: number;
   /** How often the leader checks (default 1 h; at most a sixth of the serving validity). */
   readonly checkIntervalMs?: number;
@@ -72,6 +81,7 @@ export interface SelfManagedOptions {
   readonly propagationMs?: number;
   /** How often every replica re-reads the Secret (default 10 s). */
   readonly pollIntervalMs?: number;
+  /** Where renewals and failed checks are logged; silent by default. */
   readonly log?: Logger;
   /** Injectable wall clock (tests). */
   readonly now?: () => number;
@@ -183,6 +193,7 @@ export class SecretCertificates extends CertificateListeners implements Certific
 
 /** Creates and renews the Secret's CA and serving certificate, and writes the CA bundle. Runs on the leader. */
 export class CertificateRotator {
+  /** A Manager runs it on the leader only: only one replica writes. */
   readonly needLeaderElection = true;
   readonly #o: SelfManagedOptions;
   readonly #log: Logger;
@@ -199,6 +210,10 @@ export class CertificateRotator {
     this.#now = options.now ?? Date.now;
   }
 
+  /**
+   * Checks the Secret and the bundles now and every `checkIntervalMs` until `signal` aborts, creating and renewing what
+   * is missing or close to expiry; a failed check is logged and retried at the next. Resolves at the stop.
+   */
   async start(signal: AbortSignal): Promise<void> {
     const serving = this.#o.certValidityMs ?? YEAR_MS;
     const interval = Math.min(this.#o.checkIntervalMs ?? 3_600_000, serving / 6);

@@ -49,18 +49,30 @@ import type { CertificateSource } from '../tls/sources.ts';
 import type { AdmissionHandler, AdmissionRequest, AdmissionResponse } from './admission.ts';
 import type { ConversionHandler, ConversionRequest, ConversionResponse } from './conversion.ts';
 
+/**
+ * `AlreadyStarted`: `start` was called twice; `BindFailed`: it cannot listen (e.g. the port is taken); `DuplicatePath`:
+ * two handlers for one path; `NotStarted`: `ready()` before it listens; `Stopped`: it stopped (before listening, or
+ * `ready()` during its stop).
+ */
 export type WebhookServerErrorCode = 'AlreadyStarted' | 'BindFailed' | 'DuplicatePath' | 'NotStarted' | 'Stopped';
 
+/** A webhook server that cannot do what was asked; `code` says why. */
 export class WebhookServerError extends OpkitError<WebhookServerErrorCode> {
   override readonly name = 'WebhookServerError';
 }
 
+/** Options of a `WebhookServer`; only `certificates` is required. */
 export interface WebhookServerOptions {
   /** `host:port` or `:port` (default `:9443`); port 0 picks a free port. */
   readonly bindAddress?: string;
+  /**
+   * Where the serving certificate comes from (`FileCertificates`, `StaticCertificates`, `SecretCertificates`); a
+   * rotated pair is served to new connections at once.
+   */
   readonly certificates: CertificateSource;
   /** Where the webhook metrics go (default: not recorded). */
   readonly registry?: Registry;
+  /** Where failed and late handlers are logged; silent by default. */
   readonly log?: Logger;
   /** Largest accepted body (default 7 MiB). */
   readonly maxBodyBytes?: number;
@@ -105,6 +117,39 @@ class Malformed extends Error {
   }
 }
 
+/**
+ * The HTTPS server the apiserver calls for admission and conversion reviews: one handler per path, served until the
+ * start signal aborts. See the module comment for its guarantees. A Manager with webhooks runs one; a test or tool
+ * can run its own and wait for it with `listening`.
+ *
+ * @showModuleComment
+ *
+ * @example
+ * ```ts
+ * import { Pods } from '@opkit/runtime/kinds';
+ * import { StaticCertificates, selfSignedCertificate } from '@opkit/runtime/tls';
+ * import { fieldErrors, validator, WebhookServer } from '@opkit/runtime/webhook';
+ *
+ * const server = new WebhookServer({
+ *   bindAddress: '127.0.0.1:0', // a free port
+ *   certificates: new StaticCertificates(selfSignedCertificate(['127.0.0.1'])),
+ * });
+ * server.admission(
+ *   '/validate-core-v1-pod',
+ *   validator(Pods, {
+ *     create: (pod) => ({
+ *       errors: pod.metadata.labels?.app ? [] : [fieldErrors.required('metadata.labels.app')],
+ *     }),
+ *   }),
+ * );
+ * const stop = new AbortController();
+ * const serving = server.start(stop.signal); // resolves only once stopped
+ * await server.listening; // rejects with BindFailed when the port is taken
+ * console.log(`webhooks on 127.0.0.1:${server.port}`);
+ * stop.abort();
+ * await serving;
+ * ```
+ */
 export class WebhookServer {
   /** A Manager runs the server on every replica. */
   readonly needLeaderElection = false;

@@ -10,11 +10,15 @@
  * unref()'d, something else (a watch, a server) must keep the process alive while timers are pending.
  */
 
+/** A pending one-shot timer of a `Clock`. */
 export interface Timer {
   /** Stops the timer; calling it after the timer fired, or twice, does nothing. */
   cancel(): void;
 }
 
+/**
+ * A time source: the current time in milliseconds and one-shot timers. `realClock` in production, `FakeClock` in tests.
+ */
 export interface Clock {
   /** The current time in milliseconds. */
   now(): number;

@@ -42,6 +42,7 @@ export interface WorkQueueMetrics {
   retried?(): void;
 }
 
+/** Options of a `WorkQueue`; only `name` is required. */
 export interface WorkQueueOptions<K> {
   /** Names the queue in metrics and logs. */
   name: string;
@@ -49,6 +50,7 @@ export interface WorkQueueOptions<K> {
   clock?: Clock;
   /** Defaults to `defaultControllerRateLimiter(clock)`. */
   rateLimiter?: RateLimiter<K>;
+  /** Hooks called synchronously as the queue changes (the controller wires Prometheus to them). */
   metrics?: WorkQueueMetrics;
 }
 
@@ -145,7 +147,9 @@ export const LOW_PRIORITY = -100;
 
 /** A key handed out by `getWithPriority()`, with the priority it waited at. */
 export interface Handed<K> {
+  /** The key. */
   readonly item: K;
+  /** The priority it waited at (re-add it at this one for a retry or requeue). */
   readonly priority: number;
 }
 
@@ -159,7 +163,15 @@ interface Bucket<K> {
   head: number;
 }
 
+/**
+ * A deduplicating, delaying, rate-limited queue of keys with client-go's dirty/processing rule (a key is never handed
+ * to two workers at once, and an add while it is processing is not lost) and priorities. See the module comment for its
+ * guarantees.
+ *
+ * @showModuleComment
+ */
 export class WorkQueue<K extends string = string> {
+  /** Names the queue in metrics and logs. */
   readonly name: string;
   readonly #clock: Clock;
   readonly #rateLimiter: RateLimiter<K>;
@@ -328,6 +340,7 @@ export class WorkQueue<K extends string = string> {
     return new Promise((resolve) => this.#drainers.push(resolve));
   }
 
+  /** Whether `shutDown` or `shutDownWithDrain` was called. */
   get shuttingDown(): boolean {
     return this.#shuttingDown;
   }

@@ -14,6 +14,7 @@
  */
 import { type Clock, realClock } from './clock.ts';
 
+/** How long an item waits before it is retried: counts retries per item and turns them into a delay. */
 export interface RateLimiter<K> {
   /** The delay in ms before the item may be processed again; counts a retry. */
   when(item: K): number;
@@ -123,6 +124,7 @@ export class MaxOfRateLimiter<K> implements RateLimiter<K> {
   }
 }
 
+/** Options of `defaultControllerRateLimiter`. */
 export interface ControllerRateLimiterOptions {
   /**
    * A token bucket shared by all items on top of the per-item backoff: at most `qps` retries per second after a burst
