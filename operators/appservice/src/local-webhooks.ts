@@ -51,14 +51,19 @@ if (parentPort) {
   port.on('message', (m: unknown) => {
     if (m === 'stop') stop.abort();
   });
+  // a server that cannot start rejects start(): left uncaught, it ends the worker with that error, which is what the
+  // parent's 'error' listener reports (listening rejects with the same error, so its chain below ignores it)
   void server.start(stop.signal).then(() => port.close());
-  void server.listening.then(() => {
-    const ready: LocalWebhooksReady = {
-      url: `https://127.0.0.1:${server.port}`,
-      caBundle: Buffer.from(ca.certPem).toString('base64'),
-      port: server.port,
-      ca,
-    };
-    port.postMessage(ready);
-  });
+  server.listening.then(
+    () => {
+      const ready: LocalWebhooksReady = {
+        url: `https://127.0.0.1:${server.port}`,
+        caBundle: Buffer.from(ca.certPem).toString('base64'),
+        port: server.port,
+        ca,
+      };
+      port.postMessage(ready);
+    },
+    () => {},
+  );
 }
