@@ -7,15 +7,15 @@
  * else `$XDG_STATE_HOME/opkit`, else `~/.local/state/opkit`). `reservePorts` reads the records of the runs whose pid is
  * alive, calls `choose` with their ports, and records what it returns, all under one lock file (`<state>/runs.lock`),
  * so choosing and recording are one step for every run of this machine; records of ended runs are removed on the way.
- * `release` removes the run's record. A record left by a run killed with SIGKILL names a dead pid and is ignored.
+ * `release` removes the run's record. A record left by a run killed with SIGKILL names a pid that has ended (gone, or
+ * a zombie not yet reaped) and is ignored.
  * Guarantee: two runs sharing a state directory never get a port the other has recorded. When the directory cannot
  * be created (a read-only home), the ports are chosen without the records and `unrecorded` says why.
  */
 import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { withLock } from '@opkit/testenv';
+import { isProcessAlive, withLock } from '@opkit/testenv';
 import { readJson, stateRoot } from '../env/state.ts';
-import { pidAlive } from './run-owner.ts';
 
 interface RunRecord {
   readonly pid: number;
@@ -36,7 +36,7 @@ export async function reservePorts<T>(
   options: { readonly root?: string; readonly pid?: number; readonly alive?: (pid: number) => boolean } = {},
 ): Promise<Reservation<T>> {
   const root = options.root ?? stateRoot();
-  const alive = options.alive ?? pidAlive;
+  const alive = options.alive ?? isProcessAlive;
   const pid = options.pid ?? process.pid;
   const dir = join(root, 'runs');
   try {
