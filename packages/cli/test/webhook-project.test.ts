@@ -296,12 +296,17 @@ describe('two opkit runs of the same project', () => {
         `both configurations point at the first run: ${before.join('; ')}`,
       );
 
-      // the same command again: its ports are the first run's
+      // the same command again: its ports are the first run's (reserved by it, and bound by its operator)
       let from = await auditLogSize(env.auditLogPath ?? '');
       const again = opkit(dir, ['run', '--kubeconfig', env.kubeconfigPath, '--', ...ports]);
       t.diagnostic(again.out.trim());
       assert.equal(again.code, 1, again.out);
-      assert.match(again.out, /port \d+ \(--metrics-bind-address [^)]*\) is in use/);
+      assert.match(
+        again.out,
+        new RegExp(
+          `port \\d+ \\(--metrics-bind-address [^)]*\\) is reserved by another opkit run on this machine \\(pid ${first.pid}, `,
+        ),
+      );
       assert.match(again.out, /nothing was written to the cluster/);
       assert.deepEqual(await cliWrites(from), [], 'the second run wrote nothing');
       assert.deepEqual(await snapshot(), before, 'the first run’s configurations are intact');

@@ -39,6 +39,7 @@ export type { Kubeconfig } from './kubeconfig.ts';
 export { type LockOptions, withLock } from './lock.ts';
 export { type MirrorEntry, writeMirror } from './mirror.ts';
 export { cacheRoot } from './paths.ts';
+export { isProcessAlive } from './process.ts';
 export { type ReleasePlatform, releasePlatform } from './release.ts';
 export { ETCD_VERSION, KUBERNETES_VERSION, KWOK_VERSION } from './versions.ts';
 export { waitFor } from './wait.ts';

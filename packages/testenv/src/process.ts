@@ -7,7 +7,11 @@ import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 
-/** True when `pid` runs: it exists and, where /proc tells, is not a zombie waiting to be reaped. */
+/**
+ * True when `pid` runs on this machine: signal 0 reaches it (or it exists as another user's: `EPERM`) and, where
+ * `/proc` tells (Linux), it is not a zombie — a process that has ended and waits for its parent to reap it counts as
+ * ended. Elsewhere a pid that exists counts as alive.
+ */
 export function isProcessAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);

@@ -10,8 +10,10 @@
  * listen on 127.0.0.1 unless the user gives an address (a flag after `--` or its environment variable): their default
  * port when it is free, else a free port. Only those chosen addresses are passed on, as the operator's environment
  * variables (METRICS_BIND_ADDRESS, HEALTH_PROBE_BIND_ADDRESS, WEBHOOK_BIND_ADDRESS), which its flags override; the
- * operator's own defaults (`:8443`, `:8081`, `:9443`, for a deployment) are not touched. An address the user gave that
- * is taken fails the run before it touches the cluster, naming the port and the flag. Ports are chosen and recorded
+ * operator's own defaults (`:8443`, `:8081`, `:9443`, for a deployment) are not touched. An address the user gave whose
+ * port is taken, or chosen by another live run, fails the run before it touches the cluster, naming the port, the flag
+ * and that run; so does a setting the operator would refuse (`METRICS_SECURE=no`, an address that is not `host:port`),
+ * naming the flag or variable. Ports are chosen and recorded
  * under a lock shared by the runs of this machine (commands/run-reservations.ts), so two runs started together
  * never choose the same one. The run prints the URL of each server.
  *
@@ -55,7 +57,7 @@ Ports: metrics, health and webhooks listen on 127.0.0.1 only, on their default p
 --metrics-secure=false; 8081) when free, else on free ports; the run prints each URL. An address you give
 (--metrics-bind-address, --health-probe-bind-address, --webhook-bind-address after --, or METRICS_BIND_ADDRESS,
 HEALTH_PROBE_BIND_ADDRESS, WEBHOOK_BIND_ADDRESS) is used as given, and the run fails, having written nothing, when its
-port is taken.
+port is taken or another opkit run has chosen it.
 
 A project with webhooks has them served locally (a test CA, 127.0.0.1); the webhook configurations belong to the run
 (annotated opkit.dev/run-id) and are removed when it ends. A run fails, having written nothing, when another live run

@@ -1,16 +1,19 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { KubeObject } from '@opkit/runtime';
 import {
   decide,
   liveness,
   newRunOwner,
   ownerOf,
-  pidAlive,
   RUN_ID,
   type RunOwner,
   refusalMessage,
+  thisHost,
   type Vantage,
   withOwner,
 } from './run-owner.ts';
@@ -56,11 +59,32 @@ test('an owner is alive when its pid answers on this host; on another host it ca
   assert.equal(liveness(other(4242, 'ci-runner'), here), 'unknown');
 });
 
-test('pidAlive: this process is alive, an exited child is not', async () => {
-  assert.equal(pidAlive(process.pid), true);
+test('this host: this process is alive, an exited child is not', async () => {
+  assert.equal(thisHost.alive(process.pid), true);
   const child = spawn(process.execPath, ['-e', '']);
   await new Promise((resolve) => child.once('exit', resolve));
-  assert.equal(pidAlive(child.pid ?? 0), false);
+  assert.equal(thisHost.alive(child.pid ?? 0), false);
+});
+
+test('a run killed but not yet reaped (a zombie) has ended', { skip: process.platform !== 'linux' }, async () => {
+  // sh starts a child that exits at once, then becomes `sleep`, which never reaps it: the child stays a zombie
+  const parent = spawn('sh', ['-c', 'sh -c "exit 0" & echo $!; exec sleep 30'], {
+    stdio: ['ignore', 'pipe', 'ignore'],
+  });
+  try {
+    const [line] = (await once(parent.stdout, 'data')) as [Buffer];
+    const zombie = Number(line.toString().trim());
+    const state = () => {
+      const stat = readFileSync(`/proc/${zombie}/stat`, 'utf8');
+      return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+    };
+    for (let i = 0; i < 200 && state() !== 'Z'; i++) await sleep(10);
+    assert.equal(state(), 'Z', 'the child is a zombie');
+    assert.equal(thisHost.alive(zombie), false);
+    assert.equal(liveness({ ...other(zombie), host: thisHost.host }, thisHost), 'ended');
+  } finally {
+    parent.kill('SIGKILL');
+  }
 });
 
 test('absent objects are created; ones of an ended run, of this run and CRDs no run owns are taken over', () => {

@@ -6,8 +6,8 @@
  *
  * A run writes each such object with four annotations naming it: `opkit.dev/run-id` (random, one per run),
  * `opkit.dev/run-pid` (the opkit process), `opkit.dev/run-host` (its host name) and `opkit.dev/run-started`
- * (RFC 3339). An owner is alive when it ran on this host and its pid answers; an owner on another host cannot be
- * checked and counts as alive.
+ * (RFC 3339). An owner is alive when it ran on this host and its pid runs (answers signal 0 and, on Linux, is not a
+ * zombie); an owner on another host cannot be checked and counts as alive.
  *
  * Guarantees:
  * - `check` only reads. It refuses — a `CliError` (`OwnedElsewhere`) naming each object, the other run (pid, host,
@@ -25,6 +25,7 @@
 import { hostname } from 'node:os';
 import type { KubeObject } from '@opkit/runtime';
 import { type Client, isAlreadyExists, isApiError, type ResourceType, resource } from '@opkit/runtime/client';
+import { isProcessAlive } from '@opkit/testenv';
 import { CliError } from '../errors.ts';
 
 export const RUN_ID = 'opkit.dev/run-id';
@@ -46,17 +47,8 @@ export interface Vantage {
   alive(pid: number): boolean;
 }
 
-/** A process of this host is alive when signal 0 reaches it (EPERM: it exists, as another user's). */
-export function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
-export const thisHost: Vantage = { host: hostname(), alive: pidAlive };
+/** This machine: a pid is alive as testenv's `isProcessAlive` says (a zombie, killed but not reaped, has ended). */
+export const thisHost: Vantage = { host: hostname(), alive: isProcessAlive };
 
 export function newRunOwner(id: string, now: Date, vantage: Vantage = thisHost): RunOwner {
   return { id, pid: process.pid, host: vantage.host, started: now.toISOString() };

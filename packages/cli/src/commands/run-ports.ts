@@ -1,37 +1,46 @@
 /**
  * @module commands/run-ports
  * The local ports the operator of `opkit run` will listen on — checked and chosen before the run writes anything to
- * the cluster, so a second run never gets as far as touching the first one's webhook configurations.
+ * the cluster, so a run whose operator could not listen never gets as far as touching another run's webhook
+ * configurations.
  *
- * `operatorPorts` / `endpointRequests` read the operator's flags (those after `--`) and environment as the manager's
- * settings read them (`@opkit/runtime` manager/settings.ts: the last flag wins, then the environment variable):
- * metrics `--metrics-bind-address` / `METRICS_BIND_ADDRESS` (the operator's default `:8443`, `:8080` with
- * `--metrics-secure=false`), health `--health-probe-bind-address` / `HEALTH_PROBE_BIND_ADDRESS` (`:8081`), and, for a
- * project with webhooks, `--webhook-bind-address` / `WEBHOOK_BIND_ADDRESS`. The operator's own flags are passed over.
+ * `endpointRequests` reads the operator's flags (those after `--`) and environment as its settings read them
+ * (`@opkit/runtime/manager`: the last flag wins, then the environment variable; addresses by `parseBindAddress`,
+ * `--metrics-secure` / `METRICS_SECURE` by `metricsServingSettings`): metrics `--metrics-bind-address` /
+ * `METRICS_BIND_ADDRESS`, health `--health-probe-bind-address` / `HEALTH_PROBE_BIND_ADDRESS`, and, for a project with
+ * webhooks, `--webhook-bind-address` / `WEBHOOK_BIND_ADDRESS`. The operator's own flags are passed over. A value the
+ * operator would refuse is a `CliError` (`Usage`) naming the flag or variable, before anything is written: a bad
+ * metrics-serving setting at once (the operator refuses it even for `--help`), an address that is not `host:port`,
+ * `:port` or `0`, or the webhook server turned off, in `choosePorts` (for `--help`, which the operator answers without
+ * listening, such an address counts as none).
  *
  * `choosePorts` guarantees: an address the user gave is kept as given (`0` is off; port 0 is a free port the operator
- * picks, except for the webhook server, whose port the run must know); when its port cannot be bound the run fails
- * with a `CliError` (`PortInUse`) naming the port, the flag that sets it and how to choose another. A server the user
- * gave no address gets 127.0.0.1 — never all interfaces — on its default port (8443 / 8080, 8081) when that is free
- * and no other live run has chosen it, else a free port of 127.0.0.1 (the webhook server always a free one); no two
- * servers share a port. `describeEndpoints` writes one line per server with the URL it answers at.
- *
- * `portsInUse` tries to listen on each address exclusively (as the operator will: `host:port`, `:port` = all
- * interfaces) and closes again at once.
+ * picks, except for the webhook server, whose port the run must know); when another live `opkit run` of this machine
+ * has reserved its port (that run's operator may not listen yet) or the port cannot be bound, the run fails with a
+ * `CliError` (`PortInUse`) naming the port, the flag that sets it, the other run, and how to choose another. A server
+ * the user gave no address gets 127.0.0.1 — never all interfaces — on its default port (8443, or 8080 with
+ * `--metrics-secure=false`; 8081) when that is free and no other live run has chosen it, else a free port of
+ * 127.0.0.1 (the webhook server always a free one); no two servers share a port. `describeEndpoints` writes one line
+ * per server with the URL it answers at.
  */
 import { createServer } from 'node:net';
+import { SettingsError } from '@opkit/runtime';
+import { metricsServingSettings, parseBindAddress } from '@opkit/runtime/manager';
 import { CliError } from '../errors.ts';
+import type { ReservingRun } from './run-reservations.ts';
 
 export type PortRole = 'metrics' | 'health' | 'webhook';
 
-export interface OperatorPort {
+/** An address the user gave one of the operator's servers: a flag after `--`, or its environment variable. */
+export interface GivenAddress {
   readonly role: PortRole;
+  /** `--metrics-bind-address`, … */
   readonly flag: string;
   readonly variable: string;
-  /** As given (or the default): `host:port` or `:port`. */
+  /** As given: `host:port`, `:port`, `[v6]:port`. */
   readonly address: string;
-  readonly from: 'flag' | 'environment' | 'default';
-  /** '' for all interfaces. */
+  readonly from: 'flag' | 'environment';
+  /** As `parseBindAddress` reads it: `0.0.0.0` for `:port` (all interfaces). */
   readonly host: string;
   readonly port: number;
 }
@@ -59,64 +68,6 @@ export function lastFlag(argv: readonly string[], name: string): string | undefi
   return value;
 }
 
-/** `--metrics-secure[=true|false]`, `--metrics-secure true|false`, else METRICS_SECURE: false only when said. */
-export function metricsSecure(argv: readonly string[], env: NodeJS.ProcessEnv): boolean {
-  let value: string | undefined;
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i] as string;
-    if (arg === '--') break;
-    if (arg === '--metrics-secure') {
-      const next = argv[i + 1];
-      if (next === 'true' || next === 'false') {
-        value = next;
-        i++;
-      } else value = 'true';
-    } else if (arg.startsWith('--metrics-secure=')) value = arg.slice('--metrics-secure='.length);
-  }
-  value ??= env.METRICS_SECURE || undefined;
-  return value === undefined || !/^(false|0)$/i.test(value);
-}
-
-/** `host:port`, `:port`, `[v6]:port` → host ('' = all interfaces) and port; undefined for anything else. */
-export function splitAddress(address: string): { host: string; port: number } | undefined {
-  const m = /^(.*):(\d+)$/.exec(address);
-  if (!m) return undefined;
-  const port = Number(m[2]);
-  if (port > 65_535) return undefined;
-  return { host: (m[1] as string).replace(/^\[|\]$/g, ''), port };
-}
-
-/** The operator's address for `role`: the flag, else the variable, else `fallback`; undefined when off (0). */
-export function operatorPort(
-  role: PortRole,
-  argv: readonly string[],
-  env: NodeJS.ProcessEnv,
-  fallback: string | undefined,
-): OperatorPort | undefined {
-  const { flag, variable } = FLAGS[role];
-  const given = lastFlag(argv, flag);
-  const fromEnv = env[variable] || undefined;
-  const address = given ?? fromEnv ?? fallback;
-  if (address === undefined || address === '0') return undefined;
-  const parts = splitAddress(address);
-  if (!parts) return undefined; // the operator refuses it itself, naming the flag
-  return {
-    role,
-    flag: `--${flag}`,
-    variable,
-    address,
-    from: given !== undefined ? 'flag' : fromEnv !== undefined ? 'environment' : 'default',
-    ...parts,
-  };
-}
-
-/** The metrics and health ports the operator will listen on (the webhook port is the caller's: see run-operator). */
-export function operatorPorts(argv: readonly string[], env: NodeJS.ProcessEnv): OperatorPort[] {
-  const metrics = operatorPort('metrics', argv, env, metricsSecure(argv, env) ? ':8443' : ':8080');
-  const health = operatorPort('health', argv, env, ':8081');
-  return [metrics, health].filter((p): p is OperatorPort => p !== undefined && p.port !== 0);
-}
-
 /** Why `host:port` cannot be listened on (an errno code such as EADDRINUSE), or undefined when it can. */
 export function bindProblem(host: string, port: number): Promise<string | undefined> {
   return new Promise((resolve) => {
@@ -126,29 +77,32 @@ export function bindProblem(host: string, port: number): Promise<string | undefi
   });
 }
 
-function describe(p: OperatorPort): string {
-  const how =
-    p.from === 'flag'
-      ? `${p.flag} ${p.address}`
-      : p.from === 'environment'
-        ? `${p.variable}=${p.address}`
-        : `${p.flag}, default ${p.address}`;
-  return `port ${p.port} (${how})`;
-}
+/** How the user gave `p`: `--flag ADDRESS` or `VARIABLE=ADDRESS`. */
+const howGiven = (p: GivenAddress) => (p.from === 'flag' ? `${p.flag} ${p.address}` : `${p.variable}=${p.address}`);
 
-/** A `PortInUse` CliError naming every port of `ports` that cannot be bound, or undefined when all are free. */
-export async function portsInUse(
-  ports: readonly OperatorPort[],
-  probe: (host: string, port: number) => Promise<string | undefined> = bindProblem,
-): Promise<CliError | undefined> {
+/**
+ * A `PortInUse` CliError naming every port of `ports` that another live run has reserved or that cannot be bound, or
+ * undefined when all are free.
+ */
+async function unavailable(ports: readonly GivenAddress[], probe: PortProbe): Promise<CliError | undefined> {
   const problems: string[] = [];
   for (const p of ports) {
-    const problem = await probe(p.host, p.port);
-    if (!problem) continue;
-    const what = problem === 'EADDRINUSE' ? 'is in use' : `cannot be listened on (${problem})`;
+    const other = probe.reserved.get(p.port);
+    let what: string;
+    if (other) {
+      const run = `pid ${other.pid}${other.started ? `, started ${other.started}` : ''}`;
+      what = `is reserved by another opkit run on this machine (${run}), whose operator may not listen yet`;
+    } else {
+      const problem = await probe.bindProblem(p.host, p.port);
+      if (!problem) continue;
+      what =
+        problem === 'EADDRINUSE'
+          ? 'is in use on this machine (another opkit run of this project, or another program, listens there)'
+          : `cannot be listened on (${problem}) on this machine`;
+    }
     const off = p.role === 'webhook' ? '' : ', or 0 to turn it off';
     problems.push(
-      `${describe(p)} ${what} on this machine${problem === 'EADDRINUSE' ? ' (another opkit run of this project, or another program, listens there)' : ''}: ` +
+      `port ${p.port} (${howGiven(p)}) ${what}: ` +
         `stop that, or give the operator another ${p.role} port: opkit run -- ${p.flag} 127.0.0.1:<port>${off}`,
     );
   }
@@ -168,7 +122,7 @@ export interface Endpoint {
   readonly from: 'flag' | 'environment' | 'default' | 'free' | 'off';
   /** As given, or as opkit gives it: `host:port`, `:port`, `0`. */
   readonly address: string;
-  /** '' for all interfaces. */
+  /** As `parseBindAddress` reads it (`0.0.0.0` or `::` for all interfaces); '' when off. */
   readonly host: string;
   /** 0: a free port the operator picks itself (the user gave port 0), or off. */
   readonly port: number;
@@ -182,7 +136,10 @@ export interface Endpoint {
 /** What `opkit run` wants for one server: the user's address, or a loopback default (or any free loopback port). */
 export interface EndpointRequest {
   readonly role: PortRole;
-  readonly given: OperatorPort | 'off' | 'invalid' | undefined;
+  /** The user's address; `off` for `0`; undefined when the user gave none, or one the operator refuses. */
+  readonly given: GivenAddress | 'off' | undefined;
+  /** Why the operator would refuse the address the user gave, naming the flag or variable. */
+  readonly problem?: string;
   readonly defaultPort: number | undefined;
   readonly url: Endpoint['url'];
 }
@@ -190,40 +147,70 @@ export interface EndpointRequest {
 /** Where opkit run's operator listens when the user names nothing: loopback only. */
 export const LOOPBACK = '127.0.0.1';
 
+/** The address the user gave `role`'s server (the flag, else its variable), or why the operator would refuse it. */
+function givenAddress(
+  role: PortRole,
+  argv: readonly string[],
+  env: NodeJS.ProcessEnv,
+): Pick<EndpointRequest, 'given' | 'problem'> {
+  const { flag, variable } = FLAGS[role];
+  const fromFlag = lastFlag(argv, flag);
+  const address = fromFlag ?? (env[variable] || undefined);
+  if (address === undefined) return { given: undefined };
+  const from = fromFlag !== undefined ? 'flag' : 'environment';
+  const named = from === 'flag' ? `--${flag}` : variable;
+  if (address === '0') {
+    return role === 'webhook'
+      ? { given: undefined, problem: `${named}: the webhook server cannot be turned off (0)` }
+      : { given: 'off' };
+  }
+  try {
+    return { given: { role, flag: `--${flag}`, variable, address, from, ...parseBindAddress(address) } };
+  } catch (err) {
+    if (!(err instanceof TypeError)) throw err;
+    return { given: undefined, problem: `${named}: ${err.message}` };
+  }
+}
+
 /**
  * The servers of the operator: metrics (default port 8443, or 8080 with `--metrics-secure=false`), health (8081)
  * and, for a project with webhooks, the webhook server (any free port) — each as the user gave it (the flags after
- * `--`, then the environment variables) or, when not given, on loopback.
+ * `--`, then the environment variables) or, when not given, on loopback. A metrics-serving setting the operator
+ * refuses (`metricsServingSettings`) throws a `CliError` (`Usage`) with the operator's message.
  */
 export function endpointRequests(
   argv: readonly string[],
   env: NodeJS.ProcessEnv,
   options: { readonly webhooks: boolean },
 ): EndpointRequest[] {
-  const given = (role: PortRole): EndpointRequest['given'] => {
-    const { flag, variable } = FLAGS[role];
-    const address = lastFlag(argv, flag) ?? (env[variable] || undefined);
-    if (address === undefined) return undefined;
-    if (address === '0') return 'off';
-    return operatorPort(role, argv, env, undefined) ?? 'invalid';
-  };
-  const secure = metricsSecure(argv, env);
+  let secure: boolean;
+  try {
+    secure = metricsServingSettings(argv, env).secure !== false;
+  } catch (err) {
+    if (!(err instanceof SettingsError)) throw err;
+    throw new CliError('Usage', `${err.message}; nothing was written to the cluster`, { cause: err });
+  }
   const out: EndpointRequest[] = [
     {
       role: 'metrics',
-      given: given('metrics'),
+      ...givenAddress('metrics', argv, env),
       defaultPort: secure ? 8443 : 8080,
       url: { scheme: secure ? 'https' : 'http', paths: ['/metrics'] },
     },
     {
       role: 'health',
-      given: given('health'),
+      ...givenAddress('health', argv, env),
       defaultPort: 8081,
       url: { scheme: 'http', paths: ['/healthz', '/readyz'] },
     },
   ];
   if (options.webhooks) {
-    out.push({ role: 'webhook', given: given('webhook'), defaultPort: undefined, url: { scheme: 'https', paths: [] } });
+    out.push({
+      role: 'webhook',
+      ...givenAddress('webhook', argv, env),
+      defaultPort: undefined,
+      url: { scheme: 'https', paths: [] },
+    });
   }
   return out;
 }
@@ -234,8 +221,8 @@ export interface PortProbe {
   bindProblem(host: string, port: number): Promise<string | undefined>;
   /** A port of `host` that is free now. */
   freePort(host: string): Promise<number>;
-  /** Ports that other live `opkit run`s have chosen (their operators may not listen yet). */
-  readonly reserved: ReadonlySet<number>;
+  /** Ports that other live `opkit run`s have chosen (their operators may not listen yet), each with that run. */
+  readonly reserved: ReadonlyMap<number, ReservingRun>;
 }
 
 /** A free port of `host`, as the kernel hands one out for port 0. */
@@ -252,9 +239,10 @@ export function freePort(host: string): Promise<number> {
 }
 
 /**
- * Where each server of `requests` listens. An address the user gave with a port is checked (unless `check` is
- * false, for `--help`) and, when it cannot be listened on, fails with the `PortInUse` error of `portsInUse`; it is
- * otherwise left to the operator. Without one, the server gets its default port on 127.0.0.1 if that is free and no
+ * Where each server of `requests` listens. Unless `check` is false (for `--help`, which the operator answers without
+ * listening; an address it would refuse then counts as none): an address the operator would refuse fails (`Usage`,
+ * naming the flag or variable), and an address the user gave with a port fails (`PortInUse`) when another live run
+ * has reserved that port or it cannot be listened on; it is otherwise left to the operator. Without one, the server gets its default port on 127.0.0.1 if that is free and no
  * other live run has chosen it, else a free port of 127.0.0.1 that no other run has chosen; those are the addresses
  * opkit run sets (`set`) in the operator's environment. No two servers get the same port.
  */
@@ -263,9 +251,11 @@ export async function choosePorts(
   probe: PortProbe,
   options: { readonly check: boolean } = { check: true },
 ): Promise<Endpoint[]> {
-  const explicit = requests.map((r) => r.given).filter((g): g is OperatorPort => typeof g === 'object' && g.port !== 0);
+  const explicit = requests.flatMap((r) => (typeof r.given === 'object' && r.given.port !== 0 ? [r.given] : []));
   if (options.check) {
-    const taken = await portsInUse(explicit, (host, port) => probe.bindProblem(host, port));
+    const refused = requests.find((r) => r.problem !== undefined);
+    if (refused) throw new CliError('Usage', `${refused.problem}; nothing was written to the cluster`);
+    const taken = await unavailable(explicit, probe);
     if (taken) throw taken;
   }
   const used = new Set<number>([...explicit.map((g) => g.port)]);
@@ -274,7 +264,6 @@ export async function choosePorts(
   for (const r of requests) {
     const { flag, variable } = FLAGS[r.role];
     const base = { role: r.role, flag: `--${flag}`, variable, url: r.url };
-    if (r.given === 'invalid') continue; // the operator refuses it itself, naming the flag
     if (r.given === 'off') {
       out.push({ ...base, from: 'off', address: '0', host: '', port: 0 });
       continue;
@@ -286,7 +275,8 @@ export async function choosePorts(
       );
     }
     if (r.given && !(r.role === 'webhook' && r.given.port === 0)) {
-      out.push({ ...base, from: r.given.from === 'flag' ? 'flag' : 'environment', ...pick(r.given) });
+      const { address, host, port } = r.given;
+      out.push({ ...base, from: r.given.from, address, host, port });
       continue;
     }
     let port: number | undefined;
@@ -318,8 +308,6 @@ export async function choosePorts(
   }
   return out;
 }
-
-const pick = (p: OperatorPort) => ({ address: p.address, host: p.host, port: p.port });
 
 const ALL_INTERFACES = new Set(['', '0.0.0.0', '::']);
 

@@ -4,10 +4,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { reservePorts } from './run-reservations.ts';
+import { type ReservingRun, reservePorts } from './run-reservations.ts';
 
 /** Chooses the first port from 8443 up that no other run has, slowly (as binding checks take time). */
-const firstFree = async (reserved: ReadonlySet<number>) => {
+const firstFree = async (reserved: ReadonlyMap<number, ReservingRun>) => {
   let port = 8443;
   while (reserved.has(port)) port++;
   await sleep(30);
@@ -44,6 +44,27 @@ test('a state directory that cannot be written does not stop a run: the ports ar
     assert.equal(r.value, 8443);
     assert.match(r.unrecorded ?? '', /runs: EEXIST$/);
     await r.release();
+  } finally {
+    await rm(root, { recursive: true, force: true });
+  }
+});
+
+test('each reserved port comes with the live run that recorded it', async () => {
+  const root = await mkdtemp(join(tmpdir(), 'opkit-reservations-'));
+  try {
+    const first = await reservePorts(async () => ({ value: 0, ports: [8443, 8081] }), { root, pid: 301 });
+    let seen: ReadonlyMap<number, ReservingRun> = new Map();
+    const second = await reservePorts(
+      async (reserved) => {
+        seen = reserved;
+        return { value: 0, ports: [] };
+      },
+      { root, pid: 302, alive: (pid) => pid === 301 },
+    );
+    assert.deepEqual([...seen.keys()].sort(), [8081, 8443]);
+    assert.equal(seen.get(8443)?.pid, 301);
+    assert.match(seen.get(8443)?.started ?? '', /^\d{4}-\d\d-\d\dT/);
+    await Promise.all([first.release(), second.release()]);
   } finally {
     await rm(root, { recursive: true, force: true });
   }

@@ -6,6 +6,13 @@
  */
 import type { AddressInfo } from 'node:net';
 
+/**
+ * The host and port of a bind address as the manager's servers (metrics, health, webhooks) read it: `host:port`,
+ * `:port` (host `0.0.0.0`, all interfaces) or `[v6]:port` (host without the brackets); port 0 is a free port chosen
+ * when the server listens. `0` alone (a server turned off) is the caller's to handle first.
+ *
+ * @throws TypeError naming the address when it is none of these forms or its port is above 65535.
+ */
 export function parseBindAddress(address: string): { host: string; port: number } {
   const m = /^(.*):(\d+)$/.exec(address);
   if (!m) throw new TypeError(`bind address "${address}" must be host:port, :port or 0`);

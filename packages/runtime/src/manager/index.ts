@@ -1,9 +1,11 @@
 /**
  * @module @opkit/runtime/manager
  * The operator process beyond `Manager` and `settings` (in `@opkit/runtime`): manager errors and runnables, leader
- * election, the flag parser's parts, and logging options, and the metrics endpoint's authentication (its certificates
- * come from `@opkit/runtime/tls`).
+ * election, the flag parser's parts (with `parseBindAddress` and `metricsServingSettings`, which read a server's address
+ * and the metrics endpoint's settings as the manager does, for tools that start an operator), and logging options, and
+ * the metrics endpoint's authentication (its certificates come from `@opkit/runtime/tls`).
  */
+export { parseBindAddress } from '../internal/address.ts';
 export type { LogFields, LoggerOptions, LogLevel } from '../logger.ts';
 export { VERSION } from '../version.ts';
 export { type LeaderCallbacks, type LeaderElectionOptions, LeaderElector, microTime } from './leader.ts';
@@ -15,6 +17,7 @@ export {
   type Flags,
   type FlagType,
   type FlagValues,
+  metricsServingSettings,
   parseDuration,
   parseSettings,
   SETTINGS_HELP,

@@ -1,7 +1,14 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { silentLogger } from '../logger.ts';
-import { defineFlags, parseDuration, parseSettings, SettingsError, settingsFromArgs } from './settings.ts';
+import {
+  defineFlags,
+  metricsServingSettings,
+  parseDuration,
+  parseSettings,
+  SettingsError,
+  settingsFromArgs,
+} from './settings.ts';
 
 const base = { name: 'op', log: silentLogger };
 
@@ -129,4 +136,35 @@ test('WATCH_NAMESPACE / --namespace with a comma-separated list watches those na
   assert.equal(settingsFromArgs(base, ['--namespace', 'a,b'], {}).cache?.namespace, undefined);
   assert.deepEqual(settingsFromArgs(base, ['--namespace', 'a,b'], {}).cache?.namespaces, ['a', 'b']);
   assert.equal(settingsFromArgs(base, ['--namespace', 'solo'], {}).cache?.namespace, 'solo');
+});
+
+test('metricsServingSettings reads the metrics settings as the manager does, and refuses what it refuses', () => {
+  const cases: [string[], NodeJS.ProcessEnv][] = [
+    [[], {}],
+    [['--leader-elect', '--metrics-secure', 'false', '--namespace', 'a'], {}],
+    [['--metrics-secure'], { METRICS_SECURE: 'false' }],
+    [[], { METRICS_SECURE: 'FALSE', METRICS_CERT_PATH: '' }],
+    [['--metrics-cert-path', '/certs', '--metrics-cert-name', 'm.crt'], { METRICS_SECURE: '1' }],
+  ];
+  for (const [argv, env] of cases) {
+    const { bindAddress: _, ...manager } = settingsFromArgs(base, argv, env).metrics ?? {};
+    assert.deepEqual(metricsServingSettings(argv, env), manager, `${argv.join(' ')} ${JSON.stringify(env)}`);
+  }
+  assert.deepEqual(metricsServingSettings(['--', '--metrics-secure=false'], {}), {}, 'reading stops at --');
+  for (const [argv, env] of [
+    [[], { METRICS_SECURE: 'no' }],
+    [['--metrics-secure=maybe'], {}],
+    [['--metrics-cert-key', 'k'], {}],
+  ] as const) {
+    let refusal = '';
+    assert.throws(
+      () => settingsFromArgs(base, argv, env),
+      (err) => {
+        if (!(err instanceof SettingsError)) return false;
+        refusal = err.message;
+        return true;
+      },
+    );
+    assert.throws(() => metricsServingSettings(argv, env), { name: 'SettingsError', message: refusal });
+  }
 });

@@ -106,13 +106,37 @@ interface ParsedFlags {
   readonly served: { readonly options: MetricsServingOptions };
 }
 
+/** `metricsServingFlags`, a bad value thrown as the `SettingsError` naming it. */
+function servedFlags(argv: readonly string[], env: NodeJS.ProcessEnv): ReturnType<typeof metricsServingFlags> {
+  const served = metricsServingFlags(argv, env);
+  if (served.problem) throw new SettingsError(served.problem);
+  return served;
+}
+
+/**
+ * The metrics-serving settings of `argv` and `env` — `--metrics-secure` / `METRICS_SECURE` and `--metrics-cert-*` /
+ * `METRICS_CERT_*` (the flag wins over its variable) — read exactly as `settings` and `settingsFromArgs` read them for
+ * the manager, so a tool that starts an operator (`opkit run`) knows, before it starts it, whether `/metrics` will be
+ * HTTPS (`secure` is `false` only when set so) and refuses what the operator would refuse. The bind address is not
+ * among them: read it with `parseBindAddress`. Other flags in `argv` are passed over; reading stops at `--`.
+ *
+ * @throws SettingsError (`InvalidSetting`) naming the flag or variable, for a value the operator refuses: `secure`
+ * other than true, false, 1 or 0 (any case), a certificate file name without its directory, a directory with
+ * `secure` false.
+ */
+export function metricsServingSettings(
+  argv: readonly string[] = process.argv.slice(2),
+  env: NodeJS.ProcessEnv = process.env,
+): MetricsServingOptions {
+  return servedFlags(argv, env).options;
+}
+
 function parseFlags(
   argv: readonly string[],
   extra: Record<string, { type: 'string' | 'boolean' }>,
   env: NodeJS.ProcessEnv,
 ): ParsedFlags {
-  const served = metricsServingFlags(argv, env);
-  if (served.problem) throw new SettingsError(served.problem);
+  const served = servedFlags(argv, env);
   try {
     const { values } = parseArgs({
       args: served.rest,
