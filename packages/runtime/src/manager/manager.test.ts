@@ -292,3 +292,60 @@ test('a step of the stop that fails: the later steps still run, then start() rej
   assert.equal(await accepts(health), false, 'the health server closed');
   client.close();
 });
+
+test('serving runnables: told to drain when a graceful stop begins, stopped only after the controllers returned', async () => {
+  const client = unreachableClient();
+  const order: string[] = [];
+  const mgr = manager(client);
+  mgr.add({
+    serves: true,
+    drain: () => order.push('server drains'),
+    async start(signal) {
+      await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+      order.push('server stops');
+    },
+  });
+  mgr.add({
+    async start(signal) {
+      await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+      order.push('controller stops');
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      order.push('controller returned');
+    },
+  });
+  const ctl = new AbortController();
+  const running = mgr.start(ctl.signal);
+  setTimeout(() => ctl.abort(), 50);
+  await running;
+  assert.deepEqual(order, ['server drains', 'controller stops', 'controller returned', 'server stops']);
+  client.close();
+});
+
+test('nothing to drain (a standby): the webhook server still accepts calls for the drain time after the stop began', async () => {
+  const client = unreachableClient();
+  const mgr = new Manager({
+    name: 'standby',
+    client,
+    log: silentLogger,
+    metrics: { bindAddress: '0' },
+    health: { bindAddress: '0' },
+    controllers: { gracefulShutdownTimeoutMs: 600 },
+    webhook: { bindAddress: '127.0.0.1:0', certificates: new StaticCertificates(selfSignedCertificate(['127.0.0.1'])) },
+  });
+  const webhook = mgr.webhookServer;
+  const ctl = new AbortController();
+  const running = mgr.start(ctl.signal);
+  for (let i = 0; i < 200 && !webhook.address.endsWith(`:${webhook.port}`); i++)
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  for (let i = 0; i < 200 && !(await accepts(webhook.address)); i++)
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  const at = webhook.address;
+  const t0 = performance.now();
+  ctl.abort();
+  await new Promise((resolve) => setTimeout(resolve, 400));
+  assert.equal(await accepts(at), true, 'still accepting 400 ms into the stop');
+  await running;
+  assert.ok(performance.now() - t0 >= 590, 'the stop waited the drain time');
+  assert.equal(await accepts(at), false);
+  client.close();
+});

@@ -129,6 +129,13 @@ export interface Runnable {
    * every replica, and stopped last in a graceful stop — after the controllers drained and the caches stopped.
    */
   readonly serves?: boolean;
+  /**
+   * Called on a serving runnable when a graceful stop begins, while it still serves: from then on it should answer
+   * without keeping connections alive (HTTP `Connection: close`, as Go's `SetKeepAlivesEnabled(false)`), so that
+   * clients make their next call on a new connection — which the Service routes to another replica — and no call is
+   * under way on a kept-alive connection when it closes.
+   */
+  drain?(): void;
 }
 
 function isServing(r: Runnable): boolean {
@@ -375,6 +382,7 @@ export class Manager {
     const onStop = () => {
       this.#stopping = true;
       stopBegan = performance.now();
+      if (!fatalError) for (const r of this.#runnables.filter(isServing)) r.drain?.();
     };
     if (stopAll.aborted) onStop();
     else stopAll.addEventListener('abort', onStop, { once: true });
@@ -406,7 +414,7 @@ export class Manager {
       detachedFromTrace(() => this.cache.start(cacheStop.signal));
       const launch = (r: Runnable, s: AbortSignal, into: Promise<void>[]) =>
         into.push(
-          detachedFromTrace(() => r.start(AbortSignal.any([s, runStop.signal]))).catch((err: unknown) => {
+          detachedFromTrace(() => r.start(s)).catch((err: unknown) => {
             const code = (err as { code?: string }).code === 'CacheSyncTimeout' ? 'CacheSyncTimeout' : 'RunnableFailed';
             fail(new ManagerError(code, (err as Error).message ?? String(err), { cause: err }));
           }),
@@ -415,7 +423,7 @@ export class Manager {
       for (const r of this.#runnables.filter(isServing))
         launch(r, AbortSignal.any([serveStop.signal, fatal.signal]), serving);
       for (const r of this.#runnables.filter((x) => x.needLeaderElection === false && !isServing(x)))
-        launch(r, stopAll, running);
+        launch(r, AbortSignal.any([stopAll, runStop.signal]), running);
       const leaderRunnables = this.#runnables.filter((x) => x.needLeaderElection !== false && !isServing(x));
       const le = this.#o.leaderElection;
       if (le?.enabled) {
@@ -437,7 +445,7 @@ export class Manager {
           elector.run(AbortSignal.any([electorStop.signal, fatal.signal]), {
             onStartedLeading: (leading) => {
               this.metrics.leaderStatus.set({ name: leaseName }, 1);
-              for (const r of leaderRunnables) launch(r, AbortSignal.any([stopAll, leading]), running);
+              for (const r of leaderRunnables) launch(r, AbortSignal.any([stopAll, leading, runStop.signal]), running);
             },
             onStoppedLeading: () => {
               this.metrics.leaderStatus.set({ name: leaseName }, 0);
@@ -452,7 +460,7 @@ export class Manager {
           }),
         );
       } else {
-        for (const r of leaderRunnables) launch(r, stopAll, running);
+        for (const r of leaderRunnables) launch(r, AbortSignal.any([stopAll, runStop.signal]), running);
       }
       await new Promise<void>((resolve) => stopAll.addEventListener('abort', () => resolve(), { once: true }));
       if (!fatalError) {
