@@ -62,6 +62,8 @@ export interface TrialResult {
   readonly webhookWrites?: { readonly sent: number; readonly failed: number };
   /** rolling-update: SIGTERM → the replica exited. */
   readonly stopSeconds?: number;
+  /** rolling-update: when each phase of its stop began, from the stopped replica's log (`phase +seconds, …`). */
+  readonly stopPhases?: string;
   /** A recovery slower than 5 s: what was still unsettled then, to tell where the time went. */
   readonly slow?: string;
   /**
@@ -276,6 +278,7 @@ export class TrialRunner {
       detectionSeconds?: number;
       webhookWrites?: { sent: number; failed: number };
       stopSeconds?: number;
+      stopPhases?: string;
     } = {};
     let harnessExits = 0;
     switch (kind) {
@@ -342,6 +345,7 @@ export class TrialRunner {
           await stopped;
         }
         extra.stopSeconds = (performance.now() - term) / 1000;
+        extra.stopPhases = stopPhases(target.peekLog());
         const exit = target.exits[target.exits.length - 1];
         if (exit?.code !== 0)
           violations.push({ invariant: 'crash-loop', detail: `SIGTERM: exit ${exit?.code ?? exit?.signal}, not 0` });
@@ -518,6 +522,25 @@ function webhookWrites(
       return { sent, failed };
     },
   };
+}
+
+/** The phases of the last stop in a replica's log, each with its time since the first (`draining +0.00 s, …`). */
+export function stopPhases(log: string): string {
+  const lines = log
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => {
+      try {
+        return JSON.parse(l) as { time?: string; msg?: string };
+      } catch {
+        return {};
+      }
+    })
+    .filter((e) => e.msg === 'shutdown requested' || e.msg?.startsWith('stopping') || e.msg === 'stopped');
+  const from = lines.findLastIndex((e) => e.msg === 'shutdown requested');
+  const mine = from < 0 ? lines : lines.slice(from);
+  const t0 = Date.parse(mine[0]?.time ?? '');
+  return mine.map((e) => `${e.msg} +${((Date.parse(e.time ?? '') - t0) / 1000).toFixed(2)} s`).join(', ');
 }
 
 /** Errors that are real under the faults injected: network and apiserver failures, conflicts, lost leadership. */

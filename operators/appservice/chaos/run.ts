@@ -67,6 +67,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
           r.detectionSeconds !== undefined ? `detected ${r.detectionSeconds.toFixed(1)} s` : '',
           r.stopSeconds !== undefined ? `stopped in ${r.stopSeconds.toFixed(1)} s` : '',
           r.webhookWrites ? `webhook writes ${r.webhookWrites.sent}, failed ${r.webhookWrites.failed}` : '',
+          r.stopPhases ? `its stop: ${r.stopPhases}` : '',
         ]
           .filter(Boolean)
           .join(', ');
