@@ -382,7 +382,14 @@ export class Manager {
     const onStop = () => {
       this.#stopping = true;
       stopBegan = performance.now();
-      if (!fatalError) for (const r of this.#runnables.filter(isServing)) r.drain?.();
+      if (fatalError) return;
+      for (const r of this.#runnables.filter(isServing)) {
+        try {
+          r.drain?.();
+        } catch (err) {
+          log.warn({ err: describe(err) }, 'stopping: a server could not start draining');
+        }
+      }
     };
     if (stopAll.aborted) onStop();
     else stopAll.addEventListener('abort', onStop, { once: true });
