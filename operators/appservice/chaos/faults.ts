@@ -11,9 +11,13 @@
  * - `leader-cutoff`: the leader cut off for longer than the lease: it must stop acting before the lease can expire;
  * - `handover`: SIGTERM of the leader with work in flight: drained, Lease released, the successor leads within 3 s;
  * - `watch-hang`: the standby's connection hangs silently: its watches must notice within 60 s;
- * - `webhook-down`: the webhook server (admission and conversion, `failurePolicy: Fail`) is killed for a while: a
- *   write in that time must be refused naming the webhook, and once it is back the change under way completes (the
- *   replicas' watches, which read through the conversion webhook, recover) — nothing is lost.
+ * - `webhook-down`: the webhook Service (admission and conversion, `failurePolicy: Fail`) refuses every connection
+ *   for a while: a write in that time must be refused naming the webhook, and once it is back the change under way
+ *   completes (the replicas' watches, which read through the conversion webhook, recover) — nothing is lost;
+ * - `rolling-update`: one replica, leader or standby, is stopped gracefully (SIGTERM, as the kubelet does in a
+ *   rolling update; the Service drops it 0–1.5 s later, as the endpoints learn of it), while writes that need the
+ *   webhooks keep coming from four writers; every one of them must succeed, through the stop and the replica's
+ *   return (the supervisor starts it again; the Service routes to it once it is ready).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isNotFound } from '@opkit/runtime';
@@ -38,6 +42,7 @@ export const FAULT_KINDS = [
   'handover',
   'watch-hang',
   'webhook-down',
+  'rolling-update',
 ] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
@@ -53,6 +58,12 @@ export interface TrialResult {
   readonly handoverSeconds?: number;
   /** watch-hang: the hang → the standby's watch gives up on it; leader-cutoff: the cut → the leader stops. */
   readonly detectionSeconds?: number;
+  /** rolling-update: the writes that needed the webhooks during the trial, and how many of them failed. */
+  readonly webhookWrites?: { readonly sent: number; readonly failed: number };
+  /** rolling-update: SIGTERM → the replica exited. */
+  readonly stopSeconds?: number;
+  /** rolling-update: when each phase of its stop began, from the stopped replica's log (`phase +seconds, …`). */
+  readonly stopPhases?: string;
   /** A recovery slower than 5 s: what was still unsettled then, to tell where the time went. */
   readonly slow?: string;
   /**
@@ -261,7 +272,14 @@ export class TrialRunner {
 
     // the fault
     const t0 = performance.now();
-    const extra: { failoverSeconds?: number; handoverSeconds?: number; detectionSeconds?: number } = {};
+    const extra: {
+      failoverSeconds?: number;
+      handoverSeconds?: number;
+      detectionSeconds?: number;
+      webhookWrites?: { sent: number; failed: number };
+      stopSeconds?: number;
+      stopPhases?: string;
+    } = {};
     let harnessExits = 0;
     switch (kind) {
       case 'freeze':
@@ -311,6 +329,45 @@ export class TrialRunner {
           });
         await sleep(rng.int(1_000, 6_000));
         await c.webhooks.up();
+        break;
+      }
+      case 'rolling-update': {
+        const target = rng.pick(c.replicas);
+        const writes = webhookWrites(c, 4);
+        await sleep(rng.int(300, 1_000));
+        const term = performance.now();
+        const stopped = target.signal('SIGTERM', { endpointsLagMs: rng.int(0, 1_500) });
+        harnessExits = 1;
+        const exitedInTime = await Promise.race([stopped.then(() => true), sleep(10_000).then(() => false)]);
+        if (!exitedInTime) {
+          violations.push({ invariant: 'crash-loop', detail: `${target.name} still running 10 s after SIGTERM` });
+          target.proc?.kill('SIGKILL');
+          await stopped;
+        }
+        extra.stopSeconds = (performance.now() - term) / 1000;
+        extra.stopPhases = stopPhases(target.peekLog());
+        const exit = target.exits[target.exits.length - 1];
+        if (exit?.code !== 0)
+          violations.push({ invariant: 'crash-loop', detail: `SIGTERM: exit ${exit?.code ?? exit?.signal}, not 0` });
+        // the new pod: started by the supervisor, routed to once ready; the writes go on until it has served a while
+        const back = performance.now();
+        while (!c.webhooks.ready().includes(target.name) && performance.now() - back < 60_000) await sleep(100);
+        if (!c.webhooks.ready().includes(target.name))
+          violations.push({ invariant: 'not-settled', detail: `${target.name} was not ready again within 60 s` });
+        await sleep(1_000);
+        const w = await writes.stop();
+        extra.webhookWrites = { sent: w.sent, failed: w.failed.length };
+        if (w.failed.length > 0) {
+          const since = (at: number) => `${Math.round(at - term)} ms after SIGTERM`;
+          const resets = c.webhooks.stats.resets.filter((r) => r.at >= term).map((r) => `${since(r.at)}: ${r.why}`);
+          violations.push({
+            invariant: 'webhook',
+            detail: `${w.failed.length} of ${w.sent} writes that need the webhooks failed while ${target.name} stopped (exit ${extra.stopSeconds.toFixed(1)} s after SIGTERM): ${w.failed
+              .slice(0, 3)
+              .map((f) => `${since(f.at)}: ${f.message.slice(0, 250)}`)
+              .join(' | ')}${resets.length ? `; the Service reset ${resets.slice(0, 5).join(', ')}` : ''}`,
+          });
+        }
         break;
       }
       case 'apiserver-restart':
@@ -428,6 +485,62 @@ export class TrialRunner {
       violations,
     };
   }
+}
+
+/**
+ * `writers` loops that create an AppService (dry-run: nothing is stored) over and over, each create calling the
+ * conversion, defaulting and validating webhooks, until `stop()`; the writes sent, and when and how those that failed
+ * did.
+ */
+function webhookWrites(
+  c: ChaosCluster,
+  writers: number,
+): { stop(): Promise<{ sent: number; failed: { at: number; message: string }[] }> } {
+  let stopping = false;
+  let sent = 0;
+  const failed: { at: number; message: string }[] = [];
+  const loop = async (n: number) => {
+    while (!stopping) {
+      sent += 1;
+      await c.admin
+        .create(
+          AppServices,
+          {
+            metadata: { name: `rolling-write-${n}`, namespace: CHAOS_NAMESPACE },
+            spec: { replicas: 1, image: IMAGES[0] as string },
+          } as AppService,
+          { dryRun: true },
+        )
+        .catch((err: Error) => failed.push({ at: performance.now(), message: err.message }));
+    }
+  };
+  const loops = Array.from({ length: writers }, (_, n) => loop(n));
+  return {
+    async stop() {
+      stopping = true;
+      await Promise.all(loops);
+      return { sent, failed };
+    },
+  };
+}
+
+/** The phases of the last stop in a replica's log, each with its time since the first (`draining +0.00 s, …`). */
+export function stopPhases(log: string): string {
+  const lines = log
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => {
+      try {
+        return JSON.parse(l) as { time?: string; msg?: string };
+      } catch {
+        return {};
+      }
+    })
+    .filter((e) => e.msg === 'shutdown requested' || e.msg?.startsWith('stopping') || e.msg === 'stopped');
+  const from = lines.findLastIndex((e) => e.msg === 'shutdown requested');
+  const mine = from < 0 ? lines : lines.slice(from);
+  const t0 = Date.parse(mine[0]?.time ?? '');
+  return mine.map((e) => `${e.msg} +${((Date.parse(e.time ?? '') - t0) / 1000).toFixed(2)} s`).join(', ');
 }
 
 /** Errors that are real under the faults injected: network and apiserver failures, conflicts, lost leadership. */

@@ -42,6 +42,10 @@ export interface ChaosReport extends Observed {
   readonly handoverMaxSeconds: number | null;
   readonly leaderStopMaxSeconds: number | null;
   readonly watchHangDetectionMaxSeconds: number | null;
+  /** rolling-update: the writes that needed the webhooks while a replica stopped gracefully, and those that failed. */
+  readonly rollingWrites: { readonly trials: number; readonly sent: number; readonly failed: number };
+  /** rolling-update: SIGTERM → the replica exited. */
+  readonly rollingStopMaxSeconds: number | null;
   readonly fuzzCases: number;
   readonly passed: boolean;
 }
@@ -79,6 +83,12 @@ export function summarise(o: Observed): ChaosReport {
     handoverMaxSeconds: max(results.map((r) => r.handoverSeconds)),
     leaderStopMaxSeconds: max(of(results, 'leader-cutoff').map((r) => r.detectionSeconds)),
     watchHangDetectionMaxSeconds: max(of(results, 'watch-hang').map((r) => r.detectionSeconds)),
+    rollingWrites: {
+      trials: of(results, 'rolling-update').length,
+      sent: results.reduce((n, r) => n + (r.webhookWrites?.sent ?? 0), 0),
+      failed: results.reduce((n, r) => n + (r.webhookWrites?.failed ?? 0), 0),
+    },
+    rollingStopMaxSeconds: max(of(results, 'rolling-update').map((r) => r.stopSeconds)),
     fuzzCases: Object.values(o.fuzzOutcomes).reduce((a, b) => a + b, 0),
     fuzzCrashes: o.fuzzCrashes,
     fuzzOutcomes: o.fuzzOutcomes,
@@ -160,6 +170,7 @@ export function chaosMarkdown(r: ChaosReport): string {
     `Recovery (fault lifted → settled): p50 ${r.recoveryP50Seconds} s, p99 ${r.recoveryP99Seconds} s; over 5 s: ${r.slowRecoveries.total}, of which ${r.slowRecoveries.waitingOnNodes} only waiting on the nodes by then (pods not yet scheduled or Ready, the status already saying so).`,
     `Failover (leader lost → standby leads): max ${r.failoverMaxSeconds ?? '—'} s (goal ≤ ${GOALS.failoverSeconds}). Handover (SIGTERM → successor leads): max ${r.handoverMaxSeconds ?? '—'} s (goal ≤ ${GOALS.handoverSeconds}).`,
     `Cut-off leader stopped after: max ${r.leaderStopMaxSeconds ?? '—'} s (the lease is 15 s); standby leading after: max ${r.cutoffFailoverMaxSeconds ?? '—'} s. Silent watch hang detected after: max ${r.watchHangDetectionMaxSeconds ?? '—'} s (goal ≤ ${GOALS.watchHangDetectionSeconds}).`,
+    `Rolling update (a replica stopped gracefully while writes need its webhooks): ${r.rollingWrites.trials} trials, ${r.rollingWrites.sent} writes, ${r.rollingWrites.failed} failed (goal 0); SIGTERM → exit: max ${r.rollingStopMaxSeconds ?? '—'} s.`,
     '',
     `Fuzz: ${r.fuzzCases} bodies — ${Object.entries(r.fuzzOutcomes)
       .map(([k, n]) => `${k} ${n}`)

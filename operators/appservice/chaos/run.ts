@@ -1,7 +1,7 @@
 /**
  * @module chaos/run
  * The whole reliability and security suite, from a seed: start-up errors, `trials` trials of each fault kind on two
- * operator replicas (interleaved, so kinds meet each other's after-effects), the hostile-input fuzz, then the
+ * operator replicas serving their webhooks behind a Service (interleaved, so kinds meet each other's after-effects), the hostile-input fuzz, then the
  * security checks over everything the operator did. Returns the figures (chaos/report); `passed` says whether every
  * goal held.
  */
@@ -32,7 +32,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   for (const s of startup)
     log(`  ${s.ok ? 'ok  ' : 'FAIL'} ${s.case}: exit ${s.exitCode} in ${s.seconds} s — ${s.message}`);
 
-  log('control plane + two operator replicas behind fault proxies…');
+  log('control plane + two operator replicas behind fault proxies, serving the webhooks behind a Service…');
   const c = await chaosCluster();
   const ctl = new AbortController();
   try {
@@ -65,6 +65,9 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
           r.failoverSeconds !== undefined ? `failover ${r.failoverSeconds.toFixed(1)} s` : '',
           r.handoverSeconds !== undefined ? `handover ${r.handoverSeconds.toFixed(2)} s` : '',
           r.detectionSeconds !== undefined ? `detected ${r.detectionSeconds.toFixed(1)} s` : '',
+          r.stopSeconds !== undefined ? `stopped in ${r.stopSeconds.toFixed(1)} s` : '',
+          r.webhookWrites ? `webhook writes ${r.webhookWrites.sent}, failed ${r.webhookWrites.failed}` : '',
+          r.stopPhases ? `its stop: ${r.stopPhases}` : '',
         ]
           .filter(Boolean)
           .join(', ');

@@ -20,7 +20,6 @@ import {
 } from '@opkit/runtime/kinds';
 import type { AuditEvent } from '@opkit/testenv';
 import { installObjects, NAME } from '../src/install.ts';
-import { permissions as webhookPermissions } from '../src/webhooks.ts';
 import { forbidden, inWindows, type Rule, unusedPermissions } from './audit.ts';
 
 export interface SecurityReport {
@@ -44,12 +43,11 @@ export interface SecurityReport {
 const ON_DEMAND: readonly Permission[] = [...metricsAuthPermissions(), permission(EventsV1Events, ['patch'])];
 
 /**
- * The rules granted to the operator's ServiceAccount, less what only its webhooks use (src/webhooks.ts `permissions`):
- * here the harness serves the webhooks (the replicas run with ENABLE_WEBHOOKS=false), so the replicas never exercise
- * those grants; the webhook end-to-end test does. Less, too, the grants used only on demand (ON_DEMAND).
+ * The rules granted to the operator's ServiceAccount, less the grants used only on demand (ON_DEMAND). The replicas
+ * serve the webhooks here, so the webhooks' grants (src/webhooks.ts `permissions`) count like the controllers'.
  */
 export async function grantedRules(): Promise<Rule[]> {
-  const exempt = [...webhookPermissions, ...ON_DEMAND];
+  const exempt = ON_DEMAND;
   const covered = (group: string, resource: string, verb: string) =>
     exempt.some((p) => p.group === group && p.resource === resource && (p.verbs as readonly string[]).includes(verb));
   return (await boundRules()).flatMap((r) =>

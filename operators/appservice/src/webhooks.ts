@@ -31,7 +31,7 @@ import { AppServiceKind, AppServicesV1, type AppServiceV1 } from './api/appservi
 export const ALLOWED_REGISTRIES = 'app.example.com/allowed-registries';
 
 /** What the webhooks need besides the request (reads RBAC for `permissions`). */
-export const permissions: readonly Permission[] = [permission(Namespaces, ['get', 'list', 'watch'])];
+export const permissions: readonly Permission[] = [permission(Namespaces, ['list', 'watch'])];
 
 /** The kinds whose versions `/convert` serves. */
 export const conversions = [AppServiceKind];

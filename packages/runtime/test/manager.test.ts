@@ -6,6 +6,7 @@ import { type Client, isApiError, resource } from '../src/client/index.ts';
 import { finalizer, objectReference, updateStatusIfChanged } from '../src/helpers/index.ts';
 import { done, getCondition, Manager, setCondition } from '../src/index.ts';
 import { ManagerError } from '../src/manager/index.ts';
+import { fieldErrors, validator } from '../src/webhook/admission.ts';
 import { parseMetrics, sumOf } from './metrics-parse.ts';
 import { clientVia, installWidgetCrd, recordingLogger, startEnv, type Widget, Widgets, waitFor } from './support.ts';
 
@@ -313,6 +314,98 @@ describe('manager against a real apiserver', () => {
     } finally {
       stop.abort();
       await running;
+    }
+  });
+
+  test('a graceful stop: readiness fails at once, and the webhook (failurePolicy Fail) answers until the controllers drained', async () => {
+    const namespace = 'gs';
+    await client.create(Namespaces, { metadata: { name: namespace } });
+    // the apiserver calls the manager's webhook for widgets in this namespace only, and refuses the write without it
+    const hooks = await env.installWebhooks({
+      configurations: [
+        {
+          apiVersion: 'admissionregistration.k8s.io/v1',
+          kind: 'ValidatingWebhookConfiguration',
+          metadata: { name: 'graceful-stop-widgets' },
+          webhooks: [
+            {
+              name: 'vwidget.graceful-stop.opkit.dev',
+              admissionReviewVersions: ['v1'],
+              sideEffects: 'None',
+              failurePolicy: 'Fail',
+              timeoutSeconds: 5,
+              clientConfig: { service: { name: 'unused', namespace, path: '/validate-widget' } },
+              namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': namespace } },
+              rules: [
+                { apiGroups: ['test.opkit.dev'], apiVersions: ['v1'], operations: ['CREATE'], resources: ['widgets'] },
+              ],
+            },
+          ],
+        },
+      ],
+    });
+    const mgr = await Manager.create({
+      name: 'graceful-op',
+      client,
+      log: recordingLogger(),
+      metrics: { bindAddress: '0' },
+      health: { bindAddress: '127.0.0.1:0' },
+      cache: { namespace },
+      controllers: { gracefulShutdownTimeoutMs: 4_000 },
+      webhook: { bindAddress: `127.0.0.1:${hooks.port}`, certDir: hooks.certDir },
+    });
+    let reconciling: () => void = () => {};
+    const inFlight = new Promise<void>((resolve) => {
+      reconciling = resolve;
+    });
+    let drained = false;
+    mgr
+      .controller()
+      .for(Widgets)
+      .complete(async (req) => {
+        if (req.name !== 'slow') return done();
+        reconciling();
+        await new Promise((r) => setTimeout(r, 2_500)); // slow to drain, within the 4 s drain time
+        drained = true;
+        return done();
+      });
+    mgr.webhookServer.admission(
+      '/validate-widget',
+      validator(Widgets, {
+        create: (w: Widget) => ({
+          errors: w.spec?.color === 'red' ? [fieldErrors.forbidden('spec.color', 'no red widgets')] : [],
+        }),
+      }),
+    );
+    const widget = (name: string, color: string) => ({ metadata: { name, namespace }, spec: { color } });
+    const stop = new AbortController();
+    const running = mgr.start(stop.signal);
+    try {
+      await waitFor('/readyz to pass', async () => (await get(mgr.healthAddress, '/readyz')).status === 200, 20_000);
+      await client.create(Widgets, widget('slow', 'blue'));
+      await inFlight;
+      stop.abort();
+      const ready = await get(mgr.healthAddress, '/readyz');
+      assert.equal(ready.status, 500, 'not ready from the moment the stop begins');
+      assert.match(ready.text, /\[-\]shutdown failed/);
+      assert.equal((await get(mgr.healthAddress, '/healthz')).status, 200, 'alive while draining');
+      // writes that need the webhook, all while the reconcile drains: each must be judged by it
+      let written = 0;
+      for (let i = 0; !drained; i++) {
+        await client.create(Widgets, widget(`during-${i}`, 'blue'));
+        written += 1;
+        if (i === 3)
+          await assert.rejects(client.create(Widgets, widget('red', 'red')), /spec\.color: Forbidden: no red widgets/);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      assert.ok(written >= 10, `${written} writes during the drain`);
+      assert.equal((await get(mgr.healthAddress, '/readyz')).status, 500, 'still not ready at the end of the drain');
+      await running;
+      await assert.rejects(client.create(Widgets, widget('after', 'blue')), /failed calling webhook/);
+    } finally {
+      stop.abort();
+      await running;
+      await hooks.uninstall();
     }
   });
 

@@ -3,12 +3,19 @@
  * from `permissions`, so a permission left out fails the test at once with the 403 named; `eventually` polls.
  */
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { access } from 'node:fs/promises';
+import { createInterface } from 'node:readline';
 import { after, before, test } from 'node:test';
-import { type Environment, start } from '@opkit/testenv';
+import { fileURLToPath } from 'node:url';
+import { type Environment, start, waitFor } from '@opkit/testenv';
 import { Type } from '@sinclair/typebox';
 import { ConfigMaps } from '../src/client/builtins.ts';
 import { Defaulted, defineKind, type Manager, permission } from '../src/index.ts';
 import { eventually, startTestManager, TestingError } from '../src/testing/index.ts';
+
+const REJECTED_STOP = fileURLToPath(new URL('./fixtures/rejected-stop.ts', import.meta.url));
 
 const GadgetKind = defineKind({
   group: 'testing.opkit.dev',
@@ -101,3 +108,53 @@ test('eventually: the first answer; on timeout the last error as the cause', asy
       err instanceof TestingError && err.code === 'Timeout' && /never: not within 0.05 s: still not/.test(err.message),
   );
 });
+
+test('a test whose op.stop() rejects before env.stop(): the process still exits, and the control plane is gone', async () => {
+  const child = spawn(process.execPath, [REJECTED_STOP], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stderr.setEncoding('utf8').on('data', (c: string) => {
+    output += c;
+  });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const lines = createInterface({ input: child.stdout });
+  const line = await new Promise<string>((resolve, reject) => {
+    lines.once('line', resolve);
+    void exited.then((code) => reject(new Error(`the fixture exited with ${code} before starting: ${output}`)));
+  });
+  lines.on('line', (l) => {
+    output += `${l}\n`;
+  });
+  const { dir, pids } = JSON.parse(line) as { dir: string; pids: Record<string, number> };
+  assert.equal(Object.keys(pids).length, 5);
+  let timer: NodeJS.Timeout | undefined;
+  const code = await Promise.race([exited, new Promise<'hung'>((r) => (timer = setTimeout(() => r('hung'), 90_000)))]);
+  clearTimeout(timer);
+  if (code === 'hung') child.kill('SIGKILL');
+  assert.notEqual(code, 'hung', `the test process did not exit within 90 s after its test failed: ${output}`);
+  assert.equal(code, 1, 'the failed test sets the exit status');
+  await waitFor('every component to end', async () => Object.values(pids).every((p) => !isAlive(p)), 20_000);
+  await waitFor(
+    'the run directory to be removed',
+    async () =>
+      access(dir).then(
+        () => false,
+        () => true,
+      ),
+    10_000,
+  );
+});
+
+/** True when `pid` runs (a zombie waiting to be reaped counts as ended). */
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+  } catch {
+    return false;
+  }
+}

@@ -4,7 +4,9 @@
  * its readiness probe passes; if the process exits first, or the probe does not pass in time, the error names the
  * component, its exit code and the tail of its log. `stop()` sends SIGTERM, then SIGKILL after a grace period (3 s:
  * kube-apiserver 1.37 stops its controllers at once but then lingers until killed; the others exit well within it),
- * and resolves only when the process is gone.
+ * and resolves only when the process is gone. A running component does not keep its owner's process alive (its child
+ * handle is unref'd): a test process that ends without `stop()` — a failed test, an error — exits, and the environment
+ * ends the components then (see environment.ts); `start()` and `stop()` hold the process open while they wait.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { open, readFile } from 'node:fs/promises';
@@ -46,6 +48,8 @@ export class Component {
       await log.close();
     }
     this.#child = child;
+    // the probe loop's timers hold the process open while starting; once up, the component does not
+    child.unref();
     this.#exit = new Promise((resolve) => {
       child.once('exit', (code, signal) => resolve({ code, signal }));
       child.once('error', () => resolve({ code: null, signal: null }));
@@ -85,6 +89,7 @@ export class Component {
     const child = this.#child;
     const exit = this.#exit;
     if (!child || !exit || child.exitCode !== null || child.signalCode !== null) return;
+    child.ref(); // until its exit is seen, even after the SIGKILL timer has run
     child.kill('SIGTERM');
     const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
     try {

@@ -9,8 +9,10 @@
  * - `start()` resolves only when the apiserver is ready, every node is Ready and the `default` ServiceAccount exists
  *   (pods can be created); a failure names the component, its exit code and the tail of its log, and leaves nothing
  *   running.
- * - `stop()` ends every child process and removes the run directory. If the owning process dies instead, a watchdog
- *   process ends the components; a later `start()` also reaps run directories whose owner is gone.
+ * - `stop()` ends every child process and removes the run directory. The components do not keep the owning process
+ *   alive: a test process that ends without `stop()` (a failed test, an unhandled error) exits, SIGKILLs them on its
+ *   way out, and its watchdog removes the run directory. If the owning process dies instead, the watchdog process
+ *   ends the components; a later `start()` also reaps run directories whose owner is gone.
  * - With `keepDir`, the run directory is marked kept (a `KEPT` file) on stop, or by the watchdog if the owner dies:
  *   neither the watchdog nor a later `start()` in any process removes it; only the user does.
  * Caveats: the TaintNodesByCondition admission plugin is disabled (no node-lifecycle controller runs, so a new node's

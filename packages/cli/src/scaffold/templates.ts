@@ -291,7 +291,7 @@ before(async () => {
   env = await start({ nodes: 1, log: () => {} });
 });
 after(async () => {
-  await env?.stop();
+  await env?.stop(); // in a hook, so a failed test or a rejected op.stop() cannot skip it
 });
 
 test('a ${k} becomes Ready', async () => {
@@ -309,7 +309,7 @@ test('a ${k} becomes Ready', async () => {
     });
     assert.equal(ready.status, 'True');
   } finally {
-    await op.stop();
+    await op.stop(); // always, even when an assertion failed; it rejects if the manager was refused or failed
   }
 });
 `;

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
-import { createServer } from 'node:net';
+import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -11,6 +11,7 @@ import { Client } from '../client/client.ts';
 import { done } from '../controller/reconcile.ts';
 import { createLogger, silentLogger } from '../logger.ts';
 import { selfSignedCertificate } from '../tls/issue.ts';
+import { StaticCertificates } from '../tls/sources.ts';
 import { Manager, type ManagerOptions, type Runnable } from './manager.ts';
 
 test('a stop while the apiserver is still being reached resolves start() (a graceful stop, not a failure)', async () => {
@@ -172,5 +173,179 @@ test('an unreadable certificate directory fails the start with CertificateUnread
     assert.match(err.message, /cannot read the metrics certificate \/nonexistent-opkit-certs\/tls\.crt: ENOENT/);
     return true;
   });
+  client.close();
+});
+
+/** Resolves true when a TCP connection to `address` is accepted, false when refused. */
+function accepts(address: string): Promise<boolean> {
+  const at = address.lastIndexOf(':');
+  return new Promise((resolve) => {
+    const socket = connect({ host: address.slice(0, at), port: Number(address.slice(at + 1)) });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}
+
+async function status(address: string | undefined, path: string): Promise<number> {
+  return (await fetch(`http://${address}${path}`)).status;
+}
+
+test('a graceful stop in phases: readiness fails at once; controllers drain, then the caches, the webhook server and the HTTP servers stop', async () => {
+  const client = unreachableClient();
+  const lines: string[] = [];
+  const destination = new Writable({
+    write(chunk: Buffer, _encoding, callback) {
+      lines.push(chunk.toString());
+      callback();
+    },
+  });
+  const mgr = new Manager({
+    name: 'phases',
+    client,
+    log: createLogger({ destination }),
+    metrics: { bindAddress: '0' },
+    health: { bindAddress: '127.0.0.1:0' },
+    controllers: { gracefulShutdownTimeoutMs: 300 },
+    webhook: { bindAddress: '127.0.0.1:0', certificates: new StaticCertificates(selfSignedCertificate(['127.0.0.1'])) },
+  });
+  const webhook = mgr.webhookServer;
+  const seen: string[] = [];
+  // a controller that takes 900 ms to wind down: past the drain time (300 ms), within its 1 s margin
+  mgr.add({
+    async start(signal) {
+      await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+      await new Promise((resolve) => setTimeout(resolve, 600));
+      seen.push(`webhook ${(await accepts(webhook.address)) ? 'serves' : 'refuses'} while the controller drains`);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      seen.push('controller returned');
+    },
+  });
+  const ctl = new AbortController();
+  const running = mgr.start(ctl.signal);
+  let health = '';
+  let webhookAt = '';
+  try {
+    for (let i = 0; i < 200; i++) {
+      health = mgr.healthAddress ?? '';
+      if (health && (await status(health, '/readyz').catch(() => 0)) === 200) break;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    assert.equal(await status(health, '/readyz'), 200, 'ready before the stop');
+    webhookAt = webhook.address;
+    ctl.abort();
+    const ready = await fetch(`http://${health}/readyz`);
+    assert.equal(ready.status, 500, 'not ready from the moment the stop begins');
+    assert.match(await ready.text(), /\[-\]shutdown failed: stopping/);
+    assert.equal(await status(health, '/healthz'), 200, 'alive while stopping');
+  } finally {
+    ctl.abort();
+    await running;
+  }
+  assert.deepEqual(seen, ['webhook serves while the controller drains', 'controller returned']);
+  assert.equal(await accepts(webhookAt), false, 'the webhook server has stopped when start() resolves');
+  assert.equal(await accepts(health), false, 'and so has the health server');
+  const phases = lines
+    .map((l) => (JSON.parse(l) as { msg: string }).msg)
+    .filter((m) => m.startsWith('stopping') || m === 'stopped');
+  assert.deepEqual(phases, [
+    'stopping: draining in-flight work',
+    'stopping: the caches',
+    'stopping: the webhook server',
+    'stopping: the HTTP servers',
+    'stopped',
+  ]);
+  client.close();
+});
+
+test('a step of the stop that fails: the later steps still run, then start() rejects with StopFailed carrying it', async () => {
+  const client = unreachableClient();
+  const mgr = new Manager({
+    name: 'failing-step',
+    client,
+    log: silentLogger,
+    health: { bindAddress: '127.0.0.1:0' },
+    metrics: { bindAddress: '0' },
+  });
+  const broken = new Error('the events could not be flushed');
+  mgr.eventRecorder().flush = async () => {
+    throw broken;
+  };
+  let hooked = false;
+  mgr.onStopped(() => {
+    hooked = true;
+  });
+  const ctl = new AbortController();
+  const running = mgr.start(ctl.signal);
+  for (let i = 0; i < 100 && !mgr.healthAddress; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+  const health = mgr.healthAddress as string;
+  ctl.abort();
+  await assert.rejects(running, (err: Error & { code?: string }) => {
+    assert.equal(err.code, 'StopFailed');
+    assert.equal(err.cause, broken);
+    assert.match(err.message, /stopping failed: the events could not be flushed/);
+    return true;
+  });
+  assert.ok(hooked, 'the hooks ran');
+  assert.equal(await accepts(health), false, 'the health server closed');
+  client.close();
+});
+
+test('serving runnables: told to drain when a graceful stop begins, stopped only after the controllers returned', async () => {
+  const client = unreachableClient();
+  const order: string[] = [];
+  const mgr = manager(client);
+  mgr.add({
+    serves: true,
+    drain: () => order.push('server drains'),
+    async start(signal) {
+      await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+      order.push('server stops');
+    },
+  });
+  mgr.add({
+    async start(signal) {
+      await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+      order.push('controller stops');
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      order.push('controller returned');
+    },
+  });
+  const ctl = new AbortController();
+  const running = mgr.start(ctl.signal);
+  setTimeout(() => ctl.abort(), 50);
+  await running;
+  assert.deepEqual(order, ['server drains', 'controller stops', 'controller returned', 'server stops']);
+  client.close();
+});
+
+test('nothing to drain (a standby): the webhook server still accepts calls for the drain time after the stop began', async () => {
+  const client = unreachableClient();
+  const mgr = new Manager({
+    name: 'standby',
+    client,
+    log: silentLogger,
+    metrics: { bindAddress: '0' },
+    health: { bindAddress: '0' },
+    controllers: { gracefulShutdownTimeoutMs: 600 },
+    webhook: { bindAddress: '127.0.0.1:0', certificates: new StaticCertificates(selfSignedCertificate(['127.0.0.1'])) },
+  });
+  const webhook = mgr.webhookServer;
+  const ctl = new AbortController();
+  const running = mgr.start(ctl.signal);
+  for (let i = 0; i < 200 && !webhook.address.endsWith(`:${webhook.port}`); i++)
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  for (let i = 0; i < 200 && !(await accepts(webhook.address)); i++)
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  const at = webhook.address;
+  const t0 = performance.now();
+  ctl.abort();
+  await new Promise((resolve) => setTimeout(resolve, 400));
+  assert.equal(await accepts(at), true, 'still accepting 400 ms into the stop');
+  await running;
+  assert.ok(performance.now() - t0 >= 590, 'the stop waited the drain time');
+  assert.equal(await accepts(at), false);
   client.close();
 });

@@ -10,15 +10,27 @@
  *
  * An apiserver that cannot be reached for 30 s at start is fatal too (`ApiUnreachable`).
  *
- * Stopping (the signal aborts, or SIGTERM/SIGINT under `run()`): controllers stop taking work and in-flight reconciles
- * get `gracefulShutdownTimeoutMs` (2 s) to finish, then their `ctx.signal` aborts with their requests
- * (level-triggered: the successor redoes whatever was cut short); a runnable that has still not returned 1 s later is
- * left behind, so the stop is bounded; then the Lease is released (a standby takes over within its retry period, so a
- * handover takes under 3 s even with a reconcile stuck on a hung request); Events still being written get the same
- * time again, then are cancelled; the servers close. Fatal errors — caches that never sync, a lost Lease, a controller
- * that fails — stop everything at once (runnables get 1 s to return once their signal has aborted), Event writes
- * included; `start` rejects with a `ManagerError` and `run()` exits 1 with a one-line reason. Either way the
- * `onStopped` hooks run last, just before `start` settles: the place to shut down a tracing provider.
+ * A graceful stop (the signal aborts, or SIGTERM/SIGINT under `run()`) goes in phases, as controller-runtime's, that
+ * share a budget of twice `gracefulShutdownTimeoutMs` (2 s) plus 1 s (only the Lease release, whose requests have
+ * their own 5 s timeout, and the `onStopped` hooks can add to it):
+ * 1. `/readyz` fails at once (its `shutdown` check), so the Service stops routing new calls here; `/healthz` passes.
+ * 2. The controllers and the other runnables stop taking work; in-flight reconciles get `gracefulShutdownTimeoutMs` to
+ *    finish, then their `ctx.signal` aborts with their requests (level-triggered: the successor redoes whatever was cut
+ *    short); a runnable that has still not returned 1 s later is left behind.
+ * 3. The Lease is released (a standby takes over within its retry period, so a handover takes under 3 s even with a
+ *    reconcile stuck on a hung request).
+ * 4. Events still being written get the drain time again (within the budget), then are cancelled. Meanwhile the
+ *    webhook server keeps accepting calls until `gracefulShutdownTimeoutMs` has passed since the stop began — time for
+ *    the endpoints to drop this replica, which a rolling update does while the replica already has its SIGTERM.
+ * 5. The caches stop (the webhook handlers read them until then).
+ * 6. The webhook server (and any runnable that `serves`) stops: no new connections; calls under way are answered
+ *    until the budget is spent.
+ * 7. The metrics and health servers close.
+ * So calls routed to a replica that is stopping are answered until its listener closes, not refused. Every step runs even if an earlier one failed; then `start` rejects with `StopFailed` (the failures as
+ * its `cause`). Fatal errors — caches that never sync, a lost Lease, a controller that fails — stop everything at once,
+ * the servers included (runnables get 1 s to return once their signal has aborted), Event writes too; `start` rejects
+ * with a `ManagerError` and `run()` exits 1 with a one-line reason. Either way the `onStopped` hooks run last, just
+ * before `start` settles: the place to shut down a tracing provider.
  */
 
 import { randomUUID } from 'node:crypto';
@@ -74,7 +86,11 @@ export interface ManagerOptions {
     readonly cacheSyncTimeoutMs?: number;
     /** How long to keep trying to reach the apiserver at start before failing (default 30 s). */
     readonly apiReachableTimeoutMs?: number;
-    /** Time in-flight reconciles get on shutdown before their signal aborts (default 2 s). */
+    /**
+     * Time in-flight reconciles get on shutdown before their signal aborts (default 2 s); also how long the webhook
+     * server keeps accepting calls after a stop began. The phases of a graceful stop share a budget of twice this
+     * plus 1 s (see the module comment).
+     */
     readonly gracefulShutdownTimeoutMs?: number;
     /** Link reconcile spans to the W3C trace context in objects' `opkit.dev/traceparent` annotation (default off). */
     readonly traceContextFromAnnotations?: boolean;
@@ -96,7 +112,8 @@ export type ManagerErrorCode =
   | 'ResourceNotServed'
   | 'RunnableFailed'
   | 'BindFailed'
-  | 'CertificateUnreadable';
+  | 'CertificateUnreadable'
+  | 'StopFailed';
 
 export class ManagerError extends OpkitError<ManagerErrorCode> {
   override readonly name = 'ManagerError';
@@ -107,6 +124,36 @@ export interface Runnable {
   start(signal: AbortSignal): Promise<void>;
   /** Run only on the leader (default true). */
   readonly needLeaderElection?: boolean;
+  /**
+   * It serves calls others route to this replica, as a webhook server does (a `WebhookServer` counts as one): run on
+   * every replica, and stopped last in a graceful stop — after the controllers drained and the caches stopped.
+   */
+  readonly serves?: boolean;
+  /**
+   * Called on a serving runnable when a graceful stop begins, while it still serves: from then on it should answer
+   * without keeping connections alive (HTTP `Connection: close`, as Go's `SetKeepAlivesEnabled(false)`), so that
+   * clients make their next call on a new connection — which the Service routes to another replica — and no call is
+   * under way on a kept-alive connection when it closes.
+   */
+  drain?(): void;
+}
+
+function isServing(r: Runnable): boolean {
+  return r instanceof WebhookServer || r.serves === true;
+}
+
+/** True when `work` settles within `ms`, false if the time ran out first (the work goes on, unawaited). */
+async function within(work: Promise<unknown>, ms: number): Promise<boolean> {
+  const cap = new AbortController();
+  const settled = await Promise.race([
+    work.then(
+      () => true,
+      () => true,
+    ),
+    sleep(ms, cap.signal).then(() => false),
+  ]);
+  cap.abort();
+  return settled;
 }
 
 export class Manager {
@@ -127,6 +174,8 @@ export class Manager {
   #healthServer: HttpEndpoints | undefined;
   #elector: LeaderElector | undefined;
   #started = false;
+  /** Set when a stop begins: readiness fails from then on. */
+  #stopping = false;
   #webhookServer: WebhookServer | undefined;
   readonly #stopped: { readonly fn: () => Promise<void> | void; readonly timeoutMs: number }[] = [];
 
@@ -139,6 +188,9 @@ export class Manager {
     this.metrics = options.metricsRegistry ?? new Metrics();
     this.cache = new Cache({ ...options.cache, client: this.client, log: this.log, metrics: this.metrics });
     this.#healthz.add('ping', () => {});
+    this.#readyz.add('shutdown', () => {
+      if (this.#stopping) throw new Error('stopping: the manager is shutting down');
+    });
     this.#readyz.add('informers', () => {
       if (!this.cache.started) throw new Error('the cache has not started');
       const pending = this.cache.informers().filter((i) => !i.hasSynced);
@@ -297,7 +349,11 @@ export class Manager {
     return this.#healthServer?.address;
   }
 
-  /** Runs until `signal` aborts (then shuts down gracefully and resolves) or a fatal error (rejects). */
+  /**
+   * Runs until `signal` aborts (then stops in phases, see the module comment, and resolves) or a fatal error (rejects
+   * with it). Every step of the stop runs even when an earlier one failed; a step that failed makes a graceful stop
+   * reject with `StopFailed` once all have run (its `cause`: the error, or an `AggregateError` of several).
+   */
   async start(signal: AbortSignal): Promise<void> {
     if (this.#started) throw new Error('a manager starts once');
     this.#started = true;
@@ -319,28 +375,63 @@ export class Manager {
     const cacheStop = new AbortController();
     const runStop = new AbortController();
     const electorStop = new AbortController();
+    const serveStop = new AbortController();
     const stopAll = AbortSignal.any([signal, fatal.signal]);
+    // readiness fails from the first moment of a stop, so the Service stops routing new calls here
+    let stopBegan = Number.POSITIVE_INFINITY;
+    const onStop = () => {
+      this.#stopping = true;
+      stopBegan = performance.now();
+      if (fatalError) return;
+      for (const r of this.#runnables.filter(isServing)) {
+        try {
+          r.drain?.();
+        } catch (err) {
+          log.warn({ err: describe(err) }, 'stopping: a server could not start draining');
+        }
+      }
+    };
+    if (stopAll.aborted) onStop();
+    else stopAll.addEventListener('abort', onStop, { once: true });
+    const running: Promise<void>[] = [];
+    const serving: Promise<void>[] = [];
+    const problems: unknown[] = [];
+    /** One step of the stop: its failure is kept (and logged), and the next steps run anyway. */
+    const step = async (what: string, fn: () => Promise<unknown> | unknown): Promise<void> => {
+      try {
+        await fn();
+      } catch (err) {
+        log.error({ err: describe(err) }, `stopping: ${what} failed`);
+        problems.push(err);
+      }
+    };
+    let electing: Promise<void> = Promise.resolve();
+    /** The try block ended without an error of its own (a stop, early or after running). */
+    let ended = false;
     try {
       await this.#checkServed(stopAll);
       if (stopAll.aborted) {
         // stopped (or failed) before anything ran: the finally block still stops the servers
         if (fatalError) throw fatalError;
         log.info({}, 'stopped before the controllers started');
+        ended = true;
         return;
       }
       // the caches, leader election and the runnables are long-lived: none nests under a span active at start()
       detachedFromTrace(() => this.cache.start(cacheStop.signal));
-      const running: Promise<void>[] = [];
-      const launch = (r: Runnable, s: AbortSignal) =>
-        running.push(
-          detachedFromTrace(() => r.start(AbortSignal.any([s, runStop.signal]))).catch((err: unknown) => {
+      const launch = (r: Runnable, s: AbortSignal, into: Promise<void>[]) =>
+        into.push(
+          detachedFromTrace(() => r.start(s)).catch((err: unknown) => {
             const code = (err as { code?: string }).code === 'CacheSyncTimeout' ? 'CacheSyncTimeout' : 'RunnableFailed';
             fail(new ManagerError(code, (err as Error).message ?? String(err), { cause: err }));
           }),
         );
-      for (const r of this.#runnables.filter((x) => x.needLeaderElection === false)) launch(r, stopAll);
-      const leaderRunnables = this.#runnables.filter((x) => x.needLeaderElection !== false);
-      let electing: Promise<void> = Promise.resolve();
+      // servers answer what is routed here until the rest has stopped (or at once after a fatal error)
+      for (const r of this.#runnables.filter(isServing))
+        launch(r, AbortSignal.any([serveStop.signal, fatal.signal]), serving);
+      for (const r of this.#runnables.filter((x) => x.needLeaderElection === false && !isServing(x)))
+        launch(r, AbortSignal.any([stopAll, runStop.signal]), running);
+      const leaderRunnables = this.#runnables.filter((x) => x.needLeaderElection !== false && !isServing(x));
       const le = this.#o.leaderElection;
       if (le?.enabled) {
         const namespace = le.namespace ?? process.env.POD_NAMESPACE ?? this.client.defaultNamespace;
@@ -361,7 +452,7 @@ export class Manager {
           elector.run(AbortSignal.any([electorStop.signal, fatal.signal]), {
             onStartedLeading: (leading) => {
               this.metrics.leaderStatus.set({ name: leaseName }, 1);
-              for (const r of leaderRunnables) launch(r, AbortSignal.any([stopAll, leading]));
+              for (const r of leaderRunnables) launch(r, AbortSignal.any([stopAll, leading, runStop.signal]), running);
             },
             onStoppedLeading: () => {
               this.metrics.leaderStatus.set({ name: leaseName }, 0);
@@ -376,43 +467,70 @@ export class Manager {
           }),
         );
       } else {
-        for (const r of leaderRunnables) launch(r, stopAll);
+        for (const r of leaderRunnables) launch(r, AbortSignal.any([stopAll, runStop.signal]), running);
       }
       await new Promise<void>((resolve) => stopAll.addEventListener('abort', () => resolve(), { once: true }));
       if (!fatalError) {
         log.info({ timeoutMs: this.#drainMs }, 'stopping: draining in-flight work');
         // bounded: reconciles get the drain time, then their signal (and requests) abort; one that still does not
         // return (it awaits something else) is left behind after a margin, so the Lease is released in time
-        const cap = new AbortController();
-        const drained = await Promise.race([
-          Promise.all(running).then(() => true),
-          sleep(this.#drainMs + DRAIN_MARGIN_MS, cap.signal).then(() => false),
-        ]);
-        cap.abort();
+        const drained = await within(Promise.all(running), this.#drainMs + DRAIN_MARGIN_MS);
         if (!drained)
           log.warn(
             { timeoutMs: this.#drainMs + DRAIN_MARGIN_MS },
             'stopping without waiting longer: work still running past the drain time',
           );
-      } else {
-        runStop.abort(fatalError);
-        // their signal has aborted: give what they were doing a moment to end (and its spans to close), no more
-        const cap = new AbortController();
-        await Promise.race([Promise.all(running), sleep(DRAIN_MARGIN_MS, cap.signal).catch(() => {})]);
-        cap.abort();
       }
-      electorStop.abort();
-      await electing;
+      ended = true;
     } finally {
-      cacheStop.abort();
+      if (fatalError) {
+        // everything at once, the servers included; their signal has aborted: give what they were doing a moment to
+        // end (and its spans to close), no more
+        runStop.abort(fatalError);
+        serveStop.abort();
+        await within(Promise.all([...running, ...serving]), DRAIN_MARGIN_MS);
+      }
       runStop.abort();
       electorStop.abort();
-      // events under way get the drain time after a graceful stop, none after a fatal error (a lost Lease: stop acting)
-      const flushMs = fatalError ? 0 : this.#drainMs;
-      await Promise.all([...this.#recorders.values()].map((r) => r.flush(flushMs)));
-      await Promise.all(this.#servers.map((s) => s.stop()));
-      this.#releaseMetrics();
+      await step('releasing the Lease', () => electing);
+      // the rest of a graceful stop shares what is left of its budget: the drain time twice and the margin
+      const deadline = Number.isFinite(stopBegan) ? stopBegan + 2 * this.#drainMs + DRAIN_MARGIN_MS : performance.now();
+      const left = () => (fatalError ? 0 : Math.max(0, deadline - performance.now()));
+      // Events under way get the drain time after a graceful stop, none after a fatal error (a lost Lease: stop
+      // acting); meanwhile the webhook server keeps accepting calls until the drain time has passed since the stop
+      // began, so that the Service has dropped this replica from its endpoints before the listener closes
+      const lameDuck =
+        fatalError || serving.length === 0 ? 0 : Math.max(0, stopBegan + this.#drainMs - performance.now());
+      await step('flushing Events', () =>
+        Promise.all([
+          ...[...this.#recorders.values()].map((r) => r.flush(Math.min(this.#drainMs, left()))),
+          lameDuck > 0 ? sleep(lameDuck, fatal.signal) : undefined,
+        ]),
+      );
+      log.info({}, 'stopping: the caches');
+      cacheStop.abort();
+      if (serving.length > 0) {
+        log.info({}, 'stopping: the webhook server');
+        serveStop.abort();
+        // calls under way are answered, until the deadline; then start() settles and the rest is cut at exit
+        if (!(await within(Promise.all(serving), left())))
+          log.warn({}, 'stopping without waiting longer: webhook calls still under way');
+      }
+      serveStop.abort();
+      if (this.#servers.length > 0) {
+        log.info({}, 'stopping: the HTTP servers');
+        await step('closing the HTTP servers', () => Promise.all(this.#servers.map((s) => s.stop())));
+      }
+      await step('releasing the metrics certificate', () => this.#releaseMetrics());
       await this.#runStoppedHooks();
+      if (problems.length > 0 && (fatalError || !ended))
+        log.warn({ failed: problems.length }, 'stopping after an error: steps of the stop failed too');
+      else if (problems.length > 0) {
+        // biome-ignore lint/correctness/noUnsafeFinally: a failed step of a stop is the outcome of that stop
+        throw new ManagerError('StopFailed', `stopping failed: ${problems.map(describe).join('; ')}`, {
+          cause: problems.length === 1 ? problems[0] : new AggregateError(problems, 'stopping failed'),
+        });
+      }
     }
     if (fatalError) throw fatalError;
     log.info({}, 'stopped');

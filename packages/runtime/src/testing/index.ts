@@ -25,7 +25,9 @@
  * Guarantees: `eventually` polls until its function answers (anything but `undefined`, `null` or `false`) or the
  * timeout passes; a function that throws is polled again, and on timeout the last error is the `cause`. While a test
  * manager runs, its `eventually` fails at once — instead of timing out — when the manager was refused (Forbidden) or
- * stopped with an error, naming it; `stop()` (also `await using`) stops the manager and rejects the same way.
+ * stopped with an error, naming it; `stop()` (also `await using`) stops the manager and closes its clients — every
+ * step, even after one failed — and only then rejects the same way (or `StopFailed`), so a cleanup chained after it
+ * in a `finally` always runs against a stopped manager.
  */
 import { Applier } from '../client/apply.ts';
 import { Client } from '../client/client.ts';
@@ -39,7 +41,7 @@ import { Manager } from '../manager/manager.ts';
 
 export { arbitraryFor, arbitraryObject, checkRoundTrip, type RoundTripOptions } from '../crd/roundtrip.ts';
 
-export type TestingErrorCode = 'Forbidden' | 'ManagerFailed' | 'Timeout';
+export type TestingErrorCode = 'Forbidden' | 'ManagerFailed' | 'StopFailed' | 'Timeout';
 
 export class TestingError extends OpkitError<TestingErrorCode> {
   override readonly name = 'TestingError';
@@ -111,7 +113,11 @@ export interface TestManager extends AsyncDisposable {
   readonly client: Client;
   /** `eventually` that fails at once when the manager was refused or failed. */
   eventually<T>(what: string, fn: () => Promise<Answer<T>> | Answer<T>, options?: EventuallyOptions): Promise<T>;
-  /** Stops the manager; rejects when it was refused (Forbidden) or failed. */
+  /**
+   * Stops the manager and closes both clients — all of it, whatever fails on the way — then rejects when the manager
+   * was refused (`Forbidden`), failed (`ManagerFailed`) or a step of the stop failed (`StopFailed`); `cause` is the
+   * error, or an `AggregateError` of several.
+   */
   stop(): Promise<void>;
 }
 
@@ -141,12 +147,19 @@ export async function startTestManager(cluster: TestCluster, options: TestManage
     admin.close();
     throw err;
   }
-  const sa = await cluster.kubeconfigFor({ namespace, name: options.name });
+  let sa: { readonly path: string };
+  let operatorClient: Client;
+  try {
+    sa = await cluster.kubeconfigFor({ namespace, name: options.name });
+    operatorClient = new Client(await loadConfig({ path: sa.path }), { name: options.name });
+  } catch (err) {
+    admin.close();
+    throw err;
+  }
   let refused: string | undefined;
   const log = noticing(options.log ?? silentLogger, (fields, message) => {
     refused ??= `${message}: ${String(fields.err ?? '')}`;
   });
-  const operatorClient = new Client(await loadConfig({ path: sa.path }), { name: options.name });
   const manager = new Manager({
     name: options.name,
     client: operatorClient,
@@ -154,37 +167,64 @@ export async function startTestManager(cluster: TestCluster, options: TestManage
     metrics: { bindAddress: '0' },
     health: { bindAddress: '0' },
   });
-  await options.setup(manager);
+  try {
+    await options.setup(manager);
+  } catch (err) {
+    operatorClient.close();
+    admin.close();
+    throw err;
+  }
   const stop = new AbortController();
   let failed: unknown;
   const running = manager.start(stop.signal).catch((err: unknown) => {
     failed = err;
   });
+  const forbidden = () =>
+    refused === undefined
+      ? undefined
+      : new TestingError(
+          'Forbidden',
+          `${options.name} (ServiceAccount ${namespace}/${options.name}) was refused by the apiserver — ${refused}; ` +
+            'add the permission to the controller’s permissions',
+        );
   const check = () => {
-    if (refused !== undefined) {
-      throw new TestingError(
-        'Forbidden',
-        `${options.name} (ServiceAccount ${namespace}/${options.name}) was refused by the apiserver — ${refused}; ` +
-          'add the permission to the controller’s permissions',
-      );
-    }
+    const refusal = forbidden();
+    if (refusal) throw refusal;
     if (failed !== undefined) {
-      throw new TestingError('ManagerFailed', `the manager stopped: ${(failed as Error).message ?? String(failed)}`, {
-        cause: failed,
-      });
+      throw new TestingError('ManagerFailed', `the manager stopped: ${describe(failed)}`, { cause: failed });
     }
   };
-  let stopped: Promise<void> | undefined;
-  const stopAll = () => {
+  let stopped: Promise<unknown[]> | undefined;
+  const stopAll = async () => {
     stopped ??= (async () => {
+      // every step runs, whatever failed before it; what failed is collected and reported once all have run
+      const problems: unknown[] = [];
       stop.abort();
       // the manager's drain timers do not hold the process open; this one does, until the manager has stopped
       const alive = setInterval(() => {}, 1_000);
-      await running.finally(() => clearInterval(alive));
-      operatorClient.close();
-      admin.close();
+      try {
+        await running;
+      } finally {
+        clearInterval(alive);
+      }
+      for (const c of [operatorClient, admin]) {
+        try {
+          c.close();
+        } catch (err) {
+          problems.push(err);
+        }
+      }
+      return problems;
     })();
-    return stopped.then(check);
+    const problems = await stopped;
+    const refusal = forbidden();
+    const causes = [...(failed === undefined ? [] : [failed]), ...problems];
+    const cause = causes.length > 1 ? new AggregateError(causes, 'stopping the test manager') : causes[0];
+    if (refusal) throw new TestingError(refusal.code, refusal.message, cause === undefined ? undefined : { cause });
+    if (failed !== undefined)
+      throw new TestingError('ManagerFailed', `the manager stopped: ${describe(failed)}`, { cause });
+    if (cause !== undefined)
+      throw new TestingError('StopFailed', `stopping failed: ${causes.map(describe).join('; ')}`, { cause });
   };
   return {
     manager,
@@ -193,6 +233,10 @@ export async function startTestManager(cluster: TestCluster, options: TestManage
     stop: stopAll,
     [Symbol.asyncDispose]: stopAll,
   };
+}
+
+function describe(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
 }
 
 /** A logger that passes everything on and calls `onForbidden` for entries about a Forbidden (403) answer. */
