@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import { request as httpsRequest } from 'node:https';
 import { type AddressInfo, createServer as createNetServer } from 'node:net';
@@ -206,6 +207,28 @@ test('listening rejects with the error start() rejects with: a port in use, a ce
   const s = new WebhookServer({ bindAddress: '127.0.0.1:0', certificates: new StaticCertificates(pair) });
   await s.start(ctl.signal);
   await assert.rejects(s.listening, { code: 'Stopped' });
+});
+
+test('listening, left alone, rejects without an unhandled rejection; a promise chained on it is the caller’s to handle', () => {
+  // in a process of its own: the test runner counts an unhandled rejection as a failure of whichever test is running
+  const script = `
+    const { WebhookServer } = await import(${JSON.stringify(new URL('./server.ts', import.meta.url).href)});
+    const { StaticCertificates, selfSignedCertificate } = await import(${JSON.stringify(new URL('../tls/index.ts', import.meta.url).href)});
+    const unhandled = [];
+    process.on('unhandledRejection', (err) => unhandled.push(err.code));
+    const stopped = AbortSignal.abort();
+    const make = () => new WebhookServer({ bindAddress: '127.0.0.1:0', certificates: new StaticCertificates(selfSignedCertificate(['127.0.0.1'])) });
+    const bare = make();
+    await bare.start(stopped); // listening rejects with Stopped; nobody looks at it
+    const chained = make();
+    chained.listening.then(() => {}); // a derived promise, with no catch
+    await chained.start(stopped);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    process.stdout.write(JSON.stringify(unhandled));
+  `;
+  const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  assert.deepEqual(JSON.parse(r.stdout), ['Stopped'], 'only the chained promise is reported');
 });
 
 test('a defaulting review over HTTPS answers with a base64 JSONPatch and the request uid', async () => {

@@ -171,8 +171,9 @@ export class WebhookServer {
   /**
    * Resolves once `start()` listens (`port` and `address` are then set, and `ready()` can pass). Rejects with the
    * error the first `start()` rejects with (`BindFailed`, or the certificate source's error), or with `Stopped` when
-   * the signal aborts before the server listens. Awaiting it is optional: an unobserved rejection is not reported as
-   * unhandled.
+   * the signal aborts before the server listens. Awaiting it is optional: this promise itself, left alone, is never
+   * reported as an unhandled rejection. A promise made from it is not covered: `listening.then(f)` (or
+   * `Promise.all([listening, …])`) rejects too, and is reported as unhandled unless it is awaited or given a `catch`.
    */
   readonly listening: Promise<void>;
   readonly #listened: { resolve(): void; reject(err: unknown): void };
