@@ -207,7 +207,8 @@ export class SecretCertificates extends CertificateListeners implements Certific
     try {
       pair = await this.#read();
     } catch (err) {
-      (this.#o.log ?? silentLogger).error(
+      // handled: the pair served so far stays, and the next poll tries again
+      (this.#o.log ?? silentLogger).warn(
         { secret: `${this.#o.namespace}/${this.#o.secretName}`, err: errorMessage(err) },
         'cannot re-read the webhook serving certificate; serving the one loaded before',
       );
