@@ -16,7 +16,7 @@
  * - Retries: an answer that says when to come back (429, or 500–504 with Retry-After) is retried up to 3 times after
  *   the delay asked for (at most 10 s each); a GET whose connection was reset or closed before the answer is retried
  *   up to 3 times with a short backoff (GETs are idempotent; writes are never replayed). Everything else becomes an
- *   `ApiError`.
+ *   `ApiError`. A caller that retries on its own (the metrics endpoint's reviews) leaves the first kind to this layer.
  * - A rotated client certificate moves new requests to a new connection pool; requests and watches already under
  *   way finish on the old one, which is closed once they have.
  *
@@ -26,6 +26,7 @@
 import type { Agent, IncomingMessage } from 'node:http';
 import { Agent as HttpAgent, request as httpRequest } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import { isDroppedConnection, linked, saysWhenToRetry } from '../internal/requests.ts';
 import { sleep } from '../internal/sleep.ts';
 import { ATTR, endRequestSpan, type Span, startRequestSpan } from '../tracing/spans.ts';
 import { ApiError } from './errors.ts';
@@ -164,8 +165,7 @@ export class Transport {
         retry -= 1;
         continue;
       }
-      const throttled = status === 429 || (status >= 500 && status <= 504 && err.retryAfterSeconds !== undefined);
-      if (throttled && retry < MAX_RETRIES) {
+      if (saysWhenToRetry(status, err.retryAfterSeconds) && retry < MAX_RETRIES) {
         await cutOffSleep(Math.min(MAX_RETRY_AFTER_MS, (err.retryAfterSeconds ?? 1) * 1000), signal, req);
         continue;
       }
@@ -363,37 +363,13 @@ function headerKey(key: string): string {
 
 /** A connection that broke before any answer: worth one more try for an idempotent request. */
 function isConnectionDropped(err: unknown): boolean {
-  if (!(err instanceof ApiError) || err.code !== 'Network') return false;
-  const code = (err.cause as NodeJS.ErrnoException | undefined)?.code;
-  return code === 'ECONNRESET' || code === 'EPIPE' || code === 'ECONNREFUSED' || code === 'ECONNABORTED';
+  return err instanceof ApiError && err.code === 'Network' && isDroppedConnection(err.cause);
 }
 
 /** Waits `ms`; rejects as the request's cut-off signal says (Timeout or Aborted) as soon as it aborts. */
 async function cutOffSleep(ms: number, signal: AbortSignal, req: TransportRequest): Promise<void> {
   await sleep(ms, signal);
   if (signal.aborted) throw cutOff(req, signal);
-}
-
-/**
- * An AbortController that aborts when any of `signals` does (its reason made by `reason`), with `dispose()` to remove
- * its listeners — unlike `AbortSignal.any`, nothing stays attached to a long-lived signal once a request is over.
- */
-function linked(
-  signals: readonly (AbortSignal | undefined)[],
-  reason: (cause: unknown) => unknown,
-): AbortController & { dispose(): void } {
-  const controller = new AbortController();
-  const sources = [...new Set(signals)].filter((x): x is AbortSignal => x !== undefined);
-  const listeners = sources.map((source) => {
-    const onAbort = () => controller.abort(reason(source.reason));
-    if (source.aborted) onAbort();
-    else source.addEventListener('abort', onAbort, { once: true });
-    return () => source.removeEventListener('abort', onAbort);
-  });
-  const dispose = () => {
-    for (const remove of listeners) remove();
-  };
-  return Object.assign(controller, { dispose });
 }
 
 function header(res: IncomingMessage, name: string): string | undefined {

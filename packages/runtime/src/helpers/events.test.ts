@@ -23,6 +23,8 @@ interface Call {
 /** Records writes; serves events.k8s.io/v1 or not; a patch of an Event it "expired" answers NotFound. */
 class FakeClient implements EventClient {
   readonly calls: Call[] = [];
+  /** Writes started (counted as they begin, before `hold`). */
+  requests = 0;
   readonly expired = new Set<string>();
   discoveries = 0;
   /** Resolves held writes (to observe folding while a write is under way). */
@@ -42,6 +44,7 @@ class FakeClient implements EventClient {
   }
 
   async create<R extends ResourceType<KubeObject, unknown>>(r: R, obj: InputOf<R>): Promise<ObjectOf<R>> {
+    this.requests += 1;
     await this.hold;
     const name = obj.metadata.name ?? '';
     this.calls.push({ verb: 'create', api: r.apiVersion, name, body: obj as unknown as Record<string, unknown> });
@@ -49,6 +52,7 @@ class FakeClient implements EventClient {
   }
 
   async patch<T extends KubeObject>(r: ResourceType<T>, ref: ObjectRef, patch: unknown): Promise<T> {
+    this.requests += 1;
     await this.hold;
     if (this.expired.has(ref.name)) throw new ApiError('NotFound', `events "${ref.name}" not found`, { status: 404 });
     this.calls.push({ verb: 'patch', api: r.apiVersion, name: ref.name, body: patch as Record<string, unknown> });
@@ -343,4 +347,105 @@ test('held-back counts: other series of the object wait their turn, flush writes
   );
   assert.equal(clock.pendingTimers(), 0);
   assert.equal(rec.dropped, 1);
+});
+
+test('flush(0) stops acting: the counts held back stay unwritten, no request is started', async () => {
+  const client = new FakeClient(true);
+  const rec = new EventRecorder({
+    client,
+    component: 'op',
+    instance: 'op-1',
+    log: silentLogger,
+    clock: new FakeClock(1_700_000_000_000),
+    burst: 1,
+  });
+  rec.event(Pods, pod, 'Warning', 'BackOff', 'restarting');
+  await settle();
+  assert.equal(client.calls.length, 1, 'the create took the only token');
+  rec.event(Pods, pod, 'Warning', 'BackOff', 'restarting');
+  await settle();
+  assert.equal(client.calls.length, 1, 'the repeat is held back');
+  assert.equal(await rec.flush(0), 0, 'nothing was under way');
+  await settle();
+  assert.equal(client.requests, 1, 'flush(0) started no write');
+  assert.equal(await rec.flush(), 0, 'a flush with time writes what was held back');
+  assert.equal(client.requests, 2);
+});
+
+test('held series: the timer is armed for the earliest token, whichever series was held first', async () => {
+  const client = new FakeClient(true);
+  const clock = new FakeClock(0);
+  const rec = new EventRecorder({
+    client,
+    component: 'op',
+    instance: 'op-1',
+    log: silentLogger,
+    clock,
+    burst: 1,
+    refillMs: 1_000,
+  });
+  const x = { metadata: { name: 'x', namespace: 'ns', uid: 'uid-x' } };
+  const y = { metadata: { name: 'y', namespace: 'ns', uid: 'uid-y' } };
+  rec.event(ConfigMaps, y, 'Normal', 'Synced', 'y'); // y's token is spent at 0: the next at 1000
+  await settle();
+  clock.advance(500);
+  rec.event(ConfigMaps, x, 'Normal', 'Synced', 'x'); // x's at 500: the next at 1500
+  await settle();
+  rec.event(ConfigMaps, x, 'Normal', 'Synced', 'x');
+  await settle();
+  assert.equal(clock.pendingTimers(), 1, 'x is held: a timer for 1500');
+  clock.advance(100);
+  rec.event(ConfigMaps, y, 'Normal', 'Synced', 'y'); // held second, but its token comes first
+  await settle();
+  assert.equal(clock.pendingTimers(), 1, 'one timer, moved to 1000');
+  assert.equal(client.calls.length, 2);
+  clock.advance(400); // 1000
+  await settle();
+  assert.deepEqual(
+    client.calls.slice(2).map((c) => c.name.split('.')[0]),
+    ['y'],
+    "y is written at its token's time",
+  );
+  clock.advance(499);
+  await settle();
+  assert.equal(client.calls.length, 3, 'x waits for its own');
+  clock.advance(1); // 1500
+  await settle();
+  assert.deepEqual(
+    client.calls.slice(3).map((c) => c.name.split('.')[0]),
+    ['x'],
+  );
+  assert.equal(clock.pendingTimers(), 0);
+});
+
+test('holding a series costs the same however many are held: no rescan of the held series per hold', async () => {
+  // every look at a bucket's timing reads options.refillMs: count those reads while n series are held one by one
+  let reads = 0;
+  const options = {
+    client: new FakeClient(true),
+    component: 'op',
+    instance: 'op-1',
+    log: silentLogger,
+    clock: new FakeClock(0),
+    burst: 1,
+    get refillMs() {
+      reads += 1;
+      return 60_000;
+    },
+  };
+  const rec = new EventRecorder(options);
+  const n = 400;
+  const objects = Array.from({ length: n }, (_, i) => ({ metadata: { name: `o${i}`, namespace: 'ns', uid: `u${i}` } }));
+  for (const o of objects) rec.event(ConfigMaps, o, 'Normal', 'Synced', 'first');
+  await settle();
+  assert.equal(options.client.calls.length, n, 'one create per object: each spent its token');
+  reads = 0;
+  for (const o of objects) rec.event(ConfigMaps, o, 'Normal', 'Synced', 'again');
+  await settle();
+  assert.equal(options.client.calls.length, n, 'every repeat is held back');
+  // each hold takes (one read) and times its own token (one read); a rescan per hold would be n²/2 = 80,000 reads
+  assert.ok(reads <= 4 * n, `${reads} reads of the bucket timing for ${n} holds`);
+  assert.equal(options.clock.pendingTimers(), 1);
+  assert.equal(await rec.flush(), 0);
+  assert.equal(options.client.calls.length, 2 * n, 'a flush writes every held count');
 });

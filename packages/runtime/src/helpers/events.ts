@@ -25,7 +25,10 @@
  * - `flush(timeoutMs)` writes the counts held back by the rate limit at once (a stopping process would lose them) and
  *   waits for the writes under way, but never longer than `timeoutMs`: then it cancels the rest, so a process stopping
  *   on a hung connection (a lost Lease, a SIGTERM) exits on time instead of waiting for the client's request timeout.
- *   The timer of held-back writes does not keep a process alive.
+ *   `flush(0)` (a process that must stop acting) starts no write: it leaves the held-back counts unwritten and
+ *   cancels the writes under way. The timer of held-back writes does not keep a process alive.
+ * - Holding a series back costs the same however many are held (the timer is re-armed only when the new series' token
+ *   comes before it); the timer fires at the earliest time a held series' object has a token again.
  *
  * RBAC: `create` and `patch` on `events.k8s.io` events (see `managerPermissions`); the core/v1 fallback, for
  * apiservers older than 1.19, needs the same verbs on core `events`.
@@ -247,7 +250,7 @@ export class EventRecorder {
   async #drain(s: Series, signal: AbortSignal): Promise<void> {
     try {
       await undefined; // occurrences recorded in the same turn go out in one write
-      while (s.count !== s.written) {
+      while (s.count !== s.written && !signal.aborted) {
         if (!s.granted && !this.#take(s.bucket, this.#clock.now())) {
           this.#hold(s);
           return;
@@ -268,7 +271,9 @@ export class EventRecorder {
   #hold(s: Series): void {
     s.held = true;
     this.#held.add(s);
-    this.#arm();
+    // the timer is at the earliest token of the series held before: only this one can come sooner
+    const at = this.#tokenAt(s.bucket);
+    if (this.#timer === undefined || at < this.#timer.at) this.#armAt(at);
   }
 
   /** Restarts the held series whose bucket has a token again (every one, when `all`: a flush), then re-arms. */
@@ -284,7 +289,10 @@ export class EventRecorder {
     this.#arm();
   }
 
-  /** Sets the timer for the earliest time a held series' bucket has a token, or clears it when none is held. */
+  /**
+   * Sets the timer for the earliest time a held series' bucket has a token (scanning them all: after a release, which
+   * took tokens), or clears it when none is held.
+   */
   #arm(): void {
     let at = Infinity;
     for (const s of this.#held) at = Math.min(at, this.#tokenAt(s.bucket));
@@ -294,6 +302,11 @@ export class EventRecorder {
       return;
     }
     if (this.#timer !== undefined && this.#timer.at <= at) return;
+    this.#armAt(at);
+  }
+
+  /** (Re-)sets the timer of held-back writes for `at`. */
+  #armAt(at: number): void {
     this.#timer?.timer.cancel();
     const timer = this.#clock.setTimer(at - this.#clock.now(), () => {
       this.#timer = undefined;
@@ -305,10 +318,11 @@ export class EventRecorder {
   /**
    * Writes the counts the rate limit held back, and resolves when every event recorded so far has been written or
    * given up on — after `timeoutMs` at the latest (default: no limit), cancelling the writes still under way. Returns
-   * how many were cancelled.
+   * how many were cancelled. `flush(0)` starts no write: the held-back counts stay held, the writes under way are
+   * cancelled.
    */
   async flush(timeoutMs = Infinity): Promise<number> {
-    this.#release(true);
+    if (timeoutMs > 0) this.#release(true); // with no time to write, starting writes would only cancel them
     const limited = timeoutMs < MAX_TIMER_MS; // longer than a timer can wait: no limit
     const deadline = Date.now() + timeoutMs;
     while (this.#inFlight.size > 0) {

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
+import { createServer, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
-import type { Client } from '../client/client.ts';
+import { Client } from '../client/client.ts';
 import { ApiError } from '../client/errors.ts';
 import type { KubeObject, ResourceType } from '../client/resource.ts';
 import type { TimerSource } from '../internal/sleep.ts';
@@ -217,7 +219,9 @@ test('a review that fails twice is retried with backoff (500 ms × 1.5ⁿ, 20 % 
 
 test('a review is tried at most 5 times; a refusal that no retry can change is not retried', async () => {
   const down = scriptedClient(async () => {
-    throw new ApiError('TooManyRequests', 'POST tokenreviews: too many requests', { status: 429 });
+    throw new ApiError('Timeout', 'POST tokenreviews: the server was unable to return a response in time', {
+      status: 504,
+    });
   });
   const timers = instantTimers();
   const auth = new ScrapeAuthorizer({ client: down.client, timers });
@@ -230,6 +234,62 @@ test('a review is tried at most 5 times; a refusal that no retry can change is n
   const auth2 = new ScrapeAuthorizer({ client: forbidden.client, timers: instantTimers() });
   assert.equal(((await auth2.authorize(scrape('good'))) as { status: number }).status, 500);
   assert.equal(forbidden.calls.tokenreviews, 1, 'Forbidden: not retried');
+});
+
+/**
+ * A loopback server standing in for the apiserver's review endpoints (a client's transport on the wire): answers each
+ * TokenReview as `answer` scripts it and counts them.
+ */
+async function reviewServer(answer: (res: ServerResponse) => void) {
+  const requests = { tokenreviews: 0 };
+  const server = createServer((req, res) => {
+    req.resume();
+    if (req.url?.endsWith('/tokenreviews')) requests.tokenreviews += 1;
+    answer(res);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const client = new Client({
+    server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    auth: { credentials: async () => ({ headers: {} }), invalidate() {} },
+    namespace: 'default',
+    contextName: 'test',
+  });
+  const close = () => {
+    client.transport.close();
+    server.closeAllConnections();
+    server.close();
+  };
+  return { client, requests, close };
+}
+
+const status = (res: ServerResponse, code: number, reason: string, headers: Record<string, string> = {}) => {
+  res.writeHead(code, { 'content-type': 'application/json', ...headers });
+  res.end(JSON.stringify({ kind: 'Status', apiVersion: 'v1', status: 'Failure', code, reason, message: reason }));
+};
+
+test('one layer retries each failure: throttled answers by the transport (4 requests), the rest by the authorizer (5)', async () => {
+  const cases: [string, (res: ServerResponse) => void, number][] = [
+    // the client's transport retries an answer that says when to come back, 3 times; the authorizer not again
+    ['429 with Retry-After', (res) => status(res, 429, 'TooManyRequests', { 'retry-after': '0' }), 4],
+    ['503 with Retry-After', (res) => status(res, 503, 'ServiceUnavailable', { 'retry-after': '0' }), 4],
+    // the transport never replays a POST otherwise: the authorizer's 5 tries
+    ['500 InternalError', (res) => status(res, 500, 'InternalError'), 5],
+    ['a reset connection', (res) => res.socket?.resetAndDestroy(), 5],
+  ];
+  for (const [what, answer, expected] of cases) {
+    const { client, requests, close } = await reviewServer(answer);
+    try {
+      const auth = new ScrapeAuthorizer({ client, timers: instantTimers() });
+      assert.deepEqual(await auth.authorize(scrape('good')), {
+        allowed: false,
+        status: 500,
+        message: 'Internal Server Error',
+      });
+      assert.equal(requests.tokenreviews, expected, `${what}: TokenReview requests for one review`);
+    } finally {
+      close();
+    }
+  }
 });
 
 test('TtlCache keeps at most max entries, dropping the oldest', async () => {

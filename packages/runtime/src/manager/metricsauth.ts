@@ -21,10 +21,14 @@
  *   and the review goes on for the others, its answer cached (the apiserver's cached token authenticator detaches its
  *   shared lookups the same way). Reviews under way end when `signal` (the metrics server's stop) aborts.
  * - A review that fails transiently is tried again, as controller-runtime's `filters.go` configures the apiserver's
- *   delegating authenticator and authorizer: at most 5 tries, 500 ms apart × 1.5 per retry, 20 % jitter, on the
- *   errors its webhook client retries (a reset connection, 500 InternalError, 504 Timeout, 429 TooManyRequests, or an
- *   answer that says when to come back). Other failures (403: the operator lacks `create` on tokenreviews or
- *   subjectaccessreviews) are not retried.
+ *   delegating authenticator and authorizer, and each failure is retried by one layer only:
+ *   - an answer that says when to come back (429 TooManyRequests, or 500–504 with a Retry-After) is retried by the
+ *     client's transport, 3 more times after the delay asked for (client/transport.ts), and not again here: a
+ *     throttled review makes at most 4 requests;
+ *   - the other failures its webhook client retries — a dropped connection (reset, refused), 500 InternalError, 504
+ *     Timeout — which the transport does not retry for a POST, are tried again here: at most 5 tries, 500 ms apart
+ *     × 1.5 per retry, 20 % jitter.
+ *   Other failures (403: the operator lacks `create` on tokenreviews or subjectaccessreviews) are not retried.
  * - A review that still fails (or has no answer within `reviewTimeoutMs`) answers 500, is logged, and is not cached.
  *
  * The operator needs `create` on `tokenreviews` (authentication.k8s.io) and `subjectaccessreviews`
@@ -36,6 +40,7 @@ import type { Client } from '../client/client.ts';
 import { ApiError } from '../client/errors.ts';
 import { OpkitError } from '../errors.ts';
 import { Backoff } from '../internal/backoff.ts';
+import { isDroppedConnection, linked, saysWhenToRetry } from '../internal/requests.ts';
 import { nodeTimers, sleep, type TimerSource } from '../internal/sleep.ts';
 import type { Logger } from '../logger.ts';
 
@@ -203,14 +208,12 @@ export class ScrapeAuthorizer {
    * `signal` does, never by a scraper — and tried again on transient failures (see the module comment).
    */
   async #shared<R>(what: string, review: (signal: AbortSignal) => Promise<R>): Promise<R> {
-    const ctl = new AbortController();
     const timeout = AbortSignal.timeout(this.#reviewTimeoutMs);
-    const onTimeout = () =>
-      ctl.abort(new MetricsAuthError('ReviewFailed', `${what}: no answer within ${this.#reviewTimeoutMs} ms`));
-    const onStop = () => ctl.abort(this.#stop?.reason);
-    timeout.addEventListener('abort', onTimeout, { once: true });
-    if (this.#stop?.aborted) onStop();
-    else this.#stop?.addEventListener('abort', onStop, { once: true });
+    const ctl = linked([timeout, this.#stop], (cause, source) =>
+      source === timeout
+        ? new MetricsAuthError('ReviewFailed', `${what}: no answer within ${this.#reviewTimeoutMs} ms`)
+        : cause,
+    );
     const backoff = new Backoff({ ...REVIEW_BACKOFF, ...(this.#random ? { random: this.#random } : {}) });
     try {
       for (let attempt = 1; ; attempt++) {
@@ -225,8 +228,7 @@ export class ScrapeAuthorizer {
         }
       }
     } finally {
-      timeout.removeEventListener('abort', onTimeout);
-      this.#stop?.removeEventListener('abort', onStop);
+      ctl.dispose();
     }
   }
 
@@ -279,18 +281,19 @@ export class ScrapeAuthorizer {
 const UNAUTHORIZED: ScrapeDecision = { allowed: false, status: 401, message: 'Unauthorized' };
 
 /**
- * The failures the apiserver's webhook client retries (`DefaultShouldRetry`): a reset connection, InternalError,
- * Timeout, TooManyRequests, or an answer that says when to come back. `err` is a `ReviewFailed` wrapping the request's.
+ * The failures the apiserver's webhook client retries (`DefaultShouldRetry`: a dropped connection, InternalError,
+ * Timeout, TooManyRequests, an answer that says when to come back), less those the client's transport has retried
+ * already (429, and 500–504 with a Retry-After). `err` is a `ReviewFailed` wrapping the request's.
  */
 function retryableReview(err: unknown): boolean {
   const e = err instanceof MetricsAuthError ? err.cause : err;
   if (!(e instanceof ApiError)) return false;
-  if (e.code === 'Network') return (e.cause as NodeJS.ErrnoException | undefined)?.code === 'ECONNRESET';
+  if (saysWhenToRetry(e.status, e.retryAfterSeconds)) return false; // retried by the transport, after its delay
+  if (e.code === 'Network') return isDroppedConnection(e.cause);
   if (e.code === 'Aborted') return false;
   return (
     e.code === 'InternalError' ||
     e.code === 'Timeout' ||
-    e.code === 'TooManyRequests' ||
     e.code === 'ServerTimeout' ||
     e.retryAfterSeconds !== undefined
   );

@@ -15,10 +15,21 @@ import { createPrivateKey, X509Certificate } from 'node:crypto';
 import type { SecureContextOptions, TlsOptions } from 'node:tls';
 import { OpkitError } from '../errors.ts';
 
-/** `Aborted`: the signal given to `load()` aborted before a pair was read. */
-export type CertificateErrorCode = 'CertificateMissing' | 'CertificateInvalid' | 'KeyMismatch' | 'Aborted';
+/**
+ * `Aborted`: the signal given to `load()` aborted before a pair was read; `Forbidden`: the operator may not read where
+ * the pair is kept (RBAC refused it a Secret).
+ */
+export type CertificateErrorCode =
+  | 'CertificateMissing'
+  | 'CertificateInvalid'
+  | 'KeyMismatch'
+  | 'Forbidden'
+  | 'Aborted';
 
-/** A serving certificate that cannot be read, does not parse, or whose key is not the certificate's; a load cut off. */
+/**
+ * A serving certificate that cannot be read (or may not be), does not parse, or whose key is not the certificate's; a
+ * load cut off.
+ */
 export class CertificateError extends OpkitError<CertificateErrorCode> {
   override readonly name = 'CertificateError';
 }

@@ -4,8 +4,11 @@
  * certificate, keeps them in one Secret (`ca.crt`, `ca.key`, `tls.crt`, `tls.key`), rotates them before they expire,
  * and writes the CA bundle into its own webhook configurations and CRD conversion stanzas.
  *
- * - `SecretCertificates` (every replica) is the server's `CertificateSource`: it waits for the Secret, then re-reads
- *   it every `pollIntervalMs` and hands a new pair to the server, which uses it for new connections.
+ * - `SecretCertificates` (every replica) is the server's `CertificateSource`: it waits for the Secret (up to 2
+ *   minutes), then re-reads it every `pollIntervalMs` and hands a new pair to the server, which uses it for new
+ *   connections. A refusal to read the Secret (Forbidden) fails the load at once, naming the RBAC rule it needs; a load
+ *   that gives up names the last error it met (a read that failed, a pair that does not belong together) and carries
+ *   it as `cause`. A re-read that fails is logged with its error, and the pair served so far stays.
  * - `CertificateRotator` (a Runnable that needs leadership: only the leader writes) creates the Secret if missing or
  *   unusable, and every `checkIntervalMs` renews what gets close to expiry.
  *
@@ -25,7 +28,7 @@
 import { X509Certificate } from 'node:crypto';
 import { CustomResourceDefinitions, type Secret, Secrets } from '../client/builtins.ts';
 import type { Client } from '../client/client.ts';
-import { isNotFound } from '../client/errors.ts';
+import { isApiError, isNotFound } from '../client/errors.ts';
 import { type KubeObject, resource } from '../client/resource.ts';
 import { sleep } from '../internal/sleep.ts';
 import { type Logger, silentLogger } from '../logger.ts';
@@ -81,9 +84,9 @@ export interface SelfManagedOptions {
   readonly propagationMs?: number;
   /** How often every replica re-reads the Secret (default 10 s). */
   readonly pollIntervalMs?: number;
-  /** Where renewals and failed checks are logged; silent by default. */
+  /** Where renewals, failed checks and failed re-reads of the Secret are logged; silent by default. */
   readonly log?: Logger;
-  /** Injectable wall clock (tests). */
+  /** Injectable wall clock (tests): the rotator's checks and the load's 2-minute wait. */
   readonly now?: () => number;
 }
 
@@ -137,25 +140,47 @@ export class SecretCertificates extends CertificateListeners implements Certific
   }
 
   /**
-   * Waits (up to 2 minutes) for the leader to create the Secret; rejects (`Aborted`) as soon as `signal` aborts, the
-   * read under way cut off.
+   * Waits (up to 2 minutes) for the leader to create the Secret, reading it every second. Rejects with `Forbidden` at
+   * once when RBAC refuses the read (the message names the rule), with `CertificateMissing` after 2 minutes without a
+   * usable pair (carrying the last error met as `cause`), and with `Aborted` as soon as `signal` aborts, the read
+   * under way cut off.
    */
   async load(signal?: AbortSignal): Promise<KeyPair> {
-    const where = `Secret ${this.#o.namespace}/${this.#o.secretName}`;
-    const deadline = Date.now() + 120_000;
+    const o = this.#o;
+    const where = `Secret ${o.namespace}/${o.secretName}`;
+    const now = o.now ?? Date.now;
+    const deadline = now() + 120_000;
     const never = new AbortController().signal;
+    let last: unknown;
     for (;;) {
       if (signal?.aborted) throw loadAborted(where, signal);
-      const pair = await this.#read(signal).catch(() => undefined);
+      let pair: KeyPair | undefined;
+      try {
+        pair = await this.#read(signal);
+      } catch (err) {
+        if (signal?.aborted) throw loadAborted(where, signal);
+        if (isApiError(err, 'Forbidden')) {
+          throw new CertificateError(
+            'Forbidden',
+            `cannot read ${where}: ${err.message} — the operator needs get on secrets named ${o.secretName} in ` +
+              `namespace ${o.namespace} (the Role selfManagedRbac makes)`,
+            { cause: err },
+          );
+        }
+        last = err; // a NotFound is no error here (readSecret answers undefined): the leader may not have written it
+      }
       if (signal?.aborted) throw loadAborted(where, signal);
       if (pair) {
         this.#pair = pair;
         return pair;
       }
-      if (Date.now() > deadline) {
+      if (now() > deadline) {
         throw new CertificateError(
           'CertificateMissing',
-          `${where} has no usable tls.crt/tls.key after 2 minutes: is the leader running its CertificateRotator?`,
+          last === undefined
+            ? `${where} has no usable tls.crt/tls.key after 2 minutes: is the leader running its CertificateRotator?`
+            : `${where} has no usable tls.crt/tls.key after 2 minutes: ${errorMessage(last)}`,
+          last === undefined ? undefined : { cause: last },
         );
       }
       await sleep(1_000, signal ?? never);
@@ -173,9 +198,22 @@ export class SecretCertificates extends CertificateListeners implements Certific
     signal.addEventListener('abort', () => clearInterval(timer), { once: true });
   }
 
-  /** Re-reads the Secret; a changed, consistent pair is announced. */
+  /**
+   * Re-reads the Secret; a changed, consistent pair is announced. A read that fails (or a pair that does not belong
+   * together) is logged with its error, and the pair served so far stays: resolves `false` then.
+   */
   async refresh(): Promise<boolean> {
-    const pair = await this.#read().catch(() => undefined);
+    let pair: KeyPair | undefined;
+    try {
+      pair = await this.#read();
+    } catch (err) {
+      // handled: the pair served so far stays, and the next poll tries again
+      (this.#o.log ?? silentLogger).warn(
+        { secret: `${this.#o.namespace}/${this.#o.secretName}`, err: errorMessage(err) },
+        'cannot re-read the webhook serving certificate; serving the one loaded before',
+      );
+      return false;
+    }
     if (!pair || (pair.certPem === this.#pair?.certPem && pair.keyPem === this.#pair.keyPem)) return false;
     this.#pair = pair;
     this.emit(pair);
@@ -342,6 +380,10 @@ export class CertificateRotator {
       }
     }
   }
+}
+
+function errorMessage(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
 }
 
 function issue(caPem: string, caKey: string, hosts: readonly string[], validityMs: number, now: number): Data {

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import { request as httpsRequest } from 'node:https';
 import { type AddressInfo, createServer as createNetServer } from 'node:net';
@@ -136,6 +137,10 @@ before(async () => {
     }))
     .conversion('/convert-throws', async () => {
       throw new Error('no hub for this version');
+    })
+    .conversion('/convert-slow', async (req, ctx) => {
+      await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve));
+      return { uid: req.uid, convertedObjects: [], result: { status: 'Success' } };
     });
   await assert.rejects(server.ready(), { code: 'NotStarted' });
   running = server.start(stop.signal);
@@ -202,6 +207,28 @@ test('listening rejects with the error start() rejects with: a port in use, a ce
   const s = new WebhookServer({ bindAddress: '127.0.0.1:0', certificates: new StaticCertificates(pair) });
   await s.start(ctl.signal);
   await assert.rejects(s.listening, { code: 'Stopped' });
+});
+
+test('listening, left alone, rejects without an unhandled rejection; a promise chained on it is the caller’s to handle', () => {
+  // in a process of its own: the test runner counts an unhandled rejection as a failure of whichever test is running
+  const script = `
+    const { WebhookServer } = await import(${JSON.stringify(new URL('./server.ts', import.meta.url).href)});
+    const { StaticCertificates, selfSignedCertificate } = await import(${JSON.stringify(new URL('../tls/index.ts', import.meta.url).href)});
+    const unhandled = [];
+    process.on('unhandledRejection', (err) => unhandled.push(err.code));
+    const stopped = AbortSignal.abort();
+    const make = () => new WebhookServer({ bindAddress: '127.0.0.1:0', certificates: new StaticCertificates(selfSignedCertificate(['127.0.0.1'])) });
+    const bare = make();
+    await bare.start(stopped); // listening rejects with Stopped; nobody looks at it
+    const chained = make();
+    chained.listening.then(() => {}); // a derived promise, with no catch
+    await chained.start(stopped);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    process.stdout.write(JSON.stringify(unhandled));
+  `;
+  const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  assert.deepEqual(JSON.parse(r.stdout), ['Stopped'], 'only the chained promise is reported');
 });
 
 test('a defaulting review over HTTPS answers with a base64 JSONPatch and the request uid', async () => {
@@ -354,6 +381,101 @@ test('a handler slower than the apiserver timeout gets an HTTP 504 before the ti
   assert.ok(took >= 700 && took < 1_000, `answered in ${took} ms, before the 1 s timeout`);
 });
 
+/**
+ * POSTs `body` in two halves, the second `delayMs` after the first (a slow apiserver connection): resolves with the
+ * answer and when it came, counted from the first byte sent. The server may answer before the second half is sent.
+ */
+function postSlowly(port: number, path: string, body: string, delayMs: number): Promise<Reply & { tookMs: number }> {
+  const started = performance.now();
+  return new Promise((resolve, reject) => {
+    let answered = false;
+    const req = httpsRequest(
+      {
+        host: '127.0.0.1',
+        port,
+        path,
+        method: 'POST',
+        ca: ca.certPem,
+        agent: false,
+        headers: { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) },
+      },
+      (res) => {
+        answered = true;
+        const tookMs = performance.now() - started;
+        let data = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => {
+          data += c;
+        });
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: data, tookMs }));
+      },
+    );
+    // a server that answered before the whole body arrived closes the connection: the late half fails to send
+    req.on('error', (err) => {
+      if (!answered) reject(err);
+    });
+    const half = Math.floor(body.length / 2);
+    req.write(body.slice(0, half));
+    const timer = setTimeout(() => {
+      if (!req.destroyed) req.end(body.slice(half));
+    }, delayMs);
+    req.on('close', () => clearTimeout(timer));
+  });
+}
+
+test("the apiserver's timeout counts from the request's arrival: a slow body leaves the handler less time", async () => {
+  // the body takes 400 ms: the handler gets the 350 ms left of the 750 ms budget, not 750 ms more
+  const r = await postSlowly(server.port, '/slow?timeout=1s', review('CREATE', widget()), 400);
+  assert.equal(r.status, 504, r.body);
+  assert.equal(
+    (JSON.parse(r.body) as { message: string }).message,
+    "the admission handler at /slow did not answer within 750 ms (the apiserver's timeout: 1s)",
+  );
+  assert.ok(r.tookMs >= 700 && r.tookMs < 1_000, `answered ${Math.round(r.tookMs)} ms after the request began`);
+});
+
+test("a body that does not arrive within the apiserver's timeout is answered with an HTTP 504 before it", async () => {
+  // the body takes 900 ms: by 750 ms nothing is left for a handler, so the server answers without waiting for it
+  const r = await postSlowly(server.port, '/slow?timeout=1s', review('CREATE', widget()), 900);
+  assert.equal(r.status, 504, r.body);
+  assert.deepEqual(JSON.parse(r.body), {
+    kind: 'Status',
+    apiVersion: 'v1',
+    metadata: {},
+    status: 'Failure',
+    reason: 'Timeout',
+    code: 504,
+    message: "the admission request to /slow was not received within 750 ms (the apiserver's timeout: 1s)",
+  });
+  assert.ok(r.tookMs >= 700 && r.tookMs < 1_000, `answered ${Math.round(r.tookMs)} ms after the request began`);
+});
+
+test("conversion reviews get the same budget from arrival: a slow body, then a slow handler, answered before the apiserver's timeout", async () => {
+  const conversion = JSON.stringify({
+    apiVersion: 'apiextensions.k8s.io/v1',
+    kind: 'ConversionReview',
+    request: { uid: 'c-slow', desiredAPIVersion: 'x.example.com/v2', objects: [widget(1)] },
+  });
+  const late = await postSlowly(server.port, '/convert-slow?timeout=1s', conversion, 400);
+  assert.equal(late.status, 200, late.body);
+  assert.deepEqual((JSON.parse(late.body) as { response: unknown }).response, {
+    uid: 'c-slow',
+    convertedObjects: [],
+    result: {
+      status: 'Failure',
+      message: "the conversion handler at /convert-slow did not answer within 750 ms (the apiserver's timeout: 1s)",
+    },
+  });
+  assert.ok(late.tookMs >= 700 && late.tookMs < 1_000, `answered after ${Math.round(late.tookMs)} ms`);
+  const unread = await postSlowly(server.port, '/convert-slow?timeout=1s', conversion, 900);
+  assert.equal(unread.status, 504, unread.body);
+  assert.equal(
+    (JSON.parse(unread.body) as { message: string }).message,
+    "the conversion request to /convert-slow was not received within 750 ms (the apiserver's timeout: 1s)",
+  );
+  assert.ok(unread.tookMs >= 700 && unread.tookMs < 1_000, `answered after ${Math.round(unread.tookMs)} ms`);
+});
+
 test('a handler that throws denies the request with code 500 and the uid, as controller-runtime answers a panic', async () => {
   const r = await post(server.port, '/throws', review('CREATE', widget(), 'u-throws'));
   assert.equal(r.status, 200);
@@ -430,7 +552,7 @@ test('metrics use controller-runtime names', async () => {
   await post(server.port, '/validate-widget', review('CREATE', widget(1)));
   const text = registry.metrics();
   assert.match(text, /controller_runtime_webhook_requests_total\{webhook="\/validate-widget",code="200"\} \d+/);
-  assert.match(text, /controller_runtime_webhook_requests_total\{webhook="\/slow",code="504"\} 1/);
+  assert.match(text, /controller_runtime_webhook_requests_total\{webhook="\/slow",code="504"\} 3/);
   assert.match(text, /controller_runtime_webhook_latency_seconds_bucket\{webhook="\/validate-widget",le="0.005"\}/);
   assert.match(text, /controller_runtime_webhook_requests_in_flight\{webhook="\/validate-widget"\} 0/);
 });

@@ -9,12 +9,13 @@
  *   from its `CertificateSource`; a rotated pair is used for new connections at once (`setSecureContext`), open
  *   connections finish on the old one, so no request is lost.
  * - A review is answered in the apiVersion it came in, with the request's `uid`.
- * - Each admission review is answered within the apiserver's timeout (its `?timeout=` query, default 10 s): the
- *   handler's signal aborts 250 ms before it, and a handler still running then is answered with an HTTP 504 carrying
- *   a `Status` (reason `Timeout`). The apiserver counts a non-2xx answer as a failed call, as it counts its own
- *   timeout, so the webhook's `failurePolicy` decides: `Ignore` admits the request, `Fail` refuses it with
- *   `failed calling webhook "…": failed to call webhook: the admission handler at /path did not answer within …`.
- *   A slow handler never denies a request.
+ * - Each review is answered within the apiserver's timeout (its `?timeout=` query, default 10 s), counted from the
+ *   request's arrival: reading the body and running the handler share one budget that ends 250 ms before the
+ *   timeout. The handler's signal aborts at its end, and a handler still running then (or a body still arriving,
+ *   when nothing is left for a handler) is answered with an HTTP 504 carrying a `Status` (reason `Timeout`). The
+ *   apiserver counts a non-2xx answer as a failed call, as it counts its own timeout, so the webhook's
+ *   `failurePolicy` decides: `Ignore` admits the request, `Fail` refuses it with `failed calling webhook "…": failed
+ *   to call webhook: the admission handler at /path did not answer within …`. A slow handler never denies a request.
  * - An admission handler that throws (or returns no response) denies the request with code 500 naming its path, as
  *   controller-runtime answers a handler's recovered panic: the apiserver refuses the request whatever the
  *   `failurePolicy`. A handler that should fail open catches its own errors and allows.
@@ -25,8 +26,9 @@
  *   read (else `uid: ""` and v1). The apiserver checks a v1 answer's uid, so it counts an answer without one as a
  *   failed call (the `failurePolicy` decides) and one with the uid as a denial.
  * - A malformed conversion review gets a plain HTTP 400 with a one-line reason (413 for the size), as
- *   controller-runtime; a conversion handler that throws or runs out of time answers a `Failure` result. Either way
- *   the apiserver fails the read or write that needed the conversion.
+ *   controller-runtime; a conversion handler that throws or runs out of time answers a `Failure` result (a body that
+ *   does not arrive in time, the 504 above). Either way the apiserver fails the read or write that needed the
+ *   conversion.
  * - No input crashes the process. Unknown paths get 404, methods other than POST 405.
  * - Metrics under controller-runtime's names: `controller_runtime_webhook_requests_total{webhook,code}` (the HTTP
  *   status), `controller_runtime_webhook_latency_seconds{webhook}`, `controller_runtime_webhook_requests_in_flight`.
@@ -108,6 +110,19 @@ interface Reply {
   readonly close?: boolean;
 }
 
+/** A request whose body had not fully arrived when its budget ran out: answered with a 504 at once. */
+class Unread extends Error {}
+
+/**
+ * The time a review may take, fixed at its arrival: the apiserver's `timeoutMs`, and the `budgetMs` of it the server
+ * uses, up to `deadline` (`performance.now()` time) — the body's read and the handler share it.
+ */
+interface Budget {
+  readonly timeoutMs: number;
+  readonly budgetMs: number;
+  readonly deadline: number;
+}
+
 /** A request the server cannot read as a review: answered with `code` (400, or 413 for the size). */
 class Malformed extends Error {
   readonly code: 400 | 413;
@@ -156,8 +171,9 @@ export class WebhookServer {
   /**
    * Resolves once `start()` listens (`port` and `address` are then set, and `ready()` can pass). Rejects with the
    * error the first `start()` rejects with (`BindFailed`, or the certificate source's error), or with `Stopped` when
-   * the signal aborts before the server listens. Awaiting it is optional: an unobserved rejection is not reported as
-   * unhandled.
+   * the signal aborts before the server listens. Awaiting it is optional: this promise itself, left alone, is never
+   * reported as an unhandled rejection. A promise made from it is not covered: `listening.then(f)` (or
+   * `Promise.all([listening, …])`) rejects too, and is reported as unhandled unless it is awaited or given a `catch`.
    */
   readonly listening: Promise<void>;
   readonly #listened: { resolve(): void; reject(err: unknown): void };
@@ -364,29 +380,42 @@ export class WebhookServer {
       res.end(reply.body);
     };
     const timeoutMs = parseTimeout(url.searchParams.get('timeout'));
-    this.#handle(req, webhook, route, timeoutMs).then(finish, (err: unknown) => {
+    const budgetMs = Math.max(timeoutMs - TIMEOUT_MARGIN_MS, 1);
+    const budget: Budget = { timeoutMs, budgetMs, deadline: started + budgetMs };
+    this.#handle(req, webhook, route, budget).then(finish, (err: unknown) => {
       // a response that cannot be serialized, or a fault of the server itself: never leave the apiserver waiting
       this.#log.error({ webhook, err: errorMessage(err) }, 'webhook failed');
       finish(text(500, 'internal error in the webhook server'));
     });
   }
 
-  async #handle(req: IncomingMessage, path: string, route: Route, timeoutMs: number): Promise<Reply> {
+  async #handle(req: IncomingMessage, path: string, route: Route, budget: Budget): Promise<Reply> {
     if (req.method !== 'POST') {
       req.resume();
       return text(405, `method ${req.method ?? ''} not allowed: webhooks take POST`);
     }
     return route.type === 'admission'
-      ? this.#admit(req, path, route.handler, timeoutMs)
-      : this.#convert(req, path, route.handler, timeoutMs);
+      ? this.#admit(req, path, route.handler, budget)
+      : this.#convert(req, path, route.handler, budget);
   }
 
-  async #admit(req: IncomingMessage, path: string, handler: AdmissionHandler, timeoutMs: number): Promise<Reply> {
+  /**
+   * The 504 for a review not answered in time: its handler still running, or its body still arriving (then `close`:
+   * the connection goes, with the rest of the body).
+   */
+  #late(path: string, uid: string, message: string, close: boolean): Reply {
+    this.#log.warn({ webhook: path, uid }, message);
+    const status = { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', reason: 'Timeout', code: 504 };
+    return { ...json(504, { ...status, message }), close };
+  }
+
+  async #admit(req: IncomingMessage, path: string, handler: AdmissionHandler, budget: Budget): Promise<Reply> {
+    const { timeoutMs, budgetMs } = budget;
     let apiVersion: string = ADMISSION_VERSIONS[0];
     let uid = '';
     let request: AdmissionRequest;
     try {
-      const review = await this.#readReview(req);
+      const review = await this.#readReview(req, budget.deadline);
       apiVersion = reviewVersion(review, 'AdmissionReview', ADMISSION_VERSIONS);
       const r = reviewRequest(review, 'AdmissionReview');
       uid = r.uid;
@@ -398,6 +427,14 @@ export class WebhookServer {
       }
       request = r as unknown as AdmissionRequest;
     } catch (err) {
+      if (err instanceof Unread) {
+        return this.#late(
+          path,
+          uid,
+          `the admission request to ${path} was not received within ${budgetMs} ms (the apiserver's timeout: ${duration(timeoutMs)})`,
+          true,
+        );
+      }
       if (!(err instanceof Malformed)) throw err;
       const reason = err.code === 413 ? 'RequestEntityTooLarge' : 'BadRequest';
       return {
@@ -409,19 +446,14 @@ export class WebhookServer {
         close: err.code === 413,
       };
     }
-    const outcome = await runHandler(timeoutMs, (signal) => handler(request, { signal }));
+    const outcome = await runHandler(budget.deadline, (signal) => handler(request, { signal }));
     if (outcome.kind === 'late') {
-      const message = `the admission handler at ${path} did not answer within ${outcome.budgetMs} ms (the apiserver's timeout: ${duration(timeoutMs)})`;
-      this.#log.warn({ webhook: path, uid }, message);
-      return json(504, {
-        kind: 'Status',
-        apiVersion: 'v1',
-        metadata: {},
-        status: 'Failure',
-        reason: 'Timeout',
-        code: 504,
-        message,
-      });
+      return this.#late(
+        path,
+        uid,
+        `the admission handler at ${path} did not answer within ${budgetMs} ms (the apiserver's timeout: ${duration(timeoutMs)})`,
+        false,
+      );
     }
     if (outcome.kind === 'failed') {
       const message = `the admission handler at ${path} ${outcome.failure}`;
@@ -435,11 +467,12 @@ export class WebhookServer {
     return admissionReview(apiVersion, { ...outcome.value, uid });
   }
 
-  async #convert(req: IncomingMessage, path: string, handler: ConversionHandler, timeoutMs: number): Promise<Reply> {
+  async #convert(req: IncomingMessage, path: string, handler: ConversionHandler, budget: Budget): Promise<Reply> {
+    const { timeoutMs, budgetMs } = budget;
     let apiVersion: string;
     let request: ConversionRequest;
     try {
-      const review = await this.#readReview(req);
+      const review = await this.#readReview(req, budget.deadline);
       apiVersion = reviewVersion(review, 'ConversionReview', CONVERSION_VERSIONS);
       const r = reviewRequest(review, 'ConversionReview');
       if (typeof r.desiredAPIVersion !== 'string' || !Array.isArray(r.objects)) {
@@ -447,17 +480,25 @@ export class WebhookServer {
       }
       request = r as unknown as ConversionRequest;
     } catch (err) {
+      if (err instanceof Unread) {
+        return this.#late(
+          path,
+          '',
+          `the conversion request to ${path} was not received within ${budgetMs} ms (the apiserver's timeout: ${duration(timeoutMs)})`,
+          true,
+        );
+      }
       if (!(err instanceof Malformed)) throw err;
       return { ...text(err.code, err.message), close: err.code === 413 };
     }
-    const outcome = await runHandler(timeoutMs, (signal) => handler(request, { signal }));
+    const outcome = await runHandler(budget.deadline, (signal) => handler(request, { signal }));
     let response: ConversionResponse;
     if (outcome.kind === 'answered') {
       response = { ...outcome.value, uid: request.uid };
     } else {
       const message =
         outcome.kind === 'late'
-          ? `the conversion handler at ${path} did not answer within ${outcome.budgetMs} ms (the apiserver's timeout: ${duration(timeoutMs)})`
+          ? `the conversion handler at ${path} did not answer within ${budgetMs} ms (the apiserver's timeout: ${duration(timeoutMs)})`
           : `the conversion handler at ${path} ${outcome.failure}`;
       this.#log.error({ webhook: path, uid: request.uid }, message);
       response = { uid: request.uid, convertedObjects: [], result: { status: 'Failure', message } };
@@ -465,14 +506,17 @@ export class WebhookServer {
     return json(200, { apiVersion, kind: 'ConversionReview', response });
   }
 
-  /** The body as JSON, or `Malformed` for a wrong content type, an oversized, empty or unparsable body. */
-  async #readReview(req: IncomingMessage): Promise<unknown> {
+  /**
+   * The body as JSON, or `Malformed` for a wrong content type, an oversized, empty or unparsable body; `Unread` when it
+   * has not fully arrived by `deadline` (`performance.now()` time).
+   */
+  async #readReview(req: IncomingMessage, deadline: number): Promise<unknown> {
     const type = (req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
     if (type !== 'application/json') {
       req.resume();
       throw new Malformed(400, `content-type ${JSON.stringify(type)} not supported: send application/json`);
     }
-    const body = await readBody(req, this.#o.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES);
+    const body = await readBody(req, this.#o.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES, deadline);
     if (body.trim() === '') throw new Malformed(400, 'the request body is empty');
     try {
       return JSON.parse(body);
@@ -546,25 +590,27 @@ export function parseTimeout(value: string | null): number {
 type Outcome<T> =
   | { readonly kind: 'answered'; readonly value: T }
   | { readonly kind: 'failed'; readonly failure: string }
-  | { readonly kind: 'late'; readonly budgetMs: number };
+  | { readonly kind: 'late' };
 
 /**
- * Runs a handler with a signal that aborts `TIMEOUT_MARGIN_MS` before the apiserver's timeout, and settles then at
- * the latest: whatever the handler does afterwards is dropped.
+ * Runs a handler with a signal that aborts at `deadline` (`performance.now()` time: the end of the review's budget),
+ * and settles then at the latest: whatever the handler does afterwards is dropped. With no time left, the handler is
+ * not called.
  */
 function runHandler<T extends object>(
-  timeoutMs: number,
+  deadline: number,
   work: (signal: AbortSignal) => Promise<T>,
 ): Promise<Outcome<T>> {
-  const budgetMs = Math.max(timeoutMs - TIMEOUT_MARGIN_MS, 1);
-  const deadline = new AbortController();
+  const leftMs = deadline - performance.now();
+  if (leftMs <= 0) return Promise.resolve({ kind: 'late' });
+  const cut = new AbortController();
   return new Promise<Outcome<T>>((resolve) => {
     const timer = setTimeout(() => {
-      deadline.abort();
-      resolve({ kind: 'late', budgetMs });
-    }, budgetMs);
+      cut.abort();
+      resolve({ kind: 'late' });
+    }, leftMs);
     // a handler that throws before its first await has failed too
-    (async () => work(deadline.signal))().then(
+    (async () => work(cut.signal))().then(
       (value) => {
         clearTimeout(timer);
         resolve(isObject(value) ? { kind: 'answered', value } : { kind: 'failed', failure: 'returned no response' });
@@ -577,8 +623,11 @@ function runHandler<T extends object>(
   });
 }
 
-/** The body as text, or `Malformed` 413 past `limit` bytes (then the rest is drained unread). */
-function readBody(req: IncomingMessage, limit: number): Promise<string> {
+/**
+ * The body as text; `Malformed` 413 past `limit` bytes, `Unread` when it has not fully arrived by `deadline`
+ * (`performance.now()` time). Either way the rest is drained unread.
+ */
+function readBody(req: IncomingMessage, limit: number, deadline: number): Promise<string> {
   const tooLarge = () => new Malformed(413, `the request body is larger than ${limit} bytes`);
   const declared = Number(req.headers['content-length']);
   if (Number.isFinite(declared) && declared > limit) {
@@ -589,22 +638,26 @@ function readBody(req: IncomingMessage, limit: number): Promise<string> {
     const chunks: Buffer[] = [];
     let size = 0;
     let failed = false;
+    const fail = (err: Error) => {
+      clearTimeout(timer);
+      if (!failed) reject(err);
+      failed = true;
+    };
+    const timer = setTimeout(() => fail(new Unread()), Math.max(0, deadline - performance.now()));
     req.on('data', (chunk: Buffer) => {
       if (failed) return;
       size += chunk.length;
       if (size > limit) {
-        failed = true;
-        reject(tooLarge());
+        fail(tooLarge());
         return;
       }
       chunks.push(chunk);
     });
     req.on('end', () => {
+      clearTimeout(timer);
       if (!failed) resolve(new TextDecoder('utf-8', { fatal: false }).decode(Buffer.concat(chunks)));
-    });
-    req.on('error', (err) => {
-      if (!failed) reject(new Malformed(400, `reading the body failed: ${err.message}`));
       failed = true;
     });
+    req.on('error', (err) => fail(new Malformed(400, `reading the body failed: ${err.message}`)));
   });
 }
