@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
-import { request as httpsRequest } from 'node:https';
+import { Agent, request as httpsRequest } from 'node:https';
 import { type AddressInfo, createServer as createNetServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -229,6 +229,53 @@ test('listening, left alone, rejects without an unhandled rejection; a promise c
   const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
   assert.equal(r.status, 0, r.stderr);
   assert.deepEqual(JSON.parse(r.stdout), ['Stopped'], 'only the chained promise is reported');
+});
+
+test('drain(): calls are still answered, each on a connection that then closes (keep-alive ends before the stop)', async () => {
+  const s = new WebhookServer({ bindAddress: '127.0.0.1:0', certificates: new StaticCertificates(pair) });
+  s.admission('/allow', async (req) => ({ uid: req.uid, allowed: true }));
+  const stopping = new AbortController();
+  const served = s.start(stopping.signal);
+  await s.listening;
+  const agent = new Agent({ keepAlive: true, ca: ca.certPem, maxSockets: 1 });
+  const call = () =>
+    new Promise<{ status: number; connection: string | undefined; socket: object }>((resolve, reject) => {
+      const req = httpsRequest(
+        {
+          host: '127.0.0.1',
+          port: s.port,
+          path: '/allow',
+          method: 'POST',
+          agent,
+          headers: { 'content-type': 'application/json' },
+        },
+        (res) => {
+          res.resume();
+          res.on('end', () =>
+            resolve({ status: res.statusCode ?? 0, connection: res.headers.connection, socket: req.socket as object }),
+          );
+        },
+      );
+      req.on('error', reject);
+      req.end(review('CREATE', widget(1)));
+    });
+  try {
+    const first = await call();
+    const second = await call();
+    assert.equal(first.connection, 'keep-alive');
+    assert.equal(second.socket, first.socket, 'before drain() the connection is kept and reused');
+    s.drain();
+    const drained = await call();
+    assert.equal(drained.status, 200, 'a call after drain() is still answered');
+    assert.equal(drained.connection, 'close', 'and its connection is closed after the answer');
+    const next = await call();
+    assert.equal(next.status, 200);
+    assert.notEqual(next.socket, drained.socket, 'the next call comes on a new connection');
+  } finally {
+    agent.destroy();
+    stopping.abort();
+    await served;
+  }
 });
 
 test('a defaulting review over HTTPS answers with a base64 JSONPatch and the request uid', async () => {

@@ -36,6 +36,8 @@
  *   `Stopped` when stopped first); `ready()` passes only once a TLS handshake with the server itself succeeds
  *   (controller-runtime's StartedChecker) and fails again from the moment its stop begins, so a readiness probe on
  *   it keeps the Service from routing to a replica that cannot answer.
+ * - Once `drain()` is called (the Manager calls it when a graceful stop begins) or the stop begins, every answer
+ *   closes its connection, so no call is left under way on a kept-alive connection when the server closes.
  */
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -184,6 +186,8 @@ export class WebhookServer {
   #started = false;
   #server: Server | undefined;
   #stopping = false;
+  /** Every answer closes its connection (`drain()` was called, or the stop began). */
+  #draining = false;
 
   constructor(options: WebhookServerOptions) {
     this.#o = options;
@@ -262,6 +266,7 @@ export class WebhookServer {
     await new Promise<void>((resolve) => {
       const stop = () => {
         this.#stopping = true; // not ready from this moment on
+        this.#draining = true;
         resolve();
       };
       if (signal.aborted) stop();
@@ -273,6 +278,16 @@ export class WebhookServer {
       // requests under way get the apiserver's longest timeout; then the rest is cut
       setTimeout(() => server.closeAllConnections(), MAX_TIMEOUT_MS).unref();
     });
+  }
+
+  /**
+   * From now on every answer closes its connection (`Connection: close`, as Go's `SetKeepAlivesEnabled(false)`): calls
+   * are still answered, but a client that keeps connections alive (the apiserver does) makes its next call on a new
+   * connection, which the Service routes to a replica that is ready. The Manager calls it when a graceful stop begins,
+   * so that no call is under way on a kept-alive connection when the server closes it; the stop itself drains too.
+   */
+  drain(): void {
+    this.#draining = true;
   }
 
   /** Loads the pair and binds: the server listens and `listening` has resolved, or the signal aborted first. */
@@ -375,7 +390,7 @@ export class WebhookServer {
       if (res.headersSent) return;
       res.writeHead(reply.status, {
         'content-type': reply.contentType,
-        ...(reply.close ? { connection: 'close' } : {}),
+        ...(reply.close || this.#draining ? { connection: 'close' } : {}),
       });
       res.end(reply.body);
     };
