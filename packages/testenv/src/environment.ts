@@ -38,14 +38,15 @@ import { freePorts } from './ports.ts';
 import { isProcessAlive } from './process.ts';
 import { type InstalledWebhooks, type InstallWebhooksOptions, installWebhooks } from './webhooks.ts';
 
+/** How `start()` builds the control plane; every field has a default. */
 export interface StartOptions {
   /** Number of kwok fake nodes (default 3). */
   readonly nodes?: number;
   /** Pod capacity of each fake node (default 110, the kubelet's default). */
   readonly podsPerNode?: number;
-  /** Directory holding every binary; otherwise KUBEBUILDER_ASSETS, the cache, or a build (see binaries.ts). */
+  /** Directory holding every binary; else KUBEBUILDER_ASSETS, the cache, a download or a build (see binaries.ts). */
   readonly binaryDir?: string;
-  /** Build missing binaries with Go (default true). */
+  /** Build with Go, when it is found, the binaries that could not be downloaded (default true). */
   readonly build?: boolean;
   /** Run directory to create (must not exist or be empty); default: a fresh directory under the OS temp dir. */
   readonly dir?: string;
@@ -61,9 +62,12 @@ export interface StartOptions {
   readonly log?: (line: string) => void;
 }
 
+/** The components of an environment, as `restart`, `stopComponent` and `startComponent` name them. */
 export type ComponentId = 'etcd' | 'kube-apiserver' | 'kube-controller-manager' | 'kube-scheduler' | 'kwok';
 
+/** The ServiceAccount `kubeconfigFor` authenticates as. */
 export interface ServiceAccountRef {
+  /** The ServiceAccount's name. */
   readonly name: string;
   /** Default `default`. */
   readonly namespace?: string;
@@ -71,9 +75,13 @@ export interface ServiceAccountRef {
   readonly expirationSeconds?: number;
 }
 
+/** What `kubeconfigFor` made: a kubeconfig written to the run directory, and its token. */
 export interface ServiceAccountKubeconfig {
+  /** The kubeconfig file, `<dir>/kubeconfig-sa-<namespace>-<name>` (removed with the run directory). */
   readonly path: string;
+  /** The same kubeconfig, parsed (its namespace is the ServiceAccount's). */
   readonly kubeconfig: Kubeconfig;
+  /** The bound ServiceAccount token (a JWT, valid for `expirationSeconds`). */
   readonly token: string;
   /** The user name the apiserver sees: `system:serviceaccount:<namespace>:<name>`. */
   readonly user: string;
@@ -81,12 +89,19 @@ export interface ServiceAccountKubeconfig {
 
 /** What `state.json` in the run directory records, for `opkit env status` and for reaping. */
 export interface EnvironmentState {
+  /** The process that started and owns the environment (see the module comment for what happens when it dies). */
   readonly ownerPid: number;
+  /** The apiserver's URL, `https://127.0.0.1:<port>`. */
   readonly server: string;
+  /** The admin kubeconfig. */
   readonly kubeconfigPath: string;
+  /** pid of each running component. */
   readonly pids: Partial<Record<ComponentId, number>>;
+  /** The loopback ports in use: `etcdClient`, `etcdPeer`, `apiserver`, `kcm`, `scheduler`, `kwok`. */
   readonly ports: Readonly<Record<string, number>>;
+  /** Number of fake nodes. */
   readonly nodes: number;
+  /** When the state was last written (ISO 8601): at start, and after each component restart, stop or start. */
   readonly startedAt: string;
 }
 
@@ -167,15 +182,22 @@ async function makeRunDir(dir: string | undefined): Promise<string> {
   return dir;
 }
 
+/**
+ * A running control plane, made by `start()` (see the module comment for what it guarantees); `stop()`, or
+ * `await using`, ends it.
+ */
 export class Environment {
   /** The run directory: certificates, kubeconfigs, logs (`<component>.log`), etcd data. */
   readonly dir: string;
+  /** The binaries it runs. */
   readonly binaries: BinaryPaths;
+  /** Number of fake nodes (kwok), named `kwok-node-<i>`; each is Ready once `start()` resolved. */
   readonly nodes: number;
   /** `https://127.0.0.1:<port>` */
   server = '';
   /** Admin kubeconfig (client certificate in group system:masters). */
   kubeconfigPath: string;
+  /** The admin kubeconfig, parsed (set once `start()` resolved). */
   kubeconfig: Kubeconfig | undefined;
   /** The apiserver audit log when `auditLog` was set. */
   readonly auditLogPath: string | undefined;
@@ -320,6 +342,10 @@ export class Environment {
     await this.#writeState();
   }
 
+  /**
+   * Starts a component that `stopComponent` stopped, with the same flags, ports and data; resolves once it is ready,
+   * else fails as `start()` does (`ComponentFailed`, `StartTimeout`).
+   */
   async startComponent(id: ComponentId): Promise<void> {
     await this.#component(id).start();
     await this.#writeState();
@@ -410,6 +436,7 @@ export class Environment {
     if (!this.#options.keepDir) await rm(this.dir, { recursive: true, force: true });
   }
 
+  /** `stop()`, for `await using`. */
   async [Symbol.asyncDispose](): Promise<void> {
     await this.stop();
   }

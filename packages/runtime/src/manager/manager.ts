@@ -55,7 +55,13 @@ import { MetricsAuthError } from './metricsauth.ts';
 import { type MetricsServingOptions, metricsServer } from './metricsserving.ts';
 import { type Check, CheckSet, HttpEndpoints } from './server.ts';
 
+/**
+ * Leader election on a `coordination.k8s.io/v1` Lease, as client-go's (manager/leader.ts): only the replica holding
+ * the Lease runs the controllers. The timings must satisfy leaseDuration > renewDeadline > 1.2 × retryPeriod, else
+ * `start()` rejects with a `RangeError`.
+ */
 export interface LeaderElectionSettings {
+  /** Campaign for the Lease before running the controllers (default false: they run on every replica). */
   readonly enabled?: boolean;
   /** Namespace of the Lease (default: $POD_NAMESPACE, else the client's namespace). */
   readonly namespace?: string;
@@ -63,26 +69,40 @@ export interface LeaderElectionSettings {
   readonly leaseName?: string;
   /** Default: the instance name (`$POD_NAME`, else the hostname) + a random suffix. */
   readonly identity?: string;
+  /** How long a standby waits, after it last saw the Lease change, before taking it over (default 15 s). */
   readonly leaseDurationMs?: number;
+  /** How long the leader keeps trying to renew before it stops with `LeaderElectionLost` (default 10 s). */
   readonly renewDeadlineMs?: number;
+  /** How often the leader renews, and a standby tries to acquire (stretched at random by up to 1.2×) (default 2 s). */
   readonly retryPeriodMs?: number;
 }
 
+/** What `Manager.create` (and the constructor) take; every field but `name` has a default. */
 export interface ManagerOptions {
   /** The operator's name: user agent, default Lease name, Event source. */
   readonly name: string;
+  /**
+   * The client every part of the manager uses (`Manager.create` makes one from `kubeconfig` when it is absent; the
+   * constructor requires it).
+   */
   readonly client?: Client;
   /** Kubeconfig file and context when no client is given (default: as kubectl, or in-cluster). */
   readonly kubeconfig?: { readonly path?: string; readonly context?: string };
+  /** Where the manager and its parts log (default: JSON lines at `info` on stderr, with `name`). */
   readonly log?: Logger;
+  /** Leader election (default off). */
   readonly leaderElection?: LeaderElectionSettings;
   /** How /metrics is served: HTTPS with authn/authz on `:8443` by default (see manager/metricsserving.ts). */
   readonly metrics?: MetricsServingOptions;
   /** `host:port`, `:port`, or `0` to disable (default `:8081`). */
   readonly health?: { readonly bindAddress?: string };
+  /** Options of the shared cache (which namespaces, transforms, per-resource settings); default: every namespace. */
   readonly cache?: Omit<CacheOptions, 'client' | 'log' | 'metrics'>;
+  /** Defaults of the controllers built with `controller()` (`withOptions` overrides them); start and stop timings. */
   readonly controllers?: {
+    /** Workers per controller (default 1). */
     readonly maxConcurrentReconciles?: number;
+    /** How long a controller's informers may take to sync, else `start()` fails: `CacheSyncTimeout` (default 2 min). */
     readonly cacheSyncTimeoutMs?: number;
     /** How long to keep trying to reach the apiserver at start before failing (default 30 s). */
     readonly apiReachableTimeoutMs?: number;
@@ -105,6 +125,14 @@ const DRAIN_MARGIN_MS = 1_000;
 /** How long `start()` waits for each `onStopped` hook (an OTLP exporter's own request timeout is 10 s). */
 const STOPPED_HOOK_TIMEOUT_MS = 10_000;
 
+/**
+ * `ApiUnreachable`: the apiserver could not be reached within `apiReachableTimeoutMs` at start; `CacheSyncTimeout`: a
+ * controller's informers did not sync within `cacheSyncTimeoutMs`; `LeaderElectionLost`: the Lease could not be
+ * renewed within `renewDeadlineMs`; `ResourceNotServed`: a watched resource is not served (a CRD not installed);
+ * `RunnableFailed`: a controller or other runnable threw (its error is the `cause`); `BindFailed`: the metrics or
+ * health server cannot listen; `CertificateUnreadable`: the metrics serving certificate cannot be read;
+ * `StopFailed`: a step of a graceful stop failed (the error, or an `AggregateError` of several, is the `cause`).
+ */
 export type ManagerErrorCode =
   | 'ApiUnreachable'
   | 'CacheSyncTimeout'
@@ -115,12 +143,17 @@ export type ManagerErrorCode =
   | 'CertificateUnreadable'
   | 'StopFailed';
 
+/** Why `start()` rejected (`run()` prints its message and exits 1); `code` says which. */
 export class ManagerError extends OpkitError<ManagerErrorCode> {
   override readonly name = 'ManagerError';
 }
 
 /** Anything the manager runs: started with a signal, resolves when stopped. */
 export interface Runnable {
+  /**
+   * Runs until `signal` aborts, then resolves once it has stopped; a rejection is fatal to the manager
+   * (`RunnableFailed`, or `CacheSyncTimeout` when its error has that code).
+   */
   start(signal: AbortSignal): Promise<void>;
   /** Run only on the leader (default true). */
   readonly needLeaderElection?: boolean;
@@ -156,11 +189,21 @@ async function within(work: Promise<unknown>, ms: number): Promise<boolean> {
   return settled;
 }
 
+/**
+ * Runs an operator: make one with `Manager.create`, register controllers with `controller()` (and other runnables
+ * with `add`), then `run()` in a process's main, or `start(signal)` (see the module comment for the order of start
+ * and the phases of a stop).
+ */
 export class Manager {
+  /** The operator's name (`ManagerOptions.name`). */
   readonly name: string;
+  /** The client every controller, the cache, leader election and the Event recorders use. */
   readonly client: Client;
+  /** The shared cache: the informers of every controller (`ctx` reads come from it); started by `start()`. */
   readonly cache: Cache;
+  /** The metrics served at `/metrics` (controller-runtime's names); the operator's own go in `metrics.registry`. */
   readonly metrics: Metrics;
+  /** The manager's logger (`ManagerOptions.log`); its parts log to children of it. */
   readonly log: Logger;
   readonly #o: ManagerOptions;
   readonly #runnables: Runnable[] = [];
@@ -260,6 +303,7 @@ export class Manager {
     return kind ? builder.for(kind, ...predicates) : builder;
   }
 
+  /** Adds a runnable that `start()` runs (see `Runnable`); throws an `Error` once `start()` was called. */
   add(runnable: Runnable): void {
     if (this.#started) throw new Error('add runnables before start()');
     this.#runnables.push(runnable);
@@ -299,10 +343,18 @@ export class Manager {
     }
   }
 
+  /**
+   * Adds a liveness check: `/healthz` answers 500 while it throws or rejects (with `[-]<name> failed: <message>`), and
+   * `/healthz/<name>` runs it alone. Throws an `Error` when a check of that name exists (`ping` is built in).
+   */
   addHealthzCheck(name: string, check: Check): void {
     this.#healthz.add(name, check);
   }
 
+  /**
+   * Adds a readiness check, as `addHealthzCheck` for `/readyz`; built in: `shutdown` (fails once a stop began),
+   * `informers` (every informer synced) and `webhook` (once `webhookServer` is used).
+   */
   addReadyzCheck(name: string, check: Check): void {
     this.#readyz.add(name, check);
   }
@@ -336,6 +388,7 @@ export class Manager {
     return this.#webhookServer;
   }
 
+  /** True while this replica holds the Lease; without leader election, true from `start()` on. */
   get isLeader(): boolean {
     return this.#o.leaderElection?.enabled ? (this.#elector?.isLeader ?? false) : this.#started;
   }
@@ -345,6 +398,7 @@ export class Manager {
     return this.#metricsServer?.address;
   }
 
+  /** `host:port` the health server (`/healthz`, `/readyz`) listens on (after start; undefined when off). */
   get healthAddress(): string | undefined {
     return this.#healthServer?.address;
   }

@@ -72,7 +72,8 @@ export const SETTINGS_HELP = `Manager options:
   --leader-election-id NAME          the Lease's name (default <operator>-leader)
   --namespace NS[,NS…]               watch only these namespaces (default: all)
   --max-concurrent-reconciles N      workers per controller (default 1)
-  --graceful-shutdown-timeout DUR    time in-flight reconciles get on shutdown (default 2s)
+  --graceful-shutdown-timeout DUR    drain time of a graceful stop: in-flight reconciles get it, webhooks keep
+                                     serving for it; the stop's phases share twice it + 1s (default 2s)
   --kubeconfig FILE, --context NAME  which cluster (default: as kubectl, or in-cluster)
   --log-level LEVEL                  debug, info, warn, error (default info)
   --log-format FORMAT                json or pretty (default json)

@@ -41,17 +41,25 @@ import { Manager } from '../manager/manager.ts';
 
 export { arbitraryFor, arbitraryObject, checkRoundTrip, type RoundTripOptions } from '../crd/roundtrip.ts';
 
+/**
+ * `Forbidden`: the apiserver refused the test manager's ServiceAccount (a permission missing from `permissions`);
+ * `ManagerFailed`: the manager stopped with an error (its `cause`); `StopFailed`: a step of `stop()` failed (closing a
+ * client); `Timeout`: `eventually` ran out of time (the last error its function threw, if any, is the `cause`).
+ */
 export type TestingErrorCode = 'Forbidden' | 'ManagerFailed' | 'StopFailed' | 'Timeout';
 
+/** A failed wait or a failed test manager; `code` says which. */
 export class TestingError extends OpkitError<TestingErrorCode> {
   override readonly name = 'TestingError';
 }
 
+/** How long and how often `eventually` polls. */
 export interface EventuallyOptions {
   /** Default 30 s. */
   readonly timeoutMs?: number;
   /** Default 100 ms. */
   readonly intervalMs?: number;
+  /** Ends the wait before the next poll once aborted, rejecting with the signal's reason. */
   readonly signal?: AbortSignal;
 }
 
@@ -92,6 +100,7 @@ export interface TestCluster {
   kubeconfigFor(sa: { readonly namespace?: string; readonly name: string }): Promise<{ readonly path: string }>;
 }
 
+/** What `startTestManager` starts: the operator's name, kinds, permissions and controllers. */
 export interface TestManagerOptions {
   /** The operator's name: the manager's and its ServiceAccount's. */
   readonly name: string;
@@ -107,7 +116,9 @@ export interface TestManagerOptions {
   readonly log?: Logger;
 }
 
+/** A running test manager; `await using` stops it as `stop()` does. */
 export interface TestManager extends AsyncDisposable {
+  /** The manager, running as the ServiceAccount, with metrics and health servers off. */
   readonly manager: Manager;
   /** An admin client for the test's own reads and writes (closed by `stop`). */
   readonly client: Client;
