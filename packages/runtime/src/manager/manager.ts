@@ -553,8 +553,11 @@ export class Manager {
       // Events under way get the drain time after a graceful stop, none after a fatal error (a lost Lease: stop
       // acting); meanwhile the webhook server keeps accepting calls until the drain time has passed since the stop
       // began, so that the Service has dropped this replica from its endpoints before the listener closes
+      // (no stop began — the start itself failed — nothing was routed here to wait for)
       const lameDuck =
-        fatalError || serving.length === 0 ? 0 : Math.max(0, stopBegan + this.#drainMs - performance.now());
+        fatalError || serving.length === 0 || !Number.isFinite(stopBegan)
+          ? 0
+          : Math.max(0, stopBegan + this.#drainMs - performance.now());
       await step('flushing Events', () =>
         Promise.all([
           ...[...this.#recorders.values()].map((r) => r.flush(Math.min(this.#drainMs, left()))),
