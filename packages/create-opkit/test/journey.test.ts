@@ -3,7 +3,7 @@
  * loopback, then — in a temporary folder outside the repository, with only that registry configured and none of the
  * workspace's links or npm settings — `npm create opkit`, `npm install`, `opkit create api`, `opkit generate`,
  * `npm test` (on testenv), `npm test` again with Go hidden and an empty binary cache (every binary downloaded from the
- * upstream layout of dl.k8s.io, github.com and api.github.com, served on loopback: fixtures/upstream.ts),
+ * upstream layout of dl.k8s.io, github.com and api.github.com, served on loopback: testenv's test/fixtures/mirror.ts),
  * `opkit run` converging the sample on a testenv cluster, the Dockerfile's steps in a copy of
  * the project, and a plain .mjs importing @opkit/runtime on Node 22 and Node 24. Then the bad inputs: releasing
  * the same version twice, a registry that does not answer, a project name that is already a folder, an old Node.
@@ -29,9 +29,9 @@ import {
   readCacheManifest,
   start,
 } from '@opkit/testenv';
+import { componentsIn, serveMirror, upstreamMirror } from '../../testenv/test/fixtures/mirror.ts';
 import { waitInPhases } from './fixtures/phases.ts';
 import { type Registry, startRegistry } from './fixtures/registry.ts';
-import { serveUpstream } from './fixtures/upstream.ts';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const { version: VERSION, engines } = JSON.parse(await readFile(join(ROOT, 'packages/cli/package.json'), 'utf8')) as {
@@ -247,7 +247,8 @@ test('a new user, from an empty folder, against a registry on loopback', { timeo
 
   await t.test('with Go hidden and an empty cache, npm test gets every binary from the upstream layout', async (t) => {
     if (process.getuid?.() !== 0) return t.skip('hiding /usr/local/go needs a private mount namespace (root)');
-    const upstream = await serveUpstream(join(work, 'upstream'), binaryCacheDir());
+    const layout = await upstreamMirror(join(work, 'upstream'), componentsIn(binaryCacheDir()));
+    const upstream = await serveMirror(join(work, 'upstream'), { githubRedirects: true });
     try {
       const empty = join(work, 'no-go');
       await mkdir(empty);
@@ -283,17 +284,17 @@ test('a new user, from an empty folder, against a registry on loopback', { timeo
         buildSeconds: number;
       };
       assert.equal(manifest.goVersion, undefined, 'nothing was built from Go');
-      assert.deepEqual(manifest.sha256, upstream.sha256, 'every binary has the digest upstream published for it');
+      assert.deepEqual(manifest.sha256, layout.sha256, 'every binary has the digest upstream published for it');
       for (const [component, source] of Object.entries(manifest.sources))
         assert.match(source, /^https:\/\/(dl\.k8s\.io|github\.com)\//, `${component} came from its release`);
-      assert.equal(upstream.hits.get(upstream.releaseAnswers.kwok), 1, "kwok's digest came from its GitHub release");
-      assert.equal(upstream.hits.get(upstream.releaseAnswers.etcd), 1, "etcd's SHA256SUMS was checked against it");
+      assert.equal(upstream.hits.get(layout.releaseAnswers.kwok), 1, "kwok's digest came from its GitHub release");
+      assert.equal(upstream.hits.get(layout.releaseAnswers.etcd), 1, "etcd's SHA256SUMS was checked against it");
       assert.ok(
-        upstream.requests.some((p) => p.startsWith('release-assets.githubusercontent.com/')),
+        upstream.requests.some((r) => r.path.startsWith('release-assets.githubusercontent.com/')),
         "GitHub's redirect",
       );
       assert.ok(
-        !upstream.requests.some((p) => /kwok-linux-\w+\.sha256$/.test(p)),
+        !upstream.requests.some((r) => /kwok-linux-\w+\.sha256$/.test(r.path)),
         'no kwok checksum file is asked for',
       );
       const cold = await readCacheManifest();

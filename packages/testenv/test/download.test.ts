@@ -18,7 +18,6 @@ import { writeMirror } from '../src/mirror.ts';
 import { mirrorPath, releaseArtifact, releasePlatform } from '../src/release.ts';
 import { type ComponentName, KWOK_VERSION } from '../src/versions.ts';
 import { fakeGo } from './fake-go.ts';
-import { quiet } from './helpers.ts';
 import {
   type MirrorServer,
   serveMirror,
@@ -26,7 +25,8 @@ import {
   standIns,
   startProxy,
   upstreamMirror,
-} from './mirror-fixture.ts';
+} from './fixtures/mirror.ts';
+import { quiet } from './helpers.ts';
 
 const platform = releasePlatform() ?? assert.fail('these tests need linux amd64 or arm64');
 const FAST = { attempts: 2, stallMs: 500, backoffMs: 20 };
@@ -101,7 +101,7 @@ test('first start through a mirror: every binary downloaded and verified, then a
 
 test('no Go, and a mirror holding only what upstream publishes: kwok is verified by its GitHub release digest', async () => {
   const root = await mkdtemp(join(tmpdir(), 'opkit-dl-upstream-'));
-  const digests = await upstreamMirror(join(root, 'mirror'), await standIns(join(root, 'stand-ins')));
+  const { sha256: digests } = await upstreamMirror(join(root, 'mirror'), await standIns(join(root, 'stand-ins')));
   const mirror = await serveMirror(join(root, 'mirror'), { githubRedirects: true });
   try {
     const env = {
