@@ -67,8 +67,9 @@ test('this host: this process is alive, an exited child is not', async () => {
 });
 
 test('a run killed but not yet reaped (a zombie) has ended', { skip: process.platform !== 'linux' }, async () => {
-  // sh starts a child that exits at once, then becomes `sleep`, which never reaps it: the child stays a zombie
-  const parent = spawn('sh', ['-c', 'sh -c "exit 0" & echo $!; exec sleep 30'], {
+  // sh starts a child that exits only after sh has become `sleep`, which never reaps it: the child stays a zombie (a
+  // child that exited at once could be reaped by sh itself before its exec)
+  const parent = spawn('sh', ['-c', 'sleep 0.5 & echo $!; exec sleep 30'], {
     stdio: ['ignore', 'pipe', 'ignore'],
   });
   try {
@@ -78,7 +79,7 @@ test('a run killed but not yet reaped (a zombie) has ended', { skip: process.pla
       const stat = readFileSync(`/proc/${zombie}/stat`, 'utf8');
       return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
     };
-    for (let i = 0; i < 200 && state() !== 'Z'; i++) await sleep(10);
+    for (let i = 0; i < 500 && state() !== 'Z'; i++) await sleep(10);
     assert.equal(state(), 'Z', 'the child is a zombie');
     assert.equal(thisHost.alive(zombie), false);
     assert.equal(liveness({ ...other(zombie), host: thisHost.host }, thisHost), 'ended');
