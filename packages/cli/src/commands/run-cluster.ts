@@ -113,13 +113,13 @@ async function namedCluster(name: string, c: ClusterChoice): Promise<RunTarget> 
   }
   if (!isUp(cluster)) {
     const what = describeLocalCluster(cluster);
-    const todo =
+    const remedy =
       what === 'not running'
         ? `start it with ${startHint(name)}`
         : what === 'failed'
           ? `see npx opkit env status${name === 'default' ? '' : ` --name ${name}`}, then npx opkit env down and up again`
           : `wait for its "opkit env up" to finish`;
-    throw new CliError('ClusterNotRunning', `--cluster ${name}: local cluster "${name}" is ${what}: ${todo}`);
+    throw new CliError('ClusterNotRunning', `--cluster ${name}: local cluster "${name}" is ${what}: ${remedy}`);
   }
   return localTarget(cluster, c.probe, `--cluster ${name}`);
 }

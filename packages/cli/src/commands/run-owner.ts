@@ -92,7 +92,7 @@ export interface Refusal {
   readonly subject: string;
   /** Follows the subject: `belongs to …` / `exists and …`. */
   readonly because: string;
-  readonly todo: string;
+  readonly remedy: string;
 }
 
 export type Decision =
@@ -137,7 +137,8 @@ export function decide(
       action: 'refuse',
       subject: subject(desired),
       because: 'exists and no opkit run wrote it (opkit deploy, helm or kubectl did)',
-      todo: 'a local run never replaces a deployment’s webhooks: remove the deployment first (opkit undeploy, or REMOVE), then run again',
+      remedy:
+        'a local run never replaces a deployment’s webhooks: remove the deployment first (opkit undeploy, or REMOVE), then run again',
     };
   }
   if (owner.id === me.id) return { action: 'replace', resourceVersion, previous: owner };
@@ -150,7 +151,7 @@ export function decide(
       because:
         `belongs to another opkit run (pid ${owner.pid} on this machine, started ${owner.started}, run ${owner.id}), ` +
         'which is still running',
-      todo: `stop that run first (Ctrl-C where it runs, or kill ${owner.pid}), then run again`,
+      remedy: `stop that run first (Ctrl-C where it runs, or kill ${owner.pid}), then run again`,
     };
   }
   return {
@@ -159,16 +160,16 @@ export function decide(
     because:
       `belongs to an opkit run on ${owner.host || 'an unnamed host'} (pid ${owner.pid}, started ${owner.started}, ` +
       `run ${owner.id}), which cannot be checked from here`,
-    todo: 'stop that run first; if it ended without cleaning up, REMOVE, then run again',
+    remedy: 'stop that run first; if it ended without cleaning up, REMOVE, then run again',
   };
 }
 
 /** One line for `refusals`: the objects with the same reason together, then `tail`. */
 export function refusalMessage(refusals: readonly Refusal[], tail = 'nothing was written to the cluster'): string {
-  const groups = new Map<string, { because: string; todo: string; subjects: string[] }>();
+  const groups = new Map<string, { because: string; remedy: string; subjects: string[] }>();
   for (const r of refusals) {
-    const key = `${r.because}\n${r.todo}`;
-    const g = groups.get(key) ?? { because: r.because, todo: r.todo, subjects: [] };
+    const key = `${r.because}\n${r.remedy}`;
+    const g = groups.get(key) ?? { because: r.because, remedy: r.remedy, subjects: [] };
     g.subjects.push(r.subject);
     groups.set(key, g);
   }
@@ -176,7 +177,7 @@ export function refusalMessage(refusals: readonly Refusal[], tail = 'nothing was
     const because =
       g.subjects.length > 1 ? g.because.replace(/^belongs /, 'belong ').replace(/^exists /, 'exist ') : g.because;
     const them = g.subjects.length > 1 ? 'no opkit run wrote them' : 'no opkit run wrote it';
-    return `${g.subjects.join(' and ')} ${because.replace('no opkit run wrote it', them)}: ${g.todo.replace('REMOVE', removal(g.subjects))}`;
+    return `${g.subjects.join(' and ')} ${because.replace('no opkit run wrote it', them)}: ${g.remedy.replace('REMOVE', removal(g.subjects))}`;
   });
   return `${parts.join('; ')}; ${tail}`;
 }
