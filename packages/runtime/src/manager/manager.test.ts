@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { test } from 'node:test';
+import { setTimeout as delay } from 'node:timers/promises';
 import { ConfigMaps } from '../client/builtins.ts';
 import { Client } from '../client/client.ts';
 import { done } from '../controller/reconcile.ts';
@@ -318,6 +319,70 @@ test('serving runnables: told to drain when a graceful stop begins, stopped only
   setTimeout(() => ctl.abort(), 50);
   await running;
   assert.deepEqual(order, ['server drains', 'controller stops', 'controller returned', 'server stops']);
+  client.close();
+});
+
+test("a runnable that rejects with its signal's abort once a graceful stop began ends normally: nothing is cut, start() resolves", async () => {
+  const client = unreachableClient();
+  const order: string[] = [];
+  const mgr = manager(client);
+  mgr.add({
+    serves: true,
+    async start(signal) {
+      await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+      order.push('server stops');
+    },
+  });
+  // the common idiom: a timer or request under the runnable's signal rejects with AbortError at the stop
+  mgr.add({ start: (signal) => delay(60_000, undefined, { signal }) });
+  mgr.add({
+    async start(signal) {
+      await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+      await delay(100);
+      order.push('controller returned');
+    },
+  });
+  const ctl = new AbortController();
+  const running = mgr.start(ctl.signal);
+  setTimeout(() => ctl.abort(), 50);
+  await running;
+  assert.deepEqual(order, ['controller returned', 'server stops']);
+  client.close();
+});
+
+test('a runnable that fails otherwise once a graceful stop began: the stop still goes in phases, then rejects with StopFailed', async () => {
+  const client = unreachableClient();
+  const order: string[] = [];
+  const mgr = manager(client);
+  mgr.add({
+    serves: true,
+    async start(signal) {
+      await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+      order.push('server stops');
+    },
+  });
+  mgr.add({
+    async start(signal) {
+      await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+      throw new Error('the flush of the runnable failed');
+    },
+  });
+  mgr.add({
+    async start(signal) {
+      await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+      await delay(100);
+      order.push('controller returned');
+    },
+  });
+  const ctl = new AbortController();
+  const running = mgr.start(ctl.signal);
+  setTimeout(() => ctl.abort(), 50);
+  await assert.rejects(running, (err: Error & { code?: string; cause?: unknown }) => {
+    assert.equal(err.code, 'StopFailed');
+    assert.match(String((err.cause as Error | undefined)?.message), /the flush of the runnable failed/);
+    return true;
+  });
+  assert.deepEqual(order, ['controller returned', 'server stops']);
   client.close();
 });
 

@@ -26,8 +26,10 @@
  * 6. The webhook server (and any runnable that `serves`) stops: no new connections; calls under way are answered
  *    until the budget is spent.
  * 7. The metrics and health servers close.
- * So calls routed to a replica that is stopping are answered until its listener closes, not refused. Every step runs even if an earlier one failed; then `start` rejects with `StopFailed` (the failures as
- * its `cause`). Fatal errors — caches that never sync, a lost Lease, a controller that fails — stop everything at once,
+ * So calls routed to a replica that is stopping are answered until its listener closes, not refused. Every step runs
+ * even if an earlier one failed; then `start` rejects with `StopFailed` (the failures as its `cause`). A runnable that
+ * rejects once the stop has begun does not cut the stop short: an abort of its own signal (an `AbortError`) is a
+ * normal end, any other error one of those failures. Fatal errors — caches that never sync, a lost Lease, a controller that fails — stop everything at once,
  * the servers included (runnables get 1 s to return once their signal has aborted), Event writes too; `start` rejects
  * with a `ManagerError` and `run()` exits 1 with a one-line reason. Either way the `onStopped` hooks run last, just
  * before `start` settles: the place to shut down a tracing provider.
@@ -476,6 +478,15 @@ export class Manager {
       const launch = (r: Runnable, s: AbortSignal, into: Promise<void>[]) =>
         into.push(
           detachedFromTrace(() => r.start(s)).catch((err: unknown) => {
+            if (stopAll.aborted && !fatalError) {
+              // once a graceful stop has begun a runnable's error no longer stops everything at once (as
+              // controller-runtime: it is logged after the stop sequence is engaged): one that ends with its own
+              // signal's abort ended normally; any other error is a problem of the stop (StopFailed at its end)
+              if (s.aborted && (err === s.reason || (err instanceof Error && err.name === 'AbortError'))) return;
+              log.error({ err: describe(err) }, 'stopping: a runnable failed after the stop began');
+              problems.push(err);
+              return;
+            }
             const code = (err as { code?: string }).code === 'CacheSyncTimeout' ? 'CacheSyncTimeout' : 'RunnableFailed';
             fail(new ManagerError(code, (err as Error).message ?? String(err), { cause: err }));
           }),

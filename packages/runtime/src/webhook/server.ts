@@ -37,7 +37,9 @@
  *   (controller-runtime's StartedChecker) and fails again from the moment its stop begins, so a readiness probe on
  *   it keeps the Service from routing to a replica that cannot answer.
  * - Once `drain()` is called (the Manager calls it when a graceful stop begins) or the stop begins, every answer
- *   closes its connection, so no call is left under way on a kept-alive connection when the server closes.
+ *   closes its connection, so a client that keeps connections alive moves its next call to a new connection (to a
+ *   ready replica, through the Service) instead of sending it to a server about to close. A connection left idle
+ *   since before `drain()` stays open until the close.
  */
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -283,8 +285,8 @@ export class WebhookServer {
   /**
    * From now on every answer closes its connection (`Connection: close`, as Go's `SetKeepAlivesEnabled(false)`): calls
    * are still answered, but a client that keeps connections alive (the apiserver does) makes its next call on a new
-   * connection, which the Service routes to a replica that is ready. The Manager calls it when a graceful stop begins,
-   * so that no call is under way on a kept-alive connection when the server closes it; the stop itself drains too.
+   * connection, which the Service routes to a replica that is ready. The Manager calls it when a graceful stop begins
+   * (the stop itself starts draining too), so that calls move off this replica before its listener closes.
    */
   drain(): void {
     this.#draining = true;
