@@ -9,7 +9,9 @@
  * on its health port, every 200 ms, 1 s timeout) answered 200 — so a new replica is routed to only once it serves. A
  * replica given SIGTERM is marked terminating only after `terminating(name, lagMs)` has waited `lagMs`: in a rolling
  * update the kubelet's SIGTERM and the endpoints' update travel separately, so calls keep arriving at a replica
- * that is already stopping. A connection that finds no ready endpoint, or whose endpoint refuses it, is reset
+ * that is already stopping. Until then its failing readiness probe does not take it out either (the pod's deletion
+ * removes the endpoint; a probe, every 10 s by default, rarely sees a stopping replica first), so the whole lag is
+ * routed to it. A connection that finds no ready endpoint, or whose endpoint refuses it, is reset
  * (RST), as a REJECT rule or a dead backend answers. `down()` resets every connection and refuses new ones until
  * `up()` (the `webhook-down` fault).
  */
@@ -22,6 +24,8 @@ interface Endpoint {
   readonly healthPort: number;
   running: boolean;
   terminating: boolean;
+  /** SIGTERM was sent: routed to, whatever its probe says, until `terminating` (the endpoints' lag). */
+  stopping: boolean;
   probed: boolean;
   /** Changes with each start and exit, so a probe answered for one process does not speak for the next. */
   generation: number;
@@ -91,6 +95,7 @@ export class Service {
       healthPort,
       running: false,
       terminating: false,
+      stopping: false,
       probed: false,
       generation: 0,
     });
@@ -102,6 +107,7 @@ export class Service {
     e.generation += 1;
     e.running = true;
     e.terminating = false;
+    e.stopping = false;
     e.probed = false;
   }
 
@@ -110,6 +116,7 @@ export class Service {
     const e = this.#endpoint(name);
     e.generation += 1;
     e.running = false;
+    e.stopping = false;
     e.probed = false;
   }
 
@@ -117,6 +124,7 @@ export class Service {
   terminating(name: string, lagMs: number): void {
     const e = this.#endpoint(name);
     const generation = e.generation;
+    e.stopping = true;
     setTimeout(() => {
       if (e.generation === generation) e.terminating = true;
     }, lagMs).unref();
@@ -220,5 +228,5 @@ export class Service {
 }
 
 function isReady(e: Endpoint): boolean {
-  return e.running && !e.terminating && e.probed;
+  return e.running && !e.terminating && (e.probed || e.stopping);
 }
