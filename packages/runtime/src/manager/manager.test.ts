@@ -56,12 +56,17 @@ function manager(client: Client, metrics: ManagerOptions['metrics'] = { bindAddr
   return new Manager({ name: 'hooks', client, log: silentLogger, metrics, health: { bindAddress: '0' } });
 }
 
+/** Resolves once `signal` aborts. */
+function aborted(signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+}
+
 /** A runnable that needs `ms` to wind down once its signal aborts, noting when it has. */
 function slowToStop(ms: number, order: string[]): Runnable {
   return {
     needLeaderElection: false,
     async start(signal) {
-      await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+      await aborted(signal);
       await new Promise((resolve) => setTimeout(resolve, ms));
       order.push('runnable returned');
     },
@@ -217,7 +222,7 @@ test('a graceful stop in phases: readiness fails at once; controllers drain, the
   // a controller that takes 900 ms to wind down: past the drain time (300 ms), within its 1 s margin
   mgr.add({
     async start(signal) {
-      await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+      await aborted(signal);
       await new Promise((resolve) => setTimeout(resolve, 600));
       seen.push(`webhook ${(await accepts(webhook.address)) ? 'serves' : 'refuses'} while the controller drains`);
       await new Promise((resolve) => setTimeout(resolve, 300));
@@ -302,13 +307,13 @@ test('serving runnables: told to drain when a graceful stop begins, stopped only
     serves: true,
     drain: () => order.push('server drains'),
     async start(signal) {
-      await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+      await aborted(signal);
       order.push('server stops');
     },
   });
   mgr.add({
     async start(signal) {
-      await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+      await aborted(signal);
       order.push('controller stops');
       await new Promise((resolve) => setTimeout(resolve, 100));
       order.push('controller returned');
@@ -329,7 +334,7 @@ test("a runnable that rejects with its signal's abort once a graceful stop began
   mgr.add({
     serves: true,
     async start(signal) {
-      await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+      await aborted(signal);
       order.push('server stops');
     },
   });
@@ -337,7 +342,7 @@ test("a runnable that rejects with its signal's abort once a graceful stop began
   mgr.add({ start: (signal) => delay(60_000, undefined, { signal }) });
   mgr.add({
     async start(signal) {
-      await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+      await aborted(signal);
       await delay(100);
       order.push('controller returned');
     },
@@ -357,19 +362,19 @@ test('a runnable that fails otherwise once a graceful stop began: the stop still
   mgr.add({
     serves: true,
     async start(signal) {
-      await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+      await aborted(signal);
       order.push('server stops');
     },
   });
   mgr.add({
     async start(signal) {
-      await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+      await aborted(signal);
       throw new Error('the flush of the runnable failed');
     },
   });
   mgr.add({
     async start(signal) {
-      await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+      await aborted(signal);
       await delay(100);
       order.push('controller returned');
     },
