@@ -1,8 +1,13 @@
 /**
  * @module errors
- * `OpkitError`: the one base class of every error the runtime throws. Each has a string `code` (each subclass narrows
- * it to its own union) and, when it wraps another failure, that failure as `cause`. Callers catch `OpkitError` and
- * switch on `code`, or test `instanceof` a subclass to narrow the codes; they never need to list classes.
+ * `OpkitError`: the one base class of every error the runtime throws. Each has a string `code`, unique across the
+ * runtime (each subclass narrows it to its own union, documented in docs/errors.md), and, when it wraps another
+ * failure, that failure as `cause`. Callers catch `OpkitError` and switch on `code`, or test `instanceof` a subclass to
+ * narrow the codes; they never need to list classes, and never read the message.
+ *
+ * `UsageError` is the one class for a program's misuse of the API, whatever throws it: an argument or option out of
+ * its range (`InvalidArgument`), or a call out of order (`AlreadyStarted`, `NotStarted`). Retrying cannot help; the
+ * message names the argument or the call and says what to do.
  */
 /**
  * The base class of every error the runtime throws: a `code` (narrowed by each subclass) and, when it wraps another
@@ -22,4 +27,18 @@ export class OpkitError<C extends string = string> extends Error {
 /** True for any error the runtime throws. */
 export function isOpkitError(err: unknown): err is OpkitError {
   return err instanceof OpkitError;
+}
+
+/** Why a call was a misuse of the API. */
+export type UsageErrorCode =
+  /** An argument or option is outside what the call accepts; the message names it and the accepted values. */
+  | 'InvalidArgument'
+  /** `start()` (of a manager, controller, server, queue, …) was called on something already started. */
+  | 'AlreadyStarted'
+  /** A call needs something to be started first (or is made after it stopped); the message says which. */
+  | 'NotStarted';
+
+/** A misuse of the API: a bad argument or a call out of order. Fix the calling code; retrying cannot help. */
+export class UsageError extends OpkitError<UsageErrorCode> {
+  override readonly name = 'UsageError';
 }
