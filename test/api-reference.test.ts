@@ -1,7 +1,7 @@
 /**
  * The API reference (tools/docs/reference.ts, `npm run docs`) checked: every public export of every published package
  * has a doc comment (and so do the public members of its classes, interfaces and object types), every fenced ```ts
- * block of an `@example` type-checks as a user's file that imports the packages by name, and docs/api/ is exactly
+ * block of an `@example` or of a source file's `@module` comment type-checks as a user's file that imports the packages by name, and docs/api/ is exactly
  * what `npm run docs` writes now, so the reference cannot drift from the sources.
  */
 import assert from 'node:assert/strict';
@@ -14,6 +14,7 @@ import {
   convert,
   entryPoints,
   examples,
+  moduleExamples,
   OUT_DIR,
   openingComment,
   type Reference,
@@ -81,8 +82,8 @@ test('every public export has a doc comment', () => {
   );
 });
 
-test('every @example type-checks as a user would write it', async () => {
-  const found = examples(ref.project);
+test('every @example and every module comment’s ts block type-checks as a user would write it', async () => {
+  const found = [...examples(ref.project), ...(await moduleExamples())];
   assert.ok(found.length > 0, 'no @example blocks found');
   // Under node_modules/ so the examples resolve @opkit/* as a user's project does (the workspace links).
   const base = join(ROOT, 'node_modules', '.cache');

@@ -306,6 +306,25 @@ export function examples(project: ProjectReflection): Example[] {
   return out.sort((a, b) => a.name.localeCompare(b.name));
 }
 
+/**
+ * Every fenced TypeScript block of every source file's opening `@module` comment in the published packages (tests and
+ * fixtures excluded), named by its file: the examples a reader of the sources meets first, checked like `@example`s.
+ */
+export async function moduleExamples(): Promise<Example[]> {
+  const out: Example[] = [];
+  const dirs = new Set((await entryPoints()).map((e) => join(e.file.split('/src/')[0] ?? '', 'src')));
+  for (const dir of dirs) {
+    for (const file of (await readdir(dir, { recursive: true })).sort()) {
+      if (!file.endsWith('.ts') || file.endsWith('.test.ts') || file.endsWith('.fixture.ts')) continue;
+      const path = join(dir, file);
+      const comment = openingComment(await readFile(path, 'utf8'));
+      for (const [i, code] of tsBlocks(comment ?? '').entries())
+        out.push({ name: `${relative(ROOT, path)} (module comment, block ${i + 1})`, code });
+    }
+  }
+  return out;
+}
+
 /** Renders the reference as Markdown into `outDir` (emptied first), each page opening with {@link GENERATED_HEADER}. */
 export async function render(ref: Reference, outDir: string): Promise<void> {
   await rm(outDir, { recursive: true, force: true });
