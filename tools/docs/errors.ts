@@ -39,7 +39,8 @@ async function* sources(dir: string): AsyncGenerator<string> {
   }
 }
 
-const UNION = /export type (\w+ErrorCode)\s*=([^;]*);/g;
+/** A union ends at its last literal's `';` (a doc comment may hold semicolons, not that pair). */
+const UNION = /export type (\w+ErrorCode)\s*=([\s\S]*?')\s*;/g;
 const MEMBER = /(?:\/\*\*([\s\S]*?)\*\/\s*)?\|?\s*'([^']+)'/g;
 
 function oneLine(doc: string | undefined): string {
