@@ -13,14 +13,12 @@ export { type AuditEvent, type AuditLogSlice, auditLogSize, readAuditLog, WRITE_
 export {
   type BinaryPaths,
   type BinarySource,
-  binaryCacheDir,
-  type CacheManifest,
   findGo,
   REQUIRED_COMPONENTS,
   type ResolveOptions,
-  readCacheManifest,
   resolveBinaries,
 } from './binaries.ts';
+export { binaryCacheDir, type CacheManifest, readCacheManifest } from './binary-cache.ts';
 export { CONTROLLERS, type ComponentId } from './control-plane.ts';
 export { Environment, type StartOptions, start } from './environment.ts';
 export { isTestenvError, TestenvError, type TestenvErrorCode } from './errors.ts';
