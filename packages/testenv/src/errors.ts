@@ -16,7 +16,7 @@ export type TestenvErrorCode =
   | 'LockTimeout'
   /** A control-plane component exited before it was ready: the message names its exit code and the tail of its log. */
   | 'ComponentFailed'
-  /** A component's port was taken by another process first; `start()` retries with fresh ports (3 tries in all). */
+  /** A component's port was taken by another process first: `start()` retries with fresh ports (3 tries in all). */
   | 'PortInUse'
   /** A component, or the whole control plane, was not ready within `startTimeoutMs`: the message holds log tails. */
   | 'StartTimeout'
