@@ -67,10 +67,14 @@ export class ApiClient {
     }
     if (this.#token) headers.authorization = `Bearer ${this.#token}`;
     return new Promise((resolve, reject) => {
+      const failed = (err: Error) =>
+        reject(
+          new TestenvError('ApiRequestFailed', `${method} ${url.pathname} failed: ${err.message}`, { cause: err }),
+        );
       const r = httpsRequest(url, { method, agent: this.#agent, headers, timeout: req.timeoutMs ?? 10_000 }, (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('error', reject);
+        res.on('error', failed);
         res.on('end', () => {
           const text = Buffer.concat(chunks).toString('utf8');
           let body: unknown = text;
@@ -84,12 +88,10 @@ export class ApiClient {
           resolve({ status: res.statusCode ?? 0, body: body as T, text });
         });
       });
-      r.on('timeout', () => r.destroy(new Error(`no answer within ${req.timeoutMs ?? 10_000} ms`)));
-      r.on('error', (err) =>
-        reject(
-          new TestenvError('ApiRequestFailed', `${method} ${url.pathname} failed: ${err.message}`, { cause: err }),
-        ),
+      r.on('timeout', () =>
+        r.destroy(new TestenvError('ApiRequestFailed', `no answer within ${req.timeoutMs ?? 10_000} ms`)),
       );
+      r.on('error', failed);
       if (payload !== undefined) r.write(payload);
       r.end();
     });

@@ -6,7 +6,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { fakeGo } from '../test/fake-go.ts';
-import { binaryCacheDir, resolveBinaries } from './binaries.ts';
+import { resolveBinaries } from './binaries.ts';
+import { binaryCacheDir } from './binary-cache.ts';
 import { isTestenvError } from './errors.ts';
 
 async function fakeBinaries(dir: string, names: readonly string[]): Promise<void> {

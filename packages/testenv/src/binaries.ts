@@ -13,24 +13,32 @@
  *    `OPKIT_TESTENV_SOURCE=go`).
  * Steps 4 and 5 run under one cross-process lock on the cache; a process that waited finds the cache filled. A cache
  * with a manifest but a missing or damaged component is repaired the same way: only those components are fetched.
- * kwok's stage configuration (`kwok-stages.yaml`) sits beside the kwok binary; both paths write it.
+ * kwok's stage configuration (`kwok-stages.yaml`) sits beside the kwok binary; both paths write it. The cache itself
+ * (its manifest, the check of each cached binary, the records of a download or build) is binary-cache.ts.
  * When no way is left it fails with a `BinariesMissing` error that names each missing component, says why each way
  * failed and lists every way to provide them; it never returns a set without every required component. A checksum
  * mismatch (`ChecksumMismatch`), a full disk (`DiskFull`) or an unwritable cache (`CacheNotWritable`) fails at once.
  */
-import { constants } from 'node:fs';
-import { access, mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { access, mkdir, rm } from 'node:fs/promises';
 import { delimiter, dirname, join } from 'node:path';
-import { buildBinaries, KWOK_STAGES_FILE, writeKwokStages } from './build.ts';
+import {
+  binaryCacheDir,
+  buildIntoCache,
+  type CacheCheck,
+  type CacheManifest,
+  checkCache,
+  isExecutable,
+  recordDownloads,
+} from './binary-cache.ts';
+import { KWOK_STAGES_FILE, writeKwokStages } from './build.ts';
 import type { DownloadSettings } from './download.ts';
 import { diskError } from './download.ts';
 import { TestenvError } from './errors.ts';
 import { downloadIntoCache, type FetchResult } from './fetch.ts';
 import { withLock } from './lock.ts';
 import { cacheRoot } from './paths.ts';
-import { releasePlatform } from './release.ts';
+import { type ReleasePlatform, releasePlatform } from './release.ts';
 import {
-  BINARY_SET_TAG,
   COMPONENT_NAMES,
   type ComponentName,
   ETCD_VERSION,
@@ -89,46 +97,9 @@ export interface ResolveOptions {
  */
 export type BinarySource = 'auto' | 'download' | 'go';
 
-/** The binary cache's `manifest.json`: which versions it holds, and how and when they got there. */
-export interface CacheManifest {
-  /** The Kubernetes version of kube-apiserver, kube-controller-manager, kube-scheduler and kubectl. */
-  readonly kubernetes: string;
-  /** The etcd version. */
-  readonly etcd: string;
-  /** The kwok version. */
-  readonly kwok: string;
-  /** The Go that built components (absent when every component was downloaded). */
-  readonly goVersion?: string;
-  /** When the set was written (ISO 8601). */
-  readonly builtAt: string;
-  /** Wall time of the download or build that produced this set (a build is cold when the Go caches were empty). */
-  readonly buildSeconds: number;
-  /** Wall time of each component's download or build, in seconds. */
-  readonly componentSeconds: Partial<Record<ComponentName, number>>;
-  /** Size in bytes of each binary as written; a cached binary of another size is fetched again (absent in older caches). */
-  readonly files?: Partial<Record<ComponentName, number>>;
-  /** Where each component came from: the upstream URL it was downloaded from, or `go` for a build from Go modules. */
-  readonly sources?: Partial<Record<ComponentName, string>>;
-  /** The verified SHA-256 of each downloaded artifact. */
-  readonly sha256?: Partial<Record<ComponentName, string>>;
-}
-
+/** The default progress log: a line on stderr with an `[opkit testenv]` prefix. */
 export function defaultLog(line: string): void {
   process.stderr.write(`[opkit testenv] ${line}\n`);
-}
-
-/** The cache directory of the pinned version set. */
-export function binaryCacheDir(env: NodeJS.ProcessEnv = process.env): string {
-  return join(cacheRoot(env), 'bin', BINARY_SET_TAG);
-}
-
-/** The manifest of the binary cache of the pinned versions, or undefined when there is none (or it does not parse). */
-export async function readCacheManifest(env: NodeJS.ProcessEnv = process.env): Promise<CacheManifest | undefined> {
-  try {
-    return JSON.parse(await readFile(join(binaryCacheDir(env), 'manifest.json'), 'utf8')) as CacheManifest;
-  } catch {
-    return undefined;
-  }
 }
 
 /**
@@ -140,112 +111,16 @@ export async function readCacheManifest(env: NodeJS.ProcessEnv = process.env): P
  */
 export async function resolveBinaries(options: ResolveOptions = {}): Promise<BinaryPaths> {
   const env = options.env ?? process.env;
-  const log = options.log ?? defaultLog;
   const explicit = options.binaryDir ?? env.OPKIT_TESTENV_BINARIES;
-  if (explicit) {
-    const found = await scan(explicit);
-    const missing = REQUIRED_COMPONENTS.filter((c) => !found[c]);
-    if (missing.length > 0) {
-      throw new TestenvError(
-        'BinariesMissing',
-        `${explicit} (from ${options.binaryDir ? 'the binaryDir option' : 'OPKIT_TESTENV_BINARIES'}) lacks ${missing.join(', ')}: ` +
-          'put those executables there, or drop the option to use the cache or a build from Go modules',
-      );
-    }
-    return withStages(toPaths(found), explicit);
-  }
+  if (explicit) return fromExplicit(explicit, options.binaryDir ? 'the binaryDir option' : 'OPKIT_TESTENV_BINARIES');
   const assets: Partial<Record<ComponentName, string>> = env.KUBEBUILDER_ASSETS
     ? await scan(env.KUBEBUILDER_ASSETS)
     : {};
   const cacheDir = binaryCacheDir(env);
   const needFromCache = (c: ComponentName) => !assets[c] && REQUIRED_COMPONENTS.includes(c);
   let check = await checkCache(cacheDir, env);
-  const lacking = () => COMPONENT_NAMES.filter((c) => needFromCache(c) && !check.found[c]);
-  if (lacking().length > 0) {
-    const go = await findGo(env);
-    const source = sourceOf(options, env);
-    const platform = releasePlatform();
-    const canDownload = source !== 'go' && platform !== undefined;
-    const canBuild = go !== undefined && options.build !== false && source !== 'download';
-    if (!canDownload && !canBuild) {
-      throw new TestenvError(
-        'BinariesMissing',
-        check.manifest
-          ? damagedMessage(cacheDir, lacking(), check.problems, go !== undefined)
-          : missingMessage(lacking(), { go: go !== undefined, source, platform: platform !== undefined }, {}, env),
-      );
-    }
-    const binRoot = join(cacheRoot(env), 'bin');
-    await mkdir(binRoot, { recursive: true }).catch((err: unknown) => {
-      throw diskError(err, binRoot) ?? err;
-    });
-    await withLock(
-      `${cacheDir}.lock`,
-      {
-        timeoutMs: 90 * 60_000,
-        onWait: (pid) => log(`another process (pid ${pid}) is fetching the control-plane binaries; waiting for it`),
-      },
-      async () => {
-        const now = await checkCache(cacheDir, env); // the process we waited for may have fetched or repaired it
-        let manifest = now.manifest;
-        let broken = manifest ? COMPONENT_NAMES.filter((c) => !now.found[c]) : [...COMPONENT_NAMES];
-        if (!broken.some(needFromCache)) return;
-        if (!manifest)
-          await rm(cacheDir, { recursive: true, force: true }); // leftovers of an interrupted fetch
-        else
-          log(
-            `the binary cache ${cacheDir} lacks ${describe(broken, now.problems)}; fetching ${broken.length === 1 ? 'it' : 'them'} again`,
-          );
-        let failures: FetchResult['failures'] = {};
-        if (canDownload && platform) {
-          const mirror = env.OPKIT_DOWNLOAD_MIRROR;
-          log(
-            `downloading ${broken.join(', ')} (Kubernetes ${KUBERNETES_VERSION}, etcd ${ETCD_VERSION}, kwok ${KWOK_VERSION}) ` +
-              `from ${mirror ? `the mirror ${mirror}` : 'the official releases'} into ${cacheDir}, each checked against its published digest`,
-          );
-          const result = await downloadIntoCache({
-            cacheDir,
-            components: broken,
-            platform,
-            env,
-            log,
-            ...(options.download ? { settings: options.download } : {}),
-          });
-          failures = result.failures;
-          const got = broken.filter((c) => result.downloaded[c]);
-          if (got.length > 0) {
-            if (got.includes('kwok')) await writeKwokStages(cacheDir);
-            manifest = await recordDownloads(cacheDir, manifest, result);
-            log(`downloaded and verified ${got.join(', ')} in ${result.seconds} s`);
-          }
-          broken = broken.filter((c) => !result.downloaded[c]);
-          if (!broken.some(needFromCache)) return;
-          if (!canBuild) {
-            throw new TestenvError(
-              'BinariesMissing',
-              missingMessage(
-                broken.filter(needFromCache),
-                { go: go !== undefined, source, platform: true },
-                failures,
-                env,
-              ),
-            );
-          }
-          for (const c of broken) if (failures[c]) log(`could not download ${c}: ${failures[c]}`);
-        }
-        if (!go) return; // canBuild holds when no download was possible
-        log(
-          `building ${broken.join(', ')} from Go modules (Kubernetes ${KUBERNETES_VERSION}, etcd ${ETCD_VERSION}, ` +
-            `kwok ${KWOK_VERSION}) into ${cacheDir}; a cold build of everything takes ${COLD_BUILD_TIME}`,
-        );
-        const seconds = await buildIntoCache(go, cacheDir, broken, manifest, env, log);
-        log(`built ${broken.join(', ')} in ${seconds} s`);
-      },
-    );
-    check = await checkCache(cacheDir, env);
-    if (lacking().length > 0) {
-      throw new TestenvError('BinariesMissing', damagedMessage(cacheDir, lacking(), check.problems, go !== undefined));
-    }
+  if (COMPONENT_NAMES.some((c) => needFromCache(c) && !check.found[c])) {
+    check = await fillCache({ options, env, log: options.log ?? defaultLog, cacheDir, needFromCache }, check);
   }
   const cached = check.found;
   if (cached.kwok && !assets.kwok && !(await exists(join(cacheDir, KWOK_STAGES_FILE)))) {
@@ -258,6 +133,153 @@ export async function resolveBinaries(options: ResolveOptions = {}): Promise<Bin
     if (path) merged[c] = path;
   }
   return withStages(toPaths(merged), cacheDir);
+}
+
+/** Every required component from the directory `dir` names (`BinariesMissing` when it lacks one). */
+async function fromExplicit(dir: string, from: string): Promise<BinaryPaths> {
+  const found = await scan(dir);
+  const missing = REQUIRED_COMPONENTS.filter((c) => !found[c]);
+  if (missing.length > 0) {
+    throw new TestenvError(
+      'BinariesMissing',
+      `${dir} (from ${from}) lacks ${missing.join(', ')}: ` +
+        'put those executables there, or drop the option to use the cache or a build from Go modules',
+    );
+  }
+  return withStages(toPaths(found), dir);
+}
+
+/** What filling the cache works from. */
+interface CacheFill {
+  readonly options: ResolveOptions;
+  readonly env: NodeJS.ProcessEnv;
+  readonly log: (line: string) => void;
+  readonly cacheDir: string;
+  /** True for a component that must come from the cache (required, and not in KUBEBUILDER_ASSETS). */
+  readonly needFromCache: (c: ComponentName) => boolean;
+}
+
+/** How the missing components can be fetched: a download, a Go build, or both. */
+interface FetchWays {
+  readonly go: string | undefined;
+  readonly source: BinarySource;
+  readonly platform: ReleasePlatform | undefined;
+  readonly canBuild: boolean;
+}
+
+/**
+ * Downloads or builds, under the cache's lock, what the cache lacks of what is needed from it; returns the cache's
+ * check afterwards. `BinariesMissing` when no way can provide them, or they are still missing after.
+ */
+async function fillCache(fill: CacheFill, before: CacheCheck): Promise<CacheCheck> {
+  const { options, env, log, cacheDir, needFromCache } = fill;
+  const lacking = (check: CacheCheck) => COMPONENT_NAMES.filter((c) => needFromCache(c) && !check.found[c]);
+  const go = await findGo(env);
+  const source = sourceOf(options, env);
+  const platform = releasePlatform();
+  const ways: FetchWays = {
+    go,
+    source,
+    platform: source !== 'go' ? platform : undefined,
+    canBuild: go !== undefined && options.build !== false && source !== 'download',
+  };
+  if (!ways.platform && !ways.canBuild) {
+    throw new TestenvError(
+      'BinariesMissing',
+      before.manifest
+        ? damagedMessage(cacheDir, lacking(before), before.problems, go !== undefined)
+        : missingMessage(lacking(before), { go: go !== undefined, source, platform: platform !== undefined }, {}, env),
+    );
+  }
+  const binRoot = join(cacheRoot(env), 'bin');
+  await mkdir(binRoot, { recursive: true }).catch((err: unknown) => {
+    throw diskError(err, binRoot) ?? err;
+  });
+  await withLock(
+    `${cacheDir}.lock`,
+    {
+      timeoutMs: 90 * 60_000,
+      onWait: (pid) => log(`another process (pid ${pid}) is fetching the control-plane binaries; waiting for it`),
+    },
+    () => fetchLocked(fill, ways),
+  );
+  const after = await checkCache(cacheDir, env);
+  if (lacking(after).length > 0) {
+    throw new TestenvError(
+      'BinariesMissing',
+      damagedMessage(cacheDir, lacking(after), after.problems, go !== undefined),
+    );
+  }
+  return after;
+}
+
+/** Under the cache's lock: fetches what is still broken (the process waited for may have fetched or repaired it). */
+async function fetchLocked(fill: CacheFill, ways: FetchWays): Promise<void> {
+  const { env, log, cacheDir, needFromCache } = fill;
+  const now = await checkCache(cacheDir, env);
+  let manifest = now.manifest;
+  let broken = manifest ? COMPONENT_NAMES.filter((c) => !now.found[c]) : [...COMPONENT_NAMES];
+  if (!broken.some(needFromCache)) return;
+  if (!manifest)
+    await rm(cacheDir, { recursive: true, force: true }); // leftovers of an interrupted fetch
+  else
+    log(
+      `the binary cache ${cacheDir} lacks ${describe(broken, now.problems)}; fetching ${broken.length === 1 ? 'it' : 'them'} again`,
+    );
+  if (ways.platform) {
+    const result = await downloadStep(fill, ways.platform, broken, manifest);
+    manifest = result.manifest;
+    broken = broken.filter((c) => !result.downloaded[c]);
+    if (!broken.some(needFromCache)) return;
+    if (!ways.canBuild) {
+      throw new TestenvError(
+        'BinariesMissing',
+        missingMessage(
+          broken.filter(needFromCache),
+          { go: ways.go !== undefined, source: ways.source, platform: true },
+          result.failures,
+          env,
+        ),
+      );
+    }
+    for (const c of broken) if (result.failures[c]) log(`could not download ${c}: ${result.failures[c]}`);
+  }
+  if (!ways.go) return; // canBuild holds when no download was possible
+  log(
+    `building ${broken.join(', ')} from Go modules (Kubernetes ${KUBERNETES_VERSION}, etcd ${ETCD_VERSION}, ` +
+      `kwok ${KWOK_VERSION}) into ${cacheDir}; a cold build of everything takes ${COLD_BUILD_TIME}`,
+  );
+  const seconds = await buildIntoCache(ways.go, cacheDir, broken, manifest, env, log);
+  log(`built ${broken.join(', ')} in ${seconds} s`);
+}
+
+/** Downloads `broken` into the cache and records what arrived; returns the fetch's result and the manifest now. */
+async function downloadStep(
+  fill: CacheFill,
+  platform: ReleasePlatform,
+  broken: readonly ComponentName[],
+  previous: CacheManifest | undefined,
+): Promise<FetchResult & { manifest: CacheManifest | undefined }> {
+  const { options, env, log, cacheDir } = fill;
+  const mirror = env.OPKIT_DOWNLOAD_MIRROR;
+  log(
+    `downloading ${broken.join(', ')} (Kubernetes ${KUBERNETES_VERSION}, etcd ${ETCD_VERSION}, kwok ${KWOK_VERSION}) ` +
+      `from ${mirror ? `the mirror ${mirror}` : 'the official releases'} into ${cacheDir}, each checked against its published digest`,
+  );
+  const result = await downloadIntoCache({
+    cacheDir,
+    components: broken,
+    platform,
+    env,
+    log,
+    ...(options.download ? { settings: options.download } : {}),
+  });
+  const got = broken.filter((c) => result.downloaded[c]);
+  if (got.length === 0) return { ...result, manifest: previous };
+  if (got.includes('kwok')) await writeKwokStages(cacheDir);
+  const manifest = await recordDownloads(cacheDir, previous, result);
+  log(`downloaded and verified ${got.join(', ')} in ${result.seconds} s`);
+  return { ...result, manifest };
 }
 
 /** Adds the path of kwok's stage configuration, which must sit beside the kwok binary. */
@@ -278,87 +300,6 @@ async function exists(path: string): Promise<boolean> {
     () => true,
     () => false,
   );
-}
-
-/**
- * Builds `components` into the cache and writes its manifest. Without `previous`, a whole set into an emptied
- * directory; with it, a repair that keeps the other binaries and the manifest's other fields.
- */
-async function buildIntoCache(
-  go: string,
-  cacheDir: string,
-  components: readonly ComponentName[],
-  previous: CacheManifest | undefined,
-  env: NodeJS.ProcessEnv,
-  log: (line: string) => void,
-): Promise<number> {
-  if (previous) for (const c of components) await rm(join(cacheDir, c), { force: true });
-  else await rm(cacheDir, { recursive: true, force: true });
-  const report = await buildBinaries({ go, binDir: cacheDir, workDir: join(cacheRoot(env), 'build'), components, log });
-  await writeManifest(cacheDir, {
-    kubernetes: KUBERNETES_VERSION,
-    etcd: ETCD_VERSION,
-    kwok: KWOK_VERSION,
-    builtAt: new Date().toISOString(),
-    buildSeconds: report.totalSeconds,
-    ...previous,
-    goVersion: report.goVersion,
-    componentSeconds: { ...previous?.componentSeconds, ...report.seconds },
-    files: await fileSizes(cacheDir),
-    sources: { ...previous?.sources, ...Object.fromEntries(components.map((c) => [c, 'go'])) },
-    sha256: Object.fromEntries(
-      Object.entries(previous?.sha256 ?? {}).filter(([c]) => !components.includes(c as ComponentName)),
-    ),
-  });
-  return report.totalSeconds;
-}
-
-async function writeManifest(cacheDir: string, manifest: CacheManifest): Promise<void> {
-  const tmp = join(cacheDir, `manifest.json.partial-${process.pid}`);
-  await writeFile(tmp, `${JSON.stringify(manifest, null, 2)}\n`);
-  await rename(tmp, join(cacheDir, 'manifest.json'));
-}
-
-async function fileSizes(dir: string): Promise<Partial<Record<ComponentName, number>>> {
-  const sizes: Partial<Record<ComponentName, number>> = {};
-  for (const c of COMPONENT_NAMES) {
-    const size = await stat(join(dir, c)).then(
-      (s) => s.size,
-      () => undefined,
-    );
-    if (size !== undefined) sizes[c] = size;
-  }
-  return sizes;
-}
-
-interface CacheCheck {
-  readonly manifest: CacheManifest | undefined;
-  /** The components that are present, executable and of the size the build recorded. */
-  readonly found: Partial<Record<ComponentName, string>>;
-  /** What is wrong with each component that is not found (only when the manifest exists). */
-  readonly problems: Partial<Record<ComponentName, string>>;
-}
-
-/**
- * Verifies the cached set: the manifest (written last by a build) must exist, and each component must be an
- * executable file of the size recorded at build time (a cheap check that catches a binary copied from another set).
- */
-async function checkCache(cacheDir: string, env: NodeJS.ProcessEnv): Promise<CacheCheck> {
-  const manifest = await readCacheManifest(env);
-  if (!manifest) return { manifest, found: {}, problems: {} };
-  const found: Partial<Record<ComponentName, string>> = {};
-  const problems: Partial<Record<ComponentName, string>> = {};
-  for (const c of COMPONENT_NAMES) {
-    const path = join(cacheDir, c);
-    const info = await stat(path).catch(() => undefined);
-    const recorded = manifest.files?.[c];
-    if (!info) problems[c] = 'missing';
-    else if (!info.isFile() || !(await isExecutable(path))) problems[c] = 'not an executable file';
-    else if (recorded !== undefined && info.size !== recorded)
-      problems[c] = `${info.size} bytes where the build wrote ${recorded}`;
-    else found[c] = path;
-  }
-  return { manifest, found, problems };
 }
 
 function describe(names: readonly ComponentName[], problems: Readonly<Partial<Record<ComponentName, string>>>): string {
@@ -396,15 +337,6 @@ function toPaths(found: Partial<Record<ComponentName, string>>): Omit<BinaryPath
   return { ...(rest as Record<Exclude<ComponentName, 'kubectl'>, string>), ...(kubectl ? { kubectl } : {}) };
 }
 
-async function isExecutable(path: string): Promise<boolean> {
-  try {
-    await access(path, constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 /** The Go binary: `$OPKIT_GO` when set (and only it), else `go` on PATH, `$GOROOT/bin/go`, or /usr/local/go/bin/go. */
 export async function findGo(env: NodeJS.ProcessEnv = process.env): Promise<string | undefined> {
   if (env.OPKIT_GO) return (await isExecutable(env.OPKIT_GO)) ? env.OPKIT_GO : undefined;
@@ -424,29 +356,6 @@ function sourceOf(options: ResolveOptions, env: NodeJS.ProcessEnv): BinarySource
     'InvalidOption',
     `OPKIT_TESTENV_SOURCE is "${value}": use "go" (build from source), "download" (never build) or leave it unset`,
   );
-}
-
-/** Writes the manifest after a download: the downloaded files' sizes, URLs and digests, kept with what was there. */
-async function recordDownloads(
-  cacheDir: string,
-  previous: CacheManifest | undefined,
-  result: FetchResult,
-): Promise<CacheManifest> {
-  const got = Object.keys(result.downloaded) as ComponentName[];
-  const manifest: CacheManifest = {
-    kubernetes: KUBERNETES_VERSION,
-    etcd: ETCD_VERSION,
-    kwok: KWOK_VERSION,
-    builtAt: new Date().toISOString(),
-    buildSeconds: result.seconds,
-    ...previous,
-    componentSeconds: { ...previous?.componentSeconds },
-    files: await fileSizes(cacheDir),
-    sources: { ...previous?.sources, ...Object.fromEntries(got.map((c) => [c, result.downloaded[c]?.url])) },
-    sha256: { ...previous?.sha256, ...Object.fromEntries(got.map((c) => [c, result.downloaded[c]?.sha256])) },
-  };
-  await writeManifest(cacheDir, manifest);
-  return manifest;
 }
 
 function missingMessage(

@@ -42,6 +42,11 @@ interface GoEnv {
   sumdbOff: boolean;
 }
 
+/**
+ * A `go` failure because the checksum database could not be reached (then the build is retried without it). The go
+ * command exits 1 for every failure, so its stderr is the only signal: like a component's bind failure (component.ts),
+ * this is a child process's output, parsed because nothing else tells; no error of testenv is recognised by its text.
+ */
 const SUMDB_UNREACHABLE =
   /verifying .*(dial tcp|no such host|i\/o timeout|connection refused|network is unreachable|TLS handshake|server misbehaving)/;
 

@@ -7,6 +7,11 @@
  * and resolves only when the process is gone. A running component does not keep its owner's process alive (its child
  * handle is unref'd): a test process that ends without `stop()` — a failed test, an error — exits, and the environment
  * ends the components then (see environment.ts); `start()` and `stop()` hold the process open while they wait.
+ *
+ * A process that exits before it is ready fails as `ComponentFailed`, or as `PortInUse` when its log says it could not
+ * bind its address: another process took a port between `freePorts()` and the bind, and the caller retries with fresh
+ * ports. `exitFailure()` reads that from the log because a child process's output is the only signal it gives (Go's
+ * `bind: address already in use`); this is the one place in testenv where a message's text decides anything.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { open, readFile } from 'node:fs/promises';
@@ -63,9 +68,10 @@ export class Component {
     let lastProbeError: unknown;
     for (;;) {
       if (exited) {
+        const tail = await this.logTail();
         throw new TestenvError(
-          'ComponentFailed',
-          `${name} exited with ${exited.code ?? exited.signal ?? 'an error'} before it was ready; last lines of ${logFile}:\n${await this.logTail()}`,
+          exitFailure(tail),
+          `${name} exited with ${exited.code ?? exited.signal ?? 'an error'} before it was ready; last lines of ${logFile}:\n${tail}`,
         );
       }
       try {
@@ -108,4 +114,12 @@ export class Component {
     const text = await readFile(this.spec.logFile, 'utf8').catch(() => '');
     return text.trimEnd().split('\n').slice(-lines).join('\n');
   }
+}
+
+/**
+ * How a component that exited before it was ready failed, from the last lines of its log (see the module comment for
+ * why its text): `PortInUse` when it could not bind a port, else `ComponentFailed`.
+ */
+export function exitFailure(logTail: string): 'PortInUse' | 'ComponentFailed' {
+  return /address already in use/.test(logTail) ? 'PortInUse' : 'ComponentFailed';
 }

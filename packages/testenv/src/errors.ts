@@ -5,25 +5,41 @@
  */
 
 /**
- * What failed: finding, downloading or building the binaries (`BinariesMissing`, `DownloadFailed`, `ChecksumMismatch`,
- * `BuildFailed`, `DiskFull`, `CacheNotWritable`, `LockTimeout`), starting or running the control plane
- * (`ComponentFailed`, `StartTimeout`, `CertificateFailed`, `NotRunning`), a request (`ApiRequestFailed`), or an option
- * (`InvalidOption`).
+ * What failed. Switch on it, never on the message; the table of every code is docs/errors.md.
  */
 export type TestenvErrorCode =
+  /** No source could provide a required binary (control plane or helm): the message says every way to provide it. */
   | 'BinariesMissing'
+  /** Building a component from Go modules failed: the message holds the tail of the go command's output. */
   | 'BuildFailed'
+  /** Another process held the binary cache's lock for longer than the wait allows: the message names its pid. */
   | 'LockTimeout'
+  /** A control-plane component exited before it was ready: the message names its exit code and the tail of its log. */
   | 'ComponentFailed'
+  /** A component's port was taken by another process first: `start()` retries with fresh ports (3 tries in all). */
+  | 'PortInUse'
+  /** A component, or the whole control plane, was not ready within `startTimeoutMs`: the message holds log tails. */
   | 'StartTimeout'
+  /** A request to the apiserver or etcd failed, or answered a status the call does not accept. */
   | 'ApiRequestFailed'
+  /** The test PKI could not be made: `openssl` is missing or failed. */
   | 'CertificateFailed'
+  /** An option, argument or environment variable has a value testenv cannot use: the message says which. */
   | 'InvalidOption'
+  /** The environment is not running (not started yet, or stopped), or does not have the named component. */
   | 'NotRunning'
+  /** A download failed (unreachable host, HTTP error, truncated, no digest published, retries exhausted). */
   | 'DownloadFailed'
+  /** A downloaded file does not match its published digest, or two published digests disagree: nothing was cached. */
   | 'ChecksumMismatch'
+  /** No space is left on the disk holding the cache: free some, or point `OPKIT_CACHE_DIR` at another disk. */
   | 'DiskFull'
-  | 'CacheNotWritable';
+  /** The cache directory is not writable: fix its permissions, or point `OPKIT_CACHE_DIR` at a writable directory. */
+  | 'CacheNotWritable'
+  /** `waitFor`'s check did not pass in time: the message names what was awaited and the last error the check threw. */
+  | 'WaitTimeout'
+  /** A `FaultProxy` could not listen on 127.0.0.1 (the cause is the socket's error). */
+  | 'FaultProxyListenFailed';
 
 /**
  * Every failure of @opkit/testenv: a stable `code`, a message that says what to do, and the underlying `cause` when

@@ -11,8 +11,8 @@
  * connection with unread incoming bytes may surface as a reset, which is the kernel's choice, not the proxy's.
  */
 import { createServer, type Server, type Socket, connect as tcpConnect } from 'node:net';
-import { clearTimeout, setTimeout } from 'node:timers';
 import { TestenvError } from './errors.ts';
+import { Link, type LinkHost, resetSocket } from './fault-link.ts';
 
 /**
  * What the proxy does to traffic: `pass` it, `freeze` it (a silent hang: connections stay open, nothing moves), `drop`
@@ -41,219 +41,6 @@ export interface FaultProxyOptions {
   readonly target: { readonly host: string; readonly port: number };
   /** The initial mode (default `pass`). */
   readonly mode?: FaultMode | undefined;
-}
-
-/** Bytes queued in one direction before the source socket is paused (backpressure, and a bound while frozen). */
-const HIGH_WATER = 1024 * 1024;
-const LOW_WATER = 256 * 1024;
-
-/** What one direction of a connection still has to deliver: data, or how the source side went away. */
-type Item =
-  | { readonly kind: 'data'; readonly chunk: Buffer; due: number }
-  | { readonly kind: 'end' | 'close' | 'destroy' | 'reset'; due: number };
-
-type Timer = ReturnType<typeof setTimeout>;
-
-interface Host {
-  mode(): FaultMode;
-  forwarded(bytes: number): void;
-  finished(link: Link): void;
-}
-
-/** One direction (source to destination) of a proxied connection: an ordered queue, delivered by `pump()`. */
-class Direction {
-  readonly from: Socket;
-  readonly to: Socket;
-  readonly #host: Host;
-  readonly #queue: Item[] = [];
-  #queuedBytes = 0;
-  #timer: Timer | undefined;
-  #waitingDrain = false;
-  #pausedSource = false;
-  #done = false;
-
-  constructor(host: Host, from: Socket, to: Socket) {
-    this.#host = host;
-    this.from = from;
-    this.to = to;
-  }
-
-  push(item: Item): void {
-    if (this.#done) return;
-    this.#queue.push(item);
-    if (item.kind === 'data') {
-      this.#queuedBytes += item.chunk.length;
-      if (this.#queuedBytes > HIGH_WATER && !this.#pausedSource) {
-        this.#pausedSource = true;
-        this.from.pause();
-      }
-    }
-    this.pump();
-  }
-
-  /** Make every queued item due now (delay lifted). */
-  expedite(): void {
-    for (const item of this.#queue) item.due = 0;
-  }
-
-  /** Deliver every due item unless frozen, waiting for 'drain' and scheduling a timer for the next delayed one. */
-  pump(): void {
-    this.#clearTimer();
-    if (this.#done || this.#waitingDrain || this.#host.mode().kind === 'freeze') return;
-    const now = performance.now();
-    for (;;) {
-      const item = this.#queue[0];
-      if (item === undefined) break;
-      if (item.due > now) {
-        this.#timer = setTimeout(() => this.pump(), Math.max(1, Math.ceil(item.due - now)));
-        break;
-      }
-      this.#queue.shift();
-      if (item.kind === 'end') {
-        if (!this.to.destroyed) this.to.end();
-        continue;
-      }
-      if (item.kind !== 'data') {
-        this.#finish(item.kind);
-        return;
-      }
-      this.#queuedBytes -= item.chunk.length;
-      if (this.to.destroyed) continue;
-      this.#host.forwarded(item.chunk.length);
-      if (!this.to.write(item.chunk)) {
-        this.#waitingDrain = true;
-        this.to.once('drain', () => {
-          this.#waitingDrain = false;
-          this.pump();
-        });
-        break;
-      }
-    }
-    if (this.#pausedSource && this.#queuedBytes < LOW_WATER) {
-      this.#pausedSource = false;
-      if (!this.from.destroyed) this.from.resume();
-    }
-  }
-
-  /** Stop for good: drop what is queued and cancel the timer (the destination can no longer receive it). */
-  stop(): void {
-    this.#done = true;
-    this.#queue.length = 0;
-    this.#queuedBytes = 0;
-    this.#clearTimer();
-  }
-
-  /** The source is gone: pass that on to the destination and stop. */
-  #finish(kind: 'close' | 'destroy' | 'reset'): void {
-    const to = this.to;
-    this.stop();
-    if (to.destroyed) return;
-    switch (kind) {
-      case 'close':
-        to.destroySoon();
-        return;
-      case 'destroy':
-        to.destroy();
-        return;
-      case 'reset':
-        resetSocket(to);
-        return;
-    }
-  }
-
-  #clearTimer(): void {
-    if (this.#timer !== undefined) {
-      clearTimeout(this.#timer);
-      this.#timer = undefined;
-    }
-  }
-}
-
-/** A client socket and its upstream socket, with one Direction each way. */
-class Link {
-  readonly client: Socket;
-  readonly upstream: Socket;
-  readonly #host: Host;
-  readonly #up: Direction;
-  readonly #down: Direction;
-  #aborted = false;
-  #closedSides = 0;
-
-  constructor(host: Host, client: Socket, upstream: Socket) {
-    this.#host = host;
-    this.client = client;
-    this.upstream = upstream;
-    this.#up = new Direction(host, client, upstream);
-    this.#down = new Direction(host, upstream, client);
-    this.#wire(this.#up, this.#down);
-    this.#wire(this.#down, this.#up);
-  }
-
-  pump(): void {
-    this.#up.pump();
-    this.#down.pump();
-  }
-
-  expedite(): void {
-    this.#up.expedite();
-    this.#down.expedite();
-  }
-
-  /** Close both sockets now: 'drop' ends them (FIN), 'reset' resets them (RST), 'destroy' just destroys them. */
-  abort(how: 'drop' | 'reset' | 'destroy'): void {
-    this.#aborted = true;
-    this.#up.stop();
-    this.#down.stop();
-    for (const socket of [this.client, this.upstream]) {
-      if (socket.destroyed) continue;
-      if (how === 'reset') resetSocket(socket);
-      else if (how === 'drop' && !socket.connecting) {
-        socket.resume();
-        socket.destroySoon();
-      } else socket.destroy();
-    }
-  }
-
-  #wire(out: Direction, back: Direction): void {
-    const source = out.from;
-    let lastError: NodeJS.ErrnoException | undefined;
-    source.on('data', (chunk: Buffer) => {
-      if (!this.#aborted) out.push({ kind: 'data', chunk, due: this.#dueNow() });
-    });
-    source.on('end', () => {
-      if (!this.#aborted) out.push({ kind: 'end', due: this.#dueNow() });
-    });
-    source.on('error', (err: NodeJS.ErrnoException) => {
-      lastError = err;
-    });
-    source.on('close', (hadError: boolean) => {
-      // Nothing can reach this socket any more; whatever was on its way to it is dropped.
-      back.stop();
-      if (!this.#aborted) {
-        const kind = !hadError ? 'close' : lastError?.code === 'ECONNRESET' ? 'reset' : 'destroy';
-        out.push({ kind, due: this.#dueNow() });
-      }
-      this.#closedSides += 1;
-      if (this.#closedSides === 2) {
-        out.stop();
-        this.#host.finished(this);
-      }
-    });
-  }
-
-  #dueNow(): number {
-    const mode = this.#host.mode();
-    return mode.kind === 'delay' ? performance.now() + mode.ms : 0;
-  }
-}
-
-function resetSocket(socket: Socket): void {
-  if (socket.destroyed) return;
-  try {
-    socket.resetAndDestroy();
-  } catch {
-    socket.destroy();
-  }
 }
 
 function checkMode(mode: FaultMode): FaultMode {
@@ -289,10 +76,11 @@ export class FaultProxy {
   #accepted = 0;
   #bytes = 0;
   #closing: Promise<void> | undefined;
-  readonly #host: Host;
+  readonly #host: LinkHost;
 
   /**
-   * Starts a proxy on a free port of 127.0.0.1 in front of `options.target`; `InvalidOption` for a bad port or mode.
+   * Starts a proxy on a free port of 127.0.0.1 in front of `options.target`; `InvalidOption` for a bad port or mode,
+   * `FaultProxyListenFailed` when it cannot listen.
    */
   static async start(options: FaultProxyOptions): Promise<FaultProxy> {
     const target = { host: options.target.host, port: options.target.port };
@@ -302,16 +90,22 @@ export class FaultProxy {
     const mode = checkMode(options.mode ?? { kind: 'pass' });
     const server = createServer({ allowHalfOpen: true });
     await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
+      const failed = (cause: Error) =>
+        reject(
+          new TestenvError('FaultProxyListenFailed', `fault proxy could not listen on 127.0.0.1: ${cause.message}`, {
+            cause,
+          }),
+        );
+      server.once('error', failed);
       server.listen(0, '127.0.0.1', () => {
-        server.off('error', reject);
+        server.off('error', failed);
         resolve();
       });
     });
     const address = server.address();
     if (address === null || typeof address === 'string') {
       server.close();
-      throw new Error('fault proxy could not read its listening address');
+      throw new TestenvError('FaultProxyListenFailed', 'fault proxy could not read its listening address');
     }
     return new FaultProxy(server, address.port, target, mode);
   }

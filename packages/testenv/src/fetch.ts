@@ -83,106 +83,17 @@ export async function downloadIntoCache(options: FetchOptions): Promise<FetchRes
   }
   const staging = `${cacheDir}.download-${process.pid}`;
   const downloader = new Downloader({ env, log, ...(options.settings ? { settings: options.settings } : {}) });
+  const releases = new ReleaseFetch(downloader, env, log, mirror);
   const downloaded: Partial<Record<ComponentName, Downloaded>> = {};
   const failures: Partial<Record<ComponentName, string>> = {};
-  const unreachable = new Map<string, string>(); // host → why it cannot be reached: later requests to it fail at once
-  /** Runs one request to `url` unless its host was found unreachable; records the host when it is. */
-  const guarded = async <T>(url: string, run: () => Promise<T>): Promise<T> => {
-    const host = new URL(url).host;
-    const known = unreachable.get(host);
-    if (known) {
-      throw new TestenvError(
-        'DownloadFailed',
-        `${url}: ${known} (not requested: ${host} could not be reached a moment before)`,
-      );
-    }
-    try {
-      return await run();
-    } catch (err) {
-      const cause = isTestenvError(err, 'DownloadFailed') ? unreachableCause(err) : undefined;
-      if (cause !== undefined) unreachable.set(host, cause);
-      throw err;
-    }
-  };
-  const answers = new Map<string, Promise<string>>(); // each release's API answer, requested once
-  const apiAnswer = (url: string): Promise<string> => {
-    let answer = answers.get(url);
-    if (!answer) {
-      answer = guarded(url, () =>
-        downloader.text(url, { headers: githubApiHeaders(url, env), rateLimitAdvice: rateLimitAdvice(env, mirror) }),
-      );
-      answer.catch(() => {}); // awaited by each caller; a failure is theirs to report
-      answers.set(url, answer);
-    }
-    return answer;
-  };
-  /** The digest `artifact` must have, and where it was published. */
-  const expectedDigest = async (artifact: ReleaseArtifact): Promise<{ hex: string; source: string }> => {
-    let fromFile: { hex: string; source: string } | undefined;
-    if (artifact.checksumUrl) {
-      const url = mirrored(artifact.checksumUrl, mirror);
-      const hex = parseChecksumFile(
-        await guarded(url, () => downloader.text(url)),
-        artifact.fileName,
-        artifact.algorithm,
-      );
-      if (!hex)
-        throw new TestenvError(
-          'DownloadFailed',
-          `${url} lists no ${artifact.algorithm} digest of ${artifact.fileName}`,
-        );
-      fromFile = { hex, source: `the checksum file published beside it (${url})` };
-    }
-    const github = artifact.github;
-    if (!github) {
-      if (fromFile) return fromFile;
-      throw new TestenvError('DownloadFailed', `${artifact.url}: no digest is published for it`);
-    }
-    const url = mirrored(github.apiUrl, mirror);
-    let found: ReturnType<typeof parseReleaseDigest>;
-    try {
-      found = parseReleaseDigest(await apiAnswer(url), github.asset);
-    } catch (err) {
-      if (!fromFile || !isTestenvError(err, 'DownloadFailed')) throw err;
-      log(
-        `${artifact.component}: the second check against GitHub's releases API was skipped (${err.message}); ${fromFile.source} alone counts`,
-      );
-      return fromFile;
-    }
-    if ('problem' in found) {
-      if (!fromFile) throw new TestenvError('DownloadFailed', `${url} ${found.problem}`);
-      log(
-        `${artifact.component}: the second check against GitHub's releases API was skipped (${url} ${found.problem}); ${fromFile.source} alone counts`,
-      );
-      return fromFile;
-    }
-    if (fromFile && found.hex !== fromFile.hex) {
-      throw new TestenvError(
-        'ChecksumMismatch',
-        `${artifact.fileName}: ${fromFile.source} says ${fromFile.hex}, but GitHub's releases API (${url}) says ` +
-          `${found.hex}; nothing was downloaded and nothing was cached. The release was changed after it was ` +
-          'published, or the mirror serves files of two releases: check OPKIT_DOWNLOAD_MIRROR, or build from ' +
-          'source with OPKIT_TESTENV_SOURCE=go',
-      );
-    }
-    const api = `the digest GitHub's releases API lists for it (${url})`;
-    return fromFile ? { hex: found.hex, source: `${fromFile.source} and ${api}` } : { hex: found.hex, source: api };
-  };
   try {
     await rm(staging, { recursive: true, force: true });
     await mkdir(staging, { recursive: true }).catch((err: unknown) => {
       throw diskError(err, staging) ?? err;
     });
     for (const component of options.components) {
-      const artifact = releaseArtifact(component, options.platform);
       try {
-        const expected = await expectedDigest(artifact);
-        const url = mirrored(artifact.url, mirror);
-        const file = join(staging, artifact.member ? `${component}.archive` : component);
-        await guarded(url, () => downloader.file(url, file, { algorithm: artifact.algorithm, ...expected }, component));
-        if (artifact.member) await extractMember(file, artifact.member, join(staging, component), url);
-        await chmod(join(staging, component), 0o755);
-        downloaded[component] = { url: artifact.url, sha256: expected.hex };
+        downloaded[component] = await releases.component(releaseArtifact(component, options.platform), staging);
       } catch (err) {
         if (!isTestenvError(err, 'DownloadFailed')) throw err;
         failures[component] = err.message;
@@ -200,6 +111,134 @@ export async function downloadIntoCache(options: FetchOptions): Promise<FetchRes
     await rm(staging, { recursive: true, force: true });
   }
   return { downloaded, failures, seconds: Math.round((performance.now() - started) / 100) / 10 };
+}
+
+/** A published digest, and where it was published (for the messages). */
+interface Digest {
+  readonly hex: string;
+  readonly source: string;
+}
+
+/**
+ * One fetch's requests: each host found unreachable is not asked again, and each release's API answer is requested
+ * once.
+ */
+class ReleaseFetch {
+  readonly #downloader: Downloader;
+  readonly #env: NodeJS.ProcessEnv;
+  readonly #log: (line: string) => void;
+  readonly #mirror: string | undefined;
+  /** host → why it cannot be reached: later requests to it fail at once. */
+  readonly #unreachable = new Map<string, string>();
+  /** Each release's API answer, requested once. */
+  readonly #answers = new Map<string, Promise<string>>();
+
+  constructor(downloader: Downloader, env: NodeJS.ProcessEnv, log: (line: string) => void, mirror: string | undefined) {
+    this.#downloader = downloader;
+    this.#env = env;
+    this.#log = log;
+    this.#mirror = mirror;
+  }
+
+  /** Downloads and verifies `artifact` into `staging` as its component's executable. */
+  async component(artifact: ReleaseArtifact, staging: string): Promise<Downloaded> {
+    const component = artifact.component;
+    const expected = await this.#expectedDigest(artifact);
+    const url = mirrored(artifact.url, this.#mirror);
+    const file = join(staging, artifact.member ? `${component}.archive` : component);
+    await this.#guarded(url, () =>
+      this.#downloader.file(url, file, { algorithm: artifact.algorithm, ...expected }, component),
+    );
+    if (artifact.member) await extractMember(file, artifact.member, join(staging, component), url);
+    await chmod(join(staging, component), 0o755);
+    return { url: artifact.url, sha256: expected.hex };
+  }
+
+  /** Runs one request to `url` unless its host was found unreachable; records the host when it is. */
+  async #guarded<T>(url: string, run: () => Promise<T>): Promise<T> {
+    const host = new URL(url).host;
+    const known = this.#unreachable.get(host);
+    if (known) {
+      throw new TestenvError(
+        'DownloadFailed',
+        `${url}: ${known} (not requested: ${host} could not be reached a moment before)`,
+      );
+    }
+    try {
+      return await run();
+    } catch (err) {
+      const cause = isTestenvError(err, 'DownloadFailed') ? unreachableCause(err) : undefined;
+      if (cause !== undefined) this.#unreachable.set(host, cause);
+      throw err;
+    }
+  }
+
+  #apiAnswer(url: string): Promise<string> {
+    let answer = this.#answers.get(url);
+    if (!answer) {
+      const env = this.#env;
+      answer = this.#guarded(url, () =>
+        this.#downloader.text(url, {
+          headers: githubApiHeaders(url, env),
+          rateLimitAdvice: rateLimitAdvice(env, this.#mirror),
+        }),
+      );
+      answer.catch(() => {}); // awaited by each caller; a failure is theirs to report
+      this.#answers.set(url, answer);
+    }
+    return answer;
+  }
+
+  /** The digest in the checksum file published beside `artifact`, when it has one. */
+  async #fromChecksumFile(artifact: ReleaseArtifact): Promise<Digest | undefined> {
+    if (!artifact.checksumUrl) return undefined;
+    const url = mirrored(artifact.checksumUrl, this.#mirror);
+    const text = await this.#guarded(url, () => this.#downloader.text(url));
+    const hex = parseChecksumFile(text, artifact.fileName, artifact.algorithm);
+    if (!hex) {
+      throw new TestenvError('DownloadFailed', `${url} lists no ${artifact.algorithm} digest of ${artifact.fileName}`);
+    }
+    return { hex, source: `the checksum file published beside it (${url})` };
+  }
+
+  /** The digest `artifact` must have, and where it was published (see the module comment for the two checks). */
+  async #expectedDigest(artifact: ReleaseArtifact): Promise<Digest> {
+    const fromFile = await this.#fromChecksumFile(artifact);
+    const github = artifact.github;
+    if (!github) {
+      if (fromFile) return fromFile;
+      throw new TestenvError('DownloadFailed', `${artifact.url}: no digest is published for it`);
+    }
+    const url = mirrored(github.apiUrl, this.#mirror);
+    const skipped = (why: string, file: Digest) => {
+      this.#log(
+        `${artifact.component}: the second check against GitHub's releases API was skipped (${why}); ${file.source} alone counts`,
+      );
+      return file;
+    };
+    let found: ReturnType<typeof parseReleaseDigest>;
+    try {
+      found = parseReleaseDigest(await this.#apiAnswer(url), github.asset);
+    } catch (err) {
+      if (!fromFile || !isTestenvError(err, 'DownloadFailed')) throw err;
+      return skipped(err.message, fromFile);
+    }
+    if ('problem' in found) {
+      if (!fromFile) throw new TestenvError('DownloadFailed', `${url} ${found.problem}`);
+      return skipped(`${url} ${found.problem}`, fromFile);
+    }
+    if (fromFile && found.hex !== fromFile.hex) {
+      throw new TestenvError(
+        'ChecksumMismatch',
+        `${artifact.fileName}: ${fromFile.source} says ${fromFile.hex}, but GitHub's releases API (${url}) says ` +
+          `${found.hex}; nothing was downloaded and nothing was cached. The release was changed after it was ` +
+          'published, or the mirror serves files of two releases: check OPKIT_DOWNLOAD_MIRROR, or build from ' +
+          'source with OPKIT_TESTENV_SOURCE=go',
+      );
+    }
+    const api = `the digest GitHub's releases API lists for it (${url})`;
+    return fromFile ? { hex: found.hex, source: `${fromFile.source} and ${api}` } : { hex: found.hex, source: api };
+  }
 }
 
 /** Extracts `member` of the verified `.tar.gz` `archive` to `dest`, then removes the archive. */

@@ -13,25 +13,14 @@ export { type AuditEvent, type AuditLogSlice, auditLogSize, readAuditLog, WRITE_
 export {
   type BinaryPaths,
   type BinarySource,
-  binaryCacheDir,
-  type CacheManifest,
   findGo,
   REQUIRED_COMPONENTS,
   type ResolveOptions,
-  readCacheManifest,
   resolveBinaries,
 } from './binaries.ts';
-export {
-  CONTROLLERS,
-  type ComponentId,
-  Environment,
-  type EnvironmentState,
-  reapStale,
-  type ServiceAccountKubeconfig,
-  type ServiceAccountRef,
-  type StartOptions,
-  start,
-} from './environment.ts';
+export { binaryCacheDir, type CacheManifest, readCacheManifest } from './binary-cache.ts';
+export { CONTROLLERS, type ComponentId } from './control-plane.ts';
+export { Environment, type StartOptions, start } from './environment.ts';
 export { isTestenvError, TestenvError, type TestenvErrorCode } from './errors.ts';
 export { type FaultMode, FaultProxy, type FaultProxyOptions, type FaultProxyStats, targetOf } from './fault-proxy.ts';
 export { HELM_VERSION, type HelmOptions, helmCacheDir, resolveHelm } from './helm.ts';
@@ -41,6 +30,8 @@ export { type MirrorEntry, writeMirror } from './mirror.ts';
 export { cacheRoot } from './paths.ts';
 export { isProcessAlive } from './process.ts';
 export { type ReleasePlatform, releasePlatform } from './release.ts';
+export { type EnvironmentState, reapStale } from './run-dir.ts';
+export type { ServiceAccountKubeconfig, ServiceAccountRef } from './service-account.ts';
 export { ETCD_VERSION, KUBERNETES_VERSION, KWOK_VERSION } from './versions.ts';
 export { waitFor } from './wait.ts';
 export { type InstalledWebhooks, type InstallWebhooksOptions, installWebhooks } from './webhooks.ts';

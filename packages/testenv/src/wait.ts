@@ -1,14 +1,16 @@
 /**
  * @module wait
  * `waitFor(what, check)`: polls `check` until it returns a value (not undefined or false) and resolves with it, or
- * rejects after `timeoutMs` with a message naming `what` and the last error `check` threw — the "eventually" of
- * tests against a real cluster, where every effect is asynchronous.
+ * rejects after `timeoutMs` with a `TestenvError` `WaitTimeout` naming `what` and the last error `check` threw — the
+ * "eventually" of tests against a real cluster, where every effect is asynchronous.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
+import { TestenvError } from './errors.ts';
 
 /**
  * Polls `check` every `pollMs` until it returns a value (not undefined or false) and resolves with it; rejects after
- * `timeoutMs` (default 30 s) with an `Error` naming `what` and the last error `check` threw.
+ * `timeoutMs` (default 30 s) with a `TestenvError` `WaitTimeout` naming `what` and the last error `check` threw
+ * (also its `cause`).
  */
 export async function waitFor<T>(
   what: string,
@@ -26,7 +28,11 @@ export async function waitFor<T>(
       last = err;
     }
     if (Date.now() > deadline) {
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${String(last)}` : ''}`);
+      throw new TestenvError(
+        'WaitTimeout',
+        `timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${String(last)}` : ''}`,
+        last === undefined ? undefined : { cause: last },
+      );
     }
     await sleep(pollMs);
   }

@@ -4,8 +4,8 @@ import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { reapStale } from './environment.ts';
 import { KEPT_MARKER } from './paths.ts';
+import { reapStale } from './run-dir.ts';
 
 test('reapStale removes run directories of dead owners, except those marked kept', async () => {
   const root = await mkdtemp(join(tmpdir(), 'opkit-reap-'));
