@@ -125,7 +125,7 @@ test('a hook that hangs is left behind after its timeout', async () => {
   client.close();
 });
 
-test('a metrics port in use: BindFailed, the certificate watcher is released, and the hooks still run', async () => {
+test('a metrics port in use: MetricsBindFailed, the certificate watcher is released, and the hooks still run', async () => {
   const busy = createServer();
   await new Promise<void>((resolve) => busy.listen(0, '127.0.0.1', resolve));
   const port = (busy.address() as AddressInfo).port;
@@ -153,7 +153,7 @@ test('a metrics port in use: BindFailed, the certificate watcher is released, an
     hooked = true;
   });
   await assert.rejects(mgr.start(new AbortController().signal), (err: Error & { code?: string }) => {
-    assert.equal(err.code, 'BindFailed');
+    assert.equal(err.code, 'MetricsBindFailed');
     return true;
   });
   assert.ok(hooked);
@@ -171,11 +171,11 @@ test('a metrics port in use: BindFailed, the certificate watcher is released, an
   await rm(dir, { recursive: true, force: true });
 });
 
-test('an unreadable certificate directory fails the start with CertificateUnreadable, not BindFailed', async () => {
+test('an unreadable certificate directory fails the start with MetricsCertificateUnreadable, not MetricsBindFailed', async () => {
   const client = unreachableClient();
   const mgr = manager(client, { bindAddress: '127.0.0.1:0', certDir: '/nonexistent-opkit-certs' });
   await assert.rejects(mgr.start(new AbortController().signal), (err: Error & { code?: string }) => {
-    assert.equal(err.code, 'CertificateUnreadable');
+    assert.equal(err.code, 'MetricsCertificateUnreadable');
     assert.match(err.message, /cannot read the metrics certificate \/nonexistent-opkit-certs\/tls\.crt: ENOENT/);
     return true;
   });
