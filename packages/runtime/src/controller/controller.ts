@@ -195,7 +195,7 @@ export class Controller {
 
   /**
    * Runs until `signal` aborts; resolves after the drain. Rejects with the `CacheError` `CacheSyncTimeout` if the
-   * caches do not sync in time; throws a `UsageError` (`AlreadyStarted`) when called a second time.
+   * caches do not sync in time, and with a `UsageError` (`AlreadyStarted`) when called a second time.
    */
   async start(signal: AbortSignal): Promise<void> {
     if (this.#started) throw new UsageError('AlreadyStarted', `controller ${this.name} was already started`);

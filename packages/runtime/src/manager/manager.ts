@@ -29,11 +29,11 @@
  * So calls routed to a replica that is stopping are answered until its listener closes, not refused. Every step runs
  * even if an earlier one failed; then `start` rejects with `StopFailed` (the failures as its `cause`). A runnable that
  * rejects once the stop has begun does not cut the stop short: an abort of its own signal (an `AbortError`) is a
- * normal end, any other error one of those failures. Fatal errors — caches that never sync, a lost Lease, a controller that fails — stop everything at once,
- * the servers included (runnables get 1 s to return once their signal has aborted), Event writes too; `start` rejects
- * with a `ManagerError` (or the `CacheError` `CacheSyncTimeout` of a controller whose caches never synced) and
- * `run()` exits 1 with a one-line reason. Either way the `onStopped` hooks run last, just
- * before `start` settles: the place to shut down a tracing provider.
+ * normal end, any other error one of those failures. Fatal errors — caches that never sync, a lost Lease, a controller
+ * that fails — stop everything at once, the servers included (runnables get 1 s to return once their signal has
+ * aborted), Event writes too; `start` rejects with a `ManagerError` (or the `CacheError` `CacheSyncTimeout` of a
+ * controller whose caches never synced) and `run()` exits 1 with a one-line reason. Either way the `onStopped` hooks
+ * run last, just before `start` settles: the place to shut down a tracing provider.
  *
  * This module is the registration (controllers, runnables, checks, hooks); one run's groups and stop phases are
  * manager/lifecycle.ts, the servers manager/endpoints.ts, the runnable groups manager/runnables.ts.
@@ -188,7 +188,10 @@ export class Manager {
     return kind ? builder.for(kind, ...predicates) : builder;
   }
 
-  /** Adds a runnable that `start()` runs (see `Runnable`); throws a `UsageError` (`AlreadyStarted`) once `start()` was called. */
+  /**
+   * Adds a runnable that `start()` runs (see `Runnable`); throws a `UsageError` (`AlreadyStarted`) once `start()` was
+   * called.
+   */
   add(runnable: Runnable): void {
     if (this.#started) throw new UsageError('AlreadyStarted', `manager ${this.name}: add runnables before start()`);
     this.#runnables.push(runnable);
@@ -268,8 +271,8 @@ export class Manager {
   /**
    * Runs until `signal` aborts (then stops in phases, see the module comment, and resolves) or a fatal error (rejects
    * with it). Every step of the stop runs even when an earlier one failed; a step that failed makes a graceful stop
-   * reject with `StopFailed` once all have run (its `cause`: the error, or an `AggregateError` of several). Throws a
-   * `UsageError` (`AlreadyStarted`) when called a second time.
+   * reject with `StopFailed` once all have run (its `cause`: the error, or an `AggregateError` of several). Rejects
+   * with a `UsageError` (`AlreadyStarted`) when called a second time.
    */
   async start(signal: AbortSignal): Promise<void> {
     if (this.#started) throw new UsageError('AlreadyStarted', `manager ${this.name}: start() was called already`);

@@ -13,7 +13,7 @@ import type { MetricsServingOptions } from './metricsserving.ts';
 /**
  * Leader election on a `coordination.k8s.io/v1` Lease, as client-go's (manager/leader.ts): only the replica holding
  * the Lease runs the controllers. The timings must satisfy leaseDuration > renewDeadline > 1.2 × retryPeriod, else
- * `start()` throws a `UsageError` (`InvalidArgument`).
+ * `start()` rejects with a `UsageError` (`InvalidArgument`).
  */
 export interface LeaderElectionSettings {
   /** Campaign for the Lease before running the controllers (default false: they run on every replica). */
