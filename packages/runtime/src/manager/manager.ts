@@ -210,7 +210,8 @@ export class Manager {
 
   /**
    * Adds a liveness check: `/healthz` answers 500 while it throws or rejects (with `[-]<name> failed: <message>`), and
-   * `/healthz/<name>` runs it alone. Throws a `UsageError` (`InvalidArgument`) when a check of that name exists (`ping` is built in).
+   * `/healthz/<name>` runs it alone. Throws a `UsageError` (`InvalidArgument`) when a check of that name exists
+   * (`ping` is built in).
    */
   addHealthzCheck(name: string, check: Check): void {
     this.#healthz.add(name, check);
