@@ -150,7 +150,7 @@ describe('secure metrics: HTTPS, TokenReview and SubjectAccessReview on testenv'
     }
   });
 
-  test('a certificate directory without the files fails the start with CertificateUnreadable naming the file', async () => {
+  test('a certificate directory without the files fails the start with MetricsCertificateUnreadable naming the file', async () => {
     const mgr = new Manager({
       name: 'metrics-op',
       client: operatorClient,
@@ -159,7 +159,7 @@ describe('secure metrics: HTTPS, TokenReview and SubjectAccessReview on testenv'
       health: { bindAddress: '0' },
     });
     await assert.rejects(mgr.start(new AbortController().signal), (err: Error & { code?: string }) => {
-      assert.equal(err.code, 'CertificateUnreadable');
+      assert.equal(err.code, 'MetricsCertificateUnreadable');
       assert.match(err.message, /cannot read the metrics certificate \/nonexistent-opkit-certs\/tls\.crt: ENOENT/);
       return true;
     });

@@ -146,7 +146,7 @@ describe('object-first reconcilers against a real apiserver', () => {
     });
     const c = new ControllerBuilder({ client: frozen, cache: new Cache({ client, namespace: 'hang' }) })
       .for(Widgets)
-      .withOptions({ drainTimeoutMs: 200 })
+      .withOptions({ gracefulShutdownTimeoutMs: 200 })
       .reconcile(async (w, ctx) => {
         proxy.setMode({ kind: 'freeze' });
         entered();

@@ -147,7 +147,7 @@ describe('client-go and controller-runtime semantics on a real apiserver', () =>
       let inRequest = false;
       const c = new ControllerBuilder({ client: via, cache })
         .for(Widgets)
-        .withOptions({ drainTimeoutMs: 500 })
+        .withOptions({ gracefulShutdownTimeoutMs: 500 })
         .complete(async (req, ctx) => {
           proxy.setMode({ kind: 'freeze' });
           inRequest = true;

@@ -98,7 +98,9 @@ export interface CacheListOptions<T extends KubeObject = KubeObject> {
  * other, or a transform came after the informer's first use; `Stopped`: the cache stopped before the read's informer
  * synced.
  */
-export type CacheErrorCode = 'NamespaceNotCached' | 'InvalidOptions' | 'Stopped';
+export type CacheErrorCode =
+  /** A controller's informers did not sync within its `cacheSyncTimeoutMs`: check its RBAC and the apiserver. */
+  'CacheSyncTimeout' | 'NamespaceNotCached' | 'InvalidOptions' | 'Stopped';
 
 /** A read the cache cannot answer, or cache options that contradict each other. */
 export class CacheError extends OpkitError<CacheErrorCode> {

@@ -8,6 +8,7 @@ import { test } from 'node:test';
 import { Cache } from '../cache/cache.ts';
 import { Client } from '../client/client.ts';
 import { objectKey } from '../client/resource.ts';
+import { UsageError } from '../errors.ts';
 import { FakeClock, LOW_PRIORITY } from '../workqueue/index.ts';
 import { Controller } from './controller.ts';
 import { type Request, type Result, requeueAfter } from './reconcile.ts';
@@ -146,4 +147,13 @@ test('a result with a priority that is not a safe integer is requeued at the pri
   } finally {
     await h.close();
   }
+});
+
+test('a controller started twice: the second start() rejects with a UsageError (AlreadyStarted)', async () => {
+  const h = harness(() => undefined);
+  await assert.rejects(
+    h.controller.start(new AbortController().signal),
+    (err: unknown) => err instanceof UsageError && err.code === 'AlreadyStarted',
+  );
+  await h.close();
 });

@@ -6,7 +6,8 @@
  * Guarantees:
  * - One request is never reconciled by two workers at once; a request changed during its reconcile is reconciled
  *   again afterwards (the queue's dirty/processing rule).
- * - Workers start only after every watched informer has synced (else `start` rejects with CacheSyncTimeout).
+ * - Workers start only after every watched informer has synced (else `start` rejects with the `CacheError`
+ *   `CacheSyncTimeout`).
  * - A thrown error is retried with per-request exponential backoff (5 ms … 1000 s, each request on its own; the
  *   `rateLimiter` option can add an overall limit); a Conflict (409) is retried the same way but logged at debug
  *   level only; TooManyRequests waits the server's Retry-After; a `TerminalError` is not retried. `requeueAfter`
@@ -25,17 +26,17 @@
  * - An `Aborted` error means "stopping" only when the controller is stopping; a reconcile that aborted a call of its
  *   own (say with `AbortSignal.timeout`) is retried with backoff like any failure.
  * - Stopping (the `start` signal aborts): no new work is taken; in-flight reconciles may finish for
- *   `drainTimeoutMs` (default 2 s), after which their `ctx.signal` aborts, and with it their requests.
+ *   `gracefulShutdownTimeoutMs` (default 2 s), after which their `ctx.signal` aborts, and with it their requests.
  */
 
 import { randomUUID } from 'node:crypto';
-import type { Cache } from '../cache/cache.ts';
+import { type Cache, CacheError } from '../cache/cache.ts';
 import type { Informer } from '../cache/informer.ts';
 import type { Store } from '../cache/store.ts';
 import type { Client } from '../client/client.ts';
 import { isApiError } from '../client/errors.ts';
 import { type KubeObject, objectKey, parseKey, type ResourceType } from '../client/resource.ts';
-import { OpkitError } from '../errors.ts';
+import { UsageError } from '../errors.ts';
 import { EventRecorder } from '../helpers/events.ts';
 import { type Logger, silentLogger } from '../logger.ts';
 import type { Metrics } from '../metrics.ts';
@@ -67,8 +68,11 @@ export interface ControllerOptions {
   readonly clock?: Clock;
   /** How long informers may take to sync before `start` fails (default 2 min). */
   readonly cacheSyncTimeoutMs?: number;
-  /** How long in-flight reconciles may finish after stop (default 2 s, `DEFAULT_DRAIN_TIMEOUT_MS`). */
-  readonly drainTimeoutMs?: number;
+  /**
+   * How long in-flight reconciles may finish after stop, before their `ctx.signal` aborts (default 2 s; the manager's
+   * `controllers.gracefulShutdownTimeoutMs`, the `--graceful-shutdown-timeout` flag).
+   */
+  readonly gracefulShutdownTimeoutMs?: number;
   /** Expectation timeout (default 60 s). */
   readonly expectationTimeoutMs?: number;
   /** Enqueue every object of the primary kind this often (default: never; the informers are the source of truth). */
@@ -86,16 +90,8 @@ export interface ControllerOptions {
   readonly fieldManager?: string;
 }
 
-/**
- * A controller that cannot start: its informers did not sync within `cacheSyncTimeoutMs` (`CacheSyncTimeout`), or it
- * was started twice (`AlreadyStarted`).
- */
-export class ControllerError extends OpkitError<'CacheSyncTimeout' | 'AlreadyStarted'> {
-  override readonly name = 'ControllerError';
-}
-
 /** Time in-flight reconciles get on stop before their `ctx.signal` aborts, unless configured. */
-export const DEFAULT_DRAIN_TIMEOUT_MS = 2_000;
+export const DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT_MS = 2_000;
 
 /**
  * Reconciles requests of one primary kind from a rate-limited work queue fed by its watches; see the module comment for
@@ -197,9 +193,12 @@ export class Controller {
     this.queue.add(objectKey(request), priority);
   }
 
-  /** Runs until `signal` aborts; resolves after the drain. Rejects if the caches do not sync in time. */
+  /**
+   * Runs until `signal` aborts; resolves after the drain. Rejects with the `CacheError` `CacheSyncTimeout` if the
+   * caches do not sync in time, and with a `UsageError` (`AlreadyStarted`) when called a second time.
+   */
   async start(signal: AbortSignal): Promise<void> {
-    if (this.#started) throw new ControllerError('AlreadyStarted', `controller ${this.name} was already started`);
+    if (this.#started) throw new UsageError('AlreadyStarted', `controller ${this.name} was already started`);
     this.#started = true;
     const workers = this.#o.maxConcurrentReconciles ?? 1;
     this.#o.metrics?.initController(this.name, workers);
@@ -210,7 +209,7 @@ export class Controller {
     if (signal.aborted) return this.#shutdown();
     if (!synced.every(Boolean)) {
       this.queue.shutDown();
-      throw new ControllerError(
+      throw new CacheError(
         'CacheSyncTimeout',
         `controller ${this.name}: caches did not sync within ${timeoutMs / 1000} s (${this.#watched
           .filter((i) => !i.hasSynced)
@@ -232,8 +231,11 @@ export class Controller {
     await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
     clearInterval(resync);
     this.#log.info({ inFlight: this.#active }, 'stopping: draining in-flight reconciles');
-    const drainMs = this.#o.drainTimeoutMs ?? DEFAULT_DRAIN_TIMEOUT_MS;
-    const timer = setTimeout(() => reconcileAbort.abort(new Error('drain timeout')), drainMs);
+    const drainMs = this.#o.gracefulShutdownTimeoutMs ?? DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT_MS;
+    const timer = setTimeout(
+      () => reconcileAbort.abort(new DOMException('the graceful shutdown timeout passed', 'AbortError')),
+      drainMs,
+    );
     await this.queue.shutDownWithDrain();
     clearTimeout(timer);
     await Promise.all(loops);

@@ -11,7 +11,7 @@ export {
   type ControllerDeps,
   type ObjectErrorPolicy,
 } from './builder.ts';
-export { Controller, ControllerError, type ControllerOptions } from './controller.ts';
+export { Controller, type ControllerOptions } from './controller.ts';
 export { Expectations } from './expectations.ts';
 export { type MapFunc, requestForObject, requestsForOwner } from './handlers.ts';
 export {

@@ -3,6 +3,7 @@ import { test } from 'node:test';
 import type { Lease } from '../client/builtins.ts';
 import { ApiError } from '../client/errors.ts';
 import type { ObjectRef } from '../client/resource.ts';
+import { UsageError } from '../errors.ts';
 import { silentLogger } from '../logger.ts';
 import { FakeClock } from '../workqueue/clock.ts';
 import { type LeaderElectionOptions, LeaderElector, type LeaseClient } from './leader.ts';
@@ -282,11 +283,11 @@ test('the constructor refuses timings client-go refuses: leaseDuration <= renewD
       renewDeadlineMs,
       retryPeriodMs,
     });
-  assert.throws(() => make(15_000, 10_000, 9_000), RangeError, 'renewDeadline 10 s <= 1.2 × 9 s');
-  assert.throws(() => make(15_000, 12_000, 10_000), RangeError, 'renewDeadline exactly 1.2 × retryPeriod');
-  assert.throws(() => make(10_000, 10_000, 2_000), RangeError, 'leaseDuration equal to renewDeadline');
-  assert.throws(() => make(9_000, 10_000, 2_000), RangeError, 'leaseDuration shorter than renewDeadline');
-  assert.throws(() => make(15_000, 10_000, 0), RangeError, 'a zero retry period');
+  assert.throws(() => make(15_000, 10_000, 9_000), UsageError, 'renewDeadline 10 s <= 1.2 × 9 s');
+  assert.throws(() => make(15_000, 12_000, 10_000), UsageError, 'renewDeadline exactly 1.2 × retryPeriod');
+  assert.throws(() => make(10_000, 10_000, 2_000), UsageError, 'leaseDuration equal to renewDeadline');
+  assert.throws(() => make(9_000, 10_000, 2_000), UsageError, 'leaseDuration shorter than renewDeadline');
+  assert.throws(() => make(15_000, 10_000, 0), UsageError, 'a zero retry period');
   assert.doesNotThrow(() => make(15_000, 10_000, 2_000));
   assert.doesNotThrow(
     () => new LeaderElector({ client, namespace: NAMESPACE, name: NAME, identity: 'a', log: silentLogger }),

@@ -7,7 +7,7 @@
  * - Every duration is measured on a monotonic clock (`performance.now()`, injectable): a wall-clock jump in either
  *   direction neither ends a leadership early nor lets a standby take a live lease.
  * - The timings are checked as client-go checks them: leaseDuration > renewDeadline > 1.2 × retryPeriod
- *   (`RangeError` otherwise).
+ *   (a `UsageError` `InvalidArgument` otherwise).
  * - Times are written as MicroTime (RFC 3339 with microseconds, from the wall clock), which the API requires.
  * - Another holder's lease is judged by when *we* last saw it change (our monotonic clock), not by its renewTime, so
  *   clock skew between replicas cannot make us take a live lease.
@@ -22,6 +22,7 @@
 import { type Lease, Leases } from '../client/builtins.ts';
 import type { Client } from '../client/client.ts';
 import { isApiError } from '../client/errors.ts';
+import { UsageError } from '../errors.ts';
 import { nodeTimers, sleep } from '../internal/sleep.ts';
 import type { Logger } from '../logger.ts';
 import type { Clock } from '../workqueue/index.ts';
@@ -99,14 +100,17 @@ export class LeaderElector {
       ...options,
     };
     const { leaseDurationMs: lease, renewDeadlineMs: renew, retryPeriodMs: retry } = this.#o;
-    if (!(retry > 0)) throw new RangeError(`leader election: retryPeriod must be positive, got ${retry} ms`);
+    if (!(retry > 0))
+      throw new UsageError('InvalidArgument', `leader election: retryPeriod must be positive, got ${retry} ms`);
     if (!(lease > renew)) {
-      throw new RangeError(
+      throw new UsageError(
+        'InvalidArgument',
         `leader election: leaseDuration (${lease} ms) must be longer than renewDeadline (${renew} ms)`,
       );
     }
     if (!(renew > JITTER * retry)) {
-      throw new RangeError(
+      throw new UsageError(
+        'InvalidArgument',
         `leader election: renewDeadline (${renew} ms) must be longer than ${JITTER} × retryPeriod (${retry} ms)`,
       );
     }
@@ -161,13 +165,13 @@ export class LeaderElector {
           { lease: `${this.#o.namespace}/${this.#o.name}`, sinceRenewMs: Math.round(clock.now() - lastRenew) },
           'leader election lost: could not renew the lease before the deadline',
         );
-        leading.abort(new Error('leadership lost'));
+        leading.abort(new DOMException('leadership lost', 'AbortError'));
         callbacks.onStoppedLeading();
         return;
       }
     }
     this.#leading = false;
-    leading.abort(new Error('leadership released'));
+    leading.abort(new DOMException('leadership released', 'AbortError'));
     await this.#release();
   }
 
@@ -175,7 +179,7 @@ export class LeaderElector {
   async #tryAcquireOrRenew(callbacks: LeaderCallbacks, timeoutMs: number, stop: AbortSignal): Promise<boolean> {
     const timeout = new AbortController();
     const timer = this.#o.clock.setTimer(timeoutMs, () =>
-      timeout.abort(new Error('leader election attempt timed out')),
+      timeout.abort(new DOMException('leader election attempt timed out', 'TimeoutError')),
     );
     try {
       return await this.#attempt(callbacks, AbortSignal.any([stop, timeout.signal]));

@@ -7,9 +7,11 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { test } from 'node:test';
 import { setTimeout as delay } from 'node:timers/promises';
+import { CacheError } from '../cache/cache.ts';
 import { ConfigMaps } from '../client/builtins.ts';
 import { Client } from '../client/client.ts';
 import { done } from '../controller/reconcile.ts';
+import { UsageError } from '../errors.ts';
 import { createLogger, silentLogger } from '../logger.ts';
 import { selfSignedCertificate } from '../tls/issue.ts';
 import { StaticCertificates } from '../tls/sources.ts';
@@ -125,7 +127,7 @@ test('a hook that hangs is left behind after its timeout', async () => {
   client.close();
 });
 
-test('a metrics port in use: BindFailed, the certificate watcher is released, and the hooks still run', async () => {
+test('a metrics port in use: MetricsBindFailed, the certificate watcher is released, and the hooks still run', async () => {
   const busy = createServer();
   await new Promise<void>((resolve) => busy.listen(0, '127.0.0.1', resolve));
   const port = (busy.address() as AddressInfo).port;
@@ -153,7 +155,7 @@ test('a metrics port in use: BindFailed, the certificate watcher is released, an
     hooked = true;
   });
   await assert.rejects(mgr.start(new AbortController().signal), (err: Error & { code?: string }) => {
-    assert.equal(err.code, 'BindFailed');
+    assert.equal(err.code, 'MetricsBindFailed');
     return true;
   });
   assert.ok(hooked);
@@ -171,11 +173,11 @@ test('a metrics port in use: BindFailed, the certificate watcher is released, an
   await rm(dir, { recursive: true, force: true });
 });
 
-test('an unreadable certificate directory fails the start with CertificateUnreadable, not BindFailed', async () => {
+test('an unreadable certificate directory fails the start with MetricsCertificateUnreadable, not MetricsBindFailed', async () => {
   const client = unreachableClient();
   const mgr = manager(client, { bindAddress: '127.0.0.1:0', certDir: '/nonexistent-opkit-certs' });
   await assert.rejects(mgr.start(new AbortController().signal), (err: Error & { code?: string }) => {
-    assert.equal(err.code, 'CertificateUnreadable');
+    assert.equal(err.code, 'MetricsCertificateUnreadable');
     assert.match(err.message, /cannot read the metrics certificate \/nonexistent-opkit-certs\/tls\.crt: ENOENT/);
     return true;
   });
@@ -417,5 +419,40 @@ test('nothing to drain (a standby): the webhook server still accepts calls for t
   await running;
   assert.ok(performance.now() - t0 >= 590, 'the stop waited the drain time');
   assert.equal(await accepts(at), false);
+  client.close();
+});
+
+test('misuse is a UsageError: start() twice (AlreadyStarted), add() after start (AlreadyStarted), a duplicate check (InvalidArgument)', async () => {
+  const client = unreachableClient();
+  const mgr = manager(client);
+  assert.throws(
+    () => mgr.addHealthzCheck('ping', () => {}),
+    (err: unknown) => err instanceof UsageError && err.code === 'InvalidArgument',
+  );
+  const ctl = new AbortController();
+  ctl.abort();
+  await mgr.start(ctl.signal);
+  await assert.rejects(
+    mgr.start(ctl.signal),
+    (err: unknown) => err instanceof UsageError && err.code === 'AlreadyStarted',
+  );
+  assert.throws(
+    () => mgr.add({ start: async () => {} }),
+    (err: unknown) => err instanceof UsageError && err.code === 'AlreadyStarted',
+  );
+  client.close();
+});
+
+test('a runnable whose caches never synced: start() rejects with its CacheError CacheSyncTimeout, as it is', async () => {
+  const client = unreachableClient();
+  const mgr = manager(client);
+  const timeout = new CacheError('CacheSyncTimeout', 'controller x: caches did not sync within 1 s (configmaps)');
+  mgr.add({
+    needLeaderElection: false,
+    start: async () => {
+      throw timeout;
+    },
+  });
+  await assert.rejects(mgr.start(new AbortController().signal), (err: unknown) => err === timeout);
   client.close();
 });

@@ -311,3 +311,18 @@ test('bearerToken reads the Bearer scheme only', () => {
   assert.equal(bearerToken('Bearer'), undefined);
   assert.equal(bearerToken(undefined), undefined);
 });
+
+test("TtlCache: a caller whose signal aborts first is rejected with its signal's reason; the load goes on", async () => {
+  const cache = new TtlCache<number>(2, () => 0);
+  let finish: (v: { value: number; ttlMs: number }) => void = () => {};
+  const load = () => new Promise<{ value: number; ttlMs: number }>((resolve) => (finish = resolve));
+  const gone = new AbortController();
+  const first = cache.getOrLoad('k', load, gone.signal);
+  const other = cache.getOrLoad('k', load);
+  const reason = new DOMException('the scraper went away', 'AbortError');
+  gone.abort(reason);
+  await assert.rejects(first, (err: unknown) => err === reason);
+  await assert.rejects(cache.getOrLoad('k', load, gone.signal), (err: unknown) => err === reason);
+  finish({ value: 7, ttlMs: 1_000 });
+  assert.equal(await other, 7);
+});

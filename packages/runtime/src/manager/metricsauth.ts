@@ -44,8 +44,12 @@ import { isDroppedConnection, linked, saysWhenToRetry } from '../internal/reques
 import { nodeTimers, sleep, type TimerSource } from '../internal/sleep.ts';
 import type { Logger } from '../logger.ts';
 
-/** `Aborted`: the scraper went away before its review was answered (its answer goes nowhere). */
-export type MetricsAuthErrorCode = 'ReviewFailed' | 'CertificateUnreadable' | 'Aborted';
+/** Why a scrape of the secure metrics endpoint could not be decided, or the endpoint could not be served. */
+export type MetricsAuthErrorCode =
+  /** A TokenReview or SubjectAccessReview failed after its retries (the request's error is the `cause`): a 500. */
+  | 'ReviewFailed'
+  /** The metrics serving certificate could not be read, or its key is not the certificate's: the message names the file. */
+  | 'CertificateUnreadable';
 
 /** Tries per review, and the waits between them: the apiserver's `DefaultAuthWebhookRetryBackoff`. */
 const REVIEW_TRIES = 5;
@@ -53,8 +57,8 @@ const REVIEW_BACKOFF = { initialMs: 500, factor: 1.5, jitter: 0.2 } as const;
 
 /**
  * A scrape of the secure metrics endpoint that could not be authenticated or authorized: a review request failed after
- * its retries (`ReviewFailed`), the serving certificate could not be read (`CertificateUnreadable`), or the scraper
- * left first (`Aborted`).
+ * its retries (`ReviewFailed`), or the serving certificate could not be read (`CertificateUnreadable`). A scraper that
+ * leaves first is not an error of its own: the wait for its review rejects with the reason of its signal.
  */
 export class MetricsAuthError extends OpkitError<MetricsAuthErrorCode> {
   override readonly name = 'MetricsAuthError';
@@ -330,7 +334,7 @@ export class TtlCache<V> {
 
   /**
    * The cached value of `key`, or the value `load` gives (cached for its `ttlMs`); a failed load is not cached. When
-   * `signal` aborts first, this call rejects (`Aborted`) and the load goes on for the others.
+   * `signal` aborts first, this call rejects with `signal.reason` and the load goes on for the others.
    */
   getOrLoad(key: string, load: () => Promise<{ value: V; ttlMs: number }>, signal?: AbortSignal): Promise<V> {
     const hit = this.#entries.get(key);
@@ -358,13 +362,11 @@ export class TtlCache<V> {
   }
 }
 
-/** `p`, or a rejection (`Aborted`) as soon as `signal` aborts; no listener stays on `signal` once either happened. */
+/** `p`, or a rejection with `signal.reason` as soon as `signal` aborts; no listener stays on `signal` once either happened. */
 function untilAborted<V>(p: Promise<V>, signal: AbortSignal): Promise<V> {
-  const gone = () =>
-    new MetricsAuthError('Aborted', 'the scraper went away before its review was answered', { cause: signal.reason });
-  if (signal.aborted) return Promise.reject(gone());
+  if (signal.aborted) return Promise.reject(signal.reason);
   return new Promise<V>((resolve, reject) => {
-    const onAbort = () => reject(gone());
+    const onAbort = () => reject(signal.reason);
     signal.addEventListener('abort', onAbort, { once: true });
     p.then(
       (v) => {

@@ -11,6 +11,7 @@
 
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
+import { UsageError } from '../errors.ts';
 import { boundAddress, parseBindAddress } from '../internal/address.ts';
 import { type KeyPair, secureContextOptions } from '../tls/keypair.ts';
 import type { ScrapeDecision, ScrapeRequest } from './metricsauth.ts';
@@ -64,7 +65,7 @@ export class HttpEndpoints {
     const path = new URL(req.url ?? '/', 'http://localhost').pathname;
     const gone = new AbortController();
     res.once('close', () => {
-      if (!res.writableFinished) gone.abort(new Error('the client disconnected'));
+      if (!res.writableFinished) gone.abort(new DOMException('the client disconnected', 'AbortError'));
     });
     this.#authorize({ authorization: req.headers.authorization, path, method: req.method ?? 'GET' }, gone.signal).then(
       (d) => {
@@ -124,7 +125,9 @@ export class CheckSet implements Endpoint {
   }
 
   add(name: string, check: Check): void {
-    if (this.#checks.has(name)) throw new Error(`a ${this.path} check named "${name}" already exists`);
+    if (this.#checks.has(name)) {
+      throw new UsageError('InvalidArgument', `a ${this.path} check named "${name}" already exists`);
+    }
     this.#checks.set(name, check);
   }
 

@@ -39,28 +39,37 @@
  */
 
 import { parseArgs } from 'node:util';
-import { OpkitError } from '../errors.ts';
 import { parseBindAddress } from '../internal/address.ts';
 import { createLogger, type LogLevel } from '../logger.ts';
-import type { ManagerOptions } from './manager.ts';
+import {
+  type Flag,
+  type Flags,
+  type FlagValues,
+  flagHelpRows,
+  flagValues,
+  kebab,
+  parseArgsOptions,
+  parseDuration,
+  SettingsError,
+} from './flags.ts';
 import {
   METRICS_SERVING_FLAGS,
   METRICS_SERVING_HELP,
   type MetricsServingOptions,
   metricsServingFlags,
 } from './metricsserving.ts';
+import type { ManagerOptions } from './options.ts';
 
-/**
- * A flag or environment variable with a value it does not accept, an unknown flag, or an operator flag named like one
- * of the manager's (code `InvalidSetting`); the message names it.
- */
-export class SettingsError extends OpkitError<'InvalidSetting'> {
-  override readonly name = 'SettingsError';
-
-  constructor(message: string, options?: { cause?: unknown }) {
-    super('InvalidSetting', message, options);
-  }
-}
+export {
+  defineFlags,
+  type Flag,
+  type Flags,
+  type FlagType,
+  type FlagValues,
+  parseDuration,
+  SettingsError,
+  type SettingsErrorCode,
+} from './flags.ts';
 
 /** The manager's part of `--help`: its flags and what they do. */
 export const SETTINGS_HELP = `Manager options:
@@ -160,15 +169,17 @@ export function settingsFromArgs(
   return managerOptions(base, parseFlags(argv, {}, env), env);
 }
 
-function managerOptions(base: ManagerOptions, parsed: ParsedFlags, env: NodeJS.ProcessEnv): ManagerOptions {
-  const { values, served } = parsed;
+/** Reads flag values and environment variables: the flag wins, an empty variable counts as unset. */
+function reader(values: ParsedValues, env: NodeJS.ProcessEnv) {
+  /** The value of `--flag`, else `$variable`, and where it came from (for messages). */
   const str = (flag: string, variable: string): [string | undefined, string] => {
     const v = values[flag];
     if (typeof v === 'string') return [v, `--${flag}`];
     const e = env[variable];
     return [e !== undefined && e !== '' ? e : undefined, variable];
   };
-  const bind = (flag: string, variable: string) => {
+  /** A bind address: `host:port`, `:port` or `0`. */
+  const bind = (flag: string, variable: string): string | undefined => {
     const [v, from] = str(flag, variable);
     if (v === undefined || v === '0') return v;
     try {
@@ -178,31 +189,40 @@ function managerOptions(base: ManagerOptions, parsed: ParsedFlags, env: NodeJS.P
     }
     return v;
   };
-  const metrics = bind('metrics-bind-address', 'METRICS_BIND_ADDRESS');
-  const health = bind('health-probe-bind-address', 'HEALTH_PROBE_BIND_ADDRESS');
-  const webhookAt = bind('webhook-bind-address', 'WEBHOOK_BIND_ADDRESS');
-  if (webhookAt === '0') throw new SettingsError('--webhook-bind-address: the webhook server cannot be turned off (0)');
-  const [certDir] = str('webhook-cert-dir', 'WEBHOOK_CERT_DIR');
-  let leaderElect: boolean | undefined =
-    typeof values['leader-elect'] === 'boolean' ? values['leader-elect'] : undefined;
-  if (leaderElect === undefined && env.LEADER_ELECT !== undefined && env.LEADER_ELECT !== '') {
-    if (!/^(true|false|1|0)$/i.test(env.LEADER_ELECT))
-      throw new SettingsError(`LEADER_ELECT: "${env.LEADER_ELECT}" is not true or false`);
-    leaderElect = /^(true|1)$/i.test(env.LEADER_ELECT);
-  }
-  const [leNamespace] = str('leader-election-namespace', 'POD_NAMESPACE');
-  const [leId] = str('leader-election-id', 'LEADER_ELECTION_ID');
-  const [watchNamespace] = str('namespace', 'WATCH_NAMESPACE');
+  return { str, bind };
+}
+
+/** `--leader-elect`, else `LEADER_ELECT` (true, false, 1 or 0, any case). */
+function leaderElect(values: ParsedValues, env: NodeJS.ProcessEnv): boolean | undefined {
+  if (typeof values['leader-elect'] === 'boolean') return values['leader-elect'];
+  if (env.LEADER_ELECT === undefined || env.LEADER_ELECT === '') return undefined;
+  if (!/^(true|false|1|0)$/i.test(env.LEADER_ELECT))
+    throw new SettingsError(`LEADER_ELECT: "${env.LEADER_ELECT}" is not true or false`);
+  return /^(true|1)$/i.test(env.LEADER_ELECT);
+}
+
+/** The controllers' settings: `--max-concurrent-reconciles` and `--graceful-shutdown-timeout`. */
+function controllerSettings(str: ReturnType<typeof reader>['str']): {
+  maxConcurrentReconciles?: number;
+  gracefulShutdownTimeoutMs?: number;
+} {
   const [mcr, mcrFrom] = str('max-concurrent-reconciles', 'MAX_CONCURRENT_RECONCILES');
-  let maxConcurrentReconciles: number | undefined;
-  if (mcr !== undefined) {
-    maxConcurrentReconciles = Number(mcr);
-    if (!Number.isInteger(maxConcurrentReconciles) || maxConcurrentReconciles < 1) {
-      throw new SettingsError(`${mcrFrom}: "${mcr}" is not a whole number ≥ 1`);
-    }
-  }
+  const maxConcurrentReconciles = mcr === undefined ? undefined : Number(mcr);
+  if (
+    maxConcurrentReconciles !== undefined &&
+    !(Number.isInteger(maxConcurrentReconciles) && maxConcurrentReconciles >= 1)
+  )
+    throw new SettingsError(`${mcrFrom}: "${mcr}" is not a whole number ≥ 1`);
   const [gst, gstFrom] = str('graceful-shutdown-timeout', 'GRACEFUL_SHUTDOWN_TIMEOUT');
   const gracefulShutdownTimeoutMs = gst === undefined ? undefined : parseDuration(gst, gstFrom);
+  return {
+    ...(maxConcurrentReconciles ? { maxConcurrentReconciles } : {}),
+    ...(gracefulShutdownTimeoutMs !== undefined ? { gracefulShutdownTimeoutMs } : {}),
+  };
+}
+
+/** `--log-level` and `--log-format` (or their variables): a logger, unless `base` has one or neither is given. */
+function logSettings(base: ManagerOptions, str: ReturnType<typeof reader>['str']): Pick<ManagerOptions, 'log'> {
   const [level, levelFrom] = str('log-level', 'LOG_LEVEL');
   if (level !== undefined && !['debug', 'info', 'warn', 'error'].includes(level)) {
     throw new SettingsError(`${levelFrom}: "${level}" is not one of debug, info, warn, error`);
@@ -211,22 +231,35 @@ function managerOptions(base: ManagerOptions, parsed: ParsedFlags, env: NodeJS.P
   if (format !== undefined && format !== 'json' && format !== 'pretty') {
     throw new SettingsError(`${formatFrom}: "${format}" is not json or pretty`);
   }
-  const kubeconfigPath = typeof values.kubeconfig === 'string' ? values.kubeconfig : undefined;
+  if (base.log || (level === undefined && format === undefined)) return {};
+  return { log: createLogger({ name: base.name, level: (level ?? 'info') as LogLevel, pretty: format === 'pretty' }) };
+}
+
+/** `--kubeconfig` and `--context`, over `base.kubeconfig`. */
+function kubeconfigSettings(base: ManagerOptions, values: ParsedValues): Pick<ManagerOptions, 'kubeconfig'> {
+  const path = typeof values.kubeconfig === 'string' ? values.kubeconfig : undefined;
   const context = typeof values.context === 'string' ? values.context : undefined;
+  if (!path && !context) return {};
+  return { kubeconfig: { ...base.kubeconfig, ...(path ? { path } : {}), ...(context ? { context } : {}) } };
+}
+
+function managerOptions(base: ManagerOptions, parsed: ParsedFlags, env: NodeJS.ProcessEnv): ManagerOptions {
+  const { values, served } = parsed;
+  const { str, bind } = reader(values, env);
+  const metrics = bind('metrics-bind-address', 'METRICS_BIND_ADDRESS');
+  const health = bind('health-probe-bind-address', 'HEALTH_PROBE_BIND_ADDRESS');
+  const webhookAt = bind('webhook-bind-address', 'WEBHOOK_BIND_ADDRESS');
+  if (webhookAt === '0') throw new SettingsError('--webhook-bind-address: the webhook server cannot be turned off (0)');
+  const [certDir] = str('webhook-cert-dir', 'WEBHOOK_CERT_DIR');
+  const elect = leaderElect(values, env);
+  const [leNamespace] = str('leader-election-namespace', 'POD_NAMESPACE');
+  const [leId] = str('leader-election-id', 'LEADER_ELECTION_ID');
+  const [watchNamespace] = str('namespace', 'WATCH_NAMESPACE');
+  const controllers = controllerSettings(str);
   return {
     ...base,
-    ...(base.log || (level === undefined && format === undefined)
-      ? {}
-      : { log: createLogger({ name: base.name, level: (level ?? 'info') as LogLevel, pretty: format === 'pretty' }) }),
-    ...(kubeconfigPath || context
-      ? {
-          kubeconfig: {
-            ...base.kubeconfig,
-            ...(kubeconfigPath ? { path: kubeconfigPath } : {}),
-            ...(context ? { context } : {}),
-          },
-        }
-      : {}),
+    ...logSettings(base, str),
+    ...kubeconfigSettings(base, values),
     metrics: { ...base.metrics, ...served.options, ...(metrics !== undefined ? { bindAddress: metrics } : {}) },
     health: { ...base.health, ...(health !== undefined ? { bindAddress: health } : {}) },
     webhook: {
@@ -236,63 +269,14 @@ function managerOptions(base: ManagerOptions, parsed: ParsedFlags, env: NodeJS.P
     },
     leaderElection: {
       ...base.leaderElection,
-      ...(leaderElect !== undefined ? { enabled: leaderElect } : {}),
+      ...(elect !== undefined ? { enabled: elect } : {}),
       ...(leNamespace ? { namespace: leNamespace } : {}),
       ...(leId ? { leaseName: leId } : {}),
     },
     // a comma-separated list (as operator-sdk's WATCH_NAMESPACE) watches those namespaces, one watch each
     cache: { ...base.cache, ...watchNamespaces(watchNamespace) },
-    controllers: {
-      ...base.controllers,
-      ...(maxConcurrentReconciles ? { maxConcurrentReconciles } : {}),
-      ...(gracefulShutdownTimeoutMs !== undefined ? { gracefulShutdownTimeoutMs } : {}),
-    },
+    controllers: { ...base.controllers, ...controllers },
   };
-}
-
-/** `30s`, `2m`, `1h`, `500ms`, or a plain number of seconds → milliseconds. */
-export function parseDuration(text: string, from = 'duration'): number {
-  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(text.trim());
-  if (!m) throw new SettingsError(`${from}: "${text}" is not a duration like 30s, 2m or 500ms`);
-  const n = Number(m[1]);
-  const unit = m[2] ?? 's';
-  return Math.round(n * { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 }[unit as 'ms' | 's' | 'm' | 'h']);
-}
-
-/** The type of one operator flag. */
-export type FlagType = 'string' | 'boolean' | 'integer' | 'duration';
-
-type ValueOf<K extends FlagType> = K extends 'boolean' ? boolean : K extends 'string' ? string : number;
-
-/** One flag an operator declares. */
-export interface Flag<K extends FlagType = FlagType> {
-  /**
-   * The value's type: `string`, `boolean`, `integer`, or `duration` (`30s`, `2m`, `500ms`; parsed to milliseconds).
-   */
-  readonly type: K;
-  /** One line for --help. */
-  readonly help: string;
-  /** An environment variable that sets it when the flag is absent. */
-  readonly env?: string;
-  /** The value when neither is given (else `undefined`); a duration's in milliseconds. */
-  readonly default?: ValueOf<K>;
-  /** For --help, e.g. `DUR` or `NAME` (default: from the type). */
-  readonly placeholder?: string;
-}
-
-/** An operator's flags by key; `--<key in kebab case>` on the command line. */
-export type Flags = Readonly<Record<string, Flag>>;
-
-/** The parsed values of `F`: typed by each flag's type, `undefined` when absent and without a default. */
-export type FlagValues<F extends Flags> = {
-  readonly [K in keyof F]: F[K] extends { readonly default: unknown }
-    ? ValueOf<F[K]['type']>
-    : ValueOf<F[K]['type']> | undefined;
-};
-
-/** Declares an operator's flags, keeping their literal types (a typed identity). */
-export function defineFlags<const F extends Flags>(flags: F): F {
-  return flags;
 }
 
 /** What `settings` parses: the operator's name, its description and flags, and the options the manager starts from. */
@@ -315,8 +299,6 @@ export interface Settings<F extends Flags> {
   readonly flags: FlagValues<F>;
 }
 
-const kebab = (key: string) => key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
-
 function checkFlags(flags: Flags): void {
   for (const key of Object.keys(flags)) {
     if (kebab(key) in MANAGER_FLAGS || METRICS_SERVING_FLAGS.includes(kebab(key))) {
@@ -327,14 +309,7 @@ function checkFlags(flags: Flags): void {
 
 /** The --help text: usage, description, the operator's flags, then the manager's. */
 export function settingsHelp<F extends Flags>(spec: SettingsSpec<F>): string {
-  const rows = Object.entries(spec.flags ?? {}).map(([key, f]) => {
-    const arg =
-      f.type === 'boolean' ? '' : ` ${f.placeholder ?? { string: 'VALUE', integer: 'N', duration: 'DUR' }[f.type]}`;
-    const extra = [f.default !== undefined ? `default ${String(f.default)}` : '', f.env ? `env ${f.env}` : ''].filter(
-      Boolean,
-    );
-    return `  ${`--${kebab(key)}${arg}`.padEnd(35)}${f.help}${extra.length > 0 ? ` (${extra.join('; ')})` : ''}`;
-  });
+  const rows = flagHelpRows(spec.flags ?? {});
   return [
     `Usage: ${spec.name} [options]`,
     '',
@@ -355,43 +330,13 @@ export function parseSettings<F extends Flags>(
 ): Settings<F> | { readonly help: string } {
   const flags: Flags = spec.flags ?? {};
   checkFlags(flags);
-  const extra = Object.fromEntries(
-    Object.entries(flags).map(([k, f]) => [kebab(k), { type: f.type === 'boolean' ? 'boolean' : 'string' }] as const),
-  );
-  const parsed = parseFlags(argv, extra, env);
+  const parsed = parseFlags(argv, parseArgsOptions(flags), env);
   const { values } = parsed;
   if (values.help === true) return { help: settingsHelp(spec) };
-  const own: Record<string, string | boolean | number | undefined> = {};
-  for (const [key, f] of Object.entries(flags)) {
-    const flag = `--${kebab(key)}`;
-    const given = values[kebab(key)];
-    const fromEnv = f.env !== undefined && env[f.env] !== undefined && env[f.env] !== '' ? env[f.env] : undefined;
-    const raw = given ?? fromEnv;
-    const from = given !== undefined ? flag : (f.env ?? flag);
-    own[key] = raw === undefined ? f.default : convert(f.type, raw, from);
-  }
   return {
     manager: managerOptions({ ...spec.base, name: spec.name }, parsed, env),
-    flags: own as FlagValues<F>,
+    flags: flagValues(flags, values, env) as FlagValues<F>,
   };
-}
-
-function convert(type: FlagType, raw: string | boolean, from: string): string | boolean | number {
-  if (typeof raw === 'boolean') return raw;
-  switch (type) {
-    case 'boolean':
-      if (!/^(true|false|1|0)$/i.test(raw)) throw new SettingsError(`${from}: "${raw}" is not true or false`);
-      return /^(true|1)$/i.test(raw);
-    case 'integer': {
-      const n = Number(raw);
-      if (!Number.isInteger(n)) throw new SettingsError(`${from}: "${raw}" is not a whole number`);
-      return n;
-    }
-    case 'duration':
-      return parseDuration(raw, from);
-    case 'string':
-      return raw;
-  }
 }
 
 /**
