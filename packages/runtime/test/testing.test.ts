@@ -17,7 +17,7 @@ import { eventually, startTestManager, TestingError } from '../src/testing/index
 
 const REJECTED_STOP = fileURLToPath(new URL('./fixtures/rejected-stop.ts', import.meta.url));
 
-const GadgetKind = defineKind({
+const Gadgets = defineKind({
   group: 'testing.opkit.dev',
   version: 'v1',
   kind: 'Gadget',
@@ -26,7 +26,6 @@ const GadgetKind = defineKind({
   status: Type.Object({ done: Type.Optional(Type.Boolean()) }),
   subresources: { status: true },
 });
-const Gadgets = GadgetKind.resource;
 
 /** Each Gadget gets a ConfigMap holding its note. */
 function setup(mgr: Manager): void {
@@ -57,7 +56,7 @@ after(async () => {
 test('a test manager with the permissions it needs converges, as its ServiceAccount', async () => {
   await using op = await startTestManager(env, {
     name: 'gadget-operator',
-    kinds: [GadgetKind],
+    kinds: [Gadgets],
     // server-side apply of a new object needs create as well as patch
     permissions: [...gadgetPermissions, permission(ConfigMaps, ['list', 'watch', 'create', 'patch'])],
     setup,
@@ -72,7 +71,7 @@ test('a test manager with the permissions it needs converges, as its ServiceAcco
 test('a permission missing from `permissions` fails the test with the 403 named, not a timeout', async () => {
   const op = await startTestManager(env, {
     name: 'gadget-operator-short',
-    kinds: [GadgetKind],
+    kinds: [Gadgets],
     permissions: [...gadgetPermissions, permission(ConfigMaps, ['list', 'watch', 'patch'])], // no create: refused
     setup,
   });

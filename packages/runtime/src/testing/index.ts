@@ -142,8 +142,8 @@ export async function startTestManager(cluster: TestCluster, options: TestManage
     if (kinds.length > 0) {
       await applier.applyAll(kinds.map((k) => k.crd() as KubeObject));
       for (const k of kinds) {
-        await eventually(`the CRD of ${k.resource.kind} to be served`, async () => {
-          await admin.list(k.resource, { pageSize: 1 });
+        await eventually(`the CRD of ${k.kind} to be served`, async () => {
+          await admin.list(k, { pageSize: 1 });
           return true;
         });
       }
