@@ -16,7 +16,7 @@
  * - A missing conversion, an unknown version or a storage version that is not listed fail at `defineKind`.
  *
  * Caveats: conversions are pure and synchronous (the apiserver converts on every read of another version: keep them
- * cheap). Round-trip fidelity is the author's job; `@opkit/runtime/testing`'s `checkRoundTrip` fuzzes it.
+ * cheap). Round-trip fidelity is the author's job; `@opkit/runtime/testing/roundtrip`'s `checkRoundTrip` fuzzes it.
  */
 
 import type { Static, TSchema } from '@sinclair/typebox';

@@ -19,8 +19,8 @@
  * starts a Manager that authenticates as that ServiceAccount, with metrics and health servers off. So a permission
  * missing from `permissions` fails the test with the apiserver's 403 named, not the deployment.
  *
- * For kinds with several versions, `checkRoundTrip` fuzzes the conversions (every version → hub → back is equal,
- * for objects generated from the schemas with fast-check; `arbitraryFor` / `arbitraryObject` are its generators).
+ * For kinds with several versions, `checkRoundTrip` fuzzes the conversions: it is in its own entry,
+ * `@opkit/runtime/testing/roundtrip`, as it needs fast-check (an optional peer dependency this entry never loads).
  *
  * Guarantees: `eventually` polls until its function answers (anything but `undefined`, `null` or `false`) or the
  * timeout passes; a function that throws is polled again, and on timeout the last error is the `cause`. While a test
@@ -38,8 +38,6 @@ import { OpkitError } from '../errors.ts';
 import { managerPermissions, type Permission, rbacManifests } from '../helpers/rbac.ts';
 import { type LogFields, type Logger, silentLogger } from '../logger.ts';
 import { Manager } from '../manager/manager.ts';
-
-export { arbitraryFor, arbitraryObject, checkRoundTrip, type RoundTripOptions } from '../crd/roundtrip.ts';
 
 /**
  * `Forbidden`: the apiserver refused the test manager's ServiceAccount (a permission missing from `permissions`);

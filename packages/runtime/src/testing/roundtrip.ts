@@ -1,8 +1,16 @@
 /**
- * @module crd/roundtrip
+ * @module @opkit/runtime/testing/roundtrip
  * Fuzzed conversion round trips for kinds with several versions, as Kubernetes' own API round-trip tests: objects are
  * generated from each version's CRD schema (so they are objects the apiserver would accept), converted to the hub
- * and back, and must come back equal. Served from `@opkit/runtime/testing` (fast-check is loaded only there).
+ * and back, and must come back equal.
+ *
+ * ```ts
+ * import { checkRoundTrip } from '@opkit/runtime/testing/roundtrip';
+ * test('conversions round-trip', () => checkRoundTrip(AppServices, { numRuns: 300 }));
+ * ```
+ *
+ * Its own entry, apart from `@opkit/runtime/testing`, because it runs on fast-check, an optional peer dependency:
+ * install it (`npm install -D fast-check`) to use this entry; nothing else of the runtime loads it.
  *
  * Guarantees: `arbitraryFor(schema)` generates only values valid for the structural schema's types, enums, bounds,
  * patterns, required fields and list-map keys (CEL rules and formats other than date-time are not modelled);
@@ -11,7 +19,7 @@
  */
 import fc from 'fast-check';
 import type { KubeObject } from '../client/resource.ts';
-import type { VersionedKind, VersionMap } from './versions.ts';
+import type { VersionedKind, VersionMap } from '../crd/versions.ts';
 
 type Json = Record<string, unknown>;
 
