@@ -84,12 +84,12 @@ test('a permission missing from `permissions` fails the test with the 403 named,
     ),
     (err) =>
       err instanceof TestingError &&
-      err.code === 'Forbidden' &&
+      err.code === 'TestManagerForbidden' &&
       /gadget-operator-short/.test(err.message) &&
       /configmaps/.test(err.message),
   );
   assert.ok(performance.now() - t0 < 20_000, 'at once, not after the timeout');
-  await assert.rejects(op.stop(), (err) => err instanceof TestingError && err.code === 'Forbidden');
+  await assert.rejects(op.stop(), (err) => err instanceof TestingError && err.code === 'TestManagerForbidden');
 });
 
 test('eventually: the first answer; on timeout the last error as the cause', async () => {
@@ -104,7 +104,9 @@ test('eventually: the first answer; on timeout the last error as the cause', asy
       { timeoutMs: 50, intervalMs: 5 },
     ),
     (err) =>
-      err instanceof TestingError && err.code === 'Timeout' && /never: not within 0.05 s: still not/.test(err.message),
+      err instanceof TestingError &&
+      err.code === 'EventuallyTimeout' &&
+      /never: not within 0.05 s: still not/.test(err.message),
   );
 });
 

@@ -20,8 +20,8 @@
 import type { Static, TSchema } from '@sinclair/typebox';
 import type { CustomResourceDefinition } from '../client/builtins.ts';
 import { type KubeObject, type ObjectMeta, type ResourceType, resource } from '../client/resource.ts';
-import type { KindInput } from './input.ts';
 import { invalid, normalize, show } from './check.ts';
+import type { KindInput } from './input.ts';
 import { structuralSchema } from './schema.ts';
 import {
   type CrdOptions,

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Type } from '@sinclair/typebox';
-import { defineKind } from './kind.ts';
 import { checkRoundTrip } from '../testing/roundtrip.ts';
+import { defineKind } from './kind.ts';
 import type { CrdSchemaError } from './schema.ts';
 
 const Env = Type.Object({
