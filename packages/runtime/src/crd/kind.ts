@@ -103,7 +103,7 @@ export interface KindDefinition<Spec extends TSchema, Status extends TSchema> {
    * import { defineKind } from '@opkit/runtime';
    * import { Type } from '@sinclair/typebox';
    *
-   * export const WebsiteKind = defineKind({
+   * export const Websites = defineKind({
    *   group: 'example.com',
    *   version: 'v1',
    *   kind: 'Website',
