@@ -9,12 +9,12 @@ import { once } from 'node:events';
 import { dirname, join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { controllerOf } from '@opkit/runtime';
 import { Applier, Client, loadConfig } from '@opkit/runtime/client';
+import { controllerOf } from '@opkit/runtime/helpers';
 import { Deployments } from '@opkit/runtime/kinds';
 import { eventually, startTestManager } from '@opkit/runtime/testing';
 import { type Environment, start } from '@opkit/testenv';
-import { permissions, setup, WebsiteKind, Websites } from './website.ts';
+import { permissions, setup, Websites } from './website.ts';
 
 const EXAMPLE = join(dirname(fileURLToPath(import.meta.url)), 'website.ts');
 
@@ -29,7 +29,7 @@ after(async () => {
 test('in-process, as its ServiceAccount: a Website gets its Deployment, and the ready pods in its status', async () => {
   const op = await startTestManager(env, {
     name: 'website-operator',
-    kinds: [WebsiteKind],
+    kinds: [Websites],
     permissions,
     setup,
   });
@@ -54,7 +54,7 @@ test('in-process, as its ServiceAccount: a Website gets its Deployment, and the 
 test('as the operator process its main starts: converges, and exits 0 on SIGTERM', async () => {
   const admin = new Client(await loadConfig({ path: env.kubeconfigPath }), { name: 'website-test' });
   try {
-    await new Applier(admin, 'website-test').applyAll([WebsiteKind.crd()]);
+    await new Applier(admin, 'website-test').applyAll([Websites.crd()]);
     await eventually('the Website CRD to be served', async () => !!(await admin.list(Websites, { pageSize: 1 })));
 
     const child = spawn(

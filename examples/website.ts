@@ -3,7 +3,7 @@ import { Deployments } from '@opkit/runtime/kinds';
 import { Type } from '@sinclair/typebox';
 
 // The API: one TypeBox schema is both the CRD (validated by the apiserver) and the TypeScript types.
-export const WebsiteKind = defineKind({
+export const Websites = defineKind({
   group: 'example.com',
   version: 'v1',
   kind: 'Website',
@@ -15,7 +15,6 @@ export const WebsiteKind = defineKind({
   status: Type.Object({ readyReplicas: Type.Optional(Type.Integer({ format: 'int32' })) }),
   subresources: { status: true },
 });
-export const Websites = WebsiteKind.resource;
 export type Website = ObjectOf<typeof Websites>;
 
 // Everything the controller does with the API: `opkit generate` writes exactly this as its RBAC.

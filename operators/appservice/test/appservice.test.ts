@@ -3,9 +3,10 @@
 // installed, the controller runs in a Manager, and an AppService gets its pods and reports them.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { Manager, silentLogger } from '@opkit/runtime';
+import { Manager } from '@opkit/runtime';
 import { Client, loadConfig } from '@opkit/runtime/client';
 import { Pods } from '@opkit/runtime/kinds';
+import { silentLogger } from '@opkit/runtime/manager';
 import { type Environment, start } from '@opkit/testenv';
 import { AppServices } from '../src/api/v1alpha1/appservice.ts';
 import { setupAppServiceController } from '../src/controllers/appservice.ts';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { after, before, describe, test } from 'node:test';
-import { isApiError } from '@opkit/runtime/client';
+import { isApiError } from '@opkit/runtime';
 import { Pods } from '@opkit/runtime/kinds';
 import { AppServices } from '../src/api/v1alpha1/appservice.ts';
 import { applySample } from '../src/install.ts';

@@ -14,8 +14,8 @@
  * (`PartiallyApplied`, or `ClusterFailed` when nothing had been applied) naming the object that failed and why,
  * every object applied before it (they stay in the cluster) and what was not applied.
  */
-import type { KubeObject } from '@opkit/runtime';
-import { type APIResource, type Applier, type Client, isApiError } from '@opkit/runtime/client';
+import { isApiError, type KubeObject } from '@opkit/runtime';
+import type { APIResource, Applier, Client } from '@opkit/runtime/client';
 import { Namespaces } from '@opkit/runtime/kinds';
 import yaml from 'js-yaml';
 import { CliError } from './errors.ts';

@@ -5,7 +5,8 @@
  * do>` — usage errors exit 2, others 1; an error opkit did not expect says so and how to get its stack trace
  * (`OPKIT_DEBUG=1`).
  */
-import { isApiError, KubeconfigError, ManifestError } from '@opkit/runtime/client';
+import { isApiError } from '@opkit/runtime';
+import { KubeconfigError, ManifestError } from '@opkit/runtime/client';
 import { isTestenvError } from '@opkit/testenv';
 import { buildCommand } from './commands/build.ts';
 import { bundleCommand } from './commands/bundle.ts';

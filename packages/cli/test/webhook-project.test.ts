@@ -12,8 +12,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import type { KubeObject } from '@opkit/runtime';
-import { Applier, Client, isApiError, loadConfig, parseManifests, resource } from '@opkit/runtime/client';
+import { isApiError, type KubeObject } from '@opkit/runtime';
+import { Applier, Client, loadConfig, parseManifests, resource } from '@opkit/runtime/client';
 import { CustomResourceDefinitions } from '@opkit/runtime/kinds';
 import { auditLogSize, type Environment, readAuditLog, resolveHelm, start, WRITE_VERBS, waitFor } from '@opkit/testenv';
 

@@ -3,6 +3,7 @@
  * controller-runtime for TypeScript. This entry point holds what an operator author uses every day:
  *
  * ```ts
+ * export const AppServices = defineKind({ group: 'app.example.com', version: 'v1', kind: 'AppService', … });
  * export type AppService = ObjectOf<typeof AppServices>;
  * mgr.controller(AppServices).owns(Pods).reconcile(async (app, ctx) => {
  *   const pods = await ctx.owned(Pods);
@@ -11,35 +12,56 @@
  *   return done();
  * });
  * ```
- * The rest lives in subpaths, one concept each: `/client` (Client, kubeconfig, manifests, selectors), `/kinds` (the
- * built-in kinds: Pods, Deployments, …), `/cache` (informers, stores), `/workqueue` (queue, rate limiters, clock),
- * `/controller` (builder, request-based reconcilers, predicates, expectations), `/helpers` (events, finalizers, owner
- * references, conditions, RBAC, status), `/crd` (definitions and schemas), `/manager` (leader election, settings'
- * parts, logging options, the metrics endpoint), `/metrics`, `/tracing` (trace-context annotations, span attribute
- * names) and `/testing` (a manager on a test cluster, `eventually`).
+ *
+ * The rule of this facade: a concept's names live together in exactly one entry point, with its types and the error
+ * classes its calls throw. The root holds, whole, the concepts every operator uses (what the tutorial, docs/runtime.md
+ * and the AppService operator write): defining a kind (`defineKind`, `Defaulted`, `ObjectOf`, `InputOf`,
+ * `CrdSchemaError`); the manager and its settings (`Manager`, `ManagerError`, `settings`, `SettingsError`); the
+ * object reconciler's contract (`ObjectContext`, `done`, `requeueAfter`, `Request`, `Result`, `TerminalError`);
+ * the errors every call may throw (`OpkitError`, `UsageError`, `ApiError` with all its predicates: `isNotFound`,
+ * `isConflict`, `isAlreadyExists`, `isGone`, …); all the condition helpers; permissions; cache indexes. Every other
+ * concept lives whole in its subpath, even when one of its names is common: predicates (`generationChanged`) and the
+ * error policy (`retryAfter`, `giveUp`, …) in `/controller`, owner references and adoption (`controllerOf`,
+ * `claimChildren`) in `/helpers`, the logger (`createLogger`, `silentLogger`) in `/manager`.
+ *
+ * The subpaths, one concept each: `/client` (Client, kubeconfig, manifests, selectors), `/kinds` (the built-in kinds:
+ * Pods, Deployments, …), `/cache` (informers, stores), `/workqueue` (queue, rate limiters, clock), `/controller`
+ * (builder, request-based reconcilers, predicates, error policy, expectations), `/helpers` (events, finalizers, owner
+ * references and adoption, RBAC, status), `/crd` (definitions and schemas), `/manager` (leader election, settings'
+ * parts, the logger, the metrics endpoint), `/metrics`, `/tracing` (trace-context annotations, span attribute names),
+ * `/testing` (a manager on a test cluster, `eventually`) and `/testing/roundtrip` (conversion round trips; needs
+ * fast-check).
  */
 export { defineIndex } from './cache/indexes.ts';
 export { indexers } from './cache/store.ts';
-export { ApiError, isConflict, isNotFound } from './client/errors.ts';
+export {
+  ApiError,
+  type ApiErrorCode,
+  isAlreadyExists,
+  isApiError,
+  isConflict,
+  isGone,
+  isNotFound,
+  isResourceVersionTooLarge,
+} from './client/errors.ts';
 export type { InputOf, KubeObject, ObjectOf } from './client/resource.ts';
 export type { ObjectContext } from './controller/object.ts';
-export { defaultErrorPolicy, type ErrorAction, giveUp, retryAfter, retryWithBackoff } from './controller/policy.ts';
-export { generationChanged } from './controller/predicates.ts';
-export {
-  done,
-  type ReconcileContext,
-  type Request,
-  type Result,
-  requeueAfter,
-  TerminalError,
-} from './controller/reconcile.ts';
+export { done, type Request, type Result, requeueAfter, TerminalError } from './controller/reconcile.ts';
 export { Defaulted } from './crd/input.ts';
 export { defineKind } from './crd/kind.ts';
-export { isOpkitError, OpkitError } from './errors.ts';
-export { claimChildren } from './helpers/claim.ts';
-export { type Condition, getCondition, setCondition } from './helpers/conditions.ts';
-export { controllerOf } from './helpers/ownerrefs.ts';
+export { CrdSchemaError } from './crd/schema.ts';
+export { isOpkitError, OpkitError, UsageError, type UsageErrorCode } from './errors.ts';
+export {
+  type Condition,
+  type ConditionInput,
+  type ConditionStatus,
+  getCondition,
+  isConditionFalse,
+  isConditionTrue,
+  isConditionUnknown,
+  removeCondition,
+  setCondition,
+} from './helpers/conditions.ts';
 export { type Permission, permission } from './helpers/rbac.ts';
-export { createLogger, type Logger, silentLogger } from './logger.ts';
-export { Manager, type ManagerOptions } from './manager/manager.ts';
+export { Manager, ManagerError, type ManagerErrorCode, type ManagerOptions } from './manager/manager.ts';
 export { defineFlags, SettingsError, settings } from './manager/settings.ts';

@@ -9,7 +9,7 @@ import { type Environment, readAuditLog, start, waitFor } from '@opkit/testenv';
 import { Cache, CacheError, Informer } from '../src/cache/index.ts';
 import { type ConfigMap, ConfigMaps, Namespaces } from '../src/client/builtins.ts';
 import { Client, loadConfig, metadataOnly } from '../src/client/index.ts';
-import { silentLogger } from '../src/index.ts';
+import { silentLogger } from '../src/manager/index.ts';
 
 async function seed(client: Client, namespaces: readonly string[], perNamespace: number): Promise<void> {
   for (const ns of namespaces) {

@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Environment } from '@opkit/testenv';
 import { ConfigMaps, Deployments, Namespaces, Pods } from '../src/client/builtins.ts';
-import { type Client, isApiError, loadConfig, Client as RuntimeClient } from '../src/client/index.ts';
-import { ApiError } from '../src/index.ts';
+import { type Client, loadConfig, Client as RuntimeClient } from '../src/client/index.ts';
+import { ApiError, isApiError } from '../src/index.ts';
 import { installWidgetCrd, startEnv, Widgets } from './support.ts';
 
 describe('client against a real apiserver', () => {

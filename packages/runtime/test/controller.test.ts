@@ -3,9 +3,9 @@ import { before, describe, test } from 'node:test';
 import { type Environment, FaultProxy, targetOf } from '@opkit/testenv';
 import { Cache } from '../src/cache/index.ts';
 import { ConfigMaps, Namespaces } from '../src/client/builtins.ts';
-import { type Client, isApiError } from '../src/client/index.ts';
-import { ControllerBuilder } from '../src/controller/index.ts';
-import { done, generationChanged, type Request, requeueAfter, TerminalError } from '../src/index.ts';
+import type { Client } from '../src/client/index.ts';
+import { ControllerBuilder, generationChanged } from '../src/controller/index.ts';
+import { done, isApiError, type Request, requeueAfter, TerminalError } from '../src/index.ts';
 import { Metrics } from '../src/metrics.ts';
 import { clientVia, recordingLogger, type Widget, Widgets, waitFor, widgetControlPlane } from './support.ts';
 

@@ -4,7 +4,7 @@ import { type Environment, FaultProxy, targetOf } from '@opkit/testenv';
 import { Informer, type InformerOptions } from '../src/cache/index.ts';
 import { type ConfigMap, ConfigMaps, Namespaces } from '../src/client/builtins.ts';
 import { type Client, keyOf } from '../src/client/index.ts';
-import { silentLogger } from '../src/index.ts';
+import { silentLogger } from '../src/manager/index.ts';
 import type { WatchMetrics } from '../src/metrics.ts';
 import { clientVia, recordingLogger, startEnv, waitFor } from './support.ts';
 

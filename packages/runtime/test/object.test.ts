@@ -8,9 +8,10 @@ import { before, describe, test } from 'node:test';
 import { type Environment, FaultProxy, targetOf } from '@opkit/testenv';
 import { Cache } from '../src/cache/index.ts';
 import { ConfigMaps, Events, Namespaces } from '../src/client/builtins.ts';
-import { type Client, isApiError, metadataOnly } from '../src/client/index.ts';
-import { ControllerBuilder } from '../src/controller/index.ts';
-import { controllerOf, defineIndex, done, giveUp } from '../src/index.ts';
+import { type Client, metadataOnly } from '../src/client/index.ts';
+import { ControllerBuilder, giveUp } from '../src/controller/index.ts';
+import { controllerOf } from '../src/helpers/index.ts';
+import { defineIndex, done, isApiError } from '../src/index.ts';
 import { clientVia, recordingLogger, Widgets, waitFor, widgetControlPlane } from './support.ts';
 
 /** The ConfigMaps in `namespace` that `owner` controls, read from the server, those being deleted left out. */

@@ -8,10 +8,10 @@ import { before, describe, test } from 'node:test';
 import { type Environment, FaultProxy, targetOf } from '@opkit/testenv';
 import { Cache } from '../src/cache/index.ts';
 import { type ConfigMap, ConfigMaps, Namespaces } from '../src/client/builtins.ts';
-import { type Client, isApiError, Client as KubeClient, loadConfig } from '../src/client/index.ts';
+import { type Client, Client as KubeClient, loadConfig } from '../src/client/index.ts';
 import { ControllerBuilder } from '../src/controller/index.ts';
-import { ClaimError } from '../src/helpers/index.ts';
-import { ApiError, claimChildren, controllerOf, done, type Request } from '../src/index.ts';
+import { ClaimError, claimChildren, controllerOf } from '../src/helpers/index.ts';
+import { ApiError, done, isApiError, type Request } from '../src/index.ts';
 import { clientVia, type Widget, Widgets, waitFor, widgetControlPlane } from './support.ts';
 
 describe('client-go and controller-runtime semantics on a real apiserver', () => {

@@ -8,8 +8,8 @@ import { after, before } from 'node:test';
 import { type Environment, start, waitFor } from '@opkit/testenv';
 import { CustomResourceDefinitions } from '../src/client/builtins.ts';
 import { Client, type ConnectionConfig, loadConfig, resource } from '../src/client/index.ts';
-import type { KubeObject, Logger } from '../src/index.ts';
-import type { LogFields } from '../src/manager/index.ts';
+import type { KubeObject } from '../src/index.ts';
+import type { LogFields, Logger } from '../src/manager/index.ts';
 
 export interface Widget extends KubeObject {
   spec?: { replicas?: number; color?: string };

@@ -17,7 +17,7 @@ import { eventually, startTestManager, TestingError } from '../src/testing/index
 
 const REJECTED_STOP = fileURLToPath(new URL('./fixtures/rejected-stop.ts', import.meta.url));
 
-const GadgetKind = defineKind({
+const Gadgets = defineKind({
   group: 'testing.opkit.dev',
   version: 'v1',
   kind: 'Gadget',
@@ -26,7 +26,6 @@ const GadgetKind = defineKind({
   status: Type.Object({ done: Type.Optional(Type.Boolean()) }),
   subresources: { status: true },
 });
-const Gadgets = GadgetKind.resource;
 
 /** Each Gadget gets a ConfigMap holding its note. */
 function setup(mgr: Manager): void {
@@ -57,7 +56,7 @@ after(async () => {
 test('a test manager with the permissions it needs converges, as its ServiceAccount', async () => {
   await using op = await startTestManager(env, {
     name: 'gadget-operator',
-    kinds: [GadgetKind],
+    kinds: [Gadgets],
     // server-side apply of a new object needs create as well as patch
     permissions: [...gadgetPermissions, permission(ConfigMaps, ['list', 'watch', 'create', 'patch'])],
     setup,
@@ -72,7 +71,7 @@ test('a test manager with the permissions it needs converges, as its ServiceAcco
 test('a permission missing from `permissions` fails the test with the 403 named, not a timeout', async () => {
   const op = await startTestManager(env, {
     name: 'gadget-operator-short',
-    kinds: [GadgetKind],
+    kinds: [Gadgets],
     permissions: [...gadgetPermissions, permission(ConfigMaps, ['list', 'watch', 'patch'])], // no create: refused
     setup,
   });
@@ -85,12 +84,12 @@ test('a permission missing from `permissions` fails the test with the 403 named,
     ),
     (err) =>
       err instanceof TestingError &&
-      err.code === 'Forbidden' &&
+      err.code === 'TestManagerForbidden' &&
       /gadget-operator-short/.test(err.message) &&
       /configmaps/.test(err.message),
   );
   assert.ok(performance.now() - t0 < 20_000, 'at once, not after the timeout');
-  await assert.rejects(op.stop(), (err) => err instanceof TestingError && err.code === 'Forbidden');
+  await assert.rejects(op.stop(), (err) => err instanceof TestingError && err.code === 'TestManagerForbidden');
 });
 
 test('eventually: the first answer; on timeout the last error as the cause', async () => {
@@ -105,7 +104,9 @@ test('eventually: the first answer; on timeout the last error as the cause', asy
       { timeoutMs: 50, intervalMs: 5 },
     ),
     (err) =>
-      err instanceof TestingError && err.code === 'Timeout' && /never: not within 0.05 s: still not/.test(err.message),
+      err instanceof TestingError &&
+      err.code === 'EventuallyTimeout' &&
+      /never: not within 0.05 s: still not/.test(err.message),
   );
 });
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { checkRoundTrip } from '@opkit/runtime/testing';
+import { checkRoundTrip } from '@opkit/runtime/testing/roundtrip';
 import { AppServiceKind } from './appservice.ts';
 
 test('v1alpha1 → v1 → v1alpha1 and v1 → v1alpha1 → v1 are lossless (fuzzed, 300 objects each way)', () => {

@@ -18,10 +18,7 @@
  */
 import {
   type Condition,
-  claimChildren,
-  controllerOf,
   defineIndex,
-  generationChanged,
   indexers,
   type Manager,
   type ObjectContext,
@@ -32,6 +29,8 @@ import {
   setCondition,
 } from '@opkit/runtime';
 import { keepFields } from '@opkit/runtime/cache';
+import { generationChanged } from '@opkit/runtime/controller';
+import { claimChildren, controllerOf } from '@opkit/runtime/helpers';
 import { type Pod, Pods } from '@opkit/runtime/kinds';
 import { type AppService, type AppServiceStatus, AppServices } from '../api/v1alpha1/appservice.ts';
 import {

@@ -23,8 +23,8 @@
  *   precondition; an object another run has taken over, or that is gone, is left and named.
  */
 import { hostname } from 'node:os';
-import type { KubeObject } from '@opkit/runtime';
-import { type Client, isAlreadyExists, isApiError, type ResourceType, resource } from '@opkit/runtime/client';
+import { isAlreadyExists, isApiError, type KubeObject } from '@opkit/runtime';
+import { type Client, type ResourceType, resource } from '@opkit/runtime/client';
 import { isProcessAlive } from '@opkit/testenv';
 import { CliError } from '../errors.ts';
 

@@ -1,7 +1,7 @@
 /**
  * @module generate/manifests
  * `opkit generate`: everything under config/ (except the user's samples) and dist/install.yaml, from the project's
- * code — CRDs from each API's TypeBox kind (`<Kind>Kind` exported by src/api/<version>/<kind>.ts), RBAC from each
+ * code — CRDs from each API's TypeBox kind (the `defineKind` result exported by src/api/<version>/<kind>.ts), RBAC from each
  * controller's declared `permissions` (src/controllers/<kind>.ts) plus the manager's own (Events, the leader-election
  * Lease, the TokenReviews and SubjectAccessReviews of the secure /metrics endpoint), the `<name>-metrics-reader`
  * ClusterRole to bind Prometheus to, the manager Deployment (2 replicas, leader election, restricted pod security,
@@ -63,11 +63,11 @@ export async function loadApis(dir: string, p: Project): Promise<LoadedApi[]> {
     } catch (err) {
       throw new CliError('Usage', `cannot load ${file}: ${(err as Error).message.split('\n')[0]}`, { cause: err });
     }
-    const kind = mod[`${entry.kind}Kind`] as CustomKind<KubeObject> | undefined;
-    if (!kind || typeof kind.crd !== 'function') {
+    const kind = kindExport(mod, entry.kind);
+    if (!kind) {
       throw new CliError(
         'Usage',
-        `${file} must export ${entry.kind}Kind = defineKind({...}) (as opkit create api scaffolds it)`,
+        `${file} must export the ${entry.kind} kind, e.g. export const ${entry.kind}s = defineKind({...}) (as opkit create api scaffolds it)`,
       );
     }
     let permissions: readonly Permission[] = [];
@@ -89,6 +89,18 @@ export async function loadApis(dir: string, p: Project): Promise<LoadedApi[]> {
   const webhooks = await loadWebhooks(dir);
   if (webhooks && out[0]) out[0] = { ...out[0], webhooks };
   return out;
+}
+
+/**
+ * The kind `defineKind` made for `kind` among a module's exports: `<Kind>Kind` when exported (the shape of projects
+ * scaffolded before the kind was its own ResourceType), else any export whose definition names that kind.
+ */
+function kindExport(mod: Record<string, unknown>, kind: string): CustomKind<KubeObject> | undefined {
+  const isKind = (v: unknown): v is CustomKind<KubeObject> =>
+    typeof v === 'object' && v !== null && 'crd' in v && typeof v.crd === 'function' && 'definition' in v;
+  const named = mod[`${kind}Kind`];
+  if (isKind(named)) return named;
+  return Object.values(mod).find((v): v is CustomKind<KubeObject> => isKind(v) && v.definition.kind === kind);
 }
 
 /** The project's webhooks, if it has any. */

@@ -2,7 +2,8 @@
  * @module @opkit/runtime/client
  * Talking to the apiserver: `Client` (typed CRUD, patch kinds, server-side apply, status/scale subresources, paginated
  * lists, watches), `loadConfig` (kubeconfig or in-cluster), `Applier` for manifests, label selectors, and the
- * resource descriptions and object helpers. `ApiError` and the common `isNotFound`/`isConflict` live in
+ * resource descriptions and object helpers, and `toApiError` (a Status as the `ApiError` the client throws).
+ * `ApiError` and all its predicates (`isNotFound`, `isConflict`, `isAlreadyExists`, `isGone`, …) live in
  * `@opkit/runtime`; the built-in kinds in `@opkit/runtime/kinds`.
  */
 export { Applier, ManifestError, parseManifests } from './apply.ts';
@@ -18,16 +19,7 @@ export {
   type ScaleObject,
   type WriteOptions,
 } from './client.ts';
-export {
-  type ApiErrorCode,
-  isAlreadyExists,
-  isApiError,
-  isGone,
-  isResourceVersionTooLarge,
-  type Status,
-  type StatusCause,
-  toApiError,
-} from './errors.ts';
+export { type Status, type StatusCause, toApiError } from './errors.ts';
 export {
   type ConnectionConfig,
   type Credentials,

@@ -2,8 +2,9 @@
  * @module @opkit/runtime/controller
  * The pieces controllers are built from, for when the builder (`mgr.controller(kind)…reconcile(fn)`, in
  * `@opkit/runtime`) is not enough: `ControllerBuilder` and `Controller`, the request-based reconciler (the layer below
- * the object-first one) and its adapter `objectReconciler`, event handlers, predicates, expectations and error policy
- * types.
+ * the object-first one) and its adapter `objectReconciler`, event handlers, predicates (`generationChanged`, …),
+ * expectations and the error policy (`defaultErrorPolicy`, `retryWithBackoff`, `retryAfter`, `giveUp`: what
+ * `.onError(…)` answers).
  */
 export {
   type BuilderOptions,
@@ -24,10 +25,20 @@ export {
   objectReconciler,
   type StatusOf,
 } from './object.ts';
-export type { ErrorInfo, ErrorLogLevel, ErrorPolicy } from './policy.ts';
+export {
+  defaultErrorPolicy,
+  type ErrorAction,
+  type ErrorInfo,
+  type ErrorLogLevel,
+  type ErrorPolicy,
+  giveUp,
+  retryAfter,
+  retryWithBackoff,
+} from './policy.ts';
 export {
   and,
   annotationsChanged,
+  generationChanged,
   labelsChanged,
   not,
   or,
@@ -35,4 +46,10 @@ export {
   predicate,
   resourceVersionChanged,
 } from './predicates.ts';
-export { type Expect, isTerminalError, type ReconcileFunc, type Reconciler } from './reconcile.ts';
+export {
+  type Expect,
+  isTerminalError,
+  type ReconcileContext,
+  type ReconcileFunc,
+  type Reconciler,
+} from './reconcile.ts';

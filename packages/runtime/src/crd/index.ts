@@ -1,8 +1,8 @@
 /**
  * @module @opkit/runtime/crd
- * Custom resource definitions from TypeBox schemas, beyond `defineKind` and `Defaulted` (in `@opkit/runtime`): the
- * definition's types, the input types, kinds with several versions and their conversions, and the
- * structural-schema check behind the generated CRD.
+ * Custom resource definitions from TypeBox schemas, beyond `defineKind`, `Defaulted` and `CrdSchemaError` (in
+ * `@opkit/runtime`): the definition's types, the input types, kinds with several versions and their conversions, and
+ * the structural-schema check behind the generated CRD.
  */
 export type { InputStatic, KindInput, TDefaulted } from './input.ts';
 export type {
@@ -12,7 +12,7 @@ export type {
   PrinterColumn,
   ValidationRule,
 } from './kind.ts';
-export { CrdSchemaError, structuralSchema } from './schema.ts';
+export { structuralSchema } from './schema.ts';
 export {
   type Conversion,
   ConversionError,

@@ -44,10 +44,10 @@ test('Defaulted writes the default into the generated CRD schema', () => {
 
 test('the client takes the input type on create and returns the object type', () => {
   const typed = async (client: Client): Promise<number> => {
-    const created = await client.create(Things.resource, { metadata: { name: 'a' }, spec: { image: 'x' } });
+    const created = await client.create(Things, { metadata: { name: 'a' }, spec: { image: 'x' } });
     // @ts-expect-error a create checks the input against the kind
-    await client.create(Things.resource, { metadata: { name: 'a' }, spec: { replicas: 1 } });
-    const read: Thing | undefined = await client.getIfExists(Things.resource, { name: 'a', namespace: 'd' });
+    await client.create(Things, { metadata: { name: 'a' }, spec: { replicas: 1 } });
+    const read: Thing | undefined = await client.getIfExists(Things, { name: 'a', namespace: 'd' });
     return created.spec.replicas + (read?.spec.replicas ?? 0);
   };
   assert.equal(typeof typed, 'function');

@@ -116,8 +116,8 @@ function rejects(def: KindDefinition<TSchema, TSchema>, path: string, message: R
   );
 }
 
-test('the resource type of a kind', () => {
-  const r = AppService.resource;
+test('the kind is its resource type', () => {
+  const r = AppService;
   assert.equal(r.group, 'apps.example.com');
   assert.equal(r.version, 'v1alpha1');
   assert.equal(r.kind, 'AppService');
@@ -125,7 +125,7 @@ test('the resource type of a kind', () => {
   assert.equal(r.namespaced, true);
   assert.equal(r.apiVersion, 'apps.example.com/v1alpha1');
   const cluster = defineKind({ ...definition, kind: 'Tenant', plural: 'tenants', scope: 'Cluster', shortNames: [] });
-  assert.equal(cluster.resource.namespaced, false);
+  assert.equal(cluster.namespaced, false);
   assert.equal(at(cluster.crd(), 'spec', 'scope'), 'Cluster');
   assert.equal(AppService.definition.singular, 'appservice');
   assert.equal(AppService.definition.listKind, 'AppServiceList');
@@ -144,7 +144,7 @@ test('the object type follows the schemas', () => {
     status: { replicas: 2, conditions: [{ type: 'Ready', status: 'True' }] },
   };
   const kind: CustomKind<KindObject<typeof Spec, typeof Status>> = AppService;
-  assert.equal(kind.resource.kind, 'AppService');
+  assert.equal(kind.kind, 'AppService');
   assert.equal(obj.spec.env?.[0]?.name, 'A');
 });
 

@@ -1,8 +1,10 @@
 /**
  * @module crd/kind
  * `defineKind`: a custom resource described once, in code — group, names, scope and TypeBox schemas for `spec` and
- * `status` — giving the TypeScript type of its objects (`KindObject`), the client's `ResourceType`, and the
- * CustomResourceDefinition manifest generated from the schemas (no hand-written YAML that can drift).
+ * `status`. Its result is the kind itself, one constant (`export const AppServices = defineKind({...})`): a
+ * `ResourceType` that the client, the cache, `mgr.controller`, `permission` and `ctx.create` take as they take `Pods`,
+ * which also carries the TypeScript type of its objects (`ObjectOf<typeof AppServices>`), its definition and the
+ * CustomResourceDefinition manifest generated from the schemas (`crd()`: no hand-written YAML that can drift).
  *
  * Guarantees: the definition is checked when `defineKind` runs (names, version, scope, scale paths, printer columns,
  * CEL rules, and the schemas via `structuralSchema`), so a bad kind fails at start-up with a `CrdSchemaError` naming
@@ -18,8 +20,9 @@
 import type { Static, TSchema } from '@sinclair/typebox';
 import type { CustomResourceDefinition } from '../client/builtins.ts';
 import { type KubeObject, type ObjectMeta, type ResourceType, resource } from '../client/resource.ts';
+import { invalid, normalize, show } from './check.ts';
 import type { KindInput } from './input.ts';
-import { CrdSchemaError, structuralSchema } from './schema.ts';
+import { structuralSchema } from './schema.ts';
 import {
   type CrdOptions,
   defineVersionedKind,
@@ -100,7 +103,7 @@ export interface KindDefinition<Spec extends TSchema, Status extends TSchema> {
    * import { defineKind } from '@opkit/runtime';
    * import { Type } from '@sinclair/typebox';
    *
-   * export const WebsiteKind = defineKind({
+   * export const Websites = defineKind({
    *   group: 'example.com',
    *   version: 'v1',
    *   kind: 'Website',
@@ -155,10 +158,11 @@ export type KindObject<Spec extends TSchema, Status extends TSchema> = {
   status?: Static<Status>;
 };
 
-/** What `defineKind` returns: the kind's `ResourceType` for clients and controllers, its definition and its CRD. */
-export interface CustomKind<T extends KubeObject, I = T> {
-  /** The kind as the client sees it (pass it to `client.get`, `mgr.controller`, `permission`, …). */
-  readonly resource: ResourceType<T, I>;
+/**
+ * What `defineKind` returns: the kind as the client sees it (a `ResourceType`: pass it to `client.get`,
+ * `mgr.controller`, `permission`, `ctx.create`, …), with its definition and its CRD.
+ */
+export interface CustomKind<T extends KubeObject, I = T> extends ResourceType<T, I> {
   /** The definition with defaults applied (`singular`, `listKind`, `scope`). */
   readonly definition: KindDefinition<TSchema, TSchema>;
   /**
@@ -172,18 +176,13 @@ type Json = Record<string, unknown>;
 type CrdVersion = CustomResourceDefinition['spec']['versions'][number];
 type JSONSchemaProps = NonNullable<NonNullable<CrdVersion['schema']>['openAPIV3Schema']>;
 
-const DNS_LABEL = /^[a-z]([-a-z0-9]*[a-z0-9])?$/;
-const DNS_SUBDOMAIN_WITH_DOT = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+$/;
-const KUBE_VERSION = /^v[1-9][0-9]*((alpha|beta)[1-9][0-9]*)?$/;
-const UPPER_CAMEL = /^[A-Z][A-Za-z0-9]*$/;
 const SIMPLE_PATH = /^(\.[A-Za-z_][A-Za-z0-9_-]*)+$/;
-const COLUMN_TYPES: ReadonlySet<string> = new Set(['integer', 'number', 'string', 'boolean', 'date']);
 const AGE: PrinterColumn = { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' };
 
 /**
- * Describes a custom resource: its object type, resource type and generated CustomResourceDefinition. With
- * `versions`, `storage` and `conversions` instead of `version` / `spec` / `status`, a kind with several versions
- * (crd/versions).
+ * Describes a custom resource: the kind itself (a `ResourceType`), with its object type and its generated
+ * CustomResourceDefinition. With `versions`, `storage` and `conversions` instead of `version` / `spec` / `status`, a
+ * kind with several versions (crd/versions), whose `ResourceType` is the storage version's.
  */
 export function defineKind<Spec extends TSchema, Status extends TSchema>(
   def: KindDefinition<Spec, Status>,
@@ -202,86 +201,26 @@ function defineSingleVersion<Spec extends TSchema, Status extends TSchema>(
   def: KindDefinition<Spec, Status>,
 ): CustomKind<KindObject<Spec, Status>, KindInput<Spec, Status>> {
   const definition = normalize(def);
-  const manifest = buildCrd(definition);
-  const json = JSON.stringify(manifest);
+  const json = JSON.stringify(buildCrd(definition));
   return Object.freeze({
-    resource: resource<KindObject<Spec, Status>, KindInput<Spec, Status>>({
-      group: definition.group,
-      version: definition.version,
-      kind: definition.kind,
-      plural: definition.plural,
-      namespaced: definition.scope !== 'Cluster',
-    }),
+    ...resourceOf<KindObject<Spec, Status>, KindInput<Spec, Status>>(definition, definition.version),
     definition,
     crd: (): CustomResourceDefinition => JSON.parse(json) as CustomResourceDefinition,
   });
 }
 
-/** Validates the names and fills in the defaults. */
-export function normalize<Spec extends TSchema, Status extends TSchema>(
-  def: KindDefinition<Spec, Status>,
-): KindDefinition<Spec, Status> {
-  if (typeof def.group !== 'string' || def.group.length > 253 || !DNS_SUBDOMAIN_WITH_DOT.test(def.group)) {
-    invalid(
-      'group',
-      `${show(def.group)} must be a lower-case DNS subdomain with at least one dot, e.g. app.example.com`,
-    );
-  }
-  if (typeof def.version !== 'string' || !KUBE_VERSION.test(def.version)) {
-    invalid('version', `${show(def.version)} must look like v1, v1alpha1 or v2beta3`);
-  }
-  if (typeof def.kind !== 'string' || !UPPER_CAMEL.test(def.kind) || def.kind.length > 63) {
-    invalid('kind', `${show(def.kind)} must be UpperCamelCase, e.g. AppService`);
-  }
-  dnsLabel(def.plural, 'plural');
-  const singular = def.singular ?? def.kind.toLowerCase();
-  dnsLabel(singular, 'singular');
-  if (singular === def.plural) invalid('singular', `${show(singular)} must differ from the plural`);
-  const listKind = def.listKind ?? `${def.kind}List`;
-  if (!UPPER_CAMEL.test(listKind) || listKind === def.kind) {
-    invalid('listKind', `${show(listKind)} must be UpperCamelCase and differ from the kind`);
-  }
-  for (const [i, n] of (def.shortNames ?? []).entries()) dnsLabel(n, `shortNames[${i}]`);
-  for (const [i, n] of (def.categories ?? []).entries()) dnsLabel(n, `categories[${i}]`);
-  const scope = def.scope ?? 'Namespaced';
-  if (scope !== 'Namespaced' && scope !== 'Cluster') invalid('scope', `${show(scope)} must be Namespaced or Cluster`);
-  for (const [i, c] of (def.printerColumns ?? []).entries()) printerColumn(c, `printerColumns[${i}]`);
-  if (def.description !== undefined && typeof def.description !== 'string') {
-    invalid('description', 'must be a string');
-  }
-  return Object.freeze({ ...def, singular, listKind, scope });
+/** The `ResourceType` of one version of a normalized definition. */
+export function resourceOf<T extends KubeObject, I>(
+  def: KindDefinition<TSchema, TSchema>,
+  version: string,
+): ResourceType<T, I> {
+  const { group, kind, plural } = def;
+  return resource<T, I>({ group, version, kind, plural, namespaced: def.scope !== 'Cluster' });
 }
 
+/** The CRD of one served+storage version (checked: the schemas, the status subresource, the scale paths). */
 export function buildCrd(def: KindDefinition<TSchema, TSchema>): CustomResourceDefinition {
-  const specInput =
-    def.validations !== undefined && def.validations.length > 0
-      ? {
-          ...def.spec,
-          'x-kubernetes-validations': [...existingRules(def.spec), ...def.validations],
-        }
-      : def.spec;
-  const spec = structuralSchema(specInput, 'spec');
-  if (spec.type !== 'object') invalid('spec', 'must be an object schema (Type.Object)');
-  const status = def.status === undefined ? undefined : structuralSchema(def.status, 'status');
-  if (status !== undefined && status.type !== 'object') invalid('status', 'must be an object schema (Type.Object)');
-  if (def.subresources?.status === true && status === undefined) {
-    invalid('subresources.status', 'the status subresource needs a status schema (status: Type.Object(…))');
-  }
-
-  const properties: Json = {
-    apiVersion: { type: 'string' },
-    kind: { type: 'string' },
-    metadata: { type: 'object' },
-    spec,
-    ...(status !== undefined ? { status } : {}),
-  };
-  const root: Json = {
-    type: 'object',
-    ...(def.description !== undefined ? { description: def.description } : {}),
-    properties,
-    ...(Array.isArray(spec.required) && spec.required.length > 0 ? { required: ['spec'] } : {}),
-  };
-
+  const { root, spec, status } = rootSchema(def);
   const subresources: Json = {};
   if (def.subresources?.status === true) subresources.status = {};
   const scale = def.subresources?.scale;
@@ -317,6 +256,35 @@ export function buildCrd(def: KindDefinition<TSchema, TSchema>): CustomResourceD
       versions: [version],
     },
   };
+}
+
+/** The object's schema (apiVersion, kind, metadata, spec with its CEL rules, status), with spec's and status's. */
+function rootSchema(def: KindDefinition<TSchema, TSchema>): { root: Json; spec: Json; status: Json | undefined } {
+  const specInput =
+    def.validations !== undefined && def.validations.length > 0
+      ? { ...def.spec, 'x-kubernetes-validations': [...existingRules(def.spec), ...def.validations] }
+      : def.spec;
+  const spec = structuralSchema(specInput, 'spec');
+  if (spec.type !== 'object') invalid('spec', 'must be an object schema (Type.Object)');
+  const status = def.status === undefined ? undefined : structuralSchema(def.status, 'status');
+  if (status !== undefined && status.type !== 'object') invalid('status', 'must be an object schema (Type.Object)');
+  if (def.subresources?.status === true && status === undefined) {
+    invalid('subresources.status', 'the status subresource needs a status schema (status: Type.Object(…))');
+  }
+  const properties: Json = {
+    apiVersion: { type: 'string' },
+    kind: { type: 'string' },
+    metadata: { type: 'object' },
+    spec,
+    ...(status !== undefined ? { status } : {}),
+  };
+  const root: Json = {
+    type: 'object',
+    ...(def.description !== undefined ? { description: def.description } : {}),
+    properties,
+    ...(Array.isArray(spec.required) && spec.required.length > 0 ? { required: ['spec'] } : {}),
+  };
+  return { root, spec, status };
 }
 
 /** Rules already set on the spec schema with TypeBox options; `validations` are appended after them. */
@@ -368,19 +336,6 @@ function resolve(node: Json | undefined, segments: string[]): Json | undefined {
   return current;
 }
 
-function printerColumn(c: PrinterColumn, where: string): void {
-  if (typeof c.name !== 'string' || c.name.trim() === '') invalid(`${where}.name`, 'must be a non-empty string');
-  if (!COLUMN_TYPES.has(c.type)) {
-    invalid(`${where}.type`, `${show(c.type)} must be one of ${[...COLUMN_TYPES].join(', ')}`);
-  }
-  if (typeof c.jsonPath !== 'string' || !c.jsonPath.startsWith('.')) {
-    invalid(`${where}.jsonPath`, `${show(c.jsonPath)} must be a JSONPath starting with ".", e.g. .status.replicas`);
-  }
-  if (c.priority !== undefined && (!Number.isInteger(c.priority) || c.priority < 0)) {
-    invalid(`${where}.priority`, 'must be a non-negative integer');
-  }
-}
-
 function columnJson(c: PrinterColumn): { name: string; type: string; jsonPath: string } & Json {
   return {
     name: c.name,
@@ -390,18 +345,4 @@ function columnJson(c: PrinterColumn): { name: string; type: string; jsonPath: s
     ...(c.format !== undefined ? { format: c.format } : {}),
     ...(c.priority !== undefined ? { priority: c.priority } : {}),
   };
-}
-
-function dnsLabel(value: unknown, where: string): void {
-  if (typeof value !== 'string' || value.length > 63 || !DNS_LABEL.test(value)) {
-    invalid(where, `${show(value)} must be a lower-case DNS label (a-z, 0-9, '-'; starting with a letter)`);
-  }
-}
-
-function show(value: unknown): string {
-  return value === undefined ? 'undefined' : JSON.stringify(value);
-}
-
-function invalid(where: string, message: string): never {
-  throw new CrdSchemaError(where, message);
 }

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Type } from '@sinclair/typebox';
+import { checkRoundTrip } from '../testing/roundtrip.ts';
 import { defineKind } from './kind.ts';
-import { checkRoundTrip } from './roundtrip.ts';
 import type { CrdSchemaError } from './schema.ts';
 
 const Env = Type.Object({
@@ -65,7 +65,7 @@ const Web = defineKind({
 
 test('the storage version is the hub and the resource; every version has a ResourceType', () => {
   assert.equal(Web.storageVersion, 'v1');
-  assert.equal(Web.resource.apiVersion, 'apps.example.com/v1');
+  assert.equal(Web.apiVersion, 'apps.example.com/v1');
   assert.equal(Web.versions.v1alpha1.apiVersion, 'apps.example.com/v1alpha1');
   assert.equal(Web.versions.v1.plural, 'webs');
 });

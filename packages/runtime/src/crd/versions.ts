@@ -16,20 +16,21 @@
  * - A missing conversion, an unknown version or a storage version that is not listed fail at `defineKind`.
  *
  * Caveats: conversions are pure and synchronous (the apiserver converts on every read of another version: keep them
- * cheap). Round-trip fidelity is the author's job; `@opkit/runtime/testing`'s `checkRoundTrip` fuzzes it.
+ * cheap). Round-trip fidelity is the author's job; `@opkit/runtime/testing/roundtrip`'s `checkRoundTrip` fuzzes it.
  */
 
 import type { Static, TSchema } from '@sinclair/typebox';
 import type { CustomResourceDefinition } from '../client/builtins.ts';
-import { type KubeObject, type ObjectMeta, type ResourceType, resource } from '../client/resource.ts';
+import type { KubeObject, ObjectMeta, ResourceType } from '../client/resource.ts';
 import { OpkitError } from '../errors.ts';
+import { normalize } from './check.ts';
 import type { InputStatic } from './input.ts';
 import {
   buildCrd,
   type CustomKind,
   type KindDefinition,
-  normalize,
   type PrinterColumn,
+  resourceOf,
   type ValidationRule,
 } from './kind.ts';
 import { CrdSchemaError } from './schema.ts';
@@ -110,8 +111,8 @@ export interface CrdOptions {
 }
 
 /**
- * What `defineKind` returns for a kind with several versions: the storage version's `ResourceType`, one per version,
- * and the conversion between them.
+ * What `defineKind` returns for a kind with several versions: the kind as the storage version's `ResourceType`, with
+ * one `ResourceType` per version and the conversion between them.
  */
 export interface VersionedKind<V extends VersionMap, S extends keyof V & string>
   extends CustomKind<VersionObject<V[S]>, VersionInput<V[S]>> {
@@ -195,16 +196,7 @@ export function defineVersionedKind<V extends VersionMap, S extends keyof V & st
   const json = JSON.stringify({ ...base, spec: { ...base.spec, versions: entries } });
 
   const resources = Object.fromEntries(
-    names.map((name) => [
-      name,
-      resource({
-        group: storageDef.group,
-        version: name,
-        kind: storageDef.kind,
-        plural: storageDef.plural,
-        namespaced: storageDef.scope !== 'Cluster',
-      }),
-    ]),
+    names.map((name) => [name, resourceOf<KubeObject, unknown>(storageDef, name)]),
   ) as { [K in keyof V]: ResourceType<VersionObject<V[K]>, VersionInput<V[K]>> };
 
   const versionOf = (apiVersion: unknown, what: string): string => {
@@ -247,7 +239,7 @@ export function defineVersionedKind<V extends VersionMap, S extends keyof V & st
   };
 
   return Object.freeze({
-    resource: resources[def.storage],
+    ...resourceOf<VersionObject<V[S]>, VersionInput<V[S]>>(storageDef, def.storage),
     definition: storageDef,
     storageVersion: def.storage,
     versions: Object.freeze(resources),

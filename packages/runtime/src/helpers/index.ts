@@ -1,19 +1,11 @@
 /**
  * @module @opkit/runtime/helpers
  * Building blocks an object-first reconciler's context already applies for you, for request-based reconcilers and
- * other code: Events, finalizers, owner references, adoption errors, conditions, RBAC from permissions, status written
- * only on change. The everyday ones (`claimChildren`, `setCondition`, `getCondition`, `permission`) live in
- * `@opkit/runtime`.
+ * other code: Events, finalizers, owner references (`controllerOf`, `setControllerReference`, …) and adoption
+ * (`claimChildren`, `ClaimError`), RBAC manifests from permissions, status written only on change. The condition
+ * helpers and `permission` live, all of them, in `@opkit/runtime`.
  */
-export { ClaimError, type ClaimErrorCode, type ClaimOptions, type ClaimResult } from './claim.ts';
-export {
-  type ConditionInput,
-  type ConditionStatus,
-  isConditionFalse,
-  isConditionTrue,
-  isConditionUnknown,
-  removeCondition,
-} from './conditions.ts';
+export { ClaimError, type ClaimErrorCode, type ClaimOptions, type ClaimResult, claimChildren } from './claim.ts';
 export {
   type EventObjectReference,
   type EventOptions,
@@ -24,6 +16,7 @@ export {
 } from './events.ts';
 export { addFinalizer, type FinalizerHandlers, finalizer, hasFinalizer, removeFinalizer } from './finalizers.ts';
 export {
+  controllerOf,
   isControlledBy,
   OwnerReferenceError,
   type OwnerReferenceErrorCode,

@@ -6,7 +6,7 @@
  * const env = await start();
  * await using op = await startTestManager(env, {
  *   name: 'appservice-operator',
- *   kinds: [AppServiceKind],
+ *   kinds: [AppServices],
  *   permissions,
  *   setup: setupAppServiceController,
  * });
@@ -19,39 +19,27 @@
  * starts a Manager that authenticates as that ServiceAccount, with metrics and health servers off. So a permission
  * missing from `permissions` fails the test with the apiserver's 403 named, not the deployment.
  *
- * For kinds with several versions, `checkRoundTrip` fuzzes the conversions (every version → hub → back is equal,
- * for objects generated from the schemas with fast-check; `arbitraryFor` / `arbitraryObject` are its generators).
+ * For kinds with several versions, `checkRoundTrip` fuzzes the conversions: it is in its own entry,
+ * `@opkit/runtime/testing/roundtrip`, as it needs fast-check (an optional peer dependency this entry never loads).
  *
  * Guarantees: `eventually` polls until its function answers (anything but `undefined`, `null` or `false`) or the
  * timeout passes; a function that throws is polled again, and on timeout the last error is the `cause`. While a test
- * manager runs, its `eventually` fails at once — instead of timing out — when the manager was refused (Forbidden) or
- * stopped with an error, naming it; `stop()` (also `await using`) stops the manager and closes its clients — every
- * step, even after one failed — and only then rejects the same way (or `StopFailed`), so a cleanup chained after it
- * in a `finally` always runs against a stopped manager.
+ * manager runs, its `eventually` fails at once — instead of timing out — when the manager was refused
+ * (`TestManagerForbidden`) or stopped with an error (`ManagerFailed`), naming it; `stop()` (also `await using`) stops
+ * the manager and closes its clients — every step, even after one failed — and only then rejects the same way (or
+ * `TestManagerStopFailed`), so a cleanup chained after it in a `finally` always runs against a stopped manager.
  */
 import { Applier } from '../client/apply.ts';
 import { Client } from '../client/client.ts';
 import { loadConfig } from '../client/kubeconfig.ts';
 import type { KubeObject } from '../client/resource.ts';
 import type { CustomKind } from '../crd/kind.ts';
-import { OpkitError } from '../errors.ts';
 import { managerPermissions, type Permission, rbacManifests } from '../helpers/rbac.ts';
 import { type LogFields, type Logger, silentLogger } from '../logger.ts';
 import { Manager } from '../manager/manager.ts';
+import { TestingError } from './errors.ts';
 
-export { arbitraryFor, arbitraryObject, checkRoundTrip, type RoundTripOptions } from '../crd/roundtrip.ts';
-
-/**
- * `Forbidden`: the apiserver refused the test manager's ServiceAccount (a permission missing from `permissions`);
- * `ManagerFailed`: the manager stopped with an error (its `cause`); `StopFailed`: a step of `stop()` failed (closing a
- * client); `Timeout`: `eventually` ran out of time (the last error its function threw, if any, is the `cause`).
- */
-export type TestingErrorCode = 'Forbidden' | 'ManagerFailed' | 'StopFailed' | 'Timeout';
-
-/** A failed wait or a failed test manager; `code` says which. */
-export class TestingError extends OpkitError<TestingErrorCode> {
-  override readonly name = 'TestingError';
-}
+export { TestingError, type TestingErrorCode } from './errors.ts';
 
 /** How long and how often `eventually` polls. */
 export interface EventuallyOptions {
@@ -86,7 +74,7 @@ export async function eventually<T>(
     }
     if (performance.now() >= deadline) {
       const why = last === undefined ? '' : `: ${last instanceof Error ? last.message : String(last)}`;
-      throw new TestingError('Timeout', `${what}: not within ${timeoutMs / 1000} s${why}`, { cause: last });
+      throw new TestingError('EventuallyTimeout', `${what}: not within ${timeoutMs / 1000} s${why}`, { cause: last });
     }
     await new Promise((resolve) => setTimeout(resolve, options.intervalMs ?? 100));
   }
@@ -112,7 +100,7 @@ export interface TestManagerOptions {
   readonly setup: (mgr: Manager) => void | Promise<void>;
   /** The ServiceAccount's namespace (default `default`). */
   readonly namespace?: string;
-  /** The manager's logger (default: silent; Forbidden errors are noticed either way). */
+  /** The manager's logger (default: silent; Forbidden answers are noticed either way). */
   readonly log?: Logger;
 }
 
@@ -126,8 +114,8 @@ export interface TestManager extends AsyncDisposable {
   eventually<T>(what: string, fn: () => Promise<Answer<T>> | Answer<T>, options?: EventuallyOptions): Promise<T>;
   /**
    * Stops the manager and closes both clients — all of it, whatever fails on the way — then rejects when the manager
-   * was refused (`Forbidden`), failed (`ManagerFailed`) or a step of the stop failed (`StopFailed`); `cause` is the
-   * error, or an `AggregateError` of several.
+   * was refused (`TestManagerForbidden`), failed (`ManagerFailed`) or a step of the stop failed
+   * (`TestManagerStopFailed`); `cause` is the error, or an `AggregateError` of several.
    */
   stop(): Promise<void>;
 }
@@ -136,32 +124,10 @@ export interface TestManager extends AsyncDisposable {
 export async function startTestManager(cluster: TestCluster, options: TestManagerOptions): Promise<TestManager> {
   const namespace = options.namespace ?? 'default';
   const admin = new Client(await loadConfig({ path: cluster.kubeconfigPath }), { name: `${options.name}-test` });
-  try {
-    const applier = new Applier(admin, 'opkit-test');
-    const kinds = options.kinds ?? [];
-    if (kinds.length > 0) {
-      await applier.applyAll(kinds.map((k) => k.crd() as KubeObject));
-      for (const k of kinds) {
-        await eventually(`the CRD of ${k.resource.kind} to be served`, async () => {
-          await admin.list(k.resource, { pageSize: 1 });
-          return true;
-        });
-      }
-    }
-    const rbac = rbacManifests(options.name, namespace, [...managerPermissions(false), ...options.permissions]);
-    await applier.applyAll(
-      [rbac.serviceAccount, rbac.clusterRole, rbac.clusterRoleBinding, rbac.role, rbac.roleBinding].filter(
-        (o): o is KubeObject => o !== undefined,
-      ),
-    );
-  } catch (err) {
-    admin.close();
-    throw err;
-  }
-  let sa: { readonly path: string };
   let operatorClient: Client;
   try {
-    sa = await cluster.kubeconfigFor({ namespace, name: options.name });
+    await install(admin, options, namespace);
+    const sa = await cluster.kubeconfigFor({ namespace, name: options.name });
     operatorClient = new Client(await loadConfig({ path: sa.path }), { name: options.name });
   } catch (err) {
     admin.close();
@@ -185,19 +151,50 @@ export async function startTestManager(cluster: TestCluster, options: TestManage
     admin.close();
     throw err;
   }
-  const stop = new AbortController();
-  let failed: unknown;
-  const running = manager.start(stop.signal).catch((err: unknown) => {
-    failed = err;
-  });
   const forbidden = () =>
     refused === undefined
       ? undefined
       : new TestingError(
-          'Forbidden',
+          'TestManagerForbidden',
           `${options.name} (ServiceAccount ${namespace}/${options.name}) was refused by the apiserver — ${refused}; ` +
             'add the permission to the controller’s permissions',
         );
+  return running(manager, admin, [operatorClient, admin], forbidden);
+}
+
+/** Installs the kinds' CRDs (waiting until each is served), then the ServiceAccount and its RBAC. */
+async function install(admin: Client, options: TestManagerOptions, namespace: string): Promise<void> {
+  const applier = new Applier(admin, 'opkit-test');
+  const kinds = options.kinds ?? [];
+  if (kinds.length > 0) {
+    await applier.applyAll(kinds.map((k) => k.crd() as KubeObject));
+    for (const k of kinds) {
+      await eventually(`the CRD of ${k.kind} to be served`, async () => {
+        await admin.list(k, { pageSize: 1 });
+        return true;
+      });
+    }
+  }
+  const rbac = rbacManifests(options.name, namespace, [...managerPermissions(false), ...options.permissions]);
+  await applier.applyAll(
+    [rbac.serviceAccount, rbac.clusterRole, rbac.clusterRoleBinding, rbac.role, rbac.roleBinding].filter(
+      (o): o is KubeObject => o !== undefined,
+    ),
+  );
+}
+
+/** Starts `manager` and answers the running test manager: its checked `eventually` and its `stop`. */
+function running(
+  manager: Manager,
+  admin: Client,
+  clients: readonly Client[],
+  forbidden: () => TestingError | undefined,
+): TestManager {
+  const stop = new AbortController();
+  let failed: unknown;
+  const run = manager.start(stop.signal).catch((err: unknown) => {
+    failed = err;
+  });
   const check = () => {
     const refusal = forbidden();
     if (refusal) throw refusal;
@@ -207,26 +204,7 @@ export async function startTestManager(cluster: TestCluster, options: TestManage
   };
   let stopped: Promise<unknown[]> | undefined;
   const stopAll = async () => {
-    stopped ??= (async () => {
-      // every step runs, whatever failed before it; what failed is collected and reported once all have run
-      const problems: unknown[] = [];
-      stop.abort();
-      // the manager's drain timers do not hold the process open; this one does, until the manager has stopped
-      const alive = setInterval(() => {}, 1_000);
-      try {
-        await running;
-      } finally {
-        clearInterval(alive);
-      }
-      for (const c of [operatorClient, admin]) {
-        try {
-          c.close();
-        } catch (err) {
-          problems.push(err);
-        }
-      }
-      return problems;
-    })();
+    stopped ??= stopEverything(stop, run, clients);
     const problems = await stopped;
     const refusal = forbidden();
     const causes = [...(failed === undefined ? [] : [failed]), ...problems];
@@ -235,7 +213,7 @@ export async function startTestManager(cluster: TestCluster, options: TestManage
     if (failed !== undefined)
       throw new TestingError('ManagerFailed', `the manager stopped: ${describe(failed)}`, { cause });
     if (cause !== undefined)
-      throw new TestingError('StopFailed', `stopping failed: ${causes.map(describe).join('; ')}`, { cause });
+      throw new TestingError('TestManagerStopFailed', `stopping failed: ${causes.map(describe).join('; ')}`, { cause });
   };
   return {
     manager,
@@ -244,6 +222,27 @@ export async function startTestManager(cluster: TestCluster, options: TestManage
     stop: stopAll,
     [Symbol.asyncDispose]: stopAll,
   };
+}
+
+/** Stops the manager, waits for it, then closes every client: every step runs, and what failed is answered. */
+async function stopEverything(stop: AbortController, run: Promise<void>, clients: readonly Client[]) {
+  const problems: unknown[] = [];
+  stop.abort();
+  // the manager's drain timers do not hold the process open; this one does, until the manager has stopped
+  const alive = setInterval(() => {}, 1_000);
+  try {
+    await run;
+  } finally {
+    clearInterval(alive);
+  }
+  for (const c of clients) {
+    try {
+      c.close();
+    } catch (err) {
+      problems.push(err);
+    }
+  }
+  return problems;
 }
 
 function describe(err: unknown): string {

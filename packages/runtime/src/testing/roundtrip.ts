@@ -1,17 +1,28 @@
 /**
- * @module crd/roundtrip
+ * @module @opkit/runtime/testing/roundtrip
  * Fuzzed conversion round trips for kinds with several versions, as Kubernetes' own API round-trip tests: objects are
  * generated from each version's CRD schema (so they are objects the apiserver would accept), converted to the hub
- * and back, and must come back equal. Served from `@opkit/runtime/testing` (fast-check is loaded only there).
+ * and back, and must come back equal.
+ *
+ * ```ts
+ * import { checkRoundTrip } from '@opkit/runtime/testing/roundtrip';
+ * test('conversions round-trip', () => checkRoundTrip(AppServices, { numRuns: 300 }));
+ * ```
+ *
+ * Its own entry, apart from `@opkit/runtime/testing`, because it runs on fast-check, an optional peer dependency:
+ * install it (`npm install -D fast-check`) to use this entry; nothing else of the runtime loads it.
  *
  * Guarantees: `arbitraryFor(schema)` generates only values valid for the structural schema's types, enums, bounds,
  * patterns, required fields and list-map keys (CEL rules and formats other than date-time are not modelled);
  * `checkRoundTrip` checks every non-storage version in both directions (spoke → hub → spoke and hub → spoke → hub)
- * and throws fast-check's report — seed, path and the smallest failing object — on the first difference.
+ * and throws a `TestingError` (`RoundTripFailed`) with fast-check's report — seed, path and the smallest failing
+ * object — on the first difference.
  */
 import fc from 'fast-check';
 import type { KubeObject } from '../client/resource.ts';
-import type { VersionedKind, VersionMap } from './versions.ts';
+import type { VersionedKind, VersionMap } from '../crd/versions.ts';
+import { UsageError } from '../errors.ts';
+import { TestingError } from './errors.ts';
 
 type Json = Record<string, unknown>;
 
@@ -120,7 +131,7 @@ const DNS_LABEL = fc.stringMatching(/^[a-z]([-a-z0-9]{0,20}[a-z0-9])?$/);
 export function arbitraryObject(kind: VersionedKind<VersionMap, string>, version: string): fc.Arbitrary<KubeObject> {
   const crd = kind.crd({ conversion: { url: 'https://127.0.0.1/convert' } });
   const entry = crd.spec.versions.find((v) => v.name === version);
-  if (!entry) throw new TypeError(`${kind.definition.kind} has no version ${version}`);
+  if (!entry) throw new UsageError('InvalidArgument', `${kind.definition.kind} has no version ${version}`);
   const root = (entry.schema?.openAPIV3Schema ?? {}) as Json;
   const props = (root.properties ?? {}) as Record<string, Json>;
   const meta = fc.record(
@@ -191,14 +202,14 @@ function run(property: fc.IProperty<[KubeObject]>, params: fc.Parameters<[KubeOb
   } catch (err) {
     const cause = (err as Error).cause;
     const first = cause instanceof Error ? `${cause.message}\n` : '';
-    throw new Error(`${first}${(err as Error).message}`, { cause: err });
+    throw new TestingError('RoundTripFailed', `${first}${(err as Error).message}`, { cause: err });
   }
 }
 
 function assertEqual(actual: unknown, expected: unknown, what: string): void {
   const a = canonical(actual);
   const e = canonical(expected);
-  if (a !== e) throw new Error(`${what} changed the object:\n  before: ${e}\n  after:  ${a}`);
+  if (a !== e) throw new TestingError('RoundTripFailed', `${what} changed the object:\n  before: ${e}\n  after:  ${a}`);
 }
 
 /** JSON with object keys sorted, so that field order does not count. */

@@ -1,0 +1,25 @@
+/**
+ * @module testing/errors
+ * `TestingError`: what the test helpers throw when a wait runs out of time, a test manager is refused or fails, or a
+ * conversion round trip changes an object. A module of its own so that `@opkit/runtime/testing` and
+ * `@opkit/runtime/testing/roundtrip` share the class without either loading the other.
+ */
+import { OpkitError } from '../errors.ts';
+
+/** Why a test helper failed. */
+export type TestingErrorCode =
+  /** The apiserver refused the test manager's ServiceAccount: add the missing permission to `permissions`. */
+  | 'TestManagerForbidden'
+  /** The test manager stopped with an error, its `cause`. */
+  | 'ManagerFailed'
+  /** A step of the test manager's `stop()` failed (closing a client); `cause` is the error, or an AggregateError. */
+  | 'TestManagerStopFailed'
+  /** `eventually` ran out of time; the last error its function threw, if any, is the `cause`. */
+  | 'EventuallyTimeout'
+  /** A conversion round trip changed the object, or a conversion threw: the message says which, with fast-check's seed. */
+  | 'RoundTripFailed';
+
+/** A failed wait, a failed test manager or a failed round trip; `code` says which. */
+export class TestingError extends OpkitError<TestingErrorCode> {
+  override readonly name = 'TestingError';
+}
