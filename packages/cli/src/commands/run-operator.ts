@@ -35,6 +35,7 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { KubeObject } from '@opkit/runtime';
 import { Applier, Client, loadConfig, parseManifests } from '@opkit/runtime/client';
+import type { CustomResourceDefinition } from '@opkit/runtime/kinds';
 import { createCertificateAuthority, issueServingCertificate } from '@opkit/runtime/tls';
 import { pointWebhooksAt } from '@opkit/runtime/webhook';
 import { CliError } from '../errors.ts';
@@ -252,8 +253,10 @@ export async function runCommand(argv: readonly string[], out: (line: string) =>
 
 /** A CRD whose conversion goes through a webhook: `opkit run` points it at the local operator, and owns that. */
 function convertsByWebhook(crd: KubeObject): boolean {
-  return (crd as { spec?: { conversion?: { strategy?: string } } }).spec?.conversion?.strategy === 'Webhook';
+  return isCrd(crd) && crd.spec?.conversion?.strategy === 'Webhook';
 }
+
+const isCrd = (o: KubeObject): o is CustomResourceDefinition => o.kind === 'CustomResourceDefinition';
 
 const webhookManifests = (dir: string) => join(dir, 'config/webhook/manifests.yaml');
 

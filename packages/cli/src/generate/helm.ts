@@ -96,11 +96,9 @@ function chartYaml(name: string, { tag, digest }: ImageParts): string {
 type TemplateFile = 'rbac' | 'leaderElection' | 'manager' | 'certManager' | 'webhook' | 'extra';
 
 /** An object of the install as a template, in its file; in webhook.yaml each object has its own condition. */
-interface Placed {
-  readonly file: TemplateFile;
-  readonly template: unknown;
-  readonly condition?: string;
-}
+type Placed =
+  | { readonly file: Exclude<TemplateFile, 'webhook'>; readonly template: unknown }
+  | { readonly file: 'webhook'; readonly template: unknown; readonly condition: string };
 
 const RBAC_KINDS: ReadonlySet<string | undefined> = new Set(['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding']);
 const CONFIGURATION_KINDS: ReadonlySet<string | undefined> = new Set([
@@ -144,8 +142,7 @@ function templateFiles(
 ): Map<string, string> {
   const name = p.projectName;
   const all = objects.map((o) => placed(p, o, webhooks)).filter((x) => x !== undefined);
-  const inFile = (file: TemplateFile) => all.filter((x) => x.file === file);
-  const templates = (file: TemplateFile) => inFile(file).map((x) => x.template);
+  const templates = (file: TemplateFile) => all.filter((x) => x.file === file).map((x) => x.template);
   const files = new Map<string, string>([['templates/rbac.yaml', HEADER + templateDocs(templates('rbac'))]]);
   const leaderElection = templates('leaderElection');
   if (leaderElection.length > 0) {
@@ -166,7 +163,7 @@ function templateFiles(
     const rbac = selfManagedRbacObjects(p, w).map((o) => inRelease(p, o));
     files.set('templates/selfmanaged.yaml', GUARDED_HEADER + guardedDocs(condition, rbac));
   }
-  const webhook = inFile('webhook').map((x) => guardedDocs(x.condition ?? 'true', [x.template]));
+  const webhook = all.flatMap((x) => (x.file === 'webhook' ? [guardedDocs(x.condition, [x.template])] : []));
   if (webhook.length > 0) files.set('templates/webhook.yaml', GUARDED_HEADER + webhook.join(''));
   const extra = templates('extra');
   if (extra.length > 0) files.set('templates/extra.yaml', HEADER + templateDocs(extra));
