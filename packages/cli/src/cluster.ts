@@ -46,7 +46,10 @@ export async function probeCurrentCluster(timeoutMs = 3_000): Promise<ClusterPro
       res.resume();
       resolve(res.statusCode ?? 0);
     });
-    req.on('timeout', () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)));
+    req.on('timeout', () => {
+      resolve(`no answer within ${timeoutMs} ms`);
+      req.destroy();
+    });
     req.on('error', (err) => resolve(err.message));
     req.end();
   });

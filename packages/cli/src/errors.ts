@@ -8,15 +8,21 @@
  * What went wrong, for callers that branch on it; usage errors (`Usage`, `UnknownCluster`, `ClusterAmbiguous`) exit 2.
  */
 export type CliErrorCode =
+  /** A command, flag, argument or project file is wrong: the message names it and what to write instead (exit 2). */
   | 'Usage'
   /** `--cluster NAME` names no local cluster, or not a valid name (a usage error: exit 2). */
   | 'UnknownCluster'
   /** Several local clusters run and nothing chooses one (a usage error: exit 2). */
   | 'ClusterAmbiguous'
+  /** No cluster answers where the command looked (local cluster, KUBECONFIG, `--kubeconfig`): start or name one. */
   | 'ClusterNotRunning'
+  /** The cluster refused or failed a request (the message says what was written), or a local cluster failed to start. */
   | 'ClusterFailed'
+  /** A wait ran out: a local cluster not ready, a CRD not Established in time. */
   | 'Timeout'
+  /** A file-system or process call failed on a path (ENOTDIR, EACCES, …): the message names the path and what to do. */
   | 'FileSystem'
+  /** helm could not run, or failed: the message has helm's last lines. */
   | 'HelmFailed'
   /** A local port the operator would listen on is taken (`opkit run`, before it writes anything). */
   | 'PortInUse'
@@ -25,7 +31,9 @@ export type CliErrorCode =
   /** The cluster does not serve a kind of the manifests, or a namespace is missing (nothing was applied). */
   | 'NotServed'
   /** A write failed after others succeeded: the message lists what was applied. */
-  | 'PartiallyApplied';
+  | 'PartiallyApplied'
+  /** A package's `engines.node` is not of the form `>=X.Y[.Z]`, so the Node check cannot tell the minimum. */
+  | 'EnginesRangeInvalid';
 
 const USAGE_CODES: ReadonlySet<CliErrorCode> = new Set(['Usage', 'UnknownCluster', 'ClusterAmbiguous']);
 

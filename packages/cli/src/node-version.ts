@@ -2,15 +2,19 @@
  * @module node-version
  * The check every opkit entry point (the `opkit` bin, `create-opkit`, a scaffolded project's scripts) runs before it
  * loads anything else: a Node older than the package's `engines.node` minimum gets one line naming both versions and
- * what to install, instead of a loader error about `.ts` files. This module imports only node:fs, so it loads on any
- * Node that runs ES modules.
+ * what to install, instead of a loader error about `.ts` files. This module imports only node:fs and errors.ts (which
+ * imports nothing), so it loads on any Node that runs ES modules.
  */
 import { readFileSync } from 'node:fs';
+import { CliError } from './errors.ts';
 
-/** The minimum of an `engines.node` range of the form `>=X.Y[.Z]` (the form our packages use), as [major, minor, patch]. */
+/**
+ * The minimum of an `engines.node` range of the form `>=X.Y[.Z]` (the form our packages use), as [major, minor, patch];
+ * any other form is a `CliError` `EnginesRangeInvalid`.
+ */
 export function minimumOf(range: string): [number, number, number] {
   const m = /^\s*>=\s*v?(\d+)(?:\.(\d+))?(?:\.(\d+))?\s*$/.exec(range);
-  if (!m) throw new Error(`engines.node "${range}" is not of the form >=X.Y.Z`);
+  if (!m) throw new CliError('EnginesRangeInvalid', `engines.node "${range}" is not of the form >=X.Y.Z`);
   return [Number(m[1]), Number(m[2] ?? 0), Number(m[3] ?? 0)];
 }
 

@@ -47,26 +47,89 @@ const MEDIA = {
   'operators.operatorframework.io.bundle.metadata.v1': 'metadata/',
 } as const;
 
-export async function bundleFiles(
-  dir: string,
-  p: Project,
-  apis: readonly LoadedApi[],
-  opts: { version: string; channels: string[]; defaultChannel: string; image: string },
-): Promise<Map<string, string>> {
-  const csvName = `${p.projectName}.v${opts.version}`;
-  if (csvName.length > 63)
-    throw new CliError(
-      'Usage',
-      `the ClusterServiceVersion name ${csvName} is longer than 63 characters: shorten the project name`,
-    );
+/** What a bundle is made for, beyond the project. */
+export interface BundleOptions {
+  readonly version: string;
+  readonly channels: string[];
+  readonly defaultChannel: string;
+  readonly image: string;
+}
+
+/** The samples of the APIs (config/samples/), for the CSV's alm-examples; a sample that is missing is left out. */
+async function readSamples(dir: string, apis: readonly LoadedApi[]): Promise<unknown[]> {
   const samples: unknown[] = [];
   for (const a of apis) {
     const text = await readFile(join(dir, sampleFile(a.entry)), 'utf8').catch(() => undefined);
     if (text) samples.push(yaml.load(text));
   }
+  return samples;
+}
+
+/** The CSV's install strategy: the manager's Deployment, the ClusterRole's and the namespace Role's rules. */
+function installStrategy(p: Project, apis: readonly LoadedApi[], image: string) {
   const r = rbacFor(p, apis);
-  const deployment = deploymentObject(p, opts.image) as KubeObject & { spec: unknown };
-  const csv = {
+  const deployment = deploymentObject(p, image) as KubeObject & { spec: unknown };
+  return {
+    strategy: 'deployment',
+    spec: {
+      deployments: [{ name: p.projectName, label: deployment.metadata.labels, spec: deployment.spec }],
+      clusterPermissions: [{ serviceAccountName: p.projectName, rules: r.clusterRole.rules }],
+      ...(r.role ? { permissions: [{ serviceAccountName: p.projectName, rules: r.role.rules }] } : {}),
+    },
+  };
+}
+
+/** The CSV's spec as opkit derives it from the project (before the merge with the existing CSV). */
+function csvSpec(p: Project, apis: readonly LoadedApi[], opts: BundleOptions) {
+  return {
+    displayName: p.projectName,
+    description: `${p.projectName} manages ${apis.map((a) => a.entry.kind).join(', ')} resources.`,
+    version: opts.version,
+    maturity: opts.defaultChannel,
+    minKubeVersion: '1.29.0',
+    provider: { name: p.domain },
+    maintainers: [{ name: p.projectName, email: `maintainers@${p.domain}` }],
+    keywords: [p.projectName, 'opkit'],
+    links: [{ name: p.projectName, url: `https://${p.domain}` }],
+    installModes: [
+      { type: 'OwnNamespace', supported: false },
+      { type: 'SingleNamespace', supported: false },
+      { type: 'MultiNamespace', supported: false },
+      { type: 'AllNamespaces', supported: true },
+    ],
+    customresourcedefinitions: {
+      owned: apis.map((a) => ({
+        name: `${a.entry.plural}.${apiGroup(p, a.entry)}`,
+        version: a.entry.version,
+        kind: a.entry.kind,
+        displayName: a.entry.kind,
+        description: `${a.entry.kind} (${apiGroup(p, a.entry)}/${a.entry.version})`,
+      })),
+    },
+    install: installStrategy(p, apis, opts.image),
+  };
+}
+
+/** The ClusterServiceVersion's name, which must fit 63 characters. */
+function csvNameOf(p: Project, version: string): string {
+  const csvName = `${p.projectName}.v${version}`;
+  if (csvName.length > 63)
+    throw new CliError(
+      'Usage',
+      `the ClusterServiceVersion name ${csvName} is longer than 63 characters: shorten the project name`,
+    );
+  return csvName;
+}
+
+/** The ClusterServiceVersion `csvName` as opkit derives it from the project. */
+function csvObject(
+  p: Project,
+  apis: readonly LoadedApi[],
+  opts: BundleOptions & { csvName: string },
+  samples: readonly unknown[],
+) {
+  const { csvName } = opts;
+  return {
     apiVersion: 'operators.coreos.com/v1alpha1',
     kind: 'ClusterServiceVersion',
     metadata: {
@@ -83,41 +146,19 @@ export async function bundleFiles(
         'operators.operatorframework.io/project_layout': 'opkit.dev/v1',
       },
     },
-    spec: {
-      displayName: p.projectName,
-      description: `${p.projectName} manages ${apis.map((a) => a.entry.kind).join(', ')} resources.`,
-      version: opts.version,
-      maturity: opts.defaultChannel,
-      minKubeVersion: '1.29.0',
-      provider: { name: p.domain },
-      maintainers: [{ name: p.projectName, email: `maintainers@${p.domain}` }],
-      keywords: [p.projectName, 'opkit'],
-      links: [{ name: p.projectName, url: `https://${p.domain}` }],
-      installModes: [
-        { type: 'OwnNamespace', supported: false },
-        { type: 'SingleNamespace', supported: false },
-        { type: 'MultiNamespace', supported: false },
-        { type: 'AllNamespaces', supported: true },
-      ],
-      customresourcedefinitions: {
-        owned: apis.map((a) => ({
-          name: `${a.entry.plural}.${apiGroup(p, a.entry)}`,
-          version: a.entry.version,
-          kind: a.entry.kind,
-          displayName: a.entry.kind,
-          description: `${a.entry.kind} (${apiGroup(p, a.entry)}/${a.entry.version})`,
-        })),
-      },
-      install: {
-        strategy: 'deployment',
-        spec: {
-          deployments: [{ name: p.projectName, label: deployment.metadata.labels, spec: deployment.spec }],
-          clusterPermissions: [{ serviceAccountName: p.projectName, rules: r.clusterRole.rules }],
-          ...(r.role ? { permissions: [{ serviceAccountName: p.projectName, rules: r.role.rules }] } : {}),
-        },
-      },
-    },
+    spec: csvSpec(p, apis, opts),
   };
+}
+
+/** path → content of every file of the bundle (see the module comment); the existing CSV is merged. */
+export async function bundleFiles(
+  dir: string,
+  p: Project,
+  apis: readonly LoadedApi[],
+  opts: BundleOptions,
+): Promise<Map<string, string>> {
+  const csvName = csvNameOf(p, opts.version);
+  const csv = csvObject(p, apis, { ...opts, csvName }, await readSamples(dir, apis));
   const csvPath = `bundle/manifests/${p.projectName}.clusterserviceversion.yaml`;
   const merged = mergeCsv(csv, await readExistingCsv(join(dir, csvPath)));
   checkCsv(merged);
@@ -127,19 +168,16 @@ export async function bundleFiles(
     'operators.operatorframework.io.bundle.channels.v1': opts.channels.join(','),
     'operators.operatorframework.io.bundle.channel.default.v1': opts.defaultChannel,
   };
+  const generated = GENERATED('the project by opkit bundle');
   const files = new Map<string, string>();
   files.set(csvPath, CSV_HEADER + doc(merged));
   for (const a of apis)
-    files.set(
-      `bundle/manifests/${apiGroup(p, a.entry)}_${a.entry.plural}.yaml`,
-      GENERATED('the project by opkit bundle') + doc(crdObject(p, a)),
-    );
-  files.set('bundle/metadata/annotations.yaml', GENERATED('the project by opkit bundle') + doc({ annotations }));
+    files.set(`bundle/manifests/${apiGroup(p, a.entry)}_${a.entry.plural}.yaml`, generated + doc(crdObject(p, a)));
+  files.set('bundle/metadata/annotations.yaml', generated + doc({ annotations }));
+  const labels = Object.entries(annotations).map(([k, v]) => `LABEL ${k}=${v}`);
   files.set(
     'bundle.Dockerfile',
-    `${GENERATED('the project by opkit bundle')}FROM scratch\n${Object.entries(annotations)
-      .map(([k, v]) => `LABEL ${k}=${v}`)
-      .join('\n')}\nCOPY bundle/manifests /manifests/\nCOPY bundle/metadata /metadata/\n`,
+    `${generated}FROM scratch\n${labels.join('\n')}\nCOPY bundle/manifests /manifests/\nCOPY bundle/metadata /metadata/\n`,
   );
   return files;
 }

@@ -12,7 +12,7 @@ import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { CliError, describeSystemError } from '../errors.ts';
 import { checkGroupVersionKind, lower, plural } from '../project/names.ts';
-import { type ApiEntry, PROJECT_FILE, readProject, writeProject } from '../project/project.ts';
+import { type ApiEntry, PROJECT_FILE, type Project, readProject, writeProject } from '../project/project.ts';
 import { writeFiles } from '../scaffold/files.ts';
 import { apiFile, controllerFile, controllerTestFile, registerController, sampleFile } from '../scaffold/templates.ts';
 import { generate } from './generate.ts';
@@ -31,19 +31,9 @@ Options:
   --dir DIR              the project (default .)
 `;
 
-export async function createApiCommand(argv: readonly string[], out: (line: string) => void): Promise<number> {
-  const [what, ...rest] = argv;
-  if (what === '--help' || what === '-h') {
-    out(CREATE_API_HELP);
-    return 0;
-  }
-  if (what !== 'api')
-    throw new CliError(
-      'Usage',
-      `unknown "create ${what ?? ''}": create an api or a webhook (opkit create webhook --help)\n${CREATE_API_HELP}`,
-    );
-  const { values } = parseArgs({
-    args: rest,
+function parseCreateApiArgs(args: string[]) {
+  return parseArgs({
+    args,
     options: {
       group: { type: 'string' },
       version: { type: 'string' },
@@ -54,55 +44,51 @@ export async function createApiCommand(argv: readonly string[], out: (line: stri
       dir: { type: 'string', default: '.' },
       help: { type: 'boolean', short: 'h', default: false },
     },
-  });
-  if (values.help) {
-    out(CREATE_API_HELP);
-    return 0;
-  }
+  }).values;
+}
+
+/** The API entry the flags describe, checked (a CliError `Usage` names the flag and the rule). */
+function apiEntryOf(values: ReturnType<typeof parseCreateApiArgs>): ApiEntry {
   const { group, version, kind } = checkGroupVersionKind(values, CREATE_API_HELP);
   if (!['true', 'false'].includes(values.namespaced))
     throw new CliError('Usage', `--namespaced must be true or false, got "${values.namespaced}"`);
   const pl = values.plural ?? plural(kind);
   if (!/^[a-z][a-z0-9]*$/.test(pl))
     throw new CliError('Usage', `plural "${pl}" must be lower-case letters and digits (e.g. appservices)`);
-  const dir = resolve(values.dir);
-  const project = await readProject(dir);
-  const api: ApiEntry = {
-    group,
-    version,
-    kind,
-    plural: pl,
-    namespaced: values.namespaced === 'true',
-    controller: values.controller,
-  };
-  const clash = project.resources.find((r) => r.kind === kind || (r.plural === pl && r.group === api.group));
-  if (clash) {
-    throw new CliError(
-      'Usage',
-      `the project already has ${clash.kind} (${clash.group}/${clash.version}, PROJECT): choose another kind`,
-    );
-  }
+  return { group, version, kind, plural: pl, namespaced: values.namespaced === 'true', controller: values.controller };
+}
+
+/** The files of the API (and its controller), and src/main.ts with the controller registered (with `--controller`). */
+async function apiChange(dir: string, project: Project, api: ApiEntry) {
+  const { kind } = api;
   const files = new Map<string, string>([
     [`src/api/${api.version}/${lower(kind)}.ts`, apiFile(project, api)],
     [`config/samples/${api.group}_${api.version}_${lower(kind)}.yaml`, sampleFile(project, api)],
   ]);
-  let main: string | undefined;
-  if (api.controller) {
-    files.set(`src/controllers/${lower(kind)}.ts`, controllerFile(project, api));
-    files.set(`test/${lower(kind)}.test.ts`, controllerTestFile(project, api));
-    const mainPath = join(dir, 'src/main.ts');
-    const current = await readFile(mainPath, 'utf8').catch(() => {
-      throw new CliError('Usage', `${mainPath} is missing: create api --controller registers the controller there`);
-    });
-    try {
-      main = registerController(current, api);
-    } catch (err) {
-      throw new CliError(
-        'Usage',
-        `${mainPath}: ${(err as Error).message}; put it back where controllers are registered`,
-      );
-    }
+  if (!api.controller) return { files, main: undefined };
+  files.set(`src/controllers/${lower(kind)}.ts`, controllerFile(project, api));
+  files.set(`test/${lower(kind)}.test.ts`, controllerTestFile(project, api));
+  const mainPath = join(dir, 'src/main.ts');
+  const current = await readFile(mainPath, 'utf8').catch(() => {
+    throw new CliError('Usage', `${mainPath} is missing: create api --controller registers the controller there`);
+  });
+  try {
+    return { files, main: registerController(current, api) };
+  } catch (err) {
+    throw new CliError('Usage', `${mainPath}: ${(err as Error).message}; put it back where controllers are registered`);
   }
+}
+
+/**
+ * Writes the files, src/main.ts and PROJECT, then regenerates; on any failure puts every touched file back as it was.
+ * Resolves the lines to print.
+ */
+async function writeApiChange(
+  dir: string,
+  project: Project,
+  api: ApiEntry,
+  { files, main }: { files: Map<string, string>; main: string | undefined },
+): Promise<string[]> {
   const touched = [...files.keys(), ...(main !== undefined ? ['src/main.ts'] : []), PROJECT_FILE];
   const snapshot = await takeSnapshot(dir, touched);
   const lines: string[] = [];
@@ -121,11 +107,44 @@ export async function createApiCommand(argv: readonly string[], out: (line: stri
     const reason = describeSystemError(err)?.message ?? (err instanceof Error ? err.message : String(err));
     throw new CliError(
       err instanceof CliError ? err.code : 'Usage',
-      `${reason}; nothing was kept: the files of ${kind}, src/main.ts and PROJECT are as they were; fix that, then run the same command again`,
+      `${reason}; nothing was kept: the files of ${api.kind}, src/main.ts and PROJECT are as they were; fix that, then run the same command again`,
       { cause: err, exitCode: err instanceof CliError ? err.exitCode : 1 },
     );
   }
-  for (const line of lines) out(line);
+  return lines;
+}
+
+/** `opkit create api` (see the module comment); `opkit create` of anything else is a usage error. */
+export async function createApiCommand(argv: readonly string[], out: (line: string) => void): Promise<number> {
+  const [what, ...rest] = argv;
+  if (what === '--help' || what === '-h') {
+    out(CREATE_API_HELP);
+    return 0;
+  }
+  if (what !== 'api')
+    throw new CliError(
+      'Usage',
+      `unknown "create ${what ?? ''}": create an api or a webhook (opkit create webhook --help)\n${CREATE_API_HELP}`,
+    );
+  const values = parseCreateApiArgs(rest);
+  if (values.help) {
+    out(CREATE_API_HELP);
+    return 0;
+  }
+  const api = apiEntryOf(values);
+  const dir = resolve(values.dir);
+  const project = await readProject(dir);
+  const clash = project.resources.find(
+    (r) => r.kind === api.kind || (r.plural === api.plural && r.group === api.group),
+  );
+  if (clash) {
+    throw new CliError(
+      'Usage',
+      `the project already has ${clash.kind} (${clash.group}/${clash.version}, PROJECT): choose another kind`,
+    );
+  }
+  const change = await apiChange(dir, project, api);
+  for (const line of await writeApiChange(dir, project, api, change)) out(line);
   return 0;
 }
 

@@ -14,7 +14,7 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { CliError, describeSystemError } from '../errors.ts';
 import { checkGroupVersionKind, lower } from '../project/names.ts';
-import { readProject } from '../project/project.ts';
+import { type ApiEntry, readProject } from '../project/project.ts';
 import { writeFiles } from '../scaffold/files.ts';
 import {
   kindWebhooksFile,
@@ -39,8 +39,8 @@ Options:
   --dir DIR          the project (default .)
 `;
 
-export async function createWebhookCommand(argv: readonly string[], out: (line: string) => void): Promise<number> {
-  const { values } = parseArgs({
+function parseCreateWebhookArgs(argv: readonly string[]) {
+  return parseArgs({
     args: [...argv],
     options: {
       group: { type: 'string' },
@@ -52,24 +52,29 @@ export async function createWebhookCommand(argv: readonly string[], out: (line: 
       dir: { type: 'string', default: '.' },
       help: { type: 'boolean', short: 'h', default: false },
     },
-  });
-  if (values.help) {
-    out(CREATE_WEBHOOK_HELP);
-    return 0;
-  }
-  const { group, version, kind } = checkGroupVersionKind(values, CREATE_WEBHOOK_HELP);
-  if (!values.defaulting && !values.validation && !values.conversion) {
-    throw new CliError(
-      'Usage',
-      `choose at least one of --defaulting, --validation, --conversion\n${CREATE_WEBHOOK_HELP}`,
-    );
-  }
-  const dir = resolve(values.dir);
-  const project = await readProject(dir);
-  const entry = project.resources.find((r) => r.kind === kind && r.group === group);
-  if (!entry) {
-    throw new CliError('Usage', `${kind} (group ${group}) is not in PROJECT: run opkit create api first`);
-  }
+  }).values;
+}
+
+type CreateWebhookFlags = ReturnType<typeof parseCreateWebhookArgs>;
+
+/** What the command writes: the new files, and the new text of src/webhooks.ts and src/main.ts. */
+interface WebhookChange {
+  readonly files: Map<string, string>;
+  readonly webhooksTs: string;
+  readonly mainTs: string;
+}
+
+/**
+ * The change for the kind (`entry` in PROJECT) whose admission webhooks see `version`, from the project's files as
+ * they are; a CliError `Usage` when it cannot be made.
+ */
+async function webhookChange(
+  dir: string,
+  entry: ApiEntry,
+  version: string,
+  values: CreateWebhookFlags,
+): Promise<WebhookChange> {
+  const { kind } = entry;
   const api = { ...entry, version };
   const kinds = { defaulting: values.defaulting, validation: values.validation };
   const lk = lower(kind);
@@ -90,21 +95,26 @@ export async function createWebhookCommand(argv: readonly string[], out: (line: 
   const mainTs = await read('src/main.ts');
   if (mainTs === undefined)
     throw new CliError('Usage', `${join(dir, 'src/main.ts')} is missing: the webhooks are served there`);
-  let registered: string;
-  let main: string;
   try {
-    registered = registerKindWebhooks(webhooksTs, { ...api, version: entry.version }, kinds, values.conversion);
-    main = registerWebhooksInMain(mainTs);
+    return {
+      files,
+      webhooksTs: registerKindWebhooks(webhooksTs, entry, kinds, values.conversion),
+      mainTs: registerWebhooksInMain(mainTs),
+    };
   } catch (err) {
     throw new CliError('Usage', `${(err as Error).message}; put it back where the scaffold had it`);
   }
-  const touched = [...files.keys(), 'src/webhooks.ts', 'src/main.ts'];
+}
+
+/** Writes the change and regenerates, or puts every touched file back as it was; resolves the lines to print. */
+async function writeWebhookChange(dir: string, change: WebhookChange): Promise<string[]> {
+  const touched = [...change.files.keys(), 'src/webhooks.ts', 'src/main.ts'];
   const snapshot = await takeSnapshot(dir, touched);
   const lines: string[] = [];
   try {
-    const result = await writeFiles(dir, files);
-    await writeFile(join(dir, 'src/webhooks.ts'), registered);
-    await writeFile(join(dir, 'src/main.ts'), main);
+    const result = await writeFiles(dir, change.files);
+    await writeFile(join(dir, 'src/webhooks.ts'), change.webhooksTs);
+    await writeFile(join(dir, 'src/main.ts'), change.mainTs);
     for (const f of result.written) lines.push(`created ${f}`);
     lines.push('updated src/webhooks.ts, src/main.ts (webhooks served unless ENABLE_WEBHOOKS=false)');
     await generate(dir, false, (line) => lines.push(line));
@@ -117,6 +127,30 @@ export async function createWebhookCommand(argv: readonly string[], out: (line: 
       { cause: err, exitCode: err instanceof CliError ? err.exitCode : 1 },
     );
   }
-  for (const line of lines) out(line);
+  return lines;
+}
+
+/** `opkit create webhook` (see the module comment). */
+export async function createWebhookCommand(argv: readonly string[], out: (line: string) => void): Promise<number> {
+  const values = parseCreateWebhookArgs(argv);
+  if (values.help) {
+    out(CREATE_WEBHOOK_HELP);
+    return 0;
+  }
+  const { group, version, kind } = checkGroupVersionKind(values, CREATE_WEBHOOK_HELP);
+  if (!values.defaulting && !values.validation && !values.conversion) {
+    throw new CliError(
+      'Usage',
+      `choose at least one of --defaulting, --validation, --conversion\n${CREATE_WEBHOOK_HELP}`,
+    );
+  }
+  const dir = resolve(values.dir);
+  const project = await readProject(dir);
+  const entry = project.resources.find((r) => r.kind === kind && r.group === group);
+  if (!entry) {
+    throw new CliError('Usage', `${kind} (group ${group}) is not in PROJECT: run opkit create api first`);
+  }
+  const change = await webhookChange(dir, entry, version, values);
+  for (const line of await writeWebhookChange(dir, change)) out(line);
   return 0;
 }

@@ -35,14 +35,15 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { KubeObject } from '@opkit/runtime';
 import { Applier, Client, loadConfig, parseManifests } from '@opkit/runtime/client';
+import type { CustomResourceDefinition } from '@opkit/runtime/kinds';
 import { createCertificateAuthority, issueServingCertificate } from '@opkit/runtime/tls';
 import { pointWebhooksAt } from '@opkit/runtime/webhook';
 import { CliError } from '../errors.ts';
 import { readProject } from '../project/project.ts';
 import { type RunTarget, runCluster } from './run-cluster.ts';
 import { newRunOwner, RunClaims } from './run-owner.ts';
-import { bindProblem, choosePorts, describeEndpoints, endpointRequests, freePort } from './run-ports.ts';
-import { reservePorts } from './run-reservations.ts';
+import { bindProblem, choosePorts, describeEndpoints, type Endpoint, endpointRequests, freePort } from './run-ports.ts';
+import { type Reservation, reservePorts } from './run-reservations.ts';
 
 export const RUN_HELP = `Usage: opkit run [--dir DIR] [--cluster NAME | --kubeconfig FILE] [-- OPERATOR FLAGS]
 
@@ -88,7 +89,8 @@ export async function crdObjects(dir: string): Promise<KubeObject[]> {
   return out;
 }
 
-export async function runCommand(argv: readonly string[], out: (line: string) => void): Promise<number> {
+/** `opkit run`'s own flags (before `--`) and the operator's (after it). */
+function parseRunArgs(argv: readonly string[]) {
   const split = argv.indexOf('--');
   const own = split >= 0 ? argv.slice(0, split) : [...argv];
   const passThrough = split >= 0 ? argv.slice(split + 1) : [];
@@ -101,62 +103,87 @@ export async function runCommand(argv: readonly string[], out: (line: string) =>
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
-  if (values.help) {
-    out(RUN_HELP);
-    return 0;
-  }
-  const dir = resolve(values.dir);
-  const project = await readProject(dir);
-  const help = passThrough.includes('--help') || passThrough.includes('-h');
-  // the operator's ports first: a run that cannot listen must not touch the cluster (another run's webhooks)
+  return { values, passThrough };
+}
+
+/** What a run holds from its start to its end, and gives back when it ends (or fails before the operator starts). */
+interface Run {
+  readonly dir: string;
+  readonly ports: Reservation<Endpoint[]>;
+  readonly target: RunTarget;
+  readonly client: Client;
+  readonly webhooks: LocalWebhooks | undefined;
+  readonly claims: RunClaims;
+}
+
+/** The operator's ports, chosen and recorded before anything else: a run that cannot listen must not touch the cluster. */
+async function reserveRunPorts(
+  dir: string,
+  passThrough: readonly string[],
+  operatorHelp: boolean,
+  out: (line: string) => void,
+): Promise<Reservation<Endpoint[]>> {
   const requests = endpointRequests(passThrough, process.env, { webhooks: existsSync(webhookManifests(dir)) });
   const ports = await reservePorts(async (reserved) => {
-    const endpoints = await choosePorts(requests, { bindProblem, freePort, reserved }, { check: !help });
+    const endpoints = await choosePorts(requests, { bindProblem, freePort, reserved }, { check: !operatorHelp });
     return { value: endpoints, ports: endpoints.map((e) => e.port).filter((p) => p > 0) };
   });
-  const endpoints = ports.value;
   if (ports.unrecorded) {
     out(
       `opkit: cannot record this run's ports (${ports.unrecorded}): a run started at the same moment may choose the same ones`,
     );
   }
-  let target: RunTarget;
-  let client: Client;
+  return ports;
+}
+
+/** The cluster the run uses, said, and a client of it; the ports are released when there is none. */
+async function connect(
+  flags: { kubeconfig?: string | undefined; cluster?: string | undefined },
+  ports: Reservation<Endpoint[]>,
+  out: (line: string) => void,
+): Promise<{ target: RunTarget; client: Client }> {
   try {
-    target = await runCluster(values);
+    const target = await runCluster(flags);
     out(`opkit: using ${target.chosen} at ${target.server}`);
-    client = new Client(await loadConfig(target.path ? { path: target.path } : {}), { name: 'opkit' });
+    const client = new Client(await loadConfig(target.path ? { path: target.path } : {}), { name: 'opkit' });
+    return { target, client };
   } catch (err) {
     await ports.release();
     throw err;
   }
-  const webhook = endpoints.find((e) => e.role === 'webhook');
-  const webhooks = webhook ? await localWebhooks(dir, webhook.port) : undefined;
-  const claims = new RunClaims(client, newRunOwner(randomUUID(), new Date()));
-  let crds: KubeObject[];
-  try {
-    crds = await crdObjects(dir);
-    if (webhooks) {
-      crds = crds.map((c) => pointWebhooksAt(c, webhooks.url, webhooks.caBundle));
-      const owned = [...crds.filter(convertsByWebhook), ...webhooks.configurations];
-      await claims.check(owned); // reads only: refuses what another run (or a deployment) owns
-      await new Applier(client, 'opkit').applyAll(crds.filter((c) => !convertsByWebhook(c)));
-      await claims.claim(owned);
-    } else {
-      await new Applier(client, 'opkit').applyAll(crds);
-    }
-    out(
-      `opkit: applied ${crds.length} CRD(s)${webhooks ? ` and ${webhooks.configurations.length} webhook configuration(s), served at ${webhooks.url}` : ''} to ${target.server}; running ${project.projectName}`,
-    );
-    if (!help) for (const line of describeEndpoints(endpoints)) out(`opkit: ${line}`);
-  } catch (err) {
-    client.close();
-    await ports.release();
-    if (webhooks) await rm(webhooks.certDir, { recursive: true, force: true });
-    throw err;
+}
+
+/**
+ * Applies the CRDs and, with webhooks, claims the run's configurations and converting CRDs (refused, before any
+ * write, when another run or a deployment owns them); returns what it applied.
+ */
+async function applyRunObjects(run: Run): Promise<{ crds: number; configurations: number }> {
+  const { client, webhooks, claims } = run;
+  let crds = await crdObjects(run.dir);
+  if (!webhooks) {
+    await new Applier(client, 'opkit').applyAll(crds);
+    return { crds: crds.length, configurations: 0 };
   }
+  crds = crds.map((c) => pointWebhooksAt(c, webhooks.url, webhooks.caBundle));
+  const owned = [...crds.filter(convertsByWebhook), ...webhooks.configurations];
+  await claims.check(owned); // reads only: refuses what another run (or a deployment) owns
+  await new Applier(client, 'opkit').applyAll(crds.filter((c) => !convertsByWebhook(c)));
+  await claims.claim(owned);
+  return { crds: crds.length, configurations: webhooks.configurations.length };
+}
+
+/** Gives back what the run holds but its webhook claims: the ports, the certificates' directory, the client. */
+async function releaseRun(run: Run): Promise<void> {
+  await run.ports.release();
+  if (run.webhooks) await rm(run.webhooks.certDir, { recursive: true, force: true });
+  run.client.close();
+}
+
+/** Runs the operator with signals passed on, until it exits; resolves the exit code `opkit run` ends with. */
+async function runOperator(run: Run, passThrough: readonly string[]): Promise<number> {
+  const { dir, target, webhooks } = run;
   // only what opkit chose goes into the operator's environment: the user's flags and variables stay in force
-  const chosen = Object.fromEntries(endpoints.flatMap((e) => (e.set ? [[e.variable, e.set]] : [])));
+  const chosen = Object.fromEntries(run.ports.value.flatMap((e) => (e.set ? [[e.variable, e.set]] : [])));
   const child = spawn(
     process.execPath,
     [join(dir, 'src/main.ts'), ...(target.path ? ['--kubeconfig', target.path] : []), ...passThrough],
@@ -176,26 +203,60 @@ export async function runCommand(argv: readonly string[], out: (line: string) =>
   const code = await new Promise<number>((res) => child.once('exit', (c, s) => res(exitCodeOf(c, s, interrupted))));
   process.off('SIGINT', forward);
   process.off('SIGTERM', forward);
+  return code;
+}
+
+/** After the operator stopped: this run's webhook configurations deleted, then everything the run holds released. */
+async function endRun(run: Run, out: (line: string) => void): Promise<void> {
   try {
-    if (webhooks) {
+    if (run.webhooks) {
       // a stopped local operator must not block writes through failurePolicy: Fail — but only this run's go
-      const { removed, left } = await claims.release();
+      const { removed, left } = await run.claims.release();
       const configurations = removed.filter((r) => !r.startsWith('CustomResourceDefinition ')).length;
       out(`opkit: removed the ${configurations} webhook configuration(s) of this run`);
       for (const line of left) out(`opkit: ${line}`);
     }
   } finally {
-    await ports.release();
-    if (webhooks) await rm(webhooks.certDir, { recursive: true, force: true });
-    client.close();
+    await releaseRun(run);
   }
+}
+
+/** `opkit run` (see the module comment): resolves the exit code. */
+export async function runCommand(argv: readonly string[], out: (line: string) => void): Promise<number> {
+  const { values, passThrough } = parseRunArgs(argv);
+  if (values.help) {
+    out(RUN_HELP);
+    return 0;
+  }
+  const dir = resolve(values.dir);
+  const project = await readProject(dir);
+  const operatorHelp = passThrough.includes('--help') || passThrough.includes('-h');
+  const ports = await reserveRunPorts(dir, passThrough, operatorHelp, out);
+  const { target, client } = await connect(values, ports, out);
+  const webhook = ports.value.find((e) => e.role === 'webhook');
+  const webhooks = webhook ? await localWebhooks(dir, webhook.port) : undefined;
+  const claims = new RunClaims(client, newRunOwner(randomUUID(), new Date()));
+  const run: Run = { dir, ports, target, client, webhooks, claims };
+  try {
+    const applied = await applyRunObjects(run);
+    const served = webhooks ? ` and ${applied.configurations} webhook configuration(s), served at ${webhooks.url}` : '';
+    out(`opkit: applied ${applied.crds} CRD(s)${served} to ${target.server}; running ${project.projectName}`);
+    if (!operatorHelp) for (const line of describeEndpoints(ports.value)) out(`opkit: ${line}`);
+  } catch (err) {
+    await releaseRun(run);
+    throw err;
+  }
+  const code = await runOperator(run, passThrough);
+  await endRun(run, out);
   return code;
 }
 
 /** A CRD whose conversion goes through a webhook: `opkit run` points it at the local operator, and owns that. */
 function convertsByWebhook(crd: KubeObject): boolean {
-  return (crd as { spec?: { conversion?: { strategy?: string } } }).spec?.conversion?.strategy === 'Webhook';
+  return isCrd(crd) && crd.spec?.conversion?.strategy === 'Webhook';
 }
+
+const isCrd = (o: KubeObject): o is CustomResourceDefinition => o.kind === 'CustomResourceDefinition';
 
 const webhookManifests = (dir: string) => join(dir, 'config/webhook/manifests.yaml');
 
