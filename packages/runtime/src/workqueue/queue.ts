@@ -13,7 +13,7 @@
  *   the end of its new priority. Within a priority, distinct keys come out in the order they were (first) queued;
  *   waiting `get()` calls are served in call order, each with a different key. `getWithPriority()` also says the
  *   priority the key was handed out at, so a caller can re-add it (a retry, a requeue) at that priority. Priorities
- *   are safe integers (else RangeError).
+ *   are safe integers (else `UsageError` `InvalidArgument`).
  * - `addAfter()` keeps the earliest ready time and the highest priority per scheduled key. It does not look at the
  *   waiting set: a key that is waiting now is still scheduled, and when its time comes it is added like any `add()` (a
  *   no-op if it is still waiting, except that it may move up; processed again if it was processed in between), as
@@ -24,6 +24,7 @@
  * worker that never calls `done()` keeps its key processing forever (and blocks `shutDownWithDrain()`). With the real
  * clock, delayed adds use unref()'d timers, so they alone do not keep the process alive.
  */
+import { UsageError } from '../errors.ts';
 import { hop } from '../internal/hops.ts';
 import { type Clock, realClock, type Timer } from './clock.ts';
 import { defaultControllerRateLimiter, type RateLimiter } from './ratelimiter.ts';
@@ -154,7 +155,9 @@ export interface Handed<K> {
 }
 
 function checkPriority(priority: number): void {
-  if (!Number.isSafeInteger(priority)) throw new RangeError(`a queue priority must be a safe integer, got ${priority}`);
+  if (!Number.isSafeInteger(priority)) {
+    throw new UsageError('InvalidArgument', `a queue priority must be a safe integer, got ${priority}`);
+  }
 }
 
 /** The waiting keys of one priority, in FIFO order from `head` on (entries whose key moved up are skipped). */
