@@ -6,18 +6,7 @@
  * `@opkit/runtime`; the built-in kinds in `@opkit/runtime/kinds`.
  */
 export { Applier, ManifestError, parseManifests } from './apply.ts';
-export {
-  type APIResource,
-  Client,
-  type ClientOptions,
-  type DeleteOptions,
-  type ListOptions,
-  type ObjectList,
-  type PatchOptions,
-  type PatchType,
-  type ScaleObject,
-  type WriteOptions,
-} from './client.ts';
+export { Client } from './client.ts';
 export {
   type ApiErrorCode,
   isAlreadyExists,
@@ -55,4 +44,15 @@ export {
   resourceId,
   type Wire,
 } from './resource.ts';
+export type {
+  APIResource,
+  ClientOptions,
+  DeleteOptions,
+  ListOptions,
+  ObjectList,
+  PatchOptions,
+  PatchType,
+  ScaleObject,
+  WriteOptions,
+} from './types.ts';
 export type { WatchEvent, WatchEventType } from './watch.ts';

@@ -25,11 +25,20 @@ import yaml from 'js-yaml';
 import { OpkitError } from '../errors.ts';
 import { checkProxyUrl, proxyFor } from './proxy.ts';
 
+/** Why the connection config cannot be loaded. */
+export type KubeconfigErrorCode =
+  /**
+   * The kubeconfig (or in-cluster config) cannot be used: missing, not YAML, a context, cluster or user not defined, a
+   * file it names unreadable, a bad proxy URL, or an exec credential plugin that failed. The message names the file
+   * and the field to fix.
+   */
+  'InvalidKubeconfig';
+
 /**
  * A kubeconfig (or in-cluster config) that cannot be used (code `InvalidKubeconfig`); the message names the file and
  * the field to fix.
  */
-export class KubeconfigError extends OpkitError<'InvalidKubeconfig'> {
+export class KubeconfigError extends OpkitError<KubeconfigErrorCode> {
   override readonly name = 'KubeconfigError';
 
   constructor(message: string, options?: { cause?: unknown }) {
