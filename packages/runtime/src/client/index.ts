@@ -6,6 +6,7 @@
  * `@opkit/runtime`; the built-in kinds in `@opkit/runtime/kinds`.
  */
 export { Applier, ManifestError, parseManifests } from './apply.ts';
+export type { Credentials } from './auth.ts';
 export { Client } from './client.ts';
 export {
   type ApiErrorCode,
@@ -19,7 +20,6 @@ export {
 } from './errors.ts';
 export {
   type ConnectionConfig,
-  type Credentials,
   type Impersonation,
   KubeconfigError,
   type LoadOptions,

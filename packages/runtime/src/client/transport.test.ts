@@ -6,10 +6,11 @@ import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { type AddressInfo, connect, type Socket } from 'node:net';
 import { after, test } from 'node:test';
+import type { Authenticator } from './auth.ts';
 import { ConfigMaps } from './builtins.ts';
 import { Client } from './client.ts';
 import { isApiError } from './errors.ts';
-import type { Authenticator, ConnectionConfig } from './kubeconfig.ts';
+import type { ConnectionConfig } from './kubeconfig.ts';
 import { Transport } from './transport.ts';
 
 type Handler = (req: IncomingMessage, res: ServerResponse, nth: number) => void;

@@ -25,9 +25,10 @@ import type { SecureContextOptions } from 'node:tls';
 import { TokenBucket } from '../internal/bucket.ts';
 import { linked } from '../internal/requests.ts';
 import { ATTR, endRequestSpan, type Span, startRequestSpan } from '../tracing/spans.ts';
+import type { Credentials } from './auth.ts';
 import { aborted, cutOff, errorAnswer, parseBody, readBody } from './body.ts';
 import { ApiError } from './errors.ts';
-import type { ConnectionConfig, Credentials, Impersonation } from './kubeconfig.ts';
+import type { ConnectionConfig, Impersonation } from './kubeconfig.ts';
 import { ConnectionPools, KEEPALIVE_MS, type Lease } from './pool.ts';
 import { answerRetryDelayMs, droppedRetryDelayMs, pause } from './retry.ts';
 
