@@ -100,9 +100,12 @@ export interface ClientOptions {
   readonly config?: ConnectionConfig;
   /** Appended to the user agent: `opkit/<version> (<name>)`, e.g. the operator's name. */
   readonly name?: string;
-  /** Optional client-side rate limit (off by default). */
+  /**
+   * Optional client-side rate limit in requests per second (off by default, or when 0): a token bucket, as client-go's
+   * QPS. A negative one is a `UsageError` (`InvalidArgument`).
+   */
   readonly qps?: number;
-  /** Requests allowed at once above `qps` (default 2 × qps). */
+  /** Requests allowed at once above `qps` (default 2 × qps, at least 1); below 1 is a `UsageError`. */
   readonly burst?: number;
   /** Deadline of non-watch requests (default 60 s). */
   readonly timeoutMs?: number;
