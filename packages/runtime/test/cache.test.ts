@@ -9,6 +9,7 @@ import { type Environment, readAuditLog, start, waitFor } from '@opkit/testenv';
 import { Cache, CacheError, Informer } from '../src/cache/index.ts';
 import { type ConfigMap, ConfigMaps, Namespaces } from '../src/client/builtins.ts';
 import { Client, loadConfig, metadataOnly } from '../src/client/index.ts';
+import { UsageError } from '../src/errors.ts';
 import { silentLogger } from '../src/manager/index.ts';
 
 async function seed(client: Client, namespaces: readonly string[], perNamespace: number): Promise<void> {
@@ -168,11 +169,11 @@ describe('cache against a real apiserver', () => {
     assert.throws(
       () => client.update(metadataOnly(ConfigMaps), got),
       (err: unknown) =>
-        err instanceof TypeError && /ConfigMap \(metadata only\): update needs the whole object/.test(err.message),
+        err instanceof UsageError && /ConfigMap \(metadata only\): update needs the whole object/.test(err.message),
     );
     assert.throws(
       () => client.create(metadataOnly(ConfigMaps), { metadata: { name: 'new', namespace: 'ns-meta' } }),
-      TypeError,
+      UsageError,
     );
     await client.delete(metadataOnly(ConfigMaps), { namespace: 'ns-meta', name: 'big-4' });
     await waitFor('the delete', async () => (meta.store.get('ns-meta/big-4') ? undefined : true));

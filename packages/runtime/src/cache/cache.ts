@@ -93,14 +93,16 @@ export interface CacheListOptions<T extends KubeObject = KubeObject> {
   readonly index?: IndexQuery<T> | { readonly name: 'namespace' | 'owner' | 'controller'; readonly value: string };
 }
 
-/**
- * `NamespaceNotCached`: a read names a namespace the cache does not watch; `InvalidOptions`: options contradict each
- * other, or a transform came after the informer's first use; `Stopped`: the cache stopped before the read's informer
- * synced.
- */
+/** Why the cache cannot answer a read, or take its options. */
 export type CacheErrorCode =
   /** A controller's informers did not sync within its `cacheSyncTimeoutMs`: check its RBAC and the apiserver. */
-  'CacheSyncTimeout' | 'NamespaceNotCached' | 'InvalidOptions' | 'Stopped';
+  | 'CacheSyncTimeout'
+  /** A read names a namespace the cache does not watch: add it to the cache's namespaces, or read with the client. */
+  | 'NamespaceNotCached'
+  /** The cache's options contradict each other, or a transform was set after the informer's first use. */
+  | 'InvalidOptions'
+  /** The cache stopped before the informer of the read synced: the read has no answer (the process is stopping). */
+  | 'CacheStopped';
 
 /** A read the cache cannot answer, or cache options that contradict each other. */
 export class CacheError extends OpkitError<CacheErrorCode> {
@@ -280,7 +282,7 @@ export class Cache {
     if (inf.hasSynced) return inf;
     if (!this.#signal) await new Promise<void>((resolve) => this.#started.push(resolve));
     if (!(await inf.waitForSync(this.#signal))) {
-      throw new CacheError('Stopped', `the cache stopped before ${resourceId(r)} synced`);
+      throw new CacheError('CacheStopped', `the cache stopped before ${resourceId(r)} synced`);
     }
     return inf;
   }

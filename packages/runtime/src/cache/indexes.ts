@@ -32,8 +32,13 @@ export interface Index<T extends KubeObject> {
   is(value: string): IndexQuery<T>;
 }
 
-/** Another index function already holds this name on the kind's informer (code `IndexConflict`). */
-export class IndexError extends OpkitError<'IndexConflict'> {
+/** Why an index cannot be added. */
+export type IndexErrorCode =
+  /** Another index function already holds this name on the kind's informer (or store): give the index another name. */
+  'IndexConflict';
+
+/** An index that cannot be added: another index function holds its name (code `IndexConflict`). */
+export class IndexError extends OpkitError<IndexErrorCode> {
   override readonly name = 'IndexError';
 }
 

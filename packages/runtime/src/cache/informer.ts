@@ -13,6 +13,7 @@
  */
 import type { Client } from '../client/client.ts';
 import { type KubeObject, type ResourceType, resourceId } from '../client/resource.ts';
+import { UsageError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import { Reflector, type ReflectorOptions } from './reflector.ts';
 import { type IndexFunc, indexers, Store } from './store.ts';
@@ -63,7 +64,9 @@ export class Informer<T extends KubeObject> {
       : options.namespace
         ? [options.namespace]
         : undefined;
-    if (namespaces?.length === 0) throw new RangeError(`${resourceId(resource)}: namespaces must not be empty`);
+    if (namespaces?.length === 0) {
+      throw new UsageError('InvalidArgument', `${resourceId(resource)}: namespaces must not be empty`);
+    }
     this.namespaces = namespaces;
     this.#log = options.log.child({
       resource: resourceId(resource),

@@ -8,7 +8,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
 import { type ConfigMap, ConfigMaps } from '../client/builtins.ts';
-import { Client, type ObjectList } from '../client/client.ts';
+import { Client } from '../client/client.ts';
+import type { ObjectList } from '../client/types.ts';
 import type { LogFields, Logger } from '../logger.ts';
 import { silentLogger } from '../logger.ts';
 import type { WatchMetrics } from '../metrics.ts';

@@ -10,6 +10,8 @@
  * changing). With `freeze: true` they are deep-frozen, so a mutation throws (tests use this).
  */
 import { type KubeObject, keyOf } from '../client/resource.ts';
+import { UsageError } from '../errors.ts';
+import { IndexError } from './indexes.ts';
 
 /** Computes the index values of an object (e.g. its owner UIDs). */
 export type IndexFunc<T> = (obj: T) => readonly string[];
@@ -63,9 +65,15 @@ export class Store<T extends KubeObject> {
     return this.#items.values();
   }
 
-  /** Adds an index; existing objects are indexed at once. */
+  /**
+   * Adds an index; existing objects are indexed at once.
+   *
+   * @throws IndexError (`IndexConflict`) when an index of this name exists already.
+   */
   addIndexer(name: string, fn: IndexFunc<T>): void {
-    if (this.#indexers.has(name)) throw new Error(`index "${name}" already exists`);
+    if (this.#indexers.has(name)) {
+      throw new IndexError('IndexConflict', `index "${name}" already exists: give this one another name`);
+    }
     this.#indexers.set(name, fn);
     const index = new Map<string, Set<string>>();
     this.#indices.set(name, index);
@@ -78,8 +86,8 @@ export class Store<T extends KubeObject> {
   }
 
   /**
-   * The objects whose index `name` contains `value`, read synchronously (as a `watches` mapper must); throws when
-   * there is no index of that name. The built-in indexes are `namespace`, `owner` (owner UIDs) and `controller` (the
+   * The objects whose index `name` contains `value`, read synchronously (as a `watches` mapper must); throws a
+   * `UsageError` (`InvalidArgument`) when there is no index of that name. The built-in indexes are `namespace`, `owner` (owner UIDs) and `controller` (the
    * controlling owner's UID); `Cache.addIndex(defineIndex(…))` adds typed ones, read by their handle's `name`.
    *
    * @example
@@ -95,7 +103,7 @@ export class Store<T extends KubeObject> {
    */
   byIndex(name: string, value: string): T[] {
     const index = this.#indices.get(name);
-    if (!index) throw new Error(`no index named "${name}"`);
+    if (!index) throw new UsageError('InvalidArgument', `no index named "${name}"`);
     const keys = index.get(value);
     if (!keys) return [];
     const out: T[] = [];

@@ -10,6 +10,7 @@
  * controller reading that resource from the cache sees the trimmed objects, so keep every field any of them reads.
  */
 import type { KubeObject } from '../client/resource.ts';
+import { UsageError } from '../errors.ts';
 
 /** Applied to each object of a resource before it is stored; it may change and return the object it is given. */
 export type Transform<T extends KubeObject = KubeObject> = (obj: T) => T;
@@ -27,7 +28,7 @@ export function keepFields<T extends KubeObject>(...paths: readonly string[]): T
     let node = tree;
     const parts = path.split('.');
     parts.forEach((part, i) => {
-      if (part === '') throw new RangeError(`keepFields: "${path}" has an empty segment`);
+      if (part === '') throw new UsageError('InvalidArgument', `keepFields: "${path}" has an empty segment`);
       if (i === parts.length - 1) node.set(part, true);
       else {
         const next = node.get(part);

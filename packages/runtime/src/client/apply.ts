@@ -9,15 +9,21 @@
 
 import yaml from 'js-yaml';
 import { OpkitError } from '../errors.ts';
-import type { APIResource, Client } from './client.ts';
+import type { Client } from './client.ts';
 import { isNotFound } from './errors.ts';
 import { type KubeObject, type ResourceType, resource } from './resource.ts';
+import type { APIResource } from './types.ts';
+
+/** Why a manifest cannot be applied. */
+export type ManifestErrorCode =
+  /** A document lacks apiVersion, kind or metadata.name, is not YAML, or names a kind the apiserver does not serve. */
+  'InvalidManifest';
 
 /**
  * A manifest that cannot be applied as given (code `InvalidManifest`): a document without apiVersion, kind or name, or
  * a kind the apiserver does not serve.
  */
-export class ManifestError extends OpkitError<'InvalidManifest'> {
+export class ManifestError extends OpkitError<ManifestErrorCode> {
   override readonly name = 'ManifestError';
 
   constructor(message: string, options?: { cause?: unknown }) {

@@ -1,22 +1,26 @@
 /**
  * @module client/client
  * The typed client: get / list / create / update / patch / apply / delete for any `ResourceType` (built-in or custom,
- * namespaced or cluster-scoped), the `status` and `scale` subresources, and paginated lists.
+ * namespaced or cluster-scoped), the `status` and `scale` subresources, and paginated lists (client/pager.ts); the
+ * options and answers of its calls are client/types.ts.
  *
  * Guarantees: every list is paginated (`limit`/`continue`, 500 per page by default) and all pages come from one
  * consistent snapshot; if the continue token expires mid-way (410), the rest comes from one unpaginated list, as
  * client-go's pager does — the caller is told to drop the pages it had (`ObjectList.restart`). Status changes go
  * through the status subresource (`updateStatus` / `patchStatus`): `update` of an object whose kind has a status
  * subresource ignores status, as the apiserver does. A metadata-only type (`metadataOnly(kind)`) reads, watches,
- * patches and deletes `PartialObjectMetadata`; its whole-object writes throw a `TypeError` before any request.
+ * patches and deletes `PartialObjectMetadata`; its whole-object writes throw a `UsageError` (`InvalidArgument`) before
+ * any request, as does a write of an object without a name, or a server-side apply without a field manager.
  * Errors are `ApiError`s. A client made by `withSignal(signal)` shares the connection and aborts every request it
  * makes when `signal` does (a reconcile's client: a stopping controller cuts its hung requests short without each
  * call passing the signal).
  */
 
+import { UsageError } from '../errors.ts';
 import { VERSION } from '../version.ts';
 import { ApiError } from './errors.ts';
 import { type ConnectionConfig, type LoadOptions, loadConfig } from './kubeconfig.ts';
+import { pages } from './pager.ts';
 import {
   acceptOf,
   collectionPath,
@@ -28,106 +32,19 @@ import {
   type ResourceType,
   refOf,
 } from './resource.ts';
-import { type RequestMetrics, Transport } from './transport.ts';
+import { Transport } from './transport.ts';
+import type {
+  APIResource,
+  ClientOptions,
+  DeleteOptions,
+  ListOptions,
+  ObjectList,
+  PatchOptions,
+  PatchType,
+  ScaleObject,
+  WriteOptions,
+} from './types.ts';
 import { type WatchEvent, type WatchRequest, watchEvents } from './watch.ts';
-
-export interface ListMeta {
-  readonly resourceVersion: string;
-  readonly continue?: string;
-}
-
-/** A list answer: the items and the list's metadata. */
-export interface ObjectList<T> {
-  /** The objects, with `apiVersion` and `kind` filled in. */
-  readonly items: T[];
-  /** The list's resourceVersion (a watch from it sees every later change) and the continue token of a page. */
-  readonly metadata: ListMeta;
-  /** Set by `listPages` on a page that replaces every page before it (the unpaginated fallback). */
-  readonly restart?: boolean;
-}
-
-/** What a list selects, and how it is fetched. */
-export interface ListOptions {
-  /** One namespace; all namespaces when omitted (for namespaced kinds). */
-  readonly namespace?: string;
-  /** e.g. `app=web,tier in (a,b)` */
-  readonly labelSelector?: string;
-  /** e.g. `spec.nodeName=n1` */
-  readonly fieldSelector?: string;
-  /** Items per page (default 500). */
-  readonly pageSize?: number;
-  /** Aborts the request (it rejects with `ApiError` `Aborted`). */
-  readonly signal?: AbortSignal;
-}
-
-/** One resource of a discovery APIResourceList. */
-export interface APIResource {
-  /** The plural resource name, as in URLs (`deployments`). */
-  readonly name: string;
-  /** The kind of its objects (`Deployment`). */
-  readonly kind: string;
-  /** Whether its objects live in a namespace. */
-  readonly namespaced: boolean;
-}
-
-/**
- * The patch formats: `merge` (RFC 7386 JSON merge patch), `json` (RFC 6902 JSON patch), `strategic` (strategic merge
- * patch, built-in kinds only) and `apply` (server-side apply).
- */
-export type PatchType = 'merge' | 'json' | 'strategic' | 'apply';
-
-/** How a patch is sent. */
-export interface PatchOptions {
-  /** Default `merge` (JSON merge patch). `strategic` works for built-in kinds only; `apply` is server-side apply. */
-  readonly type?: PatchType;
-  /** Required for `apply`; recorded in managedFields. */
-  readonly fieldManager?: string;
-  /** Server-side apply: take ownership of conflicting fields. */
-  readonly force?: boolean;
-  /** Aborts the request (it rejects with `ApiError` `Aborted`). */
-  readonly signal?: AbortSignal;
-}
-
-/** Options of a create, update or subresource write. */
-export interface WriteOptions {
-  /** The field manager the write is recorded under in `managedFields`. */
-  readonly fieldManager?: string;
-  /** Validate and admit the write, but do not store it (`dryRun=All`): the answer is what would have been stored. */
-  readonly dryRun?: boolean;
-  /** Aborts the request (it rejects with `ApiError` `Aborted`). */
-  readonly signal?: AbortSignal;
-}
-
-/** Options of a delete. */
-export interface DeleteOptions {
-  /**
-   * What happens to the object's dependents: `Background` (the apiserver's default for most kinds: deleted after it),
-   * `Foreground` (deleted before it) or `Orphan` (kept, their owner reference removed).
-   */
-  readonly propagationPolicy?: 'Foreground' | 'Background' | 'Orphan';
-  /** Seconds the object is given to shut down (pods); 0 deletes at once. */
-  readonly gracePeriodSeconds?: number;
-  /** Delete only if the object still has this UID / resourceVersion (else Conflict). */
-  readonly preconditions?: { readonly uid?: string; readonly resourceVersion?: string };
-  /** Aborts the request (it rejects with `ApiError` `Aborted`). */
-  readonly signal?: AbortSignal;
-}
-
-/** How `Client.create` connects. */
-export interface ClientOptions {
-  /** Where and how to connect (default: `loadConfig()`, as kubectl). */
-  readonly config?: ConnectionConfig;
-  /** Appended to the user agent: `opkit/<version> (<name>)`, e.g. the operator's name. */
-  readonly name?: string;
-  /** Optional client-side rate limit (off by default). */
-  readonly qps?: number;
-  /** Requests allowed at once above `qps` (default 2 × qps). */
-  readonly burst?: number;
-  /** Deadline of non-watch requests (default 60 s). */
-  readonly timeoutMs?: number;
-  /** Request counts and latencies are reported here when set (controller-runtime's `rest_client_*` metrics). */
-  readonly metrics?: RequestMetrics;
-}
 
 const CONTENT_TYPES: Readonly<Record<PatchType, string>> = {
   merge: 'application/merge-patch+json',
@@ -228,50 +145,17 @@ export class Client {
    * apiserver omits them in lists). When the continue token expires (410) mid-way, the next page is the whole list,
    * fetched unpaginated and marked `restart: true`: the caller drops what it had (as client-go's pager falls back).
    */
-  async *listPages<T extends KubeObject>(r: ResourceType<T>, options: ListOptions = {}): AsyncGenerator<ObjectList<T>> {
-    let token: string | undefined;
-    const query = (limit: number | undefined, cont: string | undefined) => ({
-      limit,
-      continue: cont,
-      labelSelector: options.labelSelector,
-      fieldSelector: options.fieldSelector,
-    });
+  listPages<T extends KubeObject>(r: ResourceType<T>, options: ListOptions = {}): AsyncGenerator<ObjectList<T>> {
     const path = collectionPath(r, options.namespace);
-    for (;;) {
-      let page: ObjectList<T>;
-      let restart = false;
-      try {
-        page = await this.transport.request<ObjectList<T>>({
-          method: 'GET',
-          path,
-          accept: acceptOf(r, true),
-          query: query(options.pageSize ?? 500, token),
-          ...this.#signal(options),
-        });
-      } catch (err) {
-        if (!(err instanceof ApiError && err.code === 'Gone' && token !== undefined)) throw err;
-        page = await this.transport.request<ObjectList<T>>({
-          method: 'GET',
-          path,
-          accept: acceptOf(r, true),
-          query: query(undefined, undefined),
-          ...this.#signal(options),
-        });
-        restart = true;
-      }
-      // (a metadata-only list's items say what they are: PartialObjectMetadata)
-      if (!r.metadataOnly) {
-        for (const item of page.items) {
-          item.apiVersion = r.apiVersion;
-          item.kind = r.kind;
-        }
-      }
-      yield restart
-        ? { items: page.items, metadata: { resourceVersion: page.metadata.resourceVersion }, restart }
-        : page;
-      token = restart ? undefined : page.metadata.continue || undefined;
-      if (!token) return;
-    }
+    return pages(r, options, (query) =>
+      this.transport.request<ObjectList<T>>({
+        method: 'GET',
+        path,
+        accept: acceptOf(r, true),
+        query,
+        ...this.#signal(options),
+      }),
+    );
   }
 
   /**
@@ -460,7 +344,7 @@ export class Client {
 
   #ref(r: ResourceType, obj: KubeObject): ObjectRef {
     const ref = refOf(obj);
-    if (!ref.name) throw new TypeError(`the ${r.kind} has no metadata.name`);
+    if (!ref.name) throw new UsageError('InvalidArgument', `the ${r.kind} has no metadata.name`);
     if (r.namespaced && !ref.namespace) return { namespace: this.defaultNamespace, name: ref.name };
     return ref;
   }
@@ -473,7 +357,9 @@ export class Client {
     options: PatchOptions,
   ): Promise<T> {
     const type = options.type ?? 'merge';
-    if (type === 'apply' && !options.fieldManager) throw new TypeError('server-side apply needs a fieldManager');
+    if (type === 'apply' && !options.fieldManager) {
+      throw new UsageError('InvalidArgument', 'server-side apply needs a fieldManager');
+    }
     if (type === 'apply' || sub !== undefined)
       wholeObject(r, type === 'apply' ? 'server-side apply' : `a ${sub} patch`);
     return this.transport.request<T>({
@@ -494,24 +380,11 @@ export class Client {
 /** Refuses a write that sends a whole object (or its status) through a metadata-only type: it has neither. */
 function wholeObject(r: ResourceType<KubeObject, unknown>, what: string): void {
   if (r.metadataOnly) {
-    throw new TypeError(
+    throw new UsageError(
+      'InvalidArgument',
       `${r.kind} (metadata only): ${what} needs the whole object; use the kind itself, or patch the metadata`,
     );
   }
-}
-
-/** The autoscaling/v1 Scale object of the scale subresource. */
-export interface ScaleObject {
-  /** `autoscaling/v1`. */
-  apiVersion?: string;
-  /** `Scale`. */
-  kind?: string;
-  /** The scaled object's name, namespace and resourceVersion. */
-  metadata: KubeObject['metadata'];
-  /** The desired number of replicas. */
-  spec?: { replicas?: number };
-  /** The observed number of replicas, and the label selector of its pods (in string form). */
-  status?: { replicas: number; selector?: string };
 }
 
 function withType<T extends KubeObject>(r: ResourceType<KubeObject, unknown>, obj: T): T {

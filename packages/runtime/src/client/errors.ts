@@ -17,24 +17,43 @@ import { OpkitError } from '../errors.ts';
  * answer; `Unknown` for anything else. `ApiError.retryable` says which are worth retrying.
  */
 export type ApiErrorCode =
+  /** 400: the request is malformed (a bad query, patch or selector). Fix the request: retrying cannot help. */
   | 'BadRequest'
+  /** 401: the credentials were refused (after one retry with fresh ones). Fix the kubeconfig or the token. */
   | 'Unauthorized'
+  /** 403: the user may not do this (RBAC, or an admission policy). Grant the permission the message names. */
   | 'Forbidden'
+  /** 404: no such object, or the apiserver does not serve the kind in that group version. */
   | 'NotFound'
+  /** 405: the resource does not accept this verb (e.g. a subresource the kind lacks). */
   | 'MethodNotAllowed'
+  /** 409 on a create: an object of that name exists already. */
   | 'AlreadyExists'
+  /** 409: a stale `resourceVersion` or a failed precondition. Re-read the object and try again (retryable). */
   | 'Conflict'
+  /** 410: a resourceVersion or continue token too old (also `Expired`). List again (retryable by relisting). */
   | 'Gone'
+  /** 422: the object fails validation. `causes` names the fields at fault. */
   | 'Invalid'
+  /** 415: the patch type is not accepted for this kind (a strategic merge patch of a custom kind). */
   | 'UnsupportedMediaType'
+  /** 429: the apiserver throttled the request (after the transport's own retries). Retry later (retryable). */
   | 'TooManyRequests'
+  /** 500: the apiserver failed (or a webhook it called did). Retryable. */
   | 'InternalError'
+  /** The apiserver gave up on the request in time (Status `ServerTimeout`). Retryable. */
   | 'ServerTimeout'
+  /** 504, or no full answer within the client's deadline (default 60 s). Retryable. */
   | 'Timeout'
+  /** 503 (Status `ServiceUnavailable`): the apiserver or the API it proxies is not ready. Retryable. */
   | 'Unavailable'
+  /** No answer: the connection failed or broke (its error is `cause`). Retryable. */
   | 'Network'
+  /** A watch stayed silent (no event, no bookmark) past its inactivity deadline. Watch again (retryable). */
   | 'Inactive'
+  /** The caller's signal (or the client's bound one) aborted the request. Its reason is `cause`. */
   | 'Aborted'
+  /** Any other answer or failure. The message and `status` say what it was. */
   | 'Unknown';
 
 /** One cause of a failed request, e.g. a field an Invalid object got wrong. */

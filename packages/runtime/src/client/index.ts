@@ -7,22 +7,11 @@
  * `@opkit/runtime`; the built-in kinds in `@opkit/runtime/kinds`.
  */
 export { Applier, ManifestError, parseManifests } from './apply.ts';
-export {
-  type APIResource,
-  Client,
-  type ClientOptions,
-  type DeleteOptions,
-  type ListOptions,
-  type ObjectList,
-  type PatchOptions,
-  type PatchType,
-  type ScaleObject,
-  type WriteOptions,
-} from './client.ts';
+export type { Credentials } from './auth.ts';
+export { Client } from './client.ts';
 export { type Status, type StatusCause, toApiError } from './errors.ts';
 export {
   type ConnectionConfig,
-  type Credentials,
   type Impersonation,
   KubeconfigError,
   type LoadOptions,
@@ -47,4 +36,15 @@ export {
   resourceId,
   type Wire,
 } from './resource.ts';
+export type {
+  APIResource,
+  ClientOptions,
+  DeleteOptions,
+  ListOptions,
+  ObjectList,
+  PatchOptions,
+  PatchType,
+  ScaleObject,
+  WriteOptions,
+} from './types.ts';
 export type { WatchEvent, WatchEventType } from './watch.ts';

@@ -9,48 +9,41 @@
  * `as-user-extra`), and `exec` credential plugins (client.authentication.k8s.io ExecCredential, cached until shortly
  * before they expire; a command with a path separator is relative to the kubeconfig's folder, a bare name is looked
  * up on PATH). Legacy `auth-provider` users (oidc, gcp, azure) are delegated to @kubernetes/client-node's KubeConfig,
- * loaded only then: it costs ~85 MB of RSS, which every other operator does not pay.
+ * loaded only then. The authenticators themselves (how each kind of credential is read and cached) are client/auth.ts.
  *
  * Guarantees: credentials that can rotate (token files, in-cluster tokens, exec plugins) are re-read when due and after
  * `invalidate()` (the transport calls it on a 401). Errors name the file and the field to fix. Nothing the kubeconfig
  * asks for is silently ignored: impersonation and proxies are applied to every request.
  */
 
-import { execFile } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
-import { delimiter, dirname, isAbsolute, join, sep } from 'node:path';
+import { delimiter, dirname, isAbsolute, join } from 'node:path';
 import yaml from 'js-yaml';
 import { OpkitError } from '../errors.ts';
+import { type Authenticator, authProviderAuth, type ExecConfig, execAuth, staticAuth, tokenFileAuth } from './auth.ts';
 import { checkProxyUrl, proxyFor } from './proxy.ts';
+
+/** Why the connection config cannot be loaded. */
+export type KubeconfigErrorCode =
+  /**
+   * The kubeconfig (or in-cluster config) cannot be used: missing, not YAML, a context, cluster or user not defined, a
+   * file it names unreadable, a bad proxy URL, or an exec credential plugin that failed. The message names the file
+   * and the field to fix.
+   */
+  'InvalidKubeconfig';
 
 /**
  * A kubeconfig (or in-cluster config) that cannot be used (code `InvalidKubeconfig`); the message names the file and
  * the field to fix.
  */
-export class KubeconfigError extends OpkitError<'InvalidKubeconfig'> {
+export class KubeconfigError extends OpkitError<KubeconfigErrorCode> {
   override readonly name = 'KubeconfigError';
 
   constructor(message: string, options?: { cause?: unknown }) {
     super('InvalidKubeconfig', message, options);
   }
-}
-
-/** Credentials to attach to one request. */
-export interface Credentials {
-  /** Headers to send, e.g. `Authorization`. */
-  readonly headers: Readonly<Record<string, string>>;
-  /** A client certificate to present (PEM). */
-  readonly cert?: string;
-  /** The client certificate's private key (PEM). */
-  readonly key?: string;
-}
-
-export interface Authenticator {
-  credentials(): Promise<Credentials>;
-  /** Forget cached credentials (after a 401). */
-  invalidate(): void;
 }
 
 /** Who the requests act as (the apiserver checks that the authenticated user may impersonate them). */
@@ -117,12 +110,6 @@ interface NamedCluster {
     'tls-server-name'?: string;
     'proxy-url'?: string;
   };
-}
-interface ExecConfig {
-  command?: string;
-  args?: string[];
-  env?: { name: string; value: string }[] | null;
-  apiVersion?: string;
 }
 interface NamedUser {
   name: string;
@@ -340,121 +327,6 @@ function impersonation(file: string, named: NamedUser): Impersonation | undefine
     ...(u['as-uid'] ? { uid: u['as-uid'] } : {}),
     ...(groups && groups.length > 0 ? { groups } : {}),
     ...(extra ? { extra } : {}),
-  };
-}
-
-function staticAuth(creds: Credentials): Authenticator {
-  return { credentials: async () => creds, invalidate: () => {} };
-}
-
-function tokenFileAuth(path: string, tls: { cert?: string; key?: string }): Authenticator {
-  let cached: { creds: Credentials; at: number } | undefined;
-  return {
-    async credentials() {
-      if (cached && Date.now() - cached.at < 60_000) return cached.creds;
-      const token = (await readFile(path, 'utf8')).trim();
-      cached = { creds: { headers: { authorization: `Bearer ${token}` }, ...tls }, at: Date.now() };
-      return cached.creds;
-    },
-    invalidate() {
-      cached = undefined;
-    },
-  };
-}
-
-interface ExecCredentialStatus {
-  token?: string;
-  clientCertificateData?: string;
-  clientKeyData?: string;
-  expirationTimestamp?: string;
-}
-
-function execAuth(
-  file: string,
-  userName: string,
-  exec: ExecConfig,
-  tls: { cert?: string; key?: string },
-  base: string,
-): Authenticator {
-  if (!exec.command) throw new KubeconfigError(`${file}: users[${userName}].exec.command is missing`);
-  // as client-go: a command that names a path is relative to the kubeconfig; a bare name is found on PATH
-  const command =
-    !isAbsolute(exec.command) && (exec.command.includes('/') || exec.command.includes(sep))
-      ? join(base, exec.command)
-      : exec.command;
-  let cached: { creds: Credentials; expires: number } | undefined;
-  let pending: Promise<Credentials> | undefined;
-  const run = async (): Promise<Credentials> => {
-    const apiVersion = exec.apiVersion ?? 'client.authentication.k8s.io/v1';
-    const env: NodeJS.ProcessEnv = {
-      ...process.env,
-      KUBERNETES_EXEC_INFO: JSON.stringify({ apiVersion, kind: 'ExecCredential', spec: { interactive: false } }),
-    };
-    for (const e of exec.env ?? []) env[e.name] = e.value;
-    const stdout = await new Promise<string>((resolve, reject) => {
-      execFile(command, exec.args ?? [], { env, timeout: 60_000, maxBuffer: 1 << 20 }, (err, out, errOut) => {
-        if (err)
-          reject(
-            new KubeconfigError(
-              `exec credential plugin "${command}" of user "${userName}" failed: ${errOut || err.message}`,
-              { cause: err },
-            ),
-          );
-        else resolve(out);
-      });
-    });
-    let status: ExecCredentialStatus | undefined;
-    try {
-      status = (JSON.parse(stdout) as { status?: ExecCredentialStatus }).status;
-    } catch (err) {
-      throw new KubeconfigError(`exec credential plugin "${command}" printed no ExecCredential JSON`, { cause: err });
-    }
-    if (!status?.token && !status?.clientCertificateData) {
-      throw new KubeconfigError(
-        `exec credential plugin "${command}" returned neither a token nor a client certificate`,
-      );
-    }
-    const creds: Credentials = {
-      headers: status.token ? { authorization: `Bearer ${status.token}` } : {},
-      ...tls,
-      ...(status.clientCertificateData ? { cert: status.clientCertificateData } : {}),
-      ...(status.clientKeyData ? { key: status.clientKeyData } : {}),
-    };
-    const expires = status.expirationTimestamp
-      ? Date.parse(status.expirationTimestamp) - 10_000
-      : Number.POSITIVE_INFINITY;
-    cached = { creds, expires };
-    return creds;
-  };
-  return {
-    async credentials() {
-      if (cached && Date.now() < cached.expires) return cached.creds;
-      pending ??= run().finally(() => {
-        pending = undefined;
-      });
-      return pending;
-    },
-    invalidate() {
-      cached = undefined;
-    },
-  };
-}
-
-/** Legacy auth providers: delegated to @kubernetes/client-node, imported only when such a user is configured. */
-function authProviderAuth(docs: { raw: string }[], contextName: string): Authenticator {
-  return {
-    async credentials() {
-      const { KubeConfig } = await import('@kubernetes/client-node');
-      const kc = new KubeConfig();
-      kc.loadFromString(docs[0]?.raw ?? '');
-      kc.setCurrentContext(contextName);
-      const opts: { headers?: Record<string, string> } = { headers: {} };
-      await kc.applyToHTTPSOptions(opts);
-      const headers: Record<string, string> = {};
-      for (const [k, v] of Object.entries(opts.headers ?? {})) headers[k.toLowerCase()] = String(v);
-      return { headers };
-    },
-    invalidate: () => {},
   };
 }
 

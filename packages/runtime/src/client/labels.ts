@@ -28,8 +28,13 @@ export interface LabelSelector {
  */
 export type SelectorInput = string | LabelSelector | Readonly<Record<string, string>>;
 
+/** Why a label selector cannot be used. */
+export type SelectorErrorCode =
+  /** The selector does not parse (a bad key, operator or value list). The message names the requirement at fault. */
+  'InvalidSelector';
+
 /** A label selector that does not parse (code `InvalidSelector`); the message names the requirement at fault. */
-export class SelectorError extends OpkitError<'InvalidSelector'> {
+export class SelectorError extends OpkitError<SelectorErrorCode> {
   override readonly name = 'SelectorError';
 
   constructor(message: string, options?: { cause?: unknown }) {

@@ -6,6 +6,7 @@
  * API really sends (RFC 3339 strings), and every object has `metadata`.
  */
 import type { V1ObjectMeta, V1OwnerReference } from '@kubernetes/client-node';
+import { UsageError } from '../errors.ts';
 
 /** The JSON form of a client-node model type: timestamps are strings. */
 export type Wire<T> = T extends Date
@@ -132,9 +133,17 @@ export function collectionPath(r: ResourceType, namespace?: string): string {
     : `${base}/${r.plural}`;
 }
 
+/**
+ * The object path (`/api/v1/namespaces/ns/pods/web`), with `/subresource` when given.
+ *
+ * @throws UsageError (`InvalidArgument`) when `r` is namespaced and `ref` names no namespace.
+ */
 export function objectPath(r: ResourceType, ref: ObjectRef, subresource?: string): string {
   if (r.namespaced && !ref.namespace) {
-    throw new TypeError(`${r.kind} is namespaced: the reference to "${ref.name}" needs a namespace`);
+    throw new UsageError(
+      'InvalidArgument',
+      `${r.kind} is namespaced: the reference to "${ref.name}" needs a namespace`,
+    );
   }
   const path = `${collectionPath(r, ref.namespace)}/${encodeURIComponent(ref.name)}`;
   return subresource ? `${path}/${subresource}` : path;

@@ -6,10 +6,12 @@ import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { type AddressInfo, connect, type Socket } from 'node:net';
 import { after, test } from 'node:test';
+import { UsageError } from '../errors.ts';
+import type { Authenticator } from './auth.ts';
 import { ConfigMaps } from './builtins.ts';
 import { Client } from './client.ts';
 import { isApiError } from './errors.ts';
-import type { Authenticator, ConnectionConfig } from './kubeconfig.ts';
+import type { ConnectionConfig } from './kubeconfig.ts';
 import { Transport } from './transport.ts';
 
 type Handler = (req: IncomingMessage, res: ServerResponse, nth: number) => void;
@@ -181,4 +183,22 @@ test('a watch retried after a 401 (credentials refreshed) still ends when its si
   ctl.abort();
   await closed; // the retried request is still tied to the signal
   t.close();
+});
+
+test('the QPS limit paces requests after the burst, and an abort cuts the wait for a token short', async () => {
+  const { url } = await serve((_req, res) => json(res, 200, {}));
+  const limited = new Transport({ config: config(url), userAgent: 'test', qps: 20, burst: 2 });
+  const started = performance.now();
+  for (let i = 0; i < 4; i++) await limited.request({ method: 'GET', path: '/api' });
+  assert.ok(performance.now() - started >= 90, '4 requests at 20 qps with burst 2 take >= 100 ms');
+  const controller = new AbortController();
+  const waiting = limited.request({ method: 'GET', path: '/api', signal: controller.signal });
+  controller.abort();
+  await assert.rejects(waiting, (err) => isApiError(err, 'Aborted'));
+  limited.close();
+  assert.throws(
+    () => new Client(config(url), { qps: -1 }),
+    (err) => err instanceof UsageError && err.code === 'InvalidArgument',
+  );
+  assert.throws(() => new Client(config(url), { qps: 5, burst: 0 }), UsageError);
 });

@@ -6,9 +6,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ConfigMaps, Pods } from '../client/builtins.ts';
-import type { APIResource } from '../client/client.ts';
 import { ApiError } from '../client/errors.ts';
 import type { InputOf, KubeObject, ObjectOf, ObjectRef, ResourceType } from '../client/resource.ts';
+import type { APIResource } from '../client/types.ts';
 import { type Logger, silentLogger } from '../logger.ts';
 import { FakeClock } from '../workqueue/clock.ts';
 import { type EventClient, EventRecorder, objectReference, SERIES_IDLE_MS } from './events.ts';

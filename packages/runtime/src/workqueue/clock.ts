@@ -9,6 +9,7 @@
  * Caveats: `realClock.now()` is wall-clock time and can jump if the system clock is changed. Because its timers are
  * unref()'d, something else (a watch, a server) must keep the process alive while timers are pending.
  */
+import { UsageError } from '../errors.ts';
 
 /** A pending one-shot timer of a `Clock`. */
 export interface Timer {
@@ -94,9 +95,13 @@ export class FakeClock implements Clock {
     };
   }
 
-  /** Moves time forward by `ms`, firing every timer that falls due on the way, in time order. */
+  /**
+   * Moves time forward by `ms`, firing every timer that falls due on the way, in time order.
+   *
+   * @throws UsageError (`InvalidArgument`) when `ms` is not >= 0.
+   */
   advance(ms: number): void {
-    if (!(ms >= 0)) throw new RangeError(`FakeClock.advance: ms must be >= 0, got ${ms}`);
+    if (!(ms >= 0)) throw new UsageError('InvalidArgument', `FakeClock.advance: ms must be >= 0, got ${ms}`);
     const target = this.#now + ms;
     for (;;) {
       const next = this.#nextDue(target);

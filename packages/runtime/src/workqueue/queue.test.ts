@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { UsageError } from '../errors.ts';
 import { FakeClock } from './clock.ts';
 import { LOW_PRIORITY, WorkQueue, type WorkQueueMetrics } from './queue.ts';
 import { ItemExponentialRateLimiter } from './ratelimiter.ts';
@@ -580,9 +581,9 @@ test('priorities: a key scheduled twice keeps the earliest time and the highest 
 test('priorities must be safe integers', () => {
   const { queue } = newQueue();
   for (const bad of [Number.NaN, Infinity, 0.5]) {
-    assert.throws(() => queue.add('a', bad), RangeError);
-    assert.throws(() => queue.addAfter('a', 10, bad), RangeError);
-    assert.throws(() => queue.addRateLimited('a', bad), RangeError);
+    assert.throws(() => queue.add('a', bad), UsageError);
+    assert.throws(() => queue.addAfter('a', 10, bad), UsageError);
+    assert.throws(() => queue.addRateLimited('a', bad), UsageError);
   }
   assert.equal(queue.len(), 0);
 });

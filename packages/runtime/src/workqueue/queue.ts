@@ -13,20 +13,22 @@
  *   the end of its new priority. Within a priority, distinct keys come out in the order they were (first) queued;
  *   waiting `get()` calls are served in call order, each with a different key. `getWithPriority()` also says the
  *   priority the key was handed out at, so a caller can re-add it (a retry, a requeue) at that priority. Priorities
- *   are safe integers (else RangeError).
+ *   are safe integers (else `UsageError` `InvalidArgument`).
  * - `addAfter()` keeps the earliest ready time and the highest priority per scheduled key. It does not look at the
  *   waiting set: a key that is waiting now is still scheduled, and when its time comes it is added like any `add()` (a
  *   no-op if it is still waiting, except that it may move up; processed again if it was processed in between), as
- *   client-go does. Keys falling due together are queued in schedule order.
+ *   client-go does. Keys falling due together are queued in schedule order (the schedule is workqueue/schedule.ts).
  * - After `shutDown()`/`shutDownWithDrain()`, adds are ignored, waiting and delayed keys are dropped, timers are
  *   cancelled, and every pending and future `get()` resolves `undefined`.
  * Caveats: metric hooks run synchronously inside queue calls and must not throw or call back into the queue. A
  * worker that never calls `done()` keeps its key processing forever (and blocks `shutDownWithDrain()`). With the real
  * clock, delayed adds use unref()'d timers, so they alone do not keep the process alive.
  */
+import { UsageError } from '../errors.ts';
 import { hop } from '../internal/hops.ts';
-import { type Clock, realClock, type Timer } from './clock.ts';
+import { type Clock, realClock } from './clock.ts';
 import { defaultControllerRateLimiter, type RateLimiter } from './ratelimiter.ts';
+import { DelaySchedule } from './schedule.ts';
 
 /** Optional hooks, called synchronously; the controller wires Prometheus metrics to them. */
 export interface WorkQueueMetrics {
@@ -54,91 +56,6 @@ export interface WorkQueueOptions<K> {
   metrics?: WorkQueueMetrics;
 }
 
-interface Scheduled<K> {
-  readonly item: K;
-  readonly readyAt: number;
-  /** Tells a live entry from one superseded by an earlier `addAfter()`, and orders entries due together. */
-  readonly seq: number;
-  readonly priority: number;
-}
-
-/** A binary min-heap of scheduled adds, by ready time and then schedule order. */
-class ScheduleHeap<K> {
-  #entries: Scheduled<K>[] = [];
-
-  get size(): number {
-    return this.#entries.length;
-  }
-
-  peek(): Scheduled<K> | undefined {
-    return this.#entries[0];
-  }
-
-  push(entry: Scheduled<K>): void {
-    this.#entries.push(entry);
-    this.#up(this.#entries.length - 1);
-  }
-
-  pop(): Scheduled<K> | undefined {
-    const top = this.#entries[0];
-    const last = this.#entries.pop();
-    if (top !== undefined && last !== undefined && this.#entries.length > 0) {
-      this.#entries[0] = last;
-      this.#down(0);
-    }
-    return top;
-  }
-
-  /** Keeps only the entries `keep` accepts. */
-  retain(keep: (entry: Scheduled<K>) => boolean): void {
-    this.#entries = this.#entries.filter(keep);
-    for (let i = (this.#entries.length >> 1) - 1; i >= 0; i--) this.#down(i);
-  }
-
-  clear(): void {
-    this.#entries = [];
-  }
-
-  #less(i: number, j: number): boolean {
-    const a = this.#entries[i];
-    const b = this.#entries[j];
-    if (a === undefined || b === undefined) return false;
-    return a.readyAt < b.readyAt || (a.readyAt === b.readyAt && a.seq < b.seq);
-  }
-
-  #swap(i: number, j: number): void {
-    const a = this.#entries[i];
-    const b = this.#entries[j];
-    if (a === undefined || b === undefined) return;
-    this.#entries[i] = b;
-    this.#entries[j] = a;
-  }
-
-  #up(i: number): void {
-    let child = i;
-    while (child > 0) {
-      const parent = (child - 1) >> 1;
-      if (!this.#less(child, parent)) return;
-      this.#swap(child, parent);
-      child = parent;
-    }
-  }
-
-  #down(i: number): void {
-    let parent = i;
-    for (;;) {
-      const left = 2 * parent + 1;
-      const right = left + 1;
-      let smallest = parent;
-      if (this.#less(left, smallest)) smallest = left;
-      if (this.#less(right, smallest)) smallest = right;
-      if (smallest === parent) return;
-      this.#swap(parent, smallest);
-      parent = smallest;
-    }
-  }
-}
-
 /** Consumed slots at the head of a priority's FIFO array before it is compacted. */
 const COMPACT_AFTER = 1024;
 
@@ -154,7 +71,9 @@ export interface Handed<K> {
 }
 
 function checkPriority(priority: number): void {
-  if (!Number.isSafeInteger(priority)) throw new RangeError(`a queue priority must be a safe integer, got ${priority}`);
+  if (!Number.isSafeInteger(priority)) {
+    throw new UsageError('InvalidArgument', `a queue priority must be a safe integer, got ${priority}`);
+  }
 }
 
 /** The waiting keys of one priority, in FIFO order from `head` on (entries whose key moved up are skipped). */
@@ -196,12 +115,8 @@ export class WorkQueue<K extends string = string> {
   /** Pending `get()` calls, oldest first; only non-empty while no key is waiting. */
   #getters: ((handed: Handed<K> | undefined) => void)[] = [];
 
-  /** The live schedule of each delayed key; heap entries not matching it are stale. */
-  readonly #delayed = new Map<K, Scheduled<K>>();
-  readonly #schedule = new ScheduleHeap<K>();
-  #seq = 0;
-  /** The one clock timer, set for the earliest scheduled add. */
-  #timer: { readonly at: number; readonly timer: Timer } | undefined;
+  /** The delayed adds (`addAfter`), each added when it falls due. */
+  readonly #delays: DelaySchedule<K>;
 
   #shuttingDown = false;
   #drainers: (() => void)[] = [];
@@ -211,6 +126,7 @@ export class WorkQueue<K extends string = string> {
     this.#clock = options.clock ?? realClock;
     this.#rateLimiter = options.rateLimiter ?? defaultControllerRateLimiter<K>(this.#clock);
     this.#metrics = options.metrics ?? {};
+    this.#delays = new DelaySchedule<K>(this.#clock, (item, priority) => this.add(item, priority));
   }
 
   /** Marks the key as needing processing, at `priority` (default 0; higher first). Ignored after shutdown. */
@@ -243,20 +159,7 @@ export class WorkQueue<K extends string = string> {
       this.add(item, priority);
       return;
     }
-    const current = this.#delayed.get(item);
-    const readyAt = Math.min(this.#clock.now() + delayMs, current?.readyAt ?? Infinity);
-    const highest = Math.max(priority, current?.priority ?? priority);
-    if (current !== undefined && current.readyAt === readyAt && current.priority === highest) return;
-    // a kept time keeps its place among keys due together; an earlier one is scheduled anew
-    const seq = current !== undefined && current.readyAt === readyAt ? current.seq : this.#seq++;
-    const entry: Scheduled<K> = { item, readyAt, seq, priority: highest };
-    this.#delayed.set(item, entry);
-    this.#schedule.push(entry);
-    // Superseded entries stay in the heap until they surface; drop them when they outnumber the live ones.
-    if (this.#schedule.size > 64 && this.#schedule.size > 2 * this.#delayed.size) {
-      this.#schedule.retain((e) => this.#delayed.get(e.item) === e);
-    }
-    this.#arm();
+    this.#delays.schedule(item, delayMs, priority);
   }
 
   /**
@@ -427,43 +330,6 @@ export class WorkQueue<K extends string = string> {
     }
   }
 
-  /** Sets the clock timer for the earliest live scheduled add, unless one is set early enough already. */
-  #arm(): void {
-    let next = this.#schedule.peek();
-    while (next !== undefined && this.#delayed.get(next.item) !== next) {
-      this.#schedule.pop();
-      next = this.#schedule.peek();
-    }
-    if (next === undefined) {
-      this.#disarm();
-      return;
-    }
-    if (this.#timer !== undefined && this.#timer.at <= next.readyAt) return;
-    this.#disarm();
-    const timer = this.#clock.setTimer(next.readyAt - this.#clock.now(), () => {
-      this.#timer = undefined;
-      this.#fire();
-    });
-    this.#timer = { at: next.readyAt, timer };
-  }
-
-  #disarm(): void {
-    this.#timer?.timer.cancel();
-    this.#timer = undefined;
-  }
-
-  /** Adds every scheduled key that is due, in order, and sets the timer for the rest. */
-  #fire(): void {
-    const now = this.#clock.now();
-    for (let next = this.#schedule.peek(); next !== undefined && next.readyAt <= now; next = this.#schedule.peek()) {
-      this.#schedule.pop();
-      if (this.#delayed.get(next.item) !== next) continue;
-      this.#delayed.delete(next.item);
-      this.add(next.item, next.priority);
-    }
-    this.#arm();
-  }
-
   #stop(): void {
     if (this.#shuttingDown) return;
     this.#shuttingDown = true;
@@ -475,9 +341,7 @@ export class WorkQueue<K extends string = string> {
     this.#dirty.clear();
     this.#addedAt.clear();
     this.#waited.clear();
-    this.#delayed.clear();
-    this.#schedule.clear();
-    this.#disarm();
+    this.#delays.clear();
     const getters = this.#getters;
     this.#getters = [];
     for (const getter of getters) getter(undefined);

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { UsageError } from '../errors.ts';
 import { FakeClock } from './clock.ts';
 import {
   BucketRateLimiter,
@@ -28,7 +29,7 @@ test('ItemExponentialRateLimiter doubles from the base per item, caps at the max
   assert.equal(many.at(-1), 1_000_000, 'the default cap is 1000 s, and huge retry counts stay finite');
   assert.ok(many.every((d) => Number.isFinite(d) && d >= 0));
   assert.deepEqual(whenTimes(new ItemExponentialRateLimiter<string>(0, 10), 'x', 1_100).at(-1), 0);
-  assert.throws(() => new ItemExponentialRateLimiter<string>(-1), RangeError);
+  assert.throws(() => new ItemExponentialRateLimiter<string>(-1), UsageError);
 });
 
 test('BucketRateLimiter lets a burst through, then spaces tokens 1000/qps ms apart, refilling with time', () => {
@@ -57,8 +58,8 @@ test('BucketRateLimiter counts retries per item and forget resets the count, not
   limiter.forget('a');
   assert.equal(limiter.retries('a'), 0);
   assert.equal(limiter.when('a'), 1_500);
-  assert.throws(() => new BucketRateLimiter<string>(0, 1, clock), RangeError);
-  assert.throws(() => new BucketRateLimiter<string>(1, 0, clock), RangeError);
+  assert.throws(() => new BucketRateLimiter<string>(0, 1, clock), UsageError);
+  assert.throws(() => new BucketRateLimiter<string>(1, 0, clock), UsageError);
 });
 
 test('MaxOfRateLimiter returns the longest delay and forwards forget and retries', () => {
@@ -126,5 +127,5 @@ test('defaultControllerRateLimiter({ overall }) adds the shared token bucket on 
   assert.ok(firsts.slice(0, 100).every((d) => d === 5));
   assert.equal(firsts[100], 100);
   assert.equal(firsts[599], 50_000, 'the 600th waits 50 s for the bucket');
-  assert.throws(() => defaultControllerRateLimiter<string>(clock, { overall: { qps: 0, burst: 1 } }), RangeError);
+  assert.throws(() => defaultControllerRateLimiter<string>(clock, { overall: { qps: 0, burst: 1 } }), UsageError);
 });

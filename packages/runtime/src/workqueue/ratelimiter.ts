@@ -10,8 +10,11 @@
  * the item's count and backoff; `retries()` is the number of `when()` calls since the last `forget()`. The bucket
  * reserves a token on every `when()`, so the delays it hands out are spaced 1000/qps ms apart once the burst is spent.
  * Caveats: per-item state lives until `forget()` is called, so callers must forget items that succeeded or went away.
- * The bucket is shared and is not refunded by `forget()`.
+ * The bucket is shared and is not refunded by `forget()`. The bucket is the runtime's one token bucket
+ * (internal/bucket.ts), the one the client's QPS/burst limit also uses. Bad arguments throw `UsageError`.
  */
+import { UsageError } from '../errors.ts';
+import { TokenBucket } from '../internal/bucket.ts';
 import { type Clock, realClock } from './clock.ts';
 
 /** How long an item waits before it is retried: counts retries per item and turns them into a delay. */
@@ -30,9 +33,13 @@ export class ItemExponentialRateLimiter<K> implements RateLimiter<K> {
   readonly #maxMs: number;
   readonly #failures = new Map<K, number>();
 
+  /** @throws UsageError (`InvalidArgument`) when `baseMs` or `maxMs` is not >= 0. */
   constructor(baseMs = 5, maxMs = 1_000_000) {
     if (!(baseMs >= 0) || !(maxMs >= 0)) {
-      throw new RangeError(`ItemExponentialRateLimiter: baseMs and maxMs must be >= 0, got ${baseMs} and ${maxMs}`);
+      throw new UsageError(
+        'InvalidArgument',
+        `ItemExponentialRateLimiter: baseMs and maxMs must be >= 0, got ${baseMs} and ${maxMs}`,
+      );
     }
     this.#baseMs = baseMs;
     this.#maxMs = maxMs;
@@ -60,34 +67,17 @@ export class ItemExponentialRateLimiter<K> implements RateLimiter<K> {
  * takes a token, possibly one that will only exist in the future, and returns how long until it exists.
  */
 export class BucketRateLimiter<K> implements RateLimiter<K> {
-  readonly #qps: number;
-  readonly #burst: number;
-  readonly #clock: Clock;
-  /** Tokens at `#last`; negative when future tokens are already reserved. */
-  #tokens: number;
-  #last: number;
+  readonly #bucket: TokenBucket;
   readonly #retries = new Map<K, number>();
 
+  /** @throws UsageError (`InvalidArgument`) when `qps` is not > 0 or `burst` is not >= 1. */
   constructor(qps = 10, burst = 100, clock: Clock = realClock) {
-    if (!(qps > 0)) throw new RangeError(`BucketRateLimiter: qps must be > 0, got ${qps}`);
-    if (!(burst >= 1)) throw new RangeError(`BucketRateLimiter: burst must be >= 1, got ${burst}`);
-    this.#qps = qps;
-    this.#burst = burst;
-    this.#clock = clock;
-    this.#tokens = burst;
-    this.#last = clock.now();
+    this.#bucket = new TokenBucket(qps, burst, () => clock.now(), 'BucketRateLimiter');
   }
 
   when(item: K): number {
     this.#retries.set(item, (this.#retries.get(item) ?? 0) + 1);
-    const now = this.#clock.now();
-    if (now > this.#last) {
-      this.#tokens = Math.min(this.#burst, this.#tokens + ((now - this.#last) * this.#qps) / 1000);
-      this.#last = now;
-    }
-    this.#tokens -= 1;
-    if (this.#tokens >= 0) return 0;
-    return (-this.#tokens * 1000) / this.#qps;
+    return this.#bucket.reserve();
   }
 
   forget(item: K): void {

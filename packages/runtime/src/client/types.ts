@@ -1,0 +1,128 @@
+/**
+ * @module client/types
+ * The shapes of the typed client's calls: the options each takes (lists, patches, writes, deletes, the client itself)
+ * and the answers that are not objects of a kind (list pages, discovery resources, the scale subresource). Types only:
+ * what each call guarantees is in client/client.ts.
+ */
+
+import type { ConnectionConfig } from './kubeconfig.ts';
+import type { KubeObject } from './resource.ts';
+import type { RequestMetrics } from './transport.ts';
+
+/** The metadata of a list answer. */
+export interface ListMeta {
+  /** The list's resourceVersion: a watch from it sees every later change. */
+  readonly resourceVersion: string;
+  /** The continue token of a page that has more after it. */
+  readonly continue?: string;
+}
+
+/** A list answer: the items and the list's metadata. */
+export interface ObjectList<T> {
+  /** The objects, with `apiVersion` and `kind` filled in. */
+  readonly items: T[];
+  /** The list's resourceVersion (a watch from it sees every later change) and the continue token of a page. */
+  readonly metadata: ListMeta;
+  /** Set by `listPages` on a page that replaces every page before it (the unpaginated fallback). */
+  readonly restart?: boolean;
+}
+
+/** What a list selects, and how it is fetched. */
+export interface ListOptions {
+  /** One namespace; all namespaces when omitted (for namespaced kinds). */
+  readonly namespace?: string;
+  /** e.g. `app=web,tier in (a,b)` */
+  readonly labelSelector?: string;
+  /** e.g. `spec.nodeName=n1` */
+  readonly fieldSelector?: string;
+  /** Items per page (default 500). */
+  readonly pageSize?: number;
+  /** Aborts the request (it rejects with `ApiError` `Aborted`). */
+  readonly signal?: AbortSignal;
+}
+
+/** One resource of a discovery APIResourceList. */
+export interface APIResource {
+  /** The plural resource name, as in URLs (`deployments`). */
+  readonly name: string;
+  /** The kind of its objects (`Deployment`). */
+  readonly kind: string;
+  /** Whether its objects live in a namespace. */
+  readonly namespaced: boolean;
+}
+
+/**
+ * The patch formats: `merge` (RFC 7386 JSON merge patch), `json` (RFC 6902 JSON patch), `strategic` (strategic merge
+ * patch, built-in kinds only) and `apply` (server-side apply).
+ */
+export type PatchType = 'merge' | 'json' | 'strategic' | 'apply';
+
+/** How a patch is sent. */
+export interface PatchOptions {
+  /** Default `merge` (JSON merge patch). `strategic` works for built-in kinds only; `apply` is server-side apply. */
+  readonly type?: PatchType;
+  /** Required for `apply`; recorded in managedFields. */
+  readonly fieldManager?: string;
+  /** Server-side apply: take ownership of conflicting fields. */
+  readonly force?: boolean;
+  /** Aborts the request (it rejects with `ApiError` `Aborted`). */
+  readonly signal?: AbortSignal;
+}
+
+/** Options of a create, update or subresource write. */
+export interface WriteOptions {
+  /** The field manager the write is recorded under in `managedFields`. */
+  readonly fieldManager?: string;
+  /** Validate and admit the write, but do not store it (`dryRun=All`): the answer is what would have been stored. */
+  readonly dryRun?: boolean;
+  /** Aborts the request (it rejects with `ApiError` `Aborted`). */
+  readonly signal?: AbortSignal;
+}
+
+/** Options of a delete. */
+export interface DeleteOptions {
+  /**
+   * What happens to the object's dependents: `Background` (the apiserver's default for most kinds: deleted after it),
+   * `Foreground` (deleted before it) or `Orphan` (kept, their owner reference removed).
+   */
+  readonly propagationPolicy?: 'Foreground' | 'Background' | 'Orphan';
+  /** Seconds the object is given to shut down (pods); 0 deletes at once. */
+  readonly gracePeriodSeconds?: number;
+  /** Delete only if the object still has this UID / resourceVersion (else Conflict). */
+  readonly preconditions?: { readonly uid?: string; readonly resourceVersion?: string };
+  /** Aborts the request (it rejects with `ApiError` `Aborted`). */
+  readonly signal?: AbortSignal;
+}
+
+/** How `Client.create` connects. */
+export interface ClientOptions {
+  /** Where and how to connect (default: `loadConfig()`, as kubectl). */
+  readonly config?: ConnectionConfig;
+  /** Appended to the user agent: `opkit/<version> (<name>)`, e.g. the operator's name. */
+  readonly name?: string;
+  /**
+   * Optional client-side rate limit in requests per second (off by default, or when 0): a token bucket, as client-go's
+   * QPS. A negative one is a `UsageError` (`InvalidArgument`).
+   */
+  readonly qps?: number;
+  /** Requests allowed at once above `qps` (default 2 × qps, at least 1); below 1 is a `UsageError`. */
+  readonly burst?: number;
+  /** Deadline of non-watch requests (default 60 s). */
+  readonly timeoutMs?: number;
+  /** Request counts and latencies are reported here when set (controller-runtime's `rest_client_*` metrics). */
+  readonly metrics?: RequestMetrics;
+}
+
+/** The autoscaling/v1 Scale object of the scale subresource. */
+export interface ScaleObject {
+  /** `autoscaling/v1`. */
+  apiVersion?: string;
+  /** `Scale`. */
+  kind?: string;
+  /** The scaled object's name, namespace and resourceVersion. */
+  metadata: KubeObject['metadata'];
+  /** The desired number of replicas. */
+  spec?: { replicas?: number };
+  /** The observed number of replicas, and the label selector of its pods (in string form). */
+  status?: { replicas: number; selector?: string };
+}
