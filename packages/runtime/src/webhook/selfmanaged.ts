@@ -7,9 +7,8 @@
  * - `SecretCertificates` (every replica) is the server's `CertificateSource`: it waits for the Secret (up to 2
  *   minutes), then re-reads it every `pollIntervalMs` and hands a new pair to the server, which uses it for new
  *   connections. A refusal to read the Secret (`CertificateForbidden`) fails the load at once, naming the RBAC rule it
- *   needs; a load
- *   that gives up names the last error it met (a read that failed, a pair that does not belong together) and carries
- *   it as `cause`. A re-read that fails is logged with its error, and the pair served so far stays.
+ *   needs; a load that gives up names the last error it met (a read that failed, a pair that does not belong
+ *   together) and carries it as `cause`. A re-read that fails is logged with its error, and the pair served so far stays.
  * - `CertificateRotator` (a Runnable that needs leadership: only the leader writes) creates the Secret if missing or
  *   unusable, and every `checkIntervalMs` renews what gets close to expiry.
  *
