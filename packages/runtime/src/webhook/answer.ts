@@ -42,6 +42,18 @@ export interface Budget {
   readonly deadline: number;
 }
 
+/** What the server keeps of the apiserver's timeout for the answer to travel back. */
+const TIMEOUT_MARGIN_MS = 250;
+
+/**
+ * The budget of a review that arrived at `started` (`performance.now()` time) with the apiserver's `timeoutMs`: it
+ * ends 250 ms before the timeout (at least 1 ms after the arrival).
+ */
+export function budgetOf(timeoutMs: number, started: number): Budget {
+  const budgetMs = Math.max(timeoutMs - TIMEOUT_MARGIN_MS, 1);
+  return { timeoutMs, budgetMs, deadline: started + budgetMs };
+}
+
 /** What answering a review needs besides the request: where to log, and the largest body to read. */
 export interface Answering {
   /** Where failed and late handlers are logged. */

@@ -33,9 +33,9 @@
  * - Metrics under controller-runtime's names: `controller_runtime_webhook_requests_total{webhook,code}` (the HTTP
  *   status), `controller_runtime_webhook_latency_seconds{webhook}`, `controller_runtime_webhook_requests_in_flight`.
  * - A server starts once. `listening` resolves once it listens (rejects with the error `start()` rejects with, or
- *   `WebhookServerStopped` when stopped first); `ready()` passes only once a TLS handshake with the server itself succeeds
- *   (controller-runtime's StartedChecker) and fails again from the moment its stop begins, so a readiness probe on
- *   it keeps the Service from routing to a replica that cannot answer.
+ *   `WebhookServerStopped` when stopped first); `ready()` passes only once a TLS handshake with the server itself
+ *   succeeds (controller-runtime's StartedChecker) and fails again from the moment its stop begins, so a readiness
+ *   probe on it keeps the Service from routing to a replica that cannot answer.
  * - Once `drain()` is called (the Manager calls it when a graceful stop begins) or the stop begins, every answer
  *   closes its connection, so a client that keeps connections alive moves its next call to a new connection (to a
  *   ready replica, through the Service) instead of sending it to a server about to close. A connection left idle
@@ -53,14 +53,13 @@ import type { Counter, Gauge, Histogram, Registry } from '../prometheus.ts';
 import { secureContextOptions } from '../tls/keypair.ts';
 import type { CertificateSource } from '../tls/sources.ts';
 import type { AdmissionHandler } from './admission.ts';
-import { answerAdmission, answerConversion, type Budget } from './answer.ts';
+import { answerAdmission, answerConversion, type Budget, budgetOf } from './answer.ts';
 import type { ConversionHandler } from './conversion.ts';
 import { errorMessage, MAX_TIMEOUT_MS, parseTimeout, type Reply, text } from './review.ts';
 
 /**
- * Why a webhook server cannot do what was asked. A call out of order (`start()` twice, `ready()` before it listens)
- * is a `UsageError` instead (`AlreadyStarted`, `NotStarted`), as a path that does not start with `/`
- * (`InvalidArgument`).
+ * Why a webhook server cannot do what was asked. Misuse is a `UsageError` instead: `start()` twice (`AlreadyStarted`),
+ * `ready()` before it listens (`NotStarted`), a path that does not start with `/` (`InvalidArgument`).
  */
 export type WebhookServerErrorCode =
   /** `start()` cannot listen on the bind address (the port is taken, or the address is not the host's); see `cause`. */
@@ -72,6 +71,7 @@ export type WebhookServerErrorCode =
   /** `ready()`: the server listens, but a TLS handshake with it failed or timed out (2 s); see `cause`. */
   | 'WebhookHandshakeFailed';
 
+/** A webhook server that cannot do what was asked; `code` says why. */
 export class WebhookServerError extends OpkitError<WebhookServerErrorCode> {
   override readonly name = 'WebhookServerError';
 }
@@ -95,7 +95,6 @@ export interface WebhookServerOptions {
   readonly unref?: boolean;
 }
 
-const TIMEOUT_MARGIN_MS = 250;
 const DEFAULT_MAX_BODY_BYTES = 7 * 1024 * 1024;
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
@@ -169,10 +168,11 @@ export class WebhookServer {
   readonly needLeaderElection = false;
   /**
    * Resolves once `start()` listens (`port` and `address` are then set, and `ready()` can pass). Rejects with the
-   * error the first `start()` rejects with (`WebhookBindFailed`, or the certificate source's error), or with `WebhookServerStopped` when
-   * the signal aborts before the server listens. Awaiting it is optional: this promise itself, left alone, is never
-   * reported as an unhandled rejection. A promise made from it is not covered: `listening.then(f)` (or
-   * `Promise.all([listening, …])`) rejects too, and is reported as unhandled unless it is awaited or given a `catch`.
+   * error the first `start()` rejects with (`WebhookBindFailed`, or the certificate source's error), or with
+   * `WebhookServerStopped` when the signal aborts before the server listens. Awaiting it is optional: this promise
+   * itself, left alone, is never reported as an unhandled rejection. A promise made from it is not covered:
+   * `listening.then(f)` (or `Promise.all([listening, …])`) rejects too, and is reported as unhandled unless it is
+   * awaited or given a `catch`.
    */
   readonly listening: Promise<void>;
   readonly #listened: { resolve(): void; reject(err: unknown): void };
@@ -323,9 +323,9 @@ export class WebhookServer {
   }
 
   /**
-   * A readiness check: passes once a TLS handshake with this server succeeds. Rejects with `UsageError` `NotStarted` until
-   * the server listens (await `listening` first to wait for it), with `WebhookServerStopped` from the moment its stop
-   * begins, and with `WebhookHandshakeFailed` when the handshake fails.
+   * A readiness check: passes once a TLS handshake with this server succeeds. Rejects with `UsageError` `NotStarted`
+   * until the server listens (await `listening` first), with `WebhookServerStopped` from the moment its stop begins,
+   * and with `WebhookHandshakeFailed` when the handshake fails.
    */
   ready = async (): Promise<void> => {
     if (this.#stopping) throw new WebhookServerError('WebhookServerStopped', 'the webhook server is stopping');
@@ -377,9 +377,7 @@ export class WebhookServer {
       });
       res.end(reply.body);
     };
-    const timeoutMs = parseTimeout(url.searchParams.get('timeout'));
-    const budgetMs = Math.max(timeoutMs - TIMEOUT_MARGIN_MS, 1);
-    const budget: Budget = { timeoutMs, budgetMs, deadline: started + budgetMs };
+    const budget = budgetOf(parseTimeout(url.searchParams.get('timeout')), started);
     this.#handle(req, webhook, route, budget).then(finish, (err: unknown) => {
       // a response that cannot be serialized, or a fault of the server itself: never leave the apiserver waiting
       this.#log.error({ webhook, err: errorMessage(err) }, 'webhook failed');
