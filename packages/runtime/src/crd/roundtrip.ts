@@ -7,26 +7,11 @@
  * Guarantees: `arbitraryFor(schema)` generates only values valid for the structural schema's types, enums, bounds,
  * patterns, required fields and list-map keys (CEL rules and formats other than date-time are not modelled);
  * `checkRoundTrip` checks every non-storage version in both directions (spoke → hub → spoke and hub → spoke → hub)
- * and throws a `RoundTripError` with fast-check's report — seed, path and the smallest failing object — on the first
- * difference.
+ * and throws fast-check's report — seed, path and the smallest failing object — on the first difference.
  */
 import fc from 'fast-check';
 import type { KubeObject } from '../client/resource.ts';
-import { OpkitError, UsageError } from '../errors.ts';
 import type { VersionedKind, VersionMap } from './versions.ts';
-
-/** Why `checkRoundTrip` failed. Asking for objects of a version the kind does not have is a `UsageError`. */
-export type RoundTripErrorCode =
-  /**
-   * A conversion round trip did not give back the object it started from (or a conversion threw): the message names
-   * the versions, the object before and after, and fast-check's seed and path to replay it.
-   */
-  'RoundTripFailed';
-
-/** A conversion round trip that changed an object; `cause` is fast-check's failure. */
-export class RoundTripError extends OpkitError<RoundTripErrorCode> {
-  override readonly name = 'RoundTripError';
-}
 
 type Json = Record<string, unknown>;
 
@@ -135,7 +120,7 @@ const DNS_LABEL = fc.stringMatching(/^[a-z]([-a-z0-9]{0,20}[a-z0-9])?$/);
 export function arbitraryObject(kind: VersionedKind<VersionMap, string>, version: string): fc.Arbitrary<KubeObject> {
   const crd = kind.crd({ conversion: { url: 'https://127.0.0.1/convert' } });
   const entry = crd.spec.versions.find((v) => v.name === version);
-  if (!entry) throw new UsageError('InvalidArgument', `${kind.definition.kind} has no version ${version}`);
+  if (!entry) throw new TypeError(`${kind.definition.kind} has no version ${version}`);
   const root = (entry.schema?.openAPIV3Schema ?? {}) as Json;
   const props = (root.properties ?? {}) as Record<string, Json>;
   const meta = fc.record(
@@ -206,15 +191,14 @@ function run(property: fc.IProperty<[KubeObject]>, params: fc.Parameters<[KubeOb
   } catch (err) {
     const cause = (err as Error).cause;
     const first = cause instanceof Error ? `${cause.message}\n` : '';
-    throw new RoundTripError('RoundTripFailed', `${first}${(err as Error).message}`, { cause: err });
+    throw new Error(`${first}${(err as Error).message}`, { cause: err });
   }
 }
 
 function assertEqual(actual: unknown, expected: unknown, what: string): void {
   const a = canonical(actual);
   const e = canonical(expected);
-  if (a !== e)
-    throw new RoundTripError('RoundTripFailed', `${what} changed the object:\n  before: ${e}\n  after:  ${a}`);
+  if (a !== e) throw new Error(`${what} changed the object:\n  before: ${e}\n  after:  ${a}`);
 }
 
 /** JSON with object keys sorted, so that field order does not count. */
