@@ -24,6 +24,8 @@
  *
  * Least privilege (`selfManagedRbac`): get/update of this one Secret (and create of Secrets in the namespace, which
  * RBAC cannot narrow by name), get/patch of the named webhook configurations and CRDs.
+ *
+ * The Secret's layout and its reads and writes are webhook/certsecret; the bundle's writes webhook/cabundle.
  */
 import { X509Certificate } from 'node:crypto';
 import type { Client } from '../client/client.ts';
