@@ -59,15 +59,8 @@ export class Metrics {
   readonly restLatency: Histogram<'verb' | 'host'>;
   /** `leader_election_master_status`: 1 while this process leads the named Lease, else 0. */
   readonly leaderStatus: Gauge<'name'>;
-  readonly #queueDepth: Gauge<'name' | 'controller'>;
-  readonly #queueAdds: Counter<'name' | 'controller'>;
-  readonly #queueLatency: Histogram<'name' | 'controller'>;
-  readonly #queueWork: Histogram<'name' | 'controller'>;
-  readonly #queueRetries: Counter<'name' | 'controller'>;
-  readonly #watchRestarts: Counter<'resource' | 'reason'>;
-  readonly #watchRelists: Counter<'resource'>;
-  readonly #watchEvents: Counter<'resource' | 'type'>;
-  readonly #watchErrors: Counter<'resource' | 'code'>;
+  readonly #queue: ReturnType<typeof queueSeries>;
+  readonly #watch: ReturnType<typeof watchSeries>;
   readonly #lastEventAt = new Map<string, number>();
   readonly #queueProbes = new Map<string, () => { unfinished: number; longest: number }>();
 
@@ -75,78 +68,14 @@ export class Metrics {
     this.registry = options.registry ?? new Registry();
     const r = this.registry;
     if (options.processMetrics ?? true) registerProcessMetrics(r);
-    this.reconcileTotal = r.counter({
-      name: 'controller_runtime_reconcile_total',
-      help: 'Total number of reconciliations per controller',
-      labelNames: ['controller', 'result'],
-    });
-    this.reconcileErrors = r.counter({
-      name: 'controller_runtime_reconcile_errors_total',
-      help: 'Total number of reconciliation errors per controller',
-      labelNames: ['controller'],
-    });
-    this.terminalReconcileErrors = r.counter({
-      name: 'controller_runtime_terminal_reconcile_errors_total',
-      help: 'Total number of terminal reconciliation errors per controller',
-      labelNames: ['controller'],
-    });
-    this.reconcileTime = r.histogram({
-      name: 'controller_runtime_reconcile_time_seconds',
-      help: 'Length of time per reconciliation per controller',
-      labelNames: ['controller'],
-      buckets: RECONCILE_BUCKETS,
-    });
-    this.maxConcurrentReconciles = r.gauge({
-      name: 'controller_runtime_max_concurrent_reconciles',
-      help: 'Maximum number of concurrent reconciles per controller',
-      labelNames: ['controller'],
-    });
-    this.activeWorkers = r.gauge({
-      name: 'controller_runtime_active_workers',
-      help: 'Number of currently used workers per controller',
-      labelNames: ['controller'],
-    });
-    const queue = { labelNames: ['name', 'controller'] as const };
-    this.#queueDepth = r.gauge({ name: 'workqueue_depth', help: 'Current depth of workqueue', ...queue });
-    this.#queueAdds = r.counter({
-      name: 'workqueue_adds_total',
-      help: 'Total number of adds handled by workqueue',
-      ...queue,
-    });
-    this.#queueLatency = r.histogram({
-      name: 'workqueue_queue_duration_seconds',
-      help: 'How long in seconds an item stays in workqueue before being requested',
-      buckets: QUEUE_BUCKETS,
-      ...queue,
-    });
-    this.#queueWork = r.histogram({
-      name: 'workqueue_work_duration_seconds',
-      help: 'How long in seconds processing an item from workqueue takes',
-      buckets: QUEUE_BUCKETS,
-      ...queue,
-    });
-    this.#queueRetries = r.counter({
-      name: 'workqueue_retries_total',
-      help: 'Total number of retries handled by workqueue',
-      ...queue,
-    });
-    const probes = this.#queueProbes;
-    r.gauge({
-      name: 'workqueue_unfinished_work_seconds',
-      help: 'How many seconds of work has been done that is in progress and has not been observed by work_duration',
-      ...queue,
-      collect: (g) => {
-        for (const [name, probe] of probes) g.set({ name, controller: name }, probe().unfinished);
-      },
-    });
-    r.gauge({
-      name: 'workqueue_longest_running_processor_seconds',
-      help: 'How many seconds has the longest running processor for workqueue been running',
-      ...queue,
-      collect: (g) => {
-        for (const [name, probe] of probes) g.set({ name, controller: name }, probe().longest);
-      },
-    });
+    const reconcile = reconcileSeries(r);
+    this.reconcileTotal = reconcile.total;
+    this.reconcileErrors = reconcile.errors;
+    this.terminalReconcileErrors = reconcile.terminalErrors;
+    this.reconcileTime = reconcile.time;
+    this.maxConcurrentReconciles = reconcile.maxConcurrent;
+    this.activeWorkers = reconcile.activeWorkers;
+    this.#queue = queueSeries(r, this.#queueProbes);
     this.restRequests = r.counter({
       name: 'rest_client_requests_total',
       help: 'Number of HTTP requests, partitioned by status code, method, and host',
@@ -163,36 +92,7 @@ export class Metrics {
       help: 'Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master',
       labelNames: ['name'],
     });
-    this.#watchRestarts = r.counter({
-      name: 'opkit_watch_restarts_total',
-      help: 'Watches restarted per resource, by reason (timeout, inactivity, error, gone)',
-      labelNames: ['resource', 'reason'],
-    });
-    this.#watchRelists = r.counter({
-      name: 'opkit_watch_relists_total',
-      help: 'Full lists that replaced an informer store, per resource',
-      labelNames: ['resource'],
-    });
-    this.#watchEvents = r.counter({
-      name: 'opkit_watch_events_total',
-      help: 'Watch events and bookmarks received per resource and type',
-      labelNames: ['resource', 'type'],
-    });
-    this.#watchErrors = r.counter({
-      name: 'opkit_watch_errors_total',
-      help: 'Failed lists and watches per resource and error code (each is retried with backoff)',
-      labelNames: ['resource', 'code'],
-    });
-    const lastEventAt = this.#lastEventAt;
-    r.gauge({
-      name: 'opkit_watch_seconds_since_last_event',
-      help: 'Seconds since the last watch event or bookmark per resource (a healthy watch stays below ~60 s)',
-      labelNames: ['resource'],
-      collect: (g) => {
-        const now = Date.now();
-        for (const [resource, at] of lastEventAt) g.set({ resource }, (now - at) / 1000);
-      },
-    });
+    this.#watch = watchSeries(r, this.#lastEventAt);
   }
 
   /** Hooks for the REST client. */
@@ -210,15 +110,15 @@ export class Metrics {
     const labels = { name, controller: name };
     this.#queueProbes.set(name, probe);
     // Series exist from the start (at 0), as controller-runtime's do, so dashboards and alerts see them.
-    this.#queueDepth.set(labels, 0);
-    this.#queueAdds.inc(labels, 0);
-    this.#queueRetries.inc(labels, 0);
+    this.#queue.depth.set(labels, 0);
+    this.#queue.adds.inc(labels, 0);
+    this.#queue.retries.inc(labels, 0);
     return {
-      depth: (n) => this.#queueDepth.set(labels, n),
-      added: () => this.#queueAdds.inc(labels),
-      queueLatency: (s) => this.#queueLatency.observe(labels, s),
-      workDuration: (s) => this.#queueWork.observe(labels, s),
-      retried: () => this.#queueRetries.inc(labels),
+      depth: (n) => this.#queue.depth.set(labels, n),
+      added: () => this.#queue.adds.inc(labels),
+      queueLatency: (s) => this.#queue.latency.observe(labels, s),
+      workDuration: (s) => this.#queue.work.observe(labels, s),
+      retried: () => this.#queue.retries.inc(labels),
     };
   }
 
@@ -236,16 +136,16 @@ export class Metrics {
   watch(resource: string): WatchMetrics {
     this.#lastEventAt.set(resource, Date.now());
     return {
-      restarted: (reason) => this.#watchRestarts.inc({ resource, reason }),
+      restarted: (reason) => this.#watch.restarts.inc({ resource, reason }),
       relisted: () => {
-        this.#watchRelists.inc({ resource });
+        this.#watch.relists.inc({ resource });
         this.#lastEventAt.set(resource, Date.now());
       },
       event: (type) => {
-        this.#watchEvents.inc({ resource, type });
+        this.#watch.events.inc({ resource, type });
         this.#lastEventAt.set(resource, Date.now());
       },
-      failed: (code) => this.#watchErrors.inc({ resource, code }),
+      failed: (code) => this.#watch.errors.inc({ resource, code }),
     };
   }
 
@@ -253,6 +153,121 @@ export class Metrics {
   text(): string {
     return this.registry.metrics();
   }
+}
+
+/** The reconcile series, per controller. */
+function reconcileSeries(r: Registry) {
+  const total = r.counter({
+    name: 'controller_runtime_reconcile_total',
+    help: 'Total number of reconciliations per controller',
+    labelNames: ['controller', 'result'],
+  });
+  const errors = r.counter({
+    name: 'controller_runtime_reconcile_errors_total',
+    help: 'Total number of reconciliation errors per controller',
+    labelNames: ['controller'],
+  });
+  const terminalErrors = r.counter({
+    name: 'controller_runtime_terminal_reconcile_errors_total',
+    help: 'Total number of terminal reconciliation errors per controller',
+    labelNames: ['controller'],
+  });
+  const time = r.histogram({
+    name: 'controller_runtime_reconcile_time_seconds',
+    help: 'Length of time per reconciliation per controller',
+    labelNames: ['controller'],
+    buckets: RECONCILE_BUCKETS,
+  });
+  const maxConcurrent = r.gauge({
+    name: 'controller_runtime_max_concurrent_reconciles',
+    help: 'Maximum number of concurrent reconciles per controller',
+    labelNames: ['controller'],
+  });
+  const activeWorkers = r.gauge({
+    name: 'controller_runtime_active_workers',
+    help: 'Number of currently used workers per controller',
+    labelNames: ['controller'],
+  });
+  return { total, errors, terminalErrors, time, maxConcurrent, activeWorkers };
+}
+
+/** The work queue series, per queue; `probes` report each queue's unfinished work and longest running processor. */
+function queueSeries(r: Registry, probes: ReadonlyMap<string, () => { unfinished: number; longest: number }>) {
+  const queue = { labelNames: ['name', 'controller'] as const };
+  const depth = r.gauge({ name: 'workqueue_depth', help: 'Current depth of workqueue', ...queue });
+  const adds = r.counter({
+    name: 'workqueue_adds_total',
+    help: 'Total number of adds handled by workqueue',
+    ...queue,
+  });
+  const latency = r.histogram({
+    name: 'workqueue_queue_duration_seconds',
+    help: 'How long in seconds an item stays in workqueue before being requested',
+    buckets: QUEUE_BUCKETS,
+    ...queue,
+  });
+  const work = r.histogram({
+    name: 'workqueue_work_duration_seconds',
+    help: 'How long in seconds processing an item from workqueue takes',
+    buckets: QUEUE_BUCKETS,
+    ...queue,
+  });
+  const retries = r.counter({
+    name: 'workqueue_retries_total',
+    help: 'Total number of retries handled by workqueue',
+    ...queue,
+  });
+  r.gauge({
+    name: 'workqueue_unfinished_work_seconds',
+    help: 'How many seconds of work has been done that is in progress and has not been observed by work_duration',
+    ...queue,
+    collect: (g) => {
+      for (const [name, probe] of probes) g.set({ name, controller: name }, probe().unfinished);
+    },
+  });
+  r.gauge({
+    name: 'workqueue_longest_running_processor_seconds',
+    help: 'How many seconds has the longest running processor for workqueue been running',
+    ...queue,
+    collect: (g) => {
+      for (const [name, probe] of probes) g.set({ name, controller: name }, probe().longest);
+    },
+  });
+  return { depth, adds, latency, work, retries };
+}
+
+/** The watch health series, per informer; `lastEventAt` is when each resource's watch last heard from the server. */
+function watchSeries(r: Registry, lastEventAt: ReadonlyMap<string, number>) {
+  const restarts = r.counter({
+    name: 'opkit_watch_restarts_total',
+    help: 'Watches restarted per resource, by reason (timeout, inactivity, error, gone)',
+    labelNames: ['resource', 'reason'],
+  });
+  const relists = r.counter({
+    name: 'opkit_watch_relists_total',
+    help: 'Full lists that replaced an informer store, per resource',
+    labelNames: ['resource'],
+  });
+  const events = r.counter({
+    name: 'opkit_watch_events_total',
+    help: 'Watch events and bookmarks received per resource and type',
+    labelNames: ['resource', 'type'],
+  });
+  const errors = r.counter({
+    name: 'opkit_watch_errors_total',
+    help: 'Failed lists and watches per resource and error code (each is retried with backoff)',
+    labelNames: ['resource', 'code'],
+  });
+  r.gauge({
+    name: 'opkit_watch_seconds_since_last_event',
+    help: 'Seconds since the last watch event or bookmark per resource (a healthy watch stays below ~60 s)',
+    labelNames: ['resource'],
+    collect: (g) => {
+      const now = Date.now();
+      for (const [resource, at] of lastEventAt) g.set({ resource }, (now - at) / 1000);
+    },
+  });
+  return { restarts, relists, events, errors };
 }
 
 export { Counter, Gauge, Histogram, type Labels, type MetricOptions, Registry } from './prometheus.ts';

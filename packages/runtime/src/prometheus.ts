@@ -3,11 +3,13 @@
  * A small Prometheus client: counters, gauges and histograms with label sets, a registry that renders the text
  * exposition format (version 0.0.4), and the standard process and Node.js series. It replaces prom-client, whose import
  * alone costs an operator ~20 MiB of resident memory. Guarantees: label names are fixed per metric and checked on every
- * use (a missing or unknown label throws); label values and help text are escaped; series are rendered in creation
+ * use (a missing or unknown label throws a `UsageError`, as a bad name, a second metric of one name and a counter
+ * lowered); label values and help text are escaped; series are rendered in creation
  * order; `collect` callbacks run before each render.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
+import { UsageError } from './errors.ts';
 
 /** A series' label values, one for each of the metric's label names. */
 export type Labels<L extends string> = { readonly [K in L]: string | number };
@@ -40,7 +42,8 @@ abstract class Metric<L extends string, Self> {
   abstract readonly type: 'counter' | 'gauge' | 'histogram';
 
   constructor(o: MetricOptions<L, Self>) {
-    if (!NAME.test(o.name)) throw new Error(`metric name "${o.name}" is not a valid Prometheus name`);
+    if (!NAME.test(o.name))
+      throw new UsageError('InvalidArgument', `metric name "${o.name}" is not a valid Prometheus name`);
     this.name = o.name;
     this.help = o.help;
     this.labelNames = o.labelNames ?? [];
@@ -52,9 +55,15 @@ abstract class Metric<L extends string, Self> {
     const given = labels ? Object.keys(labels) : [];
     for (const k of given)
       if (!(this.labelNames as readonly string[]).includes(k))
-        throw new Error(`metric ${this.name}: unknown label "${k}" (labels: ${this.labelNames.join(', ') || 'none'})`);
+        throw new UsageError(
+          'InvalidArgument',
+          `metric ${this.name}: unknown label "${k}" (labels: ${this.labelNames.join(', ') || 'none'})`,
+        );
     if (given.length !== this.labelNames.length)
-      throw new Error(`metric ${this.name}: labels ${this.labelNames.join(', ')} are all required`);
+      throw new UsageError(
+        'InvalidArgument',
+        `metric ${this.name}: labels ${this.labelNames.join(', ')} are all required`,
+      );
     return this.labelNames.map((k) => `${k}="${escapeValue(String(labels?.[k]))}"`).join(',');
   }
 
@@ -80,7 +89,8 @@ export class Counter<L extends string = never> extends Metric<L, Counter<L>> {
 
   /** Adds `by` (default 1, never negative) to the series of `labels`. */
   inc(labels?: Labels<L>, by = 1): void {
-    if (!(by >= 0)) throw new Error(`metric ${this.name}: a counter only goes up (inc by ${by})`);
+    if (!(by >= 0))
+      throw new UsageError('InvalidArgument', `metric ${this.name}: a counter only goes up (inc by ${by})`);
     const k = this.key(labels);
     this.#values.set(k, (this.#values.get(k) ?? 0) + by);
   }
@@ -185,7 +195,8 @@ export class Registry {
 
   /** Adds a metric; a second metric with the same name is refused. */
   register<M extends Renderable>(metric: M): M {
-    if (this.#metrics.has(metric.name)) throw new Error(`metric ${metric.name} is already registered`);
+    if (this.#metrics.has(metric.name))
+      throw new UsageError('InvalidArgument', `metric ${metric.name} is already registered`);
     this.#metrics.set(metric.name, metric);
     return metric;
   }
@@ -223,6 +234,13 @@ export class Registry {
  * from libuv's own idle-time accounting, with no timer at all.
  */
 export function registerProcessMetrics(registry: Registry): void {
+  registerCpuMetrics(registry);
+  if (process.platform === 'linux') registerFdMetrics(registry);
+  registerNodeMetrics(registry);
+}
+
+/** CPU time, start time and resident memory: process_*. */
+function registerCpuMetrics(registry: Registry): void {
   const cpu = () => process.cpuUsage();
   registry.counter({
     name: 'process_cpu_user_seconds_total',
@@ -261,35 +279,41 @@ export function registerProcessMetrics(registry: Registry): void {
       m.set(undefined, process.memoryUsage.rss());
     },
   });
-  if (process.platform === 'linux') {
+}
+
+/** Open and maximum file descriptors, from /proc (Linux only). */
+function registerFdMetrics(registry: Registry): void {
+  registry.gauge({
+    name: 'process_open_fds',
+    help: 'Number of open file descriptors.',
+    collect: (m) => {
+      try {
+        m.set(undefined, readdirSync('/proc/self/fd').length);
+      } catch {
+        // /proc unavailable: the series stays at its last value
+      }
+    },
+  });
+  const limit = (() => {
+    try {
+      const m = /^Max open files\s+(\d+)/m.exec(readFileSync('/proc/self/limits', 'utf8'));
+      return m ? Number(m[1]) : undefined;
+    } catch {
+      return undefined;
+    }
+  })();
+  if (limit !== undefined)
     registry.gauge({
-      name: 'process_open_fds',
-      help: 'Number of open file descriptors.',
+      name: 'process_max_fds',
+      help: 'Maximum number of open file descriptors.',
       collect: (m) => {
-        try {
-          m.set(undefined, readdirSync('/proc/self/fd').length);
-        } catch {
-          // /proc unavailable: the series stays at its last value
-        }
+        m.set(undefined, limit);
       },
     });
-    const limit = (() => {
-      try {
-        const m = /^Max open files\s+(\d+)/m.exec(readFileSync('/proc/self/limits', 'utf8'));
-        return m ? Number(m[1]) : undefined;
-      } catch {
-        return undefined;
-      }
-    })();
-    if (limit !== undefined)
-      registry.gauge({
-        name: 'process_max_fds',
-        help: 'Maximum number of open file descriptors.',
-        collect: (m) => {
-          m.set(undefined, limit);
-        },
-      });
-  }
+}
+
+/** Heap, external memory, event-loop delay and utilization, and the version: nodejs_*. */
+function registerNodeMetrics(registry: Registry): void {
   const heap = (name: string, help: string, read: (m: NodeJS.MemoryUsage) => number) =>
     registry.gauge({
       name,

@@ -23,8 +23,16 @@ import type { TSchema } from '@sinclair/typebox';
 import { Kind } from '@sinclair/typebox';
 import { OpkitError } from '../errors.ts';
 
+/** Why a schema or a kind definition cannot become a CustomResourceDefinition. */
+export type CrdSchemaErrorCode =
+  /**
+   * A schema or definition that cannot become a valid CRD (an unsupported TypeBox type or keyword, a bad name or
+   * version list, a missing conversion webhook): `path` and the message name the field and what to do.
+   */
+  'InvalidCrdSchema';
+
 /** A schema or definition that cannot become a valid CustomResourceDefinition. */
-export class CrdSchemaError extends OpkitError<'InvalidCrdSchema'> {
+export class CrdSchemaError extends OpkitError<CrdSchemaErrorCode> {
   override readonly name = 'CrdSchemaError';
   /** Where: a JSON path into the schema (`spec.env[].value`) or a field of a kind definition (`group`); '' = root. */
   readonly path: string;
@@ -138,7 +146,9 @@ function convertNode(input: unknown, path: string): Json {
 
   for (const key of Object.keys(s)) {
     const value = s[key];
-    if (value === undefined || DROPPED.has(key) || valueKeyword(s, out, key, value, path)) continue;
+    if (value === undefined || DROPPED.has(key)) continue;
+    if (valueKeyword(s, out, key, value, path) || structureKeyword(s, out, key, value, path)) continue;
+    if (extensionKeyword(out, key, value, path)) continue;
     switch (key) {
       case 'type':
       case 'nullable':
@@ -167,28 +177,6 @@ function convertNode(input: unknown, path: string): Json {
         }
         if (value !== false) fail(path, '"uniqueItems" must be a boolean');
         break;
-      case 'required': {
-        const required = stringArray(value, path, key);
-        if (required.length > 0) out.required = [...new Set(required)];
-        break;
-      }
-      case 'properties':
-        out.properties = convertProperties(value, path);
-        break;
-      case 'additionalProperties':
-        if (value === true) out.additionalProperties = true;
-        else if (value !== false) out.additionalProperties = convertNode(value, childPath(path, '*'));
-        break;
-      case 'patternProperties':
-        if (s.additionalProperties !== undefined && s.additionalProperties !== false) {
-          fail(path, 'patternProperties and additionalProperties cannot both be set');
-        }
-        out.additionalProperties = convertPatternProperties(value, path);
-        break;
-      case 'items':
-        if (Array.isArray(value)) fail(path, 'tuples (Type.Tuple, array-form items) are not supported: use Type.Array');
-        out.items = convertNode(value, `${path}[]`);
-        break;
       case 'allOf':
       case 'anyOf':
       case 'oneOf':
@@ -196,24 +184,6 @@ function convertNode(input: unknown, path: string): Json {
         break; // value validations, converted below against the finished structural node
       case 'externalDocs':
         out.externalDocs = externalDocs(value, path);
-        break;
-      case 'x-kubernetes-preserve-unknown-fields':
-      case 'x-kubernetes-int-or-string':
-      case 'x-kubernetes-embedded-resource':
-        if (typeof value !== 'boolean') fail(path, `"${key}" must be a boolean`);
-        if (value) out[key] = true;
-        break;
-      case 'x-kubernetes-list-type':
-        out[key] = oneOfValues(value, LIST_TYPES, path, key);
-        break;
-      case 'x-kubernetes-map-type':
-        out[key] = oneOfValues(value, MAP_TYPES, path, key);
-        break;
-      case 'x-kubernetes-list-map-keys':
-        out[key] = stringArray(value, path, key);
-        break;
-      case 'x-kubernetes-validations':
-        out[key] = validationRules(value, childPath(path, key));
         break;
       default:
         fail(path, unsupported(key));
@@ -224,6 +194,62 @@ function convertNode(input: unknown, path: string): Json {
   checkNode(out, kind, path);
   junctors(s, out, intOrString, path);
   return ordered(out);
+}
+
+/** The keywords that shape a node: its properties, map values, items and required fields. False for any other key. */
+function structureKeyword(s: Json, out: Json, key: string, value: unknown, path: string): boolean {
+  switch (key) {
+    case 'required': {
+      const required = stringArray(value, path, key);
+      if (required.length > 0) out.required = [...new Set(required)];
+      return true;
+    }
+    case 'properties':
+      out.properties = convertProperties(value, path);
+      return true;
+    case 'additionalProperties':
+      if (value === true) out.additionalProperties = true;
+      else if (value !== false) out.additionalProperties = convertNode(value, childPath(path, '*'));
+      return true;
+    case 'patternProperties':
+      if (s.additionalProperties !== undefined && s.additionalProperties !== false) {
+        fail(path, 'patternProperties and additionalProperties cannot both be set');
+      }
+      out.additionalProperties = convertPatternProperties(value, path);
+      return true;
+    case 'items':
+      if (Array.isArray(value)) fail(path, 'tuples (Type.Tuple, array-form items) are not supported: use Type.Array');
+      out.items = convertNode(value, `${path}[]`);
+      return true;
+    default:
+      return false;
+  }
+}
+
+/** The `x-kubernetes-*` extensions. False for any other key. */
+function extensionKeyword(out: Json, key: string, value: unknown, path: string): boolean {
+  switch (key) {
+    case 'x-kubernetes-preserve-unknown-fields':
+    case 'x-kubernetes-int-or-string':
+    case 'x-kubernetes-embedded-resource':
+      if (typeof value !== 'boolean') fail(path, `"${key}" must be a boolean`);
+      if (value) out[key] = true;
+      return true;
+    case 'x-kubernetes-list-type':
+      out[key] = oneOfValues(value, LIST_TYPES, path, key);
+      return true;
+    case 'x-kubernetes-map-type':
+      out[key] = oneOfValues(value, MAP_TYPES, path, key);
+      return true;
+    case 'x-kubernetes-list-map-keys':
+      out[key] = stringArray(value, path, key);
+      return true;
+    case 'x-kubernetes-validations':
+      out[key] = validationRules(value, childPath(path, key));
+      return true;
+    default:
+      return false;
+  }
 }
 
 /** `allOf`/`anyOf`/`oneOf`/`not` of a structural node, with the two int-or-string patterns Kubernetes allows. */

@@ -125,11 +125,14 @@ export interface VersionedKind<V extends VersionMap, S extends keyof V & string>
   crd(options?: CrdOptions): CustomResourceDefinition;
 }
 
-/**
- * `WrongKind`: the object, or the target apiVersion, is not of this kind; `UnknownVersion`: an apiVersion of its group
- * that the kind does not have; `ConversionFailed`: a conversion function threw (its error is the `cause`).
- */
-export type ConversionErrorCode = 'WrongKind' | 'UnknownVersion' | 'ConversionFailed';
+/** Why `convert` cannot convert an object. */
+export type ConversionErrorCode =
+  /** The object, or the target apiVersion, is not of this kind (another kind, or another group). */
+  | 'WrongKind'
+  /** An apiVersion of the kind's group that the kind does not have; the message lists the versions it has. */
+  | 'UnknownVersion'
+  /** A conversion function (`toHub` or `fromHub`) threw: its error is the `cause`. */
+  | 'ConversionFailed';
 
 /** An object that `convert` cannot convert; `code` says why. */
 export class ConversionError extends OpkitError<ConversionErrorCode> {
@@ -138,34 +141,13 @@ export class ConversionError extends OpkitError<ConversionErrorCode> {
 
 type AnyConversion = Conversion<KubeObject, KubeObject>;
 
+/** The kind `defineKind` makes of a definition with several versions (see the module comment). */
 export function defineVersionedKind<V extends VersionMap, S extends keyof V & string>(
   def: VersionedKindDefinition<V, S>,
 ): VersionedKind<V, S> {
   const names = Object.keys(def.versions ?? {});
-  if (names.length === 0) throw new CrdSchemaError('versions', 'list at least one version');
-  if (!names.includes(def.storage)) {
-    throw new CrdSchemaError(
-      'storage',
-      `${JSON.stringify(def.storage)} must be one of the versions (${names.join(', ')})`,
-    );
-  }
   const conversions = (def.conversions ?? {}) as Record<string, AnyConversion>;
-  for (const name of names) {
-    if (name === def.storage) continue;
-    const c = conversions[name];
-    if (typeof c?.toHub !== 'function' || typeof c.fromHub !== 'function') {
-      throw new CrdSchemaError(`conversions.${name}`, `needs toHub and fromHub (to and from ${def.storage})`);
-    }
-  }
-  for (const name of Object.keys(conversions)) {
-    if (!names.includes(name) || name === def.storage) {
-      throw new CrdSchemaError(`conversions.${name}`, `${name} is not a version other than the storage version`);
-    }
-  }
-  if (def.versions[def.storage]?.served === false) {
-    throw new CrdSchemaError(`versions.${def.storage}.served`, 'the storage version must be served');
-  }
-
+  checkVersions(def, names, conversions);
   const { versions: _v, storage: _s, conversions: _c, ...common } = def;
   const single = (name: string): KindDefinition<TSchema, TSchema> => {
     const v = def.versions[name] as VersionDefinition;
@@ -194,11 +176,57 @@ export function defineVersionedKind<V extends VersionMap, S extends keyof V & st
   });
   const base = buildCrd(storageDef);
   const json = JSON.stringify({ ...base, spec: { ...base.spec, versions: entries } });
-
   const resources = Object.fromEntries(
     names.map((name) => [name, resourceOf<KubeObject, unknown>(storageDef, name)]),
   ) as { [K in keyof V]: ResourceType<VersionObject<V[K]>, VersionInput<V[K]>> };
+  return Object.freeze({
+    ...resourceOf<VersionObject<V[S]>, VersionInput<V[S]>>(storageDef, def.storage),
+    definition: storageDef,
+    storageVersion: def.storage,
+    versions: Object.freeze(resources),
+    convert: converterOf(storageDef, names, def.storage, conversions),
+    crd: (options: CrdOptions = {}) =>
+      withConversion(JSON.parse(json) as CustomResourceDefinition, storageDef, names.length, options),
+  });
+}
 
+/** Throws `CrdSchemaError` unless the versions, the storage version and the conversions fit together. */
+function checkVersions(
+  def: VersionedKindDefinition<VersionMap, string>,
+  names: readonly string[],
+  conversions: Readonly<Record<string, AnyConversion>>,
+): void {
+  if (names.length === 0) throw new CrdSchemaError('versions', 'list at least one version');
+  if (!names.includes(def.storage)) {
+    throw new CrdSchemaError(
+      'storage',
+      `${JSON.stringify(def.storage)} must be one of the versions (${names.join(', ')})`,
+    );
+  }
+  for (const name of names) {
+    if (name === def.storage) continue;
+    const c = conversions[name];
+    if (typeof c?.toHub !== 'function' || typeof c.fromHub !== 'function') {
+      throw new CrdSchemaError(`conversions.${name}`, `needs toHub and fromHub (to and from ${def.storage})`);
+    }
+  }
+  for (const name of Object.keys(conversions)) {
+    if (!names.includes(name) || name === def.storage) {
+      throw new CrdSchemaError(`conversions.${name}`, `${name} is not a version other than the storage version`);
+    }
+  }
+  if (def.versions[def.storage]?.served === false) {
+    throw new CrdSchemaError(`versions.${def.storage}.served`, 'the storage version must be served');
+  }
+}
+
+/** `convert` of a versioned kind: through the hub (`storage`), each step's output settled (see `settle`). */
+function converterOf(
+  storageDef: KindDefinition<TSchema, TSchema>,
+  names: readonly string[],
+  storage: string,
+  conversions: Readonly<Record<string, AnyConversion>>,
+): (obj: KubeObject, apiVersion: string) => KubeObject {
   const versionOf = (apiVersion: unknown, what: string): string => {
     const [group, version] = typeof apiVersion === 'string' ? apiVersion.split('/', 2) : [];
     if (group !== storageDef.group || version === undefined) {
@@ -212,8 +240,7 @@ export function defineVersionedKind<V extends VersionMap, S extends keyof V & st
     }
     return version;
   };
-
-  const convert = (obj: KubeObject, apiVersion: string): KubeObject => {
+  return (obj, apiVersion) => {
     if (obj.kind !== storageDef.kind) {
       throw new ConversionError('WrongKind', `cannot convert a ${String(obj.kind)} as a ${storageDef.kind}`);
     }
@@ -234,51 +261,49 @@ export function defineVersionedKind<V extends VersionMap, S extends keyof V & st
       }
       return settle(out, input, `${storageDef.group}/${version}`, storageDef.kind);
     };
-    const hub = from === def.storage ? input : step(input, def.storage, conversions[from]?.toHub);
-    return to === def.storage ? hub : step(hub, to, conversions[to]?.fromHub);
+    const hub = from === storage ? input : step(input, storage, conversions[from]?.toHub);
+    return to === storage ? hub : step(hub, to, conversions[to]?.fromHub);
   };
+}
 
-  return Object.freeze({
-    ...resourceOf<VersionObject<V[S]>, VersionInput<V[S]>>(storageDef, def.storage),
-    definition: storageDef,
-    storageVersion: def.storage,
-    versions: Object.freeze(resources),
-    convert,
-    crd: (options: CrdOptions = {}): CustomResourceDefinition => {
-      const crd = JSON.parse(json) as CustomResourceDefinition;
-      if (names.length === 1 && options.conversion === undefined) return crd;
-      const cc = options.conversion;
-      if (cc === undefined || (cc.service === undefined) === (cc.url === undefined)) {
-        throw new CrdSchemaError(
-          'conversion',
-          `${storageDef.plural}.${storageDef.group} has several versions: pass the conversion webhook's client config, crd({ conversion: { service: { namespace, name } } }) or { url }`,
-        );
-      }
-      const clientConfig = {
-        ...(cc.service !== undefined
-          ? {
-              service: {
-                namespace: cc.service.namespace,
-                name: cc.service.name,
-                path: cc.service.path ?? '/convert',
-                port: cc.service.port ?? 443,
-              },
-            }
-          : { url: cc.url }),
-        ...(cc.caBundle !== undefined ? { caBundle: cc.caBundle } : {}),
-      };
-      return {
-        ...crd,
-        spec: {
-          ...crd.spec,
-          conversion: {
-            strategy: 'Webhook',
-            webhook: { conversionReviewVersions: ['v1'], clientConfig },
+/** The CRD with its conversion webhook (required with several versions); throws `CrdSchemaError` without one. */
+function withConversion(
+  crd: CustomResourceDefinition,
+  storageDef: KindDefinition<TSchema, TSchema>,
+  versions: number,
+  options: CrdOptions,
+): CustomResourceDefinition {
+  if (versions === 1 && options.conversion === undefined) return crd;
+  const cc = options.conversion;
+  if (cc === undefined || (cc.service === undefined) === (cc.url === undefined)) {
+    throw new CrdSchemaError(
+      'conversion',
+      `${storageDef.plural}.${storageDef.group} has several versions: pass the conversion webhook's client config, crd({ conversion: { service: { namespace, name } } }) or { url }`,
+    );
+  }
+  const clientConfig = {
+    ...(cc.service !== undefined
+      ? {
+          service: {
+            namespace: cc.service.namespace,
+            name: cc.service.name,
+            path: cc.service.path ?? '/convert',
+            port: cc.service.port ?? 443,
           },
-        },
-      } as CustomResourceDefinition;
+        }
+      : { url: cc.url }),
+    ...(cc.caBundle !== undefined ? { caBundle: cc.caBundle } : {}),
+  };
+  return {
+    ...crd,
+    spec: {
+      ...crd.spec,
+      conversion: {
+        strategy: 'Webhook',
+        webhook: { conversionReviewVersions: ['v1'], clientConfig },
+      },
     },
-  });
+  } as CustomResourceDefinition;
 }
 
 /** The converted object with the target's apiVersion and kind and the source's metadata (labels, annotations aside). */

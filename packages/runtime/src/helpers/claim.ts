@@ -13,22 +13,23 @@
  * Guarantees: each adoption and release is a JSON merge patch that carries the child's resourceVersion, so a child
  * changed since it was read is never overwritten: on a Conflict the child is read again from the apiserver and judged
  * once more (a stale cache that still shows an adopted child as an orphan costs one GET, not an error); a child that
- * is gone (NotFound) is skipped. Every other failure is collected and thrown once all candidates were handled, as a `ClaimError` (its
- * `cause` holds the errors); the owner re-read is done at most once per call. Needs `get` on the owner's kind and
+ * is gone (NotFound) is skipped. Every other failure is collected and thrown once all candidates were handled, as a
+ * `ClaimError` (its `cause` holds the errors); the owner re-read is done at most once per call. Needs `get` on the owner's kind and
  * `patch` on the children's kind.
  */
 
 import type { Client } from '../client/client.ts';
 import { isConflict, isNotFound } from '../client/errors.ts';
 import { type KubeObject, type ResourceType, refOf } from '../client/resource.ts';
-import { OpkitError } from '../errors.ts';
+import { OpkitError, UsageError } from '../errors.ts';
 import { controllerOf, removeOwnerReference, setControllerReference } from './ownerrefs.ts';
 
-/**
- * `OwnerChanged`: the owner's fresh read shows another uid or a deletion, so it adopts nothing; `ClaimFailed`: some
- * adoptions or releases failed.
- */
-export type ClaimErrorCode = 'OwnerChanged' | 'ClaimFailed';
+/** Why `claimChildren` failed. An owner without `metadata.uid` is a `UsageError` (`InvalidArgument`). */
+export type ClaimErrorCode =
+  /** The owner's fresh read shows another uid, a deletion or no owner at all: it adopts nothing (retry the reconcile). */
+  | 'OwnerChanged'
+  /** Some adoptions or releases failed, after every candidate was handled: the errors are in `cause`. */
+  | 'ClaimFailed';
 
 /** Adopting or releasing failed (`ClaimFailed`, the errors in `cause`), or the owner is not the one the cache showed. */
 export class ClaimError extends OpkitError<ClaimErrorCode> {
@@ -74,89 +75,18 @@ export async function claimChildren<O extends KubeObject, C extends KubeObject>(
   o: ClaimOptions<O, C>,
 ): Promise<ClaimResult<C>> {
   const ownerUid = o.owner.metadata.uid;
-  if (!ownerUid) throw new TypeError('claimChildren needs the owner as the API returned it (with metadata.uid)');
-  const ownerDeleting = o.owner.metadata.deletionTimestamp !== undefined;
-  const signal = o.signal ? { signal: o.signal } : {};
-  const claimed: C[] = [];
-  const adopted: C[] = [];
-  const released: C[] = [];
+  if (!ownerUid) {
+    throw new UsageError('InvalidArgument', 'claimChildren needs the owner as the API returned it (with metadata.uid)');
+  }
+  const judge = new Judge(o, ownerUid);
   const errors: unknown[] = [];
-  let recheck: Promise<void> | undefined;
-  const canAdopt = () => {
-    recheck ??= o.client.get(o.ownerType, refOf(o.owner), signal).then(
-      (fresh) => {
-        if (fresh.metadata.uid !== ownerUid) {
-          throw new ClaimError(
-            'OwnerChanged',
-            `${describe(o.ownerType, o.owner)} is gone: the apiserver has uid ${fresh.metadata.uid}, the cache had ${ownerUid}`,
-          );
-        }
-        if (fresh.metadata.deletionTimestamp !== undefined) {
-          throw new ClaimError('OwnerChanged', `${describe(o.ownerType, o.owner)} is being deleted: not adopting`);
-        }
-      },
-      (err: unknown) => {
-        if (!isNotFound(err)) throw err;
-        throw new ClaimError('OwnerChanged', `${describe(o.ownerType, o.owner)} is gone: not adopting`, { cause: err });
-      },
-    );
-    return recheck;
-  };
-  const patch = (child: C, ownerReferences: KubeObject['metadata']['ownerReferences'] | null) =>
-    o.client.patch(
-      o.childType,
-      refOf(child),
-      { metadata: { resourceVersion: child.metadata.resourceVersion, ownerReferences } },
-      { type: 'merge', ...signal },
-    );
-
-  /** Claims, adopts or releases one child; `fresh` when it was just read from the apiserver. */
-  const claim = async (child: C, fresh: boolean): Promise<void> => {
-    const controller = controllerOf(child);
-    try {
-      if (controller?.uid === ownerUid) {
-        if (o.matches(child)) claimed.push(child);
-        else if (!ownerDeleting) {
-          const copy = structuredClone(child);
-          removeOwnerReference(copy, o.owner);
-          await patch(child, copy.metadata.ownerReferences ?? null);
-          released.push(child);
-        }
-        return;
-      }
-      if (controller !== undefined || ownerDeleting || child.metadata.deletionTimestamp !== undefined) return;
-      // the garbage collector only honours a namespaced owner in the child's own namespace
-      if (o.ownerType.namespaced && child.metadata.namespace !== o.owner.metadata.namespace) return;
-      if (!o.matches(child)) return;
-      await canAdopt();
-      const copy = structuredClone(child);
-      setControllerReference(o.ownerType, o.owner, copy, { objectType: o.childType });
-      const written = await patch(child, copy.metadata.ownerReferences ?? null);
-      adopted.push(written);
-      claimed.push(written);
-    } catch (err) {
-      if (isNotFound(err)) return;
-      if (isConflict(err) && !fresh) {
-        let current: C;
-        try {
-          current = await o.client.get(o.childType, refOf(child), signal);
-        } catch (e) {
-          if (isNotFound(e)) return;
-          throw e;
-        }
-        return claim(current, true);
-      }
-      throw err;
-    }
-  };
-
   const seen = new Set<string>();
   for (const child of o.candidates) {
     const uid = child.metadata.uid ?? '';
     if (seen.has(uid)) continue;
     seen.add(uid);
     try {
-      await claim(child, false);
+      await judge.claim(child, false);
     } catch (err) {
       if (err instanceof ClaimError) throw err;
       errors.push(err);
@@ -170,7 +100,100 @@ export async function claimChildren<O extends KubeObject, C extends KubeObject>(
       { cause: errors.length === 1 ? errors[0] : new AggregateError(errors) },
     );
   }
-  return { claimed, adopted, released };
+  return judge.result;
+}
+
+/** One call's judgement: what was claimed, adopted and released so far, and the owner's re-read (made at most once). */
+class Judge<O extends KubeObject, C extends KubeObject> {
+  readonly result: ClaimResult<C> = { claimed: [], adopted: [], released: [] };
+  readonly #o: ClaimOptions<O, C>;
+  readonly #ownerUid: string;
+  readonly #ownerDeleting: boolean;
+  readonly #signal: { signal?: AbortSignal };
+  #recheck: Promise<void> | undefined;
+
+  constructor(o: ClaimOptions<O, C>, ownerUid: string) {
+    this.#o = o;
+    this.#ownerUid = ownerUid;
+    this.#ownerDeleting = o.owner.metadata.deletionTimestamp !== undefined;
+    this.#signal = o.signal ? { signal: o.signal } : {};
+  }
+
+  /** Claims, adopts or releases one child; `fresh` when it was just read from the apiserver. */
+  async claim(child: C, fresh: boolean): Promise<void> {
+    try {
+      await this.#judge(child);
+    } catch (err) {
+      if (isNotFound(err)) return;
+      if (!isConflict(err) || fresh) throw err;
+      let current: C;
+      try {
+        current = await this.#o.client.get(this.#o.childType, refOf(child), this.#signal);
+      } catch (e) {
+        if (isNotFound(e)) return;
+        throw e;
+      }
+      return this.claim(current, true);
+    }
+  }
+
+  async #judge(child: C): Promise<void> {
+    const o = this.#o;
+    const controller = controllerOf(child);
+    if (controller?.uid === this.#ownerUid) {
+      if (o.matches(child)) this.result.claimed.push(child);
+      else if (!this.#ownerDeleting) {
+        const copy = structuredClone(child);
+        removeOwnerReference(copy, o.owner);
+        await this.#patch(child, copy.metadata.ownerReferences ?? null);
+        this.result.released.push(child);
+      }
+      return;
+    }
+    if (controller !== undefined || this.#ownerDeleting || child.metadata.deletionTimestamp !== undefined) return;
+    // the garbage collector only honours a namespaced owner in the child's own namespace
+    if (o.ownerType.namespaced && child.metadata.namespace !== o.owner.metadata.namespace) return;
+    if (!o.matches(child)) return;
+    await this.#canAdopt();
+    const copy = structuredClone(child);
+    setControllerReference(o.ownerType, o.owner, copy, { objectType: o.childType });
+    const written = await this.#patch(child, copy.metadata.ownerReferences ?? null);
+    this.result.adopted.push(written);
+    this.result.claimed.push(written);
+  }
+
+  #patch(child: C, ownerReferences: KubeObject['metadata']['ownerReferences'] | null): Promise<C> {
+    return this.#o.client.patch(
+      this.#o.childType,
+      refOf(child),
+      { metadata: { resourceVersion: child.metadata.resourceVersion, ownerReferences } },
+      { type: 'merge', ...this.#signal },
+    );
+  }
+
+  /** The owner's fresh read (once per call): resolves when it has the cached uid and is not being deleted. */
+  #canAdopt(): Promise<void> {
+    const o = this.#o;
+    const uid = this.#ownerUid;
+    this.#recheck ??= o.client.get(o.ownerType, refOf(o.owner), this.#signal).then(
+      (fresh) => {
+        if (fresh.metadata.uid !== uid) {
+          throw new ClaimError(
+            'OwnerChanged',
+            `${describe(o.ownerType, o.owner)} is gone: the apiserver has uid ${fresh.metadata.uid}, the cache had ${uid}`,
+          );
+        }
+        if (fresh.metadata.deletionTimestamp !== undefined) {
+          throw new ClaimError('OwnerChanged', `${describe(o.ownerType, o.owner)} is being deleted: not adopting`);
+        }
+      },
+      (err: unknown) => {
+        if (!isNotFound(err)) throw err;
+        throw new ClaimError('OwnerChanged', `${describe(o.ownerType, o.owner)} is gone: not adopting`, { cause: err });
+      },
+    );
+    return this.#recheck;
+  }
 }
 
 function describe(type: ResourceType, obj: KubeObject): string {

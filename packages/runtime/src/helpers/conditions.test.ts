@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { UsageError } from '../errors.ts';
 import {
   type Condition,
   getCondition,
@@ -136,11 +137,11 @@ test('isConditionTrue / isConditionFalse / isConditionUnknown', () => {
   );
 });
 
-test('invalid input is a TypeError naming the field and the value', () => {
+test('invalid input is a UsageError naming the field and the value', () => {
   const bad = (input: Parameters<typeof setCondition>[1], pattern: RegExp) =>
     assert.throws(
       () => setCondition([], input, t0),
-      (e) => e instanceof TypeError && pattern.test(e.message),
+      (e) => e instanceof UsageError && pattern.test(e.message),
     );
   bad({ type: '', status: 'True', reason: 'Ok' }, /type must be a non-empty string, got ""/);
   bad({ type: 'Ready', status: 'True', reason: '' }, /reason must be CamelCase .*got ""/);

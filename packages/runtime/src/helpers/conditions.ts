@@ -7,8 +7,9 @@
  * `changed` is true exactly when the returned conditions differ from the input, so callers can skip a status write
  * when nothing changed.
  * Invalid input (empty `type`, a `reason` that is not CamelCase, an unknown `status`, a negative or fractional
- * `observedGeneration`) is a `TypeError` naming the field and the value.
+ * `observedGeneration`) is a `UsageError` (`InvalidArgument`) naming the field and the value.
  */
+import { UsageError } from '../errors.ts';
 
 /** Whether a condition holds: `True`, `False`, or `Unknown` (not yet known). */
 export type ConditionStatus = 'True' | 'False' | 'Unknown';
@@ -53,21 +54,27 @@ function rfc3339(date: Date): string {
 
 function validate(input: ConditionInput): void {
   if (typeof input.type !== 'string' || input.type.length === 0) {
-    throw new TypeError(`condition type must be a non-empty string, got ${JSON.stringify(input.type)}`);
+    throw new UsageError(
+      'InvalidArgument',
+      `condition type must be a non-empty string, got ${JSON.stringify(input.type)}`,
+    );
   }
   if (!STATUSES.has(input.status)) {
-    throw new TypeError(
+    throw new UsageError(
+      'InvalidArgument',
       `condition ${input.type}: status must be 'True', 'False' or 'Unknown', got ${JSON.stringify(input.status)}`,
     );
   }
   if (typeof input.reason !== 'string' || !REASON.test(input.reason)) {
-    throw new TypeError(
+    throw new UsageError(
+      'InvalidArgument',
       `condition ${input.type}: reason must be CamelCase (matching ${REASON.source}), got ${JSON.stringify(input.reason)}`,
     );
   }
   const gen = input.observedGeneration;
   if (gen !== undefined && !(Number.isSafeInteger(gen) && gen >= 0)) {
-    throw new TypeError(
+    throw new UsageError(
+      'InvalidArgument',
       `condition ${input.type}: observedGeneration must be a non-negative integer, got ${JSON.stringify(gen)}`,
     );
   }

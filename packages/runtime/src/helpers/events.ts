@@ -30,18 +30,20 @@
  * - Holding a series back costs the same however many are held (the timer is re-armed only when the new series' token
  *   comes before it); the timer fires at the earliest time a held series' object has a token again.
  *
+ * The recorder keeps the series and decides when each is written; helpers/eventwriter writes one (API, body, create
+ * or patch), helpers/eventlimit is the per-object write budget.
+ *
  * RBAC: `create` and `patch` on `events.k8s.io` events (see `managerPermissions`); the core/v1 fallback, for
  * apiservers older than 1.19, needs the same verbs on core `events`.
  */
-import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type Event, Events, type EventsV1Event, EventsV1Events } from '../client/builtins.ts';
 import type { Client } from '../client/client.ts';
-import { isApiError } from '../client/errors.ts';
 import type { KubeObject, ResourceType } from '../client/resource.ts';
 import type { Logger } from '../logger.ts';
 import { type Clock, realClock, type Timer } from '../workqueue/clock.ts';
+import { WriteBudget } from './eventlimit.ts';
+import { EventWriter, type WrittenSeries } from './eventwriter.ts';
 
 /** An Event's type: `Normal`, or `Warning` for something an operator of the cluster should look at. */
 export type EventType = 'Normal' | 'Warning';
@@ -111,29 +113,11 @@ export const DEFAULT_ACTION = 'NoneSpecified';
 export const SERIES_IDLE_MS = 6 * 60_000;
 /** The API's limit on an Event's note (`message`). */
 const NOTE_LIMIT = 1024;
-/** Rounding slack when a bucket refilled to exactly one token. */
-const TOKEN_EPSILON = 1e-9;
 /** The longest a Node timer can wait (2^31 − 1 ms); a longer flush timeout means no limit. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
-type Api = 'events.k8s.io/v1' | 'v1';
-
-/** One series: what was recorded, and where it was written. */
-interface Series {
-  readonly regarding: EventObjectReference;
-  readonly related: EventObjectReference | undefined;
-  readonly type: EventType;
-  readonly reason: string;
-  readonly action: string;
-  readonly note: string;
-  readonly first: number;
-  last: number;
-  /** Occurrences recorded. */
-  count: number;
-  /** Occurrences the written Event reports. */
-  written: number;
-  /** The written Event, once created. */
-  ref: { readonly api: Api; readonly namespace: string; readonly name: string } | undefined;
+/** One series: what was recorded, where it was written, and its place in the write budget. */
+interface Series extends WrittenSeries {
   /** The regarding object's rate-limit bucket. */
   readonly bucket: string;
   /** A write loop runs for this series (it picks up every count recorded meanwhile). */
@@ -152,18 +136,14 @@ interface Series {
  */
 export class EventRecorder {
   readonly #o: EventRecorderOptions;
-  readonly #instance: string;
+  readonly #writer: EventWriter;
+  readonly #budget: WriteBudget;
   readonly #clock: Clock;
   readonly #series = new Map<string, Series>();
-  readonly #buckets = new Map<string, { tokens: number; at: number }>();
   /** Series whose counts wait for a token, oldest first. */
   readonly #held = new Set<Series>();
   /** Set for when the first held series' bucket has a token again. */
   #timer: { readonly at: number; readonly timer: Timer } | undefined;
-  #api: Promise<Api> | undefined;
-  /** The API discovery settled on, once it has. */
-  #apiNow: Api | undefined;
-  #warnedForbidden = false;
   #dropped = 0;
   #inFlight = new Set<Promise<void>>();
   /** Aborts the writes recorded so far when a flush gives up on them (then replaced for later events). */
@@ -171,8 +151,21 @@ export class EventRecorder {
 
   constructor(options: EventRecorderOptions) {
     this.#o = options;
-    this.#instance = (options.instance ?? `${options.component}-${hostname()}`).slice(0, 128);
+    const instance = (options.instance ?? `${options.component}-${hostname()}`).slice(0, 128);
+    this.#writer = new EventWriter({
+      client: options.client,
+      component: options.component,
+      instance,
+      log: options.log,
+    });
     this.#clock = options.clock ?? realClock;
+    const clock = this.#clock;
+    this.#budget = new WriteBudget({
+      ...(options.burst === undefined ? {} : { burst: options.burst }),
+      ...(options.refillMs === undefined ? {} : { refillMs: options.refillMs }),
+      ...(options.cacheSize === undefined ? {} : { cacheSize: options.cacheSize }),
+      now: () => clock.now(),
+    });
   }
 
   /** New Events dropped by the rate limit so far (repeats of a series are never dropped). */
@@ -205,7 +198,7 @@ export class EventRecorder {
     if (s && now - s.last > SERIES_IDLE_MS) s = undefined; // the series ended: start a new Event
     if (!s) {
       // a new Event needs a write now: over the object's limit, it is dropped (client-go's spam filter)
-      if (!this.#take(bucket, now)) {
+      if (!this.#budget.take(bucket, now)) {
         this.#dropped += 1;
         this.#o.log.debug({ reason, object: regarding.name }, 'event dropped by the rate limit');
         return;
@@ -251,15 +244,15 @@ export class EventRecorder {
     try {
       await undefined; // occurrences recorded in the same turn go out in one write
       while (s.count !== s.written && !signal.aborted) {
-        if (!s.granted && !this.#take(s.bucket, this.#clock.now())) {
+        if (!s.granted && !this.#budget.take(s.bucket, this.#clock.now())) {
           this.#hold(s);
           return;
         }
         s.granted = false;
         try {
-          await this.#write(s, signal);
+          await this.#writer.write(s, signal);
         } catch (err) {
-          this.#writeFailed(err, s);
+          this.#writer.failed(err, s);
           return;
         }
       }
@@ -272,7 +265,7 @@ export class EventRecorder {
     s.held = true;
     this.#held.add(s);
     // the timer is at the earliest token of the series held before: only this one can come sooner
-    const at = this.#tokenAt(s.bucket);
+    const at = this.#budget.tokenAt(s.bucket);
     if (this.#timer === undefined || at < this.#timer.at) this.#armAt(at);
   }
 
@@ -280,7 +273,7 @@ export class EventRecorder {
   #release(all: boolean): void {
     const now = this.#clock.now();
     for (const s of [...this.#held]) {
-      if (!all && !this.#take(s.bucket, now)) continue;
+      if (!all && !this.#budget.take(s.bucket, now)) continue;
       this.#held.delete(s);
       s.held = false;
       s.granted = true;
@@ -295,7 +288,7 @@ export class EventRecorder {
    */
   #arm(): void {
     let at = Infinity;
-    for (const s of this.#held) at = Math.min(at, this.#tokenAt(s.bucket));
+    for (const s of this.#held) at = Math.min(at, this.#budget.tokenAt(s.bucket));
     if (at === Infinity) {
       this.#timer?.timer.cancel();
       this.#timer = undefined;
@@ -339,120 +332,13 @@ export class EventRecorder {
       timer.abort();
       if (written) continue;
       const cancelled = this.#inFlight.size;
-      this.#cancel.abort(new Error('event recorder flush timed out'));
+      this.#cancel.abort(new DOMException('event recorder flush timed out', 'TimeoutError'));
       this.#cancel = new AbortController();
       await Promise.all([...this.#inFlight]);
       this.#o.log.info({ cancelled, timeoutMs }, 'stopped writing events still under way');
       return cancelled;
     }
     return 0;
-  }
-
-  /** Logs a failed write: at debug, except the first refusal for lack of RBAC, which is a warning naming the rule. */
-  #writeFailed(err: unknown, s: Series): void {
-    const message = err instanceof Error ? err.message : String(err);
-    if (isApiError(err, 'Forbidden') && !this.#warnedForbidden) {
-      this.#warnedForbidden = true;
-      const group = s.ref?.api === 'v1' || this.#apiNow === 'v1' ? 'core ("")' : 'events.k8s.io';
-      this.#o.log.warn(
-        { err: message, namespace: s.regarding.namespace ?? 'default' },
-        `events are not being written: the operator's RBAC lacks create and patch on ${group} events — ` +
-          'regenerate and apply its RBAC (opkit generate, then opkit deploy); further refusals are logged at debug',
-      );
-      return;
-    }
-    this.#o.log.debug({ err: message, reason: s.reason }, 'could not write an event');
-  }
-
-  /** Brings the server's Event up to the series' count: creates it, or patches its count. */
-  async #write(s: Series, signal: AbortSignal): Promise<void> {
-    const count = s.count;
-    if (count === s.written) return;
-    const last = s.last;
-    if (s.ref) {
-      try {
-        if (s.ref.api === 'v1') {
-          await this.#o.client.patch(Events, s.ref, { count, lastTimestamp: seconds(last) }, { signal });
-        } else {
-          await this.#o.client.patch(
-            EventsV1Events,
-            s.ref,
-            { series: { count, lastObservedTime: microTime(last) } },
-            { signal },
-          );
-        }
-        s.written = count;
-        return;
-      } catch (err) {
-        if (!isApiError(err, 'NotFound')) throw err; // the Event expired: create it again
-      }
-    }
-    const api = await this.#servedApi(signal);
-    const namespace = s.regarding.namespace ?? 'default';
-    const name = `${s.regarding.name}.${randomBytes(8).toString('hex')}`;
-    const created =
-      api === 'v1'
-        ? await this.#o.client.create(Events, this.#coreEvent(s, namespace, name, count, last), { signal })
-        : await this.#o.client.create(EventsV1Events, this.#eventsV1Event(s, namespace, name, count, last), {
-            signal,
-          });
-    s.ref = { api, namespace: created.metadata.namespace ?? namespace, name: created.metadata.name ?? name };
-    s.written = count;
-  }
-
-  /** events.k8s.io/v1 when served (asked once); core/v1 when the group version is not served. */
-  #servedApi(signal: AbortSignal): Promise<Api> {
-    if (!this.#api) {
-      const asked = this.#o.client.serverResources('events.k8s.io/v1', { signal }).then(
-        (resources): Api => (resources.some((r) => r.name === 'events') ? 'events.k8s.io/v1' : 'v1'),
-        (err: unknown): Api => {
-          if (isApiError(err, 'NotFound')) return 'v1';
-          this.#api = undefined; // ask again next time
-          this.#o.log.debug({ err: (err as Error).message }, 'events.k8s.io discovery failed: assuming it is served');
-          return 'events.k8s.io/v1';
-        },
-      );
-      this.#api = asked;
-      void asked.then((api) => {
-        this.#apiNow = api;
-        if (api === 'v1') this.#o.log.info({}, 'events.k8s.io/v1 is not served: writing core/v1 Events');
-      });
-    }
-    return this.#api;
-  }
-
-  #eventsV1Event(s: Series, namespace: string, name: string, count: number, last: number): EventsV1Event {
-    return {
-      metadata: { namespace, name },
-      eventTime: microTime(s.first),
-      ...(count > 1 ? { series: { count, lastObservedTime: microTime(last) } } : {}),
-      reportingController: this.#o.component,
-      reportingInstance: this.#instance,
-      action: s.action,
-      reason: s.reason,
-      regarding: { ...s.regarding },
-      ...(s.related ? { related: { ...s.related } } : {}),
-      note: s.note,
-      type: s.type,
-    };
-  }
-
-  #coreEvent(s: Series, namespace: string, name: string, count: number, last: number): Event {
-    return {
-      metadata: { namespace, name },
-      involvedObject: { ...s.regarding },
-      ...(s.related ? { related: { ...s.related } } : {}),
-      type: s.type,
-      reason: s.reason,
-      action: s.action,
-      message: s.note,
-      source: { component: this.#o.component, host: hostname() },
-      reportingComponent: this.#o.component,
-      reportingInstance: this.#instance,
-      firstTimestamp: seconds(s.first),
-      lastTimestamp: seconds(last),
-      count,
-    };
   }
 
   #remember(key: string, s: Series): void {
@@ -464,46 +350,11 @@ export class EventRecorder {
       if (oldest !== undefined) this.#series.delete(oldest);
     }
   }
-
-  /** Takes a write token of the object's bucket, if it has one now. */
-  #take(objectKey: string, now: number): boolean {
-    const burst = this.#o.burst ?? 25;
-    const refillMs = this.#o.refillMs ?? 300_000;
-    const b = this.#buckets.get(objectKey) ?? { tokens: burst, at: now };
-    b.tokens = Math.min(burst, b.tokens + (now - b.at) / refillMs);
-    b.at = now;
-    this.#buckets.set(objectKey, b);
-    if (b.tokens < 1 - TOKEN_EPSILON) return false;
-    b.tokens = Math.max(0, b.tokens - 1);
-    if (this.#buckets.size > (this.#o.cacheSize ?? 4096)) {
-      const oldest = this.#buckets.keys().next().value;
-      if (oldest !== undefined && oldest !== objectKey) this.#buckets.delete(oldest);
-    }
-    return true;
-  }
-
-  /** When the object's bucket has a token (now, if it has one or is not tracked), in whole ms. */
-  #tokenAt(objectKey: string): number {
-    const b = this.#buckets.get(objectKey);
-    if (b === undefined) return this.#clock.now();
-    const refillMs = this.#o.refillMs ?? 300_000;
-    return Math.ceil(b.at + Math.max(0, 1 - b.tokens) * refillMs);
-  }
 }
 
 /** A reference as one key part: every field, as client-go compares ObjectReferences. */
 function referenceKey(r: EventObjectReference): string {
   return [r.apiVersion, r.kind, r.namespace ?? '', r.name, r.uid ?? '', r.resourceVersion ?? ''].join('/');
-}
-
-/** RFC 3339 with microseconds (a MicroTime), as events.k8s.io requires. */
-function microTime(ms: number): string {
-  return new Date(ms).toISOString().replace(/Z$/, '000Z');
-}
-
-/** RFC 3339 in whole seconds (a Time), as core/v1 Events' timestamps are. */
-function seconds(ms: number): string {
-  return new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
 }
 
 /** Cuts a note to the API's 1 kB limit (in UTF-8 bytes), ending in `...`. */

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { type ClusterRole, ClusterRoles, type ConfigMap, ConfigMaps, Namespaces } from '../client/builtins.ts';
 import { type KubeObject, resource } from '../client/resource.ts';
+import { UsageError } from '../errors.ts';
 import {
   controllerOf,
   isControlledBy,
@@ -172,10 +173,10 @@ test('setOwnerReference adds a plain reference, replaces by uid, and honours blo
   assert.equal(controllerOf(obj), undefined, 'replacing the controller reference demotes it');
 });
 
-test('an owner of another kind than its resource type is a TypeError', () => {
+test('an owner of another kind than its resource type is a UsageError', () => {
   assert.throws(
     () => setControllerReference(Apps, { ...app(), kind: 'Other' }, cm('prod')),
-    (e) => e instanceof TypeError && /is a Other, not a App/.test(e.message),
+    (e) => e instanceof UsageError && /is a Other, not a App/.test(e.message),
   );
 });
 

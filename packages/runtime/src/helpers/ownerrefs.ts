@@ -16,17 +16,18 @@
  */
 
 import type { KubeObject, ObjectMeta, OwnerReference, ResourceType } from '../client/resource.ts';
-import { OpkitError } from '../errors.ts';
+import { OpkitError, UsageError } from '../errors.ts';
 
-/**
- * `AlreadyOwned`: the object already has another controller; `CrossNamespace`: owner and object are in different
- * namespaces; `ClusterScopedOwnedByNamespaced`: a cluster-scoped object cannot have a namespaced owner; `MissingUid`:
- * the owner was not read from the API (no `metadata.uid`).
- */
+/** Why an owner reference cannot be set. A reference to an owner of the wrong type, or without a name or namespace, is
+ * a `UsageError` (`InvalidArgument`). */
 export type OwnerReferenceErrorCode =
+  /** The object already has another controller: an object has at most one; release it first, or set a plain owner. */
   | 'AlreadyOwned'
+  /** A namespaced owner and its object are in different namespaces: the garbage collector would delete the object. */
   | 'CrossNamespace'
+  /** A cluster-scoped object cannot have a namespaced owner (the garbage collector would never delete it). */
   | 'ClusterScopedOwnedByNamespaced'
+  /** The owner has no `metadata.uid`: it was not read from the API; read it first. */
   | 'MissingUid';
 
 /** An owner reference that the API or its garbage collector would not honour. */
@@ -61,7 +62,10 @@ function prepare(
   const ownerName = describe(ownerType.kind, owner.metadata);
   const objName = describe(objectType?.kind ?? obj.kind, obj.metadata);
   if (owner.kind !== undefined && owner.kind !== ownerType.kind) {
-    throw new TypeError(`owner ${ownerName} is a ${owner.kind}, not a ${ownerType.kind}: pass its own resource type`);
+    throw new UsageError(
+      'InvalidArgument',
+      `owner ${ownerName} is a ${owner.kind}, not a ${ownerType.kind}: pass its own resource type`,
+    );
   }
   const uid = owner.metadata.uid;
   if (!uid) {
@@ -71,12 +75,19 @@ function prepare(
     );
   }
   const name = owner.metadata.name;
-  if (!name) throw new TypeError(`cannot make ${ownerName} an owner of ${objName}: the owner has no metadata.name`);
+  if (!name)
+    throw new UsageError(
+      'InvalidArgument',
+      `cannot make ${ownerName} an owner of ${objName}: the owner has no metadata.name`,
+    );
   let namespace: string | undefined;
   if (ownerType.namespaced) {
     const ownerNs = owner.metadata.namespace;
     if (!ownerNs) {
-      throw new TypeError(`${ownerType.kind} is namespaced, but owner ${ownerName} has no metadata.namespace`);
+      throw new UsageError(
+        'InvalidArgument',
+        `${ownerType.kind} is namespaced, but owner ${ownerName} has no metadata.namespace`,
+      );
     }
     if (objectType !== undefined && !objectType.namespaced) {
       throw new OwnerReferenceError(

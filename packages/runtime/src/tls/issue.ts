@@ -18,6 +18,7 @@ import { createRequire } from 'node:module';
 import { isIP } from 'node:net';
 import { hostname } from 'node:os';
 import type Forge from 'node-forge';
+import { UsageError } from '../errors.ts';
 import type { KeyPair } from './keypair.ts';
 
 /** node-forge, loaded on first use: a process that never makes a certificate (mounted files, plain HTTP) never loads it. */
@@ -90,7 +91,9 @@ function servingCertificate(
   issuer?: { subject: Forge.pki.CertificateField[]; key: Forge.pki.rsa.PrivateKey },
 ): KeyPair {
   const first = hosts[0];
-  if (first === undefined) throw new TypeError('a serving certificate needs at least one host name or IP address');
+  if (first === undefined) {
+    throw new UsageError('InvalidArgument', 'a serving certificate needs at least one host name or IP address');
+  }
   const { privateKey, keyPem } = newKey();
   const cert = baseCertificate(privateKey, first, options, defaultValidityMs);
   cert.setIssuer(issuer?.subject ?? cert.subject.attributes);

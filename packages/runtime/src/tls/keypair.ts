@@ -15,20 +15,19 @@ import { createPrivateKey, X509Certificate } from 'node:crypto';
 import type { SecureContextOptions, TlsOptions } from 'node:tls';
 import { OpkitError } from '../errors.ts';
 
-/**
- * `Aborted`: the signal given to `load()` aborted before a pair was read; `Forbidden`: the operator may not read where
- * the pair is kept (RBAC refused it a Secret).
- */
+/** Why a serving certificate cannot be served. */
 export type CertificateErrorCode =
+  /** No pair where the source looks (a file that cannot be read, a Secret without one in time), or none loaded yet. */
   | 'CertificateMissing'
+  /** The certificate or the key is not PEM that parses; the message names where the pair came from. */
   | 'CertificateInvalid'
+  /** The private key is not the key of the certificate's leaf (a half-written rotation, two files mixed up). */
   | 'KeyMismatch'
-  | 'Forbidden'
-  | 'Aborted';
+  /** The operator may not read where the pair is kept (RBAC refused it the Secret); the message names the rule. */
+  | 'CertificateForbidden';
 
 /**
- * A serving certificate that cannot be read (or may not be), does not parse, or whose key is not the certificate's; a
- * load cut off.
+ * A serving certificate that cannot be read (or may not be), does not parse, or whose key is not the certificate's.
  */
 export class CertificateError extends OpkitError<CertificateErrorCode> {
   override readonly name = 'CertificateError';

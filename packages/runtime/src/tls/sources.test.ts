@@ -6,12 +6,12 @@ import { test } from 'node:test';
 import { createCertificateAuthority, issueServingCertificate } from './issue.ts';
 import { FileCertificates, StaticCertificates } from './sources.ts';
 
-test('load() with an aborted signal rejects with Aborted, for files and for a pair in memory', async () => {
+test('load() with an aborted signal rejects with the signal’s reason (an AbortError), for files and for a pair in memory', async () => {
   const dir = await mkdtemp(join(tmpdir(), 'opkit-sources-'));
   try {
-    await assert.rejects(new FileCertificates({ dir }).load(AbortSignal.abort()), { code: 'Aborted' });
+    await assert.rejects(new FileCertificates({ dir }).load(AbortSignal.abort()), { name: 'AbortError' });
     const pair = issueServingCertificate(createCertificateAuthority('test-ca'), ['localhost']);
-    await assert.rejects(new StaticCertificates(pair).load(AbortSignal.abort()), { code: 'Aborted' });
+    await assert.rejects(new StaticCertificates(pair).load(AbortSignal.abort()), { name: 'AbortError' });
     assert.equal((await new StaticCertificates(pair).load(new AbortController().signal)).certPem, pair.certPem);
   } finally {
     await rm(dir, { recursive: true, force: true });

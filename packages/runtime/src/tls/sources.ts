@@ -9,8 +9,9 @@
  * - `StaticCertificates` serves a pair held in memory (tests, a self-signed pair, or a caller that rotates it with
  *   `update`).
  *
- * Guarantees: `load()` rejects with a `CertificateError` naming the file and what to do, and with one coded `Aborted`
- * as soon as the signal given to it aborts (a stop never waits on a load); after a successful load the source always
+ * Guarantees: `load()` rejects with a `CertificateError` naming the file and what to do, and with the signal's reason
+ * (an `AbortError`, unless the caller aborted with another) as soon as the signal given to it aborts (a stop never
+ * waits on a load); after a successful load the source always
  * has a pair whose key matches its certificate — a changed pair that is unreadable or inconsistent (a half-written
  * rotation) is reported to `onError` and the previous pair stays; listeners hear of each new pair once; once the
  * signal given to `watch` aborts, nothing watches or polls any more.
@@ -24,8 +25,8 @@ import { CertificateError, checkKeyPair, type KeyPair } from './keypair.ts';
 /** Where a server's serving certificate comes from. */
 export interface CertificateSource {
   /**
-   * Reads the first pair; rejects with a `CertificateError` when there is none, and at once (code `Aborted`) when
-   * `signal` aborts first.
+   * Reads the first pair; rejects with a `CertificateError` when there is none, and at once with the signal's reason
+   * when `signal` aborts first.
    */
   load(signal?: AbortSignal): Promise<KeyPair>;
   /** The pair to serve now (after `load`). */
@@ -57,7 +58,7 @@ export class StaticCertificates extends CertificateListeners implements Certific
     this.#pair = pair;
   }
   async load(signal?: AbortSignal): Promise<KeyPair> {
-    if (signal?.aborted) throw loadAborted('the serving certificate', signal);
+    signal?.throwIfAborted();
     return this.#pair;
   }
   current(): KeyPair {
@@ -181,11 +182,11 @@ export class FileCertificates extends CertificateListeners implements Certificat
   async #read(signal?: AbortSignal): Promise<KeyPair> {
     const purpose = this.#o.purpose ?? 'serving';
     const read = async (file: string, what: string) => {
-      if (signal?.aborted) throw loadAborted(file, signal);
+      signal?.throwIfAborted();
       try {
         return await readFile(file, signal ? { encoding: 'utf8', signal } : 'utf8');
       } catch (err) {
-        if (signal?.aborted) throw loadAborted(file, signal);
+        signal?.throwIfAborted();
         throw new CertificateError(
           'CertificateMissing',
           `cannot read the ${purpose} ${what} ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message} — mount the certificate's Secret there, or point to another directory`,
@@ -197,11 +198,6 @@ export class FileCertificates extends CertificateListeners implements Certificat
     const certPem = await read(this.certFile, 'certificate');
     return { certPem, keyPem: await read(this.keyFile, 'key') };
   }
-}
-
-/** The rejection of a `load()` whose signal aborted. */
-export function loadAborted(what: string, signal: AbortSignal): CertificateError {
-  return new CertificateError('Aborted', `loading ${what}: aborted`, { cause: signal.reason });
 }
 
 function digest(pair: KeyPair): string {

@@ -50,25 +50,31 @@ export function converter(...kinds: Convertible[]): ConversionHandler {
   return async (request) => {
     const convertedObjects: unknown[] = [];
     for (const [i, obj] of request.objects.entries()) {
-      try {
-        if (typeof obj !== 'object' || obj === null || Array.isArray(obj)) throw new Error('not an object');
-        const o = obj as KubeObject;
-        const group = typeof o.apiVersion === 'string' ? o.apiVersion.split('/')[0] : '';
-        const kind = byKey.get(`${String(o.kind)}.${group}`);
-        if (!kind) throw new Error(`no conversion for ${String(o.kind)} in ${String(o.apiVersion)}`);
-        convertedObjects.push(kind.convert(o, request.desiredAPIVersion));
-      } catch (err) {
+      const converted = convertOne(byKey, obj, request.desiredAPIVersion);
+      if (typeof converted === 'string') {
         const name = (obj as KubeObject | null)?.metadata?.name;
         return {
           uid: request.uid,
           convertedObjects: [],
-          result: {
-            status: 'Failure',
-            message: `objects[${i}]${name ? ` (${name})` : ''}: ${(err as Error).message}`,
-          },
+          result: { status: 'Failure', message: `objects[${i}]${name ? ` (${name})` : ''}: ${converted}` },
         };
       }
+      convertedObjects.push(converted);
     }
     return { uid: request.uid, convertedObjects, result: { status: 'Success' } };
   };
+}
+
+/** `obj` converted to `apiVersion` by its kind, or why it cannot be. */
+function convertOne(byKey: ReadonlyMap<string, Convertible>, obj: unknown, apiVersion: string): KubeObject | string {
+  if (typeof obj !== 'object' || obj === null || Array.isArray(obj)) return 'not an object';
+  const o = obj as KubeObject;
+  const group = typeof o.apiVersion === 'string' ? o.apiVersion.split('/')[0] : '';
+  const kind = byKey.get(`${String(o.kind)}.${group}`);
+  if (!kind) return `no conversion for ${String(o.kind)} in ${String(o.apiVersion)}`;
+  try {
+    return kind.convert(o, apiVersion);
+  } catch (err) {
+    return err instanceof Error ? err.message : String(err);
+  }
 }

@@ -6,9 +6,9 @@
  *
  * - `SecretCertificates` (every replica) is the server's `CertificateSource`: it waits for the Secret (up to 2
  *   minutes), then re-reads it every `pollIntervalMs` and hands a new pair to the server, which uses it for new
- *   connections. A refusal to read the Secret (Forbidden) fails the load at once, naming the RBAC rule it needs; a load
- *   that gives up names the last error it met (a read that failed, a pair that does not belong together) and carries
- *   it as `cause`. A re-read that fails is logged with its error, and the pair served so far stays.
+ *   connections. A refusal to read the Secret (`CertificateForbidden`) fails the load at once, naming the RBAC rule it
+ *   needs; a load that gives up names the last error it met (a read that failed, a pair that does not belong
+ *   together) and carries it as `cause`. A re-read that fails is logged with its error, and the pair served so far stays.
  * - `CertificateRotator` (a Runnable that needs leadership: only the leader writes) creates the Secret if missing or
  *   unusable, and every `checkIntervalMs` renews what gets close to expiry.
  *
@@ -24,36 +24,21 @@
  *
  * Least privilege (`selfManagedRbac`): get/update of this one Secret (and create of Secrets in the namespace, which
  * RBAC cannot narrow by name), get/patch of the named webhook configurations and CRDs.
+ *
+ * The Secret's layout and its reads and writes are webhook/certsecret; the bundle's writes webhook/cabundle.
  */
 import { X509Certificate } from 'node:crypto';
-import { CustomResourceDefinitions, type Secret, Secrets } from '../client/builtins.ts';
 import type { Client } from '../client/client.ts';
-import { isApiError, isNotFound } from '../client/errors.ts';
-import { type KubeObject, resource } from '../client/resource.ts';
+import { isApiError } from '../client/errors.ts';
+import type { KubeObject } from '../client/resource.ts';
+import { UsageError } from '../errors.ts';
 import { sleep } from '../internal/sleep.ts';
 import { type Logger, silentLogger } from '../logger.ts';
 import { createCertificateAuthority, issueServingCertificate } from '../tls/issue.ts';
 import { CertificateError, checkKeyPair, type KeyPair } from '../tls/keypair.ts';
-import { CertificateListeners, type CertificateSource, loadAborted } from '../tls/sources.ts';
-
-const MutatingWebhookConfigurations = resource<KubeObject & { webhooks?: WebhookEntry[] }>({
-  group: 'admissionregistration.k8s.io',
-  version: 'v1',
-  kind: 'MutatingWebhookConfiguration',
-  plural: 'mutatingwebhookconfigurations',
-  namespaced: false,
-});
-const ValidatingWebhookConfigurations = resource<KubeObject & { webhooks?: WebhookEntry[] }>({
-  group: 'admissionregistration.k8s.io',
-  version: 'v1',
-  kind: 'ValidatingWebhookConfiguration',
-  plural: 'validatingwebhookconfigurations',
-  namespaced: false,
-});
-
-interface WebhookEntry {
-  clientConfig?: { caBundle?: string };
-}
+import { CertificateListeners, type CertificateSource } from '../tls/sources.ts';
+import { injectBundle } from './cabundle.ts';
+import { type CertificateData, decode, readSecret, writeSecret } from './certsecret.ts';
 
 /**
  * Options of `SecretCertificates` and `CertificateRotator` (give both the same): the Secret, the serving certificate's
@@ -91,43 +76,6 @@ export interface SelfManagedOptions {
 }
 
 const YEAR_MS = 365 * 86_400_000;
-const KEYS = {
-  ca: 'ca.crt',
-  caKey: 'ca.key',
-  caNext: 'ca-next.crt',
-  caNextKey: 'ca-next.key',
-  cert: 'tls.crt',
-  key: 'tls.key',
-};
-
-type Data = Partial<Record<keyof typeof KEYS, string>>;
-
-function decode(secret: Secret | undefined): Data {
-  const out: Data = {};
-  for (const [k, file] of Object.entries(KEYS) as [keyof typeof KEYS, string][]) {
-    const v = secret?.data?.[file];
-    if (typeof v === 'string') out[k] = Buffer.from(v, 'base64').toString('utf8');
-  }
-  return out;
-}
-
-function encode(d: Data): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [k, file] of Object.entries(KEYS) as [keyof typeof KEYS, string][]) {
-    const v = d[k];
-    if (v !== undefined) out[file] = Buffer.from(v).toString('base64');
-  }
-  return out;
-}
-
-async function readSecret(o: SelfManagedOptions, signal?: AbortSignal): Promise<Secret | undefined> {
-  try {
-    return await o.client.get(Secrets, { namespace: o.namespace, name: o.secretName }, signal ? { signal } : {});
-  } catch (err) {
-    if (isNotFound(err)) return undefined;
-    throw err;
-  }
-}
 
 /** The serving pair from the Secret, on every replica. */
 export class SecretCertificates extends CertificateListeners implements CertificateSource {
@@ -140,10 +88,10 @@ export class SecretCertificates extends CertificateListeners implements Certific
   }
 
   /**
-   * Waits (up to 2 minutes) for the leader to create the Secret, reading it every second. Rejects with `Forbidden` at
-   * once when RBAC refuses the read (the message names the rule), with `CertificateMissing` after 2 minutes without a
-   * usable pair (carrying the last error met as `cause`), and with `Aborted` as soon as `signal` aborts, the read
-   * under way cut off.
+   * Waits (up to 2 minutes) for the leader to create the Secret, reading it every second. Rejects with
+   * `CertificateForbidden` at once when RBAC refuses the read (the message names the rule), with `CertificateMissing`
+   * after 2 minutes without a usable pair (carrying the last error met as `cause`), and with the signal's reason as
+   * soon as `signal` aborts, the read under way cut off.
    */
   async load(signal?: AbortSignal): Promise<KeyPair> {
     const o = this.#o;
@@ -153,15 +101,15 @@ export class SecretCertificates extends CertificateListeners implements Certific
     const never = new AbortController().signal;
     let last: unknown;
     for (;;) {
-      if (signal?.aborted) throw loadAborted(where, signal);
+      signal?.throwIfAborted();
       let pair: KeyPair | undefined;
       try {
         pair = await this.#read(signal);
       } catch (err) {
-        if (signal?.aborted) throw loadAborted(where, signal);
+        signal?.throwIfAborted();
         if (isApiError(err, 'Forbidden')) {
           throw new CertificateError(
-            'Forbidden',
+            'CertificateForbidden',
             `cannot read ${where}: ${err.message} — the operator needs get on secrets named ${o.secretName} in ` +
               `namespace ${o.namespace} (the Role selfManagedRbac makes)`,
             { cause: err },
@@ -169,7 +117,7 @@ export class SecretCertificates extends CertificateListeners implements Certific
         }
         last = err; // a NotFound is no error here (readSecret answers undefined): the leader may not have written it
       }
-      if (signal?.aborted) throw loadAborted(where, signal);
+      signal?.throwIfAborted();
       if (pair) {
         this.#pair = pair;
         return pair;
@@ -241,7 +189,7 @@ export class CertificateRotator {
     const check = options.checkIntervalMs ?? 3_600_000;
     if (check < 2 * (options.pollIntervalMs ?? 10_000)) {
       // the old CA leaves the bundle one check after the switch: every replica must have re-read the Secret by then
-      throw new TypeError('checkIntervalMs must be at least twice pollIntervalMs');
+      throw new UsageError('InvalidArgument', 'checkIntervalMs must be at least twice pollIntervalMs');
     }
     this.#o = options;
     this.#log = options.log ?? silentLogger;
@@ -274,7 +222,7 @@ export class CertificateRotator {
     const now = this.#now();
     const caValidity = o.caValidityMs ?? YEAR_MS * 10;
     const certValidity = o.certValidityMs ?? YEAR_MS;
-    let next: Data = { ...d };
+    let next: CertificateData = { ...d };
     let caUsable = false;
     if (d.ca && d.caKey) {
       try {
@@ -291,8 +239,8 @@ export class CertificateRotator {
       });
       const pair = issueServingCertificate(ca, o.hosts, { validityMs: certValidity, notBefore: new Date(now) });
       next = { ca: ca.certPem, caKey: ca.keyPem, cert: pair.certPem, key: pair.keyPem };
-      await this.#injectBundle([ca.certPem], signal);
-      await this.#write(secret, next, signal);
+      await injectBundle(this.#o, [ca.certPem], signal);
+      await writeSecret(this.#o, secret, next, signal);
       this.#log.info({ secret: o.secretName }, 'webhook CA and serving certificate created');
       return;
     }
@@ -303,9 +251,9 @@ export class CertificateRotator {
       // step 2 of a CA rotation: the new CA has been in the bundle long enough; serve a certificate it signed. The old
       // CA stays in the bundle until the next check, while the replicas pick the new pair up.
       next = { ca: d.caNext, caKey: d.caNextKey, ...issue(d.caNext, d.caNextKey, o.hosts, certValidity, now) };
-      await this.#write(secret, next, signal);
+      await writeSecret(this.#o, secret, next, signal);
       this.#log.info({ secret: o.secretName }, 'webhook serving certificate re-issued by the new CA');
-      await this.#injectBundle([d.caNext, ca], signal);
+      await injectBundle(this.#o, [d.caNext, ca], signal);
       return;
     }
     if (!d.caNext && remaining(ca, now) < caValidity / 3) {
@@ -315,7 +263,7 @@ export class CertificateRotator {
         notBefore: new Date(now),
       });
       next = { ...next, caNext: fresh.certPem, caNextKey: fresh.keyPem };
-      await this.#injectBundle([ca, fresh.certPem], signal);
+      await injectBundle(this.#o, [ca, fresh.certPem], signal);
       this.#log.info({ secret: o.secretName }, 'new webhook CA published in the bundle');
     }
     // meanwhile (and always) the serving certificate stays fresh, signed by the current CA
@@ -325,60 +273,8 @@ export class CertificateRotator {
       next = { ...next, ...issue(ca, caKey, o.hosts, certValidity, now) };
       this.#log.info({ secret: o.secretName }, 'webhook serving certificate renewed');
     }
-    if (next !== d && JSON.stringify(next) !== JSON.stringify(d)) await this.#write(secret, next, signal);
-    await this.#injectBundle(next.caNext ? [ca, next.caNext] : [ca], signal);
-  }
-
-  async #write(secret: Secret | undefined, d: Data, signal?: AbortSignal): Promise<void> {
-    const o = this.#o;
-    const body = {
-      apiVersion: 'v1',
-      kind: 'Secret',
-      metadata: {
-        name: o.secretName,
-        namespace: o.namespace,
-        ...(secret?.metadata?.resourceVersion ? { resourceVersion: secret.metadata.resourceVersion } : {}),
-      },
-      type: 'Opaque',
-      data: encode(d),
-    } as Secret;
-    const opts = signal ? { signal } : {};
-    if (secret) await o.client.update(Secrets, body, opts);
-    else await o.client.create(Secrets, body, opts);
-  }
-
-  /** Sets `caBundle` (the PEMs, concatenated) in every named configuration and CRD where it differs. */
-  async #injectBundle(pems: readonly string[], signal?: AbortSignal): Promise<void> {
-    const o = this.#o;
-    const bundle = Buffer.from(`${pems.map((p) => p.trim()).join('\n')}\n`).toString('base64');
-    const opts = { type: 'json' as const, ...(signal ? { signal } : {}) };
-    for (const [type, names] of [
-      [MutatingWebhookConfigurations, o.mutatingWebhookConfigurations ?? []],
-      [ValidatingWebhookConfigurations, o.validatingWebhookConfigurations ?? []],
-    ] as const) {
-      for (const name of names) {
-        const config = await o.client.get(type, { name }, signal ? { signal } : {});
-        const ops = (config.webhooks ?? []).flatMap((w, i) =>
-          w.clientConfig?.caBundle === bundle
-            ? []
-            : [{ op: 'add', path: `/webhooks/${i}/clientConfig/caBundle`, value: bundle }],
-        );
-        if (ops.length > 0) await o.client.patch(type, { name }, ops, opts);
-      }
-    }
-    for (const name of o.crds ?? []) {
-      const crd = await o.client.get(CustomResourceDefinitions, { name }, signal ? { signal } : {});
-      const webhook = (crd.spec as { conversion?: { webhook?: { clientConfig?: { caBundle?: string } } } }).conversion
-        ?.webhook;
-      if (webhook?.clientConfig && webhook.clientConfig.caBundle !== bundle) {
-        await o.client.patch(
-          CustomResourceDefinitions,
-          { name },
-          [{ op: 'add', path: '/spec/conversion/webhook/clientConfig/caBundle', value: bundle }],
-          opts,
-        );
-      }
-    }
+    if (next !== d && JSON.stringify(next) !== JSON.stringify(d)) await writeSecret(this.#o, secret, next, signal);
+    await injectBundle(this.#o, next.caNext ? [ca, next.caNext] : [ca], signal);
   }
 }
 
@@ -386,7 +282,13 @@ function errorMessage(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
-function issue(caPem: string, caKey: string, hosts: readonly string[], validityMs: number, now: number): Data {
+function issue(
+  caPem: string,
+  caKey: string,
+  hosts: readonly string[],
+  validityMs: number,
+  now: number,
+): CertificateData {
   const pair = issueServingCertificate({ certPem: caPem, keyPem: caKey }, hosts, {
     validityMs,
     notBefore: new Date(now),

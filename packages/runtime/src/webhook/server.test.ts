@@ -172,9 +172,9 @@ test('listening resolves once the server listens: ready() fails right after star
     ctl.abort();
   }
   // not ready from the moment the stop begins, before the open connections are closed
-  await assert.rejects(s.ready(), { code: 'Stopped' });
+  await assert.rejects(s.ready(), { code: 'WebhookServerStopped' });
   await run;
-  await assert.rejects(s.ready(), { code: 'Stopped' });
+  await assert.rejects(s.ready(), { code: 'WebhookServerStopped' });
   await s.listening; // it did listen: the promise stays resolved
   await assert.rejects(s.start(new AbortController().signal), { code: 'AlreadyStarted' });
 });
@@ -186,8 +186,8 @@ test('listening rejects with the error start() rejects with: a port in use, a ce
     const port = (holder.address() as AddressInfo).port;
     const s = new WebhookServer({ bindAddress: `127.0.0.1:${port}`, certificates: new StaticCertificates(pair) });
     const run = s.start(new AbortController().signal);
-    await assert.rejects(s.listening, { code: 'BindFailed', message: new RegExp(`127\\.0\\.0\\.1:${port}`) });
-    await assert.rejects(run, { code: 'BindFailed' });
+    await assert.rejects(s.listening, { code: 'WebhookBindFailed', message: new RegExp(`127\\.0\\.0\\.1:${port}`) });
+    await assert.rejects(run, { code: 'WebhookBindFailed' });
     await assert.rejects(s.ready(), { code: 'NotStarted' });
   } finally {
     holder.close();
@@ -206,7 +206,7 @@ test('listening rejects with the error start() rejects with: a port in use, a ce
   ctl.abort();
   const s = new WebhookServer({ bindAddress: '127.0.0.1:0', certificates: new StaticCertificates(pair) });
   await s.start(ctl.signal);
-  await assert.rejects(s.listening, { code: 'Stopped' });
+  await assert.rejects(s.listening, { code: 'WebhookServerStopped' });
 });
 
 test('listening, left alone, rejects without an unhandled rejection; a promise chained on it is the caller’s to handle', () => {
@@ -219,7 +219,7 @@ test('listening, left alone, rejects without an unhandled rejection; a promise c
     const stopped = AbortSignal.abort();
     const make = () => new WebhookServer({ bindAddress: '127.0.0.1:0', certificates: new StaticCertificates(selfSignedCertificate(['127.0.0.1'])) });
     const bare = make();
-    await bare.start(stopped); // listening rejects with Stopped; nobody looks at it
+    await bare.start(stopped); // listening rejects with WebhookServerStopped; nobody looks at it
     const chained = make();
     chained.listening.then(() => {}); // a derived promise, with no catch
     await chained.start(stopped);
@@ -228,7 +228,7 @@ test('listening, left alone, rejects without an unhandled rejection; a promise c
   `;
   const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
   assert.equal(r.status, 0, r.stderr);
-  assert.deepEqual(JSON.parse(r.stdout), ['Stopped'], 'only the chained promise is reported');
+  assert.deepEqual(JSON.parse(r.stdout), ['WebhookServerStopped'], 'only the chained promise is reported');
 });
 
 test('drain(): calls are still answered, each on a connection that then closes (keep-alive ends before the stop)', async () => {

@@ -33,9 +33,9 @@
  * - Metrics under controller-runtime's names: `controller_runtime_webhook_requests_total{webhook,code}` (the HTTP
  *   status), `controller_runtime_webhook_latency_seconds{webhook}`, `controller_runtime_webhook_requests_in_flight`.
  * - A server starts once. `listening` resolves once it listens (rejects with the error `start()` rejects with, or
- *   `Stopped` when stopped first); `ready()` passes only once a TLS handshake with the server itself succeeds
- *   (controller-runtime's StartedChecker) and fails again from the moment its stop begins, so a readiness probe on
- *   it keeps the Service from routing to a replica that cannot answer.
+ *   `WebhookServerStopped` when stopped first); `ready()` passes only once a TLS handshake with the server itself
+ *   succeeds (controller-runtime's StartedChecker) and fails again from the moment its stop begins, so a readiness
+ *   probe on it keeps the Service from routing to a replica that cannot answer.
  * - Once `drain()` is called (the Manager calls it when a graceful stop begins) or the stop begins, every answer
  *   closes its connection, so a client that keeps connections alive moves its next call to a new connection (to a
  *   ready replica, through the Service) instead of sending it to a server about to close. A connection left idle
@@ -46,21 +46,30 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { connect } from 'node:tls';
-import { OpkitError } from '../errors.ts';
+import { OpkitError, UsageError } from '../errors.ts';
 import { boundAddress, parseBindAddress } from '../internal/address.ts';
 import { type Logger, silentLogger } from '../logger.ts';
 import type { Counter, Gauge, Histogram, Registry } from '../prometheus.ts';
 import { secureContextOptions } from '../tls/keypair.ts';
 import type { CertificateSource } from '../tls/sources.ts';
-import type { AdmissionHandler, AdmissionRequest, AdmissionResponse } from './admission.ts';
-import type { ConversionHandler, ConversionRequest, ConversionResponse } from './conversion.ts';
+import type { AdmissionHandler } from './admission.ts';
+import { answerAdmission, answerConversion, type Budget, budgetOf } from './answer.ts';
+import type { ConversionHandler } from './conversion.ts';
+import { errorMessage, MAX_TIMEOUT_MS, parseTimeout, type Reply, text } from './review.ts';
 
 /**
- * `AlreadyStarted`: `start` was called twice; `BindFailed`: it cannot listen (e.g. the port is taken); `DuplicatePath`:
- * two handlers for one path; `NotStarted`: `ready()` before it listens; `Stopped`: it stopped (before listening, or
- * `ready()` during its stop).
+ * Why a webhook server cannot do what was asked. Misuse is a `UsageError` instead: `start()` twice (`AlreadyStarted`),
+ * `ready()` before it listens (`NotStarted`), a path that does not start with `/` (`InvalidArgument`).
  */
-export type WebhookServerErrorCode = 'AlreadyStarted' | 'BindFailed' | 'DuplicatePath' | 'NotStarted' | 'Stopped';
+export type WebhookServerErrorCode =
+  /** `start()` cannot listen on the bind address (the port is taken, or the address is not the host's); see `cause`. */
+  | 'WebhookBindFailed'
+  /** Two handlers were registered for one path: register each path once. */
+  | 'DuplicatePath'
+  /** The server stopped: `listening` when it stopped before it listened, `ready()` from the moment its stop begins. */
+  | 'WebhookServerStopped'
+  /** `ready()`: the server listens, but a TLS handshake with it failed or timed out (2 s); see `cause`. */
+  | 'WebhookHandshakeFailed';
 
 /** A webhook server that cannot do what was asked; `code` says why. */
 export class WebhookServerError extends OpkitError<WebhookServerErrorCode> {
@@ -86,14 +95,8 @@ export interface WebhookServerOptions {
   readonly unref?: boolean;
 }
 
-const DEFAULT_TIMEOUT_MS = 10_000;
-const TIMEOUT_MARGIN_MS = 250;
-const MAX_TIMEOUT_MS = 30_000;
 const DEFAULT_MAX_BODY_BYTES = 7 * 1024 * 1024;
-const OPERATIONS: ReadonlySet<unknown> = new Set(['CREATE', 'UPDATE', 'DELETE', 'CONNECT']);
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
-const ADMISSION_VERSIONS = ['admission.k8s.io/v1', 'admission.k8s.io/v1beta1'] as const;
-const CONVERSION_VERSIONS = ['apiextensions.k8s.io/v1', 'apiextensions.k8s.io/v1beta1'] as const;
 
 type Route =
   | { readonly type: 'admission'; readonly handler: AdmissionHandler }
@@ -105,35 +108,26 @@ interface WebhookMetrics {
   readonly inFlight: Gauge<'webhook'>;
 }
 
-/** What the server sends back for one request. */
-interface Reply {
-  readonly status: number;
-  readonly body: string;
-  readonly contentType: string;
-  /** Close the connection after the reply (a client may still be sending a body the server will not read). */
-  readonly close?: boolean;
-}
-
-/** A request whose body had not fully arrived when its budget ran out: answered with a 504 at once. */
-class Unread extends Error {}
-
-/**
- * The time a review may take, fixed at its arrival: the apiserver's `timeoutMs`, and the `budgetMs` of it the server
- * uses, up to `deadline` (`performance.now()` time) — the body's read and the handler share it.
- */
-interface Budget {
-  readonly timeoutMs: number;
-  readonly budgetMs: number;
-  readonly deadline: number;
-}
-
-/** A request the server cannot read as a review: answered with `code` (400, or 413 for the size). */
-class Malformed extends Error {
-  readonly code: 400 | 413;
-  constructor(code: 400 | 413, message: string) {
-    super(message);
-    this.code = code;
-  }
+/** The webhook metrics, under controller-runtime's names. */
+function webhookMetrics(r: Registry): WebhookMetrics {
+  return {
+    total: r.counter({
+      name: 'controller_runtime_webhook_requests_total',
+      help: 'Total number of admission requests by HTTP status code.',
+      labelNames: ['webhook', 'code'],
+    }),
+    latency: r.histogram({
+      name: 'controller_runtime_webhook_latency_seconds',
+      help: 'Histogram of the latency of processing admission requests',
+      labelNames: ['webhook'],
+      buckets: LATENCY_BUCKETS,
+    }),
+    inFlight: r.gauge({
+      name: 'controller_runtime_webhook_requests_in_flight',
+      help: 'Current number of admission requests being served.',
+      labelNames: ['webhook'],
+    }),
+  };
 }
 
 /**
@@ -163,7 +157,7 @@ class Malformed extends Error {
  * );
  * const stop = new AbortController();
  * const serving = server.start(stop.signal); // resolves only once stopped
- * await server.listening; // rejects with BindFailed when the port is taken
+ * await server.listening; // rejects with WebhookBindFailed when the port is taken
  * console.log(`webhooks on 127.0.0.1:${server.port}`);
  * stop.abort();
  * await serving;
@@ -174,10 +168,11 @@ export class WebhookServer {
   readonly needLeaderElection = false;
   /**
    * Resolves once `start()` listens (`port` and `address` are then set, and `ready()` can pass). Rejects with the
-   * error the first `start()` rejects with (`BindFailed`, or the certificate source's error), or with `Stopped` when
-   * the signal aborts before the server listens. Awaiting it is optional: this promise itself, left alone, is never
-   * reported as an unhandled rejection. A promise made from it is not covered: `listening.then(f)` (or
-   * `Promise.all([listening, …])`) rejects too, and is reported as unhandled unless it is awaited or given a `catch`.
+   * error the first `start()` rejects with (`WebhookBindFailed`, or the certificate source's error), or with
+   * `WebhookServerStopped` when the signal aborts before the server listens. Awaiting it is optional: this promise
+   * itself, left alone, is never reported as an unhandled rejection. A promise made from it is not covered:
+   * `listening.then(f)` (or `Promise.all([listening, …])`) rejects too, and is reported as unhandled unless it is
+   * awaited or given a `catch`.
    */
   readonly listening: Promise<void>;
   readonly #listened: { resolve(): void; reject(err: unknown): void };
@@ -198,25 +193,7 @@ export class WebhookServer {
     promise.catch(() => {}); // the rejection is start()'s too: whoever awaits either sees it
     this.listening = promise;
     this.#listened = { resolve, reject };
-    const r = options.registry;
-    this.#metrics = r && {
-      total: r.counter({
-        name: 'controller_runtime_webhook_requests_total',
-        help: 'Total number of admission requests by HTTP status code.',
-        labelNames: ['webhook', 'code'],
-      }),
-      latency: r.histogram({
-        name: 'controller_runtime_webhook_latency_seconds',
-        help: 'Histogram of the latency of processing admission requests',
-        labelNames: ['webhook'],
-        buckets: LATENCY_BUCKETS,
-      }),
-      inFlight: r.gauge({
-        name: 'controller_runtime_webhook_requests_in_flight',
-        help: 'Current number of admission requests being served.',
-        labelNames: ['webhook'],
-      }),
-    };
+    this.#metrics = options.registry && webhookMetrics(options.registry);
   }
 
   /** Serves an admission handler (mutating or validating) at `path`. */
@@ -246,12 +223,13 @@ export class WebhookServer {
 
   /**
    * Serves until `signal` aborts, then stops taking connections, lets requests under way finish (at most 30 s, the
-   * apiserver's longest timeout) and resolves. Rejects with `WebhookServerError` `BindFailed` when it cannot listen,
-   * with the certificate source's error when the pair cannot be loaded, and with `AlreadyStarted` when called again.
+   * apiserver's longest timeout) and resolves. Rejects with `WebhookServerError` `WebhookBindFailed` when it cannot
+   * listen, with the certificate source's error when the pair cannot be loaded, and with `UsageError` `AlreadyStarted`
+   * when called again.
    * It resolves only at the stop: await `listening` to know when it serves.
    */
   async start(signal: AbortSignal): Promise<void> {
-    if (this.#started) throw new WebhookServerError('AlreadyStarted', 'a WebhookServer starts once');
+    if (this.#started) throw new UsageError('AlreadyStarted', 'a WebhookServer starts once');
     this.#started = true;
     let server: Server | undefined;
     try {
@@ -262,7 +240,9 @@ export class WebhookServer {
     }
     if (!server) {
       // stopped while loading the certificate: a stop, not a failure
-      this.#listened.reject(new WebhookServerError('Stopped', 'the webhook server was stopped before it listened'));
+      this.#listened.reject(
+        new WebhookServerError('WebhookServerStopped', 'the webhook server was stopped before it listened'),
+      );
       return;
     }
     await new Promise<void>((resolve) => {
@@ -326,7 +306,7 @@ export class WebhookServer {
       unsubscribe();
       watching.abort();
       throw new WebhookServerError(
-        'BindFailed',
+        'WebhookBindFailed',
         `webhook server cannot listen on ${bind.host}:${bind.port}: ${(err as Error).message}`,
         { cause: err },
       );
@@ -343,13 +323,14 @@ export class WebhookServer {
   }
 
   /**
-   * A readiness check: passes once a TLS handshake with this server succeeds. Rejects with `NotStarted` until the
-   * server listens (await `listening` first to wait for it) and with `Stopped` from the moment its stop begins.
+   * A readiness check: passes once a TLS handshake with this server succeeds. Rejects with `UsageError` `NotStarted`
+   * until the server listens (await `listening` first), with `WebhookServerStopped` from the moment its stop begins,
+   * and with `WebhookHandshakeFailed` when the handshake fails.
    */
   ready = async (): Promise<void> => {
-    if (this.#stopping) throw new WebhookServerError('Stopped', 'the webhook server is stopping');
+    if (this.#stopping) throw new WebhookServerError('WebhookServerStopped', 'the webhook server is stopping');
     const server = this.#server;
-    if (!server) throw new WebhookServerError('NotStarted', 'the webhook server is not listening yet');
+    if (!server) throw new UsageError('NotStarted', 'the webhook server is not listening yet');
     const a = server.address() as AddressInfo;
     const host = a.address === '0.0.0.0' ? '127.0.0.1' : a.address === '::' ? '::1' : a.address;
     await new Promise<void>((resolve, reject) => {
@@ -358,17 +339,17 @@ export class WebhookServer {
         resolve();
       });
       socket.once('error', (err) =>
-        reject(new WebhookServerError('NotStarted', `webhook server: ${err.message}`, { cause: err })),
+        reject(new WebhookServerError('WebhookHandshakeFailed', `webhook server: ${err.message}`, { cause: err })),
       );
       socket.once('timeout', () => {
         socket.destroy();
-        reject(new WebhookServerError('NotStarted', 'webhook server: TLS handshake timed out'));
+        reject(new WebhookServerError('WebhookHandshakeFailed', 'webhook server: TLS handshake timed out'));
       });
     });
   };
 
   #add(path: string, route: Route): this {
-    if (!path.startsWith('/')) throw new TypeError(`webhook path "${path}" must start with "/"`);
+    if (!path.startsWith('/')) throw new UsageError('InvalidArgument', `webhook path "${path}" must start with "/"`);
     if (this.#routes.has(path)) throw new WebhookServerError('DuplicatePath', `a webhook is already served at ${path}`);
     this.#routes.set(path, route);
     return this;
@@ -396,9 +377,7 @@ export class WebhookServer {
       });
       res.end(reply.body);
     };
-    const timeoutMs = parseTimeout(url.searchParams.get('timeout'));
-    const budgetMs = Math.max(timeoutMs - TIMEOUT_MARGIN_MS, 1);
-    const budget: Budget = { timeoutMs, budgetMs, deadline: started + budgetMs };
+    const budget = budgetOf(parseTimeout(url.searchParams.get('timeout')), started);
     this.#handle(req, webhook, route, budget).then(finish, (err: unknown) => {
       // a response that cannot be serialized, or a fault of the server itself: never leave the apiserver waiting
       this.#log.error({ webhook, err: errorMessage(err) }, 'webhook failed');
@@ -411,270 +390,9 @@ export class WebhookServer {
       req.resume();
       return text(405, `method ${req.method ?? ''} not allowed: webhooks take POST`);
     }
+    const a = { log: this.#log, maxBodyBytes: this.#o.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES };
     return route.type === 'admission'
-      ? this.#admit(req, path, route.handler, budget)
-      : this.#convert(req, path, route.handler, budget);
+      ? answerAdmission(a, req, path, route.handler, budget)
+      : answerConversion(a, req, path, route.handler, budget);
   }
-
-  /**
-   * The 504 for a review not answered in time: its handler still running, or its body still arriving (then `close`:
-   * the connection goes, with the rest of the body).
-   */
-  #late(path: string, uid: string, message: string, close: boolean): Reply {
-    this.#log.warn({ webhook: path, uid }, message);
-    const status = { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', reason: 'Timeout', code: 504 };
-    return { ...json(504, { ...status, message }), close };
-  }
-
-  async #admit(req: IncomingMessage, path: string, handler: AdmissionHandler, budget: Budget): Promise<Reply> {
-    const { timeoutMs, budgetMs } = budget;
-    let apiVersion: string = ADMISSION_VERSIONS[0];
-    let uid = '';
-    let request: AdmissionRequest;
-    try {
-      const review = await this.#readReview(req, budget.deadline);
-      apiVersion = reviewVersion(review, 'AdmissionReview', ADMISSION_VERSIONS);
-      const r = reviewRequest(review, 'AdmissionReview');
-      uid = r.uid;
-      if (!OPERATIONS.has(r.operation)) {
-        throw new Malformed(
-          400,
-          `AdmissionReview.request.operation ${show(r.operation)} is not one of ${[...OPERATIONS].join(', ')}`,
-        );
-      }
-      request = r as unknown as AdmissionRequest;
-    } catch (err) {
-      if (err instanceof Unread) {
-        return this.#late(
-          path,
-          uid,
-          `the admission request to ${path} was not received within ${budgetMs} ms (the apiserver's timeout: ${duration(timeoutMs)})`,
-          true,
-        );
-      }
-      if (!(err instanceof Malformed)) throw err;
-      const reason = err.code === 413 ? 'RequestEntityTooLarge' : 'BadRequest';
-      return {
-        ...admissionReview(apiVersion, {
-          uid,
-          allowed: false,
-          status: { status: 'Failure', code: err.code, reason, message: err.message },
-        }),
-        close: err.code === 413,
-      };
-    }
-    const outcome = await runHandler(budget.deadline, (signal) => handler(request, { signal }));
-    if (outcome.kind === 'late') {
-      return this.#late(
-        path,
-        uid,
-        `the admission handler at ${path} did not answer within ${budgetMs} ms (the apiserver's timeout: ${duration(timeoutMs)})`,
-        false,
-      );
-    }
-    if (outcome.kind === 'failed') {
-      const message = `the admission handler at ${path} ${outcome.failure}`;
-      this.#log.error({ webhook: path, uid }, message);
-      return admissionReview(apiVersion, {
-        uid,
-        allowed: false,
-        status: { status: 'Failure', code: 500, reason: 'InternalError', message },
-      });
-    }
-    return admissionReview(apiVersion, { ...outcome.value, uid });
-  }
-
-  async #convert(req: IncomingMessage, path: string, handler: ConversionHandler, budget: Budget): Promise<Reply> {
-    const { timeoutMs, budgetMs } = budget;
-    let apiVersion: string;
-    let request: ConversionRequest;
-    try {
-      const review = await this.#readReview(req, budget.deadline);
-      apiVersion = reviewVersion(review, 'ConversionReview', CONVERSION_VERSIONS);
-      const r = reviewRequest(review, 'ConversionReview');
-      if (typeof r.desiredAPIVersion !== 'string' || !Array.isArray(r.objects)) {
-        throw new Malformed(400, 'ConversionReview.request needs desiredAPIVersion and objects');
-      }
-      request = r as unknown as ConversionRequest;
-    } catch (err) {
-      if (err instanceof Unread) {
-        return this.#late(
-          path,
-          '',
-          `the conversion request to ${path} was not received within ${budgetMs} ms (the apiserver's timeout: ${duration(timeoutMs)})`,
-          true,
-        );
-      }
-      if (!(err instanceof Malformed)) throw err;
-      return { ...text(err.code, err.message), close: err.code === 413 };
-    }
-    const outcome = await runHandler(budget.deadline, (signal) => handler(request, { signal }));
-    let response: ConversionResponse;
-    if (outcome.kind === 'answered') {
-      response = { ...outcome.value, uid: request.uid };
-    } else {
-      const message =
-        outcome.kind === 'late'
-          ? `the conversion handler at ${path} did not answer within ${budgetMs} ms (the apiserver's timeout: ${duration(timeoutMs)})`
-          : `the conversion handler at ${path} ${outcome.failure}`;
-      this.#log.error({ webhook: path, uid: request.uid }, message);
-      response = { uid: request.uid, convertedObjects: [], result: { status: 'Failure', message } };
-    }
-    return json(200, { apiVersion, kind: 'ConversionReview', response });
-  }
-
-  /**
-   * The body as JSON, or `Malformed` for a wrong content type, an oversized, empty or unparsable body; `Unread` when it
-   * has not fully arrived by `deadline` (`performance.now()` time).
-   */
-  async #readReview(req: IncomingMessage, deadline: number): Promise<unknown> {
-    const type = (req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
-    if (type !== 'application/json') {
-      req.resume();
-      throw new Malformed(400, `content-type ${JSON.stringify(type)} not supported: send application/json`);
-    }
-    const body = await readBody(req, this.#o.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES, deadline);
-    if (body.trim() === '') throw new Malformed(400, 'the request body is empty');
-    try {
-      return JSON.parse(body);
-    } catch (err) {
-      throw new Malformed(400, `the body is not JSON: ${(err as Error).message}`);
-    }
-  }
-}
-
-function text(status: number, message: string): Reply {
-  return { status, body: `${message}\n`, contentType: 'text/plain; charset=utf-8' };
-}
-
-function json(status: number, value: unknown): Reply {
-  return { status, body: JSON.stringify(value), contentType: 'application/json' };
-}
-
-function admissionReview(apiVersion: string, response: AdmissionResponse): Reply {
-  return json(200, { apiVersion, kind: 'AdmissionReview', response });
-}
-
-/** The review's apiVersion, one of `versions`, or `Malformed`. */
-function reviewVersion(review: unknown, kind: string, versions: readonly string[]): string {
-  const article = /^[AEIOU]/.test(kind) ? 'an' : 'a';
-  if (!isObject(review)) throw new Malformed(400, `the body must be ${article} ${kind} object`);
-  if (review.kind !== kind || typeof review.apiVersion !== 'string' || !versions.includes(review.apiVersion)) {
-    throw new Malformed(
-      400,
-      `expected ${article} ${kind} of ${versions.join(' or ')}, got ${show(review.kind, false)} ${show(review.apiVersion, false)}`,
-    );
-  }
-  return review.apiVersion;
-}
-
-function reviewRequest(review: unknown, kind: string): Record<string, unknown> & { uid: string } {
-  const request = isObject(review) ? review.request : undefined;
-  if (!isObject(request)) throw new Malformed(400, `${kind}.request is missing`);
-  const uid = request.uid;
-  if (typeof uid !== 'string' || uid === '') throw new Malformed(400, `${kind}.request.uid is missing`);
-  return { ...request, uid };
-}
-
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
-/** A value from the request for a message: JSON (or bare, for strings), at most 100 characters. */
-function show(v: unknown, quoted = true): string {
-  const s = typeof v === 'string' && !quoted ? v : (JSON.stringify(v) ?? String(v));
-  return s.length > 100 ? `${s.slice(0, 97)}...` : s;
-}
-
-function errorMessage(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
-}
-
-/** `1s`, `10s`, `500ms`: as the apiserver writes its timeout. */
-function duration(ms: number): string {
-  return ms % 1_000 === 0 ? `${ms / 1_000}s` : `${ms}ms`;
-}
-
-/** The apiserver's `timeout` query (`10s`, `500ms`); default 10 s, at most 30 s. */
-export function parseTimeout(value: string | null): number {
-  const m = value === null ? null : /^(\d+)(ms|s|m)$/.exec(value);
-  if (!m) return DEFAULT_TIMEOUT_MS;
-  const n = Number(m[1]) * (m[2] === 'ms' ? 1 : m[2] === 's' ? 1_000 : 60_000);
-  return Math.min(Math.max(n, 1), MAX_TIMEOUT_MS);
-}
-
-/** How a handler's call ended: with a response, by failing (a throw, or no response), or past its deadline. */
-type Outcome<T> =
-  | { readonly kind: 'answered'; readonly value: T }
-  | { readonly kind: 'failed'; readonly failure: string }
-  | { readonly kind: 'late' };
-
-/**
- * Runs a handler with a signal that aborts at `deadline` (`performance.now()` time: the end of the review's budget),
- * and settles then at the latest: whatever the handler does afterwards is dropped. With no time left, the handler is
- * not called.
- */
-function runHandler<T extends object>(
-  deadline: number,
-  work: (signal: AbortSignal) => Promise<T>,
-): Promise<Outcome<T>> {
-  const leftMs = deadline - performance.now();
-  if (leftMs <= 0) return Promise.resolve({ kind: 'late' });
-  const cut = new AbortController();
-  return new Promise<Outcome<T>>((resolve) => {
-    const timer = setTimeout(() => {
-      cut.abort();
-      resolve({ kind: 'late' });
-    }, leftMs);
-    // a handler that throws before its first await has failed too
-    (async () => work(cut.signal))().then(
-      (value) => {
-        clearTimeout(timer);
-        resolve(isObject(value) ? { kind: 'answered', value } : { kind: 'failed', failure: 'returned no response' });
-      },
-      (error: unknown) => {
-        clearTimeout(timer);
-        resolve({ kind: 'failed', failure: `failed: ${errorMessage(error)}` });
-      },
-    );
-  });
-}
-
-/**
- * The body as text; `Malformed` 413 past `limit` bytes, `Unread` when it has not fully arrived by `deadline`
- * (`performance.now()` time). Either way the rest is drained unread.
- */
-function readBody(req: IncomingMessage, limit: number, deadline: number): Promise<string> {
-  const tooLarge = () => new Malformed(413, `the request body is larger than ${limit} bytes`);
-  const declared = Number(req.headers['content-length']);
-  if (Number.isFinite(declared) && declared > limit) {
-    req.resume();
-    return Promise.reject(tooLarge());
-  }
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let failed = false;
-    const fail = (err: Error) => {
-      clearTimeout(timer);
-      if (!failed) reject(err);
-      failed = true;
-    };
-    const timer = setTimeout(() => fail(new Unread()), Math.max(0, deadline - performance.now()));
-    req.on('data', (chunk: Buffer) => {
-      if (failed) return;
-      size += chunk.length;
-      if (size > limit) {
-        fail(tooLarge());
-        return;
-      }
-      chunks.push(chunk);
-    });
-    req.on('end', () => {
-      clearTimeout(timer);
-      if (!failed) resolve(new TextDecoder('utf-8', { fatal: false }).decode(Buffer.concat(chunks)));
-      failed = true;
-    });
-    req.on('error', (err) => fail(new Malformed(400, `reading the body failed: ${err.message}`)));
-  });
 }
