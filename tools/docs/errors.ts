@@ -83,7 +83,7 @@ export function renderErrorTable(entries: readonly ErrorCodeEntry[]): string {
   const lines = [
     '# Errors',
     '',
-    '<!-- Written by `npm run docs` from the sources (tools/docs/errors.ts); test/errors.test.ts checks it is current. -->',
+    '<!-- Written by `npm run docs` from the sources (tools/docs/errors.ts); test/source-rules.test.ts checks it is current. -->',
     '',
     'Every error a package throws is one class of that package (`OpkitError` subclasses in `@opkit/runtime`, `TestenvError`',
     'in `@opkit/testenv`, `CliError` in `@opkit/cli`), with a `code` that no other error of the same package has. Switch on',
