@@ -192,7 +192,7 @@ describe('object-first reconcilers against a real apiserver', () => {
       })
       .reconcile(async (_w, ctx) => {
         calls += 1;
-        reds = (await ctx.list(ConfigMaps, { index: byColor.is('red') })).length;
+        reds = (await ctx.cache.list(ConfigMaps, { index: byColor.is('red') })).length;
         throw new Error('boom');
       });
     const stop = stopper();

@@ -41,7 +41,7 @@ import { Cache, type CacheOptions } from '../cache/cache.ts';
 import { Client } from '../client/client.ts';
 import { isApiError } from '../client/errors.ts';
 import { type KubeObject, type ResourceType, resourceId } from '../client/resource.ts';
-import { type BuilderOptions, ControllerBuilder } from '../controller/builder.ts';
+import { type BuilderOptions, ControllerBuilder, type ControllerBuilderFor } from '../controller/builder.ts';
 import { type Controller, DEFAULT_DRAIN_TIMEOUT_MS } from '../controller/controller.ts';
 import type { Predicate } from '../controller/predicates.ts';
 import { OpkitError } from '../errors.ts';
@@ -274,11 +274,11 @@ export class Manager {
   controller<T extends KubeObject>(
     kind: ResourceType<T, unknown>,
     ...predicates: NoInfer<Predicate<T>>[]
-  ): ControllerBuilder<T>;
+  ): ControllerBuilderFor<T>;
   controller<T extends KubeObject>(
     kind?: ResourceType<T, unknown>,
     ...predicates: NoInfer<Predicate<T>>[]
-  ): ControllerBuilder | ControllerBuilder<T> {
+  ): ControllerBuilder | ControllerBuilderFor<T> {
     const defaults: BuilderOptions = {
       ...(this.#o.controllers?.maxConcurrentReconciles
         ? { maxConcurrentReconciles: this.#o.controllers.maxConcurrentReconciles }
