@@ -25,7 +25,12 @@ export type CliErrorCode =
   /** The cluster does not serve a kind of the manifests, or a namespace is missing (nothing was applied). */
   | 'NotServed'
   /** A write failed after others succeeded: the message lists what was applied. */
-  | 'PartiallyApplied';
+  | 'PartiallyApplied'
+  /**
+   * A file `opkit create` edits lacks the marker line it inserts at (`// +opkit:scaffold:…`): put the marker back
+   * where the scaffold had it, and run the command again (nothing was written).
+   */
+  | 'ScaffoldMarkerMissing';
 
 const USAGE_CODES: ReadonlySet<CliErrorCode> = new Set(['Usage', 'UnknownCluster', 'ClusterAmbiguous']);
 

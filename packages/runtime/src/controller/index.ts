@@ -6,8 +6,10 @@
  * types.
  */
 export {
+  type BuilderEnding,
   type BuilderOptions,
   ControllerBuilder,
+  ControllerBuilderFor,
   type ControllerDeps,
   type ObjectErrorPolicy,
 } from './builder.ts';
@@ -15,7 +17,10 @@ export { Controller, ControllerError, type ControllerOptions } from './controlle
 export { Expectations } from './expectations.ts';
 export { type MapFunc, requestForObject, requestsForOwner } from './handlers.ts';
 export {
+  type ApiListOptions,
+  type ApiReader,
   type Finalize,
+  type MergePatch,
   type ObjectEvents,
   type ObjectReconcileFunc,
   type ObjectReconcilerOptions,
@@ -35,4 +40,11 @@ export {
   predicate,
   resourceVersionChanged,
 } from './predicates.ts';
-export { type Expect, isTerminalError, type ReconcileFunc, type Reconciler } from './reconcile.ts';
+export {
+  type Expect,
+  isTerminalError,
+  type ReconcileEvents,
+  type ReconcileFunc,
+  type Reconciler,
+  type TerminalErrorCode,
+} from './reconcile.ts';
