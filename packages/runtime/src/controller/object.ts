@@ -264,7 +264,7 @@ function childWrites<T extends KubeObject>(
       if (informer && !existed) ctx.expect.created(informer.resource, applied);
       return applied as ObjectOf<typeof r>;
     },
-    update(r, child) {
+    async update(r, child) {
       if (!child.metadata.resourceVersion) {
         throw new UsageError(
           'InvalidArgument',
@@ -273,7 +273,7 @@ function childWrites<T extends KubeObject>(
       }
       return c.update(r, own.keep(r, child));
     },
-    patch(r, child, patch) {
+    async patch(r, child, patch) {
       return c.patch(r, own.refOf(r, child), own.keepInPatch(r, child, patch));
     },
     async delete(r, child) {
