@@ -262,7 +262,7 @@ async function pages(): Promise<{ file: string; text: string }[]> {
     }
   }
   const templates = await readFile(join(ROOT, 'packages/cli/src/scaffold/templates.ts'), 'utf8');
-  const template = /'README\.md',\s*`([\s\S]*?)`,\s*\);/.exec(templates);
+  const template = /function readmeFile\(p: Project\): string \{\s*return `([\s\S]*?)`;\s*\}/.exec(templates);
   assert.ok(template?.[1], "the scaffold's README template was not found in templates.ts");
   out.push({ file: 'packages/cli/src/scaffold/templates.ts (README.md of a new project)', text: template[1] });
   return out;

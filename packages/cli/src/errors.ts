@@ -33,7 +33,12 @@ export type CliErrorCode =
   /** A write failed after others succeeded: the message lists what was applied. */
   | 'PartiallyApplied'
   /** A package's `engines.node` is not of the form `>=X.Y[.Z]`, so the Node check cannot tell the minimum. */
-  | 'EnginesRangeInvalid';
+  | 'EnginesRangeInvalid'
+  /**
+   * A file `opkit create` edits lacks the marker line it inserts at (`// +opkit:scaffold:…`): put the marker back
+   * where the scaffold had it, and run the command again (nothing was written).
+   */
+  | 'ScaffoldMarkerMissing';
 
 const USAGE_CODES: ReadonlySet<CliErrorCode> = new Set(['Usage', 'UnknownCluster', 'ClusterAmbiguous']);
 

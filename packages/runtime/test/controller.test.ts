@@ -36,7 +36,7 @@ describe('controllers against a real apiserver', () => {
         });
         const useExpectations = w.metadata.name === 'with';
         for (let i = children.length; i < (w.spec?.replicas ?? 0); i++) {
-          const child = await ctx.client.create(ConfigMaps, {
+          const child = await ctx.rawClient.create(ConfigMaps, {
             metadata: {
               generateName: `${w.metadata.name}-`,
               namespace: 'exp',
@@ -91,11 +91,11 @@ describe('controllers against a real apiserver', () => {
         if (!w) return done();
         if (calls === 1) {
           // another actor changes the object between our read and our write
-          await ctx.client.patch(Widgets, req, { metadata: { labels: { bumped: 'yes' } } });
+          await ctx.rawClient.patch(Widgets, req, { metadata: { labels: { bumped: 'yes' } } });
         }
         const fresh: Widget = structuredClone(w);
         fresh.status = { phase: `seen-${w.metadata.generation}` };
-        await ctx.client.updateStatus(Widgets, fresh);
+        await ctx.rawClient.updateStatus(Widgets, fresh);
         return done();
       });
     const running = c.start(stopper());

@@ -64,7 +64,7 @@ describe('manager against a real apiserver', () => {
           message: ready ? `painted ${w.spec?.color}` : 'spec.color is not set',
           observedGeneration: w.metadata.generation ?? 0,
         });
-        await updateStatusIfChanged(ctx.client, Widgets, w, { ...w.status, conditions } as NonNullable<
+        await updateStatusIfChanged(ctx.rawClient, Widgets, w, { ...w.status, conditions } as NonNullable<
           Widget['status']
         >);
         return done();
@@ -264,7 +264,7 @@ describe('manager against a real apiserver', () => {
         const cm = await ctx.cache.get(ConfigMaps, req);
         if (!cm?.metadata.labels?.managed) return done();
         return finalizer(
-          ctx.client,
+          ctx.rawClient,
           ConfigMaps,
           cm,
           NAME,

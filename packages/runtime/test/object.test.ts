@@ -7,9 +7,10 @@ import assert from 'node:assert/strict';
 import { before, describe, test } from 'node:test';
 import { type Environment, FaultProxy, targetOf } from '@opkit/testenv';
 import { Cache } from '../src/cache/index.ts';
-import { ConfigMaps, Events, Namespaces } from '../src/client/builtins.ts';
+import { type ConfigMap, ConfigMaps, Events, Namespaces } from '../src/client/builtins.ts';
 import { type Client, metadataOnly } from '../src/client/index.ts';
 import { ControllerBuilder, giveUp } from '../src/controller/index.ts';
+import { UsageError } from '../src/errors.ts';
 import { controllerOf } from '../src/helpers/index.ts';
 import { defineIndex, done, isApiError } from '../src/index.ts';
 import { clientVia, recordingLogger, Widgets, waitFor, widgetControlPlane } from './support.ts';
@@ -193,7 +194,7 @@ describe('object-first reconcilers against a real apiserver', () => {
       })
       .reconcile(async (_w, ctx) => {
         calls += 1;
-        reds = (await ctx.list(ConfigMaps, { index: byColor.is('red') })).length;
+        reds = (await ctx.cache.list(ConfigMaps, { index: byColor.is('red') })).length;
         throw new Error('boom');
       });
     const stop = stopper();
@@ -209,6 +210,54 @@ describe('object-first reconcilers against a real apiserver', () => {
       (await client.list(Events, { namespace: 'pol' })).items.some(
         (e) => e.reason === 'Broken' && e.type === 'Warning' && e.involvedObject.name === 'p',
       ),
+    );
+  });
+
+  test('ctx.update/patch keep the controller reference on a child; ctx.apiReader reads live in the cache shapes', async () => {
+    await client.create(Namespaces, { metadata: { name: 'obj-upd' } });
+    const seen: { updated?: ConfigMap; patched?: ConfigMap; missing?: unknown; listed?: string[]; noRv?: unknown } = {};
+    const c = new ControllerBuilder({ client, cache: new Cache({ client, namespace: 'obj-upd' }) })
+      .for(Widgets)
+      .owns(ConfigMaps)
+      .reconcile(async (w, ctx) => {
+        const [child] = await ctx.owned(ConfigMaps);
+        if (!child) {
+          await ctx.create(ConfigMaps, { metadata: { name: `${w.metadata.name}-cfg` }, data: { v: 'created' } });
+          return done();
+        }
+        if (seen.patched) return done();
+        // an update and a patch that would drop every owner reference keep this Widget's controller reference
+        const dropped = { ...child, metadata: { ...child.metadata, ownerReferences: [] }, data: { v: 'updated' } };
+        seen.updated = await ctx.update(ConfigMaps, dropped);
+        seen.patched = await ctx.patch(ConfigMaps, seen.updated, {
+          metadata: { ownerReferences: null, labels: { patched: 'yes' } },
+        });
+        seen.missing = await ctx.apiReader.get(ConfigMaps, { namespace: 'obj-upd', name: 'none' });
+        seen.listed = (
+          await ctx.apiReader.list(ConfigMaps, { namespace: 'obj-upd', labelSelector: 'patched=yes' })
+        ).map((cm) => cm.metadata.name ?? '');
+        const { resourceVersion: _, ...noVersion } = seen.patched.metadata;
+        seen.noRv = await ctx.update(ConfigMaps, { ...seen.patched, metadata: noVersion }).catch((err: unknown) => err);
+        return done();
+      });
+    const stop = stopper();
+    void c.start(stop);
+    await client.create(Widgets, { metadata: { name: 'u', namespace: 'obj-upd' }, spec: { replicas: 1 } });
+    await waitFor('the child updated and patched', async () => seen.noRv !== undefined);
+    assert.equal(seen.updated?.data?.v, 'updated');
+    assert.equal(controllerOf(seen.updated ?? { metadata: {} })?.name, 'u', 'the update kept the controller reference');
+    assert.equal(seen.patched?.metadata.labels?.patched, 'yes');
+    assert.equal(controllerOf(seen.patched ?? { metadata: {} })?.name, 'u', 'the patch kept it too');
+    assert.equal(seen.missing, undefined, 'apiReader.get: undefined for a missing object, as the cache');
+    assert.deepEqual(seen.listed, ['u-cfg'], 'apiReader.list: the items, as the cache');
+    assert.ok(
+      seen.noRv instanceof UsageError && seen.noRv.code === 'InvalidArgument',
+      'update needs a resourceVersion',
+    );
+    const live = await client.get(ConfigMaps, { namespace: 'obj-upd', name: 'u-cfg' });
+    assert.equal(
+      controllerOf(live)?.uid,
+      (await client.get(Widgets, { namespace: 'obj-upd', name: 'u' })).metadata.uid,
     );
   });
 

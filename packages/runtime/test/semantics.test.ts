@@ -64,7 +64,7 @@ describe('client-go and controller-runtime semantics on a real apiserver', () =>
         const live = children.filter((c) => !c.metadata.deletionTimestamp);
         if (live.length > (w.spec?.replicas ?? 0)) {
           const victim = live[0] as ConfigMap;
-          await ctx.client.delete(ConfigMaps, { namespace: 'term', name: victim.metadata.name ?? '' });
+          await ctx.rawClient.delete(ConfigMaps, { namespace: 'term', name: victim.metadata.name ?? '' });
           ctx.expect.deleted(ConfigMaps, victim);
           deletedAt = performance.now();
         }
@@ -102,7 +102,7 @@ describe('client-go and controller-runtime semantics on a real apiserver', () =>
       calls += 1;
       if (calls === 1) {
         // a call bounded by the reconciler's own timeout
-        await ctx.client.get(Widgets, req, { signal: AbortSignal.timeout(1) });
+        await ctx.rawClient.get(Widgets, req, { signal: AbortSignal.timeout(1) });
         await new Promise((r) => setTimeout(r, 50));
         throw new ApiError('Aborted', 'GET: aborted'); // in case the GET was quicker than 1 ms
       }
@@ -151,7 +151,7 @@ describe('client-go and controller-runtime semantics on a real apiserver', () =>
         .complete(async (req, ctx) => {
           proxy.setMode({ kind: 'freeze' });
           inRequest = true;
-          await ctx.client.get(Widgets, req); // no signal passed: the context's client carries it
+          await ctx.rawClient.get(Widgets, req); // no signal passed: the context's client carries it
           return done();
         });
       const ctl = new AbortController();

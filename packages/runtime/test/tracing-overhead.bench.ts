@@ -61,7 +61,7 @@ async function reconcileLoop(mode: Mode): Promise<number> {
         annotations: undefined,
       });
     const result = await (span ? withActiveSpan(span, reconcile, undefined, request, ctx) : reconcile(request, ctx));
-    if (span) endReconcileSpan(span, { requeueAfterMs: (result as { requeueAfter?: number }).requeueAfter });
+    if (span) endReconcileSpan(span, { requeueAfterMs: (result as { requeueAfterMs?: number }).requeueAfterMs });
   }
   return ((performance.now() - t0) * 1e6) / RECONCILES; // ns per reconcile
 }

@@ -62,13 +62,13 @@ type Failure = { reason: 'FailedCreate' | 'FailedDelete'; error: unknown };
 export async function reconcileAppService(app: AppService, ctx: ObjectContext<AppService>): Promise<Result> {
   const selector = selectorLabels(app);
   const { claimed: pods } = await claimChildren({
-    client: ctx.client,
+    client: ctx.rawClient,
     ownerType: AppServices,
     owner: app,
     childType: Pods,
     candidates: [
       ...(await ctx.owned(Pods, { terminating: true })),
-      ...(await ctx.list(Pods, { index: podsByInstance.is(app.metadata.name ?? '') })), // owned or not
+      ...(await ctx.cache.list(Pods, { index: podsByInstance.is(app.metadata.name ?? '') })), // owned or not
     ],
     matches: (pod) =>
       pod.metadata.namespace === app.metadata.namespace &&

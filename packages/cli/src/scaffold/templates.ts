@@ -5,6 +5,7 @@
  * golden tests pin their output.
  */
 import yaml from 'js-yaml';
+import { CliError } from '../errors.ts';
 import { ownManifest } from '../manifest.ts';
 import { camel, lower } from '../project/names.ts';
 import { type ApiEntry, apiGroup, type Project } from '../project/project.ts';
@@ -34,69 +35,83 @@ export function nodeCheckScript(project: string, engines: string): string {
   );
 }
 
+/** The files `opkit init` writes, by path. */
 export function initFiles(p: Project): Map<string, string> {
-  const files = new Map<string, string>();
-  files.set(
-    'package.json',
-    `${JSON.stringify(
-      {
-        name: p.projectName,
-        version: '0.1.0',
-        private: true,
-        description: `${p.projectName}: a Kubernetes operator built with opkit`,
-        type: 'module',
-        engines: { node: ownManifest().engines.node },
-        scripts: {
-          // no dependency: `npm start` also runs where only production dependencies are installed
-          prestart: nodeCheckScript(p.projectName, ownManifest().engines.node),
-          start: 'node src/main.ts',
-          generate: 'opkit generate',
-          pretest: 'opkit check-node',
-          test: 'node --test --test-concurrency=1 "test/**/*.test.ts"',
-          typecheck: 'tsc --noEmit -p tsconfig.json',
-        },
-        dependencies: { '@opkit/runtime': OPKIT_VERSION, '@sinclair/typebox': '^0.34.52', ...TRACING_DEPENDENCIES },
-        devDependencies: {
-          '@opkit/cli': OPKIT_VERSION,
-          '@opkit/testenv': OPKIT_VERSION,
-          '@types/node': '^24.19.4',
-          typescript: '^5.9.3',
-        },
+  return new Map([
+    ['package.json', packageJsonFile(p)],
+    ['tsconfig.json', tsconfigFile()],
+    ['src/main.ts', mainFile(p)],
+    ['src/tracing.ts', tracingFile()],
+    ['Dockerfile', dockerfile()],
+    ['.dockerignore', `${YOURS_YAML}\nnode_modules\ntest\n**/*.test.ts\n.git\n`],
+    ['.gitignore', `${YOURS_YAML}\nnode_modules/\n`],
+    ['README.md', readmeFile(p)],
+  ]);
+}
+
+/** package.json: the npm manifest: scripts, and the dependencies on this release of opkit. */
+function packageJsonFile(p: Project): string {
+  return `${JSON.stringify(
+    {
+      name: p.projectName,
+      version: '0.1.0',
+      private: true,
+      description: `${p.projectName}: a Kubernetes operator built with opkit`,
+      type: 'module',
+      engines: { node: ownManifest().engines.node },
+      scripts: {
+        // no dependency: `npm start` also runs where only production dependencies are installed
+        prestart: nodeCheckScript(p.projectName, ownManifest().engines.node),
+        start: 'node src/main.ts',
+        generate: 'opkit generate',
+        pretest: 'opkit check-node',
+        test: 'node --test --test-concurrency=1 "test/**/*.test.ts"',
+        typecheck: 'tsc --noEmit -p tsconfig.json',
       },
-      null,
-      2,
-    )}\n`,
-  );
-  files.set(
-    'tsconfig.json',
-    `${JSON.stringify(
-      {
-        compilerOptions: {
-          target: 'ES2024',
-          lib: ['ES2024'],
-          module: 'NodeNext',
-          moduleResolution: 'NodeNext',
-          types: ['node'],
-          strict: true,
-          noUncheckedIndexedAccess: true,
-          exactOptionalPropertyTypes: true,
-          noImplicitOverride: true,
-          isolatedModules: true,
-          verbatimModuleSyntax: true,
-          erasableSyntaxOnly: true,
-          allowImportingTsExtensions: true,
-          noEmit: true,
-          skipLibCheck: true,
-        },
-        include: ['src', 'test'],
+      dependencies: { '@opkit/runtime': OPKIT_VERSION, '@sinclair/typebox': '^0.34.52', ...TRACING_DEPENDENCIES },
+      devDependencies: {
+        '@opkit/cli': OPKIT_VERSION,
+        '@opkit/testenv': OPKIT_VERSION,
+        '@types/node': '^24.19.4',
+        typescript: '^5.9.3',
       },
-      null,
-      2,
-    )}\n`,
-  );
-  files.set(
-    'src/main.ts',
-    `#!/usr/bin/env node
+    },
+    null,
+    2,
+  )}\n`;
+}
+
+/** tsconfig.json: strict TypeScript that Node runs by type stripping (no build step). */
+function tsconfigFile(): string {
+  return `${JSON.stringify(
+    {
+      compilerOptions: {
+        target: 'ES2024',
+        lib: ['ES2024'],
+        module: 'NodeNext',
+        moduleResolution: 'NodeNext',
+        types: ['node'],
+        strict: true,
+        noUncheckedIndexedAccess: true,
+        exactOptionalPropertyTypes: true,
+        noImplicitOverride: true,
+        isolatedModules: true,
+        verbatimModuleSyntax: true,
+        erasableSyntaxOnly: true,
+        allowImportingTsExtensions: true,
+        noEmit: true,
+        skipLibCheck: true,
+      },
+      include: ['src', 'test'],
+    },
+    null,
+    2,
+  )}\n`;
+}
+
+/** src/main.ts: the operator process, with the markers `opkit create` inserts at. */
+function mainFile(p: Project): string {
+  return `#!/usr/bin/env node
 ${YOURS}
 /**
  * The ${p.projectName} operator process: a Manager (caches, controllers, leader election, /metrics, /healthz,
@@ -124,12 +139,12 @@ try {
   process.stderr.write(\`\${OPERATOR_NAME}: \${(err as Error).message.split('\\n')[0]}\\n\`);
   process.exit(1);
 }
-`,
-  );
-  files.set('src/tracing.ts', tracingFile());
-  files.set(
-    'Dockerfile',
-    `# syntax=docker/dockerfile:1
+`;
+}
+
+/** Dockerfile: the image: production dependencies only, non-root, a warm compile cache. */
+function dockerfile(): string {
+  return `# syntax=docker/dockerfile:1
 ${YOURS_YAML}
 # Node 24 runs your TypeScript sources directly (type stripping); the dependencies from the registry are compiled
 # JavaScript. No build step, production dependencies only, non-root. The image carries a warm Node compile cache, so
@@ -151,13 +166,12 @@ RUN node src/main.ts --help > /dev/null && chmod -R a+rX /app/.node-compile-cach
 USER 65532:65532
 EXPOSE 8443 8081
 ENTRYPOINT ["node", "src/main.ts"]
-`,
-  );
-  files.set('.dockerignore', `${YOURS_YAML}\nnode_modules\ntest\n**/*.test.ts\n.git\n`);
-  files.set('.gitignore', `${YOURS_YAML}\nnode_modules/\n`);
-  files.set(
-    'README.md',
-    `# ${p.projectName}
+`;
+}
+
+/** README.md: how to develop, test and deploy the operator. */
+function readmeFile(p: Project): string {
+  return `# ${p.projectName}
 
 A Kubernetes operator built with [opkit](https://www.npmjs.com/package/@opkit/cli).
 
@@ -171,9 +185,7 @@ A Kubernetes operator built with [opkit](https://www.npmjs.com/package/@opkit/cl
 
 Layout: \`src/api/<version>/\` (your API types: TypeBox schemas), \`src/controllers/\` (reconcilers and the permissions
 they need), \`src/main.ts\`, \`config/\` (generated, except \`config/samples/\`), \`PROJECT\` (what was scaffolded).
-`,
-  );
-  return files;
+`;
 }
 
 export function apiFile(p: Project, api: ApiEntry): string {
@@ -238,10 +250,12 @@ export function controllerFile(_project: Project, api: ApiEntry): string {
   return `${YOURS}
 /**
  * The ${k} controller. Level-triggered: the reconciler gets an object whose state may need work (never the event
- * that woke it) and drives the world toward its spec. \`ctx\` does the bookkeeping: \`ctx.create\`, \`ctx.apply\` and
- * \`ctx.delete\` set owner references and record expectations, \`ctx.status\` writes only on change, \`ctx.events\`
- * records Events. Declare in \`permissions\` everything it does with the API: \`opkit generate\` turns exactly that
- * into the operator's RBAC, and the test runs the controller under it.
+ * that woke it) and drives the world toward its spec. Every write goes through \`ctx\`, which does the bookkeeping:
+ * \`ctx.create\`, \`ctx.apply\`, \`ctx.update\`, \`ctx.patch\` and \`ctx.delete\` set (or keep) owner references and
+ * record expectations, \`ctx.status\` writes only on change, \`ctx.events\` records Events. Reads say where they come
+ * from: \`ctx.cache\` and \`ctx.owned\` (the cache), \`ctx.apiReader\` (the API server). Declare in \`permissions\`
+ * everything it does with the API: \`opkit generate\` turns exactly that into the operator's RBAC, and the test runs
+ * the controller under it.
  */
 import { done, type Manager, type ObjectContext, type Permission, permission, setCondition } from '@opkit/runtime';
 import { type ${k}, ${k}s } from '../api/${api.version}/${lower(k)}.ts';
@@ -335,10 +349,10 @@ export function registerController(main: string, api: ApiEntry): string {
   const lines = main.split('\n');
   const at = (mark: string) => lines.findIndex((l) => l.trim() === mark);
   const i = at(MARK_IMPORTS);
-  if (i < 0) throw new Error(`the marker "${MARK_IMPORTS}" is missing`);
+  if (i < 0) throw new CliError('ScaffoldMarkerMissing', `the marker "${MARK_IMPORTS}" is missing`);
   lines.splice(i, 0, importLine);
   const j = at(MARK_CONTROLLERS);
-  if (j < 0) throw new Error(`the marker "${MARK_CONTROLLERS}" is missing`);
+  if (j < 0) throw new CliError('ScaffoldMarkerMissing', `the marker "${MARK_CONTROLLERS}" is missing`);
   const indent = /^\s*/.exec(lines[j] ?? '')?.[0] ?? '';
   lines.splice(j, 0, `${indent}${setupLine}`);
   return lines.join('\n');

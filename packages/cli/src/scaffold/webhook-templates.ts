@@ -4,6 +4,7 @@
  * (`src/webhooks.ts`, which `opkit generate` reads and `main.ts` serves), and the edits that register a kind there
  * and the webhooks in `main.ts` — each at its marker, each only once.
  */
+import { CliError } from '../errors.ts';
 import { lower } from '../project/names.ts';
 import type { ApiEntry } from '../project/project.ts';
 import { MARK_CONTROLLERS, MARK_IMPORTS, YOURS } from './templates.ts';
@@ -120,7 +121,7 @@ function insertAt(text: string, mark: string, line: string, file: string): strin
   if (text.includes(line.trim())) return text;
   const lines = text.split('\n');
   const i = lines.findIndex((l) => l.trim() === mark);
-  if (i < 0) throw new Error(`${file}: the marker "${mark}" is missing`);
+  if (i < 0) throw new CliError('ScaffoldMarkerMissing', `${file}: the marker "${mark}" is missing`);
   const indent = /^\s*/.exec(lines[i] ?? '')?.[0] ?? '';
   lines.splice(i, 0, `${indent}${line.trim()}`);
   return lines.join('\n');
@@ -159,7 +160,7 @@ export function registerWebhooksInMain(main: string): string {
   let out = insertAt(main, MARK_IMPORTS, importLine, 'src/main.ts');
   const lines = out.split('\n');
   const at = lines.findIndex((l) => l.trim() === MARK_CONTROLLERS);
-  if (at < 0) throw new Error(`src/main.ts: the marker "${MARK_CONTROLLERS}" is missing`);
+  if (at < 0) throw new CliError('ScaffoldMarkerMissing', `src/main.ts: the marker "${MARK_CONTROLLERS}" is missing`);
   const indent = /^\s*/.exec(lines[at] ?? '')?.[0] ?? '';
   lines.splice(at + 1, 0, `${indent}if (process.env.ENABLE_WEBHOOKS !== 'false') setupWebhooks(mgr);`);
   out = lines.join('\n');

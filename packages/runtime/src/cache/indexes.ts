@@ -1,7 +1,7 @@
 /**
  * @module cache/indexes
  * Typed index handles. `defineIndex(Pods, 'instance', fn)` names an index of one kind once; the handle is what reads
- * pass (`cache.list(Pods, { index: byInstance.is('web') })`, `ctx.list(...)`), so a typo or an index of another kind
+ * pass (`cache.list(Pods, { index: byInstance.is('web') })`, `ctx.cache.list(...)`), so a typo or an index of another kind
  * fails to compile instead of answering nothing at run time.
  *
  * Guarantees: the cache registers a handle's index on the kind's informer the first time it is used (or when passed

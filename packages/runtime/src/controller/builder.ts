@@ -12,8 +12,20 @@
  * ```
  * `.complete(reconciler)` takes a request-based reconciler instead (the layer below). The pieces (`Controller.watch`,
  * handlers, predicates, `objectReconciler`) stay usable alone.
+ *
+ * Call order is carried by the types, as tRPC's builder carries its state in type parameters: a bare
+ * `ControllerBuilder` has no `owns`, `onError`, `finalize`, `reconcile` or `complete` (name the primary kind with
+ * `for` first, and only once: `ControllerBuilderFor` has no `for`); after `onError` or `finalize` the builder's second
+ * type parameter is `'object'`, and `complete` (which would ignore them) does not type-check. Each call returns a new
+ * builder and leaves the one it was called on as it was, so a partial chain can be reused.
+ *
+ * Guarantees: a controller is built (and registered with the manager) only by `reconcile` or `complete`. The one
+ * run-time check left is where a type cannot reach: `complete` on a builder given `onError` or `finalize` by a caller
+ * without the types (JavaScript, or a cast) throws a `UsageError` `InvalidArgument` instead of dropping them silently.
+ * Every other misordering is a method the builder does not have, which fails loudly even without types.
  */
 import type { KubeObject, ResourceType } from '../client/resource.ts';
+import { UsageError } from '../errors.ts';
 import { Controller, type ControllerOptions } from './controller.ts';
 import { type MapFunc, requestForObject, requestsForOwner } from './handlers.ts';
 import { type Finalize, type ObjectContext, type ObjectReconcileFunc, objectReconciler } from './object.ts';
@@ -40,84 +52,161 @@ export type BuilderOptions = Omit<ControllerOptions, 'client' | 'cache' | 'log' 
 /** The error policy of one object-first controller: called with the object whose reconcile threw. */
 export type ObjectErrorPolicy<T extends KubeObject> = (obj: T, err: unknown, ctx: ObjectContext<T>) => ErrorAction;
 
-interface Source {
-  readonly resource: ResourceType<KubeObject>;
-  readonly map: MapFunc<KubeObject>;
-  readonly predicates: readonly Predicate<KubeObject>[];
+/**
+ * How a `ControllerBuilderFor` may end: `'any'` (`reconcile` or `complete`), or `'object'` once `onError` or
+ * `finalize` was called (only `reconcile`, the object-first reconciler they work with).
+ */
+export type BuilderEnding = 'any' | 'object';
+
+/** One watch of the controller to build: its kind, mapping and predicates, given the builder's event filters. */
+type Watch = (c: Controller, filters: readonly Predicate<KubeObject>[]) => void;
+
+/** What a builder has collected, whatever its primary kind (never changed: each call makes a new one). */
+interface Wiring {
+  readonly deps: ControllerDeps;
+  readonly name: string | undefined;
+  readonly watches: readonly Watch[];
+  readonly filters: readonly Predicate<KubeObject>[];
+  readonly options: BuilderOptions;
 }
 
-/** Builds a controller; `P` is the primary kind's object type once `for` named it. */
-export class ControllerBuilder<P extends KubeObject = KubeObject> {
-  readonly #deps: ControllerDeps;
-  #name: string | undefined;
-  #for: Source | undefined;
-  readonly #sources: Source[] = [];
-  readonly #filters: Predicate<KubeObject>[] = [];
-  #options: BuilderOptions = {};
-  #onError: ObjectErrorPolicy<P> | undefined;
-  #finalize: Finalize<P> | undefined;
+/** The primary kind and what applies to its objects. */
+interface Primary<P extends KubeObject> {
+  readonly kind: ResourceType<P, unknown>;
+  readonly predicates: readonly Predicate<P>[];
+  readonly onError?: ObjectErrorPolicy<P>;
+  readonly finalize?: Finalize<P>;
+}
 
+const watch =
+  <T extends KubeObject>(r: ResourceType<T, unknown>, map: MapFunc<T>, predicates: readonly Predicate<T>[]): Watch =>
+  (c, filters) =>
+    c.watch<T>(r, map, [...filters, ...predicates]);
+
+const withName = (w: Wiring, name: string): Wiring => ({ ...w, name });
+const withWatch = (w: Wiring, add: Watch): Wiring => ({ ...w, watches: [...w.watches, add] });
+const withFilter = (w: Wiring, p: Predicate<KubeObject>): Wiring => ({ ...w, filters: [...w.filters, p] });
+const withOptions = (w: Wiring, options: BuilderOptions): Wiring => ({ ...w, options: { ...w.options, ...options } });
+
+/**
+ * A controller builder before its primary kind is named (`new ControllerBuilder(deps)`, or `mgr.controller()`):
+ * name it with `for(kind)`, which returns the `ControllerBuilderFor` that owns, watches and reconciles.
+ */
+export class ControllerBuilder {
+  #w: Wiring;
+
+  /** A builder for controllers wired to `deps` (the manager makes one with its own: `mgr.controller()`). */
   constructor(deps: ControllerDeps) {
-    this.#deps = deps;
+    this.#w = { deps, name: undefined, watches: [], filters: [], options: {} };
+  }
+
+  static #from(w: Wiring): ControllerBuilder {
+    const b = new ControllerBuilder(w.deps);
+    b.#w = w;
+    return b;
   }
 
   /** The controller's name (default: the primary kind, lower-case): in logs and metrics; must be unique. */
-  named(name: string): this {
-    this.#name = name;
-    return this;
+  named(name: string): ControllerBuilder {
+    return ControllerBuilder.#from(withName(this.#w, name));
   }
 
   /** The primary kind: each change enqueues the object itself. */
-  for<T extends KubeObject>(r: ResourceType<T, unknown>, ...predicates: NoInfer<Predicate<T>>[]): ControllerBuilder<T> {
-    if (this.#for) throw new TypeError(`for() was already called with ${this.#for.resource.kind}`);
-    this.#for = source(r, requestForObject, predicates);
-    return this as unknown as ControllerBuilder<T>;
-  }
-
-  /** A child kind: each change enqueues the primary object that controls it (ownerReference with controller=true). */
-  owns<T extends KubeObject>(r: ResourceType<T, unknown>, ...predicates: Predicate<T>[]): this {
-    if (!this.#for) throw new TypeError('call for() before owns(): owns() maps children to the primary kind');
-    this.#sources.push(source(r, requestsForOwner(this.#for.resource), predicates));
-    return this;
+  for<T extends KubeObject>(
+    r: ResourceType<T, unknown>,
+    ...predicates: NoInfer<Predicate<T>>[]
+  ): ControllerBuilderFor<T> {
+    return new ControllerBuilderFor(this.#w, { kind: r, predicates }, 'any');
   }
 
   /** Any kind, mapped to requests by a function. */
-  watches<T extends KubeObject>(r: ResourceType<T, unknown>, map: MapFunc<T>, ...predicates: Predicate<T>[]): this {
-    this.#sources.push(source(r, map, predicates));
-    return this;
+  watches<T extends KubeObject>(
+    r: ResourceType<T, unknown>,
+    map: MapFunc<T>,
+    ...predicates: Predicate<T>[]
+  ): ControllerBuilder {
+    return ControllerBuilder.#from(withWatch(this.#w, watch(r, map, predicates)));
   }
 
   /** A predicate applied to every watched kind's events. */
-  withEventFilter(p: Predicate<KubeObject>): this {
-    this.#filters.push(p);
-    return this;
+  withEventFilter(p: Predicate<KubeObject>): ControllerBuilder {
+    return ControllerBuilder.#from(withFilter(this.#w, p));
   }
 
   /**
    * Sets controller options (merged over earlier calls and the manager's defaults), e.g. `{ maxConcurrentReconciles: 4
    * }`.
    */
-  withOptions(options: BuilderOptions): this {
-    this.#options = { ...this.#options, ...options };
-    return this;
+  withOptions(options: BuilderOptions): ControllerBuilder {
+    return ControllerBuilder.#from(withOptions(this.#w, options));
+  }
+}
+
+/**
+ * A controller builder for the primary kind `P` (`mgr.controller(kind)`, or `for(kind)` on a bare builder): owns and
+ * watches other kinds, and ends with `reconcile` (object-first) or `complete` (request-based). `E` is how it may end
+ * (`BuilderEnding`): after `onError` or `finalize`, only with `reconcile`.
+ */
+export class ControllerBuilderFor<P extends KubeObject, E extends BuilderEnding = 'any'> {
+  readonly #w: Wiring;
+  readonly #p: Primary<P>;
+  /** The ending, at run time too (so that a `'object'` builder is not a `'any'` one). */
+  readonly #ending: E;
+
+  /** Made by `ControllerBuilder.for(kind)` (or `mgr.controller(kind)`) and by each call on such a builder. */
+  constructor(wiring: Wiring, primary: Primary<P>, ending: E) {
+    this.#w = wiring;
+    this.#p = primary;
+    this.#ending = ending;
+  }
+
+  /** The controller's name (default: the primary kind, lower-case): in logs and metrics; must be unique. */
+  named(name: string): ControllerBuilderFor<P, E> {
+    return new ControllerBuilderFor(withName(this.#w, name), this.#p, this.#ending);
+  }
+
+  /** A child kind: each change enqueues the primary object that controls it (ownerReference with controller=true). */
+  owns<T extends KubeObject>(r: ResourceType<T, unknown>, ...predicates: Predicate<T>[]): ControllerBuilderFor<P, E> {
+    const w = withWatch(this.#w, watch(r, requestsForOwner(this.#p.kind), predicates));
+    return new ControllerBuilderFor(w, this.#p, this.#ending);
+  }
+
+  /** Any kind, mapped to requests by a function. */
+  watches<T extends KubeObject>(
+    r: ResourceType<T, unknown>,
+    map: MapFunc<T>,
+    ...predicates: Predicate<T>[]
+  ): ControllerBuilderFor<P, E> {
+    return new ControllerBuilderFor(withWatch(this.#w, watch(r, map, predicates)), this.#p, this.#ending);
+  }
+
+  /** A predicate applied to every watched kind's events. */
+  withEventFilter(p: Predicate<KubeObject>): ControllerBuilderFor<P, E> {
+    return new ControllerBuilderFor(withFilter(this.#w, p), this.#p, this.#ending);
+  }
+
+  /**
+   * Sets controller options (merged over earlier calls and the manager's defaults), e.g. `{ maxConcurrentReconciles: 4
+   * }`.
+   */
+  withOptions(options: BuilderOptions): ControllerBuilderFor<P, E> {
+    return new ControllerBuilderFor(withOptions(this.#w, options), this.#p, this.#ending);
   }
 
   /**
    * Overrides `defaultErrorPolicy` for failures of `reconcile` (and `finalize`), as kube-rs's `error_policy`: gets the
    * object and the error, answers what to do. Failures before the object was read still go to the default policy.
    */
-  onError(policy: ObjectErrorPolicy<P>): this {
-    this.#onError = policy;
-    return this;
+  onError(policy: ObjectErrorPolicy<P>): ControllerBuilderFor<P, 'object'> {
+    return new ControllerBuilderFor(this.#w, { ...this.#p, onError: policy }, 'object');
   }
 
   /**
    * Clean-up for objects being deleted, behind the finalizer `name`: added before `reconcile` first runs, removed
    * once `cleanup` succeeded (see helpers/finalizers.ts).
    */
-  finalize(name: string, cleanup: ObjectReconcileFunc<P>): this {
-    this.#finalize = { name, cleanup };
-    return this;
+  finalize(name: string, cleanup: ObjectReconcileFunc<P>): ControllerBuilderFor<P, 'object'> {
+    return new ControllerBuilderFor(this.#w, { ...this.#p, finalize: { name, cleanup } }, 'object');
   }
 
   /**
@@ -126,27 +215,29 @@ export class ControllerBuilder<P extends KubeObject = KubeObject> {
    * forwards the reconcile's signal and writes status only on change.
    */
   reconcile(fn: ObjectReconcileFunc<P>): Controller {
-    const primary = this.#for;
-    if (!primary) throw new TypeError('a controller needs for(kind): the kind it reconciles');
+    const { kind, onError, finalize } = this.#p;
     const seen = new WeakMap<ReconcileContext, { obj: P; octx: ObjectContext<P> }>();
-    const onError = this.#onError;
     const policy: ErrorPolicy | undefined = onError
       ? (err, info) => {
           const at = seen.get(info.ctx);
           return at ? onError(at.obj, err, at.octx) : defaultErrorPolicy(err, info);
         }
       : undefined;
-    const reconciler = objectReconciler(primary.resource as unknown as ResourceType<P>, fn, {
-      ...(this.#finalize ? { finalize: this.#finalize } : {}),
+    const reconciler = objectReconciler(kind, fn, {
+      ...(finalize ? { finalize } : {}),
       ...(onError ? { onObject: (ctx, obj, octx) => seen.set(ctx, { obj, octx }) } : {}),
     });
     return this.#build(reconciler, policy ? { errorPolicy: policy } : {});
   }
 
-  /** The request-based reconciler (controller/reconcile.ts), the layer below `reconcile`. */
-  complete(reconciler: Reconciler | ReconcileFunc): Controller {
-    if (this.#finalize || this.#onError) {
-      throw new TypeError(
+  /**
+   * The request-based reconciler (controller/reconcile.ts), the layer below `reconcile`. Not after `onError` or
+   * `finalize` (a type error; a `UsageError` for a caller without the types).
+   */
+  complete(this: ControllerBuilderFor<P, 'any'>, reconciler: Reconciler | ReconcileFunc): Controller {
+    if (this.#p.onError || this.#p.finalize) {
+      throw new UsageError(
+        'InvalidArgument',
         'onError() and finalize() work with reconcile(obj, ctx): call reconcile() instead of complete()',
       );
     }
@@ -154,24 +245,12 @@ export class ControllerBuilder<P extends KubeObject = KubeObject> {
   }
 
   #build(r: Reconciler, extra: BuilderOptions): Controller {
-    if (!this.#for) throw new TypeError('a controller needs for(kind): the kind it reconciles');
-    const name = this.#name ?? this.#for.resource.kind.toLowerCase();
-    const { register, defaults, ...deps } = this.#deps;
-    const c = new Controller({ ...deps, ...defaults, ...this.#options, ...extra, name }, r);
-    for (const s of [this.#for, ...this.#sources]) c.watch(s.resource, s.map, [...this.#filters, ...s.predicates]);
+    const { kind, predicates } = this.#p;
+    const { register, defaults, ...deps } = this.#w.deps;
+    const name = this.#w.name ?? kind.kind.toLowerCase();
+    const c = new Controller({ ...deps, ...defaults, ...this.#w.options, ...extra, name }, r);
+    for (const add of [watch(kind, requestForObject, predicates), ...this.#w.watches]) add(c, this.#w.filters);
     register?.(c);
     return c;
   }
-}
-
-function source<T extends KubeObject>(
-  r: ResourceType<T, unknown>,
-  map: MapFunc<T>,
-  predicates: Predicate<T>[],
-): Source {
-  return {
-    resource: r as unknown as ResourceType<KubeObject>,
-    map: map as unknown as MapFunc<KubeObject>,
-    predicates: predicates as unknown as Predicate<KubeObject>[],
-  };
 }

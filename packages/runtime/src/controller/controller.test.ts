@@ -106,7 +106,7 @@ test('a result can carry the priority its requeue is queued at (controller-runti
   const h = harness((name, nth) => {
     if (nth > 1) return undefined;
     if (name === 'boosted') return requeueAfter(5, { priority: 20 });
-    if (name === 'lowered') return { requeueAfter: 5, priority: LOW_PRIORITY };
+    if (name === 'lowered') return { requeueAfterMs: 5, priority: LOW_PRIORITY };
     return undefined;
   });
   try {
@@ -125,7 +125,7 @@ test('a result can carry the priority its requeue is queued at (controller-runti
     h.release();
     await settle();
     assert.deepEqual(h.order.slice(4), ['boosted', 'fresh', 'lowered']);
-    assert.throws(() => requeueAfter(5, { priority: 1.5 }), RangeError);
+    assert.throws(() => requeueAfter(5, { priority: 1.5 }), UsageError);
   } finally {
     await h.close();
   }
@@ -133,7 +133,7 @@ test('a result can carry the priority its requeue is queued at (controller-runti
 
 test('a result with a priority that is not a safe integer is requeued at the priority it was handed out with', async () => {
   const h = harness((name, nth) =>
-    name === 'odd' && nth === 1 ? { requeueAfter: 5, priority: Number.NaN } : undefined,
+    name === 'odd' && nth === 1 ? { requeueAfterMs: 5, priority: Number.NaN } : undefined,
   );
   try {
     h.controller.queue.add(key('odd'), 10);

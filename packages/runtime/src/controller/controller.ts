@@ -10,7 +10,7 @@
  *   `CacheSyncTimeout`).
  * - A thrown error is retried with per-request exponential backoff (5 ms … 1000 s, each request on its own; the
  *   `rateLimiter` option can add an overall limit); a Conflict (409) is retried the same way but logged at debug
- *   level only; TooManyRequests waits the server's Retry-After; a `TerminalError` is not retried. `requeueAfter`
+ *   level only; TooManyRequests waits the server's Retry-After; a `TerminalError` is not retried. `requeueAfter(ms)`
  *   schedules the request again.
  * - Priorities: adds from the initial list and resyncs wait behind fresh changes (`LOW_PRIORITY`), so a change made
  *   while thousands of objects are being listed is reconciled at once. A retry, a requeue and a wait for expectations
@@ -22,7 +22,7 @@
  * - Expectations: a request with unobserved creates/deletes (see `ctx.expect`) is not reconciled until the cache has
  *   caught up or the expectation times out; it is re-checked when its children change and at least once a second.
  *   Every event of a watched kind is shown to the expectations (see expectations.ts).
- * - `ctx.client` aborts its requests when `ctx.signal` does, so a hung request cannot outlast the drain.
+ * - `ctx.rawClient` aborts its requests when `ctx.signal` does, so a hung request cannot outlast the drain.
  * - An `Aborted` error means "stopping" only when the controller is stopping; a reconcile that aborted a call of its
  *   own (say with `AbortSignal.timeout`) is retried with backoff like any failure.
  * - Stopping (the `start` signal aborts): no new work is taken; in-flight reconciles may finish for
@@ -52,7 +52,7 @@ import type { ReconcileContext, Reconciler, Request, Result } from './reconcile.
 export interface ControllerOptions {
   /** The controller's name, unique per manager: in logs, metrics and its queue, and the default Event source. */
   readonly name: string;
-  /** The client of each reconcile's `ctx.client` (bound to the reconcile's signal). */
+  /** The client of each reconcile's `ctx.rawClient` (bound to the reconcile's signal). */
   readonly client: Client;
   /** The cache its watches and `ctx` reads use. */
   readonly cache: Cache;
@@ -282,9 +282,9 @@ export class Controller {
       log,
       signal,
       reconcileID,
-      client: this.#o.client.withSignal(signal),
+      rawClient: this.#o.client.withSignal(signal),
       cache: this.#o.cache,
-      recorder: this.#events,
+      events: this.#events,
       fieldManager: this.#o.fieldManager ?? this.name,
       expect: {
         created: (r, obj) =>
@@ -322,11 +322,11 @@ export class Controller {
       return;
     }
     m?.reconcileTime.observe({ controller: this.name }, (performance.now() - started) / 1000);
-    if (span) endReconcileSpan(span, { requeueAfterMs: result?.requeueAfter });
+    if (span) endReconcileSpan(span, { requeueAfterMs: result?.requeueAfterMs });
     this.queue.forget(key);
-    if (result?.requeueAfter !== undefined && result.requeueAfter > 0) {
+    if (result?.requeueAfterMs !== undefined && result.requeueAfterMs > 0) {
       m?.reconcileTotal.inc({ controller: this.name, result: 'requeue_after' });
-      this.queue.addAfter(key, result.requeueAfter, this.#requeuePriority(result, priority, log));
+      this.queue.addAfter(key, result.requeueAfterMs, this.#requeuePriority(result, priority, log));
     } else {
       m?.reconcileTotal.inc({ controller: this.name, result: 'success' });
     }

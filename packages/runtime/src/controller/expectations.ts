@@ -14,6 +14,7 @@
 
 import type { Store } from '../cache/store.ts';
 import { type KubeObject, keyOf } from '../client/resource.ts';
+import { UsageError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 
 interface Pending {
@@ -119,7 +120,12 @@ export class Expectations {
 
   #add(key: string, kind: Pending['kind'], store: Store<KubeObject>, obj: KubeObject): void {
     const uid = obj.metadata.uid;
-    if (!uid) throw new TypeError('an expectation needs the object as the API returned it (with metadata.uid)');
+    if (!uid) {
+      throw new UsageError(
+        'InvalidArgument',
+        'an expectation needs the object as the API returned it (with metadata.uid)',
+      );
+    }
     const list = this.#pending.get(key) ?? [];
     const p: Pending = { kind, store, objectKey: keyOf(obj), uid, at: this.#now(), seen: false };
     list.push(p);

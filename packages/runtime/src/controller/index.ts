@@ -7,8 +7,10 @@
  * `.onError(…)` answers).
  */
 export {
+  type BuilderEnding,
   type BuilderOptions,
   ControllerBuilder,
+  ControllerBuilderFor,
   type ControllerDeps,
   type ObjectErrorPolicy,
 } from './builder.ts';
@@ -16,7 +18,10 @@ export { Controller, type ControllerOptions } from './controller.ts';
 export { Expectations } from './expectations.ts';
 export { type MapFunc, requestForObject, requestsForOwner } from './handlers.ts';
 export {
+  type ApiListOptions,
+  type ApiReader,
   type Finalize,
+  type MergePatch,
   type ObjectEvents,
   type ObjectReconcileFunc,
   type ObjectReconcilerOptions,
@@ -50,6 +55,8 @@ export {
   type Expect,
   isTerminalError,
   type ReconcileContext,
+  type ReconcileEvents,
   type ReconcileFunc,
   type Reconciler,
+  type TerminalErrorCode,
 } from './reconcile.ts';

@@ -5,33 +5,56 @@
  * context that does the bookkeeping a reconciler would otherwise forget. `objectReconciler` adapts it to the
  * request-based contract below (`Reconciler`), which stays usable alone.
  *
- * The context (`ObjectContext`), for the object being reconciled:
- * - `ctx.client` aborts every request when the reconcile's signal does (a drain cuts a hung request short);
- * - `ctx.get`, `ctx.list`: cache reads (`get` answers `undefined` for a missing object); `ctx.owned(kind)`: the
- *   objects of `kind` this object controls (the built-in `controller` index), not counting those being deleted
- *   (`ctx.owned(metadataOnly(kind))` reads them from a metadata-only informer);
- * - `ctx.create(kind, obj)`: sets this object as the controller owner (and its namespace when none is given), creates
- *   with the reconcile's signal and records the create expectation, so a cache that lags cannot make a duplicate
- *   (expectations are kept for the kinds the cache follows: those the controller watches, whole or metadata only);
- * - `ctx.delete(kind, obj)`: deletes with a uid precondition (never a successor with the same name) and records the
- *   delete expectation; answers false when the object was already gone or replaced;
- * - `ctx.apply(kind, obj)`: server-side apply as the controller's field manager (forced), owner reference set; a new
- *   object's create is expected as above;
+ * The context (`ObjectContext`) has one write surface: every write a reconciler makes goes through `ctx` and carries
+ * the owner reference and the expectation where they apply. Reads say where they come from. Raw access stays
+ * possible, under a name that says so.
+ *
+ * | call | reads from | owner reference | expectation | signal | answers |
+ * | --- | --- | --- | --- | --- | --- |
+ * | `ctx.cache.get(kind, ref)` | cache | — | — | — | the object, or `undefined` |
+ * | `ctx.cache.list(kind, { namespace, labelSelector, index })` | cache | — | — | — | `T[]` |
+ * | `ctx.owned(kind)` | cache (`controller` index) | — | — | — | `T[]`: its children (see below) |
+ * | `ctx.apiReader.get(kind, ref)` | API server | — | — | yes | the object, or `undefined` |
+ * | `ctx.apiReader.list(kind, { namespace, labelSelector, fieldSelector })` | API server | — | — | yes | `T[]` |
+ * | `ctx.create(kind, obj)` | — | set (unless `{ owned: false }`) | create | yes | the object as stored |
+ * | `ctx.apply(kind, obj)` | — | set (unless `{ owned: false }`) | create, when the cache has no such object | yes | the object as stored |
+ * | `ctx.update(kind, obj)` | — | kept on a child it controls | — | yes | the object as stored (Conflict when `obj`'s resourceVersion is stale) |
+ * | `ctx.patch(kind, obj, mergePatch)` | — | kept on a child it controls | — | yes | the object as stored |
+ * | `ctx.delete(kind, obj)` | — | — | delete | yes | `true`, or `false` when it was already gone or replaced |
+ * | `ctx.status(status)` | — | — | — | yes | `true` when it wrote |
+ * | `ctx.events.normal` / `.warning(reason, message)`, `.event(kind, obj, …)` | — | — | — | — | nothing (written in the background) |
+ * | `ctx.rawClient.…` | API server | none | none | yes | as `Client` (`get` throws NotFound, `list` answers `{ items }`) |
+ *
+ * In detail:
+ * - owner reference "set": this object becomes the controller owner of the copy written (and its namespace the
+ *   object's when none is given); an owner reference the garbage collector would not honour (another namespace,
+ *   another controller) fails the write with an `OwnerReferenceError` before any request is made. "Kept": when the
+ *   child is controlled by this object (as `obj`, or the cache's copy of it, says), the update or patch cannot drop
+ *   that reference (release a child through `claimChildren` or `ctx.rawClient`).
+ * - expectation: the next reconcile of this request waits until the cache has seen the create or delete (or a
+ *   timeout passes), so a cache that lags cannot make a duplicate or a double delete. Expectations are kept for the
+ *   kinds the cache follows: those the controller watches, whole or metadata only.
+ * - `ctx.update` replaces the object with `obj`'s `metadata.resourceVersion` as its precondition (one is required: a
+ *   stale one fails with Conflict, which the default error policy retries with fresh state); `ctx.patch` sends an
+ *   RFC 7386 JSON merge patch to `obj`'s namespace and name (put a `metadata.resourceVersion` in the patch for
+ *   optimistic locking); `ctx.apply` is a server-side apply as the controller's field manager (forced);
+ *   `ctx.delete` deletes with a uid precondition (never a successor with the same name).
  * - `ctx.status(status)`: `updateStatusIfChanged` (helpers/status.ts) on the object: writes the status subresource
  *   only when it differs from what the server has (the object's status, or the one this process wrote from it), by a
- *   merge patch that also removes the fields the new status no longer has, at any depth;
- * - `ctx.events.normal(reason, message)` / `.warning(…)`: Events about this object (aggregated, rate limited).
+ *   merge patch that also removes the fields the new status no longer has, at any depth.
+ * - signal: the request aborts when the reconcile's signal does (a drain cuts a hung request short).
+ * - `ctx.owned(kind)`: the objects of `kind` this object controls (the built-in `controller` index), not counting
+ *   those being deleted unless `{ terminating: true }`; `ctx.owned(metadataOnly(kind))` reads them from a
+ *   metadata-only informer.
  *
  * Objects being deleted go to the `finalize` handler when one is given: its finalizer is added before `reconcile`
  * first runs, and removed once `cleanup` succeeded (see helpers/finalizers.ts). Without one, a terminating object is
  * not reconciled (owner references let the garbage collector remove its children).
  *
  * Guarantees: `reconcile` never sees a missing object or, without a finalizer, one being deleted. Writes through
- * `ctx` never change the objects passed in (they are copied before the owner reference is set), and an owner
- * reference the garbage collector would not honour (another namespace, another controller) fails the write with an
- * `OwnerReferenceError` before any request is made.
+ * `ctx` never change the objects passed in (they are copied before the owner reference is set).
  */
-import type { CacheListOptions } from '../cache/cache.ts';
+
 import { isApiError } from '../client/errors.ts';
 import {
   type InputOf,
@@ -42,39 +65,63 @@ import {
   refOf,
   resourceId,
 } from '../client/resource.ts';
-import type { EventType } from '../helpers/events.ts';
+import type { ListOptions } from '../client/types.ts';
+import { UsageError } from '../errors.ts';
+import type { EventOptions } from '../helpers/events.ts';
 import { finalizer } from '../helpers/finalizers.ts';
-import { setControllerReference } from '../helpers/ownerrefs.ts';
+import { controllerOf, setControllerReference } from '../helpers/ownerrefs.ts';
 import { type StatusOf, updateStatusIfChanged } from '../helpers/status.ts';
-import type { ReconcileContext, Reconciler, Request, Result } from './reconcile.ts';
+import type { ReconcileContext, ReconcileEvents, Reconciler, Request, Result } from './reconcile.ts';
 
 export type { StatusOf } from '../helpers/status.ts';
 
-/** Events about the object being reconciled. */
-export interface ObjectEvents {
+/** Events about the object being reconciled, and (`event`, as the controller's recorder) about any other. */
+export interface ObjectEvents extends ReconcileEvents {
   /** A `Normal` Event about the object: `reason` in UpperCamelCase (`Created`), `message` for people. */
-  normal(reason: string, message: string): void;
+  normal(reason: string, message: string, options?: EventOptions): void;
   /** A `Warning` Event about the object: something an operator of the cluster should look at. */
-  warning(reason: string, message: string): void;
-  /** An Event about another object. */
-  about<C extends KubeObject>(r: ResourceType<C>, obj: C, type: EventType, reason: string, message: string): void;
+  warning(reason: string, message: string, options?: EventOptions): void;
+}
+
+/** What `ctx.apiReader.list` selects: `ListOptions` without the signal (the reconcile's is used). */
+export type ApiListOptions = Omit<ListOptions, 'signal'>;
+
+/**
+ * Live reads from the API server (controller-runtime's `APIReader`), bound to the reconcile's signal, in the shapes
+ * of the cache's reads: `get` answers `undefined` for a missing object, `list` the items. For what the cache cannot
+ * answer yet (an object this reconcile must see as the server has it, a kind the cache does not follow).
+ */
+export interface ApiReader {
+  /** The object as the API server has it, or `undefined` when there is none. */
+  get<C extends KubeObject>(r: ResourceType<C>, ref: ObjectRef): Promise<C | undefined>;
+  /** The objects the API server lists (every page), by namespace, label selector or field selector. */
+  list<C extends KubeObject>(r: ResourceType<C>, options?: ApiListOptions): Promise<C[]>;
 }
 
 /**
- * What an object-first reconcile gets besides the object: cache reads, writes that do the bookkeeping (owner
- * references, expectations, status only on change), Events, and the request's logger and signal. See the module
- * comment.
+ * An RFC 7386 JSON merge patch of a `T`: any subset of its fields, at any depth; `null` removes a field; an array is
+ * replaced whole.
+ */
+export type MergePatch<T> = T extends readonly unknown[]
+  ? T
+  : T extends object
+    ? { [K in keyof T]?: MergePatch<NonNullable<T[K]>> | null }
+    : T;
+
+/**
+ * What an object-first reconcile gets besides the object: reads that say where they come from (`ctx.cache`,
+ * `ctx.owned`, `ctx.apiReader`), one write surface that does the bookkeeping (owner references, expectations, the
+ * reconcile's signal, status only on change), Events about the object, and the request's logger and signal. See the
+ * module comment for the table of what each call guarantees.
  *
  * @showModuleComment
  */
 export interface ObjectContext<T extends KubeObject> extends ReconcileContext {
-  /** Events about this object (aggregated and rate limited as client-go's recorder). */
+  /** Events about this object (aggregated and rate limited as client-go's recorder), or about another. */
   readonly events: ObjectEvents;
-  /** The cached object, or `undefined` when there is none. */
-  get<C extends KubeObject>(r: ResourceType<C>, ref: ObjectRef): Promise<C | undefined>;
-  /** Cached objects (by namespace, label selector or index; see `CacheListOptions`). */
-  list<C extends KubeObject>(r: ResourceType<C>, options?: CacheListOptions<C>): Promise<C[]>;
-  /** The objects of `r` this object controls; those being deleted only with `{ terminating: true }`. */
+  /** Live reads from the API server, bound to the reconcile's signal; same shapes as `ctx.cache`'s reads. */
+  readonly apiReader: ApiReader;
+  /** The objects of `r` this object controls (cache); those being deleted only with `{ terminating: true }`. */
   owned<C extends KubeObject>(r: ResourceType<C>, options?: { readonly terminating?: boolean }): Promise<C[]>;
   /** Creates `obj` controlled by this object (unless `{ owned: false }`), expecting its create. */
   create<R extends ResourceType<KubeObject, unknown>>(
@@ -88,6 +135,16 @@ export interface ObjectContext<T extends KubeObject> extends ReconcileContext {
     obj: InputOf<R>,
     options?: { readonly owned?: boolean },
   ): Promise<ObjectOf<R>>;
+  /**
+   * Replaces `obj` (its `metadata.resourceVersion` is the precondition: Conflict when stale), keeping this object's
+   * controller reference on a child it controls.
+   */
+  update<C extends KubeObject>(r: ResourceType<C>, obj: C): Promise<C>;
+  /**
+   * A JSON merge patch of `obj` (its namespace and name), keeping this object's controller reference on a child it
+   * controls.
+   */
+  patch<C extends KubeObject>(r: ResourceType<C>, obj: C, mergePatch: MergePatch<C>): Promise<C>;
   /** Deletes `obj` (uid precondition), expecting its delete; false when it was already gone or replaced. */
   delete<C extends KubeObject>(r: ResourceType<C>, obj: C): Promise<boolean>;
   /** `updateStatusIfChanged` on this object: writes `status` if it differs from what the server has; true if it wrote. */
@@ -138,7 +195,7 @@ export function objectReconciler<T extends KubeObject>(
       const fin = options.finalize;
       if (fin) {
         return finalizer(
-          ctx.client,
+          ctx.rawClient,
           kind,
           obj,
           fin.name,
@@ -158,64 +215,131 @@ export function objectContext<T extends KubeObject>(
   obj: T,
   ctx: ReconcileContext,
 ): ObjectContext<T> {
-  const own = <C extends KubeObject>(r: ResourceType<C, unknown>, input: C, owned: boolean | undefined): C => {
-    const copy = structuredClone(input);
-    if (owned !== false) setControllerReference(kind, obj, copy, { objectType: r });
-    else if (r.namespaced && !copy.metadata.namespace && obj.metadata.namespace) {
-      copy.metadata.namespace = obj.metadata.namespace;
-    }
-    return copy;
+  const c = ctx.rawClient;
+  return {
+    ...ctx,
+    events: {
+      event: (r, o, type, reason, message, options) => ctx.events.event(r, o, type, reason, message, options),
+      normal: (reason, message, options) => ctx.events.event(kind, obj, 'Normal', reason, message, options),
+      warning: (reason, message, options) => ctx.events.event(kind, obj, 'Warning', reason, message, options),
+    },
+    apiReader: {
+      get: (r, ref) => c.getIfExists(r, ref),
+      list: async (r, options = {}) => (await c.list(r, options)).items,
+    },
+    async owned(r, options = {}) {
+      const uid = obj.metadata.uid;
+      if (!uid) return [];
+      const children = await ctx.cache.list(r, { index: { name: 'controller', value: uid } });
+      return options.terminating ? children : children.filter((child) => !child.metadata.deletionTimestamp);
+    },
+    ...childWrites(kind, obj, ctx),
+    async status(status) {
+      return (await updateStatusIfChanged(c, kind, obj, status)) !== undefined;
+    },
   };
+}
+
+type ChildWrites = Pick<ObjectContext<KubeObject>, 'create' | 'apply' | 'update' | 'patch' | 'delete'>;
+
+/** The context's writes of children: owner references set or kept, expectations recorded (see the module comment). */
+function childWrites<T extends KubeObject>(
+  kind: ResourceType<T, unknown>,
+  owner: T,
+  ctx: ReconcileContext,
+): ChildWrites {
+  const c = ctx.rawClient;
+  const own = ownership(kind, owner, ctx);
+  return {
+    async create(r, input, options = {}) {
+      const created = await c.create(r, own.set(r, input, options.owned));
+      const informer = own.followed(r);
+      if (informer) ctx.expect.created(informer.resource, created);
+      return created;
+    },
+    async apply(r, input, options = {}) {
+      const desired = own.set(r, input, options.owned);
+      const informer = own.followed(r);
+      const existed = informer?.store.get(refKey(r, desired, owner)) !== undefined;
+      const applied = await c.apply(r, desired, { fieldManager: ctx.fieldManager, force: true });
+      if (informer && !existed) ctx.expect.created(informer.resource, applied);
+      return applied as ObjectOf<typeof r>;
+    },
+    async update(r, child) {
+      if (!child.metadata.resourceVersion) {
+        throw new UsageError(
+          'InvalidArgument',
+          `ctx.update(${r.kind}) needs the object's metadata.resourceVersion, its precondition: update an object as read (ctx.cache, ctx.apiReader), or write with ctx.apply`,
+        );
+      }
+      return c.update(r, own.keep(r, child));
+    },
+    async patch(r, child, patch) {
+      return c.patch(r, own.refOf(r, child), own.keepInPatch(r, child, patch));
+    },
+    async delete(r, child) {
+      try {
+        await c.delete(r, refOf(child), { preconditions: { uid: child.metadata.uid ?? '' } });
+      } catch (err) {
+        if (isApiError(err, 'NotFound') || isApiError(err, 'Conflict')) return false;
+        throw err;
+      }
+      const informer = own.followed(r);
+      if (informer) ctx.expect.deleted(informer.resource, child);
+      return true;
+    },
+  };
+}
+
+/** How the writes of one reconcile of `owner` treat owner references, and which kinds the cache follows. */
+function ownership<T extends KubeObject>(kind: ResourceType<T, unknown>, owner: T, ctx: ReconcileContext) {
+  const uid = owner.metadata.uid;
   // Expectations are recorded for kinds the cache follows (watched by for/owns/watches), in the form it follows them
   // (whole or metadata only): a write of another kind starts no informer (which would need list and watch on it) and
   // holds nothing back.
   const followed = (r: ResourceType<KubeObject, unknown>) =>
     ctx.cache.informers().find((i) => resourceId(i.resource) === resourceId(r));
+  /** `child`, in the owner's namespace when it names none (namespaced kinds). */
+  const inNamespace = <C extends KubeObject>(r: ResourceType<KubeObject, unknown>, child: C): C => {
+    if (r.namespaced && !child.metadata.namespace && owner.metadata.namespace) {
+      child.metadata.namespace = owner.metadata.namespace;
+    }
+    return child;
+  };
+  const namespaced = <C extends KubeObject>(r: ResourceType<KubeObject, unknown>, child: C): C =>
+    inNamespace(r, structuredClone(child));
+  /** Whether `child` (or the cache's copy of it) is controlled by the owner. */
+  const controls = (r: ResourceType<KubeObject, unknown>, child: KubeObject): boolean => {
+    const cached = followed(r)?.store.get(refKey(r, child, owner));
+    return uid !== undefined && [child, cached].some((o) => o !== undefined && controllerOf(o)?.uid === uid);
+  };
+  const control = <C extends KubeObject>(r: ResourceType<KubeObject, unknown>, child: C): C =>
+    setControllerReference(kind, owner, child, { objectType: r });
   return {
-    ...ctx,
-    events: {
-      normal: (reason, message) => ctx.recorder.event(kind, obj, 'Normal', reason, message),
-      warning: (reason, message) => ctx.recorder.event(kind, obj, 'Warning', reason, message),
-      about: (r, o, type, reason, message) => ctx.recorder.event(r, o, type, reason, message),
+    followed,
+    /** A copy of `input` controlled by the owner (unless `owned` is false), in its namespace when it names none. */
+    set<I>(r: ResourceType<KubeObject, unknown>, input: I, owned: boolean | undefined): I {
+      const copy = structuredClone(input);
+      if (!isKubeObject(copy)) throw new UsageError('InvalidArgument', `a ${r.kind} to write needs its metadata`);
+      if (owned === false) inNamespace(r, copy);
+      else control(r, copy);
+      return copy;
     },
-    get: (r, ref) => ctx.cache.get(r, ref),
-    list: (r, options) => ctx.cache.list(r, options),
-    async owned(r, options = {}) {
-      const uid = obj.metadata.uid;
-      if (!uid) return [];
-      const children = await ctx.cache.list(r, { index: { name: 'controller', value: uid } });
-      return options.terminating ? children : children.filter((c) => !c.metadata.deletionTimestamp);
+    /** A copy of `child` (in the owner's namespace when it names none) that keeps the owner's controller reference. */
+    keep<C extends KubeObject>(r: ResourceType<KubeObject, unknown>, child: C): C {
+      const copy = namespaced(r, child);
+      return controls(r, child) ? control(r, copy) : copy;
     },
-    async create(r, input, options = {}) {
-      const created = (await ctx.client.create(
-        r,
-        own(r, input as KubeObject, options.owned) as InputOf<typeof r>,
-      )) as KubeObject;
-      const informer = followed(r);
-      if (informer) ctx.expect.created(informer.resource, created);
-      return created as ObjectOf<typeof r>;
-    },
-    async apply(r, input, options = {}) {
-      const desired = own(r, input as KubeObject, options.owned);
-      const informer = followed(r);
-      const existed = informer?.store.get(refKey(r, desired, obj)) !== undefined;
-      const applied = await ctx.client.apply(r, desired, { fieldManager: ctx.fieldManager, force: true });
-      if (informer && !existed) ctx.expect.created(informer.resource, applied);
-      return applied as ObjectOf<typeof r>;
-    },
-    async delete(r, child) {
-      try {
-        await ctx.client.delete(r, refOf(child), { preconditions: { uid: child.metadata.uid ?? '' } });
-      } catch (err) {
-        if (isApiError(err, 'NotFound') || isApiError(err, 'Conflict')) return false;
-        throw err;
-      }
-      const informer = followed(r);
-      if (informer) ctx.expect.deleted(informer.resource, child);
-      return true;
-    },
-    async status(status) {
-      return (await updateStatusIfChanged(ctx.client, kind, obj, status)) !== undefined;
+    /** The namespace and name `child` is written at. */
+    refOf: (r: ResourceType<KubeObject, unknown>, child: KubeObject): ObjectRef => refOf(namespaced(r, child)),
+    /** `patch`, its `ownerReferences` (when it sets them, on a child the owner controls) keeping the owner's. */
+    keepInPatch(r: ResourceType<KubeObject, unknown>, child: KubeObject, patch: unknown): unknown {
+      if (!isRecord(patch) || !isRecord(patch.metadata) || !('ownerReferences' in patch.metadata)) return patch;
+      if (!controls(r, child)) return patch;
+      const ours = controllerOf(control(r, namespaced(r, child)));
+      const given = Array.isArray(patch.metadata.ownerReferences) ? patch.metadata.ownerReferences : [];
+      const others = given.filter((o) => !(isRecord(o) && o.uid === uid));
+      return { ...patch, metadata: { ...patch.metadata, ownerReferences: [...others, ours] } };
     },
   };
 }
@@ -225,4 +349,12 @@ function refKey(r: ResourceType<KubeObject, unknown>, desired: KubeObject, owner
   const namespace = r.namespaced ? (desired.metadata.namespace ?? owner.metadata.namespace) : undefined;
   const name = desired.metadata.name ?? '';
   return namespace ? `${namespace}/${name}` : name;
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function isKubeObject(v: unknown): v is KubeObject {
+  return isRecord(v) && isRecord(v.metadata);
 }

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ApiError } from '../client/errors.ts';
+import { UsageError } from '../errors.ts';
 import { defaultErrorPolicy, type ErrorInfo, giveUp, retryAfter, retryWithBackoff } from './policy.ts';
 import { type ReconcileContext, TerminalError } from './reconcile.ts';
 
@@ -32,5 +33,5 @@ test('action helpers check their delay and carry the log level', () => {
   assert.deepEqual(retryWithBackoff(), { retry: 'backoff', log: 'error' });
   assert.deepEqual(retryAfter(500), { retry: 'after', afterMs: 500, log: 'warn' });
   assert.deepEqual(giveUp('info', 'left alone'), { retry: 'never', log: 'info', message: 'left alone' });
-  assert.throws(() => retryAfter(0), RangeError);
+  assert.throws(() => retryAfter(0), UsageError);
 });

@@ -16,6 +16,7 @@
  * reconciled by two workers at once. A policy that throws is treated as `backoff`.
  */
 import { isApiError } from '../client/errors.ts';
+import { UsageError } from '../errors.ts';
 import type { LogLevel } from '../logger.ts';
 import { isTerminalError, type ReconcileContext, type Request } from './reconcile.ts';
 
@@ -36,7 +37,7 @@ export function retryWithBackoff(log: ErrorLogLevel = 'error', message?: string)
 
 /** Retry once `ms` milliseconds have passed (the request's failure count, which sets its backoff, is kept). */
 export function retryAfter(ms: number, log: ErrorLogLevel = 'warn', message?: string): ErrorAction {
-  if (!(ms > 0)) throw new RangeError(`retryAfter needs a positive delay, got ${ms}`);
+  if (!(ms > 0)) throw new UsageError('InvalidArgument', `retryAfter needs a positive delay in ms, got ${ms}`);
   return { retry: 'after', afterMs: ms, log, ...(message ? { message } : {}) };
 }
 

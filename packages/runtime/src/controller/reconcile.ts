@@ -11,8 +11,8 @@
 import type { Cache } from '../cache/cache.ts';
 import type { Client } from '../client/client.ts';
 import type { KubeObject, ObjectRef, ResourceType } from '../client/resource.ts';
-import { OpkitError } from '../errors.ts';
-import type { EventRecorder } from '../helpers/events.ts';
+import { OpkitError, UsageError } from '../errors.ts';
+import type { EventOptions, EventType } from '../helpers/events.ts';
 import type { Logger } from '../logger.ts';
 
 /** The object to reconcile: namespace (for namespaced kinds) and name. */
@@ -24,7 +24,7 @@ export type Request = ObjectRef;
  */
 export interface Result {
   /** Reconcile this request again after this many milliseconds (even if nothing changes). */
-  readonly requeueAfter?: number;
+  readonly requeueAfterMs?: number;
   /**
    * The queue priority of that requeue (a safe integer; higher is handed out first; changes from the initial list
    * wait at `LOW_PRIORITY`, fresh ones at 0). Default: the priority this request was handed out with.
@@ -39,12 +39,13 @@ export function done(): Result {
 
 /** Reconcile again after `ms` milliseconds (at `options.priority`, default: the priority the request had). */
 export function requeueAfter(ms: number, options: { readonly priority?: number } = {}): Result {
-  if (!(ms > 0)) throw new RangeError(`requeueAfter needs a positive delay, got ${ms}`);
+  if (!(ms > 0)) throw new UsageError('InvalidArgument', `requeueAfter needs a positive delay in ms, got ${ms}`);
   const { priority } = options;
-  if (priority === undefined) return { requeueAfter: ms };
-  if (!Number.isSafeInteger(priority))
-    throw new RangeError(`a requeue priority must be a safe integer, got ${priority}`);
-  return { requeueAfter: ms, priority };
+  if (priority === undefined) return { requeueAfterMs: ms };
+  if (!Number.isSafeInteger(priority)) {
+    throw new UsageError('InvalidArgument', `a requeue priority must be a safe integer, got ${priority}`);
+  }
+  return { requeueAfterMs: ms, priority };
 }
 
 /**
@@ -59,9 +60,22 @@ export interface Expect {
   deleted<T extends KubeObject>(r: ResourceType<T>, obj: T): void;
 }
 
+/** How a reconcile records Events: the controller's `EventRecorder` (aggregated and rate limited), or a fake. */
+export interface ReconcileEvents {
+  /** An Event about `obj` (of kind `r`): `reason` in UpperCamelCase, `message` for people (`EventRecorder.event`). */
+  event<C extends KubeObject>(
+    r: ResourceType<C>,
+    obj: C,
+    type: EventType,
+    reason: string,
+    message: string,
+    options?: EventOptions,
+  ): void;
+}
+
 /**
- * What a request-based reconcile gets besides the request: a logger, a signal, the client and cache, expectations and
- * the Event recorder.
+ * What a request-based reconcile gets besides the request: a logger, a signal, the cache, the raw client, expectations
+ * and the Event recorder. An object-first reconcile gets more (`ObjectContext`): writes that do the bookkeeping.
  */
 export interface ReconcileContext {
   /** Bound with controller, namespace, name and reconcileID. */
@@ -70,16 +84,19 @@ export interface ReconcileContext {
   readonly signal: AbortSignal;
   /** A UUID per reconcile, in every log line of it (as controller-runtime's `reconcileID`). */
   readonly reconcileID: string;
-  /** The client, bound to `signal`: its requests abort when the reconcile's signal does. */
-  readonly client: Client;
+  /**
+   * The raw client, bound to `signal` (its requests abort when the reconcile's signal does): no owner references, no
+   * expectations. An object-first reconcile writes through `ctx.create`/`apply`/`update`/`patch`/`delete` instead.
+   */
+  readonly rawClient: Client;
   /** The shared cache, for reads of any kind. */
   readonly cache: Cache;
   /**
    * Declares this reconcile's creates and deletes, so the next reconcile of the request waits until the cache saw them.
    */
   readonly expect: Expect;
-  /** The controller's Event recorder (an object reconciler's `ctx.events` records about its object through it). */
-  readonly recorder: EventRecorder;
+  /** The controller's Event recorder (`ctx.events.event(kind, obj, type, reason, message)`). */
+  readonly events: ReconcileEvents;
   /** The field manager server-side applies of this controller use. */
   readonly fieldManager: string;
 }
@@ -98,8 +115,13 @@ export interface Reconciler {
 // biome-ignore lint/suspicious/noConfusingVoidType: as above
 export type ReconcileFunc = (request: Request, ctx: ReconcileContext) => Promise<Result | undefined | void>;
 
+/** The code of a `TerminalError`. */
+export type TerminalErrorCode =
+  /** A reconcile failed in a way retrying cannot fix (bad user input): logged and counted, not requeued. */
+  'Terminal';
+
 /** An error that retrying will not fix (bad user input the controller cannot act on). Not requeued. */
-export class TerminalError extends OpkitError<'Terminal'> {
+export class TerminalError extends OpkitError<TerminalErrorCode> {
   override readonly name = 'TerminalError';
 
   constructor(message: string, options?: { cause?: unknown }) {

@@ -3,7 +3,7 @@
  * The finalizer flow, in one call from a reconcile:
  *
  * ```ts
- * return finalizer(ctx.client, AppServices, app, 'app.example.com/cleanup', {
+ * return finalizer(ctx.rawClient, AppServices, app, 'app.example.com/cleanup', {
  *   apply: async (app) => { …create/update children…; return done(); },
  *   cleanup: async (app) => { …release what the object holds outside the cluster…; return done(); },
  * }, { signal: ctx.signal });

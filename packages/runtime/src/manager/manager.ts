@@ -44,7 +44,7 @@ import { hostname } from 'node:os';
 import { Cache } from '../cache/cache.ts';
 import { Client } from '../client/client.ts';
 import { type KubeObject, type ResourceType, resourceId } from '../client/resource.ts';
-import { type BuilderOptions, ControllerBuilder } from '../controller/builder.ts';
+import { type BuilderOptions, ControllerBuilder, type ControllerBuilderFor } from '../controller/builder.ts';
 import { type Controller, DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT_MS } from '../controller/controller.ts';
 import type { Predicate } from '../controller/predicates.ts';
 import { UsageError } from '../errors.ts';
@@ -157,11 +157,11 @@ export class Manager {
   controller<T extends KubeObject>(
     kind: ResourceType<T, unknown>,
     ...predicates: NoInfer<Predicate<T>>[]
-  ): ControllerBuilder<T>;
+  ): ControllerBuilderFor<T>;
   controller<T extends KubeObject>(
     kind?: ResourceType<T, unknown>,
     ...predicates: NoInfer<Predicate<T>>[]
-  ): ControllerBuilder | ControllerBuilder<T> {
+  ): ControllerBuilder | ControllerBuilderFor<T> {
     const defaults: BuilderOptions = {
       ...(this.#o.controllers?.maxConcurrentReconciles
         ? { maxConcurrentReconciles: this.#o.controllers.maxConcurrentReconciles }
