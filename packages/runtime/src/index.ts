@@ -17,7 +17,7 @@
  * classes its calls throw. The root holds, whole, the concepts every operator uses (what the tutorial, docs/runtime.md
  * and the AppService operator write): defining a kind (`defineKind`, `Defaulted`, `ObjectOf`, `InputOf`,
  * `CrdSchemaError`); the manager and its settings (`Manager`, `ManagerError`, `settings`, `SettingsError`); the
- * object reconciler's contract (`ObjectContext`, `done`, `requeueAfter`, `Request`, `Result`, `TerminalError`);
+ * object reconciler's contract (`ObjectContext`, `done`, `requeueAfter`, `ReconcileRequest`, `Result`, `TerminalError`);
  * the errors every call may throw (`OpkitError`, `UsageError`, `ApiError` with all its predicates: `isNotFound`,
  * `isConflict`, `isAlreadyExists`, `isGone`, …); all the condition helpers; permissions; cache indexes. Every other
  * concept lives whole in its subpath, even when one of its names is common: predicates (`generationChanged`) and the
@@ -46,7 +46,7 @@ export {
 } from './client/errors.ts';
 export type { InputOf, KubeObject, ObjectOf } from './client/resource.ts';
 export type { ObjectContext } from './controller/object.ts';
-export { done, type Request, type Result, requeueAfter, TerminalError } from './controller/reconcile.ts';
+export { done, type ReconcileRequest, type Result, requeueAfter, TerminalError } from './controller/reconcile.ts';
 export { Defaulted } from './crd/input.ts';
 export { defineKind } from './crd/kind.ts';
 export { CrdSchemaError } from './crd/schema.ts';

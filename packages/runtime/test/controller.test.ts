@@ -5,7 +5,7 @@ import { Cache } from '../src/cache/index.ts';
 import { ConfigMaps, Namespaces } from '../src/client/builtins.ts';
 import type { Client } from '../src/client/index.ts';
 import { ControllerBuilder, generationChanged } from '../src/controller/index.ts';
-import { done, isApiError, type Request, requeueAfter, TerminalError } from '../src/index.ts';
+import { done, isApiError, type ReconcileRequest, requeueAfter, TerminalError } from '../src/index.ts';
 import { Metrics } from '../src/metrics.ts';
 import { clientVia, recordingLogger, type Widget, Widgets, waitFor, widgetControlPlane } from './support.ts';
 
@@ -28,7 +28,7 @@ describe('controllers against a real apiserver', () => {
       .for(Widgets)
       .owns(ConfigMaps)
       .withOptions({ maxConcurrentReconciles: 2 })
-      .complete(async (req: Request, ctx) => {
+      .complete(async (req: ReconcileRequest, ctx) => {
         const w = await ctx.cache.get(Widgets, req);
         if (!w) return done();
         const children = await ctx.cache.list(ConfigMaps, {

@@ -11,7 +11,7 @@ import { type ConfigMap, ConfigMaps, Namespaces } from '../src/client/builtins.t
 import { type Client, Client as KubeClient, loadConfig } from '../src/client/index.ts';
 import { ControllerBuilder } from '../src/controller/index.ts';
 import { ClaimError, claimChildren, controllerOf } from '../src/helpers/index.ts';
-import { ApiError, done, isApiError, type Request } from '../src/index.ts';
+import { ApiError, done, isApiError, type ReconcileRequest } from '../src/index.ts';
 import { clientVia, type Widget, Widgets, waitFor, widgetControlPlane } from './support.ts';
 
 describe('client-go and controller-runtime semantics on a real apiserver', () => {
@@ -54,7 +54,7 @@ describe('client-go and controller-runtime semantics on a real apiserver', () =>
     const c = new ControllerBuilder({ client, cache })
       .for(Widgets)
       .owns(ConfigMaps)
-      .complete(async (req: Request, ctx) => {
+      .complete(async (req: ReconcileRequest, ctx) => {
         const w = await ctx.cache.get(Widgets, req);
         if (!w) return done();
         reconciledAt.push(performance.now());

@@ -24,7 +24,7 @@ import {
   type ObjectContext,
   type Permission,
   permission,
-  type Request,
+  type ReconcileRequest,
   type Result,
   setCondition,
 } from '@opkit/runtime';
@@ -178,7 +178,7 @@ function errorText(err: unknown): string {
 }
 
 /** An orphaned AppService pod maps to the AppService its instance label names (which may adopt it). */
-function orphanOwner(pod: Pod): Request[] {
+function orphanOwner(pod: Pod): ReconcileRequest[] {
   const name = pod.metadata.labels?.[LABELS.instance];
   if (controllerOf(pod) || pod.metadata.labels?.[LABELS.name] !== APP_NAME || !name) return [];
   return [{ namespace: pod.metadata.namespace ?? 'default', name }];

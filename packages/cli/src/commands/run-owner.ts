@@ -24,7 +24,7 @@
  */
 import { hostname } from 'node:os';
 import { isAlreadyExists, isApiError, type KubeObject } from '@opkit/runtime';
-import { type Client, type ResourceType, resource } from '@opkit/runtime/client';
+import { type Client, type Kind, resource } from '@opkit/runtime/client';
 import { isProcessAlive } from '@opkit/testenv';
 import { CliError } from '../errors.ts';
 
@@ -191,7 +191,7 @@ const CRDS = resource({
 });
 
 /** The cluster-scoped resource of a CRD or a webhook configuration. */
-export function claimedType(obj: KubeObject): ResourceType {
+export function claimedType(obj: KubeObject): Kind {
   if (isCrd(obj)) return CRDS;
   const kind = obj.kind ?? '';
   return resource({

@@ -93,7 +93,7 @@ export async function loadApis(dir: string, p: Project): Promise<LoadedApi[]> {
 
 /**
  * The kind `defineKind` made for `kind` among a module's exports: `<Kind>Kind` when exported (the shape of projects
- * scaffolded before the kind was its own ResourceType), else any export whose definition names that kind.
+ * scaffolded before the kind was its own Kind), else any export whose definition names that kind.
  */
 function kindExport(mod: Record<string, unknown>, kind: string): CustomKind<KubeObject> | undefined {
   const isKind = (v: unknown): v is CustomKind<KubeObject> =>

@@ -226,7 +226,7 @@ export const ${api.kind}Status = Type.Object(
   { description: 'The observed state of a ${api.kind}.' },
 );
 
-export const ${api.kind}Kind = defineKind({
+export const ${api.kind}s = defineKind({
   group: '${apiGroup(p, api)}',
   version: '${api.version}',
   kind: '${api.kind}',
@@ -238,7 +238,6 @@ export const ${api.kind}Kind = defineKind({
   printerColumns: [{ name: 'Ready', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].status' }],
 });
 
-export const ${api.kind}s = ${api.kind}Kind.resource;
 export type ${api.kind}Spec = Static<typeof ${api.kind}Spec>;
 export type ${api.kind}Status = Static<typeof ${api.kind}Status>;
 export type ${api.kind} = ObjectOf<typeof ${api.kind}s>;
@@ -297,7 +296,7 @@ import { after, before, test } from 'node:test';
 import { getCondition } from '@opkit/runtime';
 import { startTestManager } from '@opkit/runtime/testing';
 import { type Environment, start } from '@opkit/testenv';
-import { ${k}Kind, ${k}s } from '../src/api/${api.version}/${lower(k)}.ts';
+import { ${k}s } from '../src/api/${api.version}/${lower(k)}.ts';
 import { permissions, setup${k}Controller } from '../src/controllers/${lower(k)}.ts';
 
 let env: Environment;
@@ -311,7 +310,7 @@ after(async () => {
 test('a ${k} becomes Ready', async () => {
   const op = await startTestManager(env, {
     name: '${p.projectName}',
-    kinds: [${k}Kind],
+    kinds: [${k}s],
     permissions,
     setup: setup${k}Controller,
   });

@@ -145,10 +145,10 @@ export function registerKindWebhooks(text: string, api: ApiEntry, w: WebhookKind
     out = insertAt(
       out,
       MARK_WEBHOOK_IMPORTS,
-      `import { ${k}Kind } from './api/${api.version}/${lk}.ts';`,
+      `import { ${k}s } from './api/${api.version}/${lk}.ts';`,
       'src/webhooks.ts',
     );
-    out = insertAt(out, MARK_CONVERSIONS, `${k}Kind,`, 'src/webhooks.ts');
+    out = insertAt(out, MARK_CONVERSIONS, `${k}s,`, 'src/webhooks.ts');
   }
   return out;
 }

@@ -19,7 +19,7 @@
  */
 import type { Client } from '../client/client.ts';
 import { Selector, type SelectorInput } from '../client/labels.ts';
-import { type KubeObject, type ObjectRef, objectKey, type ResourceType, resourceId } from '../client/resource.ts';
+import { type Kind, type KubeObject, type ObjectRef, objectKey, resourceId } from '../client/resource.ts';
 import { OpkitError } from '../errors.ts';
 import type { BackoffOptions } from '../internal/backoff.ts';
 import { type Logger, silentLogger } from '../logger.ts';
@@ -145,7 +145,7 @@ export class Cache {
   }
 
   /** The shared informer of a resource (created on first use; started if the cache is started). */
-  informer<T extends KubeObject>(r: ResourceType<T>): Informer<T> {
+  informer<T extends KubeObject>(r: Kind<T>): Informer<T> {
     const id = resourceId(r);
     const key = informerKey(r);
     let inf = this.#informers.get(key) as Informer<T> | undefined;
@@ -187,7 +187,7 @@ export class Cache {
    * Sets the transform applied to each object of `r` before it is stored (managedFields are dropped as well, unless
    * the cache keeps them), e.g. `keepFields('status.phase')`. Before the resource's informer is first used only.
    */
-  transform<T extends KubeObject>(r: ResourceType<T>, fn: Transform<T>): void {
+  transform<T extends KubeObject>(r: Kind<T>, fn: Transform<T>): void {
     const key = informerKey(r);
     if (this.#informers.has(key))
       throw new CacheError('InvalidOptions', `${key}: set its transform before the informer is first used`);
@@ -195,7 +195,7 @@ export class Cache {
   }
 
   /** Adds an index to a resource's informer (e.g. `label:app` → the label's value). Prefer `addIndex(handle)`. */
-  indexField<T extends KubeObject>(r: ResourceType<T>, name: string, fn: IndexFunc<T>): void {
+  indexField<T extends KubeObject>(r: Kind<T>, name: string, fn: IndexFunc<T>): void {
     this.informer(r).addIndexer(name, fn);
   }
 
@@ -241,14 +241,14 @@ export class Cache {
   }
 
   /** The cached object, or undefined; waits for the informer to sync. */
-  async get<T extends KubeObject>(r: ResourceType<T>, ref: ObjectRef): Promise<T | undefined> {
+  async get<T extends KubeObject>(r: Kind<T>, ref: ObjectRef): Promise<T | undefined> {
     const inf = await this.#synced(r);
     this.#watched(inf, ref.namespace);
     return inf.store.get(objectKey(ref));
   }
 
   /** Cached objects, narrowed by namespace, index and label selector; waits for the informer to sync. */
-  async list<T extends KubeObject>(r: ResourceType<T>, options: CacheListOptions<T> = {}): Promise<T[]> {
+  async list<T extends KubeObject>(r: Kind<T>, options: CacheListOptions<T> = {}): Promise<T[]> {
     const query = options.index;
     if (query && 'index' in query) this.addIndex(query.index);
     const inf = await this.#synced(r);
@@ -266,7 +266,7 @@ export class Cache {
   }
 
   #watched(
-    inf: { readonly resource: ResourceType; readonly namespaces: readonly string[] | undefined },
+    inf: { readonly resource: Kind; readonly namespaces: readonly string[] | undefined },
     namespace: string | undefined,
   ): void {
     if (namespace === undefined || !inf.resource.namespaced || !inf.namespaces || inf.namespaces.includes(namespace))
@@ -277,7 +277,7 @@ export class Cache {
     );
   }
 
-  async #synced<T extends KubeObject>(r: ResourceType<T>): Promise<Informer<T>> {
+  async #synced<T extends KubeObject>(r: Kind<T>): Promise<Informer<T>> {
     const inf = this.informer(r);
     if (inf.hasSynced) return inf;
     if (!this.#signal) await new Promise<void>((resolve) => this.#started.push(resolve));
@@ -289,6 +289,6 @@ export class Cache {
 }
 
 /** The informer of a resource: one per kind, and a separate one for its metadata-only form (`pods (metadata)`). */
-function informerKey(r: ResourceType): string {
+function informerKey(r: Kind): string {
   return r.metadataOnly ? `${resourceId(r)} (metadata)` : resourceId(r);
 }

@@ -8,7 +8,7 @@
  * to `cache.addIndex`), indexing the objects already cached at once; registering one handle twice is a no-op, while a
  * different function under a name already taken fails with an `IndexError`.
  */
-import type { KubeObject, ResourceType } from '../client/resource.ts';
+import type { Kind, KubeObject } from '../client/resource.ts';
 import { OpkitError } from '../errors.ts';
 import type { IndexFunc } from './store.ts';
 
@@ -23,7 +23,7 @@ export interface IndexQuery<T extends KubeObject> {
 /** A named index of one kind's objects. */
 export interface Index<T extends KubeObject> {
   /** The kind whose objects are indexed. */
-  readonly resource: ResourceType<T>;
+  readonly resource: Kind<T>;
   /** The index's name, unique per kind within a cache. */
   readonly name: string;
   /** The values an object is found under (none: it is not in the index). */
@@ -43,7 +43,7 @@ export class IndexError extends OpkitError<IndexErrorCode> {
 }
 
 /** Names an index of `r`'s objects: `fn` returns the values an object is found under. */
-export function defineIndex<T extends KubeObject>(r: ResourceType<T>, name: string, fn: IndexFunc<T>): Index<T> {
+export function defineIndex<T extends KubeObject>(r: Kind<T>, name: string, fn: IndexFunc<T>): Index<T> {
   const index: Index<T> = Object.freeze({
     resource: r,
     name,

@@ -12,7 +12,7 @@
  * `namespace`, `owner` (owner UIDs) and `controller` (the controlling owner's UID).
  */
 import type { Client } from '../client/client.ts';
-import { type KubeObject, type ResourceType, resourceId } from '../client/resource.ts';
+import { type Kind, type KubeObject, resourceId } from '../client/resource.ts';
 import { UsageError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import { Reflector, type ReflectorOptions } from './reflector.ts';
@@ -47,7 +47,7 @@ export interface InformerOptions<T extends KubeObject> extends Omit<ReflectorOpt
  */
 export class Informer<T extends KubeObject> {
   /** The resource listed and watched. */
-  readonly resource: ResourceType<T>;
+  readonly resource: Kind<T>;
   /** The objects as last listed and watched, with the default indexes `namespace`, `owner` and `controller`. */
   readonly store: Store<T>;
   readonly #reflectors: Reflector<T>[];
@@ -57,7 +57,7 @@ export class Informer<T extends KubeObject> {
   readonly #log: Logger;
   #running: Promise<void> | undefined;
 
-  constructor(client: Client, resource: ResourceType<T>, options: InformerOptions<T>) {
+  constructor(client: Client, resource: Kind<T>, options: InformerOptions<T>) {
     this.resource = resource;
     const namespaces = options.namespaces
       ? [...new Set(options.namespaces)]

@@ -36,7 +36,7 @@
  */
 import type { Client } from '../client/client.ts';
 import { ApiError, isResourceVersionTooLarge, toApiError } from '../client/errors.ts';
-import { type KubeObject, keyOf, type ResourceType } from '../client/resource.ts';
+import { type Kind, type KubeObject, keyOf } from '../client/resource.ts';
 import { Backoff, type BackoffOptions } from '../internal/backoff.ts';
 import { hop } from '../internal/hops.ts';
 import { sleep } from '../internal/sleep.ts';
@@ -46,7 +46,7 @@ import type { Store } from './store.ts';
 
 export interface ReflectorOptions<T extends KubeObject> {
   readonly client: Client;
-  readonly resource: ResourceType<T>;
+  readonly resource: Kind<T>;
   readonly namespace?: string | undefined;
   readonly labelSelector?: string | undefined;
   readonly fieldSelector?: string | undefined;

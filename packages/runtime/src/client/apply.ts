@@ -11,7 +11,7 @@ import yaml from 'js-yaml';
 import { OpkitError } from '../errors.ts';
 import type { Client } from './client.ts';
 import { isNotFound } from './errors.ts';
-import { type KubeObject, type ResourceType, resource } from './resource.ts';
+import { type Kind, type KubeObject, resource } from './resource.ts';
 import type { APIResource } from './types.ts';
 
 /** Why a manifest cannot be applied. */
@@ -63,8 +63,8 @@ export class Applier {
     this.#fieldManager = fieldManager;
   }
 
-  /** The ResourceType of `apiVersion`/`kind`, by discovery. */
-  async resourceFor(apiVersion: string, kind: string, refresh = false): Promise<ResourceType> {
+  /** The Kind of `apiVersion`/`kind`, by discovery. */
+  async resourceFor(apiVersion: string, kind: string, refresh = false): Promise<Kind> {
     if (refresh) this.#discovery.delete(apiVersion);
     let list = this.#discovery.get(apiVersion);
     if (!list) {
@@ -118,7 +118,7 @@ export class Applier {
     return deleted;
   }
 
-  async #established(r: ResourceType, name: string): Promise<void> {
+  async #established(r: Kind, name: string): Promise<void> {
     const deadline = Date.now() + 60_000;
     for (;;) {
       const crd = (await this.#client.get(r, { name })) as KubeObject & {

@@ -1,6 +1,6 @@
 /**
  * @module client/client
- * The typed client: get / list / create / update / patch / apply / delete for any `ResourceType` (built-in or custom,
+ * The typed client: get / list / create / update / patch / apply / delete for any `Kind` (built-in or custom,
  * namespaced or cluster-scoped), the `status` and `scale` subresources, and paginated lists (client/pager.ts); the
  * options and answers of its calls are client/types.ts.
  *
@@ -25,11 +25,11 @@ import {
   acceptOf,
   collectionPath,
   type InputOf,
+  type Kind,
   type KubeObject,
   type ObjectOf,
   type ObjectRef,
   objectPath,
-  type ResourceType,
   refOf,
 } from './resource.ts';
 import { Transport } from './transport.ts';
@@ -54,7 +54,7 @@ const CONTENT_TYPES: Readonly<Record<PatchType, string>> = {
 };
 
 /**
- * The typed Kubernetes client: reads and writes of any `ResourceType`, subresources, paginated lists and watches, all
+ * The typed Kubernetes client: reads and writes of any `Kind`, subresources, paginated lists and watches, all
  * failing with `ApiError`. See the module comment for its guarantees.
  *
  * @showModuleComment
@@ -105,7 +105,7 @@ export class Client {
   }
 
   /** The object, read from the apiserver; throws `ApiError` `NotFound` when there is none. */
-  get<T extends KubeObject>(r: ResourceType<T>, ref: ObjectRef, options: { signal?: AbortSignal } = {}): Promise<T> {
+  get<T extends KubeObject>(r: Kind<T>, ref: ObjectRef, options: { signal?: AbortSignal } = {}): Promise<T> {
     return this.transport.request<T>({
       method: 'GET',
       path: objectPath(r, ref),
@@ -116,7 +116,7 @@ export class Client {
 
   /** As `get`, but a missing object (NotFound) answers `undefined` instead of throwing. */
   async getIfExists<T extends KubeObject>(
-    r: ResourceType<T>,
+    r: Kind<T>,
     ref: ObjectRef,
     options: { signal?: AbortSignal } = {},
   ): Promise<T | undefined> {
@@ -129,7 +129,7 @@ export class Client {
   }
 
   /** All items, fetched page by page (see `listPages`). */
-  async list<T extends KubeObject>(r: ResourceType<T>, options: ListOptions = {}): Promise<ObjectList<T>> {
+  async list<T extends KubeObject>(r: Kind<T>, options: ListOptions = {}): Promise<ObjectList<T>> {
     const items: T[] = [];
     let resourceVersion = '';
     for await (const page of this.listPages(r, options)) {
@@ -145,7 +145,7 @@ export class Client {
    * apiserver omits them in lists). When the continue token expires (410) mid-way, the next page is the whole list,
    * fetched unpaginated and marked `restart: true`: the caller drops what it had (as client-go's pager falls back).
    */
-  listPages<T extends KubeObject>(r: ResourceType<T>, options: ListOptions = {}): AsyncGenerator<ObjectList<T>> {
+  listPages<T extends KubeObject>(r: Kind<T>, options: ListOptions = {}): AsyncGenerator<ObjectList<T>> {
     const path = collectionPath(r, options.namespace);
     return pages(r, options, (query) =>
       this.transport.request<ObjectList<T>>({
@@ -177,7 +177,7 @@ export class Client {
    * ends the watch, and throws `Gone` (410), `Inactive`, `Aborted` or `Network`. Informers use it; most code wants a
    * `Cache` instead.
    */
-  watch<T extends KubeObject>(r: ResourceType<T>, req: Omit<WatchRequest, 'bound'>): AsyncGenerator<WatchEvent<T>> {
+  watch<T extends KubeObject>(r: Kind<T>, req: Omit<WatchRequest, 'bound'>): AsyncGenerator<WatchEvent<T>> {
     return watchEvents(this.transport, r, { ...req, ...(this.#bound ? { bound: this.#bound } : {}) });
   }
 
@@ -185,11 +185,7 @@ export class Client {
    * Creates the object and returns it as stored (defaults filled in); the namespace comes from `metadata.namespace`
    * (or the client's default namespace). Takes the kind's input type (`InputOf`): defaulted fields may be left out.
    */
-  create<R extends ResourceType<KubeObject, unknown>>(
-    r: R,
-    obj: InputOf<R>,
-    options: WriteOptions = {},
-  ): Promise<ObjectOf<R>> {
+  create<R extends Kind<KubeObject, unknown>>(r: R, obj: InputOf<R>, options: WriteOptions = {}): Promise<ObjectOf<R>> {
     wholeObject(r, 'create');
     const input = obj as KubeObject;
     const namespace = r.namespaced ? (input.metadata.namespace ?? this.defaultNamespace) : undefined;
@@ -203,7 +199,7 @@ export class Client {
   }
 
   /** Replaces the object (optimistic concurrency: a stale `metadata.resourceVersion` fails with Conflict). */
-  update<T extends KubeObject>(r: ResourceType<T>, obj: T, options: WriteOptions = {}): Promise<T> {
+  update<T extends KubeObject>(r: Kind<T>, obj: T, options: WriteOptions = {}): Promise<T> {
     wholeObject(r, 'update');
     return this.transport.request<T>({
       method: 'PUT',
@@ -215,7 +211,7 @@ export class Client {
   }
 
   /** Replaces the status through the status subresource. */
-  updateStatus<T extends KubeObject>(r: ResourceType<T>, obj: T, options: WriteOptions = {}): Promise<T> {
+  updateStatus<T extends KubeObject>(r: Kind<T>, obj: T, options: WriteOptions = {}): Promise<T> {
     wholeObject(r, 'updateStatus');
     return this.transport.request<T>({
       method: 'PUT',
@@ -230,18 +226,13 @@ export class Client {
    * Patches the object (`options.type`, default a JSON merge patch) and returns it as stored; status is ignored where
    * the kind has a status subresource.
    */
-  patch<T extends KubeObject>(
-    r: ResourceType<T>,
-    ref: ObjectRef,
-    patch: unknown,
-    options: PatchOptions = {},
-  ): Promise<T> {
+  patch<T extends KubeObject>(r: Kind<T>, ref: ObjectRef, patch: unknown, options: PatchOptions = {}): Promise<T> {
     return this.#patch(r, ref, undefined, patch, options);
   }
 
   /** Patches the status subresource (`options.type`, default a JSON merge patch) and returns the object as stored. */
   patchStatus<T extends KubeObject>(
-    r: ResourceType<T>,
+    r: Kind<T>,
     ref: ObjectRef,
     patch: unknown,
     options: PatchOptions = {},
@@ -251,7 +242,7 @@ export class Client {
 
   /** Server-side apply of `obj` (its name and namespace say which object) as `fieldManager`. */
   apply<T extends KubeObject>(
-    r: ResourceType<T>,
+    r: Kind<T>,
     obj: T,
     options: { fieldManager: string; force?: boolean; signal?: AbortSignal },
   ): Promise<T> {
@@ -260,7 +251,7 @@ export class Client {
 
   /** Server-side apply of the status subresource. */
   applyStatus<T extends KubeObject>(
-    r: ResourceType<T>,
+    r: Kind<T>,
     obj: T,
     options: { fieldManager: string; force?: boolean; signal?: AbortSignal },
   ): Promise<T> {
@@ -271,7 +262,7 @@ export class Client {
    * Deletes the object; resolves once the apiserver accepted the delete (finalizers may keep it a while). Throws
    * `ApiError` `NotFound` when there is none.
    */
-  async delete<T extends KubeObject>(r: ResourceType<T>, ref: ObjectRef, options: DeleteOptions = {}): Promise<void> {
+  async delete<T extends KubeObject>(r: Kind<T>, ref: ObjectRef, options: DeleteOptions = {}): Promise<void> {
     const hasBody = options.propagationPolicy || options.gracePeriodSeconds !== undefined || options.preconditions;
     await this.transport.request<unknown>({
       method: 'DELETE',
@@ -295,7 +286,7 @@ export class Client {
    * The scale subresource of the object: desired replicas (`spec`), and observed replicas and selector (`status`). A
    * custom kind needs `subresources.scale` in its definition.
    */
-  getScale(r: ResourceType, ref: ObjectRef, options: { signal?: AbortSignal } = {}): Promise<ScaleObject> {
+  getScale(r: Kind, ref: ObjectRef, options: { signal?: AbortSignal } = {}): Promise<ScaleObject> {
     return this.transport.request<ScaleObject>({
       method: 'GET',
       path: objectPath(r, ref, 'scale'),
@@ -307,7 +298,7 @@ export class Client {
    * Replaces the scale subresource (optimistic concurrency on `metadata.resourceVersion`); see `scale` for setting
    * replicas alone.
    */
-  updateScale(r: ResourceType, ref: ObjectRef, scale: ScaleObject, options: WriteOptions = {}): Promise<ScaleObject> {
+  updateScale(r: Kind, ref: ObjectRef, scale: ScaleObject, options: WriteOptions = {}): Promise<ScaleObject> {
     return this.transport.request<ScaleObject>({
       method: 'PUT',
       path: objectPath(r, ref, 'scale'),
@@ -318,7 +309,7 @@ export class Client {
   }
 
   /** Sets `spec.replicas` through the scale subresource (a merge patch). */
-  scale(r: ResourceType, ref: ObjectRef, replicas: number, options: WriteOptions = {}): Promise<ScaleObject> {
+  scale(r: Kind, ref: ObjectRef, replicas: number, options: WriteOptions = {}): Promise<ScaleObject> {
     return this.transport.request<ScaleObject>({
       method: 'PATCH',
       path: objectPath(r, ref, 'scale'),
@@ -342,7 +333,7 @@ export class Client {
     };
   }
 
-  #ref(r: ResourceType, obj: KubeObject): ObjectRef {
+  #ref(r: Kind, obj: KubeObject): ObjectRef {
     const ref = refOf(obj);
     if (!ref.name) throw new UsageError('InvalidArgument', `the ${r.kind} has no metadata.name`);
     if (r.namespaced && !ref.namespace) return { namespace: this.defaultNamespace, name: ref.name };
@@ -350,7 +341,7 @@ export class Client {
   }
 
   #patch<T extends KubeObject>(
-    r: ResourceType<T>,
+    r: Kind<T>,
     ref: ObjectRef,
     sub: string | undefined,
     patch: unknown,
@@ -378,7 +369,7 @@ export class Client {
 }
 
 /** Refuses a write that sends a whole object (or its status) through a metadata-only type: it has neither. */
-function wholeObject(r: ResourceType<KubeObject, unknown>, what: string): void {
+function wholeObject(r: Kind<KubeObject, unknown>, what: string): void {
   if (r.metadataOnly) {
     throw new UsageError(
       'InvalidArgument',
@@ -387,7 +378,7 @@ function wholeObject(r: ResourceType<KubeObject, unknown>, what: string): void {
   }
 }
 
-function withType<T extends KubeObject>(r: ResourceType<KubeObject, unknown>, obj: T): T {
+function withType<T extends KubeObject>(r: Kind<KubeObject, unknown>, obj: T): T {
   return obj.apiVersion && obj.kind ? obj : { ...obj, apiVersion: r.apiVersion, kind: r.kind };
 }
 

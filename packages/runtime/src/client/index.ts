@@ -21,6 +21,7 @@ export {
 export { type LabelSelector, parseSelector, Selector, SelectorError, type SelectorInput } from './labels.ts';
 export {
   type ApiObject,
+  type Kind,
   keyOf,
   metadataOnly,
   type ObjectMeta,
@@ -30,7 +31,6 @@ export {
   type PartialObjectMetadata,
   parseKey,
   type ResourceDefinition,
-  type ResourceType,
   refOf,
   resource,
   resourceId,

@@ -9,7 +9,7 @@
  * it had. Any other failure ends the pages with that error.
  */
 import { ApiError } from './errors.ts';
-import type { KubeObject, ResourceType } from './resource.ts';
+import type { Kind, KubeObject } from './resource.ts';
 import type { ListOptions, ObjectList } from './types.ts';
 
 /** The query of one list request: a page (`limit`, `continue`), or the whole list (both undefined). */
@@ -17,7 +17,7 @@ export type PageQuery = Readonly<Record<string, string | number | undefined>>;
 
 /** The pages of a list of `r`, each fetched by `fetch` (one GET of the collection with that query). */
 export async function* pages<T extends KubeObject>(
-  r: ResourceType<T>,
+  r: Kind<T>,
   options: ListOptions,
   fetch: (query: PageQuery) => Promise<ObjectList<T>>,
 ): AsyncGenerator<ObjectList<T>> {

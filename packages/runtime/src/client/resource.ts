@@ -1,6 +1,6 @@
 /**
  * @module client/resource
- * What the client needs to know about a kind: group, version, kind, plural and scope — a `ResourceType<T>`, which also
+ * What the client needs to know about a kind: group, version, kind, plural and scope — a `Kind<T>`, which also
  * carries the TypeScript type `T` of its objects. Objects are plain parsed JSON typed by interfaces (never model class
  * instances): `Wire<T>` turns @kubernetes/client-node's model types (which say `Date` for timestamps) into what the
  * API really sends (RFC 3339 strings), and every object has `metadata`.
@@ -39,7 +39,7 @@ export type ApiObject<T> = Omit<Wire<T>, 'metadata'> & { metadata: ObjectMeta };
  * A kind as the client sees it. `T` is the type of its objects as the API returns them; `I` what a create or apply
  * accepts (for a custom kind, fields the apiserver defaults are optional; for others the same as `T`).
  */
-export interface ResourceType<T extends KubeObject = KubeObject, I = unknown> {
+export interface Kind<T extends KubeObject = KubeObject, I = unknown> {
   /** API group, '' for the core group. */
   readonly group: string;
   /** API version within the group, e.g. `v1`. */
@@ -56,7 +56,7 @@ export interface ResourceType<T extends KubeObject = KubeObject, I = unknown> {
   readonly _type?: T;
   /**
    * Phantom: the input type (never set at run time); name it with `InputOf<typeof Kind>`. `unknown` (the default)
-   * means the same as `T`, so every `ResourceType<T, I>` passes where a `ResourceType<T>` is asked for.
+   * means the same as `T`, so every `Kind<T, I>` passes where a `Kind<T>` is asked for.
    */
   readonly _input?: I;
   /**
@@ -66,15 +66,10 @@ export interface ResourceType<T extends KubeObject = KubeObject, I = unknown> {
 }
 
 /** The type of a kind's objects as the API returns them: `ObjectOf<typeof AppServices>`, `ObjectOf<typeof Pods>`. */
-export type ObjectOf<R> = R extends { readonly resource: ResourceType<infer T, unknown> }
-  ? T
-  : R extends ResourceType<infer T, unknown>
-    ? T
-    : never;
+export type ObjectOf<R> = R extends Kind<infer T, unknown> ? T : never;
 
 /** What creating an object of a kind takes: `ObjectOf` with the fields the apiserver defaults left optional. */
-export type InputOf<R> = R extends { readonly resource: infer K } ? InputOfType<K> : InputOfType<R>;
-type InputOfType<R> = R extends ResourceType<infer T, infer I> ? (unknown extends I ? T : I) : never;
+export type InputOf<R> = R extends Kind<infer T, infer I> ? (unknown extends I ? T : I) : never;
 
 /** What `resource()` needs to describe a kind. */
 export interface ResourceDefinition {
@@ -91,7 +86,7 @@ export interface ResourceDefinition {
 }
 
 /** Describes a kind, e.g. a custom resource: `resource<AppService>({ group: 'app.example.com', … })`. */
-export function resource<T extends KubeObject, I = unknown>(def: ResourceDefinition): ResourceType<T, I> {
+export function resource<T extends KubeObject, I = unknown>(def: ResourceDefinition): Kind<T, I> {
   return Object.freeze({ ...def, apiVersion: def.group === '' ? def.version : `${def.group}/${def.version}` });
 }
 
@@ -108,25 +103,25 @@ export interface PartialObjectMetadata extends KubeObject {
  * status) are refused with a `TypeError` before any request: they would write an object without its spec. RBAC is
  * the kind's own (`list`/`watch` on pods for `metadataOnly(Pods)`).
  */
-export function metadataOnly(r: ResourceType): ResourceType<PartialObjectMetadata> {
+export function metadataOnly(r: Kind): Kind<PartialObjectMetadata> {
   const { group, version, kind, plural, namespaced, apiVersion } = r;
   return Object.freeze({ group, version, kind, plural, namespaced, apiVersion, metadataOnly: true });
 }
 
 /** The Accept header of a read of `r`: JSON, or for a metadata-only type the object (or list) as its metadata. */
-export function acceptOf(r: ResourceType, list = false): string {
+export function acceptOf(r: Kind, list = false): string {
   return r.metadataOnly
     ? `application/json;as=PartialObjectMetadata${list ? 'List' : ''};g=meta.k8s.io;v=v1`
     : 'application/json';
 }
 
 /** A unique, human-readable name of the resource: `pods`, `deployments.apps`, `appservices.app.example.com`. */
-export function resourceId(r: ResourceType): string {
+export function resourceId(r: Kind): string {
   return r.group === '' ? r.plural : `${r.plural}.${r.group}`;
 }
 
 /** The collection path: `/api/v1/namespaces/ns/pods` or `/apis/apps/v1/deployments` (all namespaces). */
-export function collectionPath(r: ResourceType, namespace?: string): string {
+export function collectionPath(r: Kind, namespace?: string): string {
   const base = r.group === '' ? `/api/${r.version}` : `/apis/${r.group}/${r.version}`;
   return r.namespaced && namespace
     ? `${base}/namespaces/${encodeURIComponent(namespace)}/${r.plural}`
@@ -138,7 +133,7 @@ export function collectionPath(r: ResourceType, namespace?: string): string {
  *
  * @throws UsageError (`InvalidArgument`) when `r` is namespaced and `ref` names no namespace.
  */
-export function objectPath(r: ResourceType, ref: ObjectRef, subresource?: string): string {
+export function objectPath(r: Kind, ref: ObjectRef, subresource?: string): string {
   if (r.namespaced && !ref.namespace) {
     throw new UsageError(
       'InvalidArgument',

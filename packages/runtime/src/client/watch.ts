@@ -7,7 +7,7 @@
  * `inactivityTimeoutMs` (`Inactive`).
  */
 import { ApiError, type Status } from './errors.ts';
-import { acceptOf, collectionPath, type KubeObject, type ResourceType } from './resource.ts';
+import { acceptOf, collectionPath, type Kind, type KubeObject } from './resource.ts';
 import type { Transport } from './transport.ts';
 
 /** What a watch event says: an object was added, modified or deleted, or (`BOOKMARK`) only a newer resourceVersion. */
@@ -46,7 +46,7 @@ export interface WatchRequest {
 
 export async function* watchEvents<T extends KubeObject>(
   transport: Transport,
-  r: ResourceType<T>,
+  r: Kind<T>,
   req: WatchRequest,
 ): AsyncGenerator<WatchEvent<T>> {
   const path = collectionPath(r, req.namespace);

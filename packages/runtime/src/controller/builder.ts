@@ -24,7 +24,7 @@
  * without the types (JavaScript, or a cast) throws a `UsageError` `InvalidArgument` instead of dropping them silently.
  * Every other misordering is a method the builder does not have, which fails loudly even without types.
  */
-import type { KubeObject, ResourceType } from '../client/resource.ts';
+import type { Kind, KubeObject } from '../client/resource.ts';
 import { UsageError } from '../errors.ts';
 import { Controller, type ControllerOptions } from './controller.ts';
 import { type MapFunc, requestForObject, requestsForOwner } from './handlers.ts';
@@ -72,14 +72,14 @@ interface Wiring {
 
 /** The primary kind and what applies to its objects. */
 interface Primary<P extends KubeObject> {
-  readonly kind: ResourceType<P, unknown>;
+  readonly kind: Kind<P, unknown>;
   readonly predicates: readonly Predicate<P>[];
   readonly onError?: ObjectErrorPolicy<P>;
   readonly finalize?: Finalize<P>;
 }
 
 const watch =
-  <T extends KubeObject>(r: ResourceType<T, unknown>, map: MapFunc<T>, predicates: readonly Predicate<T>[]): Watch =>
+  <T extends KubeObject>(r: Kind<T, unknown>, map: MapFunc<T>, predicates: readonly Predicate<T>[]): Watch =>
   (c, filters) =>
     c.watch<T>(r, map, [...filters, ...predicates]);
 
@@ -112,16 +112,13 @@ export class ControllerBuilder {
   }
 
   /** The primary kind: each change enqueues the object itself. */
-  for<T extends KubeObject>(
-    r: ResourceType<T, unknown>,
-    ...predicates: NoInfer<Predicate<T>>[]
-  ): ControllerBuilderFor<T> {
+  for<T extends KubeObject>(r: Kind<T, unknown>, ...predicates: NoInfer<Predicate<T>>[]): ControllerBuilderFor<T> {
     return new ControllerBuilderFor(this.#w, { kind: r, predicates }, 'any');
   }
 
   /** Any kind, mapped to requests by a function. */
   watches<T extends KubeObject>(
-    r: ResourceType<T, unknown>,
+    r: Kind<T, unknown>,
     map: MapFunc<T>,
     ...predicates: Predicate<T>[]
   ): ControllerBuilder {
@@ -166,14 +163,14 @@ export class ControllerBuilderFor<P extends KubeObject, E extends BuilderEnding 
   }
 
   /** A child kind: each change enqueues the primary object that controls it (ownerReference with controller=true). */
-  owns<T extends KubeObject>(r: ResourceType<T, unknown>, ...predicates: Predicate<T>[]): ControllerBuilderFor<P, E> {
+  owns<T extends KubeObject>(r: Kind<T, unknown>, ...predicates: Predicate<T>[]): ControllerBuilderFor<P, E> {
     const w = withWatch(this.#w, watch(r, requestsForOwner(this.#p.kind), predicates));
     return new ControllerBuilderFor(w, this.#p, this.#ending);
   }
 
   /** Any kind, mapped to requests by a function. */
   watches<T extends KubeObject>(
-    r: ResourceType<T, unknown>,
+    r: Kind<T, unknown>,
     map: MapFunc<T>,
     ...predicates: Predicate<T>[]
   ): ControllerBuilderFor<P, E> {

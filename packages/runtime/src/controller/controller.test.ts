@@ -11,7 +11,7 @@ import { objectKey } from '../client/resource.ts';
 import { UsageError } from '../errors.ts';
 import { FakeClock, LOW_PRIORITY } from '../workqueue/index.ts';
 import { Controller } from './controller.ts';
-import { type Request, type Result, requeueAfter } from './reconcile.ts';
+import { type ReconcileRequest, type Result, requeueAfter } from './reconcile.ts';
 
 /** Lets the workers run until they wait again (no fake time passes). */
 async function settle(): Promise<void> {
@@ -37,7 +37,7 @@ function harness(answer: (name: string, nth: number) => Result | Error | undefin
   const controller = new Controller(
     { name: 'priorities', client, cache: new Cache({ client }), clock },
     {
-      async reconcile(req: Request) {
+      async reconcile(req: ReconcileRequest) {
         order.push(req.name);
         if (req.name === 'hold') await new Promise<void>((resolve) => (release = resolve));
         const result = answer(req.name, order.filter((n) => n === req.name).length);

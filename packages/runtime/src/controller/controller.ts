@@ -35,7 +35,7 @@ import type { Informer } from '../cache/informer.ts';
 import type { Store } from '../cache/store.ts';
 import type { Client } from '../client/client.ts';
 import { isApiError } from '../client/errors.ts';
-import { type KubeObject, objectKey, parseKey, type ResourceType } from '../client/resource.ts';
+import { type Kind, type KubeObject, objectKey, parseKey } from '../client/resource.ts';
 import { UsageError } from '../errors.ts';
 import { EventRecorder } from '../helpers/events.ts';
 import { type Logger, silentLogger } from '../logger.ts';
@@ -46,7 +46,7 @@ import { Expectations } from './expectations.ts';
 import type { MapFunc } from './handlers.ts';
 import { defaultErrorPolicy, type ErrorAction, type ErrorPolicy, retryWithBackoff } from './policy.ts';
 import { allow, type Predicate } from './predicates.ts';
-import type { ReconcileContext, Reconciler, Request, Result } from './reconcile.ts';
+import type { ReconcileContext, ReconcileRequest, Reconciler, Result } from './reconcile.ts';
 
 /** A controller's options; `name`, `client` and `cache` are required (the builder supplies them). */
 export interface ControllerOptions {
@@ -155,7 +155,7 @@ export class Controller {
    * Enqueues the requests `map` returns for each change of `r` that passes `predicates`. The first call names the
    * primary kind (used by resync).
    */
-  watch<T extends KubeObject>(r: ResourceType<T>, map: MapFunc<T>, predicates: readonly Predicate<T>[] = []): void {
+  watch<T extends KubeObject>(r: Kind<T>, map: MapFunc<T>, predicates: readonly Predicate<T>[] = []): void {
     const informer = this.#o.cache.informer(r);
     if (!this.#primary) this.#primary = informer as unknown as Informer<KubeObject>;
     this.#watched.push(informer as unknown as Informer<KubeObject>);
@@ -184,12 +184,12 @@ export class Controller {
   }
 
   /** The resources this controller watches. */
-  resources(): ResourceType[] {
-    return this.#watched.map((i) => i.resource as ResourceType);
+  resources(): Kind[] {
+    return this.#watched.map((i) => i.resource as Kind);
   }
 
   /** Enqueues one request by hand, at `priority` (default 0; higher first). */
-  enqueue(request: Request, priority = 0): void {
+  enqueue(request: ReconcileRequest, priority = 0): void {
     this.queue.add(objectKey(request), priority);
   }
 

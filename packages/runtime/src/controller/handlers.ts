@@ -4,8 +4,8 @@
  * kind (`owns`, through ownerReferences — owners live in the same namespace, or are cluster-scoped), or anything a
  * function returns (`watches`).
  */
-import type { KubeObject, ResourceType } from '../client/resource.ts';
-import type { Request } from './reconcile.ts';
+import type { Kind, KubeObject } from '../client/resource.ts';
+import type { ReconcileRequest } from './reconcile.ts';
 
 /**
  * The requests a changed object of a watched kind enqueues (`.watches(kind, map)`). It runs synchronously on every
@@ -39,19 +39,19 @@ import type { Request } from './reconcile.ts';
  * }
  * ```
  */
-export type MapFunc<T extends KubeObject> = (obj: T) => readonly Request[];
+export type MapFunc<T extends KubeObject> = (obj: T) => readonly ReconcileRequest[];
 
 /** The request of the object itself (its namespace and name): what `.for(kind)` enqueues. */
-export function requestForObject(obj: KubeObject): readonly Request[] {
+export function requestForObject(obj: KubeObject): readonly ReconcileRequest[] {
   const name = obj.metadata.name;
   if (!name) return [];
   return [obj.metadata.namespace ? { namespace: obj.metadata.namespace, name } : { name }];
 }
 
 /** The owners of kind `owner` (only the controlling one unless `onlyController` is false). */
-export function requestsForOwner(owner: ResourceType, onlyController = true): MapFunc<KubeObject> {
+export function requestsForOwner(owner: Kind, onlyController = true): MapFunc<KubeObject> {
   return (obj) => {
-    const out: Request[] = [];
+    const out: ReconcileRequest[] = [];
     for (const ref of obj.metadata.ownerReferences ?? []) {
       if (onlyController && !ref.controller) continue;
       if (ref.kind !== owner.kind || groupOf(ref.apiVersion) !== owner.group) continue;

@@ -58,10 +58,10 @@
 import { isApiError } from '../client/errors.ts';
 import {
   type InputOf,
+  type Kind,
   type KubeObject,
   type ObjectOf,
   type ObjectRef,
-  type ResourceType,
   refOf,
   resourceId,
 } from '../client/resource.ts';
@@ -71,7 +71,7 @@ import type { EventOptions } from '../helpers/events.ts';
 import { finalizer } from '../helpers/finalizers.ts';
 import { controllerOf, setControllerReference } from '../helpers/ownerrefs.ts';
 import { type StatusOf, updateStatusIfChanged } from '../helpers/status.ts';
-import type { ReconcileContext, ReconcileEvents, Reconciler, Request, Result } from './reconcile.ts';
+import type { ReconcileContext, ReconcileEvents, ReconcileRequest, Reconciler, Result } from './reconcile.ts';
 
 export type { StatusOf } from '../helpers/status.ts';
 
@@ -93,9 +93,9 @@ export type ApiListOptions = Omit<ListOptions, 'signal'>;
  */
 export interface ApiReader {
   /** The object as the API server has it, or `undefined` when there is none. */
-  get<C extends KubeObject>(r: ResourceType<C>, ref: ObjectRef): Promise<C | undefined>;
+  get<C extends KubeObject>(r: Kind<C>, ref: ObjectRef): Promise<C | undefined>;
   /** The objects the API server lists (every page), by namespace, label selector or field selector. */
-  list<C extends KubeObject>(r: ResourceType<C>, options?: ApiListOptions): Promise<C[]>;
+  list<C extends KubeObject>(r: Kind<C>, options?: ApiListOptions): Promise<C[]>;
 }
 
 /**
@@ -122,15 +122,15 @@ export interface ObjectContext<T extends KubeObject> extends ReconcileContext {
   /** Live reads from the API server, bound to the reconcile's signal; same shapes as `ctx.cache`'s reads. */
   readonly apiReader: ApiReader;
   /** The objects of `r` this object controls (cache); those being deleted only with `{ terminating: true }`. */
-  owned<C extends KubeObject>(r: ResourceType<C>, options?: { readonly terminating?: boolean }): Promise<C[]>;
+  owned<C extends KubeObject>(r: Kind<C>, options?: { readonly terminating?: boolean }): Promise<C[]>;
   /** Creates `obj` controlled by this object (unless `{ owned: false }`), expecting its create. */
-  create<R extends ResourceType<KubeObject, unknown>>(
+  create<R extends Kind<KubeObject, unknown>>(
     r: R,
     obj: InputOf<R>,
     options?: { readonly owned?: boolean },
   ): Promise<ObjectOf<R>>;
   /** Server-side apply of `obj` as the controller's field manager, controlled by this object (unless `owned: false`). */
-  apply<R extends ResourceType<KubeObject, unknown>>(
+  apply<R extends Kind<KubeObject, unknown>>(
     r: R,
     obj: InputOf<R>,
     options?: { readonly owned?: boolean },
@@ -139,14 +139,14 @@ export interface ObjectContext<T extends KubeObject> extends ReconcileContext {
    * Replaces `obj` (its `metadata.resourceVersion` is the precondition: Conflict when stale), keeping this object's
    * controller reference on a child it controls.
    */
-  update<C extends KubeObject>(r: ResourceType<C>, obj: C): Promise<C>;
+  update<C extends KubeObject>(r: Kind<C>, obj: C): Promise<C>;
   /**
    * A JSON merge patch of `obj` (its namespace and name), keeping this object's controller reference on a child it
    * controls.
    */
-  patch<C extends KubeObject>(r: ResourceType<C>, obj: C, mergePatch: MergePatch<C>): Promise<C>;
+  patch<C extends KubeObject>(r: Kind<C>, obj: C, mergePatch: MergePatch<C>): Promise<C>;
   /** Deletes `obj` (uid precondition), expecting its delete; false when it was already gone or replaced. */
-  delete<C extends KubeObject>(r: ResourceType<C>, obj: C): Promise<boolean>;
+  delete<C extends KubeObject>(r: Kind<C>, obj: C): Promise<boolean>;
   /** `updateStatusIfChanged` on this object: writes `status` if it differs from what the server has; true if it wrote. */
   status(status: StatusOf<T>): Promise<boolean>;
 }
@@ -179,12 +179,12 @@ export interface ObjectReconcilerOptions<T extends KubeObject> {
 
 /** The request-based reconciler that reads the object of `kind` and runs `fn` on it (see the module comment). */
 export function objectReconciler<T extends KubeObject>(
-  kind: ResourceType<T, unknown>,
+  kind: Kind<T, unknown>,
   fn: ObjectReconcileFunc<T>,
   options: ObjectReconcilerOptions<T> = {},
 ): Reconciler {
   return {
-    async reconcile(req: Request, ctx: ReconcileContext): Promise<ObjectResult> {
+    async reconcile(req: ReconcileRequest, ctx: ReconcileContext): Promise<ObjectResult> {
       const obj = await ctx.cache.get(kind, req);
       if (!obj) return undefined;
       const run = (current: T, f: ObjectReconcileFunc<T>) => {
@@ -211,7 +211,7 @@ export function objectReconciler<T extends KubeObject>(
 
 /** The context of one reconcile of `obj` (see the module comment). */
 export function objectContext<T extends KubeObject>(
-  kind: ResourceType<T, unknown>,
+  kind: Kind<T, unknown>,
   obj: T,
   ctx: ReconcileContext,
 ): ObjectContext<T> {
@@ -243,11 +243,7 @@ export function objectContext<T extends KubeObject>(
 type ChildWrites = Pick<ObjectContext<KubeObject>, 'create' | 'apply' | 'update' | 'patch' | 'delete'>;
 
 /** The context's writes of children: owner references set or kept, expectations recorded (see the module comment). */
-function childWrites<T extends KubeObject>(
-  kind: ResourceType<T, unknown>,
-  owner: T,
-  ctx: ReconcileContext,
-): ChildWrites {
+function childWrites<T extends KubeObject>(kind: Kind<T, unknown>, owner: T, ctx: ReconcileContext): ChildWrites {
   const c = ctx.rawClient;
   const own = ownership(kind, owner, ctx);
   return {
@@ -292,33 +288,33 @@ function childWrites<T extends KubeObject>(
 }
 
 /** How the writes of one reconcile of `owner` treat owner references, and which kinds the cache follows. */
-function ownership<T extends KubeObject>(kind: ResourceType<T, unknown>, owner: T, ctx: ReconcileContext) {
+function ownership<T extends KubeObject>(kind: Kind<T, unknown>, owner: T, ctx: ReconcileContext) {
   const uid = owner.metadata.uid;
   // Expectations are recorded for kinds the cache follows (watched by for/owns/watches), in the form it follows them
   // (whole or metadata only): a write of another kind starts no informer (which would need list and watch on it) and
   // holds nothing back.
-  const followed = (r: ResourceType<KubeObject, unknown>) =>
+  const followed = (r: Kind<KubeObject, unknown>) =>
     ctx.cache.informers().find((i) => resourceId(i.resource) === resourceId(r));
   /** `child`, in the owner's namespace when it names none (namespaced kinds). */
-  const inNamespace = <C extends KubeObject>(r: ResourceType<KubeObject, unknown>, child: C): C => {
+  const inNamespace = <C extends KubeObject>(r: Kind<KubeObject, unknown>, child: C): C => {
     if (r.namespaced && !child.metadata.namespace && owner.metadata.namespace) {
       child.metadata.namespace = owner.metadata.namespace;
     }
     return child;
   };
-  const namespaced = <C extends KubeObject>(r: ResourceType<KubeObject, unknown>, child: C): C =>
+  const namespaced = <C extends KubeObject>(r: Kind<KubeObject, unknown>, child: C): C =>
     inNamespace(r, structuredClone(child));
   /** Whether `child` (or the cache's copy of it) is controlled by the owner. */
-  const controls = (r: ResourceType<KubeObject, unknown>, child: KubeObject): boolean => {
+  const controls = (r: Kind<KubeObject, unknown>, child: KubeObject): boolean => {
     const cached = followed(r)?.store.get(refKey(r, child, owner));
     return uid !== undefined && [child, cached].some((o) => o !== undefined && controllerOf(o)?.uid === uid);
   };
-  const control = <C extends KubeObject>(r: ResourceType<KubeObject, unknown>, child: C): C =>
+  const control = <C extends KubeObject>(r: Kind<KubeObject, unknown>, child: C): C =>
     setControllerReference(kind, owner, child, { objectType: r });
   return {
     followed,
     /** A copy of `input` controlled by the owner (unless `owned` is false), in its namespace when it names none. */
-    set<I>(r: ResourceType<KubeObject, unknown>, input: I, owned: boolean | undefined): I {
+    set<I>(r: Kind<KubeObject, unknown>, input: I, owned: boolean | undefined): I {
       const copy = structuredClone(input);
       if (!isKubeObject(copy)) throw new UsageError('InvalidArgument', `a ${r.kind} to write needs its metadata`);
       if (owned === false) inNamespace(r, copy);
@@ -326,14 +322,14 @@ function ownership<T extends KubeObject>(kind: ResourceType<T, unknown>, owner: 
       return copy;
     },
     /** A copy of `child` (in the owner's namespace when it names none) that keeps the owner's controller reference. */
-    keep<C extends KubeObject>(r: ResourceType<KubeObject, unknown>, child: C): C {
+    keep<C extends KubeObject>(r: Kind<KubeObject, unknown>, child: C): C {
       const copy = namespaced(r, child);
       return controls(r, child) ? control(r, copy) : copy;
     },
     /** The namespace and name `child` is written at. */
-    refOf: (r: ResourceType<KubeObject, unknown>, child: KubeObject): ObjectRef => refOf(namespaced(r, child)),
+    refOf: (r: Kind<KubeObject, unknown>, child: KubeObject): ObjectRef => refOf(namespaced(r, child)),
     /** `patch`, its `ownerReferences` (when it sets them, on a child the owner controls) keeping the owner's. */
-    keepInPatch(r: ResourceType<KubeObject, unknown>, child: KubeObject, patch: unknown): unknown {
+    keepInPatch(r: Kind<KubeObject, unknown>, child: KubeObject, patch: unknown): unknown {
       if (!isRecord(patch) || !isRecord(patch.metadata) || !('ownerReferences' in patch.metadata)) return patch;
       if (!controls(r, child)) return patch;
       const ours = controllerOf(control(r, namespaced(r, child)));
@@ -345,7 +341,7 @@ function ownership<T extends KubeObject>(kind: ResourceType<T, unknown>, owner: 
 }
 
 /** The cache key of `desired` (whose namespace may be left to the owner's). */
-function refKey(r: ResourceType<KubeObject, unknown>, desired: KubeObject, owner: KubeObject): string {
+function refKey(r: Kind<KubeObject, unknown>, desired: KubeObject, owner: KubeObject): string {
   const namespace = r.namespaced ? (desired.metadata.namespace ?? owner.metadata.namespace) : undefined;
   const name = desired.metadata.name ?? '';
   return namespace ? `${namespace}/${name}` : name;

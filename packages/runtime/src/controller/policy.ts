@@ -18,7 +18,7 @@
 import { isApiError } from '../client/errors.ts';
 import { UsageError } from '../errors.ts';
 import type { LogLevel } from '../logger.ts';
-import { isTerminalError, type ReconcileContext, type Request } from './reconcile.ts';
+import { isTerminalError, type ReconcileContext, type ReconcileRequest } from './reconcile.ts';
 
 /** What to do with a failed request, the level it is logged at and, optionally, the log line's text. */
 export type ErrorAction = (
@@ -49,7 +49,7 @@ export function giveUp(log: ErrorLogLevel = 'error', message?: string): ErrorAct
 /** What a policy knows besides the error. */
 export interface ErrorInfo {
   /** The request whose reconcile failed. */
-  readonly request: Request;
+  readonly request: ReconcileRequest;
   /** How often this request has failed in a row before. */
   readonly retries: number;
   /** True when the controller is stopping (an abort then means "stop", not a failure). */

@@ -52,9 +52,9 @@ export function predicate<T extends KubeObject>(fn: (obj: T) => boolean): Predic
   return { create: fn, update: (_old, obj) => fn(obj), delete: fn };
 }
 
-type Kind = 'create' | 'update' | 'delete';
+type EventKind = 'create' | 'update' | 'delete';
 
-function test<T extends KubeObject>(p: Predicate<T>, kind: Kind, old: T | undefined, obj: T): boolean {
+function test<T extends KubeObject>(p: Predicate<T>, kind: EventKind, old: T | undefined, obj: T): boolean {
   if (kind === 'create') return p.create ? p.create(obj) : true;
   if (kind === 'delete') return p.delete ? p.delete(obj) : true;
   return p.update ? p.update(old as T, obj) : true;
@@ -75,7 +75,7 @@ export function not<T extends KubeObject>(p: Predicate<T>): Predicate<T> {
   return combine((kind, old, obj) => !test(p, kind, old, obj));
 }
 
-function combine<T extends KubeObject>(fn: (kind: Kind, old: T | undefined, obj: T) => boolean): Predicate<T> {
+function combine<T extends KubeObject>(fn: (kind: EventKind, old: T | undefined, obj: T) => boolean): Predicate<T> {
   return {
     create: (obj) => fn('create', undefined, obj),
     update: (old, obj) => fn('update', old, obj),
@@ -86,7 +86,7 @@ function combine<T extends KubeObject>(fn: (kind: Kind, old: T | undefined, obj:
 /** Whether every predicate lets this event through. */
 export function allow<T extends KubeObject>(
   ps: readonly Predicate<T>[],
-  kind: Kind,
+  kind: EventKind,
   old: T | undefined,
   obj: T,
 ): boolean {

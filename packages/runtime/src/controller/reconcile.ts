@@ -10,13 +10,13 @@
 
 import type { Cache } from '../cache/cache.ts';
 import type { Client } from '../client/client.ts';
-import type { KubeObject, ObjectRef, ResourceType } from '../client/resource.ts';
+import type { Kind, KubeObject, ObjectRef } from '../client/resource.ts';
 import { OpkitError, UsageError } from '../errors.ts';
 import type { EventOptions, EventType } from '../helpers/events.ts';
 import type { Logger } from '../logger.ts';
 
 /** The object to reconcile: namespace (for namespaced kinds) and name. */
-export type Request = ObjectRef;
+export type ReconcileRequest = ObjectRef;
 
 /**
  * What to do after a successful reconcile: nothing until something changes (`done()`), or reconcile again later
@@ -55,16 +55,16 @@ export function requeueAfter(ms: number, options: { readonly priority?: number }
  */
 export interface Expect {
   /** Declares that this reconcile created `obj` (as the API returned it, with its UID). */
-  created<T extends KubeObject>(r: ResourceType<T>, obj: T): void;
+  created<T extends KubeObject>(r: Kind<T>, obj: T): void;
   /** Declares that this reconcile deleted `obj`. */
-  deleted<T extends KubeObject>(r: ResourceType<T>, obj: T): void;
+  deleted<T extends KubeObject>(r: Kind<T>, obj: T): void;
 }
 
 /** How a reconcile records Events: the controller's `EventRecorder` (aggregated and rate limited), or a fake. */
 export interface ReconcileEvents {
   /** An Event about `obj` (of kind `r`): `reason` in UpperCamelCase, `message` for people (`EventRecorder.event`). */
   event<C extends KubeObject>(
-    r: ResourceType<C>,
+    r: Kind<C>,
     obj: C,
     type: EventType,
     reason: string,
@@ -108,12 +108,12 @@ export interface Reconciler {
    * or rejects to go to the error policy.
    */
   // biome-ignore lint/suspicious/noConfusingVoidType: an async reconcile without a return statement means done()
-  reconcile(request: Request, ctx: ReconcileContext): Promise<Result | undefined | void>;
+  reconcile(request: ReconcileRequest, ctx: ReconcileContext): Promise<Result | undefined | void>;
 }
 
 /** A `Reconciler` as a function. */
 // biome-ignore lint/suspicious/noConfusingVoidType: as above
-export type ReconcileFunc = (request: Request, ctx: ReconcileContext) => Promise<Result | undefined | void>;
+export type ReconcileFunc = (request: ReconcileRequest, ctx: ReconcileContext) => Promise<Result | undefined | void>;
 
 /** The code of a `TerminalError`. */
 export type TerminalErrorCode =

@@ -2,7 +2,7 @@
  * @module crd/kind
  * `defineKind`: a custom resource described once, in code — group, names, scope and TypeBox schemas for `spec` and
  * `status`. Its result is the kind itself, one constant (`export const AppServices = defineKind({...})`): a
- * `ResourceType` that the client, the cache, `mgr.controller`, `permission` and `ctx.create` take as they take `Pods`,
+ * `Kind` that the client, the cache, `mgr.controller`, `permission` and `ctx.create` take as they take `Pods`,
  * which also carries the TypeScript type of its objects (`ObjectOf<typeof AppServices>`), its definition and the
  * CustomResourceDefinition manifest generated from the schemas (`crd()`: no hand-written YAML that can drift).
  *
@@ -19,7 +19,7 @@
  */
 import type { Static, TSchema } from '@sinclair/typebox';
 import type { CustomResourceDefinition } from '../client/builtins.ts';
-import { type KubeObject, type ObjectMeta, type ResourceType, resource } from '../client/resource.ts';
+import { type Kind, type KubeObject, type ObjectMeta, resource } from '../client/resource.ts';
 import { invalid, normalize, show } from './check.ts';
 import type { KindInput } from './input.ts';
 import { structuralSchema } from './schema.ts';
@@ -159,10 +159,10 @@ export type KindObject<Spec extends TSchema, Status extends TSchema> = {
 };
 
 /**
- * What `defineKind` returns: the kind as the client sees it (a `ResourceType`: pass it to `client.get`,
+ * What `defineKind` returns: the kind as the client sees it (a `Kind`: pass it to `client.get`,
  * `mgr.controller`, `permission`, `ctx.create`, …), with its definition and its CRD.
  */
-export interface CustomKind<T extends KubeObject, I = T> extends ResourceType<T, I> {
+export interface CustomKind<T extends KubeObject, I = T> extends Kind<T, I> {
   /** The definition with defaults applied (`singular`, `listKind`, `scope`). */
   readonly definition: KindDefinition<TSchema, TSchema>;
   /**
@@ -180,9 +180,9 @@ const SIMPLE_PATH = /^(\.[A-Za-z_][A-Za-z0-9_-]*)+$/;
 const AGE: PrinterColumn = { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' };
 
 /**
- * Describes a custom resource: the kind itself (a `ResourceType`), with its object type and its generated
+ * Describes a custom resource: the kind itself (a `Kind`), with its object type and its generated
  * CustomResourceDefinition. With `versions`, `storage` and `conversions` instead of `version` / `spec` / `status`, a
- * kind with several versions (crd/versions), whose `ResourceType` is the storage version's.
+ * kind with several versions (crd/versions), whose `Kind` is the storage version's.
  */
 export function defineKind<Spec extends TSchema, Status extends TSchema>(
   def: KindDefinition<Spec, Status>,
@@ -209,11 +209,11 @@ function defineSingleVersion<Spec extends TSchema, Status extends TSchema>(
   });
 }
 
-/** The `ResourceType` of one version of a normalized definition. */
+/** The `Kind` of one version of a normalized definition. */
 export function resourceOf<T extends KubeObject, I>(
   def: KindDefinition<TSchema, TSchema>,
   version: string,
-): ResourceType<T, I> {
+): Kind<T, I> {
   const { group, kind, plural } = def;
   return resource<T, I>({ group, version, kind, plural, namespaced: def.scope !== 'Cluster' });
 }

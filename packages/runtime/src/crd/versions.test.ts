@@ -63,7 +63,7 @@ const Web = defineKind({
   },
 });
 
-test('the storage version is the hub and the resource; every version has a ResourceType', () => {
+test('the storage version is the hub and the resource; every version has a Kind', () => {
   assert.equal(Web.storageVersion, 'v1');
   assert.equal(Web.apiVersion, 'apps.example.com/v1');
   assert.equal(Web.versions.v1alpha1.apiVersion, 'apps.example.com/v1alpha1');

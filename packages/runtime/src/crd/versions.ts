@@ -21,7 +21,7 @@
 
 import type { Static, TSchema } from '@sinclair/typebox';
 import type { CustomResourceDefinition } from '../client/builtins.ts';
-import type { KubeObject, ObjectMeta, ResourceType } from '../client/resource.ts';
+import type { Kind, KubeObject, ObjectMeta } from '../client/resource.ts';
 import { OpkitError } from '../errors.ts';
 import { normalize } from './check.ts';
 import type { InputStatic } from './input.ts';
@@ -111,15 +111,15 @@ export interface CrdOptions {
 }
 
 /**
- * What `defineKind` returns for a kind with several versions: the kind as the storage version's `ResourceType`, with
- * one `ResourceType` per version and the conversion between them.
+ * What `defineKind` returns for a kind with several versions: the kind as the storage version's `Kind`, with
+ * one `Kind` per version and the conversion between them.
  */
 export interface VersionedKind<V extends VersionMap, S extends keyof V & string>
   extends CustomKind<VersionObject<V[S]>, VersionInput<V[S]>> {
   /** The storage version, also the hub. */
   readonly storageVersion: S;
-  /** The ResourceType of each version (`versions.v1alpha1` reads and writes that version). */
-  readonly versions: { readonly [K in keyof V]: ResourceType<VersionObject<V[K]>, VersionInput<V[K]>> };
+  /** The Kind of each version (`versions.v1alpha1` reads and writes that version). */
+  readonly versions: { readonly [K in keyof V]: Kind<VersionObject<V[K]>, VersionInput<V[K]>> };
   /** Converts an object of any version of this kind to `apiVersion` (`group/version`); throws `ConversionError`. */
   convert(obj: KubeObject, apiVersion: string): KubeObject;
   crd(options?: CrdOptions): CustomResourceDefinition;
@@ -178,7 +178,7 @@ export function defineVersionedKind<V extends VersionMap, S extends keyof V & st
   const json = JSON.stringify({ ...base, spec: { ...base.spec, versions: entries } });
   const resources = Object.fromEntries(
     names.map((name) => [name, resourceOf<KubeObject, unknown>(storageDef, name)]),
-  ) as { [K in keyof V]: ResourceType<VersionObject<V[K]>, VersionInput<V[K]>> };
+  ) as { [K in keyof V]: Kind<VersionObject<V[K]>, VersionInput<V[K]>> };
   return Object.freeze({
     ...resourceOf<VersionObject<V[S]>, VersionInput<V[S]>>(storageDef, def.storage),
     definition: storageDef,

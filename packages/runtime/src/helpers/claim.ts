@@ -20,7 +20,7 @@
 
 import type { Client } from '../client/client.ts';
 import { isConflict, isNotFound } from '../client/errors.ts';
-import { type KubeObject, type ResourceType, refOf } from '../client/resource.ts';
+import { type Kind, type KubeObject, refOf } from '../client/resource.ts';
 import { OpkitError, UsageError } from '../errors.ts';
 import { controllerOf, removeOwnerReference, setControllerReference } from './ownerrefs.ts';
 
@@ -41,11 +41,11 @@ export interface ClaimOptions<O extends KubeObject, C extends KubeObject> {
   /** The client the fresh read of the owner and the patches of the children go through. */
   readonly client: Client;
   /** The owner's kind. */
-  readonly ownerType: ResourceType<O>;
+  readonly ownerType: Kind<O>;
   /** The owner as read (from the cache): it needs `metadata.uid`. */
   readonly owner: O;
   /** The children's kind. */
-  readonly childType: ResourceType<C>;
+  readonly childType: Kind<C>;
   /** The children it may control: those it controls now and the orphans that might match (duplicates are fine). */
   readonly candidates: Iterable<C>;
   /** Whether a child belongs to the owner (its selector). */
@@ -196,6 +196,6 @@ class Judge<O extends KubeObject, C extends KubeObject> {
   }
 }
 
-function describe(type: ResourceType, obj: KubeObject): string {
+function describe(type: Kind, obj: KubeObject): string {
   return `${type.kind} ${obj.metadata.namespace ? `${obj.metadata.namespace}/` : ''}${obj.metadata.name ?? ''}`;
 }

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ConfigMaps, Pods } from '../client/builtins.ts';
 import { ApiError } from '../client/errors.ts';
-import type { InputOf, KubeObject, ObjectOf, ObjectRef, ResourceType } from '../client/resource.ts';
+import type { InputOf, Kind, KubeObject, ObjectOf, ObjectRef } from '../client/resource.ts';
 import type { APIResource } from '../client/types.ts';
 import { type Logger, silentLogger } from '../logger.ts';
 import { FakeClock } from '../workqueue/clock.ts';
@@ -43,7 +43,7 @@ class FakeClient implements EventClient {
     return [{ name: 'events', kind: 'Event', namespaced: true }];
   }
 
-  async create<R extends ResourceType<KubeObject, unknown>>(r: R, obj: InputOf<R>): Promise<ObjectOf<R>> {
+  async create<R extends Kind<KubeObject, unknown>>(r: R, obj: InputOf<R>): Promise<ObjectOf<R>> {
     this.requests += 1;
     await this.hold;
     const name = obj.metadata.name ?? '';
@@ -51,7 +51,7 @@ class FakeClient implements EventClient {
     return obj as ObjectOf<R>;
   }
 
-  async patch<T extends KubeObject>(r: ResourceType<T>, ref: ObjectRef, patch: unknown): Promise<T> {
+  async patch<T extends KubeObject>(r: Kind<T>, ref: ObjectRef, patch: unknown): Promise<T> {
     this.requests += 1;
     await this.hold;
     if (this.expired.has(ref.name)) throw new ApiError('NotFound', `events "${ref.name}" not found`, { status: 404 });

@@ -39,7 +39,7 @@
 import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Client } from '../client/client.ts';
-import type { KubeObject, ResourceType } from '../client/resource.ts';
+import type { Kind, KubeObject } from '../client/resource.ts';
 import type { Logger } from '../logger.ts';
 import { type Clock, realClock, type Timer } from '../workqueue/clock.ts';
 import { WriteBudget } from './eventlimit.ts';
@@ -65,7 +65,7 @@ export interface EventObjectReference {
 }
 
 /** The reference to `obj` (of kind `r`) an Event carries. */
-export function objectReference<T extends KubeObject>(r: ResourceType<T>, obj: T): EventObjectReference {
+export function objectReference<T extends KubeObject>(r: Kind<T>, obj: T): EventObjectReference {
   return {
     apiVersion: r.apiVersion,
     kind: r.kind,
@@ -178,7 +178,7 @@ export class EventRecorder {
    * note); `options.action` says what was done and `options.related` names a second object.
    */
   event<T extends KubeObject>(
-    r: ResourceType<T>,
+    r: Kind<T>,
     obj: T,
     type: EventType,
     reason: string,

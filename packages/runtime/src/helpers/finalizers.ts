@@ -25,7 +25,7 @@
  */
 import type { Client } from '../client/client.ts';
 import { isConflict, isNotFound } from '../client/errors.ts';
-import { type KubeObject, type ResourceType, refOf } from '../client/resource.ts';
+import { type Kind, type KubeObject, refOf } from '../client/resource.ts';
 
 /** Options of the finalizer helpers: pass the reconcile's `ctx.signal`, so a stop cuts their requests short. */
 export interface FinalizerOptions {
@@ -40,7 +40,7 @@ export function hasFinalizer(obj: KubeObject, name: string): boolean {
 /** Adds the finalizer (no write if present); returns the object as written. */
 export async function addFinalizer<T extends KubeObject>(
   client: Client,
-  r: ResourceType<T>,
+  r: Kind<T>,
   obj: T,
   name: string,
   options: FinalizerOptions = {},
@@ -52,7 +52,7 @@ export async function addFinalizer<T extends KubeObject>(
 /** Removes the finalizer (no write if absent), keeping every other finalizer; returns the object as written. */
 export async function removeFinalizer<T extends KubeObject>(
   client: Client,
-  r: ResourceType<T>,
+  r: Kind<T>,
   obj: T,
   name: string,
   options: FinalizerOptions = {},
@@ -69,7 +69,7 @@ export async function removeFinalizer<T extends KubeObject>(
 
 function writeFinalizers<T extends KubeObject>(
   client: Client,
-  r: ResourceType<T>,
+  r: Kind<T>,
   obj: T,
   finalizers: string[],
   options: FinalizerOptions,
@@ -96,7 +96,7 @@ export interface FinalizerHandlers<T extends KubeObject, R> {
  */
 async function stillToClean<T extends KubeObject>(
   client: Client,
-  r: ResourceType<T>,
+  r: Kind<T>,
   obj: T,
   name: string,
   options: FinalizerOptions,
@@ -118,7 +118,7 @@ const REMOVE_ATTEMPTS = 5;
  */
 export async function finalizer<T extends KubeObject, R>(
   client: Client,
-  r: ResourceType<T>,
+  r: Kind<T>,
   obj: T,
   name: string,
   handlers: FinalizerHandlers<T, R>,

@@ -15,7 +15,7 @@
  * `metadata.namespace` is set to the owner's (unless `objectType` says it is cluster-scoped).
  */
 
-import type { KubeObject, ObjectMeta, OwnerReference, ResourceType } from '../client/resource.ts';
+import type { Kind, KubeObject, ObjectMeta, OwnerReference } from '../client/resource.ts';
 import { OpkitError, UsageError } from '../errors.ts';
 
 /** Why an owner reference cannot be set. A reference to an owner of the wrong type, or without a name or namespace, is
@@ -40,7 +40,7 @@ export interface OwnerReferenceOptions {
    * The resource type of the owned object. Lets the scope check reject a cluster-scoped object with a namespaced owner
    * (`ClusterScopedOwnedByNamespaced`) instead of giving it the owner's namespace.
    */
-  readonly objectType?: ResourceType;
+  readonly objectType?: Kind;
 }
 
 /** `Kind namespace/name`, for messages. */
@@ -54,10 +54,10 @@ function describe(kind: string | undefined, meta: ObjectMeta): string {
  * namespace `obj` must be given (undefined: leave it as it is).
  */
 function prepare(
-  ownerType: ResourceType,
+  ownerType: Kind,
   owner: KubeObject,
   obj: KubeObject,
-  objectType: ResourceType | undefined,
+  objectType: Kind | undefined,
 ): { ref: OwnerReference; namespace: string | undefined } {
   const ownerName = describe(ownerType.kind, owner.metadata);
   const objName = describe(objectType?.kind ?? obj.kind, obj.metadata);
@@ -136,7 +136,7 @@ function upsert(obj: KubeObject, ref: OwnerReference, namespace: string | undefi
  * different uid is an `OwnerReferenceError` `AlreadyOwned`; the scope rules are in the module documentation.
  */
 export function setControllerReference<O extends KubeObject, T extends KubeObject>(
-  ownerType: ResourceType<O>,
+  ownerType: Kind<O>,
   owner: O,
   obj: T,
   options: OwnerReferenceOptions = {},
@@ -161,7 +161,7 @@ export function setControllerReference<O extends KubeObject, T extends KubeObjec
  * one. Mutates `obj.metadata` like `setControllerReference` and returns `obj`; same scope rules.
  */
 export function setOwnerReference<O extends KubeObject, T extends KubeObject>(
-  ownerType: ResourceType<O>,
+  ownerType: Kind<O>,
   owner: O,
   obj: T,
   options: OwnerReferenceOptions & { readonly blockOwnerDeletion?: boolean } = {},

@@ -8,7 +8,7 @@
  * on every machine.
  */
 import { type ClusterRoleBinding, EventsV1Events, Leases, type RoleBinding } from '../client/builtins.ts';
-import type { KubeObject, ResourceType } from '../client/resource.ts';
+import type { Kind, KubeObject } from '../client/resource.ts';
 
 /** A Kubernetes API verb a permission grants. */
 export type Verb = 'get' | 'list' | 'watch' | 'create' | 'update' | 'patch' | 'delete' | 'deletecollection';
@@ -46,7 +46,7 @@ export interface Permission {
  * ```
  */
 export function permission(
-  r: ResourceType<KubeObject>,
+  r: Kind<KubeObject>,
   verbs: readonly Verb[],
   options: { subresource?: string; scope?: 'cluster' | 'namespace' } = {},
 ): Permission {

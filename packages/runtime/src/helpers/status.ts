@@ -26,7 +26,7 @@
  * status.
  */
 import type { Client } from '../client/client.ts';
-import { type KubeObject, type ResourceType, refOf } from '../client/resource.ts';
+import { type Kind, type KubeObject, refOf } from '../client/resource.ts';
 
 /** The status type of a kind's objects. */
 export type StatusOf<T> = T extends { status?: infer S } ? NonNullable<S> : never;
@@ -79,7 +79,7 @@ export function statusPatch(from: unknown, to: unknown): { status: unknown } {
  */
 export async function updateStatusIfChanged<T extends KubeObject>(
   client: Client,
-  r: ResourceType<T, unknown>,
+  r: Kind<T, unknown>,
   obj: T,
   status: StatusOf<T>,
 ): Promise<T | undefined> {

@@ -43,7 +43,7 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { Cache } from '../cache/cache.ts';
 import { Client } from '../client/client.ts';
-import { type KubeObject, type ResourceType, resourceId } from '../client/resource.ts';
+import { type Kind, type KubeObject, resourceId } from '../client/resource.ts';
 import { type BuilderOptions, ControllerBuilder, type ControllerBuilderFor } from '../controller/builder.ts';
 import { type Controller, DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT_MS } from '../controller/controller.ts';
 import type { Predicate } from '../controller/predicates.ts';
@@ -155,11 +155,11 @@ export class Manager {
    */
   controller(): ControllerBuilder;
   controller<T extends KubeObject>(
-    kind: ResourceType<T, unknown>,
+    kind: Kind<T, unknown>,
     ...predicates: NoInfer<Predicate<T>>[]
   ): ControllerBuilderFor<T>;
   controller<T extends KubeObject>(
-    kind?: ResourceType<T, unknown>,
+    kind?: Kind<T, unknown>,
     ...predicates: NoInfer<Predicate<T>>[]
   ): ControllerBuilder | ControllerBuilderFor<T> {
     const defaults: BuilderOptions = {

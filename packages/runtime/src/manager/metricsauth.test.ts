@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
 import { Client } from '../client/client.ts';
 import { ApiError } from '../client/errors.ts';
-import type { KubeObject, ResourceType } from '../client/resource.ts';
+import type { Kind, KubeObject } from '../client/resource.ts';
 import type { TimerSource } from '../internal/sleep.ts';
 import { bearerToken, ScrapeAuthorizer, TtlCache } from './metricsauth.ts';
 
@@ -17,11 +17,7 @@ function fakeClient(
   const calls = { tokenreviews: 0, subjectaccessreviews: 0 };
   const aborted = { count: 0 };
   const client = {
-    async create(
-      r: ResourceType,
-      obj: KubeObject & { spec: Record<string, unknown> },
-      options: { signal?: AbortSignal } = {},
-    ) {
+    async create(r: Kind, obj: KubeObject & { spec: Record<string, unknown> }, options: { signal?: AbortSignal } = {}) {
       if (fail.hang) {
         return new Promise((_, reject) =>
           options.signal?.addEventListener('abort', () => {
@@ -146,7 +142,7 @@ test('concurrent scrapes with one token share one review', async () => {
 function scriptedClient(answer: (n: number, signal: AbortSignal | undefined) => Promise<Record<string, unknown>>) {
   const calls = { tokenreviews: 0, subjectaccessreviews: 0 };
   const client = {
-    async create(r: ResourceType, obj: KubeObject, options: { signal?: AbortSignal } = {}) {
+    async create(r: Kind, obj: KubeObject, options: { signal?: AbortSignal } = {}) {
       if (r.plural === 'subjectaccessreviews') {
         calls.subjectaccessreviews += 1;
         return { ...obj, status: { allowed: true } };

@@ -10,7 +10,7 @@
 
 import type { Client } from '../client/client.ts';
 import { isApiError } from '../client/errors.ts';
-import { type ResourceType, resourceId } from '../client/resource.ts';
+import { type Kind, resourceId } from '../client/resource.ts';
 import { sleep } from '../internal/sleep.ts';
 import type { Logger } from '../logger.ts';
 import { ManagerError } from './errors.ts';
@@ -21,10 +21,10 @@ export const DEFAULT_API_REACHABLE_TIMEOUT_MS = 30_000;
 /** Checks that the apiserver serves each of `resources` (see the module comment). */
 export async function checkServed(
   client: Client,
-  resources: Iterable<ResourceType>,
+  resources: Iterable<Kind>,
   options: { readonly timeoutMs: number; readonly log: Logger; readonly signal: AbortSignal },
 ): Promise<void> {
-  const unique = new Map<string, ResourceType>();
+  const unique = new Map<string, Kind>();
   for (const r of resources) unique.set(resourceId(r), r);
   const deadline = Date.now() + options.timeoutMs;
   for (const r of unique.values()) if (!(await served(client, r, deadline, options))) return;
@@ -33,7 +33,7 @@ export async function checkServed(
 /** True once `r` was found served; false when `signal` aborted first. */
 async function served(
   client: Client,
-  r: ResourceType,
+  r: Kind,
   deadline: number,
   { log, signal }: { readonly log: Logger; readonly signal: AbortSignal },
 ): Promise<boolean> {
@@ -61,7 +61,7 @@ async function served(
   }
 }
 
-function notServed(r: ResourceType): string {
+function notServed(r: Kind): string {
   const id = resourceId(r);
   return r.group === '' || r.group.endsWith('.k8s.io') || !r.group.includes('.')
     ? `the apiserver does not serve ${id} (${r.apiVersion})`

@@ -18,7 +18,7 @@
  * decides) and drops what the handler returns later.
  */
 import fastJsonPatch from 'fast-json-patch';
-import type { KubeObject, ResourceType } from '../client/resource.ts';
+import type { Kind, KubeObject } from '../client/resource.ts';
 
 /** The `request` of an AdmissionReview. */
 export interface AdmissionRequest {
@@ -199,7 +199,7 @@ export type DefaultFunc<T extends KubeObject> = (
 ) => T | undefined | void | Promise<T | undefined | void>;
 
 /** A mutating handler: `fn` edits a typed copy; the response patches the difference. */
-export function defaulter<T extends KubeObject>(resource: ResourceType<T>, fn: DefaultFunc<T>): AdmissionHandler {
+export function defaulter<T extends KubeObject>(resource: Kind<T>, fn: DefaultFunc<T>): AdmissionHandler {
   return guarded(resource, async (request, ctx) => {
     if (request.operation !== 'CREATE' && request.operation !== 'UPDATE') return allow(request.uid);
     const original = request.object;
@@ -219,7 +219,7 @@ export function defaulter<T extends KubeObject>(resource: ResourceType<T>, fn: D
 }
 
 /** A validating handler for `resource`. */
-export function validator<T extends KubeObject>(resource: ResourceType<T>, v: Validator<T>): AdmissionHandler {
+export function validator<T extends KubeObject>(resource: Kind<T>, v: Validator<T>): AdmissionHandler {
   return guarded(resource, async (request, ctx) => {
     const c = { ...ctx, request };
     let result: Validation;
@@ -247,7 +247,7 @@ export function validator<T extends KubeObject>(resource: ResourceType<T>, v: Va
 
 /** The response for a validation result: allowed with warnings, or a 422 Invalid naming every field. */
 export function validationResponse(
-  resource: ResourceType,
+  resource: Kind,
   request: AdmissionRequest,
   result: ValidationResult,
 ): AdmissionResponse {
@@ -291,7 +291,7 @@ export function deny(uid: string, code: number, reason: string, message: string)
 }
 
 /** Turns an exception in a handler into a 500 denial instead of a crash. */
-function guarded(resource: ResourceType, handler: AdmissionHandler): AdmissionHandler {
+function guarded(resource: Kind, handler: AdmissionHandler): AdmissionHandler {
   return async (request, ctx) => {
     try {
       return await handler(request, ctx);

@@ -11,7 +11,7 @@
  * and sent too), `timeoutSeconds: 10`; mutating webhooks see CREATE and UPDATE, validating ones CREATE, UPDATE and
  * DELETE.
  */
-import type { KubeObject, ResourceType } from '../client/resource.ts';
+import type { Kind, KubeObject } from '../client/resource.ts';
 import type { AdmissionHandler } from './admission.ts';
 import { type Convertible, converter } from './conversion.ts';
 import type { WebhookServer } from './server.ts';
@@ -27,7 +27,7 @@ export interface WebhookDefinition {
   /** `mutating` (a defaulter, may change the object) or `validating` (may only allow or deny). */
   readonly type: 'mutating' | 'validating';
   /** The kind whose writes it sees (its version is the one the webhook is called with). */
-  readonly resource: ResourceType;
+  readonly resource: Kind;
   /** What answers the calls (`defaulter(…)` or `validator(…)`). */
   readonly handler: AdmissionHandler;
   /** The operations it is called for (default CREATE and UPDATE when mutating, and DELETE too when validating). */
@@ -54,7 +54,7 @@ export type WebhookEndpoint =
 export const CONVERSION_PATH = '/convert';
 
 /** `/mutate-app-example-com-v1-appservice` (or `/validate-…`). */
-export function webhookPath(type: WebhookDefinition['type'], r: ResourceType): string {
+export function webhookPath(type: WebhookDefinition['type'], r: Kind): string {
   const group = r.group === '' ? 'core' : r.group.replaceAll('.', '-');
   return `/${type === 'mutating' ? 'mutate' : 'validate'}-${group}-${r.version}-${r.kind.toLowerCase()}`;
 }

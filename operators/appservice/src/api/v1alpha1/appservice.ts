@@ -1,6 +1,6 @@
 /**
  * @module api/v1alpha1/appservice
- * The AppService API as `app.example.com/v1alpha1`: its schema (./schema.ts), its ResourceType — reads and writes
+ * The AppService API as `app.example.com/v1alpha1`: its schema (./schema.ts), its Kind — reads and writes
  * in v1alpha1, converted from and to the stored v1 by the operator's conversion webhook — and the kind with both
  * versions (`AppServiceKind`, defined in api/appservice), which `opkit generate` turns into the CRD.
  */
