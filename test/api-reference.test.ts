@@ -82,6 +82,14 @@ test('every public export has a doc comment', () => {
   );
 });
 
+/** The block of docs/tutorial.md that writes `path` (its ```ts file=path fence). */
+async function tutorialFile(path: string): Promise<string> {
+  const tutorial = await readFile(join(ROOT, 'docs/tutorial.md'), 'utf8');
+  const m = new RegExp(`^\`\`\`ts file=${path.replaceAll('.', '\\.')}\n([\\s\\S]*?)^\`\`\`$`, 'm').exec(tutorial);
+  assert.ok(m?.[1], `docs/tutorial.md has no \`\`\`ts file=${path} block`);
+  return m[1];
+}
+
 test('every @example and every module comment’s ts block type-checks as a user would write it', async () => {
   const found = [...examples(ref.project), ...(await moduleExamples())];
   assert.ok(found.length > 0, 'no @example blocks found');
@@ -90,6 +98,8 @@ test('every @example and every module comment’s ts block type-checks as a user
   await mkdir(base, { recursive: true });
   const dir = await mkdtemp(join(base, 'opkit-api-examples-'));
   try {
+    // An example may import the tutorial's AppService kind from './appservice.ts', as a user's file imports its own.
+    await writeFile(join(dir, 'appservice.ts'), await tutorialFile('src/api/v1alpha1/appservice.ts'));
     const names = new Map<string, string>();
     for (const [i, example] of found.entries()) {
       const file = `example-${i + 1}.ts`;

@@ -3,14 +3,29 @@
  * controller-runtime for TypeScript. This entry point holds what an operator author uses every day:
  *
  * ```ts
- * export const AppServices = defineKind({ group: 'app.example.com', version: 'v1', kind: 'AppService', … });
+ * import { defineKind, done, Manager, type ObjectOf } from '@opkit/runtime';
+ * import { Pods } from '@opkit/runtime/kinds';
+ * import { Type } from '@sinclair/typebox';
+ *
+ * export const AppServices = defineKind({
+ *   group: 'app.example.com', version: 'v1', kind: 'AppService', plural: 'appservices',
+ *   spec: Type.Object({ replicas: Type.Integer(), image: Type.String() }),
+ *   status: Type.Object({ replicas: Type.Integer() }),
+ *   subresources: { status: true },
+ * });
  * export type AppService = ObjectOf<typeof AppServices>;
+ *
+ * const mgr = await Manager.create({ name: 'appservice-operator' });
  * mgr.controller(AppServices).owns(Pods).reconcile(async (app, ctx) => {
  *   const pods = await ctx.owned(Pods);
- *   for (let i = pods.length; i < app.spec.replicas; i++) await ctx.create(Pods, podFor(app));
+ *   for (let i = pods.length; i < app.spec.replicas; i++) {
+ *     const container = { name: 'app', image: app.spec.image };
+ *     pods.push(await ctx.create(Pods, { metadata: { generateName: 'app-' }, spec: { containers: [container] } }));
+ *   }
  *   await ctx.status({ replicas: pods.length });
  *   return done();
  * });
+ * await mgr.run();
  * ```
  *
  * The rule of this facade: a concept's names live together in exactly one entry point, with its types and the error

@@ -3,12 +3,20 @@
  * The common case in one expression, as controller-runtime's builder:
  *
  * ```ts
- * mgr.controller(AppServices, generationChanged)   // reconcile each AppService (or .for(kind) on a bare builder)
- *   .owns(Pods)                                    // … and the AppService controlling a changed Pod
- *   .watches(ConfigMaps, (cm) => [...])            // … and whatever a function maps to
- *   .withOptions({ maxConcurrentReconciles: 4 })
- *   .onError((app, err, ctx) => retryAfter(30_000)) // optional: instead of defaultErrorPolicy
- *   .reconcile(async (app, ctx) => done());         // object-first (controller/object.ts)
+ * import { done, type Manager } from '@opkit/runtime';
+ * import { generationChanged, retryAfter } from '@opkit/runtime/controller';
+ * import { ConfigMaps, Pods } from '@opkit/runtime/kinds';
+ * import { AppServices } from './appservice.ts';
+ *
+ * export function setup(mgr: Manager): void {
+ *   mgr
+ *     .controller(AppServices, generationChanged) // each AppService (or .for(kind) on a bare builder)
+ *     .owns(Pods) // … and the AppService controlling a changed Pod
+ *     .watches(ConfigMaps, (cm) => [{ namespace: 'default', name: `${cm.metadata.name}-app` }]) // … and what a
+ *     .withOptions({ maxConcurrentReconciles: 4 }) //   function maps a ConfigMap to
+ *     .onError(() => retryAfter(30_000)) // optional: instead of defaultErrorPolicy
+ *     .reconcile(async () => done()); // object-first (controller/object.ts)
+ * }
  * ```
  * `.complete(reconciler)` takes a request-based reconciler instead (the layer below). The pieces (`Controller.watch`,
  * handlers, predicates, `objectReconciler`) stay usable alone.

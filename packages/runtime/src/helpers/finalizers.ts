@@ -3,10 +3,16 @@
  * The finalizer flow, in one call from a reconcile:
  *
  * ```ts
- * return finalizer(ctx.rawClient, AppServices, app, 'app.example.com/cleanup', {
- *   apply: async (app) => { …create/update children…; return done(); },
- *   cleanup: async (app) => { …release what the object holds outside the cluster…; return done(); },
- * }, { signal: ctx.signal });
+ * import { done, type ObjectContext } from '@opkit/runtime';
+ * import { finalizer } from '@opkit/runtime/helpers';
+ * import { type AppService, AppServices } from './appservice.ts';
+ *
+ * export async function reconcile(app: AppService, ctx: ObjectContext<AppService>) {
+ *   return finalizer(ctx.rawClient, AppServices, app, 'app.example.com/cleanup', {
+ *     apply: async () => done(), // create or update the children
+ *     cleanup: async () => done(), // release what the object holds outside the cluster
+ *   }, { signal: ctx.signal });
+ * }
  * ```
  * Expected flow: while the object lives, the finalizer is added first (before `apply` may create anything that
  * needs cleaning up), then `apply` runs. Once it is being deleted (deletionTimestamp set), `cleanup` runs and the

@@ -26,11 +26,14 @@
  * lists them below the manager's:
  *
  * ```ts
+ * import { Manager, settings } from '@opkit/runtime';
+ *
  * const { manager, flags } = settings({
  *   name: 'appservice-operator',
  *   flags: { resyncPeriod: { type: 'duration', env: 'RESYNC_PERIOD', help: 'reconcile everything this often too' } },
  * });
- * flags.resyncPeriod; // number | undefined (milliseconds)
+ * const resyncMs: number | undefined = flags.resyncPeriod; // milliseconds
+ * const mgr = await Manager.create(manager);
  * ```
  * Flag names are the keys in kebab case (`resyncPeriod` → `--resync-period`); types are `string`, `boolean`,
  * `integer` and `duration` (milliseconds); a flag without a `default` is `undefined` when not given.

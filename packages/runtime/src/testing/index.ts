@@ -3,12 +3,19 @@
  * Test helpers for an operator's own tests on a real control plane (e.g. `@opkit/testenv`'s `start()`):
  *
  * ```ts
+ * import { Pods } from '@opkit/runtime/kinds';
+ * import { startTestManager } from '@opkit/runtime/testing';
+ * import { start } from '@opkit/testenv';
+ * import { AppServices } from './appservice.ts';
+ *
  * const env = await start();
  * await using op = await startTestManager(env, {
  *   name: 'appservice-operator',
  *   kinds: [AppServices],
- *   permissions,
- *   setup: setupAppServiceController,
+ *   permissions: [],
+ *   setup: (mgr) => {
+ *     mgr.controller(AppServices).owns(Pods).reconcile(async () => undefined);
+ *   },
  * });
  * await op.client.create(AppServices, { metadata: { name: 'web', namespace: 'default' }, spec: { replicas: 2 } });
  * await op.eventually('2 pods', async () => (await op.client.list(Pods, { namespace: 'default' })).items.length === 2);

@@ -5,8 +5,18 @@
  * and back, and must come back equal.
  *
  * ```ts
+ * import { test } from 'node:test';
+ * import { defineKind } from '@opkit/runtime';
  * import { checkRoundTrip } from '@opkit/runtime/testing/roundtrip';
- * test('conversions round-trip', () => checkRoundTrip(AppServices, { numRuns: 300 }));
+ * import { Type } from '@sinclair/typebox';
+ *
+ * const Spec = Type.Object({ replicas: Type.Integer() });
+ * const Widgets = defineKind({
+ *   group: 'example.com', kind: 'Widget', plural: 'widgets', storage: 'v1',
+ *   versions: { v1alpha1: { spec: Spec }, v1: { spec: Spec } },
+ *   conversions: { v1alpha1: { toHub: (w) => w, fromHub: (w) => w } },
+ * });
+ * test('conversions round-trip', () => checkRoundTrip(Widgets, { numRuns: 300 }));
  * ```
  *
  * Its own entry, apart from `@opkit/runtime/testing`, because it runs on fast-check, an optional peer dependency:
