@@ -24,11 +24,6 @@ export class OpkitError<C extends string = string> extends Error {
   }
 }
 
-/** True for any error the runtime throws. */
-export function isOpkitError(err: unknown): err is OpkitError {
-  return err instanceof OpkitError;
-}
-
 /** Why a call was a misuse of the API. */
 export type UsageErrorCode =
   /** An argument or option is outside what the call accepts; the message names it and the accepted values. */

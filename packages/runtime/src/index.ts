@@ -61,11 +61,17 @@ export {
 } from './client/errors.ts';
 export type { InputOf, KubeObject, ObjectOf } from './client/resource.ts';
 export type { ObjectContext } from './controller/object.ts';
-export { done, type ReconcileRequest, type Result, requeueAfter, TerminalError } from './controller/reconcile.ts';
+export {
+  done,
+  type ReconcileRequest,
+  type Result,
+  requeueAfter,
+  TerminalError,
+} from './controller/reconcile.ts';
 export { Defaulted } from './crd/input.ts';
 export { defineKind } from './crd/kind.ts';
-export { CrdSchemaError } from './crd/schema.ts';
-export { isOpkitError, OpkitError, UsageError, type UsageErrorCode } from './errors.ts';
+export { CrdSchemaError, type CrdSchemaErrorCode } from './crd/schema.ts';
+export { OpkitError, UsageError, type UsageErrorCode } from './errors.ts';
 export {
   type Condition,
   type ConditionInput,
@@ -79,4 +85,4 @@ export {
 } from './helpers/conditions.ts';
 export { type Permission, permission } from './helpers/rbac.ts';
 export { Manager, ManagerError, type ManagerErrorCode, type ManagerOptions } from './manager/manager.ts';
-export { defineFlags, SettingsError, settings } from './manager/settings.ts';
+export { defineFlags, SettingsError, type SettingsErrorCode, settings } from './manager/settings.ts';

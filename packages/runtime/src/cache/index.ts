@@ -11,7 +11,7 @@ export {
   type CacheOptions,
   type ResourceCacheOptions,
 } from './cache.ts';
-export { type Index, IndexError, type IndexQuery } from './indexes.ts';
+export { type Index, IndexError, type IndexErrorCode, type IndexQuery } from './indexes.ts';
 export { type EventHandler, Informer, type InformerOptions } from './informer.ts';
 export { type IndexFunc, Store } from './store.ts';
 export { dropManagedFields, keepFields, type Transform } from './transform.ts';

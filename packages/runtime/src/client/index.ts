@@ -6,7 +6,7 @@
  * `ApiError` and all its predicates (`isNotFound`, `isConflict`, `isAlreadyExists`, `isGone`, …) live in
  * `@opkit/runtime`; the built-in kinds in `@opkit/runtime/kinds`.
  */
-export { Applier, ManifestError, parseManifests } from './apply.ts';
+export { Applier, ManifestError, type ManifestErrorCode, parseManifests } from './apply.ts';
 export type { Credentials } from './auth.ts';
 export { Client } from './client.ts';
 export { type Status, type StatusCause, toApiError } from './errors.ts';
@@ -14,11 +14,19 @@ export {
   type ConnectionConfig,
   type Impersonation,
   KubeconfigError,
+  type KubeconfigErrorCode,
   type LoadOptions,
   loadConfig,
   loadInCluster,
 } from './kubeconfig.ts';
-export { type LabelSelector, parseSelector, Selector, SelectorError, type SelectorInput } from './labels.ts';
+export {
+  type LabelSelector,
+  parseSelector,
+  Selector,
+  SelectorError,
+  type SelectorErrorCode,
+  type SelectorInput,
+} from './labels.ts';
 export {
   type ApiObject,
   type Kind,
