@@ -11,7 +11,7 @@ import { type ConfigMap, ConfigMaps, Events, Namespaces } from '../src/client/bu
 import { type Client, metadataOnly } from '../src/client/index.ts';
 import { ControllerBuilder, giveUp } from '../src/controller/index.ts';
 import { UsageError } from '../src/errors.ts';
-import { controllerOf } from '../src/helpers/index.ts';
+import { controllerOf, OwnerReferenceError } from '../src/helpers/index.ts';
 import { defineIndex, done, isApiError } from '../src/index.ts';
 import { clientVia, recordingLogger, Widgets, waitFor, widgetControlPlane } from './support.ts';
 
@@ -215,7 +215,14 @@ describe('object-first reconcilers against a real apiserver', () => {
 
   test('ctx.update/patch keep the controller reference on a child; ctx.apiReader reads live in the cache shapes', async () => {
     await client.create(Namespaces, { metadata: { name: 'obj-upd' } });
-    const seen: { updated?: ConfigMap; patched?: ConfigMap; missing?: unknown; listed?: string[]; noRv?: unknown } = {};
+    const seen: {
+      updated?: ConfigMap;
+      patched?: ConfigMap;
+      missing?: unknown;
+      listed?: string[];
+      noRv?: unknown;
+      handedOver?: unknown[];
+    } = {};
     const c = new ControllerBuilder({ client, cache: new Cache({ client, namespace: 'obj-upd' }) })
       .for(Widgets)
       .owns(ConfigMaps)
@@ -238,6 +245,13 @@ describe('object-first reconcilers against a real apiserver', () => {
         ).map((cm) => cm.metadata.name ?? '');
         const { resourceVersion: _, ...noVersion } = seen.patched.metadata;
         seen.noRv = await ctx.update(ConfigMaps, { ...seen.patched, metadata: noVersion }).catch((err: unknown) => err);
+        // an update or a patch that would hand the child to another controller fails before any request
+        const other = { apiVersion: 'v1', kind: 'ConfigMap', name: 'x', uid: 'other-uid', controller: true };
+        const handed = { ...seen.patched, metadata: { ...seen.patched.metadata, ownerReferences: [other] } };
+        seen.handedOver = [
+          await ctx.update(ConfigMaps, handed).catch((err: unknown) => err),
+          await ctx.patch(ConfigMaps, seen.patched, { metadata: { ownerReferences: [other] } }).catch((e) => e),
+        ];
         return done();
       });
     const stop = stopper();
@@ -254,6 +268,9 @@ describe('object-first reconcilers against a real apiserver', () => {
       seen.noRv instanceof UsageError && seen.noRv.code === 'InvalidArgument',
       'update needs a resourceVersion',
     );
+    for (const err of seen.handedOver ?? [])
+      assert.ok(err instanceof OwnerReferenceError && err.code === 'AlreadyOwned', `hand-over refused: ${err}`);
+    assert.equal(seen.handedOver?.length, 2);
     const live = await client.get(ConfigMaps, { namespace: 'obj-upd', name: 'u-cfg' });
     assert.equal(
       controllerOf(live)?.uid,

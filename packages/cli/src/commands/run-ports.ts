@@ -24,7 +24,7 @@
  * per server with the URL it answers at.
  */
 import { createServer } from 'node:net';
-import { OpkitError, SettingsError } from '@opkit/runtime';
+import { SettingsError, UsageError } from '@opkit/runtime';
 import { metricsServingSettings, parseBindAddress } from '@opkit/runtime/manager';
 import { CliError } from '../errors.ts';
 import type { ReservingRun } from './run-reservations.ts';
@@ -167,7 +167,7 @@ function givenAddress(
   try {
     return { given: { role, flag: `--${flag}`, variable, address, from, ...parseBindAddress(address) } };
   } catch (err) {
-    if (!(err instanceof OpkitError && err.code === 'InvalidArgument')) throw err;
+    if (!(err instanceof UsageError && err.code === 'InvalidArgument')) throw err;
     return { given: undefined, problem: `${named}: ${err.message}` };
   }
 }

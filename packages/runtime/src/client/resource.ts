@@ -100,7 +100,7 @@ export interface PartialObjectMetadata extends KubeObject {
  * `delete` ask the apiserver for `PartialObjectMetadata` (names, labels, annotations, owners, finalizers,
  * resourceVersion: no spec, no status, no data), so a cache of it neither transfers, parses nor keeps the rest. A
  * `Cache` keeps its informer apart from the full kind's. Writes that send a whole object (create, update, apply,
- * status) are refused with a `TypeError` before any request: they would write an object without its spec. RBAC is
+ * status) are refused with a `UsageError` (`InvalidArgument`) before any request: they would write an object without its spec. RBAC is
  * the kind's own (`list`/`watch` on pods for `metadataOnly(Pods)`).
  */
 export function metadataOnly(r: Kind): Kind<PartialObjectMetadata> {

@@ -30,7 +30,8 @@
  * Guarantees: a controller is built (and registered with the manager) only by `reconcile` or `complete`. The one
  * run-time check left is where a type cannot reach: `complete` on a builder given `onError` or `finalize` by a caller
  * without the types (JavaScript, or a cast) throws a `UsageError` `InvalidArgument` instead of dropping them silently.
- * Every other misordering is a method the builder does not have, which fails loudly even without types.
+ * Every other misordering is a method the builder does not have: a type error, and for a caller without the types
+ * the engine's own `TypeError` (`… is not a function`) at the call, never a controller built wrong.
  */
 import type { Kind, KubeObject } from '../client/resource.ts';
 import { UsageError } from '../errors.ts';

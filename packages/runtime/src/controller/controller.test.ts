@@ -157,3 +157,18 @@ test('a controller started twice: the second start() rejects with a UsageError (
   );
   await h.close();
 });
+
+test('a result with the old requeueAfter field fails the reconcile (retried with backoff), never a silent done', async () => {
+  const old = { requeueAfter: 60_000 } as unknown as Result; // as JavaScript or a cast would write it
+  const h = harness((name, nth) => (nth === 1 ? old : undefined));
+  try {
+    h.controller.queue.add(key('old'));
+    await settle();
+    assert.deepEqual(h.order, ['old']);
+    h.clock.advance(5); // the first backoff step, far before the 60 s the field asked for
+    await settle();
+    assert.deepEqual(h.order, ['old', 'old'], 'retried as a failure');
+  } finally {
+    await h.close();
+  }
+});

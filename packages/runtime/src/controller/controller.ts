@@ -315,6 +315,7 @@ export class Controller {
       result = await (span
         ? withActiveSpan(span, this.#reconciler.reconcile, this.#reconciler, request, ctx)
         : this.#reconciler.reconcile(request, ctx));
+      refuseRenamedFields(result);
     } catch (err) {
       m?.reconcileTime.observe({ controller: this.name }, (performance.now() - started) / 1000);
       if (span) endReconcileSpan(span, { failed: true, error: err });
@@ -383,4 +384,17 @@ export class Controller {
 
 function messageOf(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
+}
+
+/**
+ * A result built without the types (JavaScript, a cast) that still says `requeueAfter`, the field's name before it was
+ * `requeueAfterMs`, would silently never requeue: it fails the reconcile instead, naming the field.
+ */
+// biome-ignore lint/suspicious/noConfusingVoidType: what a reconciler may return
+function refuseRenamedFields(result: Result | undefined | void): void {
+  if (typeof result === 'object' && result !== null && 'requeueAfter' in result)
+    throw new UsageError(
+      'InvalidArgument',
+      'a reconcile returned { requeueAfter }: the field is requeueAfterMs (or return requeueAfter(ms))',
+    );
 }

@@ -30,7 +30,8 @@
  *   object's when none is given); an owner reference the garbage collector would not honour (another namespace,
  *   another controller) fails the write with an `OwnerReferenceError` before any request is made. "Kept": when the
  *   child is controlled by this object (as `obj`, or the cache's copy of it, says), the update or patch cannot drop
- *   that reference (release a child through `claimChildren` or `ctx.rawClient`).
+ *   that reference, and one that would hand the child to another controller fails with `OwnerReferenceError`
+ *   `AlreadyOwned` before any request (release a child through `claimChildren` or `ctx.rawClient`).
  * - expectation: the next reconcile of this request waits until the cache has seen the create or delete (or a
  *   timeout passes), so a cache that lags cannot make a duplicate or a double delete. Expectations are kept for the
  *   kinds the cache follows: those the controller watches, whole or metadata only.
@@ -69,7 +70,7 @@ import type { ListOptions } from '../client/types.ts';
 import { UsageError } from '../errors.ts';
 import type { EventOptions } from '../helpers/events.ts';
 import { finalizer } from '../helpers/finalizers.ts';
-import { controllerOf, setControllerReference } from '../helpers/ownerrefs.ts';
+import { controllerOf, OwnerReferenceError, setControllerReference } from '../helpers/ownerrefs.ts';
 import { type StatusOf, updateStatusIfChanged } from '../helpers/status.ts';
 import type { ReconcileContext, ReconcileEvents, ReconcileRequest, Reconciler, Result } from './reconcile.ts';
 
@@ -311,6 +312,16 @@ function ownership<T extends KubeObject>(kind: Kind<T, unknown>, owner: T, ctx: 
   };
   const control = <C extends KubeObject>(r: Kind<KubeObject, unknown>, child: C): C =>
     setControllerReference(kind, owner, child, { objectType: r });
+  /** Refuses a write that would hand a child the owner controls to another controller (`other`'s uid). */
+  const refuseHandOver = (r: Kind<KubeObject, unknown>, child: KubeObject, other: unknown): void => {
+    const name = `${r.kind} ${child.metadata.namespace ? `${child.metadata.namespace}/` : ''}${child.metadata.name}`;
+    throw new OwnerReferenceError(
+      'AlreadyOwned',
+      `this write would make ${String(other)} the controller of ${name}, which ${owner.metadata.name} controls: ` +
+        `a write through ctx keeps the controller reference; release the child first (claimChildren), or write it ` +
+        `with ctx.rawClient`,
+    );
+  };
   return {
     followed,
     /** A copy of `input` controlled by the owner (unless `owned` is false), in its namespace when it names none. */
@@ -324,7 +335,10 @@ function ownership<T extends KubeObject>(kind: Kind<T, unknown>, owner: T, ctx: 
     /** A copy of `child` (in the owner's namespace when it names none) that keeps the owner's controller reference. */
     keep<C extends KubeObject>(r: Kind<KubeObject, unknown>, child: C): C {
       const copy = namespaced(r, child);
-      return controls(r, child) ? control(r, copy) : copy;
+      if (!controls(r, child)) return copy;
+      const other = controllerOf(child);
+      if (other !== undefined && other.uid !== uid) refuseHandOver(r, child, other.uid);
+      return control(r, copy);
     },
     /** The namespace and name `child` is written at. */
     refOf: (r: Kind<KubeObject, unknown>, child: KubeObject): ObjectRef => refOf(namespaced(r, child)),
@@ -335,6 +349,8 @@ function ownership<T extends KubeObject>(kind: Kind<T, unknown>, owner: T, ctx: 
       const ours = controllerOf(control(r, namespaced(r, child)));
       const given = Array.isArray(patch.metadata.ownerReferences) ? patch.metadata.ownerReferences : [];
       const others = given.filter((o) => !(isRecord(o) && o.uid === uid));
+      const other = others.find((o) => isRecord(o) && o.controller === true);
+      if (isRecord(other)) refuseHandOver(r, child, other.uid);
       return { ...patch, metadata: { ...patch.metadata, ownerReferences: [...others, ours] } };
     },
   };

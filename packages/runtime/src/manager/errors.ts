@@ -1,14 +1,14 @@
 /**
  * @module manager/errors
- * `ManagerError`: why `Manager.start()` rejected (and `run()` exited 1). Each code names one cause; the message says
- * what to do about it. A controller whose informers never synced rejects `start()` with the `CacheError`
+ * `ManagerError`: why `Manager.start()` rejected (and `run()` exited 1), or why a built-in readiness check fails
+ * (`NotReady`). Each code names one cause; the message says what to do about it. A controller whose informers never synced rejects `start()` with the `CacheError`
  * `CacheSyncTimeout` itself (cache/cache.ts), and a misuse of the manager (`start()` twice, `add` after it) is a
  * `UsageError`.
  */
 
 import { OpkitError } from '../errors.ts';
 
-/** What made `Manager.start()` reject. */
+/** What made `Manager.start()` reject, or a built-in readiness check fail (`NotReady`). */
 export type ManagerErrorCode =
   /** The apiserver could not be reached within `apiReachableTimeoutMs` at start: check the kubeconfig and network. */
   | 'ApiUnreachable'
@@ -29,7 +29,10 @@ export type ManagerErrorCode =
   /** A step of a graceful stop failed (the error, or an `AggregateError` of several, is the `cause`). */
   | 'StopFailed';
 
-/** Why `start()` rejected (`run()` prints its message and exits 1); `code` says which. */
+/**
+ * Why `start()` rejected (`run()` prints its message and exits 1), or why a built-in readiness check fails; `code` says
+ * which.
+ */
 export class ManagerError extends OpkitError<ManagerErrorCode> {
   override readonly name = 'ManagerError';
 }

@@ -142,7 +142,7 @@ before(async () => {
       await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve));
       return { uid: req.uid, convertedObjects: [], result: { status: 'Success' } };
     });
-  await assert.rejects(server.ready(), { code: 'NotStarted' });
+  await assert.rejects(server.ready(), { code: 'WebhookNotListening' });
   running = server.start(stop.signal);
   await server.listening;
 });
@@ -158,12 +158,12 @@ test('readiness passes once the server completes a TLS handshake', async () => {
 
 test('listening resolves once the server listens: ready() fails right after start() and passes once it resolves', async () => {
   const s = new WebhookServer({ bindAddress: '127.0.0.1:0', certificates: new StaticCertificates(pair) });
-  await assert.rejects(s.ready(), { code: 'NotStarted' });
+  await assert.rejects(s.ready(), { code: 'WebhookNotListening' });
   const ctl = new AbortController();
   const run = s.start(ctl.signal);
   try {
     // start() loads the certificate and binds before it listens: not ready yet, and now there is a way to wait
-    await assert.rejects(s.ready(), { code: 'NotStarted' });
+    await assert.rejects(s.ready(), { code: 'WebhookNotListening' });
     await s.listening;
     assert.notEqual(s.port, 0);
     await s.ready();
@@ -188,7 +188,7 @@ test('listening rejects with the error start() rejects with: a port in use, a ce
     const run = s.start(new AbortController().signal);
     await assert.rejects(s.listening, { code: 'WebhookBindFailed', message: new RegExp(`127\\.0\\.0\\.1:${port}`) });
     await assert.rejects(run, { code: 'WebhookBindFailed' });
-    await assert.rejects(s.ready(), { code: 'NotStarted' });
+    await assert.rejects(s.ready(), { code: 'WebhookNotListening' });
   } finally {
     holder.close();
   }

@@ -59,7 +59,7 @@ import { errorMessage, MAX_TIMEOUT_MS, parseTimeout, type Reply, text } from './
 
 /**
  * Why a webhook server cannot do what was asked. Misuse is a `UsageError` instead: `start()` twice (`AlreadyStarted`),
- * `ready()` before it listens (`NotStarted`), a path that does not start with `/` (`InvalidArgument`).
+ * a path that does not start with `/` (`InvalidArgument`).
  */
 export type WebhookServerErrorCode =
   /** `start()` cannot listen on the bind address (the port is taken, or the address is not the host's); see `cause`. */
@@ -68,6 +68,11 @@ export type WebhookServerErrorCode =
   | 'DuplicatePath'
   /** The server stopped: `listening` when it stopped before it listened, `ready()` from the moment its stop begins. */
   | 'WebhookServerStopped'
+  /**
+   * `ready()`: the server does not listen (yet): before `start()`, while it binds, or after its bind failed. A
+   * readiness probe fails until it listens (await `listening` to wait for it).
+   */
+  | 'WebhookNotListening'
   /** `ready()`: the server listens, but a TLS handshake with it failed or timed out (2 s); see `cause`. */
   | 'WebhookHandshakeFailed';
 
@@ -323,14 +328,14 @@ export class WebhookServer {
   }
 
   /**
-   * A readiness check: passes once a TLS handshake with this server succeeds. Rejects with `UsageError` `NotStarted`
+   * A readiness check: passes once a TLS handshake with this server succeeds. Rejects with `WebhookNotListening`
    * until the server listens (await `listening` first), with `WebhookServerStopped` from the moment its stop begins,
    * and with `WebhookHandshakeFailed` when the handshake fails.
    */
   ready = async (): Promise<void> => {
     if (this.#stopping) throw new WebhookServerError('WebhookServerStopped', 'the webhook server is stopping');
     const server = this.#server;
-    if (!server) throw new UsageError('NotStarted', 'the webhook server is not listening yet');
+    if (!server) throw new WebhookServerError('WebhookNotListening', 'the webhook server is not listening yet');
     const a = server.address() as AddressInfo;
     const host = a.address === '0.0.0.0' ? '127.0.0.1' : a.address === '::' ? '::1' : a.address;
     await new Promise<void>((resolve, reject) => {
