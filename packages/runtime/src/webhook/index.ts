@@ -28,6 +28,7 @@ export {
   type Convertible,
   converter,
 } from './conversion.ts';
+export { WebhookServerError, type WebhookServerErrorCode } from './errors.ts';
 export {
   CONVERSION_PATH,
   type Operation,
@@ -44,9 +45,4 @@ export {
   type SelfManagedOptions,
   selfManagedRbac,
 } from './selfmanaged.ts';
-export {
-  WebhookServer,
-  WebhookServerError,
-  type WebhookServerErrorCode,
-  type WebhookServerOptions,
-} from './server.ts';
+export { WebhookServer, type WebhookServerOptions } from './server.ts';

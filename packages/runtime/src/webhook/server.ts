@@ -46,7 +46,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { connect } from 'node:tls';
-import { OpkitError, UsageError } from '../errors.ts';
+import { UsageError } from '../errors.ts';
 import { boundAddress, parseBindAddress } from '../internal/address.ts';
 import { type Logger, silentLogger } from '../logger.ts';
 import type { Counter, Gauge, Histogram, Registry } from '../prometheus.ts';
@@ -55,31 +55,8 @@ import type { CertificateSource } from '../tls/sources.ts';
 import type { AdmissionHandler } from './admission.ts';
 import { answerAdmission, answerConversion, type Budget, budgetOf } from './answer.ts';
 import type { ConversionHandler } from './conversion.ts';
+import { WebhookServerError } from './errors.ts';
 import { errorMessage, MAX_TIMEOUT_MS, parseTimeout, type Reply, text } from './review.ts';
-
-/**
- * Why a webhook server cannot do what was asked. Misuse is a `UsageError` instead: `start()` twice (`AlreadyStarted`),
- * a path that does not start with `/` (`InvalidArgument`).
- */
-export type WebhookServerErrorCode =
-  /** `start()` cannot listen on the bind address (the port is taken, or the address is not the host's); see `cause`. */
-  | 'WebhookBindFailed'
-  /** Two handlers were registered for one path: register each path once. */
-  | 'DuplicatePath'
-  /** The server stopped: `listening` when it stopped before it listened, `ready()` from the moment its stop begins. */
-  | 'WebhookServerStopped'
-  /**
-   * `ready()`: the server does not listen (yet): before `start()`, while it binds, or after its bind failed. A
-   * readiness probe fails until it listens (await `listening` to wait for it).
-   */
-  | 'WebhookNotListening'
-  /** `ready()`: the server listens, but a TLS handshake with it failed or timed out (2 s); see `cause`. */
-  | 'WebhookHandshakeFailed';
-
-/** A webhook server that cannot do what was asked; `code` says why. */
-export class WebhookServerError extends OpkitError<WebhookServerErrorCode> {
-  override readonly name = 'WebhookServerError';
-}
 
 /** Options of a `WebhookServer`; only `certificates` is required. */
 export interface WebhookServerOptions {
