@@ -217,9 +217,18 @@ export class Link {
   }
 }
 
-/** Resets `socket` (RST), or destroys it where a reset is not possible. */
+/**
+ * Resets `socket` (RST), or destroys it where a reset is not possible. A socket that was ended is destroyed: once its
+ * shutdown reached libuv, the kernel-level reset is refused (EINVAL), and Node then leaves the socket's handle open
+ * for good (it holds the process's exit: Node's teardown waits on it at 100 % of a core). Its FIN is on its way
+ * already, so the peer sees the connection end either way.
+ */
 export function resetSocket(socket: Socket): void {
   if (socket.destroyed) return;
+  if (socket.writableEnded) {
+    socket.destroy();
+    return;
+  }
   try {
     socket.resetAndDestroy();
   } catch {
