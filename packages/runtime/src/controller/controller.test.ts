@@ -160,7 +160,7 @@ test('a controller started twice: the second start() rejects with a UsageError (
 
 test('a result with the old requeueAfter field fails the reconcile (retried with backoff), never a silent done', async () => {
   const old = { requeueAfter: 60_000 } as unknown as Result; // as JavaScript or a cast would write it
-  const h = harness((name, nth) => (nth === 1 ? old : undefined));
+  const h = harness((_name, nth) => (nth === 1 ? old : undefined));
   try {
     h.controller.queue.add(key('old'));
     await settle();
