@@ -58,8 +58,5 @@ step('tests', process.execPath, [
   '--test-reporter=spec',
   '--test-concurrency=1',
   '--test-timeout=900000',
-  // a test file ends once its tests have: a leaked handle cannot hold CI until its time limit (the chaos suite's
-  // process keeps its event loop spinning after runChaos returns; see docs/reliability.md)
-  '--test-force-exit',
   ...(files.length > 0 ? files : unitOnly ? UNIT : [...UNIT, ...INTEGRATION]),
 ]);
