@@ -150,7 +150,7 @@ export class Service {
   /** Resets every connection and refuses new ones until `up()`. */
   async down(): Promise<void> {
     this.#down = true;
-    for (const s of this.#clients) s.resetAndDestroy();
+    for (const s of this.#clients) reset(s);
   }
 
   async up(): Promise<void> {
@@ -175,7 +175,7 @@ export class Service {
     const ready = this.#endpoints.filter(isReady);
     if (this.#down || ready.length === 0) {
       this.#noteReset(this.#down ? 'down' : 'no endpoint');
-      client.resetAndDestroy();
+      reset(client);
       return;
     }
     const e = ready[this.#next++ % ready.length] as Endpoint;
@@ -192,7 +192,7 @@ export class Service {
     });
     backend.on('error', (err) => {
       if (!connected) this.#noteReset(`${e.name} refused: ${err.message}`);
-      if (!client.destroyed) client.resetAndDestroy();
+      reset(client);
     });
     client.on('close', () => {
       this.#clients.delete(client);
@@ -229,4 +229,15 @@ export class Service {
 
 function isReady(e: Endpoint): boolean {
   return e.running && !e.terminating && (e.probed || e.stopping);
+}
+
+/**
+ * Resets `socket` (RST), as a Service whose endpoint went away does; a socket already ended is destroyed instead
+ * (its FIN is on the way): libuv refuses a reset once a shutdown is in flight, and Node would then leave the socket's
+ * handle open for good, holding the process's exit (see testenv's fault-link `resetSocket`).
+ */
+function reset(socket: Socket): void {
+  if (socket.destroyed) return;
+  if (socket.writableEnded) socket.destroy();
+  else socket.resetAndDestroy();
 }
