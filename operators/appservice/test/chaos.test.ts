@@ -16,8 +16,10 @@ const EXIT_WITHIN_MS = 30_000;
 /** Runs `runChaos(options)` in a child process; its report, and whether the process ended by itself in time. */
 async function runChaosAlone(options: object): Promise<{ report: ChaosReport; exitedAlone: boolean }> {
   const run = new URL('../chaos/run.ts', import.meta.url).href;
+  // If the process is still there 20 s after its report, it says what holds it (on stderr, into the test's output).
   const script = `import { runChaos } from ${JSON.stringify(run)};
-process.stdout.write(JSON.stringify(await runChaos(${JSON.stringify(options)})) + '\\n');`;
+process.stdout.write(JSON.stringify(await runChaos(${JSON.stringify(options)})) + '\\n');
+setTimeout(() => process.stderr.write('chaos harness still holds: ' + process.getActiveResourcesInfo().join(', ') + '\\n'), 20_000).unref();`;
   const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
