@@ -329,10 +329,11 @@ test('serving runnables: told to drain when a graceful stop begins, stopped only
   client.close();
 });
 
-test("a runnable that rejects with its signal's abort once a graceful stop began ends normally: nothing is cut, start() resolves", async () => {
-  const client = unreachableClient();
-  const order: string[] = [];
-  const mgr = manager(client);
+/**
+ * Adds a serving runnable, `middle`, and a controller that returns 100 ms after the stop (each noting its end in
+ * `order`), starts `mgr` and begins a graceful stop 50 ms later; the manager's start.
+ */
+function stopInPhases(mgr: Manager, order: string[], middle: Runnable): Promise<void> {
   mgr.add({
     serves: true,
     async start(signal) {
@@ -340,8 +341,7 @@ test("a runnable that rejects with its signal's abort once a graceful stop began
       order.push('server stops');
     },
   });
-  // the common idiom: a timer or request under the runnable's signal rejects with AbortError at the stop
-  mgr.add({ start: (signal) => delay(60_000, undefined, { signal }) });
+  mgr.add(middle);
   mgr.add({
     async start(signal) {
       await aborted(signal);
@@ -352,6 +352,15 @@ test("a runnable that rejects with its signal's abort once a graceful stop began
   const ctl = new AbortController();
   const running = mgr.start(ctl.signal);
   setTimeout(() => ctl.abort(), 50);
+  return running;
+}
+
+test("a runnable that rejects with its signal's abort once a graceful stop began ends normally: nothing is cut, start() resolves", async () => {
+  const client = unreachableClient();
+  const order: string[] = [];
+  const mgr = manager(client);
+  // the common idiom: a timer or request under the runnable's signal rejects with AbortError at the stop
+  const running = stopInPhases(mgr, order, { start: (signal) => delay(60_000, undefined, { signal }) });
   await running;
   assert.deepEqual(order, ['controller returned', 'server stops']);
   client.close();
@@ -361,29 +370,12 @@ test('a runnable that fails otherwise once a graceful stop began: the stop still
   const client = unreachableClient();
   const order: string[] = [];
   const mgr = manager(client);
-  mgr.add({
-    serves: true,
-    async start(signal) {
-      await aborted(signal);
-      order.push('server stops');
-    },
-  });
-  mgr.add({
+  const running = stopInPhases(mgr, order, {
     async start(signal) {
       await aborted(signal);
       throw new Error('the flush of the runnable failed');
     },
   });
-  mgr.add({
-    async start(signal) {
-      await aborted(signal);
-      await delay(100);
-      order.push('controller returned');
-    },
-  });
-  const ctl = new AbortController();
-  const running = mgr.start(ctl.signal);
-  setTimeout(() => ctl.abort(), 50);
   await assert.rejects(running, (err: Error & { code?: string; cause?: unknown }) => {
     assert.equal(err.code, 'StopFailed');
     assert.match(String((err.cause as Error | undefined)?.message), /the flush of the runnable failed/);
