@@ -17,6 +17,7 @@
  */
 import { request } from 'node:http';
 import { connect, createServer, type Server, type Socket } from 'node:net';
+import { resetSocket } from '@opkit/testenv';
 
 interface Endpoint {
   readonly name: string;
@@ -150,7 +151,7 @@ export class Service {
   /** Resets every connection and refuses new ones until `up()`. */
   async down(): Promise<void> {
     this.#down = true;
-    for (const s of this.#clients) reset(s);
+    for (const s of this.#clients) resetSocket(s);
   }
 
   async up(): Promise<void> {
@@ -175,7 +176,7 @@ export class Service {
     const ready = this.#endpoints.filter(isReady);
     if (this.#down || ready.length === 0) {
       this.#noteReset(this.#down ? 'down' : 'no endpoint');
-      reset(client);
+      resetSocket(client);
       return;
     }
     const e = ready[this.#next++ % ready.length] as Endpoint;
@@ -192,7 +193,7 @@ export class Service {
     });
     backend.on('error', (err) => {
       if (!connected) this.#noteReset(`${e.name} refused: ${err.message}`);
-      reset(client);
+      resetSocket(client);
     });
     client.on('close', () => {
       this.#clients.delete(client);
@@ -229,15 +230,4 @@ export class Service {
 
 function isReady(e: Endpoint): boolean {
   return e.running && !e.terminating && (e.probed || e.stopping);
-}
-
-/**
- * Resets `socket` (RST), as a Service whose endpoint went away does; a socket already ended is destroyed instead
- * (its FIN is on the way): libuv refuses a reset once a shutdown is in flight, and Node would then leave the socket's
- * handle open for good, holding the process's exit (see testenv's fault-link `resetSocket`).
- */
-function reset(socket: Socket): void {
-  if (socket.destroyed) return;
-  if (socket.writableEnded) socket.destroy();
-  else socket.resetAndDestroy();
 }

@@ -22,6 +22,7 @@ export { binaryCacheDir, type CacheManifest, readCacheManifest } from './binary-
 export { CONTROLLERS, type ComponentId } from './control-plane.ts';
 export { Environment, type StartOptions, start } from './environment.ts';
 export { isTestenvError, TestenvError, type TestenvErrorCode } from './errors.ts';
+export { resetSocket } from './fault-link.ts';
 export { type FaultMode, FaultProxy, type FaultProxyOptions, type FaultProxyStats, targetOf } from './fault-proxy.ts';
 export { HELM_VERSION, type HelmOptions, helmCacheDir, resolveHelm } from './helm.ts';
 export type { Kubeconfig } from './kubeconfig.ts';
