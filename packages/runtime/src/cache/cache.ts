@@ -248,7 +248,7 @@ export class Cache {
   }
 
   /** Cached objects, narrowed by namespace, index and label selector; waits for the informer to sync. */
-  async list<T extends KubeObject>(r: Kind<T>, options: CacheListOptions<T> = {}): Promise<T[]> {
+  async list<T extends KubeObject>(r: Kind<T>, options: CacheListOptions<NoInfer<T>> = {}): Promise<T[]> {
     const query = options.index;
     if (query && 'index' in query) this.addIndex(query.index);
     const inf = await this.#synced(r);

@@ -9,6 +9,9 @@ import type { Kind, KubeObject } from '../client/resource.ts';
 import type { Logger } from '../logger.ts';
 import type { ReconcileRequest } from './reconcile.ts';
 
+/** The reads of the shared cache a mapper may make: `get` and `list` (by namespace, label selector or index). */
+export type CacheReader = Pick<Cache, 'get' | 'list'>;
+
 /**
  * What a `watches` mapper gets besides the changed object: the manager's cache (typed `get` and `list`, index look-ups
  * by handle: `ctx.cache.list(Backups, { index: byStore.is(name) })`), a logger naming the object, and a signal that
@@ -16,8 +19,8 @@ import type { ReconcileRequest } from './reconcile.ts';
  * event's type: a mapper says which requests depend on the object as it is (level-triggered).
  */
 export interface MapContext {
-  /** The shared cache; reads wait until the kind's informer has synced. */
-  readonly cache: Cache;
+  /** The shared cache's reads (`get`, `list`); they wait until the kind's informer has synced. */
+  readonly cache: CacheReader;
   /** A logger bound to the controller, the watched kind and the object's namespace and name. */
   readonly log: Logger;
   /** Aborts when the controller stops or the call took longer than the controller's `mapperTimeoutMs`. */

@@ -21,13 +21,12 @@
  * Caveat: ordering holds per object only; two objects' mappings may finish in any order (the work queue does not care:
  * a request is reconciled from the current state, whatever enqueued it).
  */
-import type { Cache } from '../cache/cache.ts';
 import { type KubeObject, keyOf } from '../client/resource.ts';
 import type { Logger } from '../logger.ts';
 import type { Metrics } from '../metrics.ts';
 import type { Counter, Registry } from '../prometheus.ts';
 import type { Clock } from '../workqueue/index.ts';
-import type { MapContext, MapFunc } from './handlers.ts';
+import type { CacheReader, MapContext, MapFunc } from './handlers.ts';
 import type { ReconcileRequest } from './reconcile.ts';
 
 /** How many calls of one watch's async mapper may run at once, unless the controller says otherwise. */
@@ -46,7 +45,7 @@ export interface MapRunnerOptions<T extends KubeObject> {
   /** Receives each mapped request, with the priority of the events it came from. */
   readonly enqueue: (request: ReconcileRequest, priority: number) => void;
   /** Handed to the mapper as `ctx.cache`. */
-  readonly cache: Cache;
+  readonly cache: CacheReader;
   /** The controller's logger. */
   readonly log: Logger;
   /** Where mapper errors are counted, when set. */
