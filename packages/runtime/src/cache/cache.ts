@@ -82,8 +82,8 @@ export interface CacheOptions {
 
 /** What `Cache.list` narrows its answer by; every given option must hold. */
 export interface CacheListOptions<T extends KubeObject = KubeObject> {
-  /** Only objects of this namespace (it must be one the cache watches). */
-  readonly namespace?: string;
+  /** Only objects of this namespace (it must be one the cache watches); undefined: every namespace. */
+  readonly namespace?: string | undefined;
   /** Only objects whose labels this selector matches: a string (`app=web,tier!=db`), a `LabelSelector` or a record. */
   readonly labelSelector?: SelectorInput;
   /**

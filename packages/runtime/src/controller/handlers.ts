@@ -42,7 +42,7 @@ export interface MapContext {
  *
  * // Deployments by the ConfigMaps their pods mount.
  * const byConfigMap = defineIndex(Deployments, 'configmap', (d) =>
- *   (d.spec?.template.spec?.volumes ?? []).flatMap((v) => (v.configMap ? [v.configMap.name] : [])),
+ *   (d.spec?.template.spec?.volumes ?? []).flatMap((v) => (v.configMap?.name ? [v.configMap.name] : [])),
  * );
  *
  * export function setup(mgr: Manager): void {

@@ -54,7 +54,7 @@ export interface ReferenceOptions {
  *
  * // Deployments by every ConfigMap their pods mount.
  * const byConfigMap = defineIndex(Deployments, 'configmaps', (d) =>
- *   (d.spec?.template.spec?.volumes ?? []).flatMap((v) => (v.configMap ? [v.configMap.name] : [])),
+ *   (d.spec?.template.spec?.volumes ?? []).flatMap((v) => (v.configMap?.name ? [v.configMap.name] : [])),
  * );
  *
  * export function setup(mgr: Manager): void {
@@ -69,7 +69,7 @@ export function byIndex<B extends KubeObject>(index: Index<B>, options: Referenc
     if (!name) return [];
     const namespace = by === 'name' && index.resource.namespaced ? a.metadata.namespace : undefined;
     const value = by === 'key' ? keyOf(a) : name;
-    const bs = await ctx.cache.list(index.resource, { index: index.is(value), ...(namespace ? { namespace } : {}) });
+    const bs = await ctx.cache.list(index.resource, { namespace, index: index.is(value) });
     return bs.map(refOf);
   };
 }
