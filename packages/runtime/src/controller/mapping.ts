@@ -95,7 +95,9 @@ export class MapRunner<T extends KubeObject> {
   readonly #timeoutMs: number;
   readonly #running = new Set<string>();
   readonly #waiting = new Map<string, Waiting<T>>();
-  readonly #stop = new AbortController();
+  /** The calls holding a slot, each with the controller of its `ctx.signal`. */
+  readonly #calls = new Set<AbortController>();
+  #stopped = false;
   readonly #errors: Counter<'controller' | 'kind'> | undefined;
 
   constructor(options: MapRunnerOptions<T>) {
@@ -119,7 +121,7 @@ export class MapRunner<T extends KubeObject> {
   /** Maps the states of ONE object from one event (an update gives the old and the new), at `priority`. */
   submit(objs: readonly T[], priority: number): void {
     const first = objs[0];
-    if (first === undefined || this.#stop.signal.aborted) return;
+    if (first === undefined || this.#stopped) return;
     const key = keyOf(first);
     const waiting = this.#waiting.get(key);
     if (waiting === undefined && !this.#running.has(key) && this.#running.size < this.#limit) {
@@ -134,47 +136,55 @@ export class MapRunner<T extends KubeObject> {
 
   /** Gives up every call and drops what waits (the controller stopped). */
   stop(): void {
-    this.#stop.abort(new DOMException('the controller stopped', 'AbortError'));
+    this.#stopped = true;
     this.#waiting.clear();
+    for (const call of this.#calls) call.abort(new DOMException('the controller stopped', 'AbortError'));
   }
 
   #run(key: string, objs: readonly T[], priority: number): void {
-    const call = new AbortController();
-    const signal = AbortSignal.any([this.#stop.signal, call.signal]);
-    const pending: Promise<void>[] = [];
-    let live = true;
-    const enqueue = (requests: readonly ReconcileRequest[]) => {
-      if (live) for (const r of requests) this.#o.enqueue(r, priority);
-    };
+    const run = new Run();
+    let pending: Promise<void>[] | undefined;
     for (const obj of objs) {
-      const ctx = this.#context(obj, signal);
+      const ctx = new Context(this.#o, obj, run);
       try {
         const out = this.#o.map(obj, ctx);
-        if (isThenable(out))
-          pending.push(
-            Promise.resolve(out).then(enqueue, (err: unknown) => {
-              if (live) this.#failed(ctx.log, err);
-            }),
-          );
-        else enqueue(out);
+        if (!isThenable(out)) {
+          for (const r of out) this.#o.enqueue(r, priority);
+          continue;
+        }
+        const answered = (requests: readonly ReconcileRequest[]) => {
+          if (run.live) for (const r of requests) this.#o.enqueue(r, priority);
+        };
+        const failed = (err: unknown) => {
+          if (run.live) this.#failed(ctx.log, err);
+        };
+        pending ??= [];
+        pending.push(Promise.resolve(out).then(answered, failed));
       } catch (err) {
         this.#failed(ctx.log, err);
       }
     }
-    if (pending.length === 0) return;
+    if (pending) this.#wait(key, run, pending);
+  }
+
+  /** Holds `key`'s slot until its calls settle or are given up (timeout, stop), then lets the next object run. */
+  #wait(key: string, run: Run, pending: readonly Promise<void>[]): void {
+    const call = run.controller;
     this.#running.add(key);
+    this.#calls.add(call);
     const timer = this.#o.clock.setTimer(this.#timeoutMs, () => {
       call.abort(new DOMException(`the mapper took longer than ${this.#timeoutMs} ms`, 'TimeoutError'));
     });
     const given = new Promise<boolean>((resolve) =>
-      signal.addEventListener('abort', () => resolve(true), { once: true }),
+      call.signal.addEventListener('abort', () => resolve(true), { once: true }),
     );
     void Promise.race([Promise.all(pending).then(() => false), given]).then((gaveUp) => {
-      live = false;
+      run.live = false;
       timer.cancel();
-      if (gaveUp && !this.#stop.signal.aborted)
-        this.#failed(this.#o.log.child({ kind: this.#o.kind, key }), signal.reason);
+      this.#calls.delete(call);
       this.#running.delete(key);
+      if (this.#stopped) return;
+      if (gaveUp) this.#failed(this.#o.log.child({ kind: this.#o.kind, key }), call.signal.reason);
       this.#next();
     });
   }
@@ -189,14 +199,50 @@ export class MapRunner<T extends KubeObject> {
     }
   }
 
-  #context(obj: T, signal: AbortSignal): MapContext {
-    const { namespace, name } = obj.metadata;
-    const log = this.#o.log.child({ kind: this.#o.kind, ...(namespace ? { namespace } : {}), name: name ?? '' });
-    return { cache: this.#o.cache, log, signal };
-  }
-
   #failed(log: Logger, err: unknown): void {
     this.#errors?.inc({ controller: this.#o.controller, kind: this.#o.kind });
     log.error({ err: messageOf(err) }, 'the watch mapper failed: its requests are not enqueued');
+  }
+}
+
+/** One run of a mapper for one object's states: the controller of their `ctx.signal` (made on first use). */
+class Run {
+  /** False once the run ended or was given up: a late answer is dropped. */
+  live = true;
+  #abort: AbortController | undefined;
+
+  get controller(): AbortController {
+    this.#abort ??= new AbortController();
+    return this.#abort;
+  }
+}
+
+/** A mapper's `ctx`: the logger and the signal are made only when asked for (most mappers answer at once). */
+class Context implements MapContext {
+  readonly cache: CacheReader;
+  readonly #o: { readonly log: Logger; readonly kind: string };
+  readonly #obj: KubeObject;
+  readonly #run: Run;
+  #log: Logger | undefined;
+
+  constructor(
+    o: { readonly log: Logger; readonly kind: string; readonly cache: CacheReader },
+    obj: KubeObject,
+    run: Run,
+  ) {
+    this.cache = o.cache;
+    this.#o = o;
+    this.#obj = obj;
+    this.#run = run;
+  }
+
+  get log(): Logger {
+    const { namespace, name } = this.#obj.metadata;
+    this.#log ??= this.#o.log.child({ kind: this.#o.kind, ...(namespace ? { namespace } : {}), name: name ?? '' });
+    return this.#log;
+  }
+
+  get signal(): AbortSignal {
+    return this.#run.controller.signal;
   }
 }
