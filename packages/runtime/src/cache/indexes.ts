@@ -83,7 +83,7 @@ export type FieldPath<T, Depth extends number = 5> = [Depth] extends [never]
       : never;
 
 /** The string values at `path` of `obj`: a string is one value, a list its strings, anything else none. */
-export function fieldValues(obj: unknown, path: string): readonly string[] {
+function fieldValues(obj: unknown, path: string): readonly string[] {
   let at: unknown = obj;
   for (const part of path.split('.')) {
     if (typeof at !== 'object' || at === null) return [];

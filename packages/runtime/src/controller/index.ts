@@ -18,7 +18,6 @@ export {
 export { Controller, type ControllerOptions } from './controller.ts';
 export { Expectations } from './expectations.ts';
 export { type CacheReader, type MapContext, type MapFunc, requestForObject, requestsForOwner } from './handlers.ts';
-export { DEFAULT_MAPPER_CONCURRENCY, DEFAULT_MAPPER_TIMEOUT_MS } from './mapping.ts';
 export {
   type ApiListOptions,
   type ApiReader,

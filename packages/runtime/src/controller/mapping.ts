@@ -18,8 +18,10 @@
  *   `opkit_controller_mapper_errors_total{controller,kind}`; the other objects of the event, and the watch, go on.
  * - Requests are enqueued at the highest priority of the events they were mapped from (an initial-list add is
  *   `LOW_PRIORITY`).
- * Caveat: ordering holds per object only; two objects' mappings may finish in any order (the work queue does not care:
- * a request is reconciled from the current state, whatever enqueued it).
+ * Caveats: ordering holds per object only; two objects' mappings may finish in any order (the work queue does not care:
+ * a request is reconciled from the current state, whatever enqueued it). The timeout counts a cache read's wait for
+ * its informer to sync, so at start-up a kind that takes longer than `timeoutMs` to list fails the first mappings
+ * (counted); the primary kind's own initial list enqueues every primary object anyway.
  */
 import { type KubeObject, keyOf } from '../client/resource.ts';
 import type { Logger } from '../logger.ts';

@@ -26,6 +26,8 @@
  * - `'key'`: the index holds `namespace/name` of the referenced A (its key, just `name` for a cluster-scoped A), so a B
  *   may reference an A of another namespace; Bs of every namespace are matched.
  * The mapping is async (it waits, the first time, for the Bs' informer to sync); see controller/mapping.ts.
+ * Caveat: with a cache limited to some namespaces, a change of an A in a namespace whose Bs are not cached fails the
+ * mapping with `CacheError` `NamespaceNotCached` (logged and counted): watch the same namespaces for A and B.
  */
 import { type FieldPath, fieldIndex, type Index } from '../cache/indexes.ts';
 import { type Kind, type KubeObject, keyOf, refOf } from '../client/resource.ts';
