@@ -589,3 +589,14 @@ test('huge exponents: compared without expanding, refused with QuantityOutOfRang
     `10e${MAX_QUANTITY_DIGITS - 1}`,
   );
 });
+
+test('roundUp: away from zero to a scale, the text kept when no rounding is needed, as apimachinery', () => {
+  assert.equal(Quantity.parse('+9u').roundUp(-3).toString(), '1m');
+  assert.equal(Quantity.parse('-9u').roundUp(-3).toString(), '-1m');
+  assert.equal(Quantity.parse('1.500').roundUp(-3).toString(), '1.500', 'already milli: kept as written');
+  assert.equal(Quantity.parse('26858.219381969e3').roundUp(-3).toString(), '26858219382e-3');
+  assert.equal(Quantity.parse('9.01').roundUp(0).toString(), '10');
+  assert.equal(Quantity.parse('0.000000000001Ki').roundUp(-3).toString(), '1m');
+  assert.equal(Quantity.parse('1Gi').roundUp(3).toString(), '1Gi');
+  assert.equal(Quantity.parse('1.5Gi').roundUp(-3).format, 'BinarySI');
+});

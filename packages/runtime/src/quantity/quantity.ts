@@ -18,7 +18,7 @@
  * const bytes: bigint = requested.value(); // 1610612736n
  * ```
  */
-import { add, compare, type Decimal, negate, scaledInteger, signOf } from './decimal.ts';
+import { add, compare, type Decimal, negate, roundUpTo, scaledInteger, signOf } from './decimal.ts';
 import { QUANTITY_SHAPE, QuantityError } from './errors.ts';
 import { canonical } from './format.ts';
 import { parseQuantity, type QuantityFormat } from './parse.ts';
@@ -105,6 +105,18 @@ export class Quantity {
   /** The quantity with the opposite sign, in the same format. */
   neg(): Quantity {
     return new Quantity(negate(this.#value), this.format, undefined);
+  }
+
+  /**
+   * The quantity rounded away from zero to a multiple of 10^scale (`-3`: milli-units), in the same format, as
+   * apimachinery's `RoundUp`: a quantity already that coarse is returned as it is (its text kept). The apiserver
+   * applies `roundUp(-3)` to every quantity of a resource list (a pod's requests and limits, a ResourceQuota's
+   * `hard`, a LimitRange), so `Quantity.parse(x).roundUp(-3).toString()` is what it stores for those.
+   */
+  roundUp(scale: number): Quantity {
+    const s = Math.trunc(scale);
+    if (this.#value.e >= s || this.#value.m === 0n) return this;
+    return new Quantity(roundUpTo(this.#value, s).value, this.format, undefined);
   }
 
   /** Whether the value is zero. */
