@@ -597,6 +597,7 @@ test('roundUp: away from zero to a scale, the text kept when no rounding is need
   assert.equal(Quantity.parse('26858.219381969e3').roundUp(-3).toString(), '26858219382e-3');
   assert.equal(Quantity.parse('9.01').roundUp(0).toString(), '10');
   assert.equal(Quantity.parse('0.000000000001Ki').roundUp(-3).toString(), '1m');
-  assert.equal(Quantity.parse('1Gi').roundUp(3).toString(), '1Gi');
+  assert.equal(Quantity.parse('1Gi').roundUp(0).toString(), '1Gi');
+  assert.equal(Quantity.parse('1Gi').roundUp(3).toString(), '1073742000');
   assert.equal(Quantity.parse('1.5Gi').roundUp(-3).format, 'BinarySI');
 });
