@@ -125,6 +125,7 @@ export function roundUpTo(d: Decimal, scale: number): { value: Decimal; exact: b
 
 /** The integer `d × 10^-scale`, rounded away from zero (`scale` 0: the value, -3: milli-units). */
 export function scaledInteger(d: Decimal, scale: number, what: () => string): bigint {
+  if (d.m === 0n) return 0n;
   const shifted: Decimal = { m: d.m, e: d.e - scale };
   const { value } = roundUpTo(shifted, 0);
   return value.e === 0 ? value.m : value.m * pow10(value.e, what);

@@ -558,6 +558,10 @@ test('TestQuantityRoundUp: rounding away from zero to a scale, and whether it wa
 
 test('value() and milliValue(): exact BigInts rounded away from zero, where Go would wrap', () => {
   assert.equal(Quantity.parse('1.5').value(), 2n);
+  for (const zero of ['0', '0m', '0.000', '0e-5', '0Ki']) {
+    assert.equal(Quantity.parse(zero).value(), 0n, zero);
+    assert.equal(Quantity.parse(zero).milliValue(), 0n, zero);
+  }
   assert.equal(Quantity.parse('-1.5').value(), -2n);
   assert.equal(Quantity.parse('1.5').milliValue(), 1500n);
   assert.equal(Quantity.parse('0.1m').milliValue(), 1n);
