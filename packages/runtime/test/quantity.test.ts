@@ -26,7 +26,7 @@ const Volumes = defineKind({
 });
 
 interface ResourceQuota extends KubeObject {
-  spec?: { hard?: Record<string, string> };
+  spec?: { hard?: Record<string, string | number> };
 }
 const ResourceQuotas = resource<ResourceQuota>({
   group: '',
@@ -130,6 +130,22 @@ test('differential: the apiserver stores a ResourceQuota’s quantities as Quant
     const apiserver = stored.spec?.hard?.[`requests.quantity.opkit.dev/q${i}`];
     const ours = Quantity.parse(text).roundUp(-3).toString();
     if (apiserver !== ours) mismatches.push(`${text}: apiserver ${apiserver}, Quantity ${ours}`);
+  });
+  assert.deepEqual(mismatches, []);
+});
+
+test('differential: a JSON number is read as its JSON text, by the apiserver as by Quantity.parse', async () => {
+  const numbers = [500, 1.5, 1e21, 0.1, 1e-7, 123456789.123, 2 ** 53];
+  const hard: Record<string, number> = {};
+  numbers.forEach((n, i) => {
+    hard[`requests.quantity.opkit.dev/n${i}`] = n;
+  });
+  await client.create(ResourceQuotas, { metadata: { name: 'numbers', namespace: 'default' }, spec: { hard } });
+  const stored = await client.get(ResourceQuotas, { namespace: 'default', name: 'numbers' });
+  const mismatches = numbers.flatMap((n, i) => {
+    const apiserver = stored.spec?.hard?.[`requests.quantity.opkit.dev/n${i}`];
+    const ours = Quantity.parse(n).roundUp(-3).toString();
+    return apiserver === ours ? [] : [`${n}: apiserver ${apiserver}, Quantity ${ours}`];
   });
   assert.deepEqual(mismatches, []);
 });

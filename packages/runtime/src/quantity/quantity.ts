@@ -8,7 +8,9 @@
  * equals `1024Mi`), and never fail; `add`/`sub` return new quantities, keep the left operand's format unless it is
  * zero (then the right one's), as apimachinery's `Add`/`Sub`; `toString()` and `toJSON()` give what the apiserver
  * would store for the parsed text (its canonical form, or the text itself when apimachinery keeps it, e.g. `1.500`).
- * `value()`/`milliValue()` are exact BigInts, rounded away from zero, where Go's int64 would wrap.
+ * `value()`/`milliValue()` are exact BigInts, rounded away from zero, where Go's int64 would wrap. Caveat: the
+ * apiserver rounds the quantities of a resource list (requests, limits, quotas) up to milli-units before storing
+ * them; `roundUp(-3).toString()` is what it stores for those.
  *
  * ```ts
  * import { Quantity } from '@opkit/runtime/quantity';

@@ -54,4 +54,9 @@ test('the pattern refuses what is no quantity and accepts what the apiserver acc
   const pattern = new RegExp(QUANTITY_PATTERN);
   for (const ok of ['1Gi', '500', '1.5e3', '500m', '-1', '+.5', '1.', '1E', '1e-3']) assert.match(ok, pattern);
   for (const bad of ['lots', '1 Gi', '1gi', '1i', '', '.', '1e', 'Gi']) assert.doesNotMatch(bad, pattern);
+  // The corners the pattern lets through and the parser refuses, as apimachinery's do:
+  for (const corner of ['1e1.5', '1e99999999999999999999']) {
+    assert.match(corner, pattern);
+    assert.throws(() => Quantity.parse(corner));
+  }
 });

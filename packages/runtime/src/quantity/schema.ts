@@ -7,8 +7,10 @@
  * Guarantees: `defineKind` turns it into that structural schema unchanged, so the apiserver refuses a text that is
  * no quantity (`storage: "lots"`) naming the field, and accepts `"1Gi"`, `500` and `"1.5e3"`. Caveats: the apiserver
  * checks the pattern, not the value: it stores the text as written (a custom resource is not canonicalised), so read
- * it with `Quantity.parse`; the pattern is a little stricter than `Quantity.parse` (it wants a digit, and refuses a
- * JSON fraction like `1.5` as a number, where the text `"1.5"` is fine).
+ * it with `Quantity.parse`. The pattern and the parser differ in corners apimachinery's own pattern and parser share:
+ * the pattern wants a digit (the parser reads `.` as 0) and refuses a JSON fraction (`1.5` as a number; the text
+ * `"1.5"` is fine), but lets through a fractional exponent (`1e1.5`) and an exponent beyond int64, which
+ * `Quantity.parse` refuses with a `QuantityError`, as apimachinery's `ParseQuantity` does.
  *
  * ```ts
  * import { defineKind } from '@opkit/runtime';
