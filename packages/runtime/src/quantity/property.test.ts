@@ -79,13 +79,15 @@ test('cmp is antisymmetric, transitive, and the sign of the difference', () => {
   );
 });
 
-test('add and sub are exact inverses, and add commutes', () => {
+test('add and sub are exact inverses, add commutes, mul is repeated add', () => {
   fc.assert(
     fc.property(quantity, quantity, (a, b) => {
       assert.ok(a.add(b).sub(b).equals(a), `${a} + ${b} - ${b}`);
       assert.ok(a.sub(b).add(b).equals(a), `${a} - ${b} + ${b}`);
       assert.ok(a.add(b).equals(b.add(a)));
       assert.ok(a.sub(a).isZero());
+      assert.ok(a.mul(3).equals(a.add(a).add(a)));
+      assert.ok(a.mul(-1).equals(a.neg()));
     }),
   );
 });

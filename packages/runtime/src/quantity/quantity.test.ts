@@ -6,6 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { UsageError } from '../errors.ts';
 import { compare, type Decimal, MAX_QUANTITY_DIGITS, roundUpTo, scaledInteger } from './decimal.ts';
 import { QuantityError, type QuantityErrorCode } from './errors.ts';
 import { canonical } from './format.ts';
@@ -604,4 +605,54 @@ test('roundUp: away from zero to a scale, the text kept when no rounding is need
   assert.equal(Quantity.parse('1Gi').roundUp(0).toString(), '1Gi');
   assert.equal(Quantity.parse('1Gi').roundUp(3).toString(), '1073742000');
   assert.equal(Quantity.parse('1.5Gi').roundUp(-3).format, 'BinarySI');
+});
+
+test('TestNewSet, TestMilliNewSet: Quantity.of and Quantity.ofMilli print as NewQuantity and NewMilliQuantity', () => {
+  const of: readonly [number, QuantityFormat, string][] = [
+    [1, 'DecimalSI', '1'],
+    [1000, 'DecimalSI', '1k'],
+    [1234000, 'DecimalSI', '1234k'],
+    [1024, 'BinarySI', '1Ki'],
+    [1000000, 'DecimalExponent', '1e6'],
+    [1024 * 1024, 'BinarySI', '1Mi'],
+  ];
+  for (const [value, format, expect] of of) {
+    assert.equal(Quantity.of(value, format).toString(), expect);
+    assert.equal(Quantity.parse(expect).value(), BigInt(value));
+  }
+  const milli: readonly [number, QuantityFormat, string][] = [
+    [1, 'DecimalSI', '1m'],
+    [1000, 'DecimalSI', '1'],
+    [1234000, 'DecimalSI', '1234'],
+    [1024, 'BinarySI', '1024m'], // format changes
+    [1000000, 'DecimalExponent', '1e3'],
+    [1024 * 1024, 'BinarySI', '1048576m'], // format changes
+  ];
+  for (const [value, format, expect] of milli) assert.equal(Quantity.ofMilli(value, format).toString(), expect);
+  assert.equal(Quantity.of(2n ** 70n, 'BinarySI').value(), 2n ** 70n);
+  assert.throws(
+    () => Quantity.of(1.5),
+    (e: unknown) => e instanceof UsageError && e.code === 'InvalidArgument',
+  );
+  assert.throws(
+    () => Quantity.of(2 ** 60),
+    (e: unknown) => e instanceof UsageError,
+  );
+});
+
+test('TestMul: exact products, the format kept, no overflow', () => {
+  const table: readonly [string, bigint | number, string][] = [
+    ['10', 10, '100'],
+    ['10', 1, '10'],
+    ['0', 50, '0'],
+    ['50', 0, '0'],
+    ['10', -10, '-100'],
+    ['-50', -50, '2500'],
+    [`${MAX_INT64}`, 2, `${MAX_INT64 * 2n}`],
+    [`${MIN_INT64}`, -1, `${-MIN_INT64}`],
+    [`${MIN_INT64}`, -10n, `${-MIN_INT64 * 10n}`],
+  ];
+  for (const [a, b, product] of table) assert.ok(Quantity.parse(a).mul(b).equals(product), `${a} × ${b}`);
+  assert.equal(Quantity.parse(BINARY_10).mul(1).format, 'BinarySI');
+  assert.equal(Quantity.parse('10Gi').mul(3).toString(), '30Gi');
 });

@@ -20,6 +20,7 @@
  * const bytes: bigint = requested.value(); // 1610612736n
  * ```
  */
+import { UsageError } from '../errors.ts';
 import { add, compare, type Decimal, negate, roundUpTo, scaledInteger, signOf } from './decimal.ts';
 import { QUANTITY_SHAPE, QuantityError } from './errors.ts';
 import { canonical } from './format.ts';
@@ -71,6 +72,24 @@ export class Quantity {
     return new Quantity(parsed.value, parsed.format, parsed.text);
   }
 
+  /**
+   * The integer `value` (`NewQuantity` in apimachinery), printed in `format`: `Quantity.of(1073741824, 'BinarySI')`
+   * is `1Gi`, `Quantity.of(1500)` is `1500`.
+   * @throws UsageError `InvalidArgument` for a number that is not a safe integer (use a BigInt, or `parse`).
+   */
+  static of(value: bigint | number, format: QuantityFormat = 'DecimalSI'): Quantity {
+    return new Quantity({ m: integer(value, 'Quantity.of'), e: 0 }, format, undefined);
+  }
+
+  /**
+   * The quantity `value` thousandths (`NewMilliQuantity`): `Quantity.ofMilli(250)` is `250m`. A binary-SI one with a
+   * fraction prints as decimal SI, as apimachinery.
+   * @throws UsageError `InvalidArgument`, as {@link Quantity.of}.
+   */
+  static ofMilli(value: bigint | number, format: QuantityFormat = 'DecimalSI'): Quantity {
+    return new Quantity({ m: integer(value, 'Quantity.ofMilli'), e: -3 }, format, undefined);
+  }
+
   /** -1, 0 or 1 as this quantity is less than, equal to or greater than `other` (by value: `1Gi` equals `1024Mi`). */
   cmp(other: QuantityLike): -1 | 0 | 1 {
     return compare(this.#value, of(other).#value);
@@ -102,6 +121,16 @@ export class Quantity {
     const format = this.isZero() ? y.format : this.format;
     const difference = add(this.#value, negate(y.#value), () => `${describe(this.#value)} - ${describe(y.#value)}`);
     return new Quantity(difference, format, undefined);
+  }
+
+  /**
+   * This quantity times the integer `factor`, exactly, in the same format (apimachinery's `Mul`, which cannot
+   * overflow here): the storage of `replicas` volumes is `size.mul(replicas)`.
+   * @throws UsageError `InvalidArgument` for a number that is not a safe integer.
+   */
+  mul(factor: bigint | number): Quantity {
+    const f = integer(factor, 'Quantity.mul');
+    return new Quantity({ m: this.#value.m * f, e: this.#value.e }, this.format, undefined);
   }
 
   /** The quantity with the opposite sign, in the same format. */
@@ -177,6 +206,15 @@ export class Quantity {
   [Symbol.for('nodejs.util.inspect.custom')](): string {
     return `Quantity(${this.toString()})`;
   }
+}
+
+/** `value` as a BigInt, if it is one or a safe integer. */
+function integer(value: bigint | number, call: string): bigint {
+  if (typeof value === 'bigint') return value;
+  if (!Number.isSafeInteger(value)) {
+    throw new UsageError('InvalidArgument', `${call}: ${value} is not a safe integer; pass a BigInt, or parse a text`);
+  }
+  return BigInt(value);
 }
 
 function of(q: QuantityLike): Quantity {
