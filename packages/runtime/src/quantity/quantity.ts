@@ -5,8 +5,9 @@
  * (quantity/format), and comparison and arithmetic on the exact values.
  *
  * Guarantees: no float is involved anywhere but `toNumber()`; `cmp`/`equals` compare values, not texts (`1Gi`
- * equals `1024Mi`), and never fail on quantities (a text operand is parsed first, and may throw as `parse`); `add`/`sub` return new quantities, keep the left operand's format unless it is
- * zero (then the right one's), as apimachinery's `Add`/`Sub`; `toString()` and `toJSON()` give what the apiserver
+ * equals `1024Mi`), and never fail on quantities (a text operand is parsed first, and may throw as `parse`);
+ * `add`/`sub` return new quantities, keep the left operand's format unless it is zero (then the right one's), as
+ * apimachinery's `Add`/`Sub`; `toString()` and `toJSON()` give what the apiserver
  * would store for the parsed text (its canonical form, or the text itself when apimachinery keeps it, e.g. `1.500`).
  * `value()`/`milliValue()` are exact BigInts, rounded away from zero, where Go's int64 would wrap. Caveat: the
  * apiserver rounds the quantities of a resource list (requests, limits, quotas) up to milli-units before storing
