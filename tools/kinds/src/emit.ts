@@ -62,8 +62,7 @@ export function emitFile(file: string, summary: string, defs: readonly Definitio
   const importLines = [...imports.entries()]
     .sort(([a], [b]) => (a < b ? -1 : 1))
     .map(([from, names]) => `import type { ${[...names].sort().join(', ')} } from './${from}.ts';`);
-  if (kinds.some((d) => ctx.constants.has(d.id)))
-    importLines.unshift("import { resource } from '../client/resource.ts';");
+  if (kinds.some((d) => ctx.constants.has(d.id))) importLines.unshift("import { resource } from '../resource.ts';");
   return `${[...head, ...importLines].join('\n')}\n\n${body.join('\n\n')}\n`;
 }
 
@@ -102,4 +101,47 @@ function emitConstant(def: Definition, ctx: EmitContext): string[] {
   const doc = `The ${apiVersionOf(kind)} \`${plural}\` resource (${namespaced ? 'namespaced' : 'cluster-scoped'}), of \`${def.name}\` objects.`;
   const spec = `{ group: '${kind.gvk.group}', version: '${kind.gvk.version}', kind: '${kind.gvk.kind}', plural: '${plural}', namespaced: ${namespaced} }`;
   return [`${docComment([doc], '')}\nexport const ${constName} = resource<${def.name}>(${spec});`];
+}
+
+/** The names a generated file exports: its types and its `Kind` constants. */
+export interface FileExports {
+  readonly types: readonly string[];
+  readonly values: readonly string[];
+}
+
+/**
+ * Names another entry of `@opkit/runtime` exports already (each name has one entry): `ObjectMeta` and
+ * `OwnerReference` are `@opkit/runtime/client`'s, so the kinds entry leaves them out.
+ */
+export const EXPORTED_ELSEWHERE: ReadonlySet<string> = new Set(['ObjectMeta', 'OwnerReference']);
+
+/** Names joined with `, ` and wrapped at the line width, indented by two spaces. */
+function nameList(names: readonly string[]): string {
+  const lines: string[] = [];
+  let line = '';
+  for (const name of names) {
+    if (line && line.length + name.length + 2 > 118) {
+      lines.push(`  ${line}`);
+      line = '';
+    }
+    line = line ? `${line} ${name},` : `${name},`;
+  }
+  if (line) lines.push(`  ${line}`);
+  return lines.join('\n');
+}
+
+/** The entry `index.ts`: the module comment `doc`, then every file's names, listed (no `export *`). */
+export function emitIndex(version: string, doc: readonly string[], files: ReadonlyMap<string, FileExports>): string {
+  const out = [
+    GENERATED_LINE,
+    `// from the OpenAPI v3 documents of Kubernetes ${version}: regenerate with \`npm run kinds\``,
+    ['/**', ' * @module @opkit/runtime/kinds', ...doc.map((l) => (l ? ` * ${l}` : ' *')), ' */'].join('\n'),
+  ];
+  for (const [file, { types, values }] of files) {
+    // A name that is a type and a constant (`Endpoints`, whose plural is its kind) is exported once, as the value.
+    const t = types.filter((n) => !EXPORTED_ELSEWHERE.has(n) && !values.includes(n));
+    if (t.length > 0) out.push(`export type {\n${nameList(t)}\n} from './${file}';`);
+    if (values.length > 0) out.push(`export {\n${nameList(values)}\n} from './${file}';`);
+  }
+  return `${out.join('\n')}\n`;
 }

@@ -1,13 +1,15 @@
 /**
  * @module tools/kinds/generate
  * The kinds generator: from the OpenAPI v3 documents of the stable group versions (`GROUP_VERSIONS`) to the files of
- * packages/runtime/src/kinds/ — one per API package (`core.ts`, `apps.ts`, …, `meta.ts` for apimachinery's meta/v1),
- * holding every selected kind, its `Kind` constant, and every definition its fields reach.
+ * packages/runtime/src/client/kinds/ — one per API package (`core.ts`, `apps.ts`, …, `meta.ts` for apimachinery's meta/v1),
+ * holding every selected kind, its `Kind` constant, and every definition its fields reach — and the entry `index.ts`,
+ * which lists every name it exports.
  *
  * Guarantees: a pure function of the documents and the version (no clock, no file system): the same documents give the
  * same bytes, which is what the check of the committed output (tools/kinds/test) relies on.
  */
-import { type Definition, type EmitContext, emitFile } from './emit.ts';
+import { type Definition, type EmitContext, emitFile, emitIndex, type FileExports } from './emit.ts';
+import { ENTRY_DOC } from './entry.ts';
 import { assignNames, placeOf, resourceConstName } from './names.ts';
 import { KindsGenError, type OpenApiDocuments, type Schema } from './openapi.ts';
 import { GROUP_VERSIONS, type GroupVersion, type SelectedKind, selectKinds } from './select.ts';
@@ -83,7 +85,16 @@ export function generate(
   const byFile = new Map<string, Definition[]>();
   for (const def of definitions.values()) byFile.set(def.file, [...(byFile.get(def.file) ?? []), def]);
   const files = new Map<string, string>();
-  for (const file of [...byFile.keys()].sort())
-    files.set(`${file}.ts`, emitFile(file, summaryOf(file, gvs), byFile.get(file) ?? [], ctx));
+  const exports = new Map<string, FileExports>();
+  for (const file of [...byFile.keys()].sort()) {
+    const defs = byFile.get(file) ?? [];
+    files.set(`${file}.ts`, emitFile(file, summaryOf(file, gvs), defs, ctx));
+    const sorted = (names: string[]) => names.sort((a, b) => (a < b ? -1 : 1));
+    exports.set(`${file}.ts`, {
+      types: sorted(defs.map((d) => d.name)),
+      values: sorted(defs.flatMap((d) => constants.get(d.id) ?? [])),
+    });
+  }
+  files.set('index.ts', emitIndex(version, ENTRY_DOC, exports));
   return files;
 }

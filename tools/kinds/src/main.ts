@@ -1,6 +1,6 @@
 /**
  * @module tools/kinds/main
- * `npm run kinds`: regenerates packages/runtime/src/kinds/ from the OpenAPI v3 documents of the pinned Kubernetes
+ * `npm run kinds`: regenerates packages/runtime/src/client/kinds/ from the OpenAPI v3 documents of the pinned Kubernetes
  * version, read from its own kube-apiserver (a testenv control plane without nodes, started and stopped here), or with
  * `--openapi-dir <dir>` from a folder laid out as k8s.io/kubernetes' `api/openapi-spec/v3/` of the version given by
  * `--version <vX.Y.Z>`. `--check` writes nothing and exits 1 when the committed files are not current.

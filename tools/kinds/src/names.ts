@@ -3,7 +3,8 @@
  * The TypeScript name of every generated definition, and the file it goes to. A definition is named by the last
  * segment of its id (`io.k8s.api.core.v1.PodSpec` → `PodSpec`); when two share that name, a kind wins over a field
  * type, then the group version listed first in `GROUP_VERSIONS` (the core group, then apps, …), and every other one is
- * prefixed with its package and version (`io.k8s.api.events.v1.Event` → `EventsV1Event`).
+ * prefixed with its package and version (`io.k8s.api.events.v1.Event` → `EventsV1Event`), as is every definition
+ * whose name another entry of the runtime exports (`RESERVED`).
  *
  * Guarantees: names are unique across every generated file (they are re-exported from one entry); the same input
  * always gives the same names.
@@ -50,8 +51,28 @@ export function prefixOf(place: DefinitionPlace): string {
   return `${pascal(place.file)}${pascal(place.version)}`;
 }
 
-/** The TypeScript name of each definition id of `ids`; `kinds` (definition ids of kinds) win a shared name. */
-export function assignNames(ids: Iterable<string>, kinds: ReadonlySet<string>): Map<string, string> {
+/**
+ * Names other entries of `@opkit/runtime` export for types of their own (each name has one entry, test/layers.test.ts):
+ * a definition of that name always takes its prefix (`MetaV1LabelSelector`, `RbacV1PolicyRule`).
+ */
+export const RESERVED: ReadonlySet<string> = new Set([
+  'Condition',
+  'DeleteOptions',
+  'LabelSelector',
+  'PolicyRule',
+  'ValidationRule',
+  'WebhookClientConfig',
+]);
+
+/**
+ * The TypeScript name of each definition id of `ids`; `kinds` (definition ids of kinds) win a shared name, and no
+ * definition takes a name of `reserved` unprefixed.
+ */
+export function assignNames(
+  ids: Iterable<string>,
+  kinds: ReadonlySet<string>,
+  reserved: ReadonlySet<string> = RESERVED,
+): Map<string, string> {
   const byShort = new Map<string, string[]>();
   for (const id of ids) {
     const { short } = placeOf(id);
@@ -63,7 +84,7 @@ export function assignNames(ids: Iterable<string>, kinds: ReadonlySet<string>): 
       (a, b) => Number(kinds.has(b)) - Number(kinds.has(a)) || rank(placeOf(a)) - rank(placeOf(b)) || (a < b ? -1 : 1),
     );
     ordered.forEach((id, i) => {
-      names.set(id, i === 0 ? short : `${prefixOf(placeOf(id))}${short}`);
+      names.set(id, i === 0 && !reserved.has(short) ? short : `${prefixOf(placeOf(id))}${short}`);
     });
   }
   const seen = new Set<string>();

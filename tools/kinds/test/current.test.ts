@@ -1,5 +1,5 @@
 /**
- * The committed built-in kinds (packages/runtime/src/kinds/) are what the generator writes from the OpenAPI v3
+ * The committed built-in kinds (packages/runtime/src/client/kinds/) are what the generator writes from the OpenAPI v3
  * documents of the pinned kube-apiserver, read from a running one: a Kubernetes upgrade, or a change of the
  * generator, fails here until `npm run kinds` is run and its output committed.
  */

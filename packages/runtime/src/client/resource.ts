@@ -2,15 +2,15 @@
  * @module client/resource
  * What the client needs to know about a kind: group, version, kind, plural and scope — a `Kind<T>`, which also
  * carries the TypeScript type `T` of its objects. Objects are plain parsed JSON typed by interfaces (never model class
- * instances): the built-in kinds' interfaces are generated in their JSON form (../kinds/), and `Wire<T>` turns a model
+ * instances): the built-in kinds' interfaces are generated in their JSON form (./kinds/), and `Wire<T>` turns a model
  * type that says `Date` for timestamps (as @kubernetes/client-node's do) into what the API really sends (RFC 3339
  * strings). Every object has `metadata`.
  */
 
 import { UsageError } from '../errors.ts';
-import type { ObjectMeta } from '../kinds/meta.ts';
+import type { ObjectMeta } from './kinds/meta.ts';
 
-export type { ObjectMeta, OwnerReference } from '../kinds/meta.ts';
+export type { ObjectMeta, OwnerReference } from './kinds/meta.ts';
 
 /** The JSON form of a model type whose timestamps are `Date`s (as @kubernetes/client-node's): timestamps are strings. */
 export type Wire<T> = T extends Date

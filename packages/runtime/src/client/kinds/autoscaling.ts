@@ -4,8 +4,8 @@
  * @module kinds/autoscaling
  * The kinds of `autoscaling/v2` and `autoscaling/v1` and the types of their fields, in their JSON form.
  */
-import { resource } from '../client/resource.ts';
-import type { LabelSelector, ObjectMeta } from './meta.ts';
+import { resource } from '../resource.ts';
+import type { MetaV1LabelSelector, ObjectMeta } from './meta.ts';
 
 /**
  * configuration of a horizontal pod autoscaler.
@@ -305,7 +305,7 @@ export interface MetricIdentifier {
    * selector is the string-encoded form of a standard kubernetes label selector for the given metric When set, it is
    * passed as an additional parameter to the metrics server for more specific metrics scoping.
    */
-  selector?: LabelSelector;
+  selector?: MetaV1LabelSelector;
 }
 
 /**

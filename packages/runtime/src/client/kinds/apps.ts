@@ -4,9 +4,9 @@
  * @module kinds/apps
  * The kinds of `apps/v1` and the types of their fields, in their JSON form.
  */
-import { resource } from '../client/resource.ts';
+import { resource } from '../resource.ts';
 import type { PersistentVolumeClaim, PodTemplateSpec } from './core.ts';
-import type { LabelSelector, ObjectMeta } from './meta.ts';
+import type { MetaV1LabelSelector, ObjectMeta } from './meta.ts';
 
 /**
  * ControllerRevision implements an immutable snapshot of state data.
@@ -135,7 +135,7 @@ export interface DaemonSetSpec {
   /** The number of old history to retain to allow rollback. */
   revisionHistoryLimit?: number;
   /** A label query over pods that are managed by the daemon set. */
-  selector: LabelSelector;
+  selector: MetaV1LabelSelector;
   /** An object that describes the pod that will be created. */
   template: PodTemplateSpec;
   /** An update strategy to replace existing DaemonSet pods with new pods. */
@@ -217,7 +217,7 @@ export interface DeploymentSpec {
   /** The number of old ReplicaSets to retain to allow rollback. */
   revisionHistoryLimit?: number;
   /** Label selector for pods. */
-  selector: LabelSelector;
+  selector: MetaV1LabelSelector;
   /** The deployment strategy to use to replace existing pods with new ones. */
   strategy?: DeploymentStrategy;
   /** Template describes the pods that will be created. */
@@ -280,7 +280,7 @@ export interface ReplicaSetSpec {
   /** Replicas is the number of desired pods. */
   replicas?: number;
   /** Selector is a label query over pods that should match the replica count. */
-  selector: LabelSelector;
+  selector: MetaV1LabelSelector;
   /** Template is the object that describes the pod that will be created if insufficient replicas are detected. */
   template?: PodTemplateSpec;
 }
@@ -394,7 +394,7 @@ export interface StatefulSetSpec {
    */
   revisionHistoryLimit?: number;
   /** selector is a label query over pods that should match the replica count. */
-  selector: LabelSelector;
+  selector: MetaV1LabelSelector;
   /** serviceName is the name of the service that governs this StatefulSet. */
   serviceName?: string;
   /** template is the object that describes the pod that will be created if insufficient replicas are detected. */

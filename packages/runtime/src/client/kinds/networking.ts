@@ -4,9 +4,9 @@
  * @module kinds/networking
  * The kinds of `networking.k8s.io/v1` and the types of their fields, in their JSON form.
  */
-import { resource } from '../client/resource.ts';
+import { resource } from '../resource.ts';
 import type { TypedLocalObjectReference } from './core.ts';
-import type { Condition, LabelSelector, ObjectMeta } from './meta.ts';
+import type { MetaV1Condition, MetaV1LabelSelector, ObjectMeta } from './meta.ts';
 
 /**
  * IPAddress represents a single IP of a single IP Family.
@@ -267,9 +267,9 @@ export interface NetworkPolicyPeer {
   /** ipBlock defines policy on a particular IPBlock. */
   ipBlock?: IPBlock;
   /** namespaceSelector selects namespaces using cluster-scoped labels. */
-  namespaceSelector?: LabelSelector;
+  namespaceSelector?: MetaV1LabelSelector;
   /** podSelector is a label selector which selects pods. */
-  podSelector?: LabelSelector;
+  podSelector?: MetaV1LabelSelector;
 }
 
 /** NetworkPolicyPort describes a port to allow traffic on */
@@ -291,7 +291,7 @@ export interface NetworkPolicySpec {
   /** ingress is a list of ingress rules to be applied to the selected pods. */
   ingress?: NetworkPolicyIngressRule[];
   /** podSelector selects the pods to which this NetworkPolicy object applies. */
-  podSelector?: LabelSelector;
+  podSelector?: MetaV1LabelSelector;
   /** policyTypes is a list of rule types that the NetworkPolicy relates to. */
   policyTypes?: string[];
 }
@@ -328,5 +328,5 @@ export interface ServiceCIDRSpec {
 /** ServiceCIDRStatus describes the current state of the ServiceCIDR. */
 export interface ServiceCIDRStatus {
   /** conditions holds an array of metav1.Condition that describe the state of the ServiceCIDR. */
-  conditions?: Condition[];
+  conditions?: MetaV1Condition[];
 }

@@ -4,8 +4,8 @@
  * @module kinds/core
  * The kinds of the core group (`v1`) and the types of their fields, in their JSON form.
  */
-import { resource } from '../client/resource.ts';
-import type { Condition, LabelSelector, ObjectMeta } from './meta.ts';
+import { resource } from '../resource.ts';
+import type { MetaV1Condition, MetaV1LabelSelector, ObjectMeta } from './meta.ts';
 
 /**
  * ComponentStatus (and ComponentStatusList) holds the cluster validation info.
@@ -621,7 +621,7 @@ export interface ClientIPConfig {
  */
 export interface ClusterTrustBundleProjection {
   /** Select all ClusterTrustBundles that match this label selector. */
-  labelSelector?: LabelSelector;
+  labelSelector?: MetaV1LabelSelector;
   /** Select a single ClusterTrustBundle by object name. */
   name?: string;
   /** If true, don't block pod startup if the referenced ClusterTrustBundle(s) aren't available. */
@@ -1878,7 +1878,7 @@ export interface PersistentVolumeClaimSpec {
   /** resources represents the minimum resources the volume should have. */
   resources?: VolumeResourceRequirements;
   /** selector is a label query over volumes to consider for binding. */
-  selector?: LabelSelector;
+  selector?: MetaV1LabelSelector;
   /** storageClassName is the name of the StorageClass required by the claim. */
   storageClassName?: string;
   /** volumeAttributesClassName may be used to set the VolumeAttributesClass used by this claim. */
@@ -2059,13 +2059,13 @@ export interface PodAffinity {
  */
 export interface PodAffinityTerm {
   /** A label query over a set of resources, in this case pods. */
-  labelSelector?: LabelSelector;
+  labelSelector?: MetaV1LabelSelector;
   /** MatchLabelKeys is a set of pod label keys to select which pods will be taken into consideration. */
   matchLabelKeys?: string[];
   /** MismatchLabelKeys is a set of pod label keys to select which pods will be taken into consideration. */
   mismatchLabelKeys?: string[];
   /** A label query over the set of namespaces that the term applies to. */
-  namespaceSelector?: LabelSelector;
+  namespaceSelector?: MetaV1LabelSelector;
   /** namespaces specifies a static list of namespace names that the term applies to. */
   namespaces?: string[];
   /**
@@ -2952,7 +2952,7 @@ export interface ServiceSpec {
 /** ServiceStatus represents the current status of a service. */
 export interface ServiceStatus {
   /** Current service state */
-  conditions?: Condition[];
+  conditions?: MetaV1Condition[];
   /** LoadBalancer contains the current status of the load-balancer, if one is present. */
   loadBalancer?: LoadBalancerStatus;
 }
@@ -3062,7 +3062,7 @@ export interface TopologySelectorTerm {
 /** TopologySpreadConstraint specifies how to spread matching pods among the given topology. */
 export interface TopologySpreadConstraint {
   /** LabelSelector is used to find matching pods. */
-  labelSelector?: LabelSelector;
+  labelSelector?: MetaV1LabelSelector;
   /** MatchLabelKeys is a set of pod label keys to select the pods over which spreading will be calculated. */
   matchLabelKeys?: string[];
   /** MaxSkew describes the degree to which pods may be unevenly distributed. */

@@ -6,45 +6,6 @@
  * ….
  */
 
-/** Condition contains details for one aspect of the current state of this API Resource. */
-export interface Condition {
-  /** lastTransitionTime is the last time the condition transitioned from one status to another. */
-  lastTransitionTime: string;
-  /** message is a human readable message indicating details about the transition. */
-  message: string;
-  /** observedGeneration represents the .metadata.generation that the condition was set based upon. */
-  observedGeneration?: number;
-  /** reason contains a programmatic identifier indicating the reason for the condition's last transition. */
-  reason: string;
-  /** status of the condition, one of True, False, Unknown. */
-  status: string;
-  /** type of condition in CamelCase or in foo.example.com/CamelCase. */
-  type: string;
-}
-
-/** DeleteOptions may be provided when deleting an API object. */
-export interface DeleteOptions {
-  /** APIVersion defines the versioned schema of this representation of an object. */
-  apiVersion?: string;
-  /** When present, indicates that modifications should not be persisted. */
-  dryRun?: string[];
-  /** The duration in seconds before the object should be deleted. */
-  gracePeriodSeconds?: number;
-  /**
-   * if set to true, it will trigger an unsafe deletion of the resource in case the normal deletion flow fails with a
-   * corrupt object error.
-   */
-  ignoreStoreReadErrorWithClusterBreakingPotential?: boolean;
-  /** Kind is a string value representing the REST resource this object represents. */
-  kind?: string;
-  /** Deprecated: please use the PropagationPolicy, this field will be deprecated in 1.7. */
-  orphanDependents?: boolean;
-  /** Must be fulfilled before a deletion is carried out. */
-  preconditions?: Preconditions;
-  /** Whether and how garbage collection will be performed. */
-  propagationPolicy?: string;
-}
-
 /**
  * FieldSelectorRequirement is a selector that contains values, a key, and an operator that relates the key and values.
  */
@@ -55,14 +16,6 @@ export interface FieldSelectorRequirement {
   operator: string;
   /** values is an array of string values. */
   values?: string[];
-}
-
-/** A label selector is a label query over a set of resources. */
-export interface LabelSelector {
-  /** matchExpressions is a list of label selector requirements. */
-  matchExpressions?: LabelSelectorRequirement[];
-  /** matchLabels is a map of {key,value} pairs. */
-  matchLabels?: Record<string, string>;
 }
 
 /**
@@ -99,6 +52,53 @@ export interface ManagedFieldsEntry {
   subresource?: string;
   /** Time is the timestamp of when the ManagedFields entry was added. */
   time?: string;
+}
+
+/** Condition contains details for one aspect of the current state of this API Resource. */
+export interface MetaV1Condition {
+  /** lastTransitionTime is the last time the condition transitioned from one status to another. */
+  lastTransitionTime: string;
+  /** message is a human readable message indicating details about the transition. */
+  message: string;
+  /** observedGeneration represents the .metadata.generation that the condition was set based upon. */
+  observedGeneration?: number;
+  /** reason contains a programmatic identifier indicating the reason for the condition's last transition. */
+  reason: string;
+  /** status of the condition, one of True, False, Unknown. */
+  status: string;
+  /** type of condition in CamelCase or in foo.example.com/CamelCase. */
+  type: string;
+}
+
+/** DeleteOptions may be provided when deleting an API object. */
+export interface MetaV1DeleteOptions {
+  /** APIVersion defines the versioned schema of this representation of an object. */
+  apiVersion?: string;
+  /** When present, indicates that modifications should not be persisted. */
+  dryRun?: string[];
+  /** The duration in seconds before the object should be deleted. */
+  gracePeriodSeconds?: number;
+  /**
+   * if set to true, it will trigger an unsafe deletion of the resource in case the normal deletion flow fails with a
+   * corrupt object error.
+   */
+  ignoreStoreReadErrorWithClusterBreakingPotential?: boolean;
+  /** Kind is a string value representing the REST resource this object represents. */
+  kind?: string;
+  /** Deprecated: please use the PropagationPolicy, this field will be deprecated in 1.7. */
+  orphanDependents?: boolean;
+  /** Must be fulfilled before a deletion is carried out. */
+  preconditions?: Preconditions;
+  /** Whether and how garbage collection will be performed. */
+  propagationPolicy?: string;
+}
+
+/** A label selector is a label query over a set of resources. */
+export interface MetaV1LabelSelector {
+  /** matchExpressions is a list of label selector requirements. */
+  matchExpressions?: LabelSelectorRequirement[];
+  /** matchLabels is a map of {key,value} pairs. */
+  matchLabels?: Record<string, string>;
 }
 
 /** ObjectMeta is metadata that all persisted resources must have, which includes all objects users must create. */

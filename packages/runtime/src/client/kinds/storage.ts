@@ -4,9 +4,9 @@
  * @module kinds/storage
  * The kinds of `storage.k8s.io/v1` and the types of their fields, in their JSON form.
  */
-import { resource } from '../client/resource.ts';
+import { resource } from '../resource.ts';
 import type { PersistentVolumeSpec, TopologySelectorTerm } from './core.ts';
-import type { LabelSelector, ObjectMeta } from './meta.ts';
+import type { MetaV1LabelSelector, ObjectMeta } from './meta.ts';
 
 /**
  * CSIDriver captures information about a Container Storage Interface (CSI) volume driver deployed on the cluster.
@@ -62,7 +62,7 @@ export interface CSIStorageCapacity {
   /** metadata is the standard object metadata. */
   metadata: ObjectMeta;
   /** nodeTopology defines which nodes have access to the storage for which capacity was reported. */
-  nodeTopology?: LabelSelector;
+  nodeTopology?: MetaV1LabelSelector;
   /** storageClassName represents the name of the StorageClass that the reported capacity applies to. */
   storageClassName: string;
 }

@@ -4,8 +4,8 @@
  * @module kinds/rbac
  * The kinds of `rbac.authorization.k8s.io/v1` and the types of their fields, in their JSON form.
  */
-import { resource } from '../client/resource.ts';
-import type { LabelSelector, ObjectMeta } from './meta.ts';
+import { resource } from '../resource.ts';
+import type { MetaV1LabelSelector, ObjectMeta } from './meta.ts';
 
 /**
  * ClusterRole is a cluster level, logical grouping of PolicyRules that can be referenced as a unit by a RoleBinding or
@@ -22,7 +22,7 @@ export interface ClusterRole {
   /** metadata is the standard object's metadata. */
   metadata: ObjectMeta;
   /** rules holds all the PolicyRules for this ClusterRole */
-  rules?: PolicyRule[];
+  rules?: RbacV1PolicyRule[];
 }
 
 /**
@@ -54,7 +54,7 @@ export interface Role {
   /** metadata is the standard object's metadata. */
   metadata: ObjectMeta;
   /** rules holds all the PolicyRules for this Role */
-  rules?: PolicyRule[];
+  rules?: RbacV1PolicyRule[];
 }
 
 /**
@@ -91,14 +91,14 @@ export const RoleBindings = resource<RoleBinding>({ group: 'rbac.authorization.k
 /** AggregationRule describes how to locate ClusterRoles to aggregate into the ClusterRole */
 export interface AggregationRule {
   /** clusterRoleSelectors holds a list of selectors which will be used to find ClusterRoles and create the rules. */
-  clusterRoleSelectors?: LabelSelector[];
+  clusterRoleSelectors?: MetaV1LabelSelector[];
 }
 
 /**
  * PolicyRule holds information that describes a policy rule, but does not contain information about who the rule
  * applies to or which namespace the rule applies to.
  */
-export interface PolicyRule {
+export interface RbacV1PolicyRule {
   /** apiGroups is the name of the APIGroup that contains the resources. */
   apiGroups?: string[];
   /** nonResourceURLs is a set of partial urls that a user should have access to. */

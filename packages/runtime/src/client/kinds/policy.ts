@@ -4,8 +4,8 @@
  * @module kinds/policy
  * The kinds of `policy/v1` and the types of their fields, in their JSON form.
  */
-import { resource } from '../client/resource.ts';
-import type { Condition, DeleteOptions, LabelSelector, ObjectMeta } from './meta.ts';
+import { resource } from '../resource.ts';
+import type { MetaV1Condition, MetaV1DeleteOptions, MetaV1LabelSelector, ObjectMeta } from './meta.ts';
 
 /**
  * Eviction evicts a pod from its node subject to certain policies and safety constraints.
@@ -15,7 +15,7 @@ export interface Eviction {
   /** APIVersion defines the versioned schema of this representation of an object. */
   apiVersion?: string;
   /** deleteOptions may be provided */
-  deleteOptions?: DeleteOptions;
+  deleteOptions?: MetaV1DeleteOptions;
   /** Kind is a string value representing the REST resource this object represents. */
   kind?: string;
   /** metadata describes the pod that is being evicted. */
@@ -55,7 +55,7 @@ export interface PodDisruptionBudgetSpec {
    */
   minAvailable?: number | string;
   /** selector is a label query over pods whose evictions are managed by the disruption budget. */
-  selector?: LabelSelector;
+  selector?: MetaV1LabelSelector;
   /** unhealthyPodEvictionPolicy defines the criteria for when unhealthy pods should be considered for eviction. */
   unhealthyPodEvictionPolicy?: string;
 }
@@ -63,7 +63,7 @@ export interface PodDisruptionBudgetSpec {
 /** PodDisruptionBudgetStatus represents information about the status of a PodDisruptionBudget. */
 export interface PodDisruptionBudgetStatus {
   /** Conditions contain conditions for PDB. */
-  conditions?: Condition[];
+  conditions?: MetaV1Condition[];
   /** current number of healthy pods */
   currentHealthy?: number;
   /** minimum desired number of healthy pods */

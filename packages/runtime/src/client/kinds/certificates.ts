@@ -4,8 +4,8 @@
  * @module kinds/certificates
  * The kinds of `certificates.k8s.io/v1` and the types of their fields, in their JSON form.
  */
-import { resource } from '../client/resource.ts';
-import type { Condition, ObjectMeta } from './meta.ts';
+import { resource } from '../resource.ts';
+import type { MetaV1Condition, ObjectMeta } from './meta.ts';
 
 /**
  * CertificateSigningRequest objects provide a mechanism to obtain x509 certificates by submitting a certificate signing
@@ -166,7 +166,7 @@ export interface PodCertificateRequestStatus {
   /** certificateChain is populated with an issued certificate by the signer. */
   certificateChain?: string;
   /** conditions applied to the request. */
-  conditions?: Condition[];
+  conditions?: MetaV1Condition[];
   /** notAfter is the time at which the certificate expires. */
   notAfter?: string;
   /** notBefore is the time at which the certificate becomes valid. */

@@ -4,8 +4,8 @@
  * @module kinds/admissionregistration
  * The kinds of `admissionregistration.k8s.io/v1` and the types of their fields, in their JSON form.
  */
-import { resource } from '../client/resource.ts';
-import type { Condition, LabelSelector, ObjectMeta } from './meta.ts';
+import { resource } from '../resource.ts';
+import type { MetaV1Condition, MetaV1LabelSelector, ObjectMeta } from './meta.ts';
 
 /**
  * MutatingAdmissionPolicy describes the definition of an admission mutation policy that mutates the object coming into
@@ -160,6 +160,16 @@ export const ValidatingAdmissionPolicyBindings = resource<ValidatingAdmissionPol
  */
 export const ValidatingWebhookConfigurations = resource<ValidatingWebhookConfiguration>({ group: 'admissionregistration.k8s.io', version: 'v1', kind: 'ValidatingWebhookConfiguration', plural: 'validatingwebhookconfigurations', namespaced: false });
 
+/** WebhookClientConfig contains the information to make a TLS connection with the webhook */
+export interface AdmissionregistrationV1WebhookClientConfig {
+  /** caBundle is a PEM encoded CA bundle which will be used to validate the webhook's server certificate. */
+  caBundle?: string;
+  /** service is a reference to the service for this webhook. */
+  service?: ServiceReference;
+  /** url gives the location of the webhook, in standard URL form (`scheme://host:port/path`). */
+  url?: string;
+}
+
 /** ApplyConfiguration defines the desired configuration values of an object. */
 export interface ApplyConfiguration {
   /** expression will be evaluated by CEL to create an apply configuration. */
@@ -215,9 +225,9 @@ export interface MatchResources {
    * namespaceSelector decides whether to run the admission control policy on an object based on whether the namespace
    * for that object matches the selector.
    */
-  namespaceSelector?: LabelSelector;
+  namespaceSelector?: MetaV1LabelSelector;
   /** objectSelector decides whether to run the validation based on if the object has matching labels. */
-  objectSelector?: LabelSelector;
+  objectSelector?: MetaV1LabelSelector;
   /** resourceRules describes what operations on what resources/subresources the ValidatingAdmissionPolicy matches. */
   resourceRules?: NamedRuleWithOperations[];
 }
@@ -258,7 +268,7 @@ export interface MutatingWebhook {
   /** admissionReviewVersions is an ordered list of preferred `AdmissionReview` versions the Webhook expects. */
   admissionReviewVersions: string[];
   /** clientConfig defines how to communicate with the hook. */
-  clientConfig: WebhookClientConfig;
+  clientConfig: AdmissionregistrationV1WebhookClientConfig;
   /**
    * failurePolicy defines how unrecognized errors from the admission endpoint are handled - allowed values are Ignore
    * or Fail.
@@ -274,9 +284,9 @@ export interface MutatingWebhook {
    * namespaceSelector decides whether to run the webhook on an object based on whether the namespace for that object
    * matches the selector.
    */
-  namespaceSelector?: LabelSelector;
+  namespaceSelector?: MetaV1LabelSelector;
   /** objectSelector decides whether to run the webhook based on if the object has matching labels. */
-  objectSelector?: LabelSelector;
+  objectSelector?: MetaV1LabelSelector;
   /**
    * reinvocationPolicy indicates whether this webhook should be called multiple times as part of a single admission
    * evaluation.
@@ -341,7 +351,7 @@ export interface ParamRef {
    */
   parameterNotFoundAction?: string;
   /** selector can be used to match multiple param objects based on their labels. */
-  selector?: LabelSelector;
+  selector?: MetaV1LabelSelector;
 }
 
 /** RuleWithOperations is a tuple of Operations and Resources. */
@@ -415,7 +425,7 @@ export interface ValidatingAdmissionPolicySpec {
 /** ValidatingAdmissionPolicyStatus represents the status of an admission validation policy. */
 export interface ValidatingAdmissionPolicyStatus {
   /** conditions represent the latest available observations of a policy's current state. */
-  conditions?: Condition[];
+  conditions?: MetaV1Condition[];
   /** observedGeneration is the generation observed by the controller. */
   observedGeneration?: number;
   /** typeChecking contains the results of type checking for each expression. */
@@ -427,7 +437,7 @@ export interface ValidatingWebhook {
   /** admissionReviewVersions is an ordered list of preferred `AdmissionReview` versions the Webhook expects. */
   admissionReviewVersions: string[];
   /** clientConfig defines how to communicate with the hook. */
-  clientConfig: WebhookClientConfig;
+  clientConfig: AdmissionregistrationV1WebhookClientConfig;
   /**
    * failurePolicy defines how unrecognized errors from the admission endpoint are handled - allowed values are Ignore
    * or Fail.
@@ -443,9 +453,9 @@ export interface ValidatingWebhook {
    * namespaceSelector decides whether to run the webhook on an object based on whether the namespace for that object
    * matches the selector.
    */
-  namespaceSelector?: LabelSelector;
+  namespaceSelector?: MetaV1LabelSelector;
   /** objectSelector decides whether to run the webhook based on if the object has matching labels. */
-  objectSelector?: LabelSelector;
+  objectSelector?: MetaV1LabelSelector;
   /** rules describes what operations on what resources/subresources the webhook cares about. */
   rules?: RuleWithOperations[];
   /** sideEffects states whether this webhook has side effects. */
@@ -475,14 +485,4 @@ export interface Variable {
   expression: string;
   /** name is the name of the variable. */
   name: string;
-}
-
-/** WebhookClientConfig contains the information to make a TLS connection with the webhook */
-export interface WebhookClientConfig {
-  /** caBundle is a PEM encoded CA bundle which will be used to validate the webhook's server certificate. */
-  caBundle?: string;
-  /** service is a reference to the service for this webhook. */
-  service?: ServiceReference;
-  /** url gives the location of the webhook, in standard URL form (`scheme://host:port/path`). */
-  url?: string;
 }

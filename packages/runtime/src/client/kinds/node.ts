@@ -4,7 +4,7 @@
  * @module kinds/node
  * The kinds of `node.k8s.io/v1` and the types of their fields, in their JSON form.
  */
-import { resource } from '../client/resource.ts';
+import { resource } from '../resource.ts';
 import type { Toleration } from './core.ts';
 import type { ObjectMeta } from './meta.ts';
 

@@ -4,7 +4,7 @@
  * @module kinds/apiextensions
  * The kinds of `apiextensions.k8s.io/v1` and the types of their fields, in their JSON form.
  */
-import { resource } from '../client/resource.ts';
+import { resource } from '../resource.ts';
 import type { ObjectMeta } from './meta.ts';
 
 /**
@@ -43,6 +43,31 @@ export interface ApiextensionsV1ServiceReference {
   path?: string;
   /** port is an optional service port at which the webhook will be contacted. */
   port?: number;
+}
+
+/** ValidationRule describes a validation rule written in the CEL expression language. */
+export interface ApiextensionsV1ValidationRule {
+  /** fieldPath represents the field path returned when the validation fails. */
+  fieldPath?: string;
+  /** Message represents the message displayed when validation fails. */
+  message?: string;
+  /**
+   * MessageExpression declares a CEL expression that evaluates to the validation failure message that is returned when
+   * this rule fails.
+   */
+  messageExpression?: string;
+  /**
+   * optionalOldSelf is used to opt a transition rule into evaluation even when the object is first created, or if the
+   * old object is missing the value.
+   */
+  optionalOldSelf?: boolean;
+  /**
+   * reason provides a machine-readable validation failure reason that is returned to the caller when a request fails
+   * this validation rule.
+   */
+  reason?: string;
+  /** Rule represents the expression which will be evaluated by CEL. */
+  rule: string;
 }
 
 /** WebhookClientConfig contains the information to make a TLS connection with the webhook. */
@@ -317,7 +342,7 @@ export interface JSONSchemaProps {
    */
   'x-kubernetes-preserve-unknown-fields'?: boolean;
   /** x-kubernetes-validations describes a list of validation rules written in the CEL expression language. */
-  'x-kubernetes-validations'?: ValidationRule[];
+  'x-kubernetes-validations'?: ApiextensionsV1ValidationRule[];
 }
 
 /** SelectableField specifies the JSON path of a field that may be used with field selectors. */
@@ -326,31 +351,6 @@ export interface SelectableField {
    * jsonPath is a simple JSON path which is evaluated against each custom resource to produce a field selector value.
    */
   jsonPath: string;
-}
-
-/** ValidationRule describes a validation rule written in the CEL expression language. */
-export interface ValidationRule {
-  /** fieldPath represents the field path returned when the validation fails. */
-  fieldPath?: string;
-  /** Message represents the message displayed when validation fails. */
-  message?: string;
-  /**
-   * MessageExpression declares a CEL expression that evaluates to the validation failure message that is returned when
-   * this rule fails.
-   */
-  messageExpression?: string;
-  /**
-   * optionalOldSelf is used to opt a transition rule into evaluation even when the object is first created, or if the
-   * old object is missing the value.
-   */
-  optionalOldSelf?: boolean;
-  /**
-   * reason provides a machine-readable validation failure reason that is returned to the caller when a request fails
-   * this validation rule.
-   */
-  reason?: string;
-  /** Rule represents the expression which will be evaluated by CEL. */
-  rule: string;
 }
 
 /** WebhookConversion describes how to call a conversion webhook */

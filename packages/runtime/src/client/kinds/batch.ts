@@ -4,9 +4,9 @@
  * @module kinds/batch
  * The kinds of `batch/v1` and the types of their fields, in their JSON form.
  */
-import { resource } from '../client/resource.ts';
+import { resource } from '../resource.ts';
 import type { ObjectReference, PodTemplateSpec } from './core.ts';
-import type { LabelSelector, ObjectMeta } from './meta.ts';
+import type { MetaV1LabelSelector, ObjectMeta } from './meta.ts';
 import type { WorkloadPodGroupDisruptionMode, WorkloadPodGroupResourceClaim, WorkloadPodGroupSchedulingConstraints, WorkloadPodGroupSchedulingPolicy } from './scheduling.ts';
 
 /**
@@ -141,7 +141,7 @@ export interface JobSpec {
   /** scheduling defines the Workload-aware Scheduling configuration for this Job. */
   scheduling?: JobSchedulingConfiguration;
   /** A label query over pods that should match the pod count. */
-  selector?: LabelSelector;
+  selector?: MetaV1LabelSelector;
   /** successPolicy specifies the policy when the Job can be declared as succeeded. */
   successPolicy?: SuccessPolicy;
   /** suspend specifies whether the Job controller should create Pods or not. */
