@@ -17,6 +17,7 @@ const listOp = (kind: string, group = '', version = 'v1') => ({
 const core: OpenApiDocument = {
   paths: {
     '/api/v1/namespaces/{namespace}/widgets': listOp('Widget'),
+    '/api/v1/widgets': listOp('Widget'),
     '/api/v1/namespaces/{namespace}/widgets/{name}/status': listOp('Widget'),
     '/api/v1/gadgets': listOp('Gadget'),
   },

@@ -110,7 +110,10 @@ export function selectKinds(docs: OpenApiDocuments, gvs: readonly GroupVersion[]
         const action = op?.['x-kubernetes-action'];
         if (!gvk || gvk.group !== gv.group || gvk.version !== gv.version) continue;
         if (action !== 'list' && !(gv.createOnly && action === 'post')) continue;
-        found.set(gvk.kind, { gv, gvk, definition: definitionOf(docs, gvk), resource: where });
+        // A namespaced kind is listed twice: in a namespace, and across all of them at `…/<plural>`.
+        const namespaced = where.namespaced || (found.get(gvk.kind)?.resource?.namespaced ?? false);
+        const resource = { plural: where.plural, namespaced };
+        found.set(gvk.kind, { gv, gvk, definition: definitionOf(docs, gvk), resource });
       }
     }
     for (const id of SUBRESOURCE_KINDS) {

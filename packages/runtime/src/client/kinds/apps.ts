@@ -105,11 +105,11 @@ export const DaemonSets = resource<DaemonSet>({ group: 'apps', version: 'v1', ki
 /** The apps/v1 `deployments` resource (namespaced), of `Deployment` objects. */
 export const Deployments = resource<Deployment>({ group: 'apps', version: 'v1', kind: 'Deployment', plural: 'deployments', namespaced: true });
 
-/** The apps/v1 `replicasets` resource (cluster-scoped), of `ReplicaSet` objects. */
-export const ReplicaSets = resource<ReplicaSet>({ group: 'apps', version: 'v1', kind: 'ReplicaSet', plural: 'replicasets', namespaced: false });
+/** The apps/v1 `replicasets` resource (namespaced), of `ReplicaSet` objects. */
+export const ReplicaSets = resource<ReplicaSet>({ group: 'apps', version: 'v1', kind: 'ReplicaSet', plural: 'replicasets', namespaced: true });
 
-/** The apps/v1 `statefulsets` resource (cluster-scoped), of `StatefulSet` objects. */
-export const StatefulSets = resource<StatefulSet>({ group: 'apps', version: 'v1', kind: 'StatefulSet', plural: 'statefulsets', namespaced: false });
+/** The apps/v1 `statefulsets` resource (namespaced), of `StatefulSet` objects. */
+export const StatefulSets = resource<StatefulSet>({ group: 'apps', version: 'v1', kind: 'StatefulSet', plural: 'statefulsets', namespaced: true });
 
 /** DaemonSetCondition describes the state of a DaemonSet at a certain point. */
 export interface DaemonSetCondition {

@@ -69,10 +69,8 @@ export const CertificateSigningRequests = resource<CertificateSigningRequest>({ 
 /** The certificates.k8s.io/v1 `clustertrustbundles` resource (cluster-scoped), of `ClusterTrustBundle` objects. */
 export const ClusterTrustBundles = resource<ClusterTrustBundle>({ group: 'certificates.k8s.io', version: 'v1', kind: 'ClusterTrustBundle', plural: 'clustertrustbundles', namespaced: false });
 
-/**
- * The certificates.k8s.io/v1 `podcertificaterequests` resource (cluster-scoped), of `PodCertificateRequest` objects.
- */
-export const PodCertificateRequests = resource<PodCertificateRequest>({ group: 'certificates.k8s.io', version: 'v1', kind: 'PodCertificateRequest', plural: 'podcertificaterequests', namespaced: false });
+/** The certificates.k8s.io/v1 `podcertificaterequests` resource (namespaced), of `PodCertificateRequest` objects. */
+export const PodCertificateRequests = resource<PodCertificateRequest>({ group: 'certificates.k8s.io', version: 'v1', kind: 'PodCertificateRequest', plural: 'podcertificaterequests', namespaced: true });
 
 /** CertificateSigningRequestCondition describes a condition of a CertificateSigningRequest object */
 export interface CertificateSigningRequestCondition {

@@ -350,29 +350,29 @@ export const Nodes = resource<Node>({ group: '', version: 'v1', kind: 'Node', pl
 /** The v1 `persistentvolumes` resource (cluster-scoped), of `PersistentVolume` objects. */
 export const PersistentVolumes = resource<PersistentVolume>({ group: '', version: 'v1', kind: 'PersistentVolume', plural: 'persistentvolumes', namespaced: false });
 
-/** The v1 `persistentvolumeclaims` resource (cluster-scoped), of `PersistentVolumeClaim` objects. */
-export const PersistentVolumeClaims = resource<PersistentVolumeClaim>({ group: '', version: 'v1', kind: 'PersistentVolumeClaim', plural: 'persistentvolumeclaims', namespaced: false });
+/** The v1 `persistentvolumeclaims` resource (namespaced), of `PersistentVolumeClaim` objects. */
+export const PersistentVolumeClaims = resource<PersistentVolumeClaim>({ group: '', version: 'v1', kind: 'PersistentVolumeClaim', plural: 'persistentvolumeclaims', namespaced: true });
 
-/** The v1 `pods` resource (cluster-scoped), of `Pod` objects. */
-export const Pods = resource<Pod>({ group: '', version: 'v1', kind: 'Pod', plural: 'pods', namespaced: false });
+/** The v1 `pods` resource (namespaced), of `Pod` objects. */
+export const Pods = resource<Pod>({ group: '', version: 'v1', kind: 'Pod', plural: 'pods', namespaced: true });
 
-/** The v1 `podtemplates` resource (cluster-scoped), of `PodTemplate` objects. */
-export const PodTemplates = resource<PodTemplate>({ group: '', version: 'v1', kind: 'PodTemplate', plural: 'podtemplates', namespaced: false });
+/** The v1 `podtemplates` resource (namespaced), of `PodTemplate` objects. */
+export const PodTemplates = resource<PodTemplate>({ group: '', version: 'v1', kind: 'PodTemplate', plural: 'podtemplates', namespaced: true });
 
-/** The v1 `replicationcontrollers` resource (cluster-scoped), of `ReplicationController` objects. */
-export const ReplicationControllers = resource<ReplicationController>({ group: '', version: 'v1', kind: 'ReplicationController', plural: 'replicationcontrollers', namespaced: false });
+/** The v1 `replicationcontrollers` resource (namespaced), of `ReplicationController` objects. */
+export const ReplicationControllers = resource<ReplicationController>({ group: '', version: 'v1', kind: 'ReplicationController', plural: 'replicationcontrollers', namespaced: true });
 
-/** The v1 `resourcequotas` resource (cluster-scoped), of `ResourceQuota` objects. */
-export const ResourceQuotas = resource<ResourceQuota>({ group: '', version: 'v1', kind: 'ResourceQuota', plural: 'resourcequotas', namespaced: false });
+/** The v1 `resourcequotas` resource (namespaced), of `ResourceQuota` objects. */
+export const ResourceQuotas = resource<ResourceQuota>({ group: '', version: 'v1', kind: 'ResourceQuota', plural: 'resourcequotas', namespaced: true });
 
-/** The v1 `secrets` resource (cluster-scoped), of `Secret` objects. */
-export const Secrets = resource<Secret>({ group: '', version: 'v1', kind: 'Secret', plural: 'secrets', namespaced: false });
+/** The v1 `secrets` resource (namespaced), of `Secret` objects. */
+export const Secrets = resource<Secret>({ group: '', version: 'v1', kind: 'Secret', plural: 'secrets', namespaced: true });
 
-/** The v1 `services` resource (cluster-scoped), of `Service` objects. */
-export const Services = resource<Service>({ group: '', version: 'v1', kind: 'Service', plural: 'services', namespaced: false });
+/** The v1 `services` resource (namespaced), of `Service` objects. */
+export const Services = resource<Service>({ group: '', version: 'v1', kind: 'Service', plural: 'services', namespaced: true });
 
-/** The v1 `serviceaccounts` resource (cluster-scoped), of `ServiceAccount` objects. */
-export const ServiceAccounts = resource<ServiceAccount>({ group: '', version: 'v1', kind: 'ServiceAccount', plural: 'serviceaccounts', namespaced: false });
+/** The v1 `serviceaccounts` resource (namespaced), of `ServiceAccount` objects. */
+export const ServiceAccounts = resource<ServiceAccount>({ group: '', version: 'v1', kind: 'ServiceAccount', plural: 'serviceaccounts', namespaced: true });
 
 /** Represents a Persistent Disk resource in AWS. */
 export interface AWSElasticBlockStoreVolumeSource {

@@ -96,8 +96,8 @@ export const Ingresses = resource<Ingress>({ group: 'networking.k8s.io', version
 /** The networking.k8s.io/v1 `ingressclasses` resource (cluster-scoped), of `IngressClass` objects. */
 export const IngressClasses = resource<IngressClass>({ group: 'networking.k8s.io', version: 'v1', kind: 'IngressClass', plural: 'ingressclasses', namespaced: false });
 
-/** The networking.k8s.io/v1 `networkpolicies` resource (cluster-scoped), of `NetworkPolicy` objects. */
-export const NetworkPolicies = resource<NetworkPolicy>({ group: 'networking.k8s.io', version: 'v1', kind: 'NetworkPolicy', plural: 'networkpolicies', namespaced: false });
+/** The networking.k8s.io/v1 `networkpolicies` resource (namespaced), of `NetworkPolicy` objects. */
+export const NetworkPolicies = resource<NetworkPolicy>({ group: 'networking.k8s.io', version: 'v1', kind: 'NetworkPolicy', plural: 'networkpolicies', namespaced: true });
 
 /** The networking.k8s.io/v1 `servicecidrs` resource (cluster-scoped), of `ServiceCIDR` objects. */
 export const ServiceCIDRs = resource<ServiceCIDR>({ group: 'networking.k8s.io', version: 'v1', kind: 'ServiceCIDR', plural: 'servicecidrs', namespaced: false });

@@ -39,8 +39,8 @@ export interface PodDisruptionBudget {
   status?: PodDisruptionBudgetStatus;
 }
 
-/** The policy/v1 `poddisruptionbudgets` resource (cluster-scoped), of `PodDisruptionBudget` objects. */
-export const PodDisruptionBudgets = resource<PodDisruptionBudget>({ group: 'policy', version: 'v1', kind: 'PodDisruptionBudget', plural: 'poddisruptionbudgets', namespaced: false });
+/** The policy/v1 `poddisruptionbudgets` resource (namespaced), of `PodDisruptionBudget` objects. */
+export const PodDisruptionBudgets = resource<PodDisruptionBudget>({ group: 'policy', version: 'v1', kind: 'PodDisruptionBudget', plural: 'poddisruptionbudgets', namespaced: true });
 
 /** PodDisruptionBudgetSpec is a description of a PodDisruptionBudget. */
 export interface PodDisruptionBudgetSpec {

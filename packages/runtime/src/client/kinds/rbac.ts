@@ -82,11 +82,11 @@ export const ClusterRoles = resource<ClusterRole>({ group: 'rbac.authorization.k
  */
 export const ClusterRoleBindings = resource<ClusterRoleBinding>({ group: 'rbac.authorization.k8s.io', version: 'v1', kind: 'ClusterRoleBinding', plural: 'clusterrolebindings', namespaced: false });
 
-/** The rbac.authorization.k8s.io/v1 `roles` resource (cluster-scoped), of `Role` objects. */
-export const Roles = resource<Role>({ group: 'rbac.authorization.k8s.io', version: 'v1', kind: 'Role', plural: 'roles', namespaced: false });
+/** The rbac.authorization.k8s.io/v1 `roles` resource (namespaced), of `Role` objects. */
+export const Roles = resource<Role>({ group: 'rbac.authorization.k8s.io', version: 'v1', kind: 'Role', plural: 'roles', namespaced: true });
 
-/** The rbac.authorization.k8s.io/v1 `rolebindings` resource (cluster-scoped), of `RoleBinding` objects. */
-export const RoleBindings = resource<RoleBinding>({ group: 'rbac.authorization.k8s.io', version: 'v1', kind: 'RoleBinding', plural: 'rolebindings', namespaced: false });
+/** The rbac.authorization.k8s.io/v1 `rolebindings` resource (namespaced), of `RoleBinding` objects. */
+export const RoleBindings = resource<RoleBinding>({ group: 'rbac.authorization.k8s.io', version: 'v1', kind: 'RoleBinding', plural: 'rolebindings', namespaced: true });
 
 /** AggregationRule describes how to locate ClusterRoles to aggregate into the ClusterRole */
 export interface AggregationRule {
