@@ -90,7 +90,7 @@ function fieldDoc(owner: string, name: string, schema: Schema, ctx: EmitContext)
   const ref = refOf(schema) ?? (schema.items ? refOf(schema.items) : undefined);
   const target = ref === undefined ? undefined : ctx.definitions.get(ref)?.schema.description;
   if (target) return firstSentence(target);
-  return `The \`${name}\` field of a ${owner}.`;
+  return `The \`${name}\` field of ${/^[AEIOU]/.test(owner) ? 'an' : 'a'} ${owner}.`;
 }
 
 function emitConstant(def: Definition, ctx: EmitContext): string[] {

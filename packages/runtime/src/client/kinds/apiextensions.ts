@@ -238,9 +238,9 @@ export interface CustomResourceValidation {
 
 /** ExternalDocumentation allows referencing an external resource for extended documentation. */
 export interface ExternalDocumentation {
-  /** The `description` field of a ExternalDocumentation. */
+  /** The `description` field of an ExternalDocumentation. */
   description?: string;
-  /** The `url` field of a ExternalDocumentation. */
+  /** The `url` field of an ExternalDocumentation. */
   url?: string;
 }
 
