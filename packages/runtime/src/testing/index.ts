@@ -241,8 +241,10 @@ async function install(admin: Client, options: TestManagerOptions, namespace: st
   const converted = new Set<CustomKind<KubeObject, unknown>>(options.webhooks?.conversion ?? []);
   const kinds = [...new Set([...(options.kinds ?? []), ...converted])];
   if (kinds.length > 0) {
-    // a kind with several versions needs a conversion webhook in its CRD: one the cluster points at the test server
-    const conversion = { url: `https://127.0.0.1${CONVERSION_PATH}` };
+    // a kind with several versions needs a conversion webhook in its CRD: the Service `opkit generate` names (so an
+    // install of the generated manifests and this one apply the same fields), which the cluster points at the test
+    // server and back
+    const conversion = { service: { namespace, name: `${options.name}-webhook-service`, path: CONVERSION_PATH } };
     await applier.applyAll(kinds.map((k) => (converted.has(k) ? k.crd({ conversion }) : k.crd()) as KubeObject));
     for (const k of kinds) {
       await eventually(`the CRD of ${k.kind} to be served`, async () => {
