@@ -215,8 +215,8 @@ async function probeUntilWoken(
   );
 }
 
-/** `convert`, except that a review of probe objects is answered (unconverted but for the apiVersion) and noted. */
-function probing(convert: ConversionHandler, woken: Set<string>): ConversionHandler {
+/** @internal `convert`, except that a review of probe objects is answered (unconverted but for the apiVersion) and noted. */
+export function probing(convert: ConversionHandler, woken: Set<string>): ConversionHandler {
   return async (request, ctx) => {
     const keys = request.objects.map((o) => (o as KubeObject | null)?.metadata?.labels?.[PROBE_LABEL]);
     if (keys.length === 0 || keys.some((k) => k === undefined)) return convert(request, ctx);
@@ -239,8 +239,8 @@ function probe(woken: Set<string>): AdmissionHandler {
   };
 }
 
-/** `config` with the probe webhook that matches only its own probe ConfigMaps (labelled `key`). */
-function withProbe(config: KubeObject, key: string): KubeObject & { webhooks?: unknown[] } {
+/** @internal `config` with the probe webhook that matches only its own probe ConfigMaps (labelled `key`). */
+export function withProbe(config: KubeObject, key: string): KubeObject & { webhooks?: unknown[] } {
   const c = config as KubeObject & { webhooks?: unknown[] };
   return {
     ...c,
