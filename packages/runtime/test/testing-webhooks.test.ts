@@ -2,7 +2,8 @@
  * `startTestManager({ webhooks })` on a real control plane: the test manager serves the admission webhooks and the
  * conversions, the apiserver calls them as soon as the start resolves (defaulting, refusal with field causes,
  * conversion both ways), and the configurations are gone after the stop — a second test manager in the same
- * environment is not affected. A cluster that cannot install webhooks gets a clear TestingError.
+ * environment is not affected, even after the manager failed. A cluster that cannot install webhooks gets a clear
+ * TestingError.
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
@@ -65,6 +66,18 @@ const options = {
   webhooks: { admission: webhooks, conversion: [Pets] },
 };
 
+/** The names of every webhook configuration in the cluster. */
+async function configurationNames(): Promise<string[]> {
+  const names: string[] = [];
+  for (const kind of ['mutatingwebhookconfigurations', 'validatingwebhookconfigurations']) {
+    const list = await env.api.request<{ items: { metadata: { name: string } }[] }>({
+      path: `/apis/admissionregistration.k8s.io/v1/${kind}`,
+    });
+    names.push(...list.body.items.map((c) => c.metadata.name));
+  }
+  return names;
+}
+
 let env: Environment;
 before(async () => {
   env = await start({ nodes: 0, log: () => {} });
@@ -106,24 +119,14 @@ test('the apiserver calls the test manager’s webhooks once it started: default
 });
 
 test('after stop the configurations are gone: a second test manager without webhooks is not refused', async () => {
-  const admission = '/apis/admissionregistration.k8s.io/v1';
-  const names = async () => {
-    const m = await env.api.request<{ items: { metadata: { name: string } }[] }>({
-      path: `${admission}/mutatingwebhookconfigurations`,
-    });
-    const v = await env.api.request<{ items: { metadata: { name: string } }[] }>({
-      path: `${admission}/validatingwebhookconfigurations`,
-    });
-    return [...m.body.items, ...v.body.items].map((c) => c.metadata.name);
-  };
   {
     await using _op = await startTestManager(env, options);
-    assert.deepEqual((await names()).sort(), [
+    assert.deepEqual((await configurationNames()).sort(), [
       'pet-operator-mutating-webhook-configuration',
       'pet-operator-validating-webhook-configuration',
     ]);
   }
-  assert.deepEqual(await names(), [], 'stop removed the configurations');
+  assert.deepEqual(await configurationNames(), [], 'stop removed the configurations');
   const crd = await env.api.request<{ spec: { conversion: { webhook?: { clientConfig?: object } } } }>({
     path: '/apis/apiextensions.k8s.io/v1/customresourcedefinitions/pets.hooks.testing.opkit.dev',
   });
@@ -140,6 +143,31 @@ test('after stop the configurations are gone: a second test manager without webh
     spec: { name: { given: 'nobody' } },
   });
   assert.equal(pet.spec.sound, undefined, 'no webhook defaulted it');
+});
+
+test('a manager that fails: stop() rejects with ManagerFailed, and the configurations are gone all the same', async () => {
+  const { promise: fail, resolve: failNow } = Promise.withResolvers<void>();
+  const op = await startTestManager(env, {
+    ...options,
+    name: 'failing-operator',
+    setup: (mgr) => {
+      mgr.add({
+        needLeaderElection: false,
+        start: async () => {
+          await fail;
+          throw new Error('boom');
+        },
+      });
+    },
+  });
+  assert.ok((await configurationNames()).includes('failing-operator-mutating-webhook-configuration'));
+  failNow();
+  await assert.rejects(
+    op.eventually('never', () => false),
+    (err: unknown) => err instanceof TestingError && err.code === 'ManagerFailed',
+  );
+  await assert.rejects(op.stop(), (err: unknown) => err instanceof TestingError && err.code === 'ManagerFailed');
+  assert.deepEqual(await configurationNames(), [], 'the failed test left no configuration behind');
 });
 
 test('a cluster without installWebhooks: a TestingError saying what to use', async () => {

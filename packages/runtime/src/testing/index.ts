@@ -200,7 +200,7 @@ export async function startTestManager(cluster: TestCluster, options: TestManage
   const start = () => running(manager, admin, [operatorClient, admin], forbidden, cleanup);
   if (!installWebhooks || !options.webhooks) return start().testManager;
   const s = { name: options.name, manager, admin, namespace, certificates };
-  return withWebhooks(installWebhooks, options.webhooks, s, start, cleanup);
+  return withWebhooks(installWebhooks, options.webhooks, s, start, cleanup, [operatorClient, admin]);
 }
 
 /** What a stop does first: remove the webhook configurations. */
@@ -215,6 +215,7 @@ async function withWebhooks(
   s: Omit<WebhookStart, 'start'>,
   start: () => Running,
   cleanup: Cleanup,
+  clients: readonly Client[],
 ): Promise<TestManager> {
   let started: Running | undefined;
   try {
@@ -227,8 +228,9 @@ async function withWebhooks(
     });
     cleanup.uninstall = () => installed.uninstall();
   } catch (err) {
-    await started?.testManager.stop().catch(() => {});
-    s.admin.close();
+    // a started manager's stop closes both clients; before the start, they are closed here
+    if (started) await started.testManager.stop().catch(() => {});
+    else for (const c of clients) c.close();
     throw err;
   }
   if (!started) throw new TestingError('ManagerFailed', 'the cluster installed the webhooks without serving them');
