@@ -18,6 +18,10 @@
  * - `uninstall` runs first on every stop path, even after a failed start (before the manager drains its webhook
  *   server as the stop contract says): a stopped test leaves no configuration behind to refuse another test's writes,
  *   and each CRD's conversion stanza is back as it was installed.
+ *
+ * Caveat: the configurations are named after the operator (`<name>-mutating-webhook-configuration`, as
+ * `opkit generate` names them), so two test managers of one name must not run at once in one environment: the second
+ * replaces the first's configurations, and the first's stop removes them.
  */
 import { ConfigMaps } from '../client/builtins.ts';
 import type { Client } from '../client/client.ts';
