@@ -35,4 +35,9 @@ export { type EnvironmentState, reapStale } from './run-dir.ts';
 export type { ServiceAccountKubeconfig, ServiceAccountRef } from './service-account.ts';
 export { ETCD_VERSION, KUBERNETES_VERSION, KWOK_VERSION } from './versions.ts';
 export { waitFor } from './wait.ts';
-export { type InstalledWebhooks, type InstallWebhooksOptions, installWebhooks } from './webhooks.ts';
+export {
+  type InstalledWebhooks,
+  type InstallWebhooksOptions,
+  installWebhooks,
+  type WebhookServingCertificate,
+} from './webhooks.ts';
