@@ -34,5 +34,14 @@ export { type ReleasePlatform, releasePlatform } from './release.ts';
 export { type EnvironmentState, reapStale } from './run-dir.ts';
 export type { ServiceAccountKubeconfig, ServiceAccountRef } from './service-account.ts';
 export { ETCD_VERSION, KUBERNETES_VERSION, KWOK_VERSION } from './versions.ts';
+export {
+  createStorageClasses,
+  HOST_PATH_PROVISIONER,
+  HOST_PATH_VOLUME_ROOT,
+  removeVolumeDirs,
+  STORAGE_CLASSES,
+  type StorageClassManifest,
+  storageClassManifests,
+} from './volumes.ts';
 export { waitFor } from './wait.ts';
 export { type InstalledWebhooks, type InstallWebhooksOptions, installWebhooks } from './webhooks.ts';
