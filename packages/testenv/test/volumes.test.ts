@@ -160,6 +160,45 @@ describe('volumes: PV controllers and the host-path provisioner', () => {
       assert.equal(await exists(last.spec.hostPath?.path ?? ''), false);
     });
 
+    test('persistentVolumeClaimRetentionPolicy Delete: the PVCs go when the StatefulSet scales down and when it goes', async () => {
+      const ns = 'retention';
+      await createNamespace(ns);
+      const sts = `/apis/apps/v1/namespaces/${ns}/statefulsets/kv`;
+      await env.api.must({
+        method: 'POST',
+        path: `/apis/apps/v1/namespaces/${ns}/statefulsets`,
+        body: {
+          metadata: { name: 'kv' },
+          spec: {
+            replicas: 2,
+            serviceName: 'kv',
+            persistentVolumeClaimRetentionPolicy: { whenScaled: 'Delete', whenDeleted: 'Delete' },
+            selector: { matchLabels: { app: 'kv' } },
+            template: {
+              metadata: { labels: { app: 'kv' } },
+              spec: { terminationGracePeriodSeconds: 0, containers: [{ name: 'kv', image: 'busybox' }] },
+            },
+            volumeClaimTemplates: [
+              {
+                metadata: { name: 'data' },
+                spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } } },
+              },
+            ],
+          },
+        },
+      });
+      const volumes = [await boundVolume(ns, 'data-kv-0'), await boundVolume(ns, 'data-kv-1')];
+      await env.api.must({ method: 'PATCH', path: sts, body: { spec: { replicas: 1 } } });
+      await waitFor('PVC data-kv-1 deleted on scale-down', () => gone(`${claimsPath(ns)}/data-kv-1`));
+      assert.ok(await getClaim(ns, 'data-kv-0'));
+      await env.api.must({ method: 'DELETE', path: sts });
+      await waitFor('PVC data-kv-0 deleted with the StatefulSet', () => gone(`${claimsPath(ns)}/data-kv-0`));
+      for (const pv of volumes) {
+        await waitFor(`PV ${pv.metadata.name} deleted`, () => gone(`/api/v1/persistentvolumes/${pv.metadata.name}`));
+        assert.equal(await exists(pv.spec.hostPath?.path ?? ''), false);
+      }
+    });
+
     test('a PVC of standard-immediate binds without a pod', async () => {
       await createNamespace('immediate');
       await createClaim('immediate', 'alone', STORAGE_CLASSES.immediate);
