@@ -10,11 +10,13 @@
  * server answers on, so the apiserver never calls a server that is not there yet. The configurations are created (or
  * replaced, when they exist) and the named CRDs' conversion stanzas patched before the promise resolves; when one of
  * those writes fails, what was already written is undone before the promise rejects. The input objects are not
- * modified. `uninstall()` deletes the configurations it created and puts each patched CRD's conversion stanza back as
- * it found it, so a stopped test server blocks nothing in a shared environment; it does every step even when one
- * fails (then it rejects with the first failure), and a second call does nothing.
+ * modified. `uninstall()` deletes the configurations it created (and creates again any of the same name it replaced)
+ * and puts each patched CRD's conversion stanza back as it found it, so a stopped test server blocks nothing in a
+ * shared environment; it does every step even when one fails (then it rejects with the first failure), and a second
+ * call does nothing.
  *
- * Caveats: without `serve`, the apiserver calls the URL as soon as the configurations exist; start the server on
+ * Caveats: installs that share a configuration name or a CRD must not overlap: each puts back what it found, so
+ * uninstalls in another order than last-in, first-out leave the other's server unreachable. Without `serve`, the apiserver calls the URL as soon as the configurations exist; start the server on
  * `port` with the files in `certDir` before writing objects they cover (or use `failurePolicy: Ignore` while
  * starting). The apiserver picks up a new configuration from its own watch, a moment after it is written.
  */
@@ -136,10 +138,12 @@ async function register(api: ApiClient, config: Configuration, base: string, caB
   for (const w of webhooks) w.clientConfig = local(w.clientConfig as Json | undefined, base, caBundle, '/');
   delete (copy.metadata as Json).resourceVersion;
   const path = `${config.collection}/${config.name}`;
-  const existing = await api.request({ path });
-  if (existing.status === 200) await api.request({ method: 'DELETE', path });
+  const existing = await api.request<Json>({ path });
+  const replaced = existing.status === 200 && typeof existing.body === 'object' ? asNew(existing.body) : undefined;
+  if (replaced) await api.request({ method: 'DELETE', path });
   const res = await api.request({ method: 'POST', path: config.collection, body: copy });
   if (res.status >= 300) {
+    if (replaced) await api.request({ method: 'POST', path: config.collection, body: replaced });
     throw new TestenvError(
       'ApiRequestFailed',
       `installing ${config.kind} ${config.name}: ${res.status} ${res.text.slice(0, 300)}`,
@@ -150,7 +154,21 @@ async function register(api: ApiClient, config: Configuration, base: string, caB
     if (gone.status >= 300 && gone.status !== 404) {
       throw new TestenvError('ApiRequestFailed', `deleting ${config.kind} ${config.name}: ${gone.status} ${gone.text}`);
     }
+    if (!replaced) return;
+    const back = await api.request({ method: 'POST', path: config.collection, body: replaced });
+    if (back.status >= 300 && back.status !== 409) {
+      throw new TestenvError(
+        'ApiRequestFailed',
+        `restoring ${config.kind} ${config.name}: ${back.status} ${back.text}`,
+      );
+    }
   };
+}
+
+/** `object` as a new object to create again: without what the apiserver set on it. */
+function asNew(object: Json): Json {
+  const { resourceVersion, uid, creationTimestamp, generation, managedFields, ...metadata } = object.metadata as Json;
+  return { ...object, metadata };
 }
 
 /** Points the CRD's conversion webhook at `url`; answers the step that puts its conversion stanza back. */

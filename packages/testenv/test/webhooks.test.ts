@@ -1,7 +1,8 @@
 /**
  * `installWebhooks` on a real control plane: with `serve`, nothing is registered before the server answers and the
  * configurations call the port it answers on; a failed write undoes the ones before it; `uninstall` deletes the
- * configurations and puts the CRD's conversion stanza back as it was, once.
+ * configurations (creating again one of the same name it replaced) and puts the CRD's conversion stanza back as it
+ * was, once.
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
@@ -127,4 +128,25 @@ test('a write that fails undoes the ones before it', async () => {
   );
   assert.equal(await exists('widgets-first'), false, 'the first configuration was removed again');
   assert.deepEqual(await conversion(), original, 'no conversion was left pointing at the test server');
+});
+
+test('a configuration of the same name that existed is replaced while installed and created again by uninstall', async () => {
+  const theirs = configuration('widgets-shared');
+  await env.api.must({ method: 'POST', path: VALIDATING, body: theirs });
+  const hooks = await env.installWebhooks({ configurations: [configuration('widgets-shared')], port: 4323 });
+  const ours = await env.api.must<{ webhooks: { clientConfig: Record<string, unknown> }[] }>({
+    path: `${VALIDATING}/widgets-shared`,
+  });
+  assert.equal(ours.webhooks[0]?.clientConfig.url, 'https://127.0.0.1:4323/validate-widget');
+  await hooks.uninstall();
+  const back = await env.api.must<{ webhooks: { clientConfig: Record<string, unknown> }[] }>({
+    path: `${VALIDATING}/widgets-shared`,
+  });
+  assert.deepEqual(back.webhooks[0]?.clientConfig.service, {
+    namespace: 'default',
+    name: 'widgets-webhook',
+    path: '/validate-widget',
+    port: 443,
+  });
+  await env.api.must({ method: 'DELETE', path: `${VALIDATING}/widgets-shared` });
 });

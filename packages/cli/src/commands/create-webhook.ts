@@ -1,8 +1,9 @@
 /**
  * @module commands/create-webhook
  * `opkit create webhook --group app --version v1 --kind AppService [--defaulting] [--validation] [--conversion]`:
- * scaffolds the kind's handlers (`src/webhooks/<kind>.ts`) and their test on a local control plane
- * (`test/webhooks/<kind>.test.ts`, through `startTestManager({ webhooks })`), registers them (and, with `--conversion`, the kind's
+ * scaffolds the kind's admission handlers (`src/webhooks/<kind>.ts`) and their test on a local control plane
+ * (`test/webhooks/<kind>.test.ts`, through `startTestManager({ webhooks })`; none for `--conversion` alone, whose
+ * round trip `checkRoundTrip` tests), registers them (and, with `--conversion`, the kind's
  * versions at /convert) in `src/webhooks.ts` (created if missing), makes `src/main.ts` serve the webhooks, then runs
  * `generate` (webhook configurations, Service, conversion stanza, cert-manager objects, RBAC).
  *
@@ -30,7 +31,8 @@ import { generate } from './generate.ts';
 export const CREATE_WEBHOOK_HELP = `Usage: opkit create webhook --group GROUP --version VERSION --kind KIND [options]
 
 Adds admission and conversion webhooks for a kind of the project, served by the manager (HTTPS :9443): the
-handlers in src/webhooks/<kind>.ts, and their test through a local control plane in test/webhooks/<kind>.test.ts.
+handlers in src/webhooks/<kind>.ts, and their test through a local control plane in test/webhooks/<kind>.test.ts
+(conversions: test their round trip with checkRoundTrip, @opkit/runtime/testing/roundtrip).
 
 Options:
   --group GROUP      the kind's short group (as in PROJECT)

@@ -11,9 +11,11 @@
  *   merely has them: each configuration carries one more webhook, `probe.testing.opkit.dev`, that matches only
  *   ConfigMaps labelled `testing.opkit.dev/webhook-probe`, and each converted kind is probed with a dry-run create in
  *   a version other than its storage version (which the apiserver converts before anything else); the start waits
- *   until every probe reached the server. The probes write nothing (dry run) and never reach the project's handlers:
- *   the project's webhooks select only objects without the probe label (an `objectSelector` added to the test's copy
- *   of each configuration), and the conversion path answers a review of probe objects itself.
+ *   until every probe reached the server (a conversion probe through one more configuration,
+ *   `<name>-test-conversion-probe`, whose webhook sees the kind in its storage version, so the apiserver converts the
+ *   probe during admission). The probes write nothing (dry run) and never reach the project's handlers: the project's
+ *   webhooks select only objects without the probe label (an `objectSelector` added to the test's copy of each
+ *   configuration), and the conversion path answers a review of probe objects itself.
  * - A path `setup` already serves (it called main.ts's `setup…Webhooks(mgr)`) keeps that handler; every other
  *   definition's handler is served here. The conversions are `converter(...conversion)`, what `serveWebhooks`
  *   serves at `/convert`, on a path of their own.
@@ -154,7 +156,7 @@ export async function serveTestWebhooks(
   );
   let check: () => void = () => {};
   const installed = await install({
-    configurations,
+    configurations: [...configurations, ...(conversion.length > 0 ? [conversionProbe(s.name, conversion)] : [])],
     conversions: conversion.map((k) => `${k.plural}.${k.group}`),
     conversionPath: CONVERSION_PATH,
     serve: async (certificate) => {
@@ -235,14 +237,50 @@ export function probing(convert: ConversionHandler, woken: Set<string>): Convers
   };
 }
 
-/** The probe handler: allows, and notes which configuration's probe it answered. */
+/**
+ * The probe handler: allows, and notes which configuration's probe it answered. A conversion probe is noted by the
+ * conversion path alone (`probing`): the apiserver converts it for this handler, with whichever conversion is in force.
+ */
 function probe(woken: Set<string>): AdmissionHandler {
   return async (request) => {
     const labels = (request.object as KubeObject | undefined)?.metadata?.labels;
     const name = labels?.[PROBE_LABEL];
-    if (name !== undefined) woken.add(name);
+    if (name?.startsWith('admission-')) woken.add(name);
     return { uid: request.uid, allowed: true };
   };
+}
+
+/**
+ * @internal A configuration whose one webhook sees the probe objects of the converted kinds in their storage version
+ * (`matchPolicy: Equivalent`): so a dry-run create in another version is converted during admission, before the
+ * schema would refuse the probe object and the storage conversion never ran.
+ */
+export function conversionProbe(name: string, kinds: readonly ConvertibleKind[]): KubeObject {
+  const webhook = {
+    name: 'conversion-probe.testing.opkit.dev',
+    admissionReviewVersions: ['v1'],
+    clientConfig: { url: `https://127.0.0.1${PROBE_PATH}` },
+    failurePolicy: 'Ignore',
+    sideEffects: 'None',
+    timeoutSeconds: 5,
+    matchPolicy: 'Equivalent',
+    objectSelector: { matchExpressions: [{ key: PROBE_LABEL, operator: 'Exists' }] },
+    rules: kinds.map((k) => ({
+      apiGroups: [k.group],
+      apiVersions: [k.storageVersion],
+      operations: ['CREATE'],
+      resources: [k.plural],
+      scope: '*',
+    })),
+  };
+  const metadata = { name: `${name}-test-conversion-probe` };
+  const configuration = {
+    apiVersion: 'admissionregistration.k8s.io/v1',
+    kind: 'MutatingWebhookConfiguration',
+    metadata,
+    webhooks: [webhook],
+  };
+  return configuration;
 }
 
 /** A webhook of a configuration, as far as `withProbe` reads it. */

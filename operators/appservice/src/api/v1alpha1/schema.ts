@@ -11,14 +11,10 @@
  */
 
 import { ConditionsSchema } from '@opkit/runtime/crd';
+import { QuantitySchema } from '@opkit/runtime/quantity';
 import { type Static, Type } from '@sinclair/typebox';
 
-const quantity = Type.Unsafe<string | number>({
-  'x-kubernetes-int-or-string': true,
-  pattern:
-    '^(\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))))?$',
-  description: 'A Kubernetes quantity, e.g. 100m, 64Mi, 1.',
-});
+const quantity = QuantitySchema({ description: 'A Kubernetes quantity, e.g. 100m, 64Mi, 1.' });
 const resourceList = Type.Object(
   { cpu: Type.Optional(quantity), memory: Type.Optional(quantity), 'ephemeral-storage': Type.Optional(quantity) },
   { description: 'cpu, memory and ephemeral-storage quantities.' },
