@@ -23,6 +23,7 @@ export { CONTROLLERS, type ComponentId } from './control-plane.ts';
 export { Environment, type StartOptions, start } from './environment.ts';
 export { isTestenvError, TestenvError, type TestenvErrorCode } from './errors.ts';
 export { resetSocket } from './fault-link.ts';
+export { EXIT_CODE_ANNOTATION } from './kwok-exit-stage.ts';
 export { type FaultMode, FaultProxy, type FaultProxyOptions, type FaultProxyStats, targetOf } from './fault-proxy.ts';
 export { HELM_VERSION, type HelmOptions, helmCacheDir, resolveHelm } from './helm.ts';
 export type { Kubeconfig } from './kubeconfig.ts';
