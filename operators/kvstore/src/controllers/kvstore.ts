@@ -1,0 +1,130 @@
+// scaffolded by opkit — this file is yours to edit
+/**
+ * @module controllers/kvstore
+ * The KVStore controller. Level-triggered: it reads the store's children from the cache, plans (restore.ts,
+ * statefulset.ts, store-status.ts: pure and unit-tested), acts, and writes the status only when it changed.
+ *
+ * - The credentials Secret is created once, with a random password, and never touched again (immutable; an
+ *   AlreadyExists from a lagging cache is the Secret already made). Its data is never logged, put in an Event or in
+ *   the status, and the cache keeps only the Secrets' metadata, so the operator holds no password after creating it.
+ * - The headless Service and the StatefulSet (a PVC per pod from its volumeClaimTemplate) are created when missing.
+ * - With `spec.restoreFrom`, the StatefulSet stays at 0 replicas until the one restore Job succeeded (restore.ts).
+ * - A version change rolls one pod at a time through the StatefulSet's partition (statefulset.ts), an Event per
+ *   step.
+ * - A changed KVSnapshot reconciles the stores restoring from it (an index on `spec.restoreFrom`).
+ */
+import { randomBytes } from 'node:crypto';
+import {
+  defineIndex,
+  done,
+  isAlreadyExists,
+  type Manager,
+  type ObjectContext,
+  type Permission,
+  permission,
+  type Result,
+} from '@opkit/runtime';
+import { keepFields } from '@opkit/runtime/cache';
+import { keyOf, refOf } from '@opkit/runtime/client';
+import { Jobs, Secrets, Services, StatefulSets } from '@opkit/runtime/kinds';
+import { KVSnapshots } from '../api/v1alpha1/kvsnapshot.ts';
+import { type KVStore, KVStores } from '../api/v1alpha1/kvstore.ts';
+import { restoreJobName, secretName, serviceName, sibling, statefulSetName } from './names.ts';
+import { planRestore, restoreJob } from './restore.ts';
+import { desiredSecret, desiredService, desiredStatefulSet, planRollout } from './statefulset.ts';
+import { storeStatus } from './store-status.ts';
+
+export const permissions: readonly Permission[] = [
+  permission(KVStores, ['get', 'list', 'watch']),
+  permission(KVStores, ['patch'], { subresource: 'status' }),
+  permission(KVSnapshots, ['list', 'watch']),
+  permission(StatefulSets, ['list', 'watch', 'create', 'patch']),
+  permission(Services, ['list', 'watch', 'create']),
+  permission(Secrets, ['list', 'watch', 'create']),
+  permission(Jobs, ['get', 'list', 'watch', 'create']),
+];
+
+/** KVStores by the KVSnapshot they restore from (`namespace/name`). */
+export const storesByRestoreSource = defineIndex(KVStores, 'spec.restoreFrom', (s) =>
+  s.spec.restoreFrom ? [`${s.metadata.namespace}/${s.spec.restoreFrom}`] : [],
+);
+
+const named = <T extends { metadata: { name?: string } }>(items: readonly T[], name: string) =>
+  items.find((o) => o.metadata.name === name);
+
+/** Creates `input` unless it exists; AlreadyExists (a cache that has not seen it yet) counts as done. */
+async function ensure<T>(make: () => Promise<T>): Promise<void> {
+  try {
+    await make();
+  } catch (err) {
+    if (!isAlreadyExists(err)) throw err;
+  }
+}
+
+/** Reconciles one KVStore (present, not being deleted: the garbage collector removes its children). */
+export async function reconcileKVStore(store: KVStore, ctx: ObjectContext<KVStore>): Promise<Result> {
+  if (!named(await ctx.owned(Secrets), secretName(store)))
+    await ensure(() => ctx.create(Secrets, desiredSecret(store, randomBytes(24).toString('base64url'))));
+  if (!named(await ctx.owned(Services), serviceName(store)))
+    await ensure(() => ctx.create(Services, desiredService(store)));
+
+  const from = store.spec.restoreFrom;
+  const snapshot = from ? await ctx.cache.get(KVSnapshots, sibling(store, from)) : undefined;
+  const job = named(await ctx.owned(Jobs, { terminating: true }), restoreJobName(store));
+  let restore = planRestore(store, snapshot, job);
+  if (restore.createJob) {
+    try {
+      const created = await ctx.create(Jobs, restoreJob(store));
+      restore = {
+        ...restore,
+        restore: {
+          ...(restore.restore ?? { snapshot: from ?? '', phase: 'Running' }),
+          jobUID: created.metadata.uid ?? '',
+        },
+      };
+      ctx.events.normal('Restoring', `restoring from KVSnapshot ${from} (Job ${created.metadata.name})`);
+    } catch (err) {
+      if (!isAlreadyExists(err)) throw err;
+      // made by a predecessor just before it stopped: the next reconcile finds it in the cache and records its uid
+      const existing = await ctx.apiReader.get(Jobs, sibling(store, restoreJobName(store)));
+      if (existing) restore = planRestore(store, snapshot, existing);
+    }
+  }
+  if (restore.restore?.phase === 'Succeeded' && store.status?.restore?.phase !== 'Succeeded')
+    ctx.events.normal('Restored', `restored from KVSnapshot ${from}`);
+  if (restore.restore?.phase === 'Failed' && store.status?.restore?.phase !== 'Failed')
+    ctx.events.warning('RestoreFailed', restore.restore.message ?? 'the restore failed');
+
+  const replicas = restore.gate ? 0 : store.spec.replicas;
+  const sts = named(await ctx.owned(StatefulSets), statefulSetName(store));
+  let rollout: ReturnType<typeof planRollout> | undefined;
+  if (!sts) {
+    await ensure(() => ctx.create(StatefulSets, desiredStatefulSet(store, replicas)));
+  } else {
+    rollout = planRollout(store, sts, replicas);
+    if (rollout.patch) await ctx.patch(StatefulSets, sts, rollout.patch);
+    if (rollout.step)
+      ctx.events.normal(
+        'RollingUpdate',
+        `pod ${statefulSetName(store)}-${rollout.step.to} → version ${store.spec.version} (partition ${rollout.step.from} → ${rollout.step.to})`,
+      );
+  }
+  await ctx.status(storeStatus(store, sts, restore, rollout));
+  return done();
+}
+
+/** Registers the KVStore controller (what `opkit create api --controller` wires into main.ts). */
+export function setupKVStoreController(mgr: Manager): void {
+  mgr.cache.transform(Secrets, keepFields('type')); // the cache keeps no Secret data: no password in memory
+  mgr.cache.addIndex(storesByRestoreSource);
+  const stores = mgr.cache.informer(KVStores).store;
+  mgr
+    .controller(KVStores)
+    .named('kvstore')
+    .owns(StatefulSets)
+    .owns(Services)
+    .owns(Secrets)
+    .owns(Jobs)
+    .watches(KVSnapshots, (snap) => stores.byIndex(storesByRestoreSource.name, keyOf(snap)).map(refOf))
+    .reconcile(reconcileKVStore);
+}
