@@ -26,8 +26,10 @@ export function observeGate(client: Client, ns: string, name: string): { stop():
   const violations: string[] = [];
   const loop = (async () => {
     while (running) {
-      const store = await client.getIfExists(KVStores, { namespace: ns, name });
+      // the StatefulSet first: the operator records the restore before it scales, so a scaled StatefulSet read
+      // before the store must find the store's restore Succeeded
       const sts = await client.getIfExists(StatefulSets, { namespace: ns, name });
+      const store = await client.getIfExists(KVStores, { namespace: ns, name });
       if (store && sts && store.status?.restore?.phase !== 'Succeeded' && (sts.spec?.replicas ?? 0) > 0)
         violations.push(
           `replicas ${sts.spec?.replicas} while the restore is ${store.status?.restore?.phase ?? 'unset'}`,

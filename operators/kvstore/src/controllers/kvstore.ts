@@ -95,8 +95,13 @@ export async function reconcileKVStore(store: KVStore, ctx: ObjectContext<KVStor
   if (restore.restore?.phase === 'Failed' && store.status?.restore?.phase !== 'Failed')
     ctx.events.warning('RestoreFailed', restore.restore.message ?? 'the restore failed');
 
-  const replicas = restore.gate ? 0 : store.spec.replicas;
   const sts = named(await ctx.owned(StatefulSets), statefulSetName(store));
+  // the restore's progress is recorded before anything acts on it: a successor reads it from the status, and the
+  // StatefulSet is scaled only after a Succeeded restore is written
+  const prev = store.status?.restore;
+  if (restore.restore && (restore.restore.phase !== prev?.phase || restore.restore.jobUID !== prev?.jobUID))
+    await ctx.status(storeStatus(store, sts, restore, undefined));
+  const replicas = restore.gate ? 0 : store.spec.replicas;
   let rollout: ReturnType<typeof planRollout> | undefined;
   if (!sts) {
     await ensure(() => ctx.create(StatefulSets, desiredStatefulSet(store, replicas)));
