@@ -10,8 +10,13 @@
  * this stage's weight (10000) always wins. The exit code is the annotation's value as the template renders it: give
  * a number (`"1"`, `"137"`).
  */
+/**
+ * The pod annotation that makes a Job's pod fail on testenv with its value as the exit code (`"1"`): put it on the
+ * Job's pod template. See docs/testenv.md, "Failing Jobs".
+ */
 export const EXIT_CODE_ANNOTATION = 'testenv.opkit.dev/exit-code';
 
+/** The kwok Stage (YAML) written after kwok's own into `kwok-stages.yaml`. */
 export const KWOK_EXIT_STAGE: string = `apiVersion: kwok.x-k8s.io/v1alpha1
 kind: Stage
 metadata:
