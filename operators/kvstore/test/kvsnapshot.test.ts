@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { isNotFound } from '@opkit/runtime';
 import { ConfigMaps, Jobs, Pods } from '@opkit/runtime/kinds';
-import { type Environment, start } from '@opkit/testenv';
+import { type Environment, EXIT_CODE_ANNOTATION, start } from '@opkit/testenv';
 import { KVSnapshots } from '../src/api/v1alpha1/kvsnapshot.ts';
 import { KVStores } from '../src/api/v1alpha1/kvstore.ts';
 import { SNAPSHOT_FINALIZER } from '../src/controllers/kvsnapshot.ts';
@@ -74,6 +74,7 @@ test('a snapshot whose Job fails is shown Failed, with the reason, and is not re
     assert.equal(job.status?.failed, 1);
     const pods = (await op.client.list(Pods, { namespace: ns, labelSelector: 'job-name=broken-snapshot' })).items;
     assert.equal(pods.length, 1, 'backoffLimit 0: one pod, no retry');
+    assert.equal(pods[0]?.metadata.annotations?.[EXIT_CODE_ANNOTATION], '1', "the hook became testenv's annotation");
     assert.equal(pods[0]?.status?.phase, 'Failed');
     assert.equal(pods[0]?.status?.containerStatuses?.[0]?.state?.terminated?.exitCode, 1);
     assert.equal(await gone(() => op.client.get(ConfigMaps, { namespace: ns, name: 'broken-data' })), true, 'no data');
