@@ -53,7 +53,7 @@ export async function reconcileKVSnapshot(snap: KVSnapshot, ctx: ObjectContext<K
       if (!isAlreadyExists(err)) throw err;
     }
   }
-  if (plan.writeData && store && job) {
+  if (plan.writeData && job) {
     try {
       await ctx.create(ConfigMaps, snapshotData(snap, store, job), { owned: false }); // only the finalizer removes it
     } catch (err) {

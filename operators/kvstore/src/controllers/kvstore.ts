@@ -96,17 +96,16 @@ export async function reconcileKVStore(store: KVStore, ctx: ObjectContext<KVStor
     ctx.events.warning('RestoreFailed', restore.restore.message ?? 'the restore failed');
 
   const sts = named(await ctx.owned(StatefulSets), statefulSetName(store));
+  const replicas = restore.gate ? 0 : store.spec.replicas;
+  const rollout = sts ? planRollout(store, sts, replicas) : undefined;
   // the restore's progress is recorded before anything acts on it: a successor reads it from the status, and the
   // StatefulSet is scaled only after a Succeeded restore is written
   const prev = store.status?.restore;
   if (restore.restore && (restore.restore.phase !== prev?.phase || restore.restore.jobUID !== prev?.jobUID))
-    await ctx.status(storeStatus(store, sts, restore, undefined));
-  const replicas = restore.gate ? 0 : store.spec.replicas;
-  let rollout: ReturnType<typeof planRollout> | undefined;
+    await ctx.status(storeStatus(store, sts, restore, rollout));
   if (!sts) {
     await ensure(() => ctx.create(StatefulSets, desiredStatefulSet(store, replicas)));
-  } else {
-    rollout = planRollout(store, sts, replicas);
+  } else if (rollout) {
     if (rollout.patch) await ctx.patch(StatefulSets, sts, rollout.patch);
     if (rollout.step)
       ctx.events.normal(

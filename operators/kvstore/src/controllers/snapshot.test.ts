@@ -33,6 +33,12 @@ test('the Job decides: Running, Succeeded (and the data is written), Failed with
   assert.match(failed.status.message ?? '', /BackoffLimitExceeded/);
 });
 
+test('a Job that completed after its store was deleted still stores the snapshot', () => {
+  const p = planSnapshot(snapshot(), undefined, job('snap-snapshot', 'Complete'));
+  assert.deepEqual([p.status.phase, p.writeData, p.status.storeVersion], ['Succeeded', true, undefined]);
+  assert.equal(snapshotData(snapshot(), undefined, job('snap-snapshot', 'Complete')).data?.store, 'db');
+});
+
 test('Succeeded and Failed are final', () => {
   for (const phase of ['Succeeded', 'Failed'] as const) {
     const p = planSnapshot(snapshot({ phase }), ready, undefined);

@@ -65,18 +65,17 @@ export function snapshotJob(snap: KVSnapshot, store: KVStore): Job {
 }
 
 /** The stored snapshot: what the Job took, kept in a ConfigMap the finalizer removes with the KVSnapshot. */
-export function snapshotData(snap: KVSnapshot, store: KVStore, job: Job): ConfigMap {
+export function snapshotData(snap: KVSnapshot, store: KVStore | undefined, job: Job): ConfigMap {
   return {
     metadata: {
       name: snapshotDataName(snap.metadata.name ?? ''),
       labels: { [LABELS.snapshot]: snap.metadata.name ?? '', [LABELS.managedBy]: MANAGED_BY },
     },
     data: {
-      store: store.metadata.name ?? '',
-      version: store.spec.version,
-      replicas: String(store.spec.replicas),
+      store: snap.spec.storeName,
+      ...(store ? { version: store.spec.version, replicas: String(store.spec.replicas) } : {}),
       job: job.metadata.uid ?? '',
-      data: `keys of ${store.metadata.name} at ${job.status?.completionTime ?? ''}`,
+      data: `keys of ${snap.spec.storeName} at ${job.status?.completionTime ?? ''}`,
     },
   };
 }
@@ -115,13 +114,13 @@ export function planSnapshot(snap: KVSnapshot, store: KVStore | undefined, job: 
         createJob: false,
         writeData: false,
       };
-    if (outcome.state === 'Succeeded' && store !== undefined)
+    if (outcome.state === 'Succeeded')
       return {
         status: status({
           phase: 'Succeeded',
           jobName,
           dataRef: snapshotDataName(snap.metadata.name ?? ''),
-          storeVersion: store.spec.version,
+          ...(store ? { storeVersion: store.spec.version } : {}),
           completionTime: outcome.at,
           message: `stored in ConfigMap ${snapshotDataName(snap.metadata.name ?? '')}`,
         }),
