@@ -17,7 +17,6 @@
  * - A failed create or delete is retried with backoff (the error is rethrown after the status is written).
  */
 import {
-  type Condition,
   defineIndex,
   indexers,
   type Manager,
@@ -131,7 +130,7 @@ function statusOf(
   const generation = app.metadata.generation ?? 0;
   const minAvailable = Math.max(0, desired - Math.max(1, app.spec.maxUnavailable ?? 1));
   const converged = counted.length === desired && updated === desired && ready === desired;
-  let conditions = (app.status?.conditions ?? []) as Condition[];
+  let conditions = app.status?.conditions ?? [];
   const set = (type: string, status: 'True' | 'False', reason: string, msg: string) => {
     conditions = setCondition(conditions, {
       type,
@@ -168,7 +167,7 @@ function statusOf(
     podNames: counted.map((p) => p.metadata.name ?? '').sort(),
     selector: selectorString(app),
     observedGeneration: generation,
-    conditions: conditions as NonNullable<AppServiceStatus['conditions']>,
+    conditions,
   };
 }
 

@@ -196,6 +196,7 @@ export function apiFile(p: Project, api: ApiEntry): string {
  * (minimum, pattern, maxLength, …) and CEL rules (\`'x-kubernetes-validations'\`) are enforced by the apiserver.
  */
 import { Defaulted, defineKind, type ObjectOf } from '@opkit/runtime';
+import { ConditionsSchema } from '@opkit/runtime/crd';
 import { type Static, Type } from '@sinclair/typebox';
 
 export const ${api.kind}Spec = Type.Object(
@@ -209,19 +210,8 @@ export const ${api.kind}Spec = Type.Object(
 export const ${api.kind}Status = Type.Object(
   {
     observedGeneration: Type.Optional(Type.Integer({ format: 'int64' })),
-    conditions: Type.Optional(
-      Type.Array(
-        Type.Object({
-          type: Type.String(),
-          status: Type.Union([Type.Literal('True'), Type.Literal('False'), Type.Literal('Unknown')]),
-          reason: Type.String(),
-          message: Type.String(),
-          lastTransitionTime: Type.String({ format: 'date-time' }),
-          observedGeneration: Type.Optional(Type.Integer({ format: 'int64' })),
-        }),
-        { 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['type'] },
-      ),
-    ),
+    // metav1.Condition's shape and validation, a list keyed by type; setCondition() reads and writes it as it is.
+    conditions: Type.Optional(ConditionsSchema),
   },
   { description: 'The observed state of a ${api.kind}.' },
 );

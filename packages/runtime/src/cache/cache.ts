@@ -82,8 +82,8 @@ export interface CacheOptions {
 
 /** What `Cache.list` narrows its answer by; every given option must hold. */
 export interface CacheListOptions<T extends KubeObject = KubeObject> {
-  /** Only objects of this namespace (it must be one the cache watches). */
-  readonly namespace?: string;
+  /** Only objects of this namespace (it must be one the cache watches); undefined: every namespace. */
+  readonly namespace?: string | undefined;
   /** Only objects whose labels this selector matches: a string (`app=web,tier!=db`), a `LabelSelector` or a record. */
   readonly labelSelector?: SelectorInput;
   /**
@@ -248,7 +248,7 @@ export class Cache {
   }
 
   /** Cached objects, narrowed by namespace, index and label selector; waits for the informer to sync. */
-  async list<T extends KubeObject>(r: Kind<T>, options: CacheListOptions<T> = {}): Promise<T[]> {
+  async list<T extends KubeObject>(r: Kind<T>, options: CacheListOptions<NoInfer<T>> = {}): Promise<T[]> {
     const query = options.index;
     if (query && 'index' in query) this.addIndex(query.index);
     const inf = await this.#synced(r);

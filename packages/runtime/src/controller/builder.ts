@@ -13,7 +13,7 @@
  *     .controller(AppServices, generationChanged) // each AppService (or .for(kind) on a bare builder)
  *     .owns(Pods) // … and the AppService controlling a changed Pod
  *     .watches(ConfigMaps, (cm) => [{ namespace: 'default', name: `${cm.metadata.name}-app` }]) // … and what a
- *     .withOptions({ maxConcurrentReconciles: 4 }) //   function maps a ConfigMap to
+ *     .withOptions({ maxConcurrentReconciles: 4 }) //   function maps a ConfigMap to (sync or async; or referencing())
  *     .onError(() => retryAfter(30_000)) // optional: instead of defaultErrorPolicy
  *     .reconcile(async () => done()); // object-first (controller/object.ts)
  * }
@@ -125,7 +125,10 @@ export class ControllerBuilder {
     return new ControllerBuilderFor(this.#w, { kind: r, predicates }, 'any');
   }
 
-  /** Any kind, mapped to requests by a function. */
+  /**
+   * Any kind, mapped to requests by a function that may be async and reads the cache through its context (`MapFunc`);
+   * `referencing(B, 'spec.aRef')` / `byIndex(index)` map a changed A to the Bs that reference it.
+   */
   watches<T extends KubeObject>(
     r: Kind<T, unknown>,
     map: MapFunc<T>,
@@ -177,7 +180,10 @@ export class ControllerBuilderFor<P extends KubeObject, E extends BuilderEnding 
     return new ControllerBuilderFor(w, this.#p, this.#ending);
   }
 
-  /** Any kind, mapped to requests by a function. */
+  /**
+   * Any kind, mapped to requests by a function that may be async and reads the cache through its context (`MapFunc`);
+   * `referencing(B, 'spec.aRef')` / `byIndex(index)` map a changed A to the Bs that reference it.
+   */
   watches<T extends KubeObject>(
     r: Kind<T, unknown>,
     map: MapFunc<T>,

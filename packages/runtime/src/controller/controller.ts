@@ -44,9 +44,17 @@ import { endReconcileSpan, runtimeTracer, startReconcileSpan, withActiveSpan } f
 import { type Clock, LOW_PRIORITY, type RateLimiter, realClock, WorkQueue } from '../workqueue/index.ts';
 import { Expectations } from './expectations.ts';
 import type { MapFunc } from './handlers.ts';
+import { MapRunner } from './mapping.ts';
 import { defaultErrorPolicy, type ErrorAction, type ErrorPolicy, retryWithBackoff } from './policy.ts';
 import { allow, type Predicate } from './predicates.ts';
-import type { ReconcileContext, ReconcileRequest, Reconciler, Result } from './reconcile.ts';
+import {
+  type ReconcileContext,
+  type ReconcileRequest,
+  type Reconciler,
+  type Result,
+  refuseRenamedFields,
+  requeuePriority,
+} from './reconcile.ts';
 
 /** A controller's options; `name`, `client` and `cache` are required (the builder supplies them). */
 export interface ControllerOptions {
@@ -82,6 +90,10 @@ export interface ControllerOptions {
    * tracing.ts; default off).
    */
   readonly traceContextFromAnnotations?: boolean;
+  /** Calls of one watch's async mapper in flight at most (default 8; see controller/mapping.ts). */
+  readonly mapperConcurrency?: number;
+  /** How long one call of an async mapper may take before it is given up, logged and counted (default 30 s). */
+  readonly mapperTimeoutMs?: number;
   /** What to do with a failed reconcile (default `defaultErrorPolicy`). */
   readonly errorPolicy?: ErrorPolicy;
   /** Records the Events of `ctx.events` (default: one of the controller's own, source = its name). */
@@ -159,28 +171,38 @@ export class Controller {
     const informer = this.#o.cache.informer(r);
     if (!this.#primary) this.#primary = informer as unknown as Informer<KubeObject>;
     this.#watched.push(informer as unknown as Informer<KubeObject>);
-    const enqueue = (priority: number, ...objs: T[]) => {
-      const keys = new Set<string>();
-      for (const obj of objs) for (const req of map(obj)) keys.add(objectKey(req));
-      for (const key of keys) this.queue.add(key, priority);
-    };
-    this.#unwatch.push(
-      informer.addEventHandler({
-        // the initial list goes behind fresh changes (controller-runtime's priority queue)
-        add: (obj, initial) => {
-          this.expectations.observe(obj, false);
-          if (allow(predicates, 'create', undefined, obj)) enqueue(initial ? LOW_PRIORITY : 0, obj);
-        },
-        update: (old, obj) => {
-          this.expectations.observe(obj, false);
-          if (allow(predicates, 'update', old, obj)) enqueue(0, old, obj);
-        },
-        delete: (obj) => {
-          this.expectations.observe(obj, true);
-          if (allow(predicates, 'delete', undefined, obj)) enqueue(0, obj);
-        },
-      }),
-    );
+    const o = this.#o;
+    const lane = new MapRunner<T>({
+      controller: this.name,
+      kind: r.kind,
+      map,
+      cache: o.cache,
+      log: this.#log,
+      metrics: o.metrics,
+      clock: o.clock ?? realClock,
+      concurrency: o.mapperConcurrency,
+      timeoutMs: o.mapperTimeoutMs,
+      enqueue: (req, priority) => this.queue.add(objectKey(req), priority),
+    });
+    const off = informer.addEventHandler({
+      // the initial list goes behind fresh changes (controller-runtime's priority queue)
+      add: (obj, initial) => {
+        this.expectations.observe(obj, false);
+        if (allow(predicates, 'create', undefined, obj)) lane.submit([obj], initial ? LOW_PRIORITY : 0);
+      },
+      update: (old, obj) => {
+        this.expectations.observe(obj, false);
+        if (allow(predicates, 'update', old, obj)) lane.submit([old, obj], 0);
+      },
+      delete: (obj) => {
+        this.expectations.observe(obj, true);
+        if (allow(predicates, 'delete', undefined, obj)) lane.submit([obj], 0);
+      },
+    });
+    this.#unwatch.push(() => {
+      off();
+      lane.stop();
+    });
   }
 
   /** The resources this controller watches. */
@@ -327,21 +349,10 @@ export class Controller {
     this.queue.forget(key);
     if (result?.requeueAfterMs !== undefined && result.requeueAfterMs > 0) {
       m?.reconcileTotal.inc({ controller: this.name, result: 'requeue_after' });
-      this.queue.addAfter(key, result.requeueAfterMs, this.#requeuePriority(result, priority, log));
+      this.queue.addAfter(key, result.requeueAfterMs, requeuePriority(result, priority, log));
     } else {
       m?.reconcileTotal.inc({ controller: this.name, result: 'success' });
     }
-  }
-
-  /** The result's priority if it names a valid one, else the priority the request was handed out with. */
-  #requeuePriority(result: Result, handed: number, log: Logger): number {
-    if (result.priority === undefined) return handed;
-    if (Number.isSafeInteger(result.priority)) return result.priority;
-    log.error(
-      { priority: String(result.priority), handed },
-      'the reconcile result has a priority that is not a safe integer: requeueing at the priority it had',
-    );
-    return handed;
   }
 
   #failed(
@@ -384,17 +395,4 @@ export class Controller {
 
 function messageOf(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
-}
-
-/**
- * A result built without the types (JavaScript, a cast) that still says `requeueAfter`, the field's name before it was
- * `requeueAfterMs`, would silently never requeue: it fails the reconcile instead, naming the field.
- */
-// biome-ignore lint/suspicious/noConfusingVoidType: what a reconciler may return
-function refuseRenamedFields(result: Result | undefined | void): void {
-  if (typeof result === 'object' && result !== null && 'requeueAfter' in result)
-    throw new UsageError(
-      'InvalidArgument',
-      'a reconcile returned { requeueAfter }: the field is requeueAfterMs (or return requeueAfter(ms))',
-    );
 }

@@ -2,7 +2,8 @@
  * @module @opkit/runtime/controller
  * The pieces controllers are built from, for when the builder (`mgr.controller(kind)…reconcile(fn)`, in
  * `@opkit/runtime`) is not enough: `ControllerBuilder` and `Controller`, the request-based reconciler (the layer below
- * the object-first one) and its adapter `objectReconciler`, event handlers, predicates (`generationChanged`, …),
+ * the object-first one) and its adapter `objectReconciler`, event handlers and mappers (`referencing`, `byIndex`: watch A,
+ * reconcile the Bs that reference it), predicates (`generationChanged`, …),
  * expectations and the error policy (`defaultErrorPolicy`, `retryWithBackoff`, `retryAfter`, `giveUp`: what
  * `.onError(…)` answers).
  */
@@ -16,7 +17,7 @@ export {
 } from './builder.ts';
 export { Controller, type ControllerOptions } from './controller.ts';
 export { Expectations } from './expectations.ts';
-export { type MapFunc, requestForObject, requestsForOwner } from './handlers.ts';
+export { type CacheReader, type MapContext, type MapFunc, requestForObject, requestsForOwner } from './handlers.ts';
 export {
   type ApiListOptions,
   type ApiReader,
@@ -60,3 +61,4 @@ export {
   type Reconciler,
   type TerminalErrorCode,
 } from './reconcile.ts';
+export { byIndex, type ReferenceOptions, referencing } from './references.ts';

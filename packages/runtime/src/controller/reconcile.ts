@@ -133,3 +133,27 @@ export class TerminalError extends OpkitError<TerminalErrorCode> {
 export function isTerminalError(err: unknown): err is TerminalError {
   return err instanceof TerminalError;
 }
+
+/**
+ * A result built without the types (JavaScript, a cast) that still says `requeueAfter`, the field's name before it was
+ * `requeueAfterMs`, would silently never requeue: it fails the reconcile instead, naming the field.
+ */
+// biome-ignore lint/suspicious/noConfusingVoidType: what a reconciler may return
+export function refuseRenamedFields(result: Result | undefined | void): void {
+  if (typeof result === 'object' && result !== null && 'requeueAfter' in result)
+    throw new UsageError(
+      'InvalidArgument',
+      'a reconcile returned { requeueAfter }: the field is requeueAfterMs (or return requeueAfter(ms))',
+    );
+}
+
+/** The result's priority if it names a valid one, else the priority the request was handed out with (`handed`). */
+export function requeuePriority(result: Result, handed: number, log: Logger): number {
+  if (result.priority === undefined) return handed;
+  if (Number.isSafeInteger(result.priority)) return result.priority;
+  log.error(
+    { priority: String(result.priority), handed },
+    'the reconcile result has a priority that is not a safe integer: requeueing at the priority it had',
+  );
+  return handed;
+}

@@ -8,6 +8,8 @@
  * when nothing changed.
  * Invalid input (empty `type`, a `reason` that is not CamelCase, an unknown `status`, a negative or fractional
  * `observedGeneration`) is a `UsageError` (`InvalidArgument`) naming the field and the value.
+ * A kind's status declares its conditions with `ConditionsSchema` (`@opkit/runtime/crd`): its static type is exactly
+ * `Condition`, so `setCondition(obj.status?.conditions, …)` takes and returns them without a cast.
  */
 import { UsageError } from '../errors.ts';
 

@@ -10,6 +10,7 @@
  * spans fields, which would otherwise only fail later, at pod creation).
  */
 
+import { ConditionsSchema } from '@opkit/runtime/crd';
 import { type Static, Type } from '@sinclair/typebox';
 
 const quantity = Type.Unsafe<string | number>({
@@ -119,15 +120,6 @@ export const AppServiceSpec = Type.Object(
   { description: 'What to run.' },
 );
 
-export const Condition = Type.Object({
-  type: Type.String({ maxLength: 316 }),
-  status: Type.Union([Type.Literal('True'), Type.Literal('False'), Type.Literal('Unknown')]),
-  reason: Type.String({ maxLength: 1024 }),
-  message: Type.String({ maxLength: 32_768 }),
-  lastTransitionTime: Type.String({ format: 'date-time' }),
-  observedGeneration: Type.Optional(Type.Integer({ minimum: 0, format: 'int64' })),
-});
-
 export const AppServiceStatus = Type.Object(
   {
     replicas: Type.Optional(
@@ -142,9 +134,7 @@ export const AppServiceStatus = Type.Object(
     observedGeneration: Type.Optional(
       Type.Integer({ format: 'int64', description: 'The generation this status describes.' }),
     ),
-    conditions: Type.Optional(
-      Type.Array(Condition, { 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['type'] }),
-    ),
+    conditions: Type.Optional(ConditionsSchema),
   },
   { description: 'What runs.' },
 );
