@@ -4,10 +4,9 @@
  * The KVSnapshot controller: one Job per snapshot (snapshot.ts plans it), the stored snapshot written when the Job
  * succeeded, the phase in the status, and a finalizer that removes the stored snapshot when the KVSnapshot is
  * deleted (its Job goes with it by owner reference). A changed KVStore reconciles the snapshots that name it (an
- * index on `spec.storeName`): a snapshot waiting for its store starts as soon as the store is Ready.
+ * field index on `spec.storeName`, `referencing`): a snapshot waiting for its store starts as soon as the store is Ready.
  */
 import {
-  defineIndex,
   done,
   isAlreadyExists,
   isNotFound,
@@ -17,7 +16,7 @@ import {
   permission,
   type Result,
 } from '@opkit/runtime';
-import { keyOf, refOf } from '@opkit/runtime/client';
+import { referencing } from '@opkit/runtime/controller';
 import { ConfigMaps, Jobs } from '@opkit/runtime/kinds';
 import { type KVSnapshot, KVSnapshots } from '../api/v1alpha1/kvsnapshot.ts';
 import { KVStores } from '../api/v1alpha1/kvstore.ts';
@@ -34,11 +33,6 @@ export const permissions: readonly Permission[] = [
   permission(Jobs, ['list', 'watch', 'create']),
   permission(ConfigMaps, ['create', 'delete']),
 ];
-
-/** KVSnapshots by the KVStore they snapshot (`namespace/name`). */
-export const snapshotsByStore = defineIndex(KVSnapshots, 'spec.storeName', (s) => [
-  `${s.metadata.namespace}/${s.spec.storeName}`,
-]);
 
 /** Reconciles one KVSnapshot (present, not being deleted: the finalizer's cleanup handles that). */
 export async function reconcileKVSnapshot(snap: KVSnapshot, ctx: ObjectContext<KVSnapshot>): Promise<Result> {
@@ -81,13 +75,11 @@ export async function removeSnapshotData(snap: KVSnapshot, ctx: ObjectContext<KV
 
 /** Registers the KVSnapshot controller. */
 export function setupKVSnapshotController(mgr: Manager): void {
-  mgr.cache.addIndex(snapshotsByStore);
-  const snapshots = mgr.cache.informer(KVSnapshots).store;
   mgr
     .controller(KVSnapshots)
     .named('kvsnapshot')
     .owns(Jobs)
-    .watches(KVStores, (store) => snapshots.byIndex(snapshotsByStore.name, keyOf(store)).map(refOf))
+    .watches(KVStores, referencing(KVSnapshots, 'spec.storeName')) // the snapshots of a changed store
     .finalize(SNAPSHOT_FINALIZER, removeSnapshotData)
     .reconcile(reconcileKVSnapshot);
 }

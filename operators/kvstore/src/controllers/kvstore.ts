@@ -11,11 +11,10 @@
  * - With `spec.restoreFrom`, the StatefulSet stays at 0 replicas until the one restore Job succeeded (restore.ts).
  * - A version change rolls one pod at a time through the StatefulSet's partition (statefulset.ts), an Event per
  *   step.
- * - A changed KVSnapshot reconciles the stores restoring from it (an index on `spec.restoreFrom`).
+ * - A changed KVSnapshot reconciles the stores restoring from it (a field index on `spec.restoreFrom`, `referencing`).
  */
 import { randomBytes } from 'node:crypto';
 import {
-  defineIndex,
   done,
   isAlreadyExists,
   type Manager,
@@ -25,7 +24,7 @@ import {
   type Result,
 } from '@opkit/runtime';
 import { keepFields } from '@opkit/runtime/cache';
-import { keyOf, refOf } from '@opkit/runtime/client';
+import { referencing } from '@opkit/runtime/controller';
 import { Jobs, Secrets, Services, StatefulSets } from '@opkit/runtime/kinds';
 import { KVSnapshots } from '../api/v1alpha1/kvsnapshot.ts';
 import { type KVStore, KVStores } from '../api/v1alpha1/kvstore.ts';
@@ -43,11 +42,6 @@ export const permissions: readonly Permission[] = [
   permission(Secrets, ['list', 'watch', 'create']),
   permission(Jobs, ['get', 'list', 'watch', 'create']),
 ];
-
-/** KVStores by the KVSnapshot they restore from (`namespace/name`). */
-export const storesByRestoreSource = defineIndex(KVStores, 'spec.restoreFrom', (s) =>
-  s.spec.restoreFrom ? [`${s.metadata.namespace}/${s.spec.restoreFrom}`] : [],
-);
 
 const named = <T extends { metadata: { name?: string } }>(items: readonly T[], name: string) =>
   items.find((o) => o.metadata.name === name);
@@ -120,8 +114,6 @@ export async function reconcileKVStore(store: KVStore, ctx: ObjectContext<KVStor
 /** Registers the KVStore controller (what `opkit create api --controller` wires into main.ts). */
 export function setupKVStoreController(mgr: Manager): void {
   mgr.cache.transform(Secrets, keepFields('type')); // the cache keeps no Secret data: no password in memory
-  mgr.cache.addIndex(storesByRestoreSource);
-  const stores = mgr.cache.informer(KVStores).store;
   mgr
     .controller(KVStores)
     .named('kvstore')
@@ -129,6 +121,6 @@ export function setupKVStoreController(mgr: Manager): void {
     .owns(Services)
     .owns(Secrets)
     .owns(Jobs)
-    .watches(KVSnapshots, (snap) => stores.byIndex(storesByRestoreSource.name, keyOf(snap)).map(refOf))
+    .watches(KVSnapshots, referencing(KVStores, 'spec.restoreFrom')) // the stores restoring from a changed snapshot
     .reconcile(reconcileKVStore);
 }

@@ -8,7 +8,6 @@
  */
 import { defineKind, type ObjectOf } from '@opkit/runtime';
 import { type Static, Type } from '@sinclair/typebox';
-import { Conditions } from './conditions.ts';
 
 export const KVSnapshotSpec = Type.Object(
   {
@@ -38,7 +37,6 @@ export const KVSnapshotStatus = Type.Object(
     dataRef: Type.Optional(Type.String({ description: 'The ConfigMap holding the stored snapshot.' })),
     storeVersion: Type.Optional(Type.String({ description: 'The version the store ran when the snapshot was taken.' })),
     completionTime: Type.Optional(Type.String({ format: 'date-time' })),
-    conditions: Type.Optional(Conditions),
   },
   { description: 'The observed state of a KVSnapshot.' },
 );

@@ -7,9 +7,9 @@
  * makes a restore happen once across operator restarts) and the Ready and Progressing conditions.
  */
 import { Defaulted, defineKind, type ObjectOf } from '@opkit/runtime';
+import { ConditionsSchema } from '@opkit/runtime/crd';
 import { type Static, Type } from '@sinclair/typebox';
 import { STORAGE_PATTERN } from '../storage.ts';
-import { Conditions } from './conditions.ts';
 
 export const KVStoreSpec = Type.Object(
   {
@@ -65,7 +65,7 @@ export const KVStoreStatus = Type.Object(
         completionTime: Type.Optional(Type.String({ format: 'date-time' })),
       }),
     ),
-    conditions: Type.Optional(Conditions),
+    conditions: Type.Optional(ConditionsSchema),
   },
   { description: 'The observed state of a KVStore.' },
 );
