@@ -45,8 +45,14 @@ const UNIT = [
   'bench/src/**/*.test.ts',
   'test/**/*.test.ts',
   'scripts/**/*.test.ts',
+  'tools/*/src/**/*.test.ts',
 ];
-const INTEGRATION = ['packages/*/test/**/*.test.ts', 'operators/*/test/**/*.test.ts', 'examples/**/*.test.ts'];
+const INTEGRATION = [
+  'packages/*/test/**/*.test.ts',
+  'operators/*/test/**/*.test.ts',
+  'tools/*/test/**/*.test.ts',
+  'examples/**/*.test.ts',
+];
 
 if (!unitOnly && files.length === 0) {
   process.stdout.write('\n▶ control-plane binaries\n');

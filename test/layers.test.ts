@@ -96,7 +96,7 @@ test('workspaces import only what the layering allows', async () => {
 const RUNTIME_LAYERS: readonly (readonly string[])[] = [
   ['errors.ts'],
   ['logger.ts', 'version.ts', 'internal', 'prometheus.ts'],
-  ['workqueue'],
+  ['workqueue', 'quantity'],
   ['tracing', 'tls'],
   ['client'],
   ['metrics.ts', 'crd'],

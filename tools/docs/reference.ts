@@ -111,7 +111,7 @@ export interface Reference {
 
 /** The text of a file's opening doc comment, without its `@module name` line; undefined when it has none. */
 export function openingComment(source: string): string | undefined {
-  const m = /^(?:#!.*\n)?\s*\/\*\*([\s\S]*?)\*\//.exec(source);
+  const m = /^(?:#!.*\n)?(?:\/\/.*\n)*\s*\/\*\*([\s\S]*?)\*\//.exec(source);
   if (!m) return undefined;
   const lines = (m[1] as string).split('\n').map((l) => l.replace(/^\s*\* ?/, '').trimEnd());
   const text = lines

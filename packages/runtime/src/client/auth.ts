@@ -4,7 +4,8 @@
  * re-read when they rotate. Static credentials (a bearer token, basic auth, a client certificate), a token file (the
  * in-cluster service account's, or a kubeconfig's `tokenFile`), an `exec` credential plugin
  * (client.authentication.k8s.io ExecCredential), and legacy `auth-provider` users delegated to
- * @kubernetes/client-node (loaded only then: it costs ~85 MB of RSS, which every other operator does not pay).
+ * @kubernetes/client-node, an optional peer dependency (loaded only then: it costs ~85 MB of RSS, which every other
+ * operator does not pay; a kubeconfig that needs it when it is not installed fails with `AuthProviderNotInstalled`).
  *
  * Guarantees: a token file is re-read at most once a minute, and at the next request after `invalidate()` (the
  * transport calls it on a 401). An exec plugin runs once at a time (concurrent requests wait for the same run), with
@@ -148,8 +149,37 @@ async function runPlugin(command: string, userName: string, exec: ExecConfig): P
   return status;
 }
 
-/** Legacy auth providers: delegated to @kubernetes/client-node, imported only when such a user is configured. */
-export function authProviderAuth(docs: { raw: string }[], contextName: string): Authenticator {
+/** The optional peer dependency the legacy auth providers are delegated to. */
+export const CLIENT_NODE = '@kubernetes/client-node';
+
+/** Whether `specifier` can be imported from here, without loading it. */
+function installed(specifier: string): boolean {
+  try {
+    import.meta.resolve(specifier);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Legacy auth providers (user `where` of the kubeconfig, e.g. `~/.kube/config: users[me].auth-provider`): delegated to
+ * @kubernetes/client-node, an optional peer dependency imported only when such a user is configured.
+ *
+ * @throws KubeconfigError (`AuthProviderNotInstalled`) when `isInstalled` says the package cannot be imported.
+ */
+export function authProviderAuth(
+  docs: { raw: string }[],
+  contextName: string,
+  where: string,
+  isInstalled: (specifier: string) => boolean = installed,
+): Authenticator {
+  if (!isInstalled(CLIENT_NODE)) {
+    throw new KubeconfigError(
+      `${where}: a legacy auth-provider needs ${CLIENT_NODE}, which is not installed: run \`npm install ${CLIENT_NODE}\`, or give the user an exec credential plugin`,
+      { code: 'AuthProviderNotInstalled' },
+    );
+  }
   return {
     async credentials() {
       const { KubeConfig } = await import('@kubernetes/client-node');

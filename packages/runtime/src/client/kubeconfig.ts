@@ -9,7 +9,8 @@
  * `as-user-extra`), and `exec` credential plugins (client.authentication.k8s.io ExecCredential, cached until shortly
  * before they expire; a command with a path separator is relative to the kubeconfig's folder, a bare name is looked
  * up on PATH). Legacy `auth-provider` users (oidc, gcp, azure) are delegated to @kubernetes/client-node's KubeConfig,
- * loaded only then. The authenticators themselves (how each kind of credential is read and cached) are client/auth.ts.
+ * an optional peer dependency loaded only then (without it such a kubeconfig fails to load with
+ * `AuthProviderNotInstalled`). The authenticators themselves (how each kind of credential is read and cached) are client/auth.ts.
  *
  * Guarantees: credentials that can rotate (token files, in-cluster tokens, exec plugins) are re-read when due and after
  * `invalidate()` (the transport calls it on a 401). Errors name the file and the field to fix. Nothing the kubeconfig
@@ -32,17 +33,23 @@ export type KubeconfigErrorCode =
    * file it names unreadable, a bad proxy URL, or an exec credential plugin that failed. The message names the file
    * and the field to fix.
    */
-  'InvalidKubeconfig';
+  | 'InvalidKubeconfig'
+  /**
+   * The kubeconfig's user authenticates with a legacy `auth-provider` (oidc, gcp, azure), which opkit delegates to
+   * @kubernetes/client-node, an optional peer dependency that is not installed: `npm install @kubernetes/client-node`
+   * (or give the user an `exec` credential plugin).
+   */
+  | 'AuthProviderNotInstalled';
 
 /**
- * A kubeconfig (or in-cluster config) that cannot be used (code `InvalidKubeconfig`); the message names the file and
- * the field to fix.
+ * A kubeconfig (or in-cluster config) that cannot be used (code `InvalidKubeconfig`, or `AuthProviderNotInstalled` for
+ * a legacy auth-provider user without @kubernetes/client-node); the message names the file and the field to fix.
  */
 export class KubeconfigError extends OpkitError<KubeconfigErrorCode> {
   override readonly name = 'KubeconfigError';
 
-  constructor(message: string, options?: { cause?: unknown }) {
-    super('InvalidKubeconfig', message, options);
+  constructor(message: string, options?: { cause?: unknown; code?: KubeconfigErrorCode }) {
+    super(options?.code ?? 'InvalidKubeconfig', message, options);
   }
 }
 
@@ -262,7 +269,7 @@ function userAuth(
   }
   const tls = cert !== undefined && key !== undefined ? { cert, key } : {};
   if (u.exec) return execAuth(file, named.name, u.exec, tls, base);
-  if (u['auth-provider']) return authProviderAuth(docs, contextName);
+  if (u['auth-provider']) return authProviderAuth(docs, contextName, `${file}: users[${named.name}].auth-provider`);
   if (u.tokenFile) return tokenFileAuth(isAbsolute(u.tokenFile) ? u.tokenFile : join(base, u.tokenFile), tls);
   if (u.token) return staticAuth({ headers: { authorization: `Bearer ${u.token}` }, ...tls });
   if (u.username !== undefined && u.password !== undefined) {

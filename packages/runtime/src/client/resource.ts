@@ -2,13 +2,17 @@
  * @module client/resource
  * What the client needs to know about a kind: group, version, kind, plural and scope — a `Kind<T>`, which also
  * carries the TypeScript type `T` of its objects. Objects are plain parsed JSON typed by interfaces (never model class
- * instances): `Wire<T>` turns @kubernetes/client-node's model types (which say `Date` for timestamps) into what the
- * API really sends (RFC 3339 strings), and every object has `metadata`.
+ * instances): the built-in kinds' interfaces are generated in their JSON form (./kinds/), and `Wire<T>` turns a model
+ * type that says `Date` for timestamps (as @kubernetes/client-node's do) into what the API really sends (RFC 3339
+ * strings). Every object has `metadata`.
  */
-import type { V1ObjectMeta, V1OwnerReference } from '@kubernetes/client-node';
-import { UsageError } from '../errors.ts';
 
-/** The JSON form of a client-node model type: timestamps are strings. */
+import { UsageError } from '../errors.ts';
+import type { ObjectMeta } from './kinds/meta.ts';
+
+export type { ObjectMeta, OwnerReference } from './kinds/meta.ts';
+
+/** The JSON form of a model type whose timestamps are `Date`s (as @kubernetes/client-node's): timestamps are strings. */
 export type Wire<T> = T extends Date
   ? string
   : T extends readonly (infer U)[]
@@ -16,11 +20,6 @@ export type Wire<T> = T extends Date
     : T extends object
       ? { [K in keyof T]: Wire<T[K]> }
       : T;
-
-/** An object's `metadata` in its JSON form (`V1ObjectMeta` of `@kubernetes/client-node`, timestamps as strings). */
-export type ObjectMeta = Wire<V1ObjectMeta>;
-/** An entry of `metadata.ownerReferences` in its JSON form (`V1OwnerReference` of `@kubernetes/client-node`). */
-export type OwnerReference = Wire<V1OwnerReference>;
 
 /** Any Kubernetes object as the API returns it. */
 export interface KubeObject {

@@ -12,10 +12,9 @@
  * fields left out rather than `undefined`, an `Age` printer column appended unless one is defined.
  *
  * Several versions with conversions: see crd/versions. Caveats: CEL rules and regular expressions are compiled by the
- * apiserver only when the CRD is applied. The CRD's schema is typed with client-node's model, whose schema fields are
- * named for its serializer (`x_kubernetes_validations`, `_default`); the object holds the wire names
- * (`x-kubernetes-validations`, `default`) the apiserver reads, so send it as JSON, not through client-node's
- * ObjectSerializer.
+ * apiserver only when the CRD is applied. The CRD is typed with the generated `CustomResourceDefinition`
+ * (`@opkit/runtime/kinds`), whose schema fields have their wire names (`x-kubernetes-validations`, `default`): send it
+ * as the JSON it is, not through @kubernetes/client-node's ObjectSerializer (which expects `x_kubernetes_validations`).
  */
 import type { Static, TSchema } from '@sinclair/typebox';
 import type { CustomResourceDefinition } from '../client/builtins.ts';

@@ -77,11 +77,11 @@ test('the CRD carries every version, one storage version and the webhook convers
     ['v1alpha1', true, false],
     ['v1', true, true],
   ]);
-  const alpha = crd.spec.versions[0] as Record<string, unknown>;
-  assert.equal(alpha.deprecated, true);
-  assert.equal(alpha.deprecationWarning, 'apps.example.com/v1alpha1 Web is deprecated; use v1');
-  assert.equal(alpha.subresources, undefined, 'subresources are per version');
-  assert.deepEqual((crd.spec.versions[1] as Record<string, unknown>).subresources, { status: {} });
+  const alpha = crd.spec.versions[0];
+  assert.equal(alpha?.deprecated, true);
+  assert.equal(alpha?.deprecationWarning, 'apps.example.com/v1alpha1 Web is deprecated; use v1');
+  assert.equal(alpha?.subresources, undefined, 'subresources are per version');
+  assert.deepEqual(crd.spec.versions[1]?.subresources, { status: {} });
   const schemaProps = (v: number) => {
     const spec = crd.spec.versions[v]?.schema?.openAPIV3Schema?.properties?.spec as { properties?: object } | undefined;
     return Object.keys(spec?.properties ?? {});
