@@ -8,6 +8,8 @@
  * - `spec.replicas` cannot change while a restore is in progress (the restore writes a fixed set of volumes);
  * - `spec.restoreFrom` cannot change (a store is restored once, when it is created).
  */
+
+import { Quantity } from '@opkit/runtime/quantity';
 import {
   type FieldError,
   fieldErrors,
@@ -15,7 +17,6 @@ import {
   validator,
   type WebhookDefinition,
 } from '@opkit/runtime/webhook';
-import { compareStorage } from '../api/storage.ts';
 import { type KVStore, KVStores } from '../api/v1alpha1/kvstore.ts';
 
 /** A KVStore's name becomes a label value of what it owns: at most 63 characters. */
@@ -33,7 +34,7 @@ export function restoring(store: KVStore): boolean {
 /** The rules of an update (see the module comment). */
 export function validateKVStoreUpdate(obj: KVStore, old: KVStore): ValidationResult {
   const errors: FieldError[] = [...(validateKVStore(obj).errors ?? [])];
-  if ((compareStorage(obj.spec.storage, old.spec.storage) ?? 0) < 0)
+  if (Quantity.parse(obj.spec.storage).cmp(old.spec.storage) < 0)
     errors.push(
       fieldErrors.invalid('spec.storage', obj.spec.storage, `storage cannot shrink (it is ${old.spec.storage})`),
     );

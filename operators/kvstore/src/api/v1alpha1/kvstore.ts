@@ -8,8 +8,8 @@
  */
 import { Defaulted, defineKind, type ObjectOf } from '@opkit/runtime';
 import { ConditionsSchema } from '@opkit/runtime/crd';
+import { QuantitySchema } from '@opkit/runtime/quantity';
 import { type Static, Type } from '@sinclair/typebox';
-import { STORAGE_PATTERN } from '../storage.ts';
 
 export const KVStoreSpec = Type.Object(
   {
@@ -22,10 +22,7 @@ export const KVStoreSpec = Type.Object(
       '1.36',
     ),
     storage: Defaulted(
-      Type.String({
-        pattern: STORAGE_PATTERN,
-        description: 'The volume size of each pod (it may grow, never shrink).',
-      }),
+      QuantitySchema({ description: 'The volume size of each pod (it may grow, never shrink).' }),
       '1Gi',
     ),
     restoreFrom: Type.Optional(
