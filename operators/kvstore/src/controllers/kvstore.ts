@@ -29,7 +29,7 @@ import { Jobs, Secrets, Services, StatefulSets } from '@opkit/runtime/kinds';
 import { KVSnapshots } from '../api/v1alpha1/kvsnapshot.ts';
 import { type KVStore, KVStores } from '../api/v1alpha1/kvstore.ts';
 import { restoreJobName, secretName, serviceName, sibling, statefulSetName } from './names.ts';
-import { planRestore, restoreJob } from './restore.ts';
+import { planRestore, type RestorePlan, restoreJob } from './restore.ts';
 import { desiredSecret, desiredService, desiredStatefulSet, planRollout } from './statefulset.ts';
 import { storeStatus } from './store-status.ts';
 
@@ -46,7 +46,7 @@ export const permissions: readonly Permission[] = [
 const named = <T extends { metadata: { name?: string } }>(items: readonly T[], name: string) =>
   items.find((o) => o.metadata.name === name);
 
-/** Creates `input` unless it exists; AlreadyExists (a cache that has not seen it yet) counts as done. */
+/** Runs a create; AlreadyExists (a cache that has not seen it yet) counts as done. */
 async function ensure<T>(make: () => Promise<T>): Promise<void> {
   try {
     await make();
@@ -55,13 +55,8 @@ async function ensure<T>(make: () => Promise<T>): Promise<void> {
   }
 }
 
-/** Reconciles one KVStore (present, not being deleted: the garbage collector removes its children). */
-export async function reconcileKVStore(store: KVStore, ctx: ObjectContext<KVStore>): Promise<Result> {
-  if (!named(await ctx.owned(Secrets), secretName(store)))
-    await ensure(() => ctx.create(Secrets, desiredSecret(store, randomBytes(24).toString('base64url'))));
-  if (!named(await ctx.owned(Services), serviceName(store)))
-    await ensure(() => ctx.create(Services, desiredService(store)));
-
+/** The restore's next step (restore.ts), acted on: the one Job created when the plan says so, Events on its ends. */
+async function advanceRestore(store: KVStore, ctx: ObjectContext<KVStore>): Promise<RestorePlan> {
   const from = store.spec.restoreFrom;
   const snapshot = from ? await ctx.cache.get(KVSnapshots, sibling(store, from)) : undefined;
   const job = named(await ctx.owned(Jobs, { terminating: true }), restoreJobName(store));
@@ -69,25 +64,31 @@ export async function reconcileKVStore(store: KVStore, ctx: ObjectContext<KVStor
   if (restore.createJob) {
     try {
       const created = await ctx.create(Jobs, restoreJob(store));
-      restore = {
-        ...restore,
-        restore: {
-          ...(restore.restore ?? { snapshot: from ?? '', phase: 'Running' }),
-          jobUID: created.metadata.uid ?? '',
-        },
-      };
+      const running = restore.restore ?? { snapshot: from ?? '', phase: 'Running' as const };
+      restore = { ...restore, restore: { ...running, jobUID: created.metadata.uid ?? '' } };
       ctx.events.normal('Restoring', `restoring from KVSnapshot ${from} (Job ${created.metadata.name})`);
     } catch (err) {
       if (!isAlreadyExists(err)) throw err;
-      // made by a predecessor just before it stopped: the next reconcile finds it in the cache and records its uid
+      // made by a predecessor just before it stopped, not yet in this cache: read it, and record its uid
       const existing = await ctx.apiReader.get(Jobs, sibling(store, restoreJobName(store)));
       if (existing) restore = planRestore(store, snapshot, existing);
     }
   }
-  if (restore.restore?.phase === 'Succeeded' && store.status?.restore?.phase !== 'Succeeded')
+  const was = store.status?.restore?.phase;
+  if (restore.restore?.phase === 'Succeeded' && was !== 'Succeeded')
     ctx.events.normal('Restored', `restored from KVSnapshot ${from}`);
-  if (restore.restore?.phase === 'Failed' && store.status?.restore?.phase !== 'Failed')
+  if (restore.restore?.phase === 'Failed' && was !== 'Failed')
     ctx.events.warning('RestoreFailed', restore.restore.message ?? 'the restore failed');
+  return restore;
+}
+
+/** Reconciles one KVStore (present, not being deleted: the garbage collector removes its children). */
+export async function reconcileKVStore(store: KVStore, ctx: ObjectContext<KVStore>): Promise<Result> {
+  if (!named(await ctx.owned(Secrets), secretName(store)))
+    await ensure(() => ctx.create(Secrets, desiredSecret(store, randomBytes(24).toString('base64url'))));
+  if (!named(await ctx.owned(Services), serviceName(store)))
+    await ensure(() => ctx.create(Services, desiredService(store)));
+  const restore = await advanceRestore(store, ctx);
 
   const sts = named(await ctx.owned(StatefulSets), statefulSetName(store));
   const replicas = restore.gate ? 0 : store.spec.replicas;
