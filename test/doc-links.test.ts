@@ -58,7 +58,8 @@ export function links(markdown: string): { target: string; line: number }[] {
   const text = withoutCode(markdown);
   const out: { target: string; line: number }[] = [];
   const lineOf = (index: number) => text.slice(0, index).split('\n').length;
-  for (const m of text.matchAll(/\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)/g))
+  // a `]` after an odd number of backslashes is an escaped bracket (CommonMark), not the end of a link's text
+  for (const m of text.matchAll(/(?<=(?:^|[^\\])(?:\\\\)*)\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)/g))
     out.push({ target: m[1] as string, line: lineOf(m.index) });
   for (const m of text.matchAll(/^ {0,3}\[[^\]]+\]:\s*<?(\S+?)>?(?:\s+"[^"]*")?\s*$/gm))
     out.push({ target: m[1] as string, line: lineOf(m.index) });
@@ -78,6 +79,11 @@ test('links: inline and reference links outside code', () => {
   assert.deepEqual(
     links(md).map((l) => l.target),
     ['x.md#y', 'https://example.com', '../z.md'],
+  );
+  // an escaped bracket ends no link text (a regular expression in a generated page); an escaped backslash does
+  assert.deepEqual(
+    links('\\[eE\\](\\+|-) [f\\\\](f.md)').map((l) => l.target),
+    ['f.md'],
   );
 });
 

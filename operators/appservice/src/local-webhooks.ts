@@ -8,7 +8,7 @@
  * `webhook-down`).
  *
  * Caveat: the worker has no credentials, so the registry allow-list (which reads Namespaces) allows every image here;
- * the operator process enforces it (test/webhooks.test.ts).
+ * the operator's own webhook server enforces it (as in test/webhooks.test.ts, on a test manager).
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import {

@@ -79,6 +79,7 @@ test('create webhook scaffolds typed handlers, registers them, and generate emit
   ]);
   assert.equal(r.code, 0, r.out);
   assert.match(r.out, /created src\/webhooks\/gadget\.ts/);
+  assert.match(r.out, /created test\/webhooks\/gadget\.test\.ts/);
   const hooks = await readFile(join(dir, 'src/webhooks.ts'), 'utf8');
   assert.match(hooks, /import \{ gadgetWebhooks \} from '\.\/webhooks\/gadget\.ts';/);
   assert.match(hooks, /\.\.\.gadgetWebhooks\(\),/);
@@ -101,6 +102,20 @@ test('create webhook scaffolds typed handlers, registers them, and generate emit
     timeout: 120_000,
   });
   assert.equal(tsc.status, 0, tsc.stdout + tsc.stderr);
+
+  // the scaffolded webhook test passes on a local control plane: defaulted, and refused with the field named
+  const childEnv = { ...process.env };
+  delete childEnv.NODE_TEST_CONTEXT; // a nested test run must report as a top-level one
+  const tests = spawnSync(process.execPath, ['--test', 'test/webhooks/gadget.test.ts'], {
+    cwd: dir,
+    encoding: 'utf8',
+    env: childEnv,
+    timeout: 180_000,
+  });
+  assert.equal(tests.status, 0, `the scaffolded webhook test passes:\n${tests.stdout}${tests.stderr}`);
+  assert.match(tests.stdout, /pass 2\n/, tests.stdout);
+  assert.match(tests.stdout, /labelled by the defaulting webhook/);
+  assert.match(tests.stdout, /refused by the validating webhook, naming the field/);
 
   // running it again changes nothing and refuses to overwrite the user's handlers
   const again = opkit(dir, [

@@ -12,7 +12,9 @@
  * - Each probe resolves true only when its component serves (etcd `/health`, the apiserver `/readyz`, the others
  *   `/healthz`); it may throw while the component is not up yet.
  * Caveats (see the module comment of environment.ts): the TaintNodesByCondition admission plugin is disabled, and the
- * client rate limits of the controller-manager and scheduler are raised.
+ * client rate limits of the controller-manager and scheduler are raised. The controller-manager runs the in-tree
+ * host-path provisioner (volumes.ts) and resyncs PVs and PVCs every second instead of every 15 s: the binder retries a
+ * write that met a conflict (common while a PVC and its PV are deleted) only at its next resync.
  */
 import { readFile, writeFile } from 'node:fs/promises';
 import { request as httpRequest } from 'node:http';
@@ -27,7 +29,11 @@ import { freePorts } from './ports.ts';
 /** The components of an environment, as `restart`, `stopComponent` and `startComponent` name them. */
 export type ComponentId = 'etcd' | 'kube-apiserver' | 'kube-controller-manager' | 'kube-scheduler' | 'kwok';
 
-/** The kube-controller-manager controllers that run (canonical names). */
+/**
+ * The kube-controller-manager controllers that run (canonical names): workloads, garbage collection, namespaces,
+ * service accounts, and the volume controllers (PV binder and provisioning, PV and PVC protection, expander,
+ * generic ephemeral volumes). No attach-detach controller: kwok nodes mount nothing.
+ */
 export const CONTROLLERS: readonly string[] = [
   'garbage-collector-controller',
   'namespace-controller',
@@ -46,6 +52,11 @@ export const CONTROLLERS: readonly string[] = [
   'endpointslice-controller',
   'resourcequota-controller',
   'pod-garbage-collector-controller',
+  'persistentvolume-binder-controller',
+  'persistentvolume-protection-controller',
+  'persistentvolumeclaim-protection-controller',
+  'persistentvolume-expander-controller',
+  'ephemeral-volume-controller',
 ];
 
 /** The client identities the PKI issues certificates for: the admin, and each component that talks to the apiserver. */
@@ -265,6 +276,8 @@ function controllerManager(plan: ControlPlanePlan): ComponentDefinition {
       `--root-ca-file=${pki.ca.certFile}`,
       '--kube-api-qps=200',
       '--kube-api-burst=400',
+      '--enable-hostpath-provisioner',
+      '--pvclaimbinder-sync-period=1s',
     ],
     probe: async () => (await getText(`https://127.0.0.1:${ports.kcm}/healthz`)) === 'ok',
   };

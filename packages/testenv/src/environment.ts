@@ -2,22 +2,25 @@
  * @module environment
  * `start()` brings up a real control plane — etcd, kube-apiserver (TLS, client-certificate admin, RBAC,
  * service-account tokens), kube-controller-manager (garbage collector, namespaces, service accounts and tokens,
- * workload controllers), kube-scheduler and kwok with N fake nodes — and returns an `Environment`.
+ * workload controllers, the volume controllers and the host-path provisioner behind two StorageClasses),
+ * kube-scheduler and kwok with N fake nodes — and returns an `Environment`.
  *
  * Guarantees:
  * - Every environment has its own run directory and free ports; several run at once without interfering.
  * - `start()` resolves only when the apiserver is ready, every node is Ready and the `default` ServiceAccount exists
  *   (pods can be created); a failure names the component, its exit code and the tail of its log, and leaves nothing
  *   running.
- * - `stop()` ends every child process and removes the run directory. The components do not keep the owning process
+ * - `stop()` ends every child process, removes the directories of the volumes the cluster provisioned (volumes.ts)
+ *   and removes the run directory. The components do not keep the owning process
  *   alive: a test process that ends without `stop()` (a failed test, an unhandled error) exits, SIGKILLs them on its
- *   way out, and its watchdog removes the run directory. If the owning process dies instead, the watchdog process
- *   ends the components; a later `start()` also reaps run directories whose owner is gone.
+ *   way out, and its watchdog removes the volume and run directories. If the owning process dies instead, the
+ *   watchdog process ends the components; a later `start()` also reaps run directories whose owner is gone.
  * - With `keepDir`, the run directory is marked kept (a `KEPT` file) on stop, or by the watchdog if the owner dies:
  *   neither the watchdog nor a later `start()` in any process removes it; only the user does.
  * The pieces: the components' flags, ports, probes and files are control-plane.ts, each process is a `Component`
  * (component.ts), the run directory, its state file, the watchdog and stale-run reaping are run-dir.ts, etcd's HTTP
- * gateway is etcd.ts, the fake nodes nodes.ts, ServiceAccount kubeconfigs service-account.ts; this module orders them.
+ * gateway is etcd.ts, the fake nodes nodes.ts, the StorageClasses and volume directories volumes.ts, ServiceAccount
+ * kubeconfigs service-account.ts; this module orders them.
  * Caveats: the TaintNodesByCondition admission plugin is disabled (no node-lifecycle controller runs, so a new node's
  * not-ready taint would never be lifted); client rate limits of the controller-manager and scheduler are raised so
  * that benchmarks with tens of thousands of pods are not limited by them.
@@ -44,6 +47,7 @@ import type { Kubeconfig } from './kubeconfig.ts';
 import { clusterSettled, createFakeNodes } from './nodes.ts';
 import { closeRunDir, makeRunDir, reapStale, Watchdog, writeOwner, writeState } from './run-dir.ts';
 import { type ServiceAccountKubeconfig, type ServiceAccountRef, serviceAccountKubeconfig } from './service-account.ts';
+import { createStorageClasses, provisionedVolumeDirs, removeVolumeDirs } from './volumes.ts';
 import { type InstalledWebhooks, type InstallWebhooksOptions, installWebhooks } from './webhooks.ts';
 
 /** How `start()` builds the control plane; every field has a default. */
@@ -174,9 +178,10 @@ export class Environment {
     await this.#prepare();
     await this.#component('etcd').start();
     await this.#component('kube-apiserver').start();
-    await Promise.all(
-      (['kube-controller-manager', 'kube-scheduler', 'kwok'] as const).map((id) => this.#component(id).start()),
-    );
+    await Promise.all([
+      createStorageClasses(this.api),
+      ...(['kube-controller-manager', 'kube-scheduler', 'kwok'] as const).map((id) => this.#component(id).start()),
+    ]);
     await createFakeNodes(this.api, this.nodes, this.#options.podsPerNode ?? 110);
     await this.#waitFor('every node Ready and the default ServiceAccount', () => clusterSettled(this.api, this.nodes));
     await this.#writeState();
@@ -237,16 +242,25 @@ export class Environment {
     return serviceAccountKubeconfig({ api: this.api, server: this.server, caPem: this.caPem, dir: this.dir }, sa);
   }
 
-  /** Stops every component (kwok, scheduler, controller-manager, apiserver, etcd) and removes the run directory. */
+  /**
+   * Stops every component (kwok, scheduler, controller-manager, apiserver, etcd), removes the directories of the
+   * volumes the cluster provisioned, and removes the run directory (with `keepDir`, marks it kept instead; the volume
+   * directories go in both cases).
+   */
   async stop(): Promise<void> {
     if (this.#stopped) return;
     this.#stopped = true;
     const stopAll = async (ids: readonly ComponentId[]) =>
       Promise.all(ids.map((id) => this.#components.get(id)?.stop()));
     await stopAll(['kwok', 'kube-scheduler', 'kube-controller-manager']);
+    // The provisioner has stopped: list its volumes while the apiserver serves, else find them in etcd's files.
+    const volumes = this.#components.get('kube-apiserver')?.pid
+      ? await provisionedVolumeDirs(this.api).catch(() => undefined)
+      : undefined;
     await stopAll(['kube-apiserver']);
     await stopAll(['etcd']);
     this.#api?.close();
+    await removeVolumeDirs(this.dir, volumes);
     process.off('exit', this.#onExit);
     await closeRunDir(this.dir, this.#options.keepDir === true, () => this.#watchdog?.done());
   }

@@ -4,7 +4,8 @@
  *
  * `start()` runs etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok (simulated nodes, so pods are
  * scheduled and become Running and Ready) on 127.0.0.1 with free ports, and returns an `Environment` with an admin
- * kubeconfig, `kubeconfigFor(serviceAccount)` for least-privilege tests, `restart(component)` for fault tests, and
+ * kubeconfig, `kubeconfigFor(serviceAccount)` for least-privilege tests, volumes (the default StorageClass
+ * `standard` and `standard-immediate`, `STORAGE_CLASSES`), `restart(component)` for fault tests, and
  * `stop()`. Binaries come from an explicit directory, KUBEBUILDER_ASSETS, the user cache, a verified download of the
  * official releases (or a mirror of them), or a build from Go modules.
  */
@@ -35,5 +36,11 @@ export { type ReleasePlatform, releasePlatform } from './release.ts';
 export { type EnvironmentState, reapStale } from './run-dir.ts';
 export type { ServiceAccountKubeconfig, ServiceAccountRef } from './service-account.ts';
 export { ETCD_VERSION, KUBERNETES_VERSION, KWOK_VERSION } from './versions.ts';
+export { HOST_PATH_PROVISIONER, HOST_PATH_VOLUME_ROOT, removeVolumeDirs, STORAGE_CLASSES } from './volumes.ts';
 export { waitFor } from './wait.ts';
-export { type InstalledWebhooks, type InstallWebhooksOptions, installWebhooks } from './webhooks.ts';
+export {
+  type InstalledWebhooks,
+  type InstallWebhooksOptions,
+  installWebhooks,
+  type WebhookServingCertificate,
+} from './webhooks.ts';

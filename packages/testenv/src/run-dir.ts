@@ -10,7 +10,8 @@
  * - The watchdog (watchdog.ts) learns the pid of every component as it starts; when its owner dies without saying
  *   `done`, it ends those components and removes the directory — or marks it kept, when told `keep`.
  * - `reapStale()` ends the components of directories whose owner is gone (only pids whose command line names the
- *   directory, so a reused pid is never killed) and removes those directories, except those marked kept.
+ *   directory, so a reused pid is never killed), removes the volume directories their clusters provisioned
+ *   (volumes.ts) and removes those directories, except those marked kept.
  */
 import { spawn } from 'node:child_process';
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
@@ -22,6 +23,7 @@ import type { ComponentId } from './control-plane.ts';
 import { TestenvError } from './errors.ts';
 import { KEPT_MARKER, KEPT_TEXT, runRoot } from './paths.ts';
 import { isProcessAlive } from './process.ts';
+import { removeVolumeDirs } from './volumes.ts';
 
 /** What `state.json` in the run directory records, for `opkit env status` and for reaping. */
 export interface EnvironmentState {
@@ -126,9 +128,13 @@ export async function reapStale(log: (line: string) => void = defaultLog, root: 
       () => false,
     );
     if (kept) {
-      if (killed > 0) log(`ended ${killed} orphaned processes of the kept environment in ${dir}`);
+      if (killed > 0) {
+        await removeVolumeDirs(dir);
+        log(`ended ${killed} orphaned processes of the kept environment in ${dir}`);
+      }
       continue;
     }
+    await removeVolumeDirs(dir);
     await rm(dir, { recursive: true, force: true });
     log(`reaped a stale environment in ${dir}${killed > 0 ? ` (${killed} orphaned processes ended)` : ''}`);
   }

@@ -3,13 +3,15 @@
  * A tiny process that outlives its owner to clean up after it. The owner (the process that started an environment)
  * writes `pid <n>` lines to the watchdog's stdin as components start, `exited <n>` as they stop, and `done` after a clean stop. When stdin closes
  * without `done` — the owner died, even by SIGKILL — the watchdog sends SIGTERM to every recorded pid whose command line still names the run directory, SIGKILL after
- * 5 s, removes the run directory — or, when told `keep`, marks it kept (a `KEPT` file, as `stop()` writes) so that no
+ * 5 s, removes the volume directories the cluster provisioned (volumes.ts), removes the run directory — or, when told
+ * `keep`, marks it kept (a `KEPT` file, as `stop()` writes) so that no
  * later `start()` reaps it — and exits. Run as: `node watchdog.ts <runDir>`.
  */
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { KEPT_MARKER, KEPT_TEXT } from './paths.ts';
+import { removeVolumeDirs } from './volumes.ts';
 
 const runDir = process.argv[2];
 const pids = new Set<number>();
@@ -67,13 +69,19 @@ lines.on('close', () => {
     if (pids.size > 0 && Date.now() - started < 5_000) return;
     signalAll('SIGKILL');
     clearInterval(timer);
-    if (runDir && keep) {
-      try {
-        writeFileSync(join(runDir, KEPT_MARKER), KEPT_TEXT);
-      } catch {
-        // the directory is gone already: nothing to keep
-      }
-    } else if (runDir) rmSync(runDir, { recursive: true, force: true });
-    process.exit(0);
+    void cleanUp();
   }, 100);
 });
+
+/** Removes the volume directories the cluster provisioned, then removes the run directory or marks it kept; exits. */
+async function cleanUp(): Promise<void> {
+  if (runDir) await removeVolumeDirs(runDir).catch(() => 0);
+  if (runDir && keep) {
+    try {
+      writeFileSync(join(runDir, KEPT_MARKER), KEPT_TEXT);
+    } catch {
+      // the directory is gone already: nothing to keep
+    }
+  } else if (runDir) rmSync(runDir, { recursive: true, force: true });
+  process.exit(0);
+}

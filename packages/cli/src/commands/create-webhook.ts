@@ -1,7 +1,8 @@
 /**
  * @module commands/create-webhook
  * `opkit create webhook --group app --version v1 --kind AppService [--defaulting] [--validation] [--conversion]`:
- * scaffolds the kind's handlers (`src/webhooks/<kind>.ts`), registers them (and, with `--conversion`, the kind's
+ * scaffolds the kind's handlers (`src/webhooks/<kind>.ts`) and their test on a local control plane
+ * (`test/webhooks/<kind>.test.ts`, through `startTestManager({ webhooks })`), registers them (and, with `--conversion`, the kind's
  * versions at /convert) in `src/webhooks.ts` (created if missing), makes `src/main.ts` serve the webhooks, then runs
  * `generate` (webhook configurations, Service, conversion stanza, cert-manager objects, RBAC).
  *
@@ -18,6 +19,7 @@ import { type ApiEntry, readProject } from '../project/project.ts';
 import { writeFiles } from '../scaffold/files.ts';
 import {
   kindWebhooksFile,
+  kindWebhooksTestFile,
   projectWebhooksFile,
   registerKindWebhooks,
   registerWebhooksInMain,
@@ -27,7 +29,8 @@ import { generate } from './generate.ts';
 
 export const CREATE_WEBHOOK_HELP = `Usage: opkit create webhook --group GROUP --version VERSION --kind KIND [options]
 
-Adds admission and conversion webhooks for a kind of the project, served by the manager (HTTPS :9443).
+Adds admission and conversion webhooks for a kind of the project, served by the manager (HTTPS :9443): the
+handlers in src/webhooks/<kind>.ts, and their test through a local control plane in test/webhooks/<kind>.test.ts.
 
 Options:
   --group GROUP      the kind's short group (as in PROJECT)
@@ -70,6 +73,7 @@ interface WebhookChange {
  */
 async function webhookChange(
   dir: string,
+  projectName: string,
   entry: ApiEntry,
   version: string,
   values: CreateWebhookFlags,
@@ -79,7 +83,10 @@ async function webhookChange(
   const kinds = { defaulting: values.defaulting, validation: values.validation };
   const lk = lower(kind);
   const files = new Map<string, string>();
-  if (kinds.defaulting || kinds.validation) files.set(`src/webhooks/${lk}.ts`, kindWebhooksFile(api, kinds));
+  if (kinds.defaulting || kinds.validation) {
+    files.set(`src/webhooks/${lk}.ts`, kindWebhooksFile(api, kinds));
+    files.set(`test/webhooks/${lk}.test.ts`, kindWebhooksTestFile(projectName, api, kinds, values.conversion));
+  }
   const read = (path: string) => readFile(join(dir, path), 'utf8').catch(() => undefined);
   const apiPath = `src/api/${version}/${lk}.ts`;
   if ((await read(apiPath)) === undefined) {
@@ -150,7 +157,7 @@ export async function createWebhookCommand(argv: readonly string[], out: (line: 
   if (!entry) {
     throw new CliError('Usage', `${kind} (group ${group}) is not in PROJECT: run opkit create api first`);
   }
-  const change = await webhookChange(dir, entry, version, values);
+  const change = await webhookChange(dir, project.projectName, entry, version, values);
   for (const line of await writeWebhookChange(dir, change)) out(line);
   return 0;
 }

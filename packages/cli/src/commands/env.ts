@@ -18,6 +18,7 @@ import {
   REQUIRED_COMPONENTS,
   readCacheManifest,
   releasePlatform,
+  removeVolumeDirs,
   resolveBinaries,
   withLock,
   writeMirror,
@@ -153,6 +154,7 @@ async function upLocked(flags: EnvFlags, out: (line: string) => void): Promise<n
   }
   // Foreground: find, download or build the binaries, so their progress is visible here.
   await resolveBinaries({ log: (line) => out(`opkit: ${line}`), ...(flags.source ? { source: flags.source } : {}) });
+  await removeVolumeDirs(files.cluster); // its volumes' directories live under /tmp, outside the state dir
   await rm(dir, { recursive: true, force: true }); // a stale state dir of a dead daemon
   await mkdir(dir, { recursive: true });
   const log = await open(files.log, 'a');
@@ -249,6 +251,7 @@ async function downLocked(flags: EnvFlags, out: (line: string) => void): Promise
   } else {
     out(`opkit: cluster "${flags.name}" is not running`);
   }
+  await removeVolumeDirs(paths(dir).cluster); // what a killed daemon and its watchdog left under /tmp
   await rm(dir, { recursive: true, force: true });
   return 0;
 }

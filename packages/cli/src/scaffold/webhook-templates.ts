@@ -83,6 +83,79 @@ ${defs.join('\n')}
 `;
 }
 
+/**
+ * test/webhooks/<kind>.test.ts: the kind's webhooks through a real local control plane (the test manager serves
+ * them, the apiserver calls them): the scaffolded defaulter's label and the validator's refusal, as a user sees them.
+ */
+export function kindWebhooksTestFile(projectName: string, api: ApiEntry, w: WebhookKinds, conversion: boolean): string {
+  const k = api.kind;
+  const lk = lower(k);
+  const ns = api.namespaced ? "namespace: 'default', " : '';
+  const tests: string[] = [];
+  if (w.defaulting) {
+    tests.push(`
+test('a new ${k} is labelled by the defaulting webhook', async () => {
+  const op = await startTestManager(env, options);
+  try {
+    const created = await op.client.create(${k}s, { metadata: { ${ns}name: 'defaulted' }, spec: {} });
+    assert.equal(created.metadata.labels?.['app.kubernetes.io/name'], '${lk}');
+  } finally {
+    await op.stop(); // always: it removes the webhook configurations, then stops the manager
+  }
+});
+`);
+  }
+  if (w.validation) {
+    tests.push(`
+test('a ${k} whose name is too long is refused by the validating webhook, naming the field', async () => {
+  const op = await startTestManager(env, options);
+  try {
+    const refused = await op.client
+      .create(${k}s, { metadata: { ${ns}name: 'x'.repeat(64) }, spec: {} })
+      .catch((err: unknown) => err);
+    assert.ok(refused instanceof ApiError, \`expected a refusal, got \${String(refused)}\`);
+    assert.equal(refused.code, 'Invalid');
+    assert.deepEqual(
+      refused.causes.map((c) => c.field),
+      ['metadata.name'],
+    );
+  } finally {
+    await op.stop();
+  }
+});
+`);
+  }
+  return `${YOURS}
+// The ${k} webhooks on a real local control plane (@opkit/testenv): the test manager serves them on loopback with a
+// certificate of its own, the apiserver calls them, so a write shows the defaulted object or the refusal (an
+// ApiError with the webhook's field causes) as kubectl would.
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { ApiError } from '@opkit/runtime';
+import { startTestManager } from '@opkit/runtime/testing';
+import { type Environment, start } from '@opkit/testenv';
+import { ${k}s } from '../../src/api/${api.version}/${lk}.ts';
+import { permissions } from '../../src/webhooks.ts';
+import { ${lk}Webhooks } from '../../src/webhooks/${lk}.ts';
+
+let env: Environment;
+before(async () => {
+  env = await start({ nodes: 0, log: () => {} });
+});
+after(async () => {
+  await env?.stop(); // in a hook, so a failed test or a rejected op.stop() cannot skip it
+});
+
+const options = {
+  name: '${projectName}',
+  kinds: [${k}s],
+  permissions,
+  setup: () => {},
+  webhooks: { admission: ${lk}Webhooks()${conversion ? `, conversion: [${k}s]` : ''} },
+};
+${tests.join('')}`;
+}
+
 /** src/webhooks.ts for a project that has none yet. */
 export function projectWebhooksFile(): string {
   return `${YOURS}

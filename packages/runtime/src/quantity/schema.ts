@@ -32,7 +32,7 @@ import { type TInteger, type TString, type TUnion, Type } from '@sinclair/typebo
  * The pattern apimachinery publishes for a quantity in OpenAPI (and controller-gen writes into every CRD with a
  * `resource.Quantity` field).
  */
-export const QUANTITY_PATTERN =
+export const QUANTITY_PATTERN: string =
   '^(\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))))?$';
 
 /** The TypeBox type `QuantitySchema` returns: an integer or a string (`Static` is `number | string`). */

@@ -16,6 +16,11 @@ export type TestingErrorCode =
   | 'TestManagerStopFailed'
   /** `eventually` ran out of time; the last error its function threw, if any, is the `cause`. */
   | 'EventuallyTimeout'
+  /**
+   * `startTestManager({ webhooks })` on a cluster without `installWebhooks`, whose apiserver cannot call a server in
+   * the test's process: use `@opkit/testenv`'s `start()`.
+   */
+  | 'WebhooksUnsupported'
   /** A conversion round trip changed the object, or a conversion threw: the message says which, with fast-check's seed. */
   | 'RoundTripFailed';
 

@@ -26,14 +26,57 @@
  * starts a Manager that authenticates as that ServiceAccount, with metrics and health servers off. So a permission
  * missing from `permissions` fails the test with the apiserver's 403 named, not the deployment.
  *
+ * `webhooks` serves the project's admission webhooks and conversions through the real apiserver, as main.ts serves
+ * them:
+ *
+ * ```ts
+ * import { ApiError } from '@opkit/runtime';
+ * import { startTestManager } from '@opkit/runtime/testing';
+ * import { defaulter, fieldErrors, validator, type WebhookDefinition } from '@opkit/runtime/webhook';
+ * import { start } from '@opkit/testenv';
+ * import { AppServices } from './appservice.ts';
+ *
+ * // what main.ts serves with serveWebhooks(mgr.webhookServer, webhooks)
+ * const webhooks: WebhookDefinition[] = [
+ *   { type: 'mutating', resource: AppServices, handler: defaulter(AppServices, (app) => void (app.spec.command ??= ['serve'])) },
+ *   {
+ *     type: 'validating',
+ *     resource: AppServices,
+ *     handler: validator(AppServices, {
+ *       create: (app) => (app.spec.replicas > 10 ? { errors: [fieldErrors.invalid('spec.replicas', app.spec.replicas, 'at most 10')] } : undefined),
+ *     }),
+ *   },
+ * ];
+ *
+ * const env = await start();
+ * await using op = await startTestManager(env, {
+ *   name: 'appservice-operator',
+ *   kinds: [AppServices],
+ *   permissions: [],
+ *   setup: () => {},
+ *   webhooks: { admission: webhooks },
+ * });
+ * const app = await op.client.create(AppServices, { metadata: { name: 'web', namespace: 'default' }, spec: {} });
+ * console.log(app.spec.command); // ['serve']: defaulted by the webhook
+ * const refused = await op.client.create(AppServices, { metadata: { name: 'big', namespace: 'default' }, spec: { replicas: 11 } }).catch((e: unknown) => e);
+ * if (refused instanceof ApiError) console.log(refused.code, refused.causes); // Invalid [{ field: 'spec.replicas', … }]
+ * ```
+ *
+ * The manager's webhook server listens on 127.0.0.1 with a certificate from a CA the cluster makes (testenv's
+ * `installWebhooks`; a cluster without it gets `WebhooksUnsupported`). When `startTestManager` resolves, the
+ * configurations and the CRDs' conversion stanzas point at it and the apiserver already calls them (probed, see
+ * testing/webhooks); `stop()` removes them first, on every path, then the manager stops as always, its webhook server
+ * answering until its drain time has passed. `admission` may be a function of the manager, for handlers that read its
+ * cache; paths `setup` already serves keep their handler.
+ *
  * For kinds with several versions, `checkRoundTrip` fuzzes the conversions: it is in its own entry,
  * `@opkit/runtime/testing/roundtrip`, as it needs fast-check (an optional peer dependency this entry never loads).
  *
  * Guarantees: `eventually` polls until its function answers (anything but `undefined`, `null` or `false`) or the
  * timeout passes; a function that throws is polled again, and on timeout the last error is the `cause`. While a test
  * manager runs, its `eventually` fails at once — instead of timing out — when the manager was refused
- * (`TestManagerForbidden`) or stopped with an error (`ManagerFailed`), naming it; `stop()` (also `await using`) stops
- * the manager and closes its clients — every step, even after one failed — and only then rejects the same way (or
+ * (`TestManagerForbidden`) or stopped with an error (`ManagerFailed`), naming it; `stop()` (also `await using`) removes
+ * the webhook configurations, stops the manager and closes its clients — every step, even after one failed — and only then rejects the same way (or
  * `TestManagerStopFailed`), so a cleanup chained after it in a `finally` always runs against a stopped manager.
  */
 import { Applier } from '../client/apply.ts';
@@ -44,55 +87,33 @@ import type { CustomKind } from '../crd/kind.ts';
 import { managerPermissions, type Permission, rbacManifests } from '../helpers/rbac.ts';
 import { type LogFields, type Logger, silentLogger } from '../logger.ts';
 import { Manager } from '../manager/manager.ts';
+import { CONVERSION_PATH } from '../webhook/manifests.ts';
 import { TestingError } from './errors.ts';
+import { type Answer, type EventuallyOptions, eventually } from './eventually.ts';
+import {
+  HandedCertificates,
+  type InstallTestWebhooks,
+  serveTestWebhooks,
+  type TestWebhooks,
+  type WebhookStart,
+  webhookInstaller,
+} from './webhooks.ts';
 
 export { TestingError, type TestingErrorCode } from './errors.ts';
+export { type Answer, type EventuallyOptions, eventually } from './eventually.ts';
+export type { ConvertibleKind, InstallTestWebhooks, TestServingCertificate, TestWebhooks } from './webhooks.ts';
 
-/** How long and how often `eventually` polls. */
-export interface EventuallyOptions {
-  /** Default 30 s. */
-  readonly timeoutMs?: number;
-  /** Default 100 ms. */
-  readonly intervalMs?: number;
-  /** Ends the wait before the next poll once aborted, rejecting with the signal's reason. */
-  readonly signal?: AbortSignal;
-}
-
-type Answer<T> = T | undefined | null | false;
-
-/** Polls `fn` until it answers (see the module comment); `what` names the wait in the timeout error. */
-export async function eventually<T>(
-  what: string,
-  fn: () => Promise<Answer<T>> | Answer<T>,
-  options: EventuallyOptions & { readonly check?: () => void } = {},
-): Promise<T> {
-  const timeoutMs = options.timeoutMs ?? 30_000;
-  const deadline = performance.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    options.check?.();
-    options.signal?.throwIfAborted();
-    try {
-      const answer = await fn();
-      if (answer !== undefined && answer !== null && answer !== false) return answer;
-      last = undefined;
-    } catch (err) {
-      last = err;
-    }
-    if (performance.now() >= deadline) {
-      const why = last === undefined ? '' : `: ${last instanceof Error ? last.message : String(last)}`;
-      throw new TestingError('EventuallyTimeout', `${what}: not within ${timeoutMs / 1000} s${why}`, { cause: last });
-    }
-    await new Promise((resolve) => setTimeout(resolve, options.intervalMs ?? 100));
-  }
-}
-
-/** What `startTestManager` needs of a cluster: `@opkit/testenv`'s `Environment` has both. */
+/** What `startTestManager` needs of a cluster: `@opkit/testenv`'s `Environment` has all of it. */
 export interface TestCluster {
   /** An admin kubeconfig. */
   readonly kubeconfigPath: string;
   /** A kubeconfig that authenticates as the ServiceAccount (created if missing). */
   kubeconfigFor(sa: { readonly namespace?: string; readonly name: string }): Promise<{ readonly path: string }>;
+  /**
+   * Points webhook configurations and CRD conversions at a server in this process (for `webhooks`); a cluster whose
+   * apiserver cannot reach this process's loopback leaves it out.
+   */
+  readonly installWebhooks?: InstallTestWebhooks;
 }
 
 /** What `startTestManager` starts: the operator's name, kinds, permissions and controllers. */
@@ -105,6 +126,11 @@ export interface TestManagerOptions {
   readonly kinds?: readonly CustomKind<KubeObject, unknown>[];
   /** Registers the controllers (e.g. the `setup…Controller` functions `main.ts` calls). */
   readonly setup: (mgr: Manager) => void | Promise<void>;
+  /**
+   * The admission webhooks and conversions to serve through the apiserver, as main.ts serves them (see the module
+   * comment); needs a cluster with `installWebhooks`.
+   */
+  readonly webhooks?: TestWebhooks;
   /** The ServiceAccount's namespace (default `default`). */
   readonly namespace?: string;
   /** The manager's logger (default: silent; Forbidden answers are noticed either way). */
@@ -120,9 +146,10 @@ export interface TestManager extends AsyncDisposable {
   /** `eventually` that fails at once when the manager was refused or failed. */
   eventually<T>(what: string, fn: () => Promise<Answer<T>> | Answer<T>, options?: EventuallyOptions): Promise<T>;
   /**
-   * Stops the manager and closes both clients — all of it, whatever fails on the way — then rejects when the manager
-   * was refused (`TestManagerForbidden`), failed (`ManagerFailed`) or a step of the stop failed
-   * (`TestManagerStopFailed`); `cause` is the error, or an `AggregateError` of several.
+   * Removes the webhook configurations (with `webhooks`), stops the manager and closes both clients — all of it,
+   * whatever fails on the way — then rejects when the manager was refused (`TestManagerForbidden`), failed
+   * (`ManagerFailed`) or a step of the stop failed (`TestManagerStopFailed`); `cause` is the error, or an
+   * `AggregateError` of several.
    */
   stop(): Promise<void>;
 }
@@ -130,6 +157,7 @@ export interface TestManager extends AsyncDisposable {
 /** Starts a manager for one test (see the module comment). */
 export async function startTestManager(cluster: TestCluster, options: TestManagerOptions): Promise<TestManager> {
   const namespace = options.namespace ?? 'default';
+  const installWebhooks = options.webhooks && webhookInstaller(cluster);
   const admin = new Client(await loadConfig({ path: cluster.kubeconfigPath }), { name: `${options.name}-test` });
   let operatorClient: Client;
   try {
@@ -144,12 +172,14 @@ export async function startTestManager(cluster: TestCluster, options: TestManage
   const log = noticing(options.log ?? silentLogger, (fields, message) => {
     refused ??= `${message}: ${String(fields.err ?? '')}`;
   });
+  const certificates = new HandedCertificates();
   const manager = new Manager({
     name: options.name,
     client: operatorClient,
     log,
     metrics: { bindAddress: '0' },
     health: { bindAddress: '0' },
+    ...(options.webhooks ? { webhook: { bindAddress: '127.0.0.1:0', certificates } } : {}),
   });
   try {
     await options.setup(manager);
@@ -166,15 +196,58 @@ export async function startTestManager(cluster: TestCluster, options: TestManage
           `${options.name} (ServiceAccount ${namespace}/${options.name}) was refused by the apiserver — ${refused}; ` +
             'add the permission to the controller’s permissions',
         );
-  return running(manager, admin, [operatorClient, admin], forbidden);
+  const cleanup: Cleanup = {};
+  const start = () => running(manager, admin, [operatorClient, admin], forbidden, cleanup);
+  if (!installWebhooks || !options.webhooks) return start().testManager;
+  const s = { name: options.name, manager, admin, namespace, certificates };
+  return withWebhooks(installWebhooks, options.webhooks, s, start, cleanup, [operatorClient, admin]);
+}
+
+/** What a stop does first: remove the webhook configurations. */
+interface Cleanup {
+  uninstall?: () => Promise<void>;
+}
+
+/** Starts the test manager serving `webhooks` (testing/webhooks); stops it again when they cannot be installed. */
+async function withWebhooks(
+  install: InstallTestWebhooks,
+  webhooks: TestWebhooks,
+  s: Omit<WebhookStart, 'start'>,
+  start: () => Running,
+  cleanup: Cleanup,
+  clients: readonly Client[],
+): Promise<TestManager> {
+  let started: Running | undefined;
+  try {
+    const installed = await serveTestWebhooks(install, webhooks, {
+      ...s,
+      start: () => {
+        started = start();
+        return started.check;
+      },
+    });
+    cleanup.uninstall = () => installed.uninstall();
+  } catch (err) {
+    // a started manager's stop closes both clients; before the start, they are closed here
+    if (started) await started.testManager.stop().catch(() => {});
+    else for (const c of clients) c.close();
+    throw err;
+  }
+  if (!started) throw new TestingError('ManagerFailed', 'the cluster installed the webhooks without serving them');
+  return started.testManager;
 }
 
 /** Installs the kinds' CRDs (waiting until each is served), then the ServiceAccount and its RBAC. */
 async function install(admin: Client, options: TestManagerOptions, namespace: string): Promise<void> {
   const applier = new Applier(admin, 'opkit-test');
-  const kinds = options.kinds ?? [];
+  const converted = new Set<CustomKind<KubeObject, unknown>>(options.webhooks?.conversion ?? []);
+  const kinds = [...new Set([...(options.kinds ?? []), ...converted])];
   if (kinds.length > 0) {
-    await applier.applyAll(kinds.map((k) => k.crd() as KubeObject));
+    // a kind with several versions needs a conversion webhook in its CRD: the Service `opkit generate` names (so an
+    // install of the generated manifests and this one apply the same fields), which the cluster points at the test
+    // server and back
+    const conversion = { service: { namespace, name: `${options.name}-webhook-service`, path: CONVERSION_PATH } };
+    await applier.applyAll(kinds.map((k) => (converted.has(k) ? k.crd({ conversion }) : k.crd()) as KubeObject));
     for (const k of kinds) {
       await eventually(`the CRD of ${k.kind} to be served`, async () => {
         await admin.list(k, { pageSize: 1 });
@@ -190,13 +263,20 @@ async function install(admin: Client, options: TestManagerOptions, namespace: st
   );
 }
 
+/** A started test manager, and the check that throws once it was refused or failed. */
+interface Running {
+  readonly testManager: TestManager;
+  readonly check: () => void;
+}
+
 /** Starts `manager` and answers the running test manager: its checked `eventually` and its `stop`. */
 function running(
   manager: Manager,
   admin: Client,
   clients: readonly Client[],
   forbidden: () => TestingError | undefined,
-): TestManager {
+  cleanup: Cleanup,
+): Running {
   const stop = new AbortController();
   let failed: unknown;
   const run = manager.start(stop.signal).catch((err: unknown) => {
@@ -211,7 +291,7 @@ function running(
   };
   let stopped: Promise<unknown[]> | undefined;
   const stopAll = async () => {
-    stopped ??= stopEverything(stop, run, clients);
+    stopped ??= stopEverything(stop, run, clients, cleanup);
     const problems = await stopped;
     const refusal = forbidden();
     const causes = [...(failed === undefined ? [] : [failed]), ...problems];
@@ -222,18 +302,27 @@ function running(
     if (cause !== undefined)
       throw new TestingError('TestManagerStopFailed', `stopping failed: ${causes.map(describe).join('; ')}`, { cause });
   };
-  return {
+  const testManager: TestManager = {
     manager,
     client: admin,
     eventually: (what, fn, o = {}) => eventually(what, fn, { ...o, check }),
     stop: stopAll,
     [Symbol.asyncDispose]: stopAll,
   };
+  return { testManager, check };
 }
 
-/** Stops the manager, waits for it, then closes every client: every step runs, and what failed is answered. */
-async function stopEverything(stop: AbortController, run: Promise<void>, clients: readonly Client[]) {
+/**
+ * Removes the webhook configurations, stops the manager, waits for it, then closes every client: every step runs, and
+ * what failed is answered.
+ */
+async function stopEverything(stop: AbortController, run: Promise<void>, clients: readonly Client[], cleanup: Cleanup) {
   const problems: unknown[] = [];
+  try {
+    await cleanup.uninstall?.();
+  } catch (err) {
+    problems.push(err);
+  }
   stop.abort();
   // the manager's drain timers do not hold the process open; this one does, until the manager has stopped
   const alive = setInterval(() => {}, 1_000);

@@ -718,3 +718,22 @@ test('file certificates: a key that does not match keeps the old pair; missing f
     await rm(dir, { recursive: true, force: true });
   }
 });
+
+test('a connection opened but never used (a spare one in the apiserver’s pool) does not hold up the stop', async () => {
+  const s = new WebhookServer({ bindAddress: '127.0.0.1:0', certificates: new StaticCertificates(pair) });
+  const stopping = new AbortController();
+  const served = s.start(stopping.signal);
+  await s.listening;
+  const socket = connect({ host: '127.0.0.1', port: s.port, ca: ca.certPem, servername: 'localhost' });
+  await new Promise<void>((resolve, reject) => {
+    socket.once('secureConnect', () => resolve());
+    socket.once('error', reject);
+  });
+  const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+  socket.on('error', () => {});
+  const t0 = performance.now();
+  stopping.abort();
+  await served;
+  await closed;
+  assert.ok(performance.now() - t0 < 1_000, `stopped in ${Math.round(performance.now() - t0)} ms`);
+});

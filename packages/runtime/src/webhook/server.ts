@@ -44,7 +44,7 @@
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer, type Server } from 'node:https';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { connect } from 'node:tls';
 import { UsageError } from '../errors.ts';
 import { boundAddress, parseBindAddress } from '../internal/address.ts';
@@ -227,6 +227,14 @@ export class WebhookServer {
       );
       return;
     }
+    // connections a client opened but has not sent a request on yet (Go keeps spare ones in its pool)
+    const unused = new Set<Socket>();
+    server.on('secureConnection', (socket: Socket) => {
+      if (this.#stopping) return void socket.destroy(); // its handshake ended after the stop began
+      unused.add(socket);
+      socket.once('close', () => unused.delete(socket));
+    });
+    server.on('request', (req: IncomingMessage) => unused.delete(req.socket));
     await new Promise<void>((resolve) => {
       const stop = () => {
         this.#stopping = true; // not ready from this moment on
@@ -239,6 +247,7 @@ export class WebhookServer {
     await new Promise<void>((resolve) => {
       server.close(() => resolve());
       server.closeIdleConnections();
+      for (const socket of unused) socket.destroy(); // open, never sent a request: closeIdleConnections leaves them
       // requests under way get the apiserver's longest timeout; then the rest is cut
       setTimeout(() => server.closeAllConnections(), MAX_TIMEOUT_MS).unref();
     });
