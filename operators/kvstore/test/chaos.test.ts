@@ -12,7 +12,6 @@ import { type Environment, start } from '@opkit/testenv';
 import { KVStores } from '../src/api/v1alpha1/kvstore.ts';
 import { checkRestoredOnce, observeGate, prepareSnapshot } from './restore-support.ts';
 import { namespace, startOperator, storeReady } from './support.ts';
-import { bindVolumesByHand } from './volumes-by-hand.ts';
 
 const MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
 const SEED = Number(process.env.KV_CHAOS_SEED ?? 28);
@@ -31,13 +30,10 @@ function rng(seed: number): () => number {
 }
 
 let env: Environment;
-let volumes: { stop(): Promise<void> } | undefined;
 before(async () => {
   env = await start({ nodes: 2, log: () => {} });
-  volumes = await bindVolumesByHand(env);
 });
 after(async () => {
-  await volumes?.stop();
   await env?.stop();
 });
 

@@ -10,16 +10,12 @@ import { KVSnapshots } from '../src/api/v1alpha1/kvsnapshot.ts';
 import { KVStores } from '../src/api/v1alpha1/kvstore.ts';
 import { SNAPSHOT_FINALIZER } from '../src/controllers/kvsnapshot.ts';
 import { namespace, snapshotPhase, startOperator, storeReady } from './support.ts';
-import { bindVolumesByHand } from './volumes-by-hand.ts';
 
 let env: Environment;
-let volumes: { stop(): Promise<void> } | undefined;
 before(async () => {
   env = await start({ nodes: 2, log: () => {} });
-  volumes = await bindVolumesByHand(env);
 });
 after(async () => {
-  await volumes?.stop();
   await env?.stop();
 });
 

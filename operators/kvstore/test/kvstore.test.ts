@@ -8,16 +8,12 @@ import { Events, PersistentVolumeClaims, Pods, Secrets, Services, StatefulSets }
 import { type Environment, start } from '@opkit/testenv';
 import { KVStores } from '../src/api/v1alpha1/kvstore.ts';
 import { namespace, startOperator, storeReady } from './support.ts';
-import { bindVolumesByHand } from './volumes-by-hand.ts';
 
 let env: Environment;
-let volumes: { stop(): Promise<void> } | undefined;
 before(async () => {
   env = await start({ nodes: 2, log: () => {} });
-  volumes = await bindVolumesByHand(env);
 });
 after(async () => {
-  await volumes?.stop();
   await env?.stop();
 });
 
@@ -32,7 +28,11 @@ test('a KVStore gets its StatefulSet, PVCs, Service and Secret, and reports Read
     const sts = await op.client.get(StatefulSets, { namespace: ns, name: 'db' });
     assert.equal(sts.spec?.volumeClaimTemplates?.[0]?.spec?.resources?.requests?.storage, '1Gi');
     const pvcs = (await op.client.list(PersistentVolumeClaims, { namespace: ns })).items;
-    assert.deepEqual(pvcs.map((p) => p.metadata.name).sort(), ['data-db-0', 'data-db-1', 'data-db-2']);
+    assert.deepEqual(
+      pvcs.map((p) => `${p.metadata.name} ${p.status?.phase}`).sort(),
+      ['data-db-0 Bound', 'data-db-1 Bound', 'data-db-2 Bound'],
+      "bound by testenv's provisioner",
+    );
     const svc = await op.client.get(Services, { namespace: ns, name: 'db' });
     assert.equal(svc.spec?.clusterIP, 'None');
 
