@@ -141,3 +141,36 @@ test('a version upgrade rolls one pod at a time, each Ready before the next', as
     await op.stop();
   }
 });
+
+test('a larger spec.storage is asked of each PVC; a class that cannot expand refuses, and the status says so', async () => {
+  const { op } = await startOperator(env);
+  try {
+    const ns = await namespace(op, 'grow');
+    await op.client.create(KVStores, {
+      metadata: { namespace: ns, name: 'db' },
+      spec: { replicas: 2, storage: '1Gi' },
+    });
+    await storeReady(op, ns, 'db');
+    await op.client.patch(KVStores, { namespace: ns, name: 'db' }, { spec: { storage: '2Gi' } });
+    // testenv's StorageClasses say allowVolumeExpansion: false (docs/testenv.md), as kind's and minikube's do
+    const refused = await op.eventually('VolumesResized False', async () => {
+      const s = await op.client.get(KVStores, { namespace: ns, name: 'db' });
+      const c = getCondition(s.status?.conditions, 'VolumesResized');
+      return c?.status === 'False' && c.observedGeneration === s.metadata.generation && c;
+    });
+    assert.equal(refused.reason, 'ExpansionRefused');
+    assert.match(
+      refused.message,
+      /data-db-\d cannot grow to 2Gi: .*storageclass that provisions the pvc must support resize/,
+    );
+    const pvcs = (await op.client.list(PersistentVolumeClaims, { namespace: ns })).items;
+    assert.ok(
+      pvcs.every((p) => p.spec?.resources?.requests?.storage === '1Gi'),
+      'nothing changed',
+    );
+    const events = (await op.client.list(Events, { namespace: ns })).items.filter((e) => e.reason === 'ResizeRefused');
+    assert.equal(events.length, 1, 'one Warning, not one per reconcile');
+  } finally {
+    await op.stop();
+  }
+});

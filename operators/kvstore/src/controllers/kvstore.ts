@@ -17,6 +17,7 @@ import { randomBytes } from 'node:crypto';
 import {
   done,
   isAlreadyExists,
+  isApiError,
   type Manager,
   type ObjectContext,
   type Permission,
@@ -25,13 +26,14 @@ import {
 } from '@opkit/runtime';
 import { keepFields } from '@opkit/runtime/cache';
 import { referencing } from '@opkit/runtime/controller';
-import { Jobs, Secrets, Services, StatefulSets } from '@opkit/runtime/kinds';
+import { Jobs, PersistentVolumeClaims, Secrets, Services, StatefulSets } from '@opkit/runtime/kinds';
 import { KVSnapshots } from '../api/v1alpha1/kvsnapshot.ts';
 import { type KVStore, KVStores } from '../api/v1alpha1/kvstore.ts';
-import { restoreJobName, secretName, serviceName, sibling, statefulSetName } from './names.ts';
+import { restoreJobName, secretName, selectorLabels, serviceName, sibling, statefulSetName } from './names.ts';
 import { planRestore, type RestorePlan, restoreJob } from './restore.ts';
 import { desiredSecret, desiredService, desiredStatefulSet, planRollout } from './statefulset.ts';
-import { storeStatus } from './store-status.ts';
+import { pvcsToGrow } from './storage.ts';
+import { storeStatus, type VolumesState } from './store-status.ts';
 
 export const permissions: readonly Permission[] = [
   permission(KVStores, ['get', 'list', 'watch']),
@@ -41,6 +43,7 @@ export const permissions: readonly Permission[] = [
   permission(Services, ['list', 'watch', 'create']),
   permission(Secrets, ['list', 'watch', 'create']),
   permission(Jobs, ['get', 'list', 'watch', 'create']),
+  permission(PersistentVolumeClaims, ['list', 'watch', 'patch']),
 ];
 
 const named = <T extends { metadata: { name?: string } }>(items: readonly T[], name: string) =>
@@ -82,6 +85,28 @@ async function advanceRestore(store: KVStore, ctx: ObjectContext<KVStore>): Prom
   return restore;
 }
 
+/** Grows the PVCs smaller than `spec.storage` (storage.ts); a cluster that cannot expand them refuses (403). */
+async function growVolumes(store: KVStore, ctx: ObjectContext<KVStore>): Promise<VolumesState> {
+  const pvcs = await ctx.cache.list(PersistentVolumeClaims, {
+    namespace: store.metadata.namespace ?? '',
+    labelSelector: selectorLabels(store),
+  });
+  for (const pvc of pvcsToGrow(store, pvcs)) {
+    try {
+      await ctx.patch(PersistentVolumeClaims, pvc, {
+        spec: { resources: { requests: { storage: store.spec.storage } } },
+      });
+    } catch (err) {
+      if (!isApiError(err, 'Forbidden')) throw err;
+      const refused = `${pvc.metadata.name} cannot grow to ${store.spec.storage}: ${err instanceof Error ? err.message : ''}`;
+      if (store.status?.conditions?.find((c) => c.type === 'VolumesResized')?.status !== 'False')
+        ctx.events.warning('ResizeRefused', refused);
+      return { refused };
+    }
+  }
+  return {};
+}
+
 /** Reconciles one KVStore (present, not being deleted: the garbage collector removes its children). */
 export async function reconcileKVStore(store: KVStore, ctx: ObjectContext<KVStore>): Promise<Result> {
   if (!named(await ctx.owned(Secrets), secretName(store)))
@@ -108,7 +133,8 @@ export async function reconcileKVStore(store: KVStore, ctx: ObjectContext<KVStor
         `pod ${statefulSetName(store)}-${rollout.step.to} → version ${store.spec.version} (partition ${rollout.step.from} → ${rollout.step.to})`,
       );
   }
-  await ctx.status(storeStatus(store, sts, restore, rollout));
+  const volumes = sts ? await growVolumes(store, ctx) : {};
+  await ctx.status(storeStatus(store, sts, restore, rollout, volumes));
   return done();
 }
 

@@ -47,3 +47,13 @@ test('the status never holds anything of the Secret', () => {
   const text = JSON.stringify(storeStatus(s, sts(s, { replicas: 3 }), noRestore, undefined));
   assert.doesNotMatch(text, /password|credentials/);
 });
+
+test('VolumesResized: True while every volume requests spec.storage, False with the refusal', () => {
+  const s = store();
+  const set = sts(s, { replicas: 3 });
+  const ok = storeStatus(s, set, noRestore, planRollout(s, set, 3));
+  assert.equal(getCondition(ok.conditions, 'VolumesResized')?.status, 'True');
+  const refused = storeStatus(s, set, noRestore, planRollout(s, set, 3), { refused: 'data-db-0 cannot grow' });
+  const c = getCondition(refused.conditions, 'VolumesResized');
+  assert.deepEqual([c?.status, c?.reason, c?.message], ['False', 'ExpansionRefused', 'data-db-0 cannot grow']);
+});

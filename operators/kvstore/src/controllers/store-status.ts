@@ -2,7 +2,8 @@
  * @module controllers/store-status
  * A KVStore's status from what was observed, as a pure function: replicas and readyReplicas from the StatefulSet,
  * `currentVersion` (moved only once a rollout converged), `restore`, and the conditions — Ready (every pod of the
- * current version Ready, the restore done) and Progressing (a restore, rollout or scale under way) — each with the
+ * current version Ready, the restore done), Progressing (a restore, rollout or scale under way) and VolumesResized
+ * (False when a PVC could not grow to `spec.storage`) — each with the
  * generation it describes. It never holds anything of the credentials Secret.
  */
 import { type Condition, setCondition } from '@opkit/runtime';
@@ -30,12 +31,18 @@ const MESSAGES: Record<Reason, (s: KVStore, ready: number, restore: RestorePlan)
   Creating: (s) => `creating ${s.spec.replicas} pods`,
 };
 
+/** How the volumes' resize went: `refused` says why a PVC could not grow (its StorageClass cannot expand it). */
+export interface VolumesState {
+  readonly refused?: string;
+}
+
 /** The status to write (see the module comment). */
 export function storeStatus(
   store: KVStore,
   sts: StatefulSet | undefined,
   restore: RestorePlan,
   rollout: RolloutPlan | undefined,
+  volumes: VolumesState = {},
 ): KVStoreStatus {
   const generation = store.metadata.generation ?? 0;
   const ready = sts?.status?.readyReplicas ?? 0;
@@ -54,6 +61,14 @@ export function storeStatus(
   set('Ready', reason === 'Ready' ? 'True' : 'False', reason);
   const settled = reason === 'Ready' || reason === 'RestoreFailed';
   set('Progressing', settled ? 'False' : 'True', reason === 'Ready' ? 'Complete' : reason);
+  const resized = volumes.refused === undefined;
+  conditions = setCondition(conditions, {
+    type: 'VolumesResized',
+    status: resized ? 'True' : 'False',
+    reason: resized ? 'AsRequested' : 'ExpansionRefused',
+    message: volumes.refused ?? `every volume requests ${store.spec.storage}`,
+    observedGeneration: generation,
+  }).conditions;
   const currentVersion = rollout?.converged ? store.spec.version : store.status?.currentVersion;
   return {
     observedGeneration: generation,
