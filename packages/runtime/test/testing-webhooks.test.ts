@@ -177,3 +177,17 @@ test('a cluster without installWebhooks: a TestingError saying what to use', asy
     (err: unknown) => err instanceof TestingError && err.code === 'WebhooksUnsupported' && /testenv/.test(err.message),
   );
 });
+
+test('a cluster whose installWebhooks never calls serve: WebhooksNotServed, and what it registered is removed', async () => {
+  let uninstalled = 0;
+  const cluster = {
+    kubeconfigPath: env.kubeconfigPath,
+    kubeconfigFor: env.kubeconfigFor.bind(env),
+    installWebhooks: async () => ({ uninstall: async () => void uninstalled++ }),
+  };
+  await assert.rejects(
+    startTestManager(cluster, options),
+    (err: unknown) => err instanceof TestingError && err.code === 'WebhooksNotServed' && /serve/.test(err.message),
+  );
+  assert.equal(uninstalled, 1);
+});

@@ -47,7 +47,7 @@ import type { Kubeconfig } from './kubeconfig.ts';
 import { clusterSettled, createFakeNodes } from './nodes.ts';
 import { closeRunDir, makeRunDir, reapStale, Watchdog, writeOwner, writeState } from './run-dir.ts';
 import { type ServiceAccountKubeconfig, type ServiceAccountRef, serviceAccountKubeconfig } from './service-account.ts';
-import { createStorageClasses, provisionedVolumeDirs, removeVolumeDirs } from './volumes.ts';
+import { createStorageClasses, provisionedVolumeDirs, removeVolumeDirs, shareVolumeRoot } from './volumes.ts';
 import { type InstalledWebhooks, type InstallWebhooksOptions, installWebhooks } from './webhooks.ts';
 
 /** How `start()` builds the control plane; every field has a default. */
@@ -176,6 +176,7 @@ export class Environment {
     this.#watchdog = new Watchdog(this.dir, this.#options.keepDir === true);
     process.on('exit', this.#onExit);
     await this.#prepare();
+    await shareVolumeRoot();
     await this.#component('etcd').start();
     await this.#component('kube-apiserver').start();
     await Promise.all([

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { access, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { access, mkdir, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { test } from 'node:test';
 import {
   HOST_PATH_PROVISIONER,
@@ -10,6 +10,7 @@ import {
   isVolumeDir,
   removeVolumeDirs,
   STORAGE_CLASSES,
+  shareVolumeRoot,
   storageClassManifests,
   volumeDirsIn,
   volumeDirsOf,
@@ -99,8 +100,24 @@ test('removeVolumeDirs removes the directories named in the etcd data, or those 
     assert.deepEqual([await exists(named), await exists(given), await exists(other)], [false, true, true]);
     assert.equal(await removeVolumeDirs(dir, [given]), 1);
     assert.deepEqual([await exists(given), await exists(other)], [false, true]);
+    // a path of another shape, however it is handed in, is never removed
+    assert.equal(await removeVolumeDirs(dir, [dir, join(other, 'data')]), 0);
+    assert.deepEqual([await exists(dir), await exists(other)], [true, true]);
   } finally {
     for (const path of [named, given, other]) await rm(path, { recursive: true, force: true });
     await rm(dir, { recursive: true, force: true });
+  }
+});
+
+test('shareVolumeRoot makes the root mode 1777 (another user may provision under it), and keeps what is there', async () => {
+  const root = join(await mkdtemp(join(tmpdir(), 'opkit-volroot-')), 'hostpath_pv');
+  try {
+    await shareVolumeRoot(root);
+    assert.equal((await stat(root)).mode & 0o7777, 0o1777);
+    await writeFile(join(root, 'kept'), 'x');
+    await shareVolumeRoot(root);
+    assert.ok(await exists(join(root, 'kept')));
+  } finally {
+    await rm(dirname(root), { recursive: true, force: true });
   }
 });

@@ -15,11 +15,14 @@
  *   kube-controller-manager has stopped), `volumeDirsOf(dir)` finds them in the etcd files of run directory `dir`
  *   (every PV object, current or deleted, is stored there with its path: what the watchdog and the reaping of stale
  *   run directories use, when no apiserver runs any more). So the volumes go with the cluster, `keepDir` or not.
+ * - `shareVolumeRoot()` (at start) makes `/tmp/hostpath_pv` itself mode 1777, so environments of several users share
+ *   it; each volume's directory belongs to the user running kube-controller-manager (mode 0750).
  * Caveats: a directory the provisioner made in the instant before kube-controller-manager was killed, before the PV
- * object was written, is named nowhere and stays (empty). The directories belong to the user running
- * kube-controller-manager (mode 0750).
+ * object was written, is named nowhere and stays (empty). `stop()` removes the directories of the PVs that exist when
+ * it stops: one whose PV was deleted without being reclaimed (a `Retain` class of your own, then the PV deleted) is
+ * yours to remove. A `/tmp/hostpath_pv` another user made 0750 before this version is theirs to `chmod 1777`.
  */
-import { readdir, readFile, rm } from 'node:fs/promises';
+import { chmod, mkdir, readdir, readFile, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ApiClient } from './api.ts';
 import { TestenvError } from './errors.ts';
@@ -125,6 +128,17 @@ export async function provisionedVolumeDirs(api: ApiClient): Promise<string[]> {
     .filter(isVolumeDir);
 }
 
+/**
+ * Makes `HOST_PATH_VOLUME_ROOT` shared by every user of the machine (mode 1777, as /tmp), before the provisioner runs:
+ * it would make it 0750, and another user's environment could then provision nothing. A root made by another user
+ * is left as it is.
+ */
+export async function shareVolumeRoot(root = HOST_PATH_VOLUME_ROOT): Promise<void> {
+  await mkdir(root, { recursive: true });
+  const st = await stat(root);
+  if (st.uid === process.getuid?.() && (st.mode & 0o7777) !== 0o1777) await chmod(root, 0o1777);
+}
+
 /** The fields of a PersistentVolume that `provisionedVolumeDirs` reads. */
 interface PersistentVolumeFields {
   readonly metadata?: { readonly annotations?: Readonly<Record<string, string>> };
@@ -137,7 +151,8 @@ interface PersistentVolumeFields {
  * in the environment's etcd data. Call it once kube-controller-manager has stopped, before the run directory goes.
  */
 export async function removeVolumeDirs(dir: string, known?: readonly string[]): Promise<number> {
-  const paths = known ?? (await volumeDirsOf(dir));
+  const paths = (known ?? (await volumeDirsOf(dir))).filter(isVolumeDir); // never anything else, whoever calls
+
   await Promise.all(paths.map((path) => rm(path, { recursive: true, force: true })));
   return paths.length;
 }

@@ -66,7 +66,9 @@ type Shallower = [never, 0, 1, 2, 3, 4, 5];
 
 /**
  * The dotted paths of `T` (at most 6 deep) that end at a string or a list of strings, e.g. `'spec.storeName'` or
- * `'metadata.labels.app'`: what `fieldIndex` and `referencing` accept. Lists of objects are not walked.
+ * `'spec.template.spec.serviceAccountName'`: what `fieldIndex` and `referencing` accept. Lists of objects are not
+ * walked, nor maps (`metadata.labels`, `Record<string, …>`): their keys may hold dots (`app.kubernetes.io/name`), which
+ * a dotted path cannot name — index a label or a map entry with `defineIndex`.
  */
 export type FieldPath<T, Depth extends number = 5> = [Depth] extends [never]
   ? never
@@ -77,7 +79,9 @@ export type FieldPath<T, Depth extends number = 5> = [Depth] extends [never]
           [K in keyof T & string]-?: NonNullable<T[K]> extends string | readonly string[]
             ? K
             : NonNullable<T[K]> extends object
-              ? `${K}.${FieldPath<NonNullable<T[K]>, Shallower[Depth]>}`
+              ? string extends keyof NonNullable<T[K]>
+                ? never // a map: see above
+                : `${K}.${FieldPath<NonNullable<T[K]>, Shallower[Depth]>}`
               : never;
         }[keyof T & string]
       : never;

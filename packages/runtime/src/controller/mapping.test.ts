@@ -10,6 +10,7 @@ import type { CacheListOptions } from '../cache/cache.ts';
 import { fieldIndex } from '../cache/indexes.ts';
 import { ConfigMaps, type Pod, Pods } from '../client/builtins.ts';
 import { type Kind, type KubeObject, resource } from '../client/resource.ts';
+import { UsageError } from '../errors.ts';
 import { type Logger, silentLogger } from '../logger.ts';
 import { Metrics } from '../metrics.ts';
 import { FakeClock } from '../workqueue/index.ts';
@@ -134,6 +135,37 @@ test('a throw or a rejection is logged and counted; the other objects and later 
   assert.equal(s.count(), '1');
 });
 
+test('an async answer that is not a list is a failure like a throw: logged, counted, the object maps again', async () => {
+  let answer: unknown;
+  const l = lane(async () => answer as readonly ReconcileRequest[]); // JavaScript, or a cast, can answer anything
+  l.runner.submit([cm('a', '1')], 0);
+  await settle();
+  assert.equal(l.count(), '1');
+  assert.equal(l.errors.length, 1);
+  assert.equal(l.runner.inFlight, 0); // the slot is free: the next change of the same object maps
+  answer = [{ namespace: 'ns', name: 'x' }];
+  l.runner.submit([cm('a', '2')], 0);
+  await settle();
+  assert.deepEqual(l.enqueued, ['x@0']);
+});
+
+test('mapperConcurrency and mapperTimeoutMs out of range are refused, naming the option', () => {
+  for (const o of [
+    { concurrency: 0 },
+    { concurrency: Number.NaN },
+    { concurrency: 1.5 },
+    { timeoutMs: 0 },
+    { timeoutMs: Number.NaN },
+  ])
+    assert.throws(
+      () => lane(async () => [], o),
+      (err: unknown) =>
+        err instanceof UsageError &&
+        err.code === 'InvalidArgument' &&
+        /^mapper(Concurrency|TimeoutMs): /.test(err.message),
+    );
+});
+
 test('one object maps one call at a time; its changes meanwhile coalesce into one call with each state', async () => {
   const h = held();
   const l = lane(h.map);
@@ -250,6 +282,7 @@ export function typing(cache: CacheReader): void {
   void cache.list(Pods, { index: { name: 'controler', value: 'x' } });
   // these type-check
   fieldIndex(Pods, 'spec.nodeName').name satisfies 'spec.nodeName';
+  // @ts-expect-error a map's key may hold dots (app.kubernetes.io/name): a label is indexed with defineIndex
   fieldIndex(Pods, 'metadata.labels.app');
   fieldIndex(ConfigMaps, 'metadata.finalizers');
   void cache.list(Pods, { namespace: 'ns', index: fieldIndex(Pods, 'spec.nodeName').is('node-1') });

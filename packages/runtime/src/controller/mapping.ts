@@ -24,6 +24,7 @@
  * (counted); the primary kind's own initial list enqueues every primary object anyway.
  */
 import { type KubeObject, keyOf } from '../client/resource.ts';
+import { UsageError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import type { Metrics } from '../metrics.ts';
 import type { Counter, Registry } from '../prometheus.ts';
@@ -104,8 +105,12 @@ export class MapRunner<T extends KubeObject> {
 
   constructor(options: MapRunnerOptions<T>) {
     this.#o = options;
-    this.#limit = Math.max(1, options.concurrency ?? DEFAULT_MAPPER_CONCURRENCY);
+    this.#limit = options.concurrency ?? DEFAULT_MAPPER_CONCURRENCY;
     this.#timeoutMs = options.timeoutMs ?? DEFAULT_MAPPER_TIMEOUT_MS;
+    if (!Number.isInteger(this.#limit) || this.#limit < 1)
+      throw new UsageError('InvalidArgument', `mapperConcurrency: ${this.#limit} is not an integer ≥ 1`);
+    if (!Number.isFinite(this.#timeoutMs) || this.#timeoutMs <= 0)
+      throw new UsageError('InvalidArgument', `mapperTimeoutMs: ${this.#timeoutMs} is not a number of ms > 0`);
     this.#errors = options.metrics ? mapperErrors(options.metrics.registry) : undefined;
     this.#errors?.inc({ controller: options.controller, kind: options.kind }, 0);
   }
@@ -155,7 +160,12 @@ export class MapRunner<T extends KubeObject> {
           continue;
         }
         const answered = (requests: readonly ReconcileRequest[]) => {
-          if (run.live) for (const r of requests) this.#o.enqueue(r, priority);
+          if (!run.live) return;
+          try {
+            for (const r of requests) this.#o.enqueue(r, priority);
+          } catch (err) {
+            this.#failed(ctx.log, err); // not a list, or a request the queue refused
+          }
         };
         const failed = (err: unknown) => {
           if (run.live) this.#failed(ctx.log, err);
@@ -180,7 +190,7 @@ export class MapRunner<T extends KubeObject> {
     const given = new Promise<boolean>((resolve) =>
       call.signal.addEventListener('abort', () => resolve(true), { once: true }),
     );
-    void Promise.race([Promise.all(pending).then(() => false), given]).then((gaveUp) => {
+    const settled = (gaveUp: boolean) => {
       run.live = false;
       timer.cancel();
       this.#calls.delete(call);
@@ -188,7 +198,9 @@ export class MapRunner<T extends KubeObject> {
       if (this.#stopped) return;
       if (gaveUp) this.#failed(this.#o.log.child({ kind: this.#o.kind, key }), call.signal.reason);
       this.#next();
-    });
+    };
+    // the slot is freed however the race ends (a rejection here would otherwise wedge the object's lane)
+    void Promise.race([Promise.all(pending).then(() => false), given]).then(settled, () => settled(false));
   }
 
   /** Starts the waiting objects' calls, oldest first, while the lane has room. */

@@ -21,6 +21,11 @@ export type TestingErrorCode =
    * the test's process: use `@opkit/testenv`'s `start()`.
    */
   | 'WebhooksUnsupported'
+  /**
+   * A cluster's `installWebhooks` registered the webhooks without calling `serve` (so nothing answers them): they are
+   * removed again; fix the cluster's `installWebhooks`.
+   */
+  | 'WebhooksNotServed'
   /** A conversion round trip changed the object, or a conversion threw: the message says which, with fast-check's seed. */
   | 'RoundTripFailed';
 

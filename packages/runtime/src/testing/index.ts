@@ -226,6 +226,14 @@ async function withWebhooks(
         return started.check;
       },
     });
+    if (!started) {
+      await installed.uninstall().catch(() => {});
+      throw new TestingError(
+        'WebhooksNotServed',
+        'the cluster’s installWebhooks registered the webhooks without calling serve: it must start the server ' +
+          'through serve before it registers anything (as @opkit/testenv’s does)',
+      );
+    }
     cleanup.uninstall = () => installed.uninstall();
   } catch (err) {
     // a started manager's stop closes both clients; before the start, they are closed here
@@ -233,7 +241,6 @@ async function withWebhooks(
     else for (const c of clients) c.close();
     throw err;
   }
-  if (!started) throw new TestingError('ManagerFailed', 'the cluster installed the webhooks without serving them');
   return started.testManager;
 }
 

@@ -72,22 +72,31 @@ test('the probing converter answers probe objects itself and notes them; every o
   assert.equal(delegated.length, 2, 'a real object (alone or beside a probe) is converted by the kinds');
 });
 
-test('withProbe adds one webhook that matches only its own probe ConfigMaps, fails open, and leaves the others', () => {
+test('withProbe adds one webhook that matches only its own probe ConfigMaps, fails open; the others skip probes', () => {
   const config: KubeObject & { webhooks: unknown[] } = {
     apiVersion: 'admissionregistration.k8s.io/v1',
     kind: 'MutatingWebhookConfiguration',
     metadata: { name: 'pets-mutating-webhook-configuration' },
-    webhooks: [{ name: 'mpet-v1.example.com' }],
+    webhooks: [
+      { name: 'mpet-v1.example.com' },
+      { name: 'mcat-v1.example.com', objectSelector: { matchExpressions: [{ key: 'a', operator: 'Exists' }] } },
+    ],
   };
   const probed = withProbe(config, 'admission-0');
-  assert.equal(probed.webhooks?.length, 2);
-  assert.deepEqual(probed.webhooks?.[0], { name: 'mpet-v1.example.com' });
-  const probe = probed.webhooks?.[1] as Record<string, unknown>;
+  const skip = { key: 'testing.opkit.dev/webhook-probe', operator: 'DoesNotExist' };
+  assert.equal(probed.webhooks?.length, 3);
+  assert.deepEqual(probed.webhooks?.[0], { name: 'mpet-v1.example.com', objectSelector: { matchExpressions: [skip] } });
+  assert.deepEqual(probed.webhooks?.[1], {
+    name: 'mcat-v1.example.com',
+    objectSelector: { matchExpressions: [{ key: 'a', operator: 'Exists' }, skip] },
+  });
+  const probe = probed.webhooks?.[2] as Record<string, unknown>;
   assert.equal(probe.failurePolicy, 'Ignore');
   assert.equal(probe.sideEffects, 'None');
   assert.deepEqual(probe.objectSelector, { matchLabels: { 'testing.opkit.dev/webhook-probe': 'admission-0' } });
   assert.deepEqual(probe.rules, [
     { apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['configmaps'], scope: '*' },
   ]);
-  assert.equal(config.webhooks.length, 1, 'the input is not modified');
+  assert.equal(config.webhooks.length, 2, 'the input is not modified');
+  assert.deepEqual(config.webhooks[0], { name: 'mpet-v1.example.com' });
 });

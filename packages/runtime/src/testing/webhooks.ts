@@ -11,7 +11,9 @@
  *   merely has them: each configuration carries one more webhook, `probe.testing.opkit.dev`, that matches only
  *   ConfigMaps labelled `testing.opkit.dev/webhook-probe`, and each converted kind is probed with a dry-run create in
  *   a version other than its storage version (which the apiserver converts before anything else); the start waits
- *   until every probe reached the server. The probes write nothing (dry run) and never reach the project's handlers.
+ *   until every probe reached the server. The probes write nothing (dry run) and never reach the project's handlers:
+ *   the project's webhooks select only objects without the probe label (an `objectSelector` added to the test's copy
+ *   of each configuration), and the conversion path answers a review of probe objects itself.
  * - A path `setup` already serves (it called main.ts's `setup…Webhooks(mgr)`) keeps that handler; every other
  *   definition's handler is served here. The conversions are `converter(...conversion)`, what `serveWebhooks`
  *   serves at `/convert`, on a path of their own.
@@ -243,13 +245,31 @@ function probe(woken: Set<string>): AdmissionHandler {
   };
 }
 
-/** @internal `config` with the probe webhook that matches only its own probe ConfigMaps (labelled `key`). */
+/** A webhook of a configuration, as far as `withProbe` reads it. */
+interface ConfiguredWebhook {
+  readonly objectSelector?: { readonly matchExpressions?: readonly unknown[] };
+}
+
+/** `hook` that leaves the probe objects alone (they are no valid objects of the project's kinds). */
+function unprobed(hook: ConfiguredWebhook): ConfiguredWebhook {
+  const selector = hook.objectSelector ?? {};
+  const skipProbes = { key: PROBE_LABEL, operator: 'DoesNotExist' };
+  return {
+    ...hook,
+    objectSelector: { ...selector, matchExpressions: [...(selector.matchExpressions ?? []), skipProbes] },
+  };
+}
+
+/**
+ * @internal `config` with the probe webhook that matches only its own probe ConfigMaps (labelled `key`), and the
+ * project's webhooks selecting only objects without the probe label.
+ */
 export function withProbe(config: KubeObject, key: string): KubeObject & { webhooks?: unknown[] } {
-  const c = config as KubeObject & { webhooks?: unknown[] };
+  const c = config as KubeObject & { webhooks?: ConfiguredWebhook[] };
   return {
     ...c,
     webhooks: [
-      ...(c.webhooks ?? []),
+      ...(c.webhooks ?? []).map(unprobed),
       {
         name: 'probe.testing.opkit.dev',
         admissionReviewVersions: ['v1'],
