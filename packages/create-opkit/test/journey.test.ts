@@ -7,8 +7,9 @@
  * `opkit run` converging the sample on a testenv cluster, the Dockerfile's steps in a copy of
  * the project, and a plain .mjs importing @opkit/runtime on Node 22 and Node 24. Then the bad inputs: releasing
  * the same version twice, a registry that does not answer, a project name that is already a folder, an old Node.
- * And docs/tutorial.md, every ```sh line in order through sh, once, and every ```ts file=… block written where it
- * says, with the same registry, the real npm and npx, and a local cluster from `npx opkit env up`.
+ * And docs/tutorial.md, then its stateful chapter docs/stateful.md, each by one runner (`runPage`): every ```sh
+ * line in order through sh, once, and every ```… file=… block written where it says, with the same registry, the real
+ * npm and npx, and a local cluster from `npx opkit env up`.
  * Waits for the operator follow its progress (fixtures/phases.ts, or the page's own phased `kubectl wait`s), and a
  * wait that fails shows the state reached: the custom resource, the CRD, pods, events and the operator's log.
  */
@@ -176,6 +177,7 @@ const background: ChildProcess[] = [];
 let tutorialEnv: NodeJS.ProcessEnv | undefined;
 after(async () => {
   for (const p of background) if (p.pid && p.exitCode === null) killGroup(p.pid);
+  // a page that failed before its `npx opkit env down` leaves its cluster: both pages use the default one
   if (tutorialEnv)
     spawnSync('npx', ['opkit', 'env', 'down'], { cwd: join(work, 'appservice-operator'), env: tutorialEnv });
   await registry?.stop();
@@ -503,14 +505,12 @@ function steps(markdown: string): Step[] {
   return out;
 }
 
-test('docs/tutorial.md, command by command, against the registry and a local cluster', {
-  timeout: 1_500_000,
-}, async () => {
-  const state = join(work, '.tutorial-state');
-  tutorialEnv = {
+/** The environment every page runs in: the user's, with the registry, the binary cache on PATH and a state dir. */
+function pageEnv(): NodeJS.ProcessEnv {
+  tutorialEnv ??= {
     ...env,
     PATH: [dirname(process.execPath), binaryCacheDir(), env.PATH ?? ''].join(delimiter),
-    OPKIT_STATE_DIR: state,
+    OPKIT_STATE_DIR: join(work, '.tutorial-state'),
     // a fresh machine's kubectl discovery cache (as in the test above: a stale one maps kinds to another cluster's)
     KUBECACHEDIR: join(work, 'kube-cache-tutorial'),
     // The operator's /metrics and /healthz off: their default ports (:8443, :8081) may be taken on a shared machine
@@ -518,9 +518,28 @@ test('docs/tutorial.md, command by command, against the registry and a local clu
     METRICS_BIND_ADDRESS: '0',
     HEALTH_PROBE_BIND_ADDRESS: '0',
   };
-  const tEnv = tutorialEnv;
+  return tutorialEnv;
+}
+
+/** What a page needs besides its text: kubectl reads for a failed step, and checks of some lines' output. */
+interface PageChecks {
+  /** `kubectl …` argument lines whose output a failed step shows (besides pods and events). */
+  readonly diagnose: readonly string[];
+  /** Called with each foreground line and its output. */
+  readonly check?: (line: string, stdout: string) => void;
+}
+
+/**
+ * Runs a page of docs/ as a user would, from `work`: every ```sh line in order through sh, once (`cd` moves, a line
+ * ending in `&` runs in the background until the page ends, `export KUBECONFIG=…` printed by a line is exported), and
+ * every ```… file=PATH block written at PATH. A failed line throws with what the cluster and the background commands
+ * show.
+ */
+async function runPage(page: string, checks: PageChecks): Promise<void> {
+  const tEnv = pageEnv();
   let cwd = work;
   const backgroundLogs: { line: string; path: string; exited: () => string | undefined }[] = [];
+  const mine: ChildProcess[] = [];
   /** Why a background command of the page (`npx opkit run &`) ended, while the page expects it to run. */
   const stopped = () => {
     for (const b of backgroundLogs) {
@@ -533,12 +552,7 @@ test('docs/tutorial.md, command by command, against the registry and a local clu
   const diagnose = async () => {
     const parts: string[] = [];
     if (tEnv.KUBECONFIG) {
-      for (const args of [
-        'get crd appservices.app.example.com -o jsonpath={.status.conditions}',
-        'get appservices -A -o yaml',
-        'get pods -A -o wide',
-        'get events -A --sort-by=.lastTimestamp',
-      ]) {
+      for (const args of [...checks.diagnose, 'get pods -A -o wide', 'get events -A --sort-by=.lastTimestamp']) {
         const r = spawnSync('kubectl', args.split(' '), { cwd, env: tEnv, encoding: 'utf8', timeout: 30_000 });
         parts.push(`$ kubectl ${args}\n${tail(`${r.stdout ?? ''}${r.stderr ?? ''}`, 60)}`);
       }
@@ -549,45 +563,74 @@ test('docs/tutorial.md, command by command, against the registry and a local clu
       );
     return parts.join('\n');
   };
-  for (const step of steps(await readFile(join(ROOT, 'docs/tutorial.md'), 'utf8'))) {
-    if (step.kind === 'file') {
-      await mkdir(dirname(join(cwd, step.path as string)), { recursive: true });
-      await writeFile(join(cwd, step.path as string), step.text);
-      continue;
+  try {
+    for (const step of steps(await readFile(join(ROOT, page), 'utf8'))) {
+      if (step.kind === 'file') {
+        await mkdir(dirname(join(cwd, step.path as string)), { recursive: true });
+        await writeFile(join(cwd, step.path as string), step.text);
+        continue;
+      }
+      const cd = /^cd (\S+)$/.exec(step.text);
+      if (cd) {
+        cwd = join(cwd, cd[1] as string);
+        continue;
+      }
+      if (step.text.endsWith('&')) {
+        const path = join(work, `page-background-${background.length}.log`);
+        const log = await open(path, 'w');
+        const child = spawn('sh', ['-c', step.text.slice(0, -1)], {
+          cwd,
+          env: tEnv,
+          detached: true,
+          stdio: ['ignore', log.fd, log.fd],
+        });
+        background.push(child);
+        mine.push(child);
+        backgroundLogs.push({ line: step.text, path, exited: exitOf(child) });
+        await log.close();
+        continue;
+      }
+      // Every line as the page has it, once: a command that needs what a background one sets up (the CRD that
+      // `opkit run` installs, the operator's first status) must be preceded on the page by a wait for it, as a user
+      // typing quickly needs it too. While a line runs, a background command that ends fails the step at once.
+      const r = await shWatched(step.text, cwd, tEnv, step.text.startsWith('kubectl ') ? stopped : () => undefined);
+      if (r.status !== 0) {
+        throw new Error(
+          `${page}'s "${step.text}" failed (${r.stopped ?? `exit ${r.status}`}):\n${r.stdout}${r.stderr}\n${await diagnose()}`,
+        );
+      }
+      const exported = /^export KUBECONFIG=(.+)$/m.exec(r.stdout)?.[1];
+      if (exported) tEnv.KUBECONFIG = exported;
+      checks.check?.(step.text, r.stdout);
     }
-    const cd = /^cd (\S+)$/.exec(step.text);
-    if (cd) {
-      cwd = join(cwd, cd[1] as string);
-      continue;
-    }
-    if (step.text.endsWith('&')) {
-      const path = join(work, `tutorial-background-${background.length}.log`);
-      const log = await open(path, 'w');
-      const child = spawn('sh', ['-c', step.text.slice(0, -1)], {
-        cwd,
-        env: tEnv,
-        detached: true,
-        stdio: ['ignore', log.fd, log.fd],
-      });
-      background.push(child);
-      backgroundLogs.push({ line: step.text, path, exited: exitOf(child) });
-      await log.close();
-      continue;
-    }
-    // Every line as the page has it, once: a command that needs what a background one sets up (the CRD that
-    // `opkit run` installs, the operator's first status) must be preceded on the page by a wait for it, as a user
-    // typing quickly needs it too. While a line runs, a background command that ends fails the step at once.
-    const r = await shWatched(step.text, cwd, tEnv, step.text.startsWith('kubectl ') ? stopped : () => undefined);
-    if (r.status !== 0) {
-      throw new Error(
-        `the tutorial's "${step.text}" failed (${r.stopped ?? `exit ${r.status}`}):\n${r.stdout}${r.stderr}\n${await diagnose()}`,
-      );
-    }
-    const exported = /^export KUBECONFIG=(.+)$/m.exec(r.stdout)?.[1];
-    if (exported) tEnv.KUBECONFIG = exported;
-    if (step.text === 'kubectl get appservices') assert.match(r.stdout, /appservice-sample\s+3\s+3/);
-    if (step.text.startsWith('kubectl get pods')) assert.equal(r.stdout.trim().split('\n').length, 4, r.stdout);
+  } finally {
+    // the page's background commands end with it (the next page starts its own)
+    for (const p of mine) if (p.pid && p.exitCode === null) killGroup(p.pid);
   }
+}
+
+test('docs/tutorial.md, command by command, against the registry and a local cluster', {
+  timeout: 1_500_000,
+}, async () => {
+  await runPage('docs/tutorial.md', {
+    diagnose: ['get crd appservices.app.example.com -o jsonpath={.status.conditions}', 'get appservices -A -o yaml'],
+    check: (line, stdout) => {
+      if (line === 'kubectl get appservices') assert.match(stdout, /appservice-sample\s+3\s+3/);
+      if (line.startsWith('kubectl get pods')) assert.equal(stdout.trim().split('\n').length, 4, stdout);
+    },
+  });
+});
+
+test('docs/stateful.md, after the tutorial, with the same runner', { timeout: 1_500_000 }, async () => {
+  await runPage('docs/stateful.md', {
+    diagnose: ['get kvstores,kvsnapshots -A -o yaml', 'get statefulsets,pvc,pv,jobs -A -o wide'],
+    check: (line, stdout) => {
+      if (line === 'kubectl get pvc') {
+        const bound = stdout.split('\n').filter((l) => /^data-kvstore-sample-\d\s+Bound\s/.test(l));
+        assert.equal(bound.length, 2, stdout);
+      }
+    },
+  });
 });
 
 /**

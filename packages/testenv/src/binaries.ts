@@ -30,7 +30,7 @@ import {
   isExecutable,
   recordDownloads,
 } from './binary-cache.ts';
-import { KWOK_STAGES_FILE, writeKwokStages } from './build.ts';
+import { KWOK_STAGES_FILE, kwokStagesCurrent, writeKwokStages } from './build.ts';
 import type { DownloadSettings } from './download.ts';
 import { diskError } from './download.ts';
 import { TestenvError } from './errors.ts';
@@ -123,8 +123,8 @@ export async function resolveBinaries(options: ResolveOptions = {}): Promise<Bin
     check = await fillCache({ options, env, log: options.log ?? defaultLog, cacheDir, needFromCache }, check);
   }
   const cached = check.found;
-  if (cached.kwok && !assets.kwok && !(await exists(join(cacheDir, KWOK_STAGES_FILE)))) {
-    // a cache written before the stages file existed: add it
+  if (cached.kwok && !assets.kwok && !(await kwokStagesCurrent(cacheDir))) {
+    // a cache written before the stages file existed, or by a testenv with other stages: (re)write it
     await withLock(`${cacheDir}.lock`, { timeoutMs: 10 * 60_000 }, () => writeKwokStages(cacheDir));
   }
   const merged: Partial<Record<ComponentName, string>> = {};

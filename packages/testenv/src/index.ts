@@ -27,6 +27,7 @@ export { resetSocket } from './fault-link.ts';
 export { type FaultMode, FaultProxy, type FaultProxyOptions, type FaultProxyStats, targetOf } from './fault-proxy.ts';
 export { HELM_VERSION, type HelmOptions, helmCacheDir, resolveHelm } from './helm.ts';
 export type { Kubeconfig } from './kubeconfig.ts';
+export { EXIT_CODE_ANNOTATION } from './kwok-exit-stage.ts';
 export { type LockOptions, withLock } from './lock.ts';
 export { type MirrorEntry, writeMirror } from './mirror.ts';
 export { cacheRoot } from './paths.ts';

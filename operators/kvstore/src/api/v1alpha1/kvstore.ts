@@ -1,0 +1,92 @@
+// scaffolded by opkit — this file is yours to edit
+/**
+ * @module api/v1alpha1/kvstore
+ * The KVStore API (`kv.example.com/v1alpha1`): a replicated key-value store of `spec.replicas` pods, each with a
+ * volume of `spec.storage`, running `spec.version`, optionally created from a KVSnapshot (`spec.restoreFrom`).
+ * The status says what runs (readyReplicas, currentVersion), how a restore went (`status.restore`, which is what
+ * makes a restore happen once across operator restarts) and the Ready and Progressing conditions.
+ */
+import { Defaulted, defineKind, type ObjectOf } from '@opkit/runtime';
+import { ConditionsSchema } from '@opkit/runtime/crd';
+import { QuantitySchema } from '@opkit/runtime/quantity';
+import { type Static, Type } from '@sinclair/typebox';
+
+export const KVStoreSpec = Type.Object(
+  {
+    replicas: Defaulted(Type.Integer({ minimum: 1, maximum: 9, format: 'int32', description: 'Pods to run.' }), 3),
+    version: Defaulted(
+      Type.String({
+        pattern: '^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$',
+        description: 'The image tag every pod runs; a change rolls the pods one at a time.',
+      }),
+      '1.36',
+    ),
+    storage: Defaulted(
+      QuantitySchema({ description: 'The volume size of each pod (it may grow, never shrink).' }),
+      '1Gi',
+    ),
+    restoreFrom: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 253,
+        description: 'A KVSnapshot of this namespace to create the store from, before its pods serve.',
+      }),
+    ),
+  },
+  { description: 'The desired state of a KVStore.' },
+);
+
+/** Where a restore is: Pending (waiting for the snapshot), Running (its Job runs), Succeeded or Failed. */
+export const RestorePhase = Type.Union([
+  Type.Literal('Pending'),
+  Type.Literal('Running'),
+  Type.Literal('Succeeded'),
+  Type.Literal('Failed'),
+]);
+
+export const KVStoreStatus = Type.Object(
+  {
+    observedGeneration: Type.Optional(Type.Integer({ format: 'int64' })),
+    replicas: Type.Optional(Type.Integer({ format: 'int32' })),
+    readyReplicas: Type.Optional(Type.Integer({ format: 'int32' })),
+    currentVersion: Type.Optional(
+      Type.String({ description: 'The version every pod runs (unset during the first rollout).' }),
+    ),
+    restore: Type.Optional(
+      Type.Object({
+        snapshot: Type.String(),
+        phase: RestorePhase,
+        jobName: Type.Optional(Type.String()),
+        jobUID: Type.Optional(Type.String({ description: 'The one restore Job: a restore never runs twice.' })),
+        message: Type.Optional(Type.String()),
+        completionTime: Type.Optional(Type.String({ format: 'date-time' })),
+      }),
+    ),
+    conditions: Type.Optional(ConditionsSchema),
+  },
+  { description: 'The observed state of a KVStore.' },
+);
+
+export const KVStores = defineKind({
+  group: 'kv.example.com',
+  version: 'v1alpha1',
+  kind: 'KVStore',
+  plural: 'kvstores',
+  shortNames: ['kvs'],
+  scope: 'Namespaced',
+  spec: KVStoreSpec,
+  status: KVStoreStatus,
+  subresources: { status: true },
+  printerColumns: [
+    { name: 'Replicas', type: 'integer', jsonPath: '.spec.replicas' },
+    { name: 'Ready', type: 'integer', jsonPath: '.status.readyReplicas' },
+    { name: 'Version', type: 'string', jsonPath: '.status.currentVersion' },
+    { name: 'Status', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].reason' },
+    { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
+  ],
+});
+
+export type KVStoreSpec = Static<typeof KVStoreSpec>;
+export type KVStoreStatus = Static<typeof KVStoreStatus>;
+export type RestoreStatus = NonNullable<KVStoreStatus['restore']>;
+export type KVStore = ObjectOf<typeof KVStores>;

@@ -1,0 +1,78 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { store, sts } from './fixtures.ts';
+import { desiredSecret, desiredService, desiredStatefulSet, planRollout, templateImage } from './statefulset.ts';
+
+const IMAGE = (v: string) => `docker.io/library/busybox:${v}`;
+
+test('a new StatefulSet: a PVC per pod from the template, the Secret by reference, a headless Service', () => {
+  const s = store({ storage: '2Gi' });
+  const set = desiredStatefulSet(s, 3);
+  assert.equal(set.spec?.replicas, 3);
+  assert.equal(set.spec?.serviceName, 'db');
+  assert.deepEqual(set.spec?.volumeClaimTemplates?.[0]?.spec?.resources?.requests, { storage: '2Gi' });
+  assert.equal(templateImage(set), IMAGE('1.36'));
+  const env = set.spec?.template.spec?.containers[0]?.env ?? [];
+  assert.deepEqual(
+    env.map((e) => e.valueFrom?.secretKeyRef?.name),
+    ['db-credentials', 'db-credentials'],
+  );
+  assert.equal(desiredService(s).spec?.clusterIP, 'None');
+  const secret = desiredSecret(s, 'pw');
+  assert.deepEqual(
+    [secret.metadata.name, secret.immutable, secret.stringData?.password],
+    ['db-credentials', true, 'pw'],
+  );
+});
+
+test('nothing to do once converged; replicas follow the spec', () => {
+  const s = store();
+  assert.deepEqual(planRollout(s, sts(s, { replicas: 3 }), 3), {
+    patch: undefined,
+    rolling: false,
+    step: undefined,
+    converged: true,
+  });
+  const up = planRollout(s, sts(s, { replicas: 3 }), 5);
+  assert.deepEqual(up.patch, { spec: { replicas: 5 } });
+  assert.equal(up.converged, false);
+  assert.equal(planRollout(s, sts(s, { replicas: 3, observed: false }), 3).converged, false);
+});
+
+test('a new version raises the partition to the replicas first: no pod changes yet', () => {
+  const s = store({ version: '1.37' });
+  const p = planRollout(s, sts(s, { replicas: 3, version: '1.36' }), 3);
+  assert.equal(p.rolling, true);
+  const spec = p.patch?.spec;
+  assert.deepEqual(spec?.updateStrategy, { type: 'RollingUpdate', rollingUpdate: { partition: 3 } });
+  assert.equal(spec?.template?.spec?.containers?.[0]?.image, IMAGE('1.37'));
+  assert.equal(
+    spec?.template?.spec?.containers?.[0]?.name,
+    'kv',
+    'the whole container: a merge patch replaces the list',
+  );
+});
+
+test('the partition steps down one at a time, only when the updated pods are Ready and the change was seen', () => {
+  const s = store({ version: '1.37' });
+  const at = (partition: number, o: { ready?: number; updated?: number; observed?: boolean } = {}) =>
+    planRollout(s, sts(s, { replicas: 3, partition, ...o }), 3);
+  assert.deepEqual(at(3, { updated: 0 }).step, { from: 3, to: 2 });
+  assert.deepEqual(at(3, { updated: 0 }).patch?.spec?.updateStrategy?.rollingUpdate, { partition: 2 });
+  // partition 2: pod 2 must be updated and every pod Ready
+  assert.equal(at(2, { updated: 0 }).step, undefined, 'pod 2 not replaced yet');
+  assert.equal(at(2, { updated: 1, ready: 2 }).step, undefined, 'pod 2 replaced, not Ready yet');
+  assert.equal(at(2, { updated: 1, observed: false }).step, undefined, 'the controller has not seen the last step');
+  assert.deepEqual(at(2, { updated: 1 }).step, { from: 2, to: 1 });
+  assert.deepEqual(at(1, { updated: 2 }).step, { from: 1, to: 0 });
+  const end = at(0);
+  assert.deepEqual([end.rolling, end.converged, end.patch], [false, true, undefined]);
+});
+
+test('no step while the replicas change; a version change mid-rollout starts over from the top', () => {
+  const s = store({ version: '1.37' });
+  const scaling = planRollout(s, sts(s, { replicas: 3, partition: 2, updated: 1 }), 4);
+  assert.deepEqual([scaling.step, scaling.patch], [undefined, { spec: { replicas: 4 } }]);
+  const again = planRollout(store({ version: '1.38' }), sts(s, { replicas: 3, partition: 1, updated: 2 }), 3);
+  assert.deepEqual(again.patch?.spec?.updateStrategy?.rollingUpdate, { partition: 3 });
+});

@@ -1,0 +1,143 @@
+/**
+ * @module controllers/statefulset
+ * The store's StatefulSet, Service and Secret as pure functions, and the partitioned rollout of a version change.
+ *
+ * Rollout (the StatefulSet's `RollingUpdate` with a `partition`, driven by the operator): a new version sets the pod
+ * template's image and raises the partition to the replica count, so no pod changes yet; then, one step per
+ * reconcile, the partition is lowered by one only when the StatefulSet controller has seen the last change
+ * (`observedGeneration`), every pod at or above the partition runs the new revision (`updatedReplicas`) and every pod
+ * is Ready. The StatefulSet controller replaces the pods from the highest ordinal down, so exactly one pod is
+ * replaced at a time, and none while another is not Ready. A version change in the middle of a rollout starts it
+ * over from the top.
+ */
+import type { MergePatch } from '@opkit/runtime/controller';
+import type { Secret, Service, StatefulSet } from '@opkit/runtime/kinds';
+import type { KVStore } from '../api/v1alpha1/kvstore.ts';
+import { DATA_VOLUME, imageOf, PORT, secretName, selectorLabels, serviceName, statefulSetName } from './names.ts';
+
+/** The headless Service that gives each pod its DNS name (`<store>-<ordinal>.<store>`). */
+export function desiredService(store: KVStore): Service {
+  return {
+    metadata: { name: serviceName(store), labels: selectorLabels(store) },
+    spec: {
+      clusterIP: 'None',
+      publishNotReadyAddresses: true,
+      selector: selectorLabels(store),
+      ports: [{ name: 'kv', port: PORT, targetPort: PORT }],
+    },
+  };
+}
+
+/** The credentials Secret: made once with `password` and immutable; never updated, logged or reported. */
+export function desiredSecret(store: KVStore, password: string): Secret {
+  return {
+    metadata: { name: secretName(store), labels: selectorLabels(store) },
+    type: 'Opaque',
+    immutable: true,
+    stringData: { username: 'kv', password },
+  };
+}
+
+/** The StatefulSet of a store: `replicas` pods, one PVC each from the volumeClaimTemplate, rolled out above `partition`. */
+export function desiredStatefulSet(store: KVStore, replicas: number, partition = 0): StatefulSet {
+  const labels = selectorLabels(store);
+  return {
+    metadata: { name: statefulSetName(store), labels },
+    spec: {
+      replicas,
+      serviceName: serviceName(store),
+      selector: { matchLabels: labels },
+      updateStrategy: { type: 'RollingUpdate', rollingUpdate: { partition } },
+      template: {
+        metadata: { labels },
+        spec: {
+          containers: [
+            {
+              name: 'kv',
+              image: imageOf(store.spec.version),
+              command: ['sh', '-c', `exec nc -lk -p ${PORT} -e cat`], // simulated data path: any small image does
+              ports: [{ name: 'kv', containerPort: PORT }],
+              env: [
+                { name: 'KV_USERNAME', valueFrom: { secretKeyRef: { name: secretName(store), key: 'username' } } },
+                { name: 'KV_PASSWORD', valueFrom: { secretKeyRef: { name: secretName(store), key: 'password' } } },
+              ],
+              volumeMounts: [{ name: DATA_VOLUME, mountPath: '/data' }],
+              readinessProbe: { tcpSocket: { port: PORT }, periodSeconds: 5 },
+            },
+          ],
+        },
+      },
+      volumeClaimTemplates: [
+        {
+          metadata: { name: DATA_VOLUME, labels },
+          spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: store.spec.storage } } },
+        },
+      ],
+    },
+  };
+}
+
+/** What to do with an existing StatefulSet. */
+export interface RolloutPlan {
+  /** The merge patch to send (undefined: nothing to change). */
+  readonly patch: MergePatch<StatefulSet> | undefined;
+  /** A version change is rolling out (the partition is above 0 or about to be raised). */
+  readonly rolling: boolean;
+  /** The partition step taken, for the Event (`from` → `to`). */
+  readonly step: { readonly from: number; readonly to: number } | undefined;
+  /** Every pod runs `spec.version` and is Ready, and the StatefulSet controller saw the last change. */
+  readonly converged: boolean;
+}
+
+/** The image the StatefulSet's pod template runs. */
+export function templateImage(sts: StatefulSet): string | undefined {
+  return sts.spec?.template.spec?.containers[0]?.image;
+}
+
+/** The next step for `sts` toward `replicas` pods of `store.spec.version` (see the module comment). */
+export function planRollout(store: KVStore, sts: StatefulSet, replicas: number): RolloutPlan {
+  const image = imageOf(store.spec.version);
+  const current = sts.spec?.replicas ?? 0;
+  const partition = sts.spec?.updateStrategy?.rollingUpdate?.partition ?? 0;
+  const s = sts.status;
+  const seen = (s?.observedGeneration ?? 0) >= (sts.metadata.generation ?? 0);
+  const ready = s?.readyReplicas ?? 0;
+  const updated = s?.updatedReplicas ?? 0;
+  const spec = (fields: { replicas?: number; partition?: number; image?: string }): MergePatch<StatefulSet> => ({
+    spec: {
+      ...(fields.replicas !== undefined ? { replicas: fields.replicas } : {}),
+      ...(fields.partition !== undefined
+        ? { updateStrategy: { type: 'RollingUpdate', rollingUpdate: { partition: fields.partition } } }
+        : {}),
+      ...(fields.image !== undefined ? { template: { spec: { containers: [{ ...container(sts), image }] } } } : {}),
+    },
+  });
+  if (templateImage(sts) !== image) {
+    // a new version: raise the partition first, so that no pod changes until the operator lowers it
+    const top = Math.max(current, replicas);
+    return { patch: spec({ image, partition: top, replicas }), rolling: true, step: undefined, converged: false };
+  }
+  const scale = current !== replicas ? { replicas } : {};
+  if (partition > 0) {
+    const stepOk = seen && ready >= current && updated >= current - partition && current === replicas;
+    if (stepOk) {
+      const to = Math.min(partition - 1, replicas);
+      return {
+        patch: spec({ ...scale, partition: to }),
+        rolling: true,
+        step: { from: partition, to },
+        converged: false,
+      };
+    }
+    return { patch: current !== replicas ? spec(scale) : undefined, rolling: true, step: undefined, converged: false };
+  }
+  const converged = seen && current === replicas && ready === replicas && updated === replicas;
+  return { patch: current !== replicas ? spec(scale) : undefined, rolling: false, step: undefined, converged };
+}
+
+/** The pod template's container, whole: a merge patch replaces the containers list, so it must carry all of it. */
+function container(sts: StatefulSet) {
+  const c = sts.spec?.template.spec?.containers[0];
+  if (c === undefined) return { name: 'kv' };
+  return c;
+}
