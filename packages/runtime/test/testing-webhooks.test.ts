@@ -123,6 +123,7 @@ test('after stop the configurations are gone: a second test manager without webh
     await using _op = await startTestManager(env, options);
     assert.deepEqual((await configurationNames()).sort(), [
       'pet-operator-mutating-webhook-configuration',
+      'pet-operator-test-conversion-probe',
       'pet-operator-validating-webhook-configuration',
     ]);
   }

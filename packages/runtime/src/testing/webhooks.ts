@@ -155,11 +155,13 @@ export async function serveTestWebhooks(
     withProbe(c, `admission-${i}`),
   );
   let check: () => void = () => {};
+  let serving = false;
   const installed = await install({
     configurations: [...configurations, ...(conversion.length > 0 ? [conversionProbe(s.name, conversion)] : [])],
     conversions: conversion.map((k) => `${k.plural}.${k.group}`),
     conversionPath: CONVERSION_PATH,
     serve: async (certificate) => {
+      serving = true;
       s.certificates.hand({ certPem: certificate.certPem, keyPem: certificate.keyPem });
       check = s.start();
       await eventually(
@@ -173,6 +175,14 @@ export async function serveTestWebhooks(
       return server.port;
     },
   });
+  if (!serving) {
+    await installed.uninstall().catch(() => {});
+    throw new TestingError(
+      'WebhooksNotServed',
+      'the cluster’s installWebhooks registered the webhooks without calling serve: it must start the server ' +
+        'through serve before it registers anything (as @opkit/testenv’s does)',
+    );
+  }
   try {
     for (const [i, c] of configurations.entries()) {
       await probeUntilWoken(`the apiserver to call the webhooks of ${c.metadata?.name}`, s, check, woken, {
