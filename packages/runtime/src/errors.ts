@@ -41,3 +41,8 @@ export type UsageErrorCode =
 export class UsageError extends OpkitError<UsageErrorCode> {
   override readonly name = 'UsageError';
 }
+
+/** @internal The message of a thrown value, for a log line: an Error's message, anything else as a string. */
+export function messageOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

@@ -32,13 +32,13 @@ function refsOf(schema: Schema, out: string[] = []): string[] {
 /** The definitions reachable from `roots`, without the ones written inline. */
 function reachable(roots: readonly string[], schemas: ReadonlyMap<string, Schema>): string[] {
   const seen = new Set<string>();
-  const todo = [...roots];
-  for (let id = todo.pop(); id !== undefined; id = todo.pop()) {
+  const pending = [...roots];
+  for (let id = pending.pop(); id !== undefined; id = pending.pop()) {
     if (seen.has(id)) continue;
     seen.add(id);
     const schema = schemas.get(id);
     if (!schema) throw new KindsGenError(`definition ${id} is referenced but no document has it`);
-    todo.push(...refsOf(schema));
+    pending.push(...refsOf(schema));
   }
   // JSONSchemaPropsOrArray and its kin are inline unions of JSONSchemaProps, which stays reachable through them.
   return [...seen].filter((id) => !isInline(id) && schemas.get(id)?.type !== undefined);

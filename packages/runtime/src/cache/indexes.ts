@@ -86,10 +86,10 @@ export type FieldPath<T, Depth extends number = 5> = [Depth] extends [never]
         }[keyof T & string]
       : never;
 
-/** The string values at `path` of `obj`: a string is one value, a list its strings, anything else none. */
-function fieldValues(obj: unknown, path: string): readonly string[] {
+/** The string values at the path `parts` of `obj`: a string is one value, a list its strings, anything else none. */
+function fieldValues(obj: unknown, parts: readonly string[]): readonly string[] {
   let at: unknown = obj;
-  for (const part of path.split('.')) {
+  for (const part of parts) {
     if (typeof at !== 'object' || at === null) return [];
     at = (at as Record<string, unknown>)[part];
   }
@@ -125,7 +125,8 @@ export function fieldIndex<T extends KubeObject, const P extends FieldPath<T>>(r
   }
   const known = byPath.get(path) as Index<T, P> | undefined;
   if (known) return known;
-  const index = defineIndex(r, path, (obj: T) => fieldValues(obj, path));
+  const parts = path.split('.'); // once: the index function runs on every add and update of the kind
+  const index = defineIndex(r, path, (obj: T) => fieldValues(obj, parts));
   byPath.set(path, index);
   return index;
 }

@@ -36,7 +36,7 @@ import type { Store } from '../cache/store.ts';
 import type { Client } from '../client/client.ts';
 import { isApiError } from '../client/errors.ts';
 import { type Kind, type KubeObject, objectKey, parseKey } from '../client/resource.ts';
-import { UsageError } from '../errors.ts';
+import { messageOf, UsageError } from '../errors.ts';
 import { EventRecorder } from '../helpers/events.ts';
 import { type Logger, silentLogger } from '../logger.ts';
 import type { Metrics } from '../metrics.ts';
@@ -391,8 +391,4 @@ export class Controller {
       this.queue.addRateLimited(key, priority);
     }
   }
-}
-
-function messageOf(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }

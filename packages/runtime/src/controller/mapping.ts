@@ -24,7 +24,7 @@
  * (counted); the primary kind's own initial list enqueues every primary object anyway.
  */
 import { type KubeObject, keyOf } from '../client/resource.ts';
-import { UsageError } from '../errors.ts';
+import { messageOf, UsageError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import type { Metrics } from '../metrics.ts';
 import type { Counter, Registry } from '../prometheus.ts';
@@ -85,10 +85,6 @@ function mapperErrors(registry: Registry): Counter<'controller' | 'kind'> {
 
 function isThenable<V>(v: V | PromiseLike<V>): v is PromiseLike<V> {
   return typeof v === 'object' && v !== null && typeof (v as { then?: unknown }).then === 'function';
-}
-
-function messageOf(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }
 
 /** One watch's mapper lane; see the module comment. */

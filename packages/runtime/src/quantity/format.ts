@@ -10,23 +10,21 @@
  * exponent with no suffix (above `E`, 10^18) and a binary one above `Ei` print the number without a suffix
  * (`1000E` → `1`, as apimachinery prints it).
  */
-import { abs, compare, type Decimal, pow10, removeFactors, roundUpTo, stripped } from './decimal.ts';
-import type { QuantityFormat } from './parse.ts';
+import { abs, compare, type Decimal, removeFactors, roundUpTo, scaledInteger, stripped } from './decimal.ts';
+import { BINARY_SI, DECIMAL_SI, type QuantityFormat } from './parse.ts';
 
-const DECIMAL_SUFFIXES: ReadonlyMap<number, string> = new Map([
-  [-9, 'n'],
-  [-6, 'u'],
-  [-3, 'm'],
-  [0, ''],
-  [3, 'k'],
-  [6, 'M'],
-  [9, 'G'],
-  [12, 'T'],
-  [15, 'P'],
-  [18, 'E'],
-]);
+/** The decimal-SI suffix of each power of ten: parse.ts's table, read backwards. */
+const DECIMAL_SUFFIXES: ReadonlyMap<number, string> = new Map(
+  Object.entries(DECIMAL_SI).map(([suffix, e]) => [e, suffix]),
+);
 const KIBI: Decimal = { m: 1024n, e: 0 };
-const BINARY_SUFFIXES: readonly string[] = ['', 'Ki', 'Mi', 'Gi', 'Ti', 'Pi', 'Ei'];
+/** The binary-SI suffix of each power of 1024 (`Ki` is 1024^1), from parse.ts's table. */
+const BINARY_SUFFIXES: readonly string[] = [
+  '',
+  ...Object.entries(BINARY_SI)
+    .sort(([, a], [, b]) => a - b)
+    .map(([suffix]) => suffix),
+];
 
 /** The canonical text of `value` in `format` (apimachinery's `CanonicalizeBytes`, number and suffix joined). */
 export function canonical(value: Decimal, format: QuantityFormat, what: () => string): string {
@@ -52,7 +50,7 @@ function decimal(value: Decimal, format: 'DecimalSI' | 'DecimalExponent'): strin
 
 /** Binary SI of an integer (exponent ≥ 0): all factors of 1024 into the suffix. */
 function binary(value: Decimal, what: () => string): string {
-  const integer = value.e === 0 ? value.m : value.m * pow10(value.e, what);
+  const integer = scaledInteger(value, 0, what);
   const { m, times } = removeFactors(integer, 1024n);
   return `${m}${BINARY_SUFFIXES[times] ?? ''}`;
 }

@@ -11,7 +11,7 @@
  * `int32(…)` conversion wraps). The text is remembered for formatting exactly when apimachinery remembers it (its
  * fast path, for a text it deems canonical), so `toString()` gives what the apiserver stores.
  */
-import { type Decimal, roundUpTo } from './decimal.ts';
+import { compare, type Decimal, roundUpTo } from './decimal.ts';
 import { QUANTITY_SHAPE, QuantityError, type QuantityErrorCode } from './errors.ts';
 
 /** How a quantity is written: with a binary-SI suffix, a decimal-SI suffix, or a decimal exponent. */
@@ -42,7 +42,8 @@ const MAX_INT64 = (1n << 63n) - 1n;
 const MAX_INT64_DIGITS = 18;
 const NANO = -9;
 
-const DECIMAL_SI: Readonly<Record<string, number>> = {
+/** Each decimal-SI suffix and its power of ten (format.ts prints by the same table). */
+export const DECIMAL_SI: Readonly<Record<string, number>> = {
   n: -9,
   u: -6,
   m: -3,
@@ -54,7 +55,8 @@ const DECIMAL_SI: Readonly<Record<string, number>> = {
   P: 15,
   E: 18,
 };
-const BINARY_SI: Readonly<Record<string, number>> = { Ki: 10, Mi: 20, Gi: 30, Ti: 40, Pi: 50, Ei: 60 };
+/** Each binary-SI suffix and its power of two. */
+export const BINARY_SI: Readonly<Record<string, number>> = { Ki: 10, Mi: 20, Gi: 30, Ti: 40, Pi: 50, Ei: 60 };
 
 function isDigit(c: string | undefined): boolean {
   return c !== undefined && c >= '0' && c <= '9';
@@ -171,19 +173,9 @@ function slowPath(s: Scanned, base: 2 | 10, exponent: number, format: QuantityFo
   magnitude = roundUpTo(magnitude, NANO).value;
   let result = format;
   if (format === 'BinarySI') {
-    if (exceeds(magnitude, MAX_INT64)) magnitude = { m: MAX_INT64, e: 0 };
-    if (magnitude.m !== 0n && below(magnitude, 1n)) result = 'DecimalSI';
+    if (compare(magnitude, { m: MAX_INT64, e: 0 }) > 0) magnitude = { m: MAX_INT64, e: 0 };
+    if (magnitude.m !== 0n && compare(magnitude, { m: 1n, e: 0 }) < 0) result = 'DecimalSI';
   }
   const value = s.positive ? magnitude : { m: -magnitude.m, e: magnitude.e };
   return { value, format: result, text: undefined };
-}
-
-/** Whether the non-negative `d` (exponent ≥ -9, < 20 for binary SI) is greater than the integer `n`. */
-function exceeds(d: Decimal, n: bigint): boolean {
-  return d.e >= 0 ? d.m * 10n ** BigInt(d.e) > n : d.m > n * 10n ** BigInt(-d.e);
-}
-
-/** Whether the non-negative `d` is less than the integer `n`. */
-function below(d: Decimal, n: bigint): boolean {
-  return d.e >= 0 ? d.m * 10n ** BigInt(d.e) < n : d.m < n * 10n ** BigInt(-d.e);
 }

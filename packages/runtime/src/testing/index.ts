@@ -87,11 +87,11 @@ import type { CustomKind } from '../crd/kind.ts';
 import { managerPermissions, type Permission, rbacManifests } from '../helpers/rbac.ts';
 import { type LogFields, type Logger, silentLogger } from '../logger.ts';
 import { Manager } from '../manager/manager.ts';
+import { StaticCertificates } from '../tls/sources.ts';
 import { CONVERSION_PATH } from '../webhook/manifests.ts';
 import { TestingError } from './errors.ts';
 import { type Answer, type EventuallyOptions, eventually } from './eventually.ts';
 import {
-  HandedCertificates,
   type InstallTestWebhooks,
   serveTestWebhooks,
   type TestWebhooks,
@@ -172,7 +172,7 @@ export async function startTestManager(cluster: TestCluster, options: TestManage
   const log = noticing(options.log ?? silentLogger, (fields, message) => {
     refused ??= `${message}: ${String(fields.err ?? '')}`;
   });
-  const certificates = new HandedCertificates();
+  const certificates = new StaticCertificates();
   const manager = new Manager({
     name: options.name,
     client: operatorClient,

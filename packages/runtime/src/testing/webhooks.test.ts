@@ -1,11 +1,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { KubeObject } from '../client/resource.ts';
-import { selfSignedCertificate } from '../tls/issue.ts';
-import { CertificateError } from '../tls/keypair.ts';
 import type { ConversionRequest } from '../webhook/conversion.ts';
 import { TestingError } from './errors.ts';
-import { HandedCertificates, probing, webhookInstaller, withProbe } from './webhooks.ts';
+import { probing, webhookInstaller, withProbe } from './webhooks.ts';
 
 test('a cluster without installWebhooks: WebhooksUnsupported, naming what to use', () => {
   assert.throws(
@@ -23,22 +21,6 @@ test('a cluster without installWebhooks: WebhooksUnsupported, naming what to use
   const install = webhookInstaller(cluster);
   void install({ configurations: [], conversions: [], conversionPath: '/c', serve: async () => 1 });
   assert.equal((calls[0] as unknown[])[0], cluster, 'called as a method of the cluster');
-});
-
-test('HandedCertificates: no pair before it is handed (CertificateMissing), then the handed pair, checked', async () => {
-  const source = new HandedCertificates();
-  assert.throws(
-    () => source.current(),
-    (err: unknown) => err instanceof CertificateError && err.code === 'CertificateMissing',
-  );
-  const pair = selfSignedCertificate(['127.0.0.1']);
-  const seen: unknown[] = [];
-  source.onChange((p) => seen.push(p));
-  source.hand(pair);
-  assert.equal(await source.load(), pair);
-  assert.deepEqual(seen, [pair]);
-  const other = selfSignedCertificate(['127.0.0.1']);
-  assert.throws(() => source.hand({ certPem: pair.certPem, keyPem: other.keyPem }), CertificateError);
 });
 
 const review = (objects: unknown[]): ConversionRequest => ({

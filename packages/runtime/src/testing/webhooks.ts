@@ -32,8 +32,7 @@ import type { Client } from '../client/client.ts';
 import type { Kind, KubeObject } from '../client/resource.ts';
 import type { CustomKind } from '../crd/kind.ts';
 import type { Manager } from '../manager/manager.ts';
-import { CertificateError, checkKeyPair, type KeyPair } from '../tls/keypair.ts';
-import { CertificateListeners, type CertificateSource } from '../tls/sources.ts';
+import type { StaticCertificates } from '../tls/sources.ts';
 import type { AdmissionHandler } from '../webhook/admission.ts';
 import { type ConversionHandler, type Convertible, converter } from '../webhook/conversion.ts';
 import { serveWebhooks, type WebhookDefinition, webhookConfigurations, webhookPath } from '../webhook/manifests.ts';
@@ -86,34 +85,14 @@ const PROBE_PATH = '/testing-opkit-dev-webhook-probe';
 /** The conversion path: the kinds' `converter`, which also answers the probe objects. */
 const CONVERSION_PATH = '/testing-opkit-dev-convert';
 
-/** A certificate source whose pair is handed over once the cluster made it, before the server starts. */
-export class HandedCertificates extends CertificateListeners implements CertificateSource {
-  #pair: KeyPair | undefined;
-  /** Serves `pair` (checked first). */
-  hand(pair: KeyPair): void {
-    checkKeyPair(pair, 'the test webhook certificate');
-    this.#pair = pair;
-    this.emit(pair);
-  }
-  async load(signal?: AbortSignal): Promise<KeyPair> {
-    signal?.throwIfAborted();
-    return this.current();
-  }
-  current(): KeyPair {
-    if (this.#pair === undefined)
-      throw new CertificateError('CertificateMissing', 'the test webhook certificate is not made yet');
-    return this.#pair;
-  }
-  watch(): void {}
-}
-
 /** What `serveTestWebhooks` needs of the test manager being started. */
 export interface WebhookStart {
   readonly name: string;
   readonly manager: Manager;
   readonly admin: Client;
   readonly namespace: string;
-  readonly certificates: HandedCertificates;
+  /** The webhook server's certificates, empty until the cluster hands its pair to `serve`. */
+  readonly certificates: StaticCertificates;
   /** Starts the manager; answers the check that throws once it was refused or failed. */
   readonly start: () => () => void;
 }
@@ -162,7 +141,7 @@ export async function serveTestWebhooks(
     conversionPath: CONVERSION_PATH,
     serve: async (certificate) => {
       serving = true;
-      s.certificates.hand({ certPem: certificate.certPem, keyPem: certificate.keyPem });
+      s.certificates.update({ certPem: certificate.certPem, keyPem: certificate.keyPem });
       check = s.start();
       await eventually(
         'the test webhook server to answer',
@@ -260,6 +239,18 @@ function probe(woken: Set<string>): AdmissionHandler {
   };
 }
 
+/** What every probe webhook is: the probe handler, failing open, quick, with no side effects. */
+function probeWebhook(name: string) {
+  return {
+    name,
+    admissionReviewVersions: ['v1'],
+    clientConfig: { url: `https://127.0.0.1${PROBE_PATH}` },
+    failurePolicy: 'Ignore',
+    sideEffects: 'None',
+    timeoutSeconds: 5,
+  };
+}
+
 /**
  * @internal A configuration whose one webhook sees the probe objects of the converted kinds in their storage version
  * (`matchPolicy: Equivalent`): so a dry-run create in another version is converted during admission, before the
@@ -267,12 +258,7 @@ function probe(woken: Set<string>): AdmissionHandler {
  */
 export function conversionProbe(name: string, kinds: readonly ConvertibleKind[]): KubeObject {
   const webhook = {
-    name: 'conversion-probe.testing.opkit.dev',
-    admissionReviewVersions: ['v1'],
-    clientConfig: { url: `https://127.0.0.1${PROBE_PATH}` },
-    failurePolicy: 'Ignore',
-    sideEffects: 'None',
-    timeoutSeconds: 5,
+    ...probeWebhook('conversion-probe.testing.opkit.dev'),
     matchPolicy: 'Equivalent',
     objectSelector: { matchExpressions: [{ key: PROBE_LABEL, operator: 'Exists' }] },
     rules: kinds.map((k) => ({
@@ -319,12 +305,7 @@ export function withProbe(config: KubeObject, key: string): KubeObject & { webho
     webhooks: [
       ...(c.webhooks ?? []).map(unprobed),
       {
-        name: 'probe.testing.opkit.dev',
-        admissionReviewVersions: ['v1'],
-        clientConfig: { url: `https://127.0.0.1${PROBE_PATH}` },
-        failurePolicy: 'Ignore',
-        sideEffects: 'None',
-        timeoutSeconds: 5,
+        ...probeWebhook('probe.testing.opkit.dev'),
         objectSelector: { matchLabels: { [PROBE_LABEL]: key } },
         rules: [
           { apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['configmaps'], scope: '*' },

@@ -49,19 +49,24 @@ export abstract class CertificateListeners {
   }
 }
 
-/** A pair held in memory; `update` swaps it (checked first). */
+/**
+ * A pair held in memory; `update` swaps it (checked first). Made without one (a pair handed over later, as the test
+ * manager's webhooks get theirs), `load` and `current` throw `CertificateMissing` until the first `update`.
+ */
 export class StaticCertificates extends CertificateListeners implements CertificateSource {
-  #pair: KeyPair;
-  constructor(pair: KeyPair) {
+  #pair: KeyPair | undefined;
+  constructor(pair?: KeyPair) {
     super();
-    checkKeyPair(pair, 'the serving certificate');
+    if (pair !== undefined) checkKeyPair(pair, 'the serving certificate');
     this.#pair = pair;
   }
   async load(signal?: AbortSignal): Promise<KeyPair> {
     signal?.throwIfAborted();
-    return this.#pair;
+    return this.current();
   }
   current(): KeyPair {
+    if (this.#pair === undefined)
+      throw new CertificateError('CertificateMissing', 'no serving certificate yet: update(pair) hands one over');
     return this.#pair;
   }
   /** Serves `pair` from now on (checked first: a key that is not the certificate's throws) and tells the listeners. */
