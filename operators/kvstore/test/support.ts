@@ -10,7 +10,7 @@ import { Namespaces } from '@opkit/runtime/kinds';
 import { createLogger } from '@opkit/runtime/manager';
 import { startTestManager, type TestManager } from '@opkit/runtime/testing';
 import type { Environment } from '@opkit/testenv';
-import { type KVSnapshot, KVSnapshots } from '../src/api/v1alpha1/kvsnapshot.ts';
+import { type KVSnapshot, KVSnapshots, type SnapshotPhase } from '../src/api/v1alpha1/kvsnapshot.ts';
 import { type KVStore, KVStores } from '../src/api/v1alpha1/kvstore.ts';
 import { setupKVSnapshotController, permissions as snapshotPermissions } from '../src/controllers/kvsnapshot.ts';
 import { setupKVStoreController, permissions as storePermissions } from '../src/controllers/kvstore.ts';
@@ -64,7 +64,7 @@ export function snapshotPhase(
   op: TestManager,
   ns: string,
   name: string,
-  phase: NonNullable<KVSnapshot['status']>['phase'],
+  phase: SnapshotPhase,
   timeoutMs = 90_000,
 ): Promise<KVSnapshot> {
   return op.eventually(

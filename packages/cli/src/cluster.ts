@@ -32,12 +32,19 @@ export async function probeCurrentCluster(timeoutMs = 3_000): Promise<ClusterPro
   } catch (err) {
     return { reachable: false, reason: `the kubeconfig cannot be used: ${(err as Error).message}` };
   }
-  const client = new Client(config, { name: 'opkit-probe', timeoutMs });
   try {
-    await client.serverResources('v1');
+    await answersApiV1(config, timeoutMs);
     return { reachable: true, server: config.server, context: config.contextName };
   } catch (err) {
     return { reachable: false, reason: `${config.server} (context ${config.contextName}): ${(err as Error).message}` };
+  }
+}
+
+/** Resolves once `config`'s cluster answers `/api/v1` with its credentials within `timeoutMs`; rejects otherwise. */
+export async function answersApiV1(config: ConnectionConfig, timeoutMs = 3_000): Promise<void> {
+  const client = new Client(config, { name: 'opkit-probe', timeoutMs });
+  try {
+    await client.serverResources('v1');
   } finally {
     client.close();
   }

@@ -113,7 +113,7 @@ export interface FileExports {
  * Names another entry of `@opkit/runtime` exports already (each name has one entry): `ObjectMeta` and
  * `OwnerReference` are `@opkit/runtime/client`'s, so the kinds entry leaves them out.
  */
-export const EXPORTED_ELSEWHERE: ReadonlySet<string> = new Set(['ObjectMeta', 'OwnerReference']);
+const EXPORTED_ELSEWHERE: ReadonlySet<string> = new Set(['ObjectMeta', 'OwnerReference']);
 
 /** Names joined with `, ` and wrapped at the line width, indented by two spaces. */
 function nameList(names: readonly string[]): string {

@@ -13,7 +13,7 @@ import { REGENERATE, staleKinds, writeKinds } from './output.ts';
 import { GROUP_VERSIONS } from './select.ts';
 
 /** The discovery paths of every generated group version. */
-export const PATHS: readonly string[] = [...new Set(GROUP_VERSIONS.map((gv) => discoveryPath(gv.group, gv.version)))];
+const PATHS: readonly string[] = [...new Set(GROUP_VERSIONS.map((gv) => discoveryPath(gv.group, gv.version)))];
 
 /** The documents and the Kubernetes version of a fresh testenv apiserver (the pinned one). */
 export async function fromTestenv(): Promise<{ docs: OpenApiDocuments; version: string }> {

@@ -47,7 +47,7 @@ function rank(place: DefinitionPlace): number {
 }
 
 /** The prefix a definition takes when its short name is taken: `EventsV1`, `AutoscalingV1`. */
-export function prefixOf(place: DefinitionPlace): string {
+function prefixOf(place: DefinitionPlace): string {
   return `${pascal(place.file)}${pascal(place.version)}`;
 }
 
@@ -55,7 +55,7 @@ export function prefixOf(place: DefinitionPlace): string {
  * Names other entries of `@opkit/runtime` export for types of their own (each name has one entry, test/layers.test.ts):
  * a definition of that name always takes its prefix (`MetaV1LabelSelector`, `RbacV1PolicyRule`).
  */
-export const RESERVED: ReadonlySet<string> = new Set([
+const RESERVED: ReadonlySet<string> = new Set([
   'Condition',
   'DeleteOptions',
   'LabelSelector',

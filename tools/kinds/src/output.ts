@@ -13,7 +13,7 @@ import { GENERATED_LINE } from './emit.ts';
 import type { GeneratedFiles } from './generate.ts';
 
 /** The repository root. */
-export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 /** The folder of the generated kinds. */
 export const KINDS_DIR = join(ROOT, 'packages/runtime/src/client/kinds');
 /** The command that regenerates them. */

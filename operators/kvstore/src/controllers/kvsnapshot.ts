@@ -8,7 +8,6 @@
  */
 import {
   done,
-  isAlreadyExists,
   isNotFound,
   type Manager,
   type ObjectContext,
@@ -20,6 +19,7 @@ import { referencing } from '@opkit/runtime/controller';
 import { ConfigMaps, Jobs } from '@opkit/runtime/kinds';
 import { type KVSnapshot, KVSnapshots } from '../api/v1alpha1/kvsnapshot.ts';
 import { KVStores } from '../api/v1alpha1/kvstore.ts';
+import { ensure, named } from './children.ts';
 import { sibling, snapshotDataName, snapshotJobName } from './names.ts';
 import { planSnapshot, snapshotData, snapshotJob } from './snapshot.ts';
 
@@ -37,22 +37,12 @@ export const permissions: readonly Permission[] = [
 /** Reconciles one KVSnapshot (present, not being deleted: the finalizer's cleanup handles that). */
 export async function reconcileKVSnapshot(snap: KVSnapshot, ctx: ObjectContext<KVSnapshot>): Promise<Result> {
   const store = await ctx.cache.get(KVStores, sibling(snap, snap.spec.storeName));
-  const job = (await ctx.owned(Jobs, { terminating: true })).find((j) => j.metadata.name === snapshotJobName(snap));
+  const job = named(await ctx.owned(Jobs, { terminating: true }), snapshotJobName(snap));
   const plan = planSnapshot(snap, store, job);
-  if (plan.createJob && store) {
-    try {
-      await ctx.create(Jobs, snapshotJob(snap, store));
-      ctx.events.normal('SnapshotStarted', `taking a snapshot of KVStore ${store.metadata.name}`);
-    } catch (err) {
-      if (!isAlreadyExists(err)) throw err;
-    }
-  }
+  if (plan.createJob && store && (await ensure(() => ctx.create(Jobs, snapshotJob(snap, store)))))
+    ctx.events.normal('SnapshotStarted', `taking a snapshot of KVStore ${store.metadata.name}`);
   if (plan.writeData && job) {
-    try {
-      await ctx.create(ConfigMaps, snapshotData(snap, store, job), { owned: false }); // only the finalizer removes it
-    } catch (err) {
-      if (!isAlreadyExists(err)) throw err;
-    }
+    await ensure(() => ctx.create(ConfigMaps, snapshotData(snap, store, job), { owned: false })); // only the finalizer removes it
     ctx.events.normal('SnapshotSucceeded', `stored in ConfigMap ${snapshotDataName(snap.metadata.name ?? '')}`);
   }
   if (plan.status.phase === 'Failed' && snap.status?.phase !== 'Failed')

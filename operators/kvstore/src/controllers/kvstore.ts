@@ -18,6 +18,7 @@ import {
   done,
   isAlreadyExists,
   isApiError,
+  isConditionFalse,
   type Manager,
   type ObjectContext,
   type Permission,
@@ -29,6 +30,7 @@ import { referencing } from '@opkit/runtime/controller';
 import { Jobs, PersistentVolumeClaims, Secrets, Services, StatefulSets } from '@opkit/runtime/kinds';
 import { KVSnapshots } from '../api/v1alpha1/kvsnapshot.ts';
 import { type KVStore, KVStores } from '../api/v1alpha1/kvstore.ts';
+import { ensure, named } from './children.ts';
 import { restoreJobName, secretName, selectorLabels, serviceName, sibling, statefulSetName } from './names.ts';
 import { planRestore, type RestorePlan, restoreJob } from './restore.ts';
 import { desiredSecret, desiredService, desiredStatefulSet, planRollout } from './statefulset.ts';
@@ -46,29 +48,16 @@ export const permissions: readonly Permission[] = [
   permission(PersistentVolumeClaims, ['list', 'watch', 'patch']),
 ];
 
-const named = <T extends { metadata: { name?: string } }>(items: readonly T[], name: string) =>
-  items.find((o) => o.metadata.name === name);
-
-/** Runs a create; AlreadyExists (a cache that has not seen it yet) counts as done. */
-async function ensure<T>(make: () => Promise<T>): Promise<void> {
-  try {
-    await make();
-  } catch (err) {
-    if (!isAlreadyExists(err)) throw err;
-  }
-}
-
 /** The restore's next step (restore.ts), acted on: the one Job created when the plan says so, Events on its ends. */
 async function advanceRestore(store: KVStore, ctx: ObjectContext<KVStore>): Promise<RestorePlan> {
   const from = store.spec.restoreFrom;
   const snapshot = from ? await ctx.cache.get(KVSnapshots, sibling(store, from)) : undefined;
   const job = named(await ctx.owned(Jobs, { terminating: true }), restoreJobName(store));
   let restore = planRestore(store, snapshot, job);
-  if (restore.createJob) {
+  if (restore.createJob && restore.restore) {
     try {
       const created = await ctx.create(Jobs, restoreJob(store));
-      const running = restore.restore ?? { snapshot: from ?? '', phase: 'Running' as const };
-      restore = { ...restore, restore: { ...running, jobUID: created.metadata.uid ?? '' } };
+      restore = { ...restore, restore: { ...restore.restore, jobUID: created.metadata.uid ?? '' } };
       ctx.events.normal('Restoring', `restoring from KVSnapshot ${from} (Job ${created.metadata.name})`);
     } catch (err) {
       if (!isAlreadyExists(err)) throw err;
@@ -99,8 +88,7 @@ async function growVolumes(store: KVStore, ctx: ObjectContext<KVStore>): Promise
     } catch (err) {
       if (!isApiError(err, 'Forbidden')) throw err;
       const refused = `${pvc.metadata.name} cannot grow to ${store.spec.storage}: ${err instanceof Error ? err.message : ''}`;
-      if (store.status?.conditions?.find((c) => c.type === 'VolumesResized')?.status !== 'False')
-        ctx.events.warning('ResizeRefused', refused);
+      if (!isConditionFalse(store.status?.conditions, 'VolumesResized')) ctx.events.warning('ResizeRefused', refused);
       return { refused };
     }
   }

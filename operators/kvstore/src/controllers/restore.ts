@@ -59,7 +59,7 @@ export function planRestore(store: KVStore, snapshot: KVSnapshot | undefined, jo
   if (snapshot === undefined) return hold({ ...base, phase: 'Pending', message: `KVSnapshot ${from} not found` });
   const phase = snapshot.status?.phase;
   if (phase === 'Failed') return hold({ ...base, phase: 'Failed', message: `KVSnapshot ${from} failed` });
-  if (phase !== 'Succeeded' || snapshot.spec === undefined)
+  if (phase !== 'Succeeded')
     return hold({ ...base, phase: 'Pending', message: `waiting for KVSnapshot ${from} to succeed` });
   return hold({ ...base, phase: 'Running', message: `restoring from ${from}` }, true);
 }

@@ -21,13 +21,13 @@ import {
   imageOf,
   LABELS,
   MANAGED_BY,
-  secretName,
   serviceName,
   snapshotDataName,
   snapshotJobName,
   TEST_EXIT_CODE,
   TESTENV_EXIT_CODE,
 } from './names.ts';
+import { credentialsEnv } from './statefulset.ts';
 
 /** The Job that takes the snapshot of `store`. */
 export function snapshotJob(snap: KVSnapshot, store: KVStore): Job {
@@ -37,7 +37,6 @@ export function snapshotJob(snap: KVSnapshot, store: KVStore): Job {
     [LABELS.component]: 'snapshot',
   };
   const exitCode = snap.metadata.annotations?.[TEST_EXIT_CODE];
-  const secret = (key: string) => ({ secretKeyRef: { name: secretName(store), key } });
   return {
     metadata: { name: snapshotJobName(snap), labels },
     spec: {
@@ -52,10 +51,7 @@ export function snapshotJob(snap: KVSnapshot, store: KVStore): Job {
               image: imageOf(store.spec.version),
               // simulated data path: a real store would be dumped from its first pod, authenticated by the Secret
               command: ['sh', '-c', `echo snapshot of ${serviceName(store)}-0.${serviceName(store)}`],
-              env: [
-                { name: 'KV_USERNAME', valueFrom: secret('username') },
-                { name: 'KV_PASSWORD', valueFrom: secret('password') },
-              ],
+              env: credentialsEnv(store),
             },
           ],
         },

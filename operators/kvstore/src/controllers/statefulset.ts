@@ -11,7 +11,7 @@
  * over from the top.
  */
 import type { MergePatch } from '@opkit/runtime/controller';
-import type { Secret, Service, StatefulSet } from '@opkit/runtime/kinds';
+import type { EnvVar, Secret, Service, StatefulSet } from '@opkit/runtime/kinds';
 import type { KVStore } from '../api/v1alpha1/kvstore.ts';
 import { DATA_VOLUME, imageOf, PORT, secretName, selectorLabels, serviceName, statefulSetName } from './names.ts';
 
@@ -57,10 +57,7 @@ export function desiredStatefulSet(store: KVStore, replicas: number, partition =
               image: imageOf(store.spec.version),
               command: ['sh', '-c', `exec nc -lk -p ${PORT} -e cat`], // simulated data path: any small image does
               ports: [{ name: 'kv', containerPort: PORT }],
-              env: [
-                { name: 'KV_USERNAME', valueFrom: { secretKeyRef: { name: secretName(store), key: 'username' } } },
-                { name: 'KV_PASSWORD', valueFrom: { secretKeyRef: { name: secretName(store), key: 'password' } } },
-              ],
+              env: credentialsEnv(store),
               volumeMounts: [{ name: DATA_VOLUME, mountPath: '/data' }],
               readinessProbe: { tcpSocket: { port: PORT }, periodSeconds: 5 },
             },
@@ -137,7 +134,14 @@ export function planRollout(store: KVStore, sts: StatefulSet, replicas: number):
 
 /** The pod template's container, whole: a merge patch replaces the containers list, so it must carry all of it. */
 function container(sts: StatefulSet) {
-  const c = sts.spec?.template.spec?.containers[0];
-  if (c === undefined) return { name: 'kv' };
-  return c;
+  return sts.spec?.template.spec?.containers[0] ?? { name: 'kv' };
+}
+
+/** The store's credentials as environment variables, from its Secret (never the values themselves). */
+export function credentialsEnv(store: KVStore): EnvVar[] {
+  const secret = (key: string) => ({ secretKeyRef: { name: secretName(store), key } });
+  return [
+    { name: 'KV_USERNAME', valueFrom: secret('username') },
+    { name: 'KV_PASSWORD', valueFrom: secret('password') },
+  ];
 }

@@ -19,7 +19,8 @@
  * switches clusters: a cluster that does not answer is an error naming it (and the local clusters that are up, as a
  * hint).
  */
-import { Client, loadConfig } from '@opkit/runtime/client';
+import { loadConfig } from '@opkit/runtime/client';
+import { answersApiV1 } from '../cluster.ts';
 import { describeLocalCluster, type LocalCluster, localClusters } from '../env/state.ts';
 import { CliError } from '../errors.ts';
 
@@ -59,12 +60,7 @@ export const probeKubeconfig: Probe = async (kubeconfig) => {
   try {
     const config = await loadConfig(kubeconfig ? { path: kubeconfig } : {});
     server = config.server;
-    const client = new Client(config, { timeoutMs: 3_000 });
-    try {
-      await client.serverResources('v1');
-    } finally {
-      client.close();
-    }
+    await answersApiV1(config);
     return { ok: true, server: config.server };
   } catch (err) {
     return { ok: false, server, reason: firstLine(err) };

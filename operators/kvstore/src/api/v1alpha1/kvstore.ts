@@ -10,6 +10,7 @@ import { Defaulted, defineKind, type ObjectOf } from '@opkit/runtime';
 import { ConditionsSchema } from '@opkit/runtime/crd';
 import { QuantitySchema } from '@opkit/runtime/quantity';
 import { type Static, Type } from '@sinclair/typebox';
+import { SnapshotPhase } from './kvsnapshot.ts';
 
 export const KVStoreSpec = Type.Object(
   {
@@ -36,14 +37,6 @@ export const KVStoreSpec = Type.Object(
   { description: 'The desired state of a KVStore.' },
 );
 
-/** Where a restore is: Pending (waiting for the snapshot), Running (its Job runs), Succeeded or Failed. */
-export const RestorePhase = Type.Union([
-  Type.Literal('Pending'),
-  Type.Literal('Running'),
-  Type.Literal('Succeeded'),
-  Type.Literal('Failed'),
-]);
-
 export const KVStoreStatus = Type.Object(
   {
     observedGeneration: Type.Optional(Type.Integer({ format: 'int64' })),
@@ -55,7 +48,8 @@ export const KVStoreStatus = Type.Object(
     restore: Type.Optional(
       Type.Object({
         snapshot: Type.String(),
-        phase: RestorePhase,
+        // Pending (waiting for the snapshot), Running (its Job runs), Succeeded or Failed: a Job's phases, as a snapshot's
+        phase: SnapshotPhase,
         jobName: Type.Optional(Type.String()),
         jobUID: Type.Optional(Type.String({ description: 'The one restore Job: a restore never runs twice.' })),
         message: Type.Optional(Type.String()),
