@@ -28,7 +28,7 @@ import { detachedFromTrace } from '../tracing/spans.ts';
 import { type Index, IndexError, type IndexQuery } from './indexes.ts';
 import { Informer } from './informer.ts';
 import type { IndexFunc } from './store.ts';
-import { dropManagedFields, type Transform } from './transform.ts';
+import { dropManagedFields, type Transform, thenDropManagedFields } from './transform.ts';
 
 /**
  * One resource's cache settings (`CacheOptions.byResource`), in place of the cache-wide ones; fixed when its informer
@@ -156,7 +156,7 @@ export class Cache {
       const custom = (this.#transforms.get(key) ?? (r.metadataOnly ? undefined : per?.transform)) as
         | ((obj: T) => T)
         | undefined;
-      const transform = drop ? (obj: T) => dropManagedFields(custom ? custom(obj) : obj) : custom;
+      const transform = drop ? thenDropManagedFields(custom) : custom;
       const own = per?.namespace !== undefined || per?.namespaces !== undefined;
       const namespace = r.namespaced ? (own ? per?.namespace : o.namespace) : undefined;
       const namespaces = r.namespaced ? (own ? per?.namespaces : o.namespaces) : undefined;

@@ -36,13 +36,17 @@
  */
 import type { Client } from '../client/client.ts';
 import { ApiError, isResourceVersionTooLarge, toApiError } from '../client/errors.ts';
+import { type FieldMask, MASK, type Masked } from '../client/protobuf/codec.ts';
 import { type Kind, type KubeObject, keyOf } from '../client/resource.ts';
+import type { ListOptions } from '../client/types.ts';
+import type { WatchRequest } from '../client/watch.ts';
 import { Backoff, type BackoffOptions } from '../internal/backoff.ts';
 import { hop } from '../internal/hops.ts';
 import { sleep } from '../internal/sleep.ts';
 import type { Logger } from '../logger.ts';
 import type { WatchMetrics } from '../metrics.ts';
 import type { Store } from './store.ts';
+import { maskOf } from './transform.ts';
 
 export interface ReflectorOptions<T extends KubeObject> {
   readonly client: Client;
@@ -50,7 +54,10 @@ export interface ReflectorOptions<T extends KubeObject> {
   readonly namespace?: string | undefined;
   readonly labelSelector?: string | undefined;
   readonly fieldSelector?: string | undefined;
-  /** Applied to every object before it is stored (e.g. drop managedFields). */
+  /**
+   * Applied to every object before it is stored (e.g. drop managedFields). The fields that `dropManagedFields` and
+   * `keepFields` drop are skipped unread while a protobuf answer is decoded.
+   */
   readonly transform?: ((obj: T) => T) | undefined;
   /** Items per list page (default 500). */
   readonly pageSize?: number | undefined;
@@ -98,6 +105,8 @@ export class Reflector<T extends KubeObject> {
   readonly #stream: boolean;
   /** A streaming list failed this cycle: the next list is paginated (then streaming is tried again). */
   #fallback = false;
+  /** What the transform drops, skipped while protobuf is decoded. */
+  readonly #mask: FieldMask | undefined;
 
   constructor(options: ReflectorOptions<T>, store: Store<T>) {
     this.#o = options;
@@ -105,6 +114,7 @@ export class Reflector<T extends KubeObject> {
     this.#backoff = new Backoff(options.backoff);
     this.#relistBackoff = new Backoff({ initialMs: 800, maxMs: 30_000, jitter: 1, ...options.relistBackoff });
     this.#stream = (options.listMode ?? 'stream') === 'stream';
+    this.#mask = maskOf(options.transform);
   }
 
   /** How the next (or current) list is made: `stream` or `paged`. */
@@ -201,13 +211,15 @@ export class Reflector<T extends KubeObject> {
     const o = this.#o;
     const items: T[] = [];
     let rv = '';
-    for await (const page of o.client.listPages(o.resource, {
+    const options: ListOptions & Masked = {
       ...(o.namespace ? { namespace: o.namespace } : {}),
       ...(o.labelSelector ? { labelSelector: o.labelSelector } : {}),
       ...(o.fieldSelector ? { fieldSelector: o.fieldSelector } : {}),
       ...(o.pageSize ? { pageSize: o.pageSize } : {}),
+      [MASK]: this.#mask,
       signal,
-    })) {
+    };
+    for await (const page of o.client.listPages(o.resource, options)) {
       if (page.restart) items.length = 0;
       for (const item of page.items) items.push(o.transform ? o.transform(item) : item);
       rv = page.metadata.resourceVersion;
@@ -242,7 +254,8 @@ export class Reflector<T extends KubeObject> {
     const started = performance.now();
     this.#watchOpenedAt = undefined;
     let events = 0;
-    for await (const event of o.client.watch(o.resource, {
+    const request: Omit<WatchRequest, 'bound'> & Masked = {
+      [MASK]: this.#mask,
       namespace: o.namespace,
       labelSelector: o.labelSelector,
       fieldSelector: o.fieldSelector,
@@ -254,7 +267,8 @@ export class Reflector<T extends KubeObject> {
         this.#watchOpenedAt = performance.now();
       },
       signal,
-    })) {
+    };
+    for await (const event of o.client.watch(o.resource, request)) {
       events += 1;
       o.metrics?.event(event.type);
       const rv = event.object.metadata?.resourceVersion;

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Pod } from '../client/builtins.ts';
-import { dropManagedFields, keepFields } from './transform.ts';
+import { dropManagedFields, keepFields, maskOf, thenDropManagedFields } from './transform.ts';
 
 const pod = (): Pod => ({
   apiVersion: 'v1',
@@ -37,4 +37,43 @@ test('dropManagedFields removes metadata.managedFields only', () => {
   const out = dropManagedFields(pod());
   assert.equal(out.metadata.managedFields, undefined);
   assert.equal(out.spec?.nodeName, 'n1');
+});
+
+test('keepFields applies a path through a list to each of its items', () => {
+  const t = keepFields<Pod>('spec.containers.image');
+  const p = pod();
+  p.spec = {
+    containers: [
+      { name: 'a', image: 'x:1', args: ['-v'] },
+      { name: 'b', image: 'y:2' },
+    ],
+  };
+  assert.deepEqual(t(p).spec, { containers: [{ image: 'x:1' }, { image: 'y:2' }] });
+});
+
+test('the transforms carry the field masks a protobuf decoder skips by', () => {
+  assert.equal(
+    maskOf((o: Pod) => o),
+    undefined,
+    "a user's own transform drops nothing it says",
+  );
+  const drop = maskOf(dropManagedFields);
+  assert.equal(drop?.rest, true);
+  const meta = drop?.fields.get('metadata');
+  assert.ok(typeof meta === 'object' && meta.rest === true && meta.fields.get('managedFields') === false);
+
+  const keep = keepFields<Pod>('status.phase');
+  const both = maskOf(thenDropManagedFields(keep));
+  assert.equal(both?.rest, false);
+  assert.equal(both?.fields.get('apiVersion'), true);
+  const status = both?.fields.get('status');
+  assert.ok(typeof status === 'object' && status.rest === false && status.fields.get('phase') === true);
+  const kept = both?.fields.get('metadata');
+  assert.ok(typeof kept === 'object' && kept.rest === true && kept.fields.get('managedFields') === false);
+  assert.equal(maskOf(keep)?.fields.get('metadata'), true, 'the transform’s own mask is left as it was');
+
+  // a user's transform then the drop: nothing is skipped (the user's transform may read managedFields)
+  const own = maskOf(thenDropManagedFields((o: Pod) => o));
+  assert.equal(own, undefined);
+  assert.equal(thenDropManagedFields(undefined), dropManagedFields);
 });

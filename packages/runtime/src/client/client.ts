@@ -11,6 +11,9 @@
  * subresource ignores status, as the apiserver does. A metadata-only type (`metadataOnly(kind)`) reads, watches,
  * patches and deletes `PartialObjectMetadata`; its whole-object writes throw a `UsageError` (`InvalidArgument`) before
  * any request, as does a write of an object without a name, or a server-side apply without a field manager.
+ * Gets, lists and watches of built-in kinds ask for protobuf, with JSON as the apiserver's fallback (`protobuf: false`
+ * asks for JSON only); the objects are the same either way (client/protobuf/codec.ts). Custom resources, writes and
+ * the answers to writes are JSON.
  * Errors are `ApiError`s. A client made by `withSignal(signal)` shares the connection and aborts every request it
  * makes when `signal` does (a reconcile's client: a stopping controller cuts its hung requests short without each
  * call passing the signal).
@@ -21,6 +24,7 @@ import { VERSION } from '../version.ts';
 import { ApiError } from './errors.ts';
 import { type ConnectionConfig, type LoadOptions, loadConfig } from './kubeconfig.ts';
 import { pages } from './pager.ts';
+import { type FieldMask, hasDecoder, load, MASK, type Masked } from './protobuf/codec.ts';
 import {
   acceptOf,
   collectionPath,
@@ -40,18 +44,11 @@ import type {
   ListOptions,
   ObjectList,
   PatchOptions,
-  PatchType,
   ScaleObject,
   WriteOptions,
 } from './types.ts';
 import { type WatchEvent, type WatchRequest, watchEvents } from './watch.ts';
-
-const CONTENT_TYPES: Readonly<Record<PatchType, string>> = {
-  merge: 'application/merge-patch+json',
-  json: 'application/json-patch+json',
-  strategic: 'application/strategic-merge-patch+json',
-  apply: 'application/apply-patch+yaml',
-};
+import { CONTENT_TYPES, wholeObject, withType, writeQuery } from './writes.ts';
 
 /**
  * The typed Kubernetes client: reads and writes of any `Kind`, subresources, paginated lists and watches, all
@@ -66,6 +63,8 @@ export class Client {
   readonly defaultNamespace: string;
   /** Aborts every request of this client (see `withSignal`). */
   readonly #bound: AbortSignal | undefined;
+  /** Whether reads of built-in kinds ask for protobuf. */
+  readonly #protobuf: boolean;
 
   constructor(
     config: ConnectionConfig | Client,
@@ -76,6 +75,7 @@ export class Client {
       this.defaultNamespace = config.defaultNamespace;
       const outer = config.#bound;
       this.#bound = outer && options.bound ? AbortSignal.any([outer, options.bound]) : (options.bound ?? outer);
+      this.#protobuf = config.#protobuf;
       return;
     }
     this.transport = new Transport({
@@ -88,6 +88,7 @@ export class Client {
     });
     this.defaultNamespace = config.namespace;
     this.#bound = options.bound;
+    this.#protobuf = options.protobuf ?? true;
   }
 
   /**
@@ -106,12 +107,14 @@ export class Client {
 
   /** The object, read from the apiserver; throws `ApiError` `NotFound` when there is none. */
   get<T extends KubeObject>(r: Kind<T>, ref: ObjectRef, options: { signal?: AbortSignal } = {}): Promise<T> {
-    return this.transport.request<T>({
-      method: 'GET',
-      path: objectPath(r, ref),
-      accept: acceptOf(r),
-      ...this.#signal(options),
-    });
+    return this.#read(r, () =>
+      this.transport.request<T>({
+        method: 'GET',
+        path: objectPath(r, ref),
+        accept: acceptOf(r, false, this.#protobuf),
+        ...this.#signal(options),
+      }),
+    );
   }
 
   /** As `get`, but a missing object (NotFound) answers `undefined` instead of throwing. */
@@ -147,14 +150,19 @@ export class Client {
    */
   listPages<T extends KubeObject>(r: Kind<T>, options: ListOptions = {}): AsyncGenerator<ObjectList<T>> {
     const path = collectionPath(r, options.namespace);
+    const items = (options as Masked)[MASK];
+    const mask: FieldMask | undefined = items && { rest: true, fields: new Map([['items', items]]) };
     return pages(r, options, (query) =>
-      this.transport.request<ObjectList<T>>({
-        method: 'GET',
-        path,
-        accept: acceptOf(r, true),
-        query,
-        ...this.#signal(options),
-      }),
+      this.#read(r, () =>
+        this.transport.request<ObjectList<T>>({
+          method: 'GET',
+          path,
+          accept: acceptOf(r, true, this.#protobuf),
+          query,
+          mask,
+          ...this.#signal(options),
+        }),
+      ),
     );
   }
 
@@ -178,7 +186,12 @@ export class Client {
    * `Cache` instead.
    */
   watch<T extends KubeObject>(r: Kind<T>, req: Omit<WatchRequest, 'bound'>): AsyncGenerator<WatchEvent<T>> {
-    return watchEvents(this.transport, r, { ...req, ...(this.#bound ? { bound: this.#bound } : {}) });
+    return watchEvents(this.transport, r, {
+      ...req,
+      protobuf: this.#protobuf,
+      mask: (req as Masked)[MASK],
+      ...(this.#bound ? { bound: this.#bound } : {}),
+    });
   }
 
   /**
@@ -325,6 +338,16 @@ export class Client {
     this.transport.close();
   }
 
+  /**
+   * `send`, once the protobuf decoders of `r` (and its list) are loaded when reads of it ask for protobuf: a module per
+   * API group version, loaded on its first read.
+   */
+  #read<V>(r: Kind, send: () => Promise<V>): Promise<V> {
+    if (!this.#protobuf || r.metadataOnly || !hasDecoder(r.apiVersion, r.kind)) return send();
+    const loading = load(r.apiVersion, r.kind, `${r.kind}List`);
+    return loading ? loading.then(send) : send();
+  }
+
   /** The request's own signal and the client's bound one (the transport follows both). */
   #signal(options: { signal?: AbortSignal | undefined }): { signal?: AbortSignal; bound?: AbortSignal } {
     return {
@@ -366,22 +389,4 @@ export class Client {
       ...this.#signal(options),
     });
   }
-}
-
-/** Refuses a write that sends a whole object (or its status) through a metadata-only type: it has neither. */
-function wholeObject(r: Kind<KubeObject, unknown>, what: string): void {
-  if (r.metadataOnly) {
-    throw new UsageError(
-      'InvalidArgument',
-      `${r.kind} (metadata only): ${what} needs the whole object; use the kind itself, or patch the metadata`,
-    );
-  }
-}
-
-function withType<T extends KubeObject>(r: Kind<KubeObject, unknown>, obj: T): T {
-  return obj.apiVersion && obj.kind ? obj : { ...obj, apiVersion: r.apiVersion, kind: r.kind };
-}
-
-function writeQuery(options: WriteOptions): Record<string, string | undefined> {
-  return { fieldManager: options.fieldManager, dryRun: options.dryRun ? 'All' : undefined };
 }

@@ -53,6 +53,12 @@ export type ApiErrorCode =
   | 'Inactive'
   /** The caller's signal (or the client's bound one) aborted the request. Its reason is `cause`. */
   | 'Aborted'
+  /**
+   * A 2xx answer or watch event in protobuf that could not be decoded (it breaks off, or names a kind the client has
+   * no decoder for). The client reads that kind as JSON from then on (a get or list is asked again at once); report
+   * it, and set `protobuf: false` on the client to ask for JSON only.
+   */
+  | 'Malformed'
   /** Any other answer or failure. The message and `status` say what it was. */
   | 'Unknown';
 

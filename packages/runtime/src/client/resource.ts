@@ -9,6 +9,7 @@
 
 import { UsageError } from '../errors.ts';
 import type { ObjectMeta } from './kinds/meta.ts';
+import { hasDecoder, PROTOBUF } from './protobuf/codec.ts';
 
 export type { ObjectMeta, OwnerReference } from './kinds/meta.ts';
 
@@ -107,12 +108,18 @@ export function metadataOnly(r: Kind): Kind<PartialObjectMetadata> {
   return Object.freeze({ group, version, kind, plural, namespaced, apiVersion, metadataOnly: true });
 }
 
-/** The Accept header of a read of `r`: JSON, or for a metadata-only type the object (or list) as its metadata. */
-export function acceptOf(r: Kind, list = false): string {
-  return r.metadataOnly
-    ? `application/json;as=PartialObjectMetadata${list ? 'List' : ''};g=meta.k8s.io;v=v1`
-    : 'application/json';
+/**
+ * The Accept header of a read of `r`: for a metadata-only type the object (or list) as its metadata; with `protobuf`,
+ * for a built-in kind the client has a decoder for, the protobuf encoding first and JSON after it (an apiserver, or an
+ * aggregated one, that does not serve protobuf for it answers JSON); else JSON.
+ */
+export function acceptOf(r: Kind, list = false, protobuf = false): string {
+  if (r.metadataOnly) return `application/json;as=PartialObjectMetadata${list ? 'List' : ''};g=meta.k8s.io;v=v1`;
+  return protobuf && hasDecoder(r.apiVersion, r.kind) ? PROTOBUF_OR_JSON : 'application/json';
 }
+
+/** Protobuf where the apiserver has it, JSON where it does not. */
+const PROTOBUF_OR_JSON = `${PROTOBUF}, application/json`;
 
 /** A unique, human-readable name of the resource: `pods`, `deployments.apps`, `appservices.app.example.com`. */
 export function resourceId(r: Kind): string {

@@ -15,6 +15,8 @@
  * - Retries as client/retry.ts says: throttled answers up to 3 times after the delay asked for, a GET whose
  *   connection dropped up to 3 times; writes are never replayed. Everything else becomes an `ApiError`. A caller that
  *   retries on its own (the metrics endpoint's reviews) leaves the throttled answers to this layer.
+ * - A 2xx answer in protobuf that cannot be decoded (client/protobuf/codec.ts: `Malformed`) is asked for once more in
+ *   JSON, so a decoder that lags the apiserver costs a request, never a result.
  * - Connections keep alive, send TCP keep-alive probes after 15 s of silence, and move to a new pool when the client
  *   certificate rotates (client/pool.ts).
  */
@@ -30,6 +32,8 @@ import { aborted, cutOff, errorAnswer, parseBody, readBody } from './body.ts';
 import { ApiError } from './errors.ts';
 import type { ConnectionConfig, Impersonation } from './kubeconfig.ts';
 import { ConnectionPools, KEEPALIVE_MS, type Lease } from './pool.ts';
+import { PROTOBUF } from './protobuf/codec.ts';
+import type { FieldMask } from './protobuf/reader.ts';
 import { answerRetryDelayMs, droppedRetryDelayMs, pause } from './retry.ts';
 
 /** Where the transport reports each finished request (controller-runtime's `rest_client_*` metrics). */
@@ -52,6 +56,8 @@ export interface TransportOptions {
   readonly timeoutMs?: number;
   /** Where each finished request is reported. */
   readonly metrics?: RequestMetrics;
+  /** Told of each protobuf answer that could not be decoded (and was asked for again in JSON). */
+  readonly onMalformed?: (err: ApiError) => void;
 }
 
 /** The HTTP methods the client sends. */
@@ -77,6 +83,8 @@ export interface TransportRequest {
   readonly bound?: AbortSignal | undefined;
   /** This request's deadline, instead of the transport's. */
   readonly timeoutMs?: number;
+  /** The fields a protobuf answer is decoded with (default: all). A JSON answer is parsed whole. */
+  readonly mask?: FieldMask | undefined;
 }
 
 /** What one exchange sends: the URL, headers, TLS options and payload of a request. */
@@ -142,18 +150,19 @@ export class Transport {
     }
   }
 
-  async #attempts<T>(req: TransportRequest, signal: AbortSignal, span: Span | undefined): Promise<T> {
-    const describe = describeOf(req);
+  async #attempts<T>(request: TransportRequest, signal: AbortSignal, span: Span | undefined): Promise<T> {
+    const describe = describeOf(request);
+    let req = request;
     let unauthorizedRetried = false;
     let sent = 0;
     for (let retry = 0; ; retry++) {
       let res: IncomingMessage;
-      let text: string;
+      let body: Buffer;
       if (sent > 0) span?.setAttribute(ATTR.resendCount, sent);
       sent += 1;
       try {
         res = await this.#send(req, signal, retry);
-        text = await readBody(res, describe, signal);
+        body = await readBody(res, describe, signal);
       } catch (err) {
         const delay = droppedRetryDelayMs(req.method, retry, err);
         if (delay === undefined) throw err;
@@ -162,8 +171,19 @@ export class Transport {
       }
       const status = res.statusCode ?? 0;
       span?.setAttribute(ATTR.statusCode, status);
-      if (status >= 200 && status < 300) return parseBody<T>(text);
-      const err = errorAnswer(res, text, describe);
+      if (status >= 200 && status < 300) {
+        try {
+          return parseBody<T>(res, body, req.mask);
+        } catch (err) {
+          // a protobuf body this client cannot read: the same GET once more, in JSON
+          if (!(err instanceof ApiError) || err.code !== 'Malformed' || !req.accept?.startsWith(PROTOBUF)) throw err;
+          req = { ...req, accept: 'application/json', mask: undefined };
+          this.#options.onMalformed?.(err);
+          retry -= 1;
+          continue;
+        }
+      }
+      const err = errorAnswer(res, body, describe);
       if (status === 401 && !unauthorizedRetried) {
         unauthorizedRetried = true;
         this.#options.config.auth.invalidate();

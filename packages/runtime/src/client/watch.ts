@@ -1,12 +1,16 @@
 /**
  * @module client/watch
- * One watch request as an async stream of events. Decodes the newline-delimited JSON incrementally (one line at a
- * time, never the whole stream), as a UTF-8 stream: a character split across network chunks is decoded whole. Ends normally when the server closes the watch (its `timeoutSeconds` elapsed);
+ * One watch request as an async stream of events. Decodes the stream incrementally, one event at a time, never the
+ * whole stream: newline-delimited JSON as a UTF-8 stream (a character split across network chunks is decoded whole),
+ * or, for a built-in kind when the client asks for protobuf, length-prefixed protobuf frames (client/protobuf/codec.ts,
+ * with the caller's field mask; a frame split across chunks is decoded once whole). The objects are the same either
+ * way. Ends normally when the server closes the watch (its `timeoutSeconds` elapsed);
  * throws an `ApiError` for an ERROR event (410 Gone for an expired resourceVersion), for a network failure, when the
  * caller aborts (`Aborted`), and — the silent-hang guard — when no event or bookmark arrives for
  * `inactivityTimeoutMs` (`Inactive`).
  */
 import { ApiError, type Status } from './errors.ts';
+import { decodeWatchEvent, type FieldMask, FrameSplitter, hasDecoder, load, PROTOBUF } from './protobuf/codec.ts';
 import { acceptOf, collectionPath, type Kind, type KubeObject } from './resource.ts';
 import type { Transport } from './transport.ts';
 
@@ -42,7 +46,13 @@ export interface WatchRequest {
   readonly signal: AbortSignal;
   /** A second signal that also ends the watch (a client's bound signal). */
   readonly bound?: AbortSignal | undefined;
+  /** Ask for protobuf where the kind has a decoder (its module loaded by the caller). */
+  readonly protobuf?: boolean | undefined;
+  /** The fields of a protobuf event's object to decode (default: all). */
+  readonly mask?: FieldMask | undefined;
 }
+
+type RawEvent<T> = { type: WatchEventType | 'ERROR'; object: T | Status };
 
 export async function* watchEvents<T extends KubeObject>(
   transport: Transport,
@@ -66,6 +76,7 @@ export async function* watchEvents<T extends KubeObject>(
   };
   try {
     arm();
+    if (req.protobuf && !r.metadataOnly && hasDecoder(r.apiVersion, r.kind)) await load(r.apiVersion, r.kind);
     const res = await transport.stream({
       path,
       query: {
@@ -77,33 +88,21 @@ export async function* watchEvents<T extends KubeObject>(
         labelSelector: req.labelSelector,
         fieldSelector: req.fieldSelector,
       },
-      accept: acceptOf(r),
+      accept: acceptOf(r, false, req.protobuf),
       signal: local.signal,
       bound: req.bound,
     });
     req.onOpen?.();
-    const decoder = new TextDecoder('utf-8');
-    let pending = '';
-    for await (const chunk of res as AsyncIterable<Buffer>) {
-      pending += decoder.decode(chunk, { stream: true });
-      // lines are parsed where they lie (no copy of the rest per line); the unfinished tail is kept for the next chunk
-      let start = 0;
-      let newline = pending.indexOf('\n');
-      while (newline >= 0) {
-        const from = start;
-        const to = newline;
-        start = newline + 1;
-        newline = pending.indexOf('\n', start);
-        if (to - from <= 2 && pending.slice(from, to).trim().length === 0) continue;
-        const event = JSON.parse(pending.slice(from, to)) as { type: WatchEventType | 'ERROR'; object: T | Status };
-        arm();
-        if (event.type === 'ERROR') {
-          const status = event.object as Status;
-          throw ApiError.fromResponse(status.code ?? 500, status, `WATCH ${path}`);
-        }
-        yield event as WatchEvent<T>;
+    const events = res.headers['content-type']?.startsWith(PROTOBUF)
+      ? protobufEvents<T>(res, req.mask, path)
+      : jsonEvents<T>(res);
+    for await (const event of events) {
+      arm();
+      if (event.type === 'ERROR') {
+        const status = event.object as Status;
+        throw ApiError.fromResponse(status.code ?? 500, status, `WATCH ${path}`);
       }
-      pending = start === 0 ? pending : pending.slice(start);
+      yield event as WatchEvent<T>;
     }
   } catch (err) {
     if (silent) {
@@ -120,4 +119,41 @@ export async function* watchEvents<T extends KubeObject>(
     req.signal.removeEventListener('abort', onAbort);
     local.abort();
   }
+}
+
+/** The events of a newline-delimited JSON watch stream. */
+async function* jsonEvents<T>(res: AsyncIterable<Buffer>): AsyncGenerator<RawEvent<T>> {
+  const decoder = new TextDecoder('utf-8');
+  let pending = '';
+  for await (const chunk of res) {
+    pending += decoder.decode(chunk, { stream: true });
+    // lines are parsed where they lie (no copy of the rest per line); the unfinished tail is kept for the next chunk
+    let start = 0;
+    let newline = pending.indexOf('\n');
+    while (newline >= 0) {
+      const from = start;
+      const to = newline;
+      start = newline + 1;
+      newline = pending.indexOf('\n', start);
+      if (to - from <= 2 && pending.slice(from, to).trim().length === 0) continue;
+      yield JSON.parse(pending.slice(from, to)) as RawEvent<T>;
+    }
+    pending = start === 0 ? pending : pending.slice(start);
+  }
+}
+
+/** The events of a protobuf watch stream: frames of a 4-byte length and a WatchEvent. */
+async function* protobufEvents<T>(
+  res: AsyncIterable<Buffer>,
+  mask: FieldMask | undefined,
+  path: string,
+): AsyncGenerator<RawEvent<T>> {
+  const frames = new FrameSplitter();
+  for await (const chunk of res) {
+    for (const frame of frames.push(chunk)) yield decodeWatchEvent(frame, mask) as unknown as RawEvent<T>;
+  }
+  if (frames.pendingBytes > 0)
+    throw new ApiError('Network', `WATCH ${path}: the stream ended inside an event (${frames.pendingBytes} bytes)`, {
+      request: `WATCH ${path}`,
+    });
 }

@@ -1,0 +1,40 @@
+/**
+ * @module client/writes
+ * What the client's writes send besides the object: the Content-Type of each patch format, the query of a write, and
+ * the checks every whole-object write passes before any request.
+ *
+ * Guarantees: a whole-object write through a metadata-only type is refused with a `UsageError` (`InvalidArgument`)
+ * before any request; an object sent without `apiVersion` and `kind` gets its kind's, on a copy (the caller's object
+ * is never changed).
+ */
+import { UsageError } from '../errors.ts';
+import type { Kind, KubeObject } from './resource.ts';
+import type { PatchType, WriteOptions } from './types.ts';
+
+/** The Content-Type of each patch format. */
+export const CONTENT_TYPES: Readonly<Record<PatchType, string>> = {
+  merge: 'application/merge-patch+json',
+  json: 'application/json-patch+json',
+  strategic: 'application/strategic-merge-patch+json',
+  apply: 'application/apply-patch+yaml',
+};
+
+/** Refuses a write that sends a whole object (or its status) through a metadata-only type: it has neither. */
+export function wholeObject(r: Kind<KubeObject, unknown>, what: string): void {
+  if (r.metadataOnly) {
+    throw new UsageError(
+      'InvalidArgument',
+      `${r.kind} (metadata only): ${what} needs the whole object; use the kind itself, or patch the metadata`,
+    );
+  }
+}
+
+/** `obj`, or a copy of it with the kind's `apiVersion` and `kind` when it lacks them. */
+export function withType<T extends KubeObject>(r: Kind<KubeObject, unknown>, obj: T): T {
+  return obj.apiVersion && obj.kind ? obj : { ...obj, apiVersion: r.apiVersion, kind: r.kind };
+}
+
+/** The query of a write: its field manager, and `dryRun=All` for a dry run. */
+export function writeQuery(options: WriteOptions): Record<string, string | undefined> {
+  return { fieldManager: options.fieldManager, dryRun: options.dryRun ? 'All' : undefined };
+}
