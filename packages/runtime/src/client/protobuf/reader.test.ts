@@ -44,6 +44,12 @@ test('strings: ASCII, non-ASCII, and invalid UTF-8 as U+FFFD, as Go’s JSON enc
     assert.equal(reader(Uint8Array.from([bytes.length, ...bytes])).string(), s);
   }
   assert.equal(reader([2, 0xc3, 0x28]).string(), '\uFFFD(');
+  // the same through a Node Buffer (the client's bodies), which takes Node's own UTF-8 path
+  for (const s of ['pod-1', 'héllo — 日本語 — 😀', 'x'.repeat(100)]) {
+    const bytes = Buffer.from(s, 'utf8');
+    assert.equal(new Reader(Buffer.from([bytes.length, ...bytes])).string(), s);
+  }
+  assert.equal(new Reader(Buffer.from([3, 0xc3, 0x28, 0xff])).string(), '\uFFFD(\uFFFD');
 });
 
 test('goDuration is Go’s time.Duration.String()', () => {

@@ -12,9 +12,10 @@
  * - Strings are decoded as UTF-8 with U+FFFD for invalid bytes; bytes become standard base64 (Go's `[]byte` JSON).
  * - A map key `__proto__` becomes an own property, as `JSON.parse` makes it, never the object's prototype.
  *
- * Hand-written rather than @bufbuild/protobuf's `BinaryReader`: the generated decoders call it once per field, and
- * reading Kubernetes' many short strings through TextDecoder per string cost more than the rest of the decode
- * (measured in tools/protobuf/bench.ts); this reader decodes short ASCII strings itself.
+ * Hand-written rather than on @bufbuild/protobuf's `BinaryReader`: the generated decoders turn each field straight
+ * into its JSON value (timestamps as RFC 3339 text, int64 as numbers, bytes as base64), with no message objects in
+ * between, and read strings with Node's own UTF-8 slice of the buffer (no view object per string).
+ * tools/protobuf/bench.ts measures the decode per pod against `JSON.parse` of the same list.
  */
 import { ApiError } from '../errors.ts';
 
@@ -53,8 +54,12 @@ export class Reader {
   /** Where the buffer (or the part of it given) ends. */
   readonly limit: number;
 
+  /** `buf`, when it is a Node Buffer. */
+  readonly #node: Buffer | undefined;
+
   constructor(buf: Uint8Array, start = 0, limit = buf.length) {
     this.buf = buf;
+    this.#node = Buffer.isBuffer(buf) ? buf : undefined;
     this.pos = start;
     this.limit = limit;
   }
@@ -165,6 +170,10 @@ export class Reader {
     const e = this.end();
     const b = this.buf;
     let p = this.pos;
+    if (this.#node !== undefined) {
+      this.pos = e;
+      return this.#node.toString('utf8', p, e);
+    }
     const n = e - p;
     if (n < 32) {
       let s = '';
@@ -180,7 +189,8 @@ export class Reader {
       p = this.pos;
     }
     this.pos = e;
-    return utf8.decode(b.subarray(p, e));
+    // Node's own UTF-8 slice where the buffer is a Buffer (no view object per string), else TextDecoder
+    return this.#node !== undefined ? this.#node.toString('utf8', p, e) : utf8.decode(b.subarray(p, e));
   }
 
   /** A length-delimited bytes field as base64 (Go's JSON for `[]byte`). */
@@ -325,9 +335,17 @@ export function setKey(m: Obj, key: string, v: unknown): void {
   else m[key] = v;
 }
 
+/** The RFC 3339 text of recent seconds: a list's timestamps repeat (objects made and changed in the same seconds). */
+const SECONDS = new Map<number, string>();
+
 function rfc3339(seconds: number, fraction: string): string {
-  const iso = new Date(seconds * 1000).toISOString(); // 2026-12-03T08:00:00.000Z for years 0000–9999
-  return `${iso.slice(0, 19)}${fraction}Z`;
+  let text = SECONDS.get(seconds);
+  if (text === undefined) {
+    text = new Date(seconds * 1000).toISOString().slice(0, 19); // 2026-12-03T08:00:00 for years 0000–9999
+    if (SECONDS.size >= 4096) SECONDS.clear();
+    SECONDS.set(seconds, text);
+  }
+  return `${text}${fraction}Z`;
 }
 
 /** Go's `time.Duration.String()`: "1h2m3.5s", "1.5ms", "0s". */
