@@ -170,6 +170,7 @@ export class Reader {
     const e = this.end();
     const b = this.buf;
     let p = this.pos;
+    // Node's own UTF-8 slice where the buffer is a Buffer (no view object per string), else TextDecoder
     if (this.#node !== undefined) {
       this.pos = e;
       return this.#node.toString('utf8', p, e);
@@ -189,8 +190,7 @@ export class Reader {
       p = this.pos;
     }
     this.pos = e;
-    // Node's own UTF-8 slice where the buffer is a Buffer (no view object per string), else TextDecoder
-    return this.#node !== undefined ? this.#node.toString('utf8', p, e) : utf8.decode(b.subarray(p, e));
+    return utf8.decode(b.subarray(p, e));
   }
 
   /** A length-delimited bytes field as base64 (Go's JSON for `[]byte`). */
