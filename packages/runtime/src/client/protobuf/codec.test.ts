@@ -110,6 +110,26 @@ test('a protobuf Status decodes as the JSON Status', async () => {
   });
 });
 
+test("a watch's ERROR event keeps its Status whole under the cache's field mask", async () => {
+  await load('v1', 'Pod');
+  // keepFields('status.phase'): a Pod's `status` is a mask, and `code`/`reason` are not named
+  const podMask = {
+    rest: false,
+    fields: new Map<string, boolean | { rest: boolean; fields: Map<string, boolean> }>([
+      ['metadata', true],
+      ['status', { rest: false, fields: new Map([['phase', true]]) }],
+    ]),
+  };
+  const event = decodeWatchEvent(
+    watchFrame('ERROR', status(410, 'Expired', 'too old resource version: 1 (5)')).subarray(4),
+    podMask,
+  );
+  assert.equal(event.type, 'ERROR');
+  assert.equal(event.object.code, 410);
+  assert.equal(event.object.reason, 'Expired');
+  assert.equal(event.object.status, 'Failure');
+});
+
 test('watch frames split anywhere across chunks come out whole, each event once', async () => {
   await load('v1', 'ConfigMap');
   const stream = Buffer.concat([

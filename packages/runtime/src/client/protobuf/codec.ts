@@ -13,7 +13,8 @@
  * - A kind whose answer fails to decode is not offered as protobuf again in this process (`hasDecoder` says no), so
  *   its gets, lists and watches go on in JSON.
  * - A `FieldMask` skips the fields it drops without decoding them (a length skip), and never adds a field the JSON
- *   answer would not have.
+ *   answer would not have. It is the mask of the kind read: a `Status` (a watch's ERROR event, an error answer) is
+ *   always decoded whole, so its `code` and `reason` reach the caller whatever the mask.
  */
 import { ApiError } from '../errors.ts';
 import { KINDS, MODULES } from './kinds.ts';
@@ -153,8 +154,9 @@ export function decodeEnvelope(buf: Uint8Array, mask?: FieldMask, start = 0, end
   }
   const decode = decoderOf(apiVersion, kind);
   const o: Obj = { apiVersion, kind };
+  const m = apiVersion === 'v1' && kind === 'Status' ? undefined : mask;
   try {
-    return rawStart < 0 ? decode(r, 0, o, mask) : decode(new Reader(buf, rawStart, rawEnd), rawEnd, o, mask);
+    return rawStart < 0 ? decode(r, 0, o, m) : decode(new Reader(buf, rawStart, rawEnd), rawEnd, o, m);
   } catch (err) {
     // a kind of this apiserver that the decoder cannot read: JSON for it from now on (the list's kind is its item's)
     undecodable.add(`${apiVersion} ${kind}`);
