@@ -145,6 +145,7 @@ export class Manager {
         metrics: metrics.requests(),
         ...(options.kubeconfig?.path ? { path: options.kubeconfig.path } : {}),
         ...(options.kubeconfig?.context ? { context: options.kubeconfig.context } : {}),
+        ...(options.protobuf !== undefined ? { protobuf: options.protobuf } : {}),
       }));
     return new Manager({ ...options, client, metricsRegistry: metrics });
   }

@@ -43,6 +43,11 @@ export interface ManagerOptions {
   readonly client?: Client;
   /** Kubeconfig file and context when no client is given (default: as kubectl, or in-cluster). */
   readonly kubeconfig?: { readonly path?: string; readonly context?: string };
+  /**
+   * Whether the client `Manager.create` makes reads built-in kinds in the protobuf encoding (default `true`; see
+   * `ClientOptions.protobuf`). `false` reads everything as JSON. A client given in `client` keeps its own setting.
+   */
+  readonly protobuf?: boolean;
   /** Where the manager and its parts log (default: JSON lines at `info` on stderr, with `name`). */
   readonly log?: Logger;
   /** Leader election (default off). */

@@ -43,6 +43,16 @@ test('flags win over environment variables, which win over defaults', () => {
   assert.equal(settingsFromArgs(base, [], {}).leaderElection?.enabled, undefined);
 });
 
+test('--kube-api-content-type (or KUBE_API_CONTENT_TYPE) chooses protobuf or JSON for built-in kinds', () => {
+  assert.equal(settingsFromArgs(base, [], {}).protobuf, undefined, 'the client default (protobuf) when unset');
+  assert.equal(settingsFromArgs(base, ['--kube-api-content-type', 'application/json'], {}).protobuf, false);
+  assert.equal(settingsFromArgs(base, [], { KUBE_API_CONTENT_TYPE: 'application/json' }).protobuf, false);
+  const flagWins = settingsFromArgs(base, ['--kube-api-content-type=application/vnd.kubernetes.protobuf'], {
+    KUBE_API_CONTENT_TYPE: 'application/json',
+  });
+  assert.equal(flagWins.protobuf, true);
+});
+
 test('bad values name the flag or variable and what it accepts', () => {
   const cases: [string[], NodeJS.ProcessEnv, RegExp][] = [
     [['--metrics-bind-address', 'nonsense'], {}, /--metrics-bind-address: "nonsense" is not host:port/],
@@ -51,6 +61,8 @@ test('bad values name the flag or variable and what it accepts', () => {
     [['--graceful-shutdown-timeout', 'soon'], {}, /is not a duration/],
     [['--log-level', 'loud'], {}, /--log-level: "loud" is not one of/],
     [[], { LEADER_ELECT: 'maybe' }, /LEADER_ELECT: "maybe"/],
+    [['--kube-api-content-type', 'yaml'], {}, /--kube-api-content-type: "yaml" is not application\/vnd/],
+    [[], { KUBE_API_CONTENT_TYPE: 'text/plain' }, /KUBE_API_CONTENT_TYPE: "text\/plain"/],
     [['--frobnicate'], {}, /frobnicate/],
   ];
   for (const [argv, env, message] of cases) {

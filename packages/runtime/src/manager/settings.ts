@@ -16,6 +16,7 @@
  * | `--max-concurrent-reconciles` | `MAX_CONCURRENT_RECONCILES` | workers per controller (default 1) |
  * | `--graceful-shutdown-timeout` | `GRACEFUL_SHUTDOWN_TIMEOUT` | e.g. `2s`, `30s` (default 2s) |
  * | `--kubeconfig`, `--context` | `KUBECONFIG` | which cluster (default: as kubectl, or in-cluster) |
+ * | `--kube-api-content-type` | `KUBE_API_CONTENT_TYPE` | how built-in kinds are read: `application/vnd.kubernetes.protobuf` (default) or `application/json` |
  * | `--log-level` | `LOG_LEVEL` | debug, info, warn, error (default info) |
  * | `--log-format` | `LOG_FORMAT` | json (default) or pretty |
  * | `--webhook-bind-address` | `WEBHOOK_BIND_ADDRESS` | the webhook server's `host:port` (default `:9443`) |
@@ -87,6 +88,8 @@ export const SETTINGS_HELP = `Manager options:
   --graceful-shutdown-timeout DUR    drain time of a graceful stop: in-flight reconciles get it, webhooks keep
                                      serving for it; the stop's phases share twice it + 1s (default 2s)
   --kubeconfig FILE, --context NAME  which cluster (default: as kubectl, or in-cluster)
+  --kube-api-content-type TYPE       how built-in kinds are read: application/vnd.kubernetes.protobuf (default)
+                                     or application/json
   --log-level LEVEL                  debug, info, warn, error (default info)
   --log-format FORMAT                json or pretty (default json)
   --webhook-bind-address ADDR        serve webhooks here, if the operator has any (default :9443)
@@ -105,6 +108,7 @@ const MANAGER_FLAGS = {
   'graceful-shutdown-timeout': { type: 'string' },
   kubeconfig: { type: 'string' },
   context: { type: 'string' },
+  'kube-api-content-type': { type: 'string' },
   'log-level': { type: 'string' },
   'log-format': { type: 'string' },
   'webhook-bind-address': { type: 'string' },
@@ -246,6 +250,22 @@ function kubeconfigSettings(base: ManagerOptions, values: ParsedValues): Pick<Ma
   return { kubeconfig: { ...base.kubeconfig, ...(path ? { path } : {}), ...(context ? { context } : {}) } };
 }
 
+/** The reads' encoding of built-in kinds, as kube-controller-manager's `--kube-api-content-type`: protobuf or JSON. */
+const CONTENT_TYPES: Readonly<Record<string, boolean>> = {
+  'application/vnd.kubernetes.protobuf': true,
+  'application/json': false,
+};
+
+/** `--kube-api-content-type`, else `KUBE_API_CONTENT_TYPE`: whether built-in kinds are read as protobuf. */
+function contentType(str: ReturnType<typeof reader>['str']): Pick<ManagerOptions, 'protobuf'> {
+  const [type, from] = str('kube-api-content-type', 'KUBE_API_CONTENT_TYPE');
+  if (type === undefined) return {};
+  const protobuf = CONTENT_TYPES[type.trim().toLowerCase()];
+  if (protobuf === undefined)
+    throw new SettingsError(`${from}: "${type}" is not application/vnd.kubernetes.protobuf or application/json`);
+  return { protobuf };
+}
+
 function managerOptions(base: ManagerOptions, parsed: ParsedFlags, env: NodeJS.ProcessEnv): ManagerOptions {
   const { values, served } = parsed;
   const { str, bind } = reader(values, env);
@@ -263,6 +283,7 @@ function managerOptions(base: ManagerOptions, parsed: ParsedFlags, env: NodeJS.P
     ...base,
     ...logSettings(base, str),
     ...kubeconfigSettings(base, values),
+    ...contentType(str),
     metrics: { ...base.metrics, ...served.options, ...(metrics !== undefined ? { bindAddress: metrics } : {}) },
     health: { ...base.health, ...(health !== undefined ? { bindAddress: health } : {}) },
     webhook: {
