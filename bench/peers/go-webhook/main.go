@@ -1,10 +1,14 @@
 // The Go controller-runtime side of `npm run bench -- webhook`: a validating webhook doing the same check as
 // bench/peers/opkit-webhook.ts — spec.replicas at most 100 (a field error), a warning for an image without a tag —
-// served by controller-runtime's webhook server (HTTPS, tls.crt/tls.key from --cert-dir).
+// served by controller-runtime's webhook server (HTTPS, tls.crt/tls.key from --cert-dir). HTTP/1.1 only unless
+// --http2, as kubebuilder's scaffolded main.go serves webhooks (its --enable-http2 defaults to false since
+// CVE-2023-44487); the apiserver speaks HTTP/2 to a webhook only when its URL is a loopback address and the server
+// offers it, HTTP/1.1 otherwise (every Service reference).
 package main
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -55,8 +59,13 @@ func validate(_ context.Context, req admission.Request) admission.Response {
 func main() {
 	port := flag.Int("port", 9443, "port")
 	certDir := flag.String("cert-dir", "", "directory with tls.crt and tls.key")
+	http2 := flag.Bool("http2", false, "offer HTTP/2 (ALPN h2) as well as HTTP/1.1")
 	flag.Parse()
-	srv := webhook.NewServer(webhook.Options{Host: "127.0.0.1", Port: *port, CertDir: *certDir})
+	options := webhook.Options{Host: "127.0.0.1", Port: *port, CertDir: *certDir}
+	if !*http2 {
+		options.TLSOpts = []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }}
+	}
+	srv := webhook.NewServer(options)
 	srv.Register("/validate", &webhook.Admission{Handler: admission.HandlerFunc(validate)})
 	if err := srv.Start(ctrl.SetupSignalHandler()); err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -58,6 +58,11 @@ export interface TrialResult {
   readonly handoverSeconds?: number;
   /** watch-hang: the hang → the standby's watch gives up on it; leader-cutoff: the cut → the leader stops. */
   readonly detectionSeconds?: number;
+  /**
+   * A replica took the Lease during the trial: the Lease taken → its controllers' workers started (the longest, if
+   * several took it).
+   */
+  readonly takeoverSeconds?: number;
   /** rolling-update: the writes that needed the webhooks during the trial, and how many of them failed. */
   readonly webhookWrites?: { readonly sent: number; readonly failed: number };
   /** rolling-update: SIGTERM → the replica exited. */
@@ -279,6 +284,7 @@ export class TrialRunner {
       webhookWrites?: { sent: number; failed: number };
       stopSeconds?: number;
       stopPhases?: string;
+      takeoverSeconds?: number;
     } = {};
     let harnessExits = 0;
     switch (kind) {
@@ -461,6 +467,8 @@ export class TrialRunner {
       if (!r.running) violations.push({ invariant: 'crash-loop', detail: `${r.name} is not running after the trial` });
       const log = r.takeLog();
       violations.push(...logViolations(r.name, log, this.restartWindows));
+      const takeover = takeoverSeconds(log);
+      if (takeover !== undefined) extra.takeoverSeconds = Math.max(extra.takeoverSeconds ?? 0, takeover);
       if (slow !== undefined) {
         const warnings = log.split('\n').filter((l) => /"level":"(warn|error)"/.test(l));
         for (const l of warnings.slice(-2)) slow += `; ${r.name}: ${l.slice(0, 300)}`;
@@ -541,6 +549,40 @@ export function stopPhases(log: string): string {
   const mine = from < 0 ? lines : lines.slice(from);
   const t0 = Date.parse(mine[0]?.time ?? '');
   return mine.map((e) => `${e.msg} +${((Date.parse(e.time ?? '') - t0) / 1000).toFixed(2)} s`).join(', ');
+}
+
+/**
+ * Each takeover in a replica's log: from `became leader` (the Lease taken) to the last `starting workers` after it
+ * (every controller reconciling, from the caches it kept warm while standing by); the longest, in seconds, or
+ * `undefined` when the log has no takeover with its workers started.
+ */
+export function takeoverSeconds(log: string): number | undefined {
+  let longest: number | undefined;
+  let became: number | undefined;
+  let started: number | undefined;
+  const close = () => {
+    if (became !== undefined && started !== undefined) longest = Math.max(longest ?? 0, (started - became) / 1000);
+    became = undefined;
+    started = undefined;
+  };
+  for (const line of log.split('\n')) {
+    if (!line.startsWith('{')) continue;
+    let e: { time?: string; msg?: string };
+    try {
+      e = JSON.parse(line) as { time?: string; msg?: string };
+    } catch {
+      continue;
+    }
+    const at = Date.parse(e.time ?? '');
+    if (Number.isNaN(at)) continue;
+    if (e.msg === 'became leader') {
+      close();
+      became = at;
+    } else if (e.msg === 'starting workers' && became !== undefined) started = at;
+    else if (e.msg === 'shutdown requested') close();
+  }
+  close();
+  return longest;
 }
 
 /** Errors that are real under the faults injected: network and apiserver failures, conflicts, lost leadership. */

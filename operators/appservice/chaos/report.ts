@@ -40,6 +40,8 @@ export interface ChaosReport extends Observed {
   /** leader-cutoff: the cut → the standby holds the Lease (the lease must expire first: up to 15 s + a retry). */
   readonly cutoffFailoverMaxSeconds: number | null;
   readonly handoverMaxSeconds: number | null;
+  /** Any trial in which a replica took the Lease: the Lease taken → its controllers' workers started. */
+  readonly takeoverMaxSeconds: number | null;
   readonly leaderStopMaxSeconds: number | null;
   readonly watchHangDetectionMaxSeconds: number | null;
   /** rolling-update: the writes that needed the webhooks while a replica stopped gracefully, and those that failed. */
@@ -81,6 +83,7 @@ export function summarise(o: Observed): ChaosReport {
     failoverMaxSeconds: max(of(results, 'kill').map((r) => r.failoverSeconds)),
     cutoffFailoverMaxSeconds: max(of(results, 'leader-cutoff').map((r) => r.failoverSeconds)),
     handoverMaxSeconds: max(results.map((r) => r.handoverSeconds)),
+    takeoverMaxSeconds: max(results.map((r) => r.takeoverSeconds)),
     leaderStopMaxSeconds: max(of(results, 'leader-cutoff').map((r) => r.detectionSeconds)),
     watchHangDetectionMaxSeconds: max(of(results, 'watch-hang').map((r) => r.detectionSeconds)),
     rollingWrites: {
@@ -168,7 +171,7 @@ export function chaosMarkdown(r: ChaosReport): string {
       .map(([k, n]) => `${k} ${n}`)
       .join(', ')}). Violations: ${r.violations.length}.`,
     `Recovery (fault lifted → settled): p50 ${r.recoveryP50Seconds} s, p99 ${r.recoveryP99Seconds} s; over 5 s: ${r.slowRecoveries.total}, of which ${r.slowRecoveries.waitingOnNodes} only waiting on the nodes by then (pods not yet scheduled or Ready, the status already saying so).`,
-    `Failover (leader lost → standby leads): max ${r.failoverMaxSeconds ?? '—'} s (goal ≤ ${GOALS.failoverSeconds}). Handover (SIGTERM → successor leads): max ${r.handoverMaxSeconds ?? '—'} s (goal ≤ ${GOALS.handoverSeconds}).`,
+    `Failover (leader lost → standby leads): max ${r.failoverMaxSeconds ?? '—'} s (goal ≤ ${GOALS.failoverSeconds}). Handover (SIGTERM → successor leads): max ${r.handoverMaxSeconds ?? '—'} s (goal ≤ ${GOALS.handoverSeconds}). Takeover (the Lease taken → the controllers' workers started, from caches kept warm while standing by): max ${r.takeoverMaxSeconds ?? '—'} s.`,
     `Cut-off leader stopped after: max ${r.leaderStopMaxSeconds ?? '—'} s (the lease is 15 s); standby leading after: max ${r.cutoffFailoverMaxSeconds ?? '—'} s. Silent watch hang detected after: max ${r.watchHangDetectionMaxSeconds ?? '—'} s (goal ≤ ${GOALS.watchHangDetectionSeconds}).`,
     `Rolling update (a replica stopped gracefully while writes need its webhooks): ${r.rollingWrites.trials} trials, ${r.rollingWrites.sent} writes, ${r.rollingWrites.failed} failed (goal 0); SIGTERM → exit: max ${r.rollingStopMaxSeconds ?? '—'} s.`,
     '',

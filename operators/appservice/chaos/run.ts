@@ -64,6 +64,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
         const extra = [
           r.failoverSeconds !== undefined ? `failover ${r.failoverSeconds.toFixed(1)} s` : '',
           r.handoverSeconds !== undefined ? `handover ${r.handoverSeconds.toFixed(2)} s` : '',
+          r.takeoverSeconds !== undefined ? `Lease taken → workers ${r.takeoverSeconds.toFixed(3)} s` : '',
           r.detectionSeconds !== undefined ? `detected ${r.detectionSeconds.toFixed(1)} s` : '',
           r.stopSeconds !== undefined ? `stopped in ${r.stopSeconds.toFixed(1)} s` : '',
           r.webhookWrites ? `webhook writes ${r.webhookWrites.sent}, failed ${r.webhookWrites.failed}` : '',
