@@ -250,9 +250,9 @@ class ModuleWriter {
     );
     if (body.length > 0) {
       this.lines.push('  while (r.pos < end) {', '    const t = r.tag();', '    switch (t) {', ...body);
-      this.lines.push('      default:', '        r.skip(t);', '    }', '  }');
+      this.lines.push('      default:', '        r.unknown(t);', '    }', '  }');
     } else {
-      this.lines.push('  while (r.pos < end) r.skip(r.tag());');
+      this.lines.push('  while (r.pos < end) r.unknown(r.tag());');
     }
     this.lines.push(...fin, '  return o;', '}', '');
   }

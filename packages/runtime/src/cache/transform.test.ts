@@ -31,6 +31,10 @@ test('keepFields keeps apiVersion, kind, metadata and the named paths, and drops
   assert.deepEqual(t({ metadata: { name: 'x' } } as Pod), { metadata: { name: 'x' } });
   assert.deepEqual(keepFields<Pod>('spec')(pod()).spec?.nodeName, 'n1');
   assert.throws(() => keepFields('status..phase'), /empty segment/);
+  // a longer path under one kept whole adds nothing (and no stray top-level field)
+  const wide = keepFields<Pod>('spec', 'spec.containers.image');
+  assert.deepEqual(wide(pod()).spec, pod().spec);
+  assert.deepEqual([...(maskOf(wide)?.fields.keys() ?? [])].sort(), ['apiVersion', 'kind', 'metadata', 'spec']);
 });
 
 test('dropManagedFields removes metadata.managedFields only', () => {

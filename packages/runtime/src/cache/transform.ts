@@ -66,17 +66,17 @@ export function keepFields<T extends KubeObject>(...paths: readonly string[]): T
   for (const path of paths) {
     let node = tree;
     const parts = path.split('.');
-    parts.forEach((part, i) => {
-      if (part === '') throw new UsageError('InvalidArgument', `keepFields: "${path}" has an empty segment`);
+    if (parts.includes('')) throw new UsageError('InvalidArgument', `keepFields: "${path}" has an empty segment`);
+    for (const [i, part] of parts.entries()) {
       if (i === parts.length - 1) node.set(part, true);
       else {
         const next = node.get(part);
-        if (next === true) return;
+        if (next === true) break; // a shorter path keeps the whole field already
         const child = next instanceof Map ? next : new Map<string, unknown>();
         node.set(part, child);
         node = child;
       }
-    });
+    }
   }
   for (const always of ['apiVersion', 'kind', 'metadata']) tree.set(always, true);
   const fn = (obj: T) => prune(obj as unknown as Record<string, unknown>, tree) as unknown as T;

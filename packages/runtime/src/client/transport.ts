@@ -56,8 +56,6 @@ export interface TransportOptions {
   readonly timeoutMs?: number;
   /** Where each finished request is reported. */
   readonly metrics?: RequestMetrics;
-  /** Told of each protobuf answer that could not be decoded (and was asked for again in JSON). */
-  readonly onMalformed?: (err: ApiError) => void;
 }
 
 /** The HTTP methods the client sends. */
@@ -178,7 +176,6 @@ export class Transport {
           // a protobuf body this client cannot read: the same GET once more, in JSON
           if (!(err instanceof ApiError) || err.code !== 'Malformed' || !req.accept?.startsWith(PROTOBUF)) throw err;
           req = { ...req, accept: 'application/json', mask: undefined };
-          this.#options.onMalformed?.(err);
           retry -= 1;
           continue;
         }

@@ -1,7 +1,16 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { isApiError } from '../errors.ts';
-import { decodeEnvelope, decodeWatchEvent, FrameSplitter, hasDecoder, isEnvelope, load } from './codec.ts';
+import {
+  decodeEnvelope,
+  decodeWatchEvent,
+  FrameSplitter,
+  hasDecoder,
+  isEnvelope,
+  load,
+  MAX_FRAME_BYTES,
+} from './codec.ts';
+import { MODULES } from './kinds.ts';
 import { configMap, envelope, message, status, watchFrame } from './wire.fixture.ts';
 
 const malformed = (pattern: RegExp) => (e: unknown) =>
@@ -157,6 +166,66 @@ test('watch frames split anywhere across chunks come out whole, each event once'
   const splitter = new FrameSplitter();
   assert.deepEqual(splitter.push(stream.subarray(0, 10)), []);
   assert.equal(splitter.pendingBytes, 10);
+});
+
+test('a field the pinned types do not have is Malformed, never dropped: the kind is read as JSON from then on', async () => {
+  await load('v1', 'Namespace');
+  assert.equal(hasDecoder('v1', 'Namespace'), true);
+  const newer = envelope(
+    'v1',
+    'Namespace',
+    message([
+      [1, [[1, 'ns']]],
+      [99, 'a field of a newer apiserver'],
+    ]),
+  );
+  assert.throws(() => decodeEnvelope(newer), malformed(/field 99 is not in the pinned Kubernetes types/));
+  assert.equal(hasDecoder('v1', 'Namespace'), false);
+});
+
+test('an envelope this client cannot read marks its kind JSON; broken JSON inside one is Malformed', async () => {
+  await load('v1', 'Service', 'Endpoints');
+  const encoded = envelope('v1', 'Service', Buffer.from('x'), { contentEncoding: 'gzip' });
+  assert.throws(() => decodeEnvelope(encoded), malformed(/content encoding "gzip"/));
+  assert.equal(hasDecoder('v1', 'Service'), false);
+  const json = envelope('v1', 'Endpoints', Buffer.from('{"kind":'), { contentType: 'application/json' });
+  assert.throws(() => decodeEnvelope(json), malformed(/Endpoints of v1 could not be decoded: SyntaxError/));
+  assert.equal(hasDecoder('v1', 'Endpoints'), false);
+});
+
+test('a decoder module that fails to load: load resolves, and its kinds are read as JSON', async () => {
+  const original = MODULES['node-v1alpha1'];
+  const modules = MODULES as Record<string, () => Promise<object>>;
+  modules['node-v1alpha1'] = () => Promise.reject(new Error('ENOENT: node-v1alpha1.js'));
+  try {
+    assert.equal(hasDecoder('node.k8s.io/v1alpha1', 'RuntimeClass'), true);
+    await load('node.k8s.io/v1alpha1', 'RuntimeClass');
+    assert.equal(hasDecoder('node.k8s.io/v1alpha1', 'RuntimeClass'), false);
+    assert.equal(hasDecoder('node.k8s.io/v1alpha1', 'RuntimeClassList'), false);
+  } finally {
+    if (original) modules['node-v1alpha1'] = original;
+  }
+});
+
+test('a frame over many chunks is read whole, with the frames after it; an over-long length is Malformed', async () => {
+  await load('v1', 'ConfigMap');
+  const big = watchFrame('ADDED', configMap('big', 'ns', '2', { k: 'ü'.repeat(600_000) }));
+  const stream = Buffer.concat([big, watchFrame('MODIFIED', configMap('a', 'ns', '3'))]);
+  const splitter = new FrameSplitter();
+  const frames: Uint8Array[] = [];
+  for (let at = 0; at < stream.length; at += 16_384) frames.push(...splitter.push(stream.subarray(at, at + 16_384)));
+  assert.equal(splitter.pendingBytes, 0);
+  assert.deepEqual(
+    frames.map((f) => decodeWatchEvent(f).type),
+    ['ADDED', 'MODIFIED'],
+  );
+  assert.equal((decodeWatchEvent(frames[0] as Uint8Array).object.data as { k: string }).k.length, 600_000);
+  const corrupt = Buffer.alloc(8);
+  corrupt.writeUInt32BE(MAX_FRAME_BYTES + 1);
+  assert.throws(() => new FrameSplitter().push(corrupt), malformed(/over the 16777216-byte limit/));
+  const split = new FrameSplitter();
+  assert.deepEqual(split.push(corrupt.subarray(0, 2)), []);
+  assert.throws(() => split.push(corrupt.subarray(2)), malformed(/over the/));
 });
 
 test('a watch event without an object is Malformed', () => {

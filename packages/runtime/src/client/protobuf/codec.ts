@@ -10,8 +10,10 @@
  *   test checks every built-in kind), with `apiVersion` and `kind` set from the envelope on the top-level object.
  * - Decoders load lazily, one module per API group version, on the first `load` of a kind of it; decoding a kind
  *   whose module is not loaded, or that has no decoder, is an `ApiError` (`Malformed`) naming it, never a guess.
- * - A kind whose answer fails to decode is not offered as protobuf again in this process (`hasDecoder` says no), so
- *   its gets, lists and watches go on in JSON.
+ * - A kind whose answer fails to decode — a field the pinned types do not have (a newer apiserver), an encoding this
+ *   client does not read, bytes that break off — is not offered as protobuf again in this process (`hasDecoder` says
+ *   no), so its gets, lists and watches go on in JSON, which carries every field; so are the kinds of a decoder
+ *   module that fails to load. A field is never dropped silently.
  * - A `FieldMask` skips the fields it drops without decoding them (a length skip), and never adds a field the JSON
  *   answer would not have. It is the mask of the kind read: a `Status` (a watch's ERROR event, an error answer) is
  *   always decoded whole, so its `code` and `reason` reach the caller whatever the mask.
@@ -43,31 +45,43 @@ const loading = new Map<string, Promise<void>>();
 
 /** The kinds (`apiVersion kind`) whose decoding failed once: read as JSON from then on. */
 const undecodable = new Set<string>();
+/** The decoder modules that failed to load (a file missing from a bundle or an image): their kinds are read as JSON. */
+const unloadable = new Set<string>();
 
 /**
  * Whether the kind `kind` of `apiVersion` has a protobuf decoder (whether or not it is loaded yet) that has not failed
- * on an answer of this apiserver.
+ * on an answer of this apiserver, nor failed to load.
  */
 export function hasDecoder(apiVersion: string, kind: string): boolean {
   const key = `${apiVersion} ${kind}`;
-  return KINDS.has(key) && !undecodable.has(key);
+  const entry = KINDS.get(key);
+  return entry !== undefined && !undecodable.has(key) && !unloadable.has(entry[0]);
 }
 
-/** Loads the decoders of the kinds named (`apiVersion kind`), and of `Status`; resolves at once when they are. */
+/**
+ * Loads the decoders of the kinds named (`apiVersion kind`), and of `Status`; resolves at once when they are. Never
+ * rejects: a module that fails to load makes `hasDecoder` say no for its kinds, so their reads ask for JSON.
+ */
 export function load(apiVersion: string, ...kinds: readonly string[]): Promise<void> | undefined {
   const waits: Promise<void>[] = [];
   for (const key of [`${apiVersion} ${kinds[0]}`, ...kinds.slice(1).map((k) => `${apiVersion} ${k}`), 'v1 Status']) {
     const entry = KINDS.get(key);
     if (entry === undefined) continue;
     const [mod] = entry;
-    if (loaded.has(mod)) continue;
+    if (loaded.has(mod) || unloadable.has(mod)) continue;
     let p = loading.get(mod);
     if (p === undefined) {
       const loader = MODULES[mod];
       if (loader === undefined) continue;
-      p = loader().then((ns) => {
-        loaded.set(mod, ns as Readonly<Record<string, Decoder>>);
-      });
+      p = loader().then(
+        (ns) => {
+          loaded.set(mod, ns as Readonly<Record<string, Decoder>>);
+        },
+        () => {
+          unloadable.add(mod);
+          loading.delete(mod);
+        },
+      );
       loading.set(mod, p);
     }
     waits.push(p);
@@ -139,26 +153,28 @@ export function decodeEnvelope(buf: Uint8Array, mask?: FieldMask, start = 0, end
         r.skip(t);
     }
   }
-  if (contentEncoding !== '')
-    throw new ApiError(
-      'Malformed',
-      `protobuf: ${kind} is in content encoding "${contentEncoding}", which this client does not read`,
-    );
-  if (contentType !== '' && contentType !== PROTOBUF) {
-    if (contentType === 'application/json' && rawStart >= 0)
-      return JSON.parse(Buffer.from(buf.buffer, buf.byteOffset + rawStart, rawEnd - rawStart).toString('utf8')) as Obj;
-    throw new ApiError(
-      'Malformed',
-      `protobuf: ${kind} is wrapped as "${contentType}", which this client does not read`,
-    );
-  }
-  const decode = decoderOf(apiVersion, kind);
-  const o: Obj = { apiVersion, kind };
-  const m = apiVersion === 'v1' && kind === 'Status' ? undefined : mask;
   try {
+    if (contentEncoding !== '')
+      throw new ApiError(
+        'Malformed',
+        `protobuf: ${kind} is in content encoding "${contentEncoding}", which this client does not read`,
+      );
+    if (contentType !== '' && contentType !== PROTOBUF) {
+      if (contentType === 'application/json' && rawStart >= 0)
+        return JSON.parse(
+          Buffer.from(buf.buffer, buf.byteOffset + rawStart, rawEnd - rawStart).toString('utf8'),
+        ) as Obj;
+      throw new ApiError(
+        'Malformed',
+        `protobuf: ${kind} is wrapped as "${contentType}", which this client does not read`,
+      );
+    }
+    const decode = decoderOf(apiVersion, kind);
+    const o: Obj = { apiVersion, kind };
+    const m = apiVersion === 'v1' && kind === 'Status' ? undefined : mask;
     return rawStart < 0 ? decode(r, 0, o, m) : decode(new Reader(buf, rawStart, rawEnd), rawEnd, o, m);
   } catch (err) {
-    // a kind of this apiserver that the decoder cannot read: JSON for it from now on (the list's kind is its item's)
+    // a kind of this apiserver that this client cannot read: JSON for it from now on (the list's kind is its item's)
     undecodable.add(`${apiVersion} ${kind}`);
     if (kind.endsWith('List')) undecodable.add(`${apiVersion} ${kind.slice(0, -4)}`);
     if (err instanceof ApiError) throw err;
@@ -200,30 +216,63 @@ export function decodeWatchEvent(frame: Uint8Array, mask?: FieldMask): WatchFram
   return { type, object };
 }
 
+/** The largest watch frame read (client-go's streaming decoder has the same limit): a longer length is corrupt. */
+export const MAX_FRAME_BYTES = 16 * 1024 * 1024;
+
 /**
- * Splits a protobuf watch stream into frames: feed it chunks; it returns the complete frames so far (each a view or
- * copy of its bytes) and keeps the incomplete tail for the next chunk.
+ * Splits a protobuf watch stream into frames: feed it chunks; it returns the complete frames so far (each a view of a
+ * chunk, or one copy of a frame that spans several) and keeps the incomplete tail for the next chunk. Each byte is
+ * copied at most once however many chunks a frame spans; a length over `MAX_FRAME_BYTES` throws `Malformed`.
  */
 export class FrameSplitter {
-  #pending: Buffer | undefined;
+  /** The chunks (or their tails) of the unfinished frame, and how many bytes they hold. */
+  #parts: Buffer[] = [];
+  #held = 0;
+  /** The unfinished frame's whole size (its 4-byte length and body), once its length is known. */
+  #need = 0;
 
   push(chunk: Buffer): Uint8Array[] {
-    let buf = this.#pending ? Buffer.concat([this.#pending, chunk]) : chunk;
     const frames: Uint8Array[] = [];
+    let buf = chunk;
+    if (this.#held > 0) {
+      this.#parts.push(chunk);
+      this.#held += chunk.length;
+      if (this.#need === 0 && this.#held >= 4) this.#need = 4 + lengthOf(Buffer.concat(this.#parts, 4));
+      if (this.#need === 0 || this.#held < this.#need) return frames;
+      // the frame is whole: one copy of its parts, then the rest of the last chunk is read as usual
+      const joined = Buffer.concat(this.#parts, this.#held);
+      frames.push(joined.subarray(4, this.#need));
+      buf = joined.subarray(this.#need);
+      this.#parts = [];
+      this.#held = 0;
+      this.#need = 0;
+    }
     let at = 0;
     while (buf.length - at >= 4) {
-      const n = buf.readUInt32BE(at);
+      const n = lengthOf(buf, at);
       if (buf.length - at - 4 < n) break;
       frames.push(buf.subarray(at + 4, at + 4 + n));
       at += 4 + n;
     }
-    buf = buf.subarray(at);
-    this.#pending = buf.length > 0 ? Buffer.from(buf) : undefined;
+    if (at < buf.length) {
+      const rest = buf.subarray(at);
+      this.#parts = [rest];
+      this.#held = rest.length;
+      this.#need = rest.length >= 4 ? 4 + lengthOf(rest) : 0;
+    }
     return frames;
   }
 
   /** Bytes of an unfinished frame left over (a stream that ends mid-frame was cut off). */
   get pendingBytes(): number {
-    return this.#pending?.length ?? 0;
+    return this.#held;
   }
+}
+
+/** The frame length at `at`, refused over `MAX_FRAME_BYTES`. */
+function lengthOf(buf: Buffer, at = 0): number {
+  const n = buf.readUInt32BE(at);
+  if (n > MAX_FRAME_BYTES)
+    throw new ApiError('Malformed', `protobuf: a watch frame of ${n} bytes, over the ${MAX_FRAME_BYTES}-byte limit`);
+  return n;
 }

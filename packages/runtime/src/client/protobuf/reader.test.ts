@@ -50,6 +50,20 @@ test('strings: ASCII, non-ASCII, and invalid UTF-8 as U+FFFD, as Go’s JSON enc
     assert.equal(new Reader(Buffer.from([bytes.length, ...bytes])).string(), s);
   }
   assert.equal(new Reader(Buffer.from([3, 0xc3, 0x28, 0xff])).string(), '\uFFFD(\uFFFD');
+  // one U+FFFD per byte that begins no valid sequence, as Go's utf8.DecodeRune steps (WHATWG writes one per subpart)
+  const go: [number[], string][] = [
+    [[0x61, 0xe2, 0x82, 0x62], 'a\uFFFD\uFFFDb'],
+    [[0xf0, 0x9f, 0x98], '\uFFFD\uFFFD\uFFFD'],
+    [[0xed, 0xa0, 0x80, 0x7a], '\uFFFD\uFFFD\uFFFDz'],
+    [[0xe0, 0x80, 0x41], '\uFFFD\uFFFDA'],
+    [[0xf4, 0x90, 0x80, 0x80], '\uFFFD\uFFFD\uFFFD\uFFFD'],
+    [[0xc3, 0xa9, 0xef, 0xbf, 0xbd, 0x80], 'é\uFFFD\uFFFD'],
+    [[0xf0, 0x9f, 0x98, 0x80, 0xc0], '😀\uFFFD'],
+  ];
+  for (const [bytes, want] of go) {
+    assert.equal(new Reader(Buffer.from([bytes.length, ...bytes])).string(), want, bytes.join(' '));
+    assert.equal(reader([bytes.length, ...bytes]).string(), want, `${bytes.join(' ')} (not a Buffer)`);
+  }
 });
 
 test('goDuration is Go’s time.Duration.String()', () => {

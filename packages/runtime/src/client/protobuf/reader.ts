@@ -9,7 +9,8 @@
  *   varint or a group wire type throw an `ApiError` (`Malformed`), never a partial object.
  * - Integers are exact up to 2^53 and round like `JSON.parse` above it (int64 through BigInt); int32 values are
  *   sign-extended as the Go encoder writes them.
- * - Strings are decoded as UTF-8 with U+FFFD for invalid bytes; bytes become standard base64 (Go's `[]byte` JSON).
+ * - Strings are decoded as UTF-8 with U+FFFD for each invalid byte, as Go's JSON encoder writes them; bytes become
+ *   standard base64 (Go's `[]byte` JSON).
  * - A map key `__proto__` becomes an own property, as `JSON.parse` makes it, never the object's prototype.
  *
  * Hand-written rather than on @bufbuild/protobuf's `BinaryReader`: the generated decoders turn each field straight
@@ -17,6 +18,7 @@
  * between, and read strings with Node's own UTF-8 slice of the buffer (no view object per string).
  * tools/protobuf/bench.ts measures the decode per pod against `JSON.parse` of the same list.
  */
+import { isUtf8 } from 'node:buffer';
 import { ApiError } from '../errors.ts';
 
 /** A JSON object being built by a decoder. */
@@ -47,6 +49,37 @@ const TWO32 = 4294967296;
 /** Seconds of Go's zero time (0001-01-01T00:00:00Z) from the Unix epoch: `metav1.Time` writes it as `null`. */
 const GO_ZERO_SECONDS = -62135596800;
 const utf8 = new TextDecoder('utf-8');
+
+/**
+ * `s`, the WHATWG decoding of `b[p, e)`, as Go's JSON encoder would write those bytes: where they are not valid UTF-8
+ * (only then can `s` differ), one U+FFFD for each byte that does not begin a valid sequence, as `utf8.DecodeRune`
+ * steps, where WHATWG writes one for each maximal invalid subpart.
+ */
+function goReplaced(s: string, b: Uint8Array, p: number, e: number): string {
+  if (!s.includes('\uFFFD') || isUtf8(b.subarray(p, e))) return s;
+  let out = '';
+  let i = p;
+  while (i < e) {
+    const c = b[i] as number;
+    const n = c < 0x80 ? 1 : c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+    // the second byte's range narrows after E0, ED, F0 and F4 (no overlong forms, surrogates or code points > 10FFFF)
+    const lo = c === 0xe0 ? 0xa0 : c === 0xf0 ? 0x90 : 0x80;
+    const hi = c === 0xed ? 0x9f : c === 0xf4 ? 0x8f : 0xbf;
+    let ok = n > 0 && i + n <= e;
+    for (let k = 1; ok && k < n; k++) {
+      const d = b[i + k] as number;
+      ok = k === 1 ? d >= lo && d <= hi : d >= 0x80 && d <= 0xbf;
+    }
+    if (!ok) {
+      out += '\uFFFD';
+      i += 1;
+      continue;
+    }
+    out += utf8.decode(b.subarray(i, i + n));
+    i += n;
+  }
+  return out;
+}
 
 export class Reader {
   pos = 0;
@@ -173,7 +206,7 @@ export class Reader {
     // Node's own UTF-8 slice where the buffer is a Buffer (no view object per string), else TextDecoder
     if (this.#node !== undefined) {
       this.pos = e;
-      return this.#node.toString('utf8', p, e);
+      return goReplaced(this.#node.toString('utf8', p, e), b, p, e);
     }
     const n = e - p;
     if (n < 32) {
@@ -190,7 +223,7 @@ export class Reader {
       p = this.pos;
     }
     this.pos = e;
-    return utf8.decode(b.subarray(p, e));
+    return goReplaced(utf8.decode(b.subarray(p, e)), b, p, e);
   }
 
   /** A length-delimited bytes field as base64 (Go's JSON for `[]byte`). */
@@ -207,6 +240,15 @@ export class Reader {
     const v = this.buf.subarray(this.pos, e);
     this.pos = e;
     return v;
+  }
+
+  /**
+   * A field with tag `t` that the message's generated decoder does not know: the apiserver's types are newer than the
+   * pinned ones. Throws `Malformed`, so the answer is asked for again in JSON (which carries every field) and the kind
+   * is read as JSON from then on: an object decoded without a field could erase it when written back.
+   */
+  unknown(t: number): never {
+    this.fail(`field ${t >>> 3} is not in the pinned Kubernetes types (an apiserver newer than this client?)`);
   }
 
   /** Skips the value of a field with tag `t`. */

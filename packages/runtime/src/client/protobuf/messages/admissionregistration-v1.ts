@@ -22,7 +22,7 @@ export function ApplyConfiguration(r: Reader, end: number, o: Obj, m?: FieldMask
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -50,7 +50,7 @@ export function AuditAnnotation(r: Reader, end: number, o: Obj, m?: FieldMask): 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.key === undefined && (m === undefined || keeps(m, "key"))) o.key = '';
@@ -80,7 +80,7 @@ export function ExpressionWarning(r: Reader, end: number, o: Obj, m?: FieldMask)
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.fieldRef === undefined && (m === undefined || keeps(m, "fieldRef"))) o.fieldRef = '';
@@ -103,7 +103,7 @@ export function JSONPatch(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -131,7 +131,7 @@ export function MatchCondition(r: Reader, end: number, o: Obj, m?: FieldMask): O
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.name === undefined && (m === undefined || keeps(m, "name"))) o.name = '';
@@ -191,7 +191,7 @@ export function MatchResources(r: Reader, end: number, o: Obj, m?: FieldMask): O
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -219,7 +219,7 @@ export function MutatingAdmissionPolicy(r: Reader, end: number, o: Obj, m?: Fiel
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -249,7 +249,7 @@ export function MutatingAdmissionPolicyBinding(r: Reader, end: number, o: Obj, m
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -282,7 +282,7 @@ export function MutatingAdmissionPolicyBindingList(r: Reader, end: number, o: Ob
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ListMeta(r, 0, {}, inner(m, "metadata"));
@@ -321,7 +321,7 @@ export function MutatingAdmissionPolicyBindingSpec(r: Reader, end: number, o: Ob
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -352,7 +352,7 @@ export function MutatingAdmissionPolicyList(r: Reader, end: number, o: Obj, m?: 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ListMeta(r, 0, {}, inner(m, "metadata"));
@@ -432,7 +432,7 @@ export function MutatingAdmissionPolicySpec(r: Reader, end: number, o: Obj, m?: 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -549,7 +549,7 @@ export function MutatingWebhook(r: Reader, end: number, o: Obj, m?: FieldMask): 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.name === undefined && (m === undefined || keeps(m, "name"))) o.name = '';
@@ -584,7 +584,7 @@ export function MutatingWebhookConfiguration(r: Reader, end: number, o: Obj, m?:
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -616,7 +616,7 @@ export function MutatingWebhookConfigurationList(r: Reader, end: number, o: Obj,
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ListMeta(r, 0, {}, inner(m, "metadata"));
@@ -654,7 +654,7 @@ export function Mutation(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.patchType === undefined && (m === undefined || keeps(m, "patchType"))) o.patchType = '';
@@ -683,7 +683,7 @@ export function NamedRuleWithOperations(r: Reader, end: number, o: Obj, m?: Fiel
         i2 = true;
         break;
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (!i2) RuleWithOperations(r, 0, o, m);
@@ -714,7 +714,7 @@ export function ParamKind(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -760,7 +760,7 @@ export function ParamRef(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -813,7 +813,7 @@ export function Rule(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -841,7 +841,7 @@ export function RuleWithOperations(r: Reader, end: number, o: Obj, m?: FieldMask
         i2 = true;
         break;
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (!i2) Rule(r, 0, o, m);
@@ -886,7 +886,7 @@ export function ServiceReference(r: Reader, end: number, o: Obj, m?: FieldMask):
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.namespace === undefined && (m === undefined || keeps(m, "namespace"))) o.namespace = '';
@@ -911,7 +911,7 @@ export function TypeChecking(r: Reader, end: number, o: Obj, m?: FieldMask): Obj
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -947,7 +947,7 @@ export function ValidatingAdmissionPolicy(r: Reader, end: number, o: Obj, m?: Fi
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -978,7 +978,7 @@ export function ValidatingAdmissionPolicyBinding(r: Reader, end: number, o: Obj,
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -1011,7 +1011,7 @@ export function ValidatingAdmissionPolicyBindingList(r: Reader, end: number, o: 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ListMeta(r, 0, {}, inner(m, "metadata"));
@@ -1061,7 +1061,7 @@ export function ValidatingAdmissionPolicyBindingSpec(r: Reader, end: number, o: 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -1092,7 +1092,7 @@ export function ValidatingAdmissionPolicyList(r: Reader, end: number, o: Obj, m?
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ListMeta(r, 0, {}, inner(m, "metadata"));
@@ -1174,7 +1174,7 @@ export function ValidatingAdmissionPolicySpec(r: Reader, end: number, o: Obj, m?
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -1214,7 +1214,7 @@ export function ValidatingAdmissionPolicyStatus(r: Reader, end: number, o: Obj, 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -1323,7 +1323,7 @@ export function ValidatingWebhook(r: Reader, end: number, o: Obj, m?: FieldMask)
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.name === undefined && (m === undefined || keeps(m, "name"))) o.name = '';
@@ -1358,7 +1358,7 @@ export function ValidatingWebhookConfiguration(r: Reader, end: number, o: Obj, m
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -1390,7 +1390,7 @@ export function ValidatingWebhookConfigurationList(r: Reader, end: number, o: Ob
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ListMeta(r, 0, {}, inner(m, "metadata"));
@@ -1438,7 +1438,7 @@ export function Validation(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.expression === undefined && (m === undefined || keeps(m, "expression"))) o.expression = '';
@@ -1467,7 +1467,7 @@ export function Variable(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.name === undefined && (m === undefined || keeps(m, "name"))) o.name = '';
@@ -1506,7 +1506,7 @@ export function WebhookClientConfig(r: Reader, end: number, o: Obj, m?: FieldMas
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;

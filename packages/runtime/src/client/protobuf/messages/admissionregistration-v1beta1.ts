@@ -23,7 +23,7 @@ export function ApplyConfiguration(r: Reader, end: number, o: Obj, m?: FieldMask
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -51,7 +51,7 @@ export function AuditAnnotation(r: Reader, end: number, o: Obj, m?: FieldMask): 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.key === undefined && (m === undefined || keeps(m, "key"))) o.key = '';
@@ -81,7 +81,7 @@ export function ExpressionWarning(r: Reader, end: number, o: Obj, m?: FieldMask)
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.fieldRef === undefined && (m === undefined || keeps(m, "fieldRef"))) o.fieldRef = '';
@@ -104,7 +104,7 @@ export function JSONPatch(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -132,7 +132,7 @@ export function MatchCondition(r: Reader, end: number, o: Obj, m?: FieldMask): O
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.name === undefined && (m === undefined || keeps(m, "name"))) o.name = '';
@@ -192,7 +192,7 @@ export function MatchResources(r: Reader, end: number, o: Obj, m?: FieldMask): O
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -220,7 +220,7 @@ export function MutatingAdmissionPolicy(r: Reader, end: number, o: Obj, m?: Fiel
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -250,7 +250,7 @@ export function MutatingAdmissionPolicyBinding(r: Reader, end: number, o: Obj, m
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -283,7 +283,7 @@ export function MutatingAdmissionPolicyBindingList(r: Reader, end: number, o: Ob
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ListMeta(r, 0, {}, inner(m, "metadata"));
@@ -322,7 +322,7 @@ export function MutatingAdmissionPolicyBindingSpec(r: Reader, end: number, o: Ob
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -353,7 +353,7 @@ export function MutatingAdmissionPolicyList(r: Reader, end: number, o: Obj, m?: 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ListMeta(r, 0, {}, inner(m, "metadata"));
@@ -433,7 +433,7 @@ export function MutatingAdmissionPolicySpec(r: Reader, end: number, o: Obj, m?: 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -550,7 +550,7 @@ export function MutatingWebhook(r: Reader, end: number, o: Obj, m?: FieldMask): 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.name === undefined && (m === undefined || keeps(m, "name"))) o.name = '';
@@ -583,7 +583,7 @@ export function MutatingWebhookConfiguration(r: Reader, end: number, o: Obj, m?:
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -615,7 +615,7 @@ export function MutatingWebhookConfigurationList(r: Reader, end: number, o: Obj,
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ListMeta(r, 0, {}, inner(m, "metadata"));
@@ -653,7 +653,7 @@ export function Mutation(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.patchType === undefined && (m === undefined || keeps(m, "patchType"))) o.patchType = '';
@@ -682,7 +682,7 @@ export function NamedRuleWithOperations(r: Reader, end: number, o: Obj, m?: Fiel
         i2 = true;
         break;
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (!i2) admissionregistration_v1.RuleWithOperations(r, 0, o, m);
@@ -713,7 +713,7 @@ export function ParamKind(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -759,7 +759,7 @@ export function ParamRef(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -803,7 +803,7 @@ export function ServiceReference(r: Reader, end: number, o: Obj, m?: FieldMask):
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.namespace === undefined && (m === undefined || keeps(m, "namespace"))) o.namespace = '';
@@ -828,7 +828,7 @@ export function TypeChecking(r: Reader, end: number, o: Obj, m?: FieldMask): Obj
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -864,7 +864,7 @@ export function ValidatingAdmissionPolicy(r: Reader, end: number, o: Obj, m?: Fi
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -895,7 +895,7 @@ export function ValidatingAdmissionPolicyBinding(r: Reader, end: number, o: Obj,
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -928,7 +928,7 @@ export function ValidatingAdmissionPolicyBindingList(r: Reader, end: number, o: 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ListMeta(r, 0, {}, inner(m, "metadata"));
@@ -978,7 +978,7 @@ export function ValidatingAdmissionPolicyBindingSpec(r: Reader, end: number, o: 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -1009,7 +1009,7 @@ export function ValidatingAdmissionPolicyList(r: Reader, end: number, o: Obj, m?
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ListMeta(r, 0, {}, inner(m, "metadata"));
@@ -1091,7 +1091,7 @@ export function ValidatingAdmissionPolicySpec(r: Reader, end: number, o: Obj, m?
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -1131,7 +1131,7 @@ export function ValidatingAdmissionPolicyStatus(r: Reader, end: number, o: Obj, 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -1240,7 +1240,7 @@ export function ValidatingWebhook(r: Reader, end: number, o: Obj, m?: FieldMask)
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.name === undefined && (m === undefined || keeps(m, "name"))) o.name = '';
@@ -1273,7 +1273,7 @@ export function ValidatingWebhookConfiguration(r: Reader, end: number, o: Obj, m
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -1305,7 +1305,7 @@ export function ValidatingWebhookConfigurationList(r: Reader, end: number, o: Ob
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ListMeta(r, 0, {}, inner(m, "metadata"));
@@ -1353,7 +1353,7 @@ export function Validation(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.expression === undefined && (m === undefined || keeps(m, "expression"))) o.expression = '';
@@ -1382,7 +1382,7 @@ export function Variable(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.name === undefined && (m === undefined || keeps(m, "name"))) o.name = '';
@@ -1421,7 +1421,7 @@ export function WebhookClientConfig(r: Reader, end: number, o: Obj, m?: FieldMas
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;

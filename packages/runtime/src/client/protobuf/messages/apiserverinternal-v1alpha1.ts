@@ -53,7 +53,7 @@ export function ServerStorageVersion(r: Reader, end: number, o: Obj, m?: FieldMa
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -89,7 +89,7 @@ export function StorageVersion(r: Reader, end: number, o: Obj, m?: FieldMask): O
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -154,7 +154,7 @@ export function StorageVersionCondition(r: Reader, end: number, o: Obj, m?: Fiel
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.type === undefined && (m === undefined || keeps(m, "type"))) o.type = '';
@@ -189,7 +189,7 @@ export function StorageVersionList(r: Reader, end: number, o: Obj, m?: FieldMask
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ListMeta(r, 0, {}, inner(m, "metadata"));
@@ -199,7 +199,7 @@ export function StorageVersionList(r: Reader, end: number, o: Obj, m?: FieldMask
 
 /** apiserverinternal/v1alpha1.StorageVersionSpec */
 export function StorageVersionSpec(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
-  while (r.pos < end) r.skip(r.tag());
+  while (r.pos < end) r.unknown(r.tag());
   return o;
 }
 
@@ -239,7 +239,7 @@ export function StorageVersionStatus(r: Reader, end: number, o: Obj, m?: FieldMa
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;

@@ -38,7 +38,7 @@ export function ControllerRevision(r: Reader, end: number, o: Obj, m?: FieldMask
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -72,7 +72,7 @@ export function ControllerRevisionList(r: Reader, end: number, o: Obj, m?: Field
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ListMeta(r, 0, {}, inner(m, "metadata"));
@@ -110,7 +110,7 @@ export function Deployment(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -175,7 +175,7 @@ export function DeploymentCondition(r: Reader, end: number, o: Obj, m?: FieldMas
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.type === undefined && (m === undefined || keeps(m, "type"))) o.type = '';
@@ -210,7 +210,7 @@ export function DeploymentList(r: Reader, end: number, o: Obj, m?: FieldMask): O
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ListMeta(r, 0, {}, inner(m, "metadata"));
@@ -298,7 +298,7 @@ export function DeploymentSpec(r: Reader, end: number, o: Obj, m?: FieldMask): O
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.template === undefined && (m === undefined || keeps(m, "template"))) o.template = core_v1.PodTemplateSpec(r, 0, {}, inner(m, "template"));
@@ -393,7 +393,7 @@ export function DeploymentStatus(r: Reader, end: number, o: Obj, m?: FieldMask):
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -422,7 +422,7 @@ export function DeploymentStrategy(r: Reader, end: number, o: Obj, m?: FieldMask
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -443,7 +443,7 @@ export function RollbackConfig(r: Reader, end: number, o: Obj, m?: FieldMask): O
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -471,7 +471,7 @@ export function RollingUpdateDeployment(r: Reader, end: number, o: Obj, m?: Fiel
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -499,7 +499,7 @@ export function RollingUpdateStatefulSetStrategy(r: Reader, end: number, o: Obj,
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -535,7 +535,7 @@ export function Scale(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -559,7 +559,7 @@ export function ScaleSpec(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -605,7 +605,7 @@ export function ScaleStatus(r: Reader, end: number, o: Obj, m?: FieldMask): Obj 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.replicas === undefined && (m === undefined || keeps(m, "replicas"))) o.replicas = 0;
@@ -642,7 +642,7 @@ export function StatefulSet(r: Reader, end: number, o: Obj, m?: FieldMask): Obj 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -699,7 +699,7 @@ export function StatefulSetCondition(r: Reader, end: number, o: Obj, m?: FieldMa
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.type === undefined && (m === undefined || keeps(m, "type"))) o.type = '';
@@ -733,7 +733,7 @@ export function StatefulSetList(r: Reader, end: number, o: Obj, m?: FieldMask): 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ListMeta(r, 0, {}, inner(m, "metadata"));
@@ -755,7 +755,7 @@ export function StatefulSetOrdinals(r: Reader, end: number, o: Obj, m?: FieldMas
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.start === undefined && (m === undefined || keeps(m, "start"))) o.start = 0;
@@ -786,7 +786,7 @@ export function StatefulSetPersistentVolumeClaimRetentionPolicy(r: Reader, end: 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -891,7 +891,7 @@ export function StatefulSetSpec(r: Reader, end: number, o: Obj, m?: FieldMask): 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.template === undefined && (m === undefined || keeps(m, "template"))) o.template = core_v1.PodTemplateSpec(r, 0, {}, inner(m, "template"));
@@ -994,7 +994,7 @@ export function StatefulSetStatus(r: Reader, end: number, o: Obj, m?: FieldMask)
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.replicas === undefined && (m === undefined || keeps(m, "replicas"))) o.replicas = 0;
@@ -1025,7 +1025,7 @@ export function StatefulSetUpdateStrategy(r: Reader, end: number, o: Obj, m?: Fi
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;

@@ -60,7 +60,7 @@ export function BoundObjectReference(r: Reader, end: number, o: Obj, m?: FieldMa
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -99,7 +99,7 @@ export function SelfSubjectReview(r: Reader, end: number, o: Obj, m?: FieldMask)
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -121,7 +121,7 @@ export function SelfSubjectReviewStatus(r: Reader, end: number, o: Obj, m?: Fiel
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.userInfo === undefined && (m === undefined || keeps(m, "userInfo"))) o.userInfo = UserInfo(r, 0, {}, inner(m, "userInfo"));
@@ -158,7 +158,7 @@ export function TokenRequest(r: Reader, end: number, o: Obj, m?: FieldMask): Obj
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -217,7 +217,7 @@ export function TokenRequestSpec(r: Reader, end: number, o: Obj, m?: FieldMask):
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.audiences === undefined && (m === undefined || keeps(m, "audiences"))) o.audiences = null;
@@ -248,7 +248,7 @@ export function TokenRequestStatus(r: Reader, end: number, o: Obj, m?: FieldMask
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.token === undefined && (m === undefined || keeps(m, "token"))) o.token = '';
@@ -286,7 +286,7 @@ export function TokenReview(r: Reader, end: number, o: Obj, m?: FieldMask): Obj 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -321,7 +321,7 @@ export function TokenReviewSpec(r: Reader, end: number, o: Obj, m?: FieldMask): 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -370,7 +370,7 @@ export function TokenReviewStatus(r: Reader, end: number, o: Obj, m?: FieldMask)
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.user === undefined && (m === undefined || keeps(m, "user"))) o.user = UserInfo(r, 0, {}, inner(m, "user"));
@@ -429,7 +429,7 @@ export function UserInfo(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;

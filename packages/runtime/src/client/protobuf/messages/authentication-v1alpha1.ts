@@ -30,7 +30,7 @@ export function SelfSubjectReview(r: Reader, end: number, o: Obj, m?: FieldMask)
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -52,7 +52,7 @@ export function SelfSubjectReviewStatus(r: Reader, end: number, o: Obj, m?: Fiel
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.userInfo === undefined && (m === undefined || keeps(m, "userInfo"))) o.userInfo = authentication_v1.UserInfo(r, 0, {}, inner(m, "userInfo"));

@@ -41,7 +41,7 @@ export function SelfSubjectReview(r: Reader, end: number, o: Obj, m?: FieldMask)
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -63,7 +63,7 @@ export function SelfSubjectReviewStatus(r: Reader, end: number, o: Obj, m?: Fiel
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.userInfo === undefined && (m === undefined || keeps(m, "userInfo"))) o.userInfo = authentication_v1.UserInfo(r, 0, {}, inner(m, "userInfo"));
@@ -100,7 +100,7 @@ export function TokenReview(r: Reader, end: number, o: Obj, m?: FieldMask): Obj 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -135,7 +135,7 @@ export function TokenReviewSpec(r: Reader, end: number, o: Obj, m?: FieldMask): 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -184,7 +184,7 @@ export function TokenReviewStatus(r: Reader, end: number, o: Obj, m?: FieldMask)
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.user === undefined && (m === undefined || keeps(m, "user"))) o.user = UserInfo(r, 0, {}, inner(m, "user"));
@@ -243,7 +243,7 @@ export function UserInfo(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;

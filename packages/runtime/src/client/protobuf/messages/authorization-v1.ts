@@ -44,7 +44,7 @@ export function FieldSelectorAttributes(r: Reader, end: number, o: Obj, m?: Fiel
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -76,7 +76,7 @@ export function LabelSelectorAttributes(r: Reader, end: number, o: Obj, m?: Fiel
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -112,7 +112,7 @@ export function LocalSubjectAccessReview(r: Reader, end: number, o: Obj, m?: Fie
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -145,7 +145,7 @@ export function NonResourceAttributes(r: Reader, end: number, o: Obj, m?: FieldM
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -179,7 +179,7 @@ export function NonResourceRule(r: Reader, end: number, o: Obj, m?: FieldMask): 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.verbs === undefined && (m === undefined || keeps(m, "verbs"))) o.verbs = null;
@@ -271,7 +271,7 @@ export function ResourceAttributes(r: Reader, end: number, o: Obj, m?: FieldMask
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -327,7 +327,7 @@ export function ResourceRule(r: Reader, end: number, o: Obj, m?: FieldMask): Obj
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.verbs === undefined && (m === undefined || keeps(m, "verbs"))) o.verbs = null;
@@ -364,7 +364,7 @@ export function SelfSubjectAccessReview(r: Reader, end: number, o: Obj, m?: Fiel
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -395,7 +395,7 @@ export function SelfSubjectAccessReviewSpec(r: Reader, end: number, o: Obj, m?: 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -431,7 +431,7 @@ export function SelfSubjectRulesReview(r: Reader, end: number, o: Obj, m?: Field
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -455,7 +455,7 @@ export function SelfSubjectRulesReviewSpec(r: Reader, end: number, o: Obj, m?: F
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -491,7 +491,7 @@ export function SubjectAccessReview(r: Reader, end: number, o: Obj, m?: FieldMas
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -568,7 +568,7 @@ export function SubjectAccessReviewSpec(r: Reader, end: number, o: Obj, m?: Fiel
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -615,7 +615,7 @@ export function SubjectAccessReviewStatus(r: Reader, end: number, o: Obj, m?: Fi
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.allowed === undefined && (m === undefined || keeps(m, "allowed"))) o.allowed = false;
@@ -667,7 +667,7 @@ export function SubjectRulesReviewStatus(r: Reader, end: number, o: Obj, m?: Fie
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.resourceRules === undefined && (m === undefined || keeps(m, "resourceRules"))) o.resourceRules = null;

@@ -38,7 +38,7 @@ export function CrossVersionObjectReference(r: Reader, end: number, o: Obj, m?: 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.kind === undefined && (m === undefined || keeps(m, "kind"))) o.kind = '';
@@ -76,7 +76,7 @@ export function HorizontalPodAutoscaler(r: Reader, end: number, o: Obj, m?: Fiel
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -110,7 +110,7 @@ export function HorizontalPodAutoscalerList(r: Reader, end: number, o: Obj, m?: 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ListMeta(r, 0, {}, inner(m, "metadata"));
@@ -156,7 +156,7 @@ export function HorizontalPodAutoscalerSpec(r: Reader, end: number, o: Obj, m?: 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.scaleTargetRef === undefined && (m === undefined || keeps(m, "scaleTargetRef"))) o.scaleTargetRef = CrossVersionObjectReference(r, 0, {}, inner(m, "scaleTargetRef"));
@@ -210,7 +210,7 @@ export function HorizontalPodAutoscalerStatus(r: Reader, end: number, o: Obj, m?
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.currentReplicas === undefined && (m === undefined || keeps(m, "currentReplicas"))) o.currentReplicas = 0;
@@ -248,7 +248,7 @@ export function Scale(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -272,7 +272,7 @@ export function ScaleSpec(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -301,7 +301,7 @@ export function ScaleStatus(r: Reader, end: number, o: Obj, m?: FieldMask): Obj 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.replicas === undefined && (m === undefined || keeps(m, "replicas"))) o.replicas = 0;

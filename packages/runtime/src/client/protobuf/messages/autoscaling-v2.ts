@@ -37,7 +37,7 @@ export function ContainerResourceMetricSource(r: Reader, end: number, o: Obj, m?
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.name === undefined && (m === undefined || keeps(m, "name"))) o.name = '';
@@ -76,7 +76,7 @@ export function ContainerResourceMetricStatus(r: Reader, end: number, o: Obj, m?
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.name === undefined && (m === undefined || keeps(m, "name"))) o.name = '';
@@ -116,7 +116,7 @@ export function CrossVersionObjectReference(r: Reader, end: number, o: Obj, m?: 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.kind === undefined && (m === undefined || keeps(m, "kind"))) o.kind = '';
@@ -146,7 +146,7 @@ export function ExternalMetricSource(r: Reader, end: number, o: Obj, m?: FieldMa
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metric === undefined && (m === undefined || keeps(m, "metric"))) o.metric = MetricIdentifier(r, 0, {}, inner(m, "metric"));
@@ -176,7 +176,7 @@ export function ExternalMetricStatus(r: Reader, end: number, o: Obj, m?: FieldMa
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metric === undefined && (m === undefined || keeps(m, "metric"))) o.metric = MetricIdentifier(r, 0, {}, inner(m, "metric"));
@@ -214,7 +214,7 @@ export function HPAScalingPolicy(r: Reader, end: number, o: Obj, m?: FieldMask):
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.type === undefined && (m === undefined || keeps(m, "type"))) o.type = '';
@@ -264,7 +264,7 @@ export function HPAScalingRules(r: Reader, end: number, o: Obj, m?: FieldMask): 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -300,7 +300,7 @@ export function HorizontalPodAutoscaler(r: Reader, end: number, o: Obj, m?: Fiel
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -331,7 +331,7 @@ export function HorizontalPodAutoscalerBehavior(r: Reader, end: number, o: Obj, 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -393,7 +393,7 @@ export function HorizontalPodAutoscalerCondition(r: Reader, end: number, o: Obj,
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.type === undefined && (m === undefined || keeps(m, "type"))) o.type = '';
@@ -427,7 +427,7 @@ export function HorizontalPodAutoscalerList(r: Reader, end: number, o: Obj, m?: 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ListMeta(r, 0, {}, inner(m, "metadata"));
@@ -484,7 +484,7 @@ export function HorizontalPodAutoscalerSpec(r: Reader, end: number, o: Obj, m?: 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.scaleTargetRef === undefined && (m === undefined || keeps(m, "scaleTargetRef"))) o.scaleTargetRef = CrossVersionObjectReference(r, 0, {}, inner(m, "scaleTargetRef"));
@@ -553,7 +553,7 @@ export function HorizontalPodAutoscalerStatus(r: Reader, end: number, o: Obj, m?
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.desiredReplicas === undefined && (m === undefined || keeps(m, "desiredReplicas"))) o.desiredReplicas = 0;
@@ -583,7 +583,7 @@ export function MetricIdentifier(r: Reader, end: number, o: Obj, m?: FieldMask):
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.name === undefined && (m === undefined || keeps(m, "name"))) o.name = '';
@@ -644,7 +644,7 @@ export function MetricSpec(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.type === undefined && (m === undefined || keeps(m, "type"))) o.type = '';
@@ -705,7 +705,7 @@ export function MetricStatus(r: Reader, end: number, o: Obj, m?: FieldMask): Obj
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.type === undefined && (m === undefined || keeps(m, "type"))) o.type = '';
@@ -750,7 +750,7 @@ export function MetricTarget(r: Reader, end: number, o: Obj, m?: FieldMask): Obj
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.type === undefined && (m === undefined || keeps(m, "type"))) o.type = '';
@@ -787,7 +787,7 @@ export function MetricValueStatus(r: Reader, end: number, o: Obj, m?: FieldMask)
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -823,7 +823,7 @@ export function ObjectMetricSource(r: Reader, end: number, o: Obj, m?: FieldMask
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.describedObject === undefined && (m === undefined || keeps(m, "describedObject"))) o.describedObject = CrossVersionObjectReference(r, 0, {}, inner(m, "describedObject"));
@@ -862,7 +862,7 @@ export function ObjectMetricStatus(r: Reader, end: number, o: Obj, m?: FieldMask
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metric === undefined && (m === undefined || keeps(m, "metric"))) o.metric = MetricIdentifier(r, 0, {}, inner(m, "metric"));
@@ -893,7 +893,7 @@ export function PodsMetricSource(r: Reader, end: number, o: Obj, m?: FieldMask):
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metric === undefined && (m === undefined || keeps(m, "metric"))) o.metric = MetricIdentifier(r, 0, {}, inner(m, "metric"));
@@ -923,7 +923,7 @@ export function PodsMetricStatus(r: Reader, end: number, o: Obj, m?: FieldMask):
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metric === undefined && (m === undefined || keeps(m, "metric"))) o.metric = MetricIdentifier(r, 0, {}, inner(m, "metric"));
@@ -953,7 +953,7 @@ export function ResourceMetricSource(r: Reader, end: number, o: Obj, m?: FieldMa
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.name === undefined && (m === undefined || keeps(m, "name"))) o.name = '';
@@ -983,7 +983,7 @@ export function ResourceMetricStatus(r: Reader, end: number, o: Obj, m?: FieldMa
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.name === undefined && (m === undefined || keeps(m, "name"))) o.name = '';

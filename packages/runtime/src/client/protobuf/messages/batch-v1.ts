@@ -39,7 +39,7 @@ export function CronJob(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -73,7 +73,7 @@ export function CronJobList(r: Reader, end: number, o: Obj, m?: FieldMask): Obj 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ListMeta(r, 0, {}, inner(m, "metadata"));
@@ -152,7 +152,7 @@ export function CronJobSpec(r: Reader, end: number, o: Obj, m?: FieldMask): Obj 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.schedule === undefined && (m === undefined || keeps(m, "schedule"))) o.schedule = '';
@@ -193,7 +193,7 @@ export function CronJobStatus(r: Reader, end: number, o: Obj, m?: FieldMask): Ob
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -229,7 +229,7 @@ export function Job(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -294,7 +294,7 @@ export function JobCondition(r: Reader, end: number, o: Obj, m?: FieldMask): Obj
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.type === undefined && (m === undefined || keeps(m, "type"))) o.type = '';
@@ -329,7 +329,7 @@ export function JobList(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ListMeta(r, 0, {}, inner(m, "metadata"));
@@ -378,7 +378,7 @@ export function JobSchedulingConfiguration(r: Reader, end: number, o: Obj, m?: F
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -526,7 +526,7 @@ export function JobSpec(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.template === undefined && (m === undefined || keeps(m, "template"))) o.template = core_v1.PodTemplateSpec(r, 0, {}, inner(m, "template"));
@@ -634,7 +634,7 @@ export function JobStatus(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -662,7 +662,7 @@ export function JobTemplateSpec(r: Reader, end: number, o: Obj, m?: FieldMask): 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -687,7 +687,7 @@ export function PodFailurePolicy(r: Reader, end: number, o: Obj, m?: FieldMask):
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.rules === undefined && (m === undefined || keeps(m, "rules"))) o.rules = null;
@@ -737,7 +737,7 @@ export function PodFailurePolicyOnExitCodesRequirement(r: Reader, end: number, o
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.operator === undefined && (m === undefined || keeps(m, "operator"))) o.operator = '';
@@ -767,7 +767,7 @@ export function PodFailurePolicyOnPodConditionsPattern(r: Reader, end: number, o
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.type === undefined && (m === undefined || keeps(m, "type"))) o.type = '';
@@ -808,7 +808,7 @@ export function PodFailurePolicyRule(r: Reader, end: number, o: Obj, m?: FieldMa
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.action === undefined && (m === undefined || keeps(m, "action"))) o.action = '';
@@ -832,7 +832,7 @@ export function SuccessPolicy(r: Reader, end: number, o: Obj, m?: FieldMask): Ob
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.rules === undefined && (m === undefined || keeps(m, "rules"))) o.rules = null;
@@ -861,7 +861,7 @@ export function SuccessPolicyRule(r: Reader, end: number, o: Obj, m?: FieldMask)
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -895,7 +895,7 @@ export function UncountedTerminatedPods(r: Reader, end: number, o: Obj, m?: Fiel
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;

@@ -37,7 +37,7 @@ export function CertificateSigningRequest(r: Reader, end: number, o: Obj, m?: Fi
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -102,7 +102,7 @@ export function CertificateSigningRequestCondition(r: Reader, end: number, o: Ob
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.type === undefined && (m === undefined || keeps(m, "type"))) o.type = '';
@@ -137,7 +137,7 @@ export function CertificateSigningRequestList(r: Reader, end: number, o: Obj, m?
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ListMeta(r, 0, {}, inner(m, "metadata"));
@@ -232,7 +232,7 @@ export function CertificateSigningRequestSpec(r: Reader, end: number, o: Obj, m?
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.request === undefined && (m === undefined || keeps(m, "request"))) o.request = null;
@@ -265,7 +265,7 @@ export function CertificateSigningRequestStatus(r: Reader, end: number, o: Obj, 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -293,7 +293,7 @@ export function ClusterTrustBundle(r: Reader, end: number, o: Obj, m?: FieldMask
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -326,7 +326,7 @@ export function ClusterTrustBundleList(r: Reader, end: number, o: Obj, m?: Field
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ListMeta(r, 0, {}, inner(m, "metadata"));
@@ -357,7 +357,7 @@ export function ClusterTrustBundleSpec(r: Reader, end: number, o: Obj, m?: Field
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.trustBundle === undefined && (m === undefined || keeps(m, "trustBundle"))) o.trustBundle = '';
@@ -405,7 +405,7 @@ export function PodCertificateRequest(r: Reader, end: number, o: Obj, m?: FieldM
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -439,7 +439,7 @@ export function PodCertificateRequestList(r: Reader, end: number, o: Obj, m?: Fi
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ListMeta(r, 0, {}, inner(m, "metadata"));
@@ -558,7 +558,7 @@ export function PodCertificateRequestSpec(r: Reader, end: number, o: Obj, m?: Fi
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.signerName === undefined && (m === undefined || keeps(m, "signerName"))) o.signerName = '';
@@ -624,7 +624,7 @@ export function PodCertificateRequestStatus(r: Reader, end: number, o: Obj, m?: 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;

@@ -48,7 +48,7 @@ export function AWSElasticBlockStoreVolumeSource(r: Reader, end: number, o: Obj,
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.volumeID === undefined && (m === undefined || keeps(m, "volumeID"))) o.volumeID = '';
@@ -85,7 +85,7 @@ export function Affinity(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -113,7 +113,7 @@ export function AppArmorProfile(r: Reader, end: number, o: Obj, m?: FieldMask): 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.type === undefined && (m === undefined || keeps(m, "type"))) o.type = '';
@@ -142,7 +142,7 @@ export function AttachedVolume(r: Reader, end: number, o: Obj, m?: FieldMask): O
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.name === undefined && (m === undefined || keeps(m, "name"))) o.name = '';
@@ -204,7 +204,7 @@ export function AzureDiskVolumeSource(r: Reader, end: number, o: Obj, m?: FieldM
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.diskName === undefined && (m === undefined || keeps(m, "diskName"))) o.diskName = '';
@@ -251,7 +251,7 @@ export function AzureFilePersistentVolumeSource(r: Reader, end: number, o: Obj, 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.secretName === undefined && (m === undefined || keeps(m, "secretName"))) o.secretName = '';
@@ -291,7 +291,7 @@ export function AzureFileVolumeSource(r: Reader, end: number, o: Obj, m?: FieldM
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.secretName === undefined && (m === undefined || keeps(m, "secretName"))) o.secretName = '';
@@ -321,7 +321,7 @@ export function Binding(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -426,7 +426,7 @@ export function CSIPersistentVolumeSource(r: Reader, end: number, o: Obj, m?: Fi
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.driver === undefined && (m === undefined || keeps(m, "driver"))) o.driver = '';
@@ -489,7 +489,7 @@ export function CSIVolumeSource(r: Reader, end: number, o: Obj, m?: FieldMask): 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.driver === undefined && (m === undefined || keeps(m, "driver"))) o.driver = '';
@@ -524,7 +524,7 @@ export function Capabilities(r: Reader, end: number, o: Obj, m?: FieldMask): Obj
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -591,7 +591,7 @@ export function CephFSPersistentVolumeSource(r: Reader, end: number, o: Obj, m?:
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.monitors === undefined && (m === undefined || keeps(m, "monitors"))) o.monitors = null;
@@ -659,7 +659,7 @@ export function CephFSVolumeSource(r: Reader, end: number, o: Obj, m?: FieldMask
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.monitors === undefined && (m === undefined || keeps(m, "monitors"))) o.monitors = null;
@@ -706,7 +706,7 @@ export function CinderPersistentVolumeSource(r: Reader, end: number, o: Obj, m?:
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.volumeID === undefined && (m === undefined || keeps(m, "volumeID"))) o.volumeID = '';
@@ -753,7 +753,7 @@ export function CinderVolumeSource(r: Reader, end: number, o: Obj, m?: FieldMask
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.volumeID === undefined && (m === undefined || keeps(m, "volumeID"))) o.volumeID = '';
@@ -774,7 +774,7 @@ export function ClientIPConfig(r: Reader, end: number, o: Obj, m?: FieldMask): O
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -834,7 +834,7 @@ export function ClusterTrustBundleProjection(r: Reader, end: number, o: Obj, m?:
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.path === undefined && (m === undefined || keeps(m, "path"))) o.path = '';
@@ -881,7 +881,7 @@ export function ComponentCondition(r: Reader, end: number, o: Obj, m?: FieldMask
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.type === undefined && (m === undefined || keeps(m, "type"))) o.type = '';
@@ -914,7 +914,7 @@ export function ComponentStatus(r: Reader, end: number, o: Obj, m?: FieldMask): 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -946,7 +946,7 @@ export function ComponentStatusList(r: Reader, end: number, o: Obj, m?: FieldMas
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ListMeta(r, 0, {}, inner(m, "metadata"));
@@ -1010,7 +1010,7 @@ export function ConfigMap(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -1036,7 +1036,7 @@ export function ConfigMapEnvSource(r: Reader, end: number, o: Obj, m?: FieldMask
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (!i1) LocalObjectReference(r, 0, o, m);
@@ -1070,7 +1070,7 @@ export function ConfigMapKeySelector(r: Reader, end: number, o: Obj, m?: FieldMa
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (!i1) LocalObjectReference(r, 0, o, m);
@@ -1103,7 +1103,7 @@ export function ConfigMapList(r: Reader, end: number, o: Obj, m?: FieldMask): Ob
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ListMeta(r, 0, {}, inner(m, "metadata"));
@@ -1159,7 +1159,7 @@ export function ConfigMapNodeConfigSource(r: Reader, end: number, o: Obj, m?: Fi
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.namespace === undefined && (m === undefined || keeps(m, "namespace"))) o.namespace = '';
@@ -1198,7 +1198,7 @@ export function ConfigMapProjection(r: Reader, end: number, o: Obj, m?: FieldMas
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (!i1) LocalObjectReference(r, 0, o, m);
@@ -1251,7 +1251,7 @@ export function ConfigMapVolumeSource(r: Reader, end: number, o: Obj, m?: FieldM
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (!i1) LocalObjectReference(r, 0, o, m);
@@ -1499,7 +1499,7 @@ export function Container(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.name === undefined && (m === undefined || keeps(m, "name"))) o.name = '';
@@ -1537,7 +1537,7 @@ export function ContainerExtendedResourceRequest(r: Reader, end: number, o: Obj,
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.containerName === undefined && (m === undefined || keeps(m, "containerName"))) o.containerName = '';
@@ -1572,7 +1572,7 @@ export function ContainerImage(r: Reader, end: number, o: Obj, m?: FieldMask): O
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.names === undefined && (m === undefined || keeps(m, "names"))) o.names = null;
@@ -1629,7 +1629,7 @@ export function ContainerPort(r: Reader, end: number, o: Obj, m?: FieldMask): Ob
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.containerPort === undefined && (m === undefined || keeps(m, "containerPort"))) o.containerPort = 0;
@@ -1658,7 +1658,7 @@ export function ContainerResizePolicy(r: Reader, end: number, o: Obj, m?: FieldM
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.resourceName === undefined && (m === undefined || keeps(m, "resourceName"))) o.resourceName = '';
@@ -1689,7 +1689,7 @@ export function ContainerRestartRule(r: Reader, end: number, o: Obj, m?: FieldMa
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -1731,7 +1731,7 @@ export function ContainerRestartRuleOnExitCodes(r: Reader, end: number, o: Obj, 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -1767,7 +1767,7 @@ export function ContainerState(r: Reader, end: number, o: Obj, m?: FieldMask): O
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -1787,7 +1787,7 @@ export function ContainerStateRunning(r: Reader, end: number, o: Obj, m?: FieldM
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.startedAt === undefined && (m === undefined || keeps(m, "startedAt"))) o.startedAt = null;
@@ -1860,7 +1860,7 @@ export function ContainerStateTerminated(r: Reader, end: number, o: Obj, m?: Fie
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.exitCode === undefined && (m === undefined || keeps(m, "exitCode"))) o.exitCode = 0;
@@ -1893,7 +1893,7 @@ export function ContainerStateWaiting(r: Reader, end: number, o: Obj, m?: FieldM
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -2041,7 +2041,7 @@ export function ContainerStatus(r: Reader, end: number, o: Obj, m?: FieldMask): 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.name === undefined && (m === undefined || keeps(m, "name"))) o.name = '';
@@ -2068,7 +2068,7 @@ export function ContainerUser(r: Reader, end: number, o: Obj, m?: FieldMask): Ob
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -2088,7 +2088,7 @@ export function DaemonEndpoint(r: Reader, end: number, o: Obj, m?: FieldMask): O
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.Port === undefined && (m === undefined || keeps(m, "Port"))) o.Port = 0;
@@ -2112,7 +2112,7 @@ export function DownwardAPIProjection(r: Reader, end: number, o: Obj, m?: FieldM
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -2164,7 +2164,7 @@ export function DownwardAPIVolumeFile(r: Reader, end: number, o: Obj, m?: FieldM
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.path === undefined && (m === undefined || keeps(m, "path"))) o.path = '';
@@ -2204,7 +2204,7 @@ export function DownwardAPIVolumeSource(r: Reader, end: number, o: Obj, m?: Fiel
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -2241,7 +2241,7 @@ export function EmptyDirVolumeSource(r: Reader, end: number, o: Obj, m?: FieldMa
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -2286,7 +2286,7 @@ export function EndpointAddress(r: Reader, end: number, o: Obj, m?: FieldMask): 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.ip === undefined && (m === undefined || keeps(m, "ip"))) o.ip = '';
@@ -2333,7 +2333,7 @@ export function EndpointPort(r: Reader, end: number, o: Obj, m?: FieldMask): Obj
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.port === undefined && (m === undefined || keeps(m, "port"))) o.port = 0;
@@ -2379,7 +2379,7 @@ export function EndpointSubset(r: Reader, end: number, o: Obj, m?: FieldMask): O
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -2410,7 +2410,7 @@ export function Endpoints(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -2442,7 +2442,7 @@ export function EndpointsList(r: Reader, end: number, o: Obj, m?: FieldMask): Ob
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ListMeta(r, 0, {}, inner(m, "metadata"));
@@ -2481,7 +2481,7 @@ export function EnvFromSource(r: Reader, end: number, o: Obj, m?: FieldMask): Ob
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -2518,7 +2518,7 @@ export function EnvVar(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.name === undefined && (m === undefined || keeps(m, "name"))) o.name = '';
@@ -2571,7 +2571,7 @@ export function EnvVarSource(r: Reader, end: number, o: Obj, m?: FieldMask): Obj
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -2597,7 +2597,7 @@ export function EphemeralContainer(r: Reader, end: number, o: Obj, m?: FieldMask
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (!i1) EphemeralContainerCommon(r, 0, o, m);
@@ -2845,7 +2845,7 @@ export function EphemeralContainerCommon(r: Reader, end: number, o: Obj, m?: Fie
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.name === undefined && (m === undefined || keeps(m, "name"))) o.name = '';
@@ -2867,7 +2867,7 @@ export function EphemeralVolumeSource(r: Reader, end: number, o: Obj, m?: FieldM
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -3004,7 +3004,7 @@ export function Event(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -3043,7 +3043,7 @@ export function EventList(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ListMeta(r, 0, {}, inner(m, "metadata"));
@@ -3074,7 +3074,7 @@ export function EventSeries(r: Reader, end: number, o: Obj, m?: FieldMask): Obj 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.lastObservedTime === undefined && (m === undefined || keeps(m, "lastObservedTime"))) o.lastObservedTime = null;
@@ -3105,7 +3105,7 @@ export function EventSource(r: Reader, end: number, o: Obj, m?: FieldMask): Obj 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -3133,7 +3133,7 @@ export function EvictionResponder(r: Reader, end: number, o: Obj, m?: FieldMask)
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.name === undefined && (m === undefined || keeps(m, "name"))) o.name = '';
@@ -3158,7 +3158,7 @@ export function ExecAction(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -3218,7 +3218,7 @@ export function FCVolumeSource(r: Reader, end: number, o: Obj, m?: FieldMask): O
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -3262,7 +3262,7 @@ export function FileKeySelector(r: Reader, end: number, o: Obj, m?: FieldMask): 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.volumeName === undefined && (m === undefined || keeps(m, "volumeName"))) o.volumeName = '';
@@ -3328,7 +3328,7 @@ export function FlexPersistentVolumeSource(r: Reader, end: number, o: Obj, m?: F
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.driver === undefined && (m === undefined || keeps(m, "driver"))) o.driver = '';
@@ -3392,7 +3392,7 @@ export function FlexVolumeSource(r: Reader, end: number, o: Obj, m?: FieldMask):
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.driver === undefined && (m === undefined || keeps(m, "driver"))) o.driver = '';
@@ -3423,7 +3423,7 @@ export function FlockerVolumeSource(r: Reader, end: number, o: Obj, m?: FieldMas
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -3470,7 +3470,7 @@ export function GCEPersistentDiskVolumeSource(r: Reader, end: number, o: Obj, m?
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.pdName === undefined && (m === undefined || keeps(m, "pdName"))) o.pdName = '';
@@ -3507,7 +3507,7 @@ export function GRPCAction(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.port === undefined && (m === undefined || keeps(m, "port"))) o.port = 0;
@@ -3547,7 +3547,7 @@ export function GitRepoVolumeSource(r: Reader, end: number, o: Obj, m?: FieldMas
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.repository === undefined && (m === undefined || keeps(m, "repository"))) o.repository = '';
@@ -3593,7 +3593,7 @@ export function GlusterfsPersistentVolumeSource(r: Reader, end: number, o: Obj, 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.endpoints === undefined && (m === undefined || keeps(m, "endpoints"))) o.endpoints = '';
@@ -3632,7 +3632,7 @@ export function GlusterfsVolumeSource(r: Reader, end: number, o: Obj, m?: FieldM
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.endpoints === undefined && (m === undefined || keeps(m, "endpoints"))) o.endpoints = '';
@@ -3700,7 +3700,7 @@ export function HTTPGetAction(r: Reader, end: number, o: Obj, m?: FieldMask): Ob
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.port === undefined && (m === undefined || keeps(m, "port"))) o.port = 0;
@@ -3729,7 +3729,7 @@ export function HTTPHeader(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.name === undefined && (m === undefined || keeps(m, "name"))) o.name = '';
@@ -3762,7 +3762,7 @@ export function HostAlias(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.ip === undefined && (m === undefined || keeps(m, "ip"))) o.ip = '';
@@ -3783,7 +3783,7 @@ export function HostIP(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.ip === undefined && (m === undefined || keeps(m, "ip"))) o.ip = '';
@@ -3812,7 +3812,7 @@ export function HostPathVolumeSource(r: Reader, end: number, o: Obj, m?: FieldMa
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.path === undefined && (m === undefined || keeps(m, "path"))) o.path = '';
@@ -3921,7 +3921,7 @@ export function ISCSIPersistentVolumeSource(r: Reader, end: number, o: Obj, m?: 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.targetPortal === undefined && (m === undefined || keeps(m, "targetPortal"))) o.targetPortal = '';
@@ -4032,7 +4032,7 @@ export function ISCSIVolumeSource(r: Reader, end: number, o: Obj, m?: FieldMask)
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.targetPortal === undefined && (m === undefined || keeps(m, "targetPortal"))) o.targetPortal = '';
@@ -4065,7 +4065,7 @@ export function ImageVolumeSource(r: Reader, end: number, o: Obj, m?: FieldMask)
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -4086,7 +4086,7 @@ export function ImageVolumeStatus(r: Reader, end: number, o: Obj, m?: FieldMask)
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -4130,7 +4130,7 @@ export function KeyToPath(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.key === undefined && (m === undefined || keeps(m, "key"))) o.key = '';
@@ -4168,7 +4168,7 @@ export function Lifecycle(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -4212,7 +4212,7 @@ export function LifecycleHandler(r: Reader, end: number, o: Obj, m?: FieldMask):
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -4240,7 +4240,7 @@ export function LimitRange(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -4347,7 +4347,7 @@ export function LimitRangeItem(r: Reader, end: number, o: Obj, m?: FieldMask): O
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.type === undefined && (m === undefined || keeps(m, "type"))) o.type = '';
@@ -4379,7 +4379,7 @@ export function LimitRangeList(r: Reader, end: number, o: Obj, m?: FieldMask): O
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ListMeta(r, 0, {}, inner(m, "metadata"));
@@ -4404,7 +4404,7 @@ export function LimitRangeSpec(r: Reader, end: number, o: Obj, m?: FieldMask): O
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.limits === undefined && (m === undefined || keeps(m, "limits"))) o.limits = null;
@@ -4454,7 +4454,7 @@ export function LinuxContainerUser(r: Reader, end: number, o: Obj, m?: FieldMask
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.uid === undefined && (m === undefined || keeps(m, "uid"))) o.uid = 0;
@@ -4487,7 +4487,7 @@ export function List(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ListMeta(r, 0, {}, inner(m, "metadata"));
@@ -4538,7 +4538,7 @@ export function LoadBalancerIngress(r: Reader, end: number, o: Obj, m?: FieldMas
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -4561,7 +4561,7 @@ export function LoadBalancerStatus(r: Reader, end: number, o: Obj, m?: FieldMask
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -4582,7 +4582,7 @@ export function LocalObjectReference(r: Reader, end: number, o: Obj, m?: FieldMa
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -4610,7 +4610,7 @@ export function LocalVolumeSource(r: Reader, end: number, o: Obj, m?: FieldMask)
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.path === undefined && (m === undefined || keeps(m, "path"))) o.path = '';
@@ -4640,7 +4640,7 @@ export function ModifyVolumeStatus(r: Reader, end: number, o: Obj, m?: FieldMask
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.status === undefined && (m === undefined || keeps(m, "status"))) o.status = '';
@@ -4678,7 +4678,7 @@ export function NFSVolumeSource(r: Reader, end: number, o: Obj, m?: FieldMask): 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.server === undefined && (m === undefined || keeps(m, "server"))) o.server = '';
@@ -4716,7 +4716,7 @@ export function Namespace(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -4773,7 +4773,7 @@ export function NamespaceCondition(r: Reader, end: number, o: Obj, m?: FieldMask
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.type === undefined && (m === undefined || keeps(m, "type"))) o.type = '';
@@ -4807,7 +4807,7 @@ export function NamespaceList(r: Reader, end: number, o: Obj, m?: FieldMask): Ob
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ListMeta(r, 0, {}, inner(m, "metadata"));
@@ -4832,7 +4832,7 @@ export function NamespaceSpec(r: Reader, end: number, o: Obj, m?: FieldMask): Ob
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -4864,7 +4864,7 @@ export function NamespaceStatus(r: Reader, end: number, o: Obj, m?: FieldMask): 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -4900,7 +4900,7 @@ export function Node(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -4931,7 +4931,7 @@ export function NodeAddress(r: Reader, end: number, o: Obj, m?: FieldMask): Obj 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.type === undefined && (m === undefined || keeps(m, "type"))) o.type = '';
@@ -4964,7 +4964,7 @@ export function NodeAffinity(r: Reader, end: number, o: Obj, m?: FieldMask): Obj
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -4992,7 +4992,7 @@ export function NodeAllocatableMappedResources(r: Reader, end: number, o: Obj, m
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.name === undefined && (m === undefined || keeps(m, "name"))) o.name = '';
@@ -5030,7 +5030,7 @@ export function NodeAllocatableOverheadResources(r: Reader, end: number, o: Obj,
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.name === undefined && (m === undefined || keeps(m, "name"))) o.name = '';
@@ -5084,7 +5084,7 @@ export function NodeAllocatableResourceClaimStatus(r: Reader, end: number, o: Ob
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.resourceClaimName === undefined && (m === undefined || keeps(m, "resourceClaimName"))) o.resourceClaimName = '';
@@ -5147,7 +5147,7 @@ export function NodeCondition(r: Reader, end: number, o: Obj, m?: FieldMask): Ob
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.type === undefined && (m === undefined || keeps(m, "type"))) o.type = '';
@@ -5171,7 +5171,7 @@ export function NodeConfigSource(r: Reader, end: number, o: Obj, m?: FieldMask):
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -5216,7 +5216,7 @@ export function NodeConfigStatus(r: Reader, end: number, o: Obj, m?: FieldMask):
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -5236,7 +5236,7 @@ export function NodeDaemonEndpoints(r: Reader, end: number, o: Obj, m?: FieldMas
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.kubeletEndpoint === undefined && (m === undefined || keeps(m, "kubeletEndpoint"))) o.kubeletEndpoint = DaemonEndpoint(r, 0, {}, inner(m, "kubeletEndpoint"));
@@ -5257,7 +5257,7 @@ export function NodeFeatures(r: Reader, end: number, o: Obj, m?: FieldMask): Obj
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -5288,7 +5288,7 @@ export function NodeList(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ListMeta(r, 0, {}, inner(m, "metadata"));
@@ -5313,7 +5313,7 @@ export function NodePodPreemptionPolicy(r: Reader, end: number, o: Obj, m?: Fiel
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -5341,7 +5341,7 @@ export function NodeRuntimeHandler(r: Reader, end: number, o: Obj, m?: FieldMask
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.name === undefined && (m === undefined || keeps(m, "name"))) o.name = '';
@@ -5370,7 +5370,7 @@ export function NodeRuntimeHandlerFeatures(r: Reader, end: number, o: Obj, m?: F
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -5393,7 +5393,7 @@ export function NodeSelector(r: Reader, end: number, o: Obj, m?: FieldMask): Obj
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.nodeSelectorTerms === undefined && (m === undefined || keeps(m, "nodeSelectorTerms"))) o.nodeSelectorTerms = null;
@@ -5433,7 +5433,7 @@ export function NodeSelectorRequirement(r: Reader, end: number, o: Obj, m?: Fiel
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.key === undefined && (m === undefined || keeps(m, "key"))) o.key = '';
@@ -5469,7 +5469,7 @@ export function NodeSelectorTerm(r: Reader, end: number, o: Obj, m?: FieldMask):
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -5555,7 +5555,7 @@ export function NodeSpec(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -5719,7 +5719,7 @@ export function NodeStatus(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.daemonEndpoints === undefined && (m === undefined || keeps(m, "daemonEndpoints"))) o.daemonEndpoints = NodeDaemonEndpoints(r, 0, {}, inner(m, "daemonEndpoints"));
@@ -5741,7 +5741,7 @@ export function NodeSwapStatus(r: Reader, end: number, o: Obj, m?: FieldMask): O
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -5849,7 +5849,7 @@ export function NodeSystemInfo(r: Reader, end: number, o: Obj, m?: FieldMask): O
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.machineID === undefined && (m === undefined || keeps(m, "machineID"))) o.machineID = '';
@@ -5888,7 +5888,7 @@ export function ObjectFieldSelector(r: Reader, end: number, o: Obj, m?: FieldMas
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.fieldPath === undefined && (m === undefined || keeps(m, "fieldPath"))) o.fieldPath = '';
@@ -5964,7 +5964,7 @@ export function ObjectReference(r: Reader, end: number, o: Obj, m?: FieldMask): 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -6000,7 +6000,7 @@ export function PersistentVolume(r: Reader, end: number, o: Obj, m?: FieldMask):
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -6039,7 +6039,7 @@ export function PersistentVolumeClaim(r: Reader, end: number, o: Obj, m?: FieldM
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -6104,7 +6104,7 @@ export function PersistentVolumeClaimCondition(r: Reader, end: number, o: Obj, m
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.type === undefined && (m === undefined || keeps(m, "type"))) o.type = '';
@@ -6139,7 +6139,7 @@ export function PersistentVolumeClaimList(r: Reader, end: number, o: Obj, m?: Fi
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ListMeta(r, 0, {}, inner(m, "metadata"));
@@ -6229,7 +6229,7 @@ export function PersistentVolumeClaimSpec(r: Reader, end: number, o: Obj, m?: Fi
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.resources === undefined && (m === undefined || keeps(m, "resources"))) o.resources = VolumeResourceRequirements(r, 0, {}, inner(m, "resources"));
@@ -6348,7 +6348,7 @@ export function PersistentVolumeClaimStatus(r: Reader, end: number, o: Obj, m?: 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -6376,7 +6376,7 @@ export function PersistentVolumeClaimTemplate(r: Reader, end: number, o: Obj, m?
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -6407,7 +6407,7 @@ export function PersistentVolumeClaimVolumeSource(r: Reader, end: number, o: Obj
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.claimName === undefined && (m === undefined || keeps(m, "claimName"))) o.claimName = '';
@@ -6439,7 +6439,7 @@ export function PersistentVolumeList(r: Reader, end: number, o: Obj, m?: FieldMa
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ListMeta(r, 0, {}, inner(m, "metadata"));
@@ -6629,7 +6629,7 @@ export function PersistentVolumeSource(r: Reader, end: number, o: Obj, m?: Field
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -6735,7 +6735,7 @@ export function PersistentVolumeSpec(r: Reader, end: number, o: Obj, m?: FieldMa
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (!i2) PersistentVolumeSource(r, 0, o, m);
@@ -6783,7 +6783,7 @@ export function PersistentVolumeStatus(r: Reader, end: number, o: Obj, m?: Field
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -6812,7 +6812,7 @@ export function PhotonPersistentDiskVolumeSource(r: Reader, end: number, o: Obj,
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.pdID === undefined && (m === undefined || keeps(m, "pdID"))) o.pdID = '';
@@ -6849,7 +6849,7 @@ export function Pod(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -6886,7 +6886,7 @@ export function PodAffinity(r: Reader, end: number, o: Obj, m?: FieldMask): Obj 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -6955,7 +6955,7 @@ export function PodAffinityTerm(r: Reader, end: number, o: Obj, m?: FieldMask): 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.topologyKey === undefined && (m === undefined || keeps(m, "topologyKey"))) o.topologyKey = '';
@@ -6990,7 +6990,7 @@ export function PodAntiAffinity(r: Reader, end: number, o: Obj, m?: FieldMask): 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -7080,7 +7080,7 @@ export function PodCertificateProjection(r: Reader, end: number, o: Obj, m?: Fie
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -7151,7 +7151,7 @@ export function PodCondition(r: Reader, end: number, o: Obj, m?: FieldMask): Obj
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.type === undefined && (m === undefined || keeps(m, "type"))) o.type = '';
@@ -7200,7 +7200,7 @@ export function PodDNSConfig(r: Reader, end: number, o: Obj, m?: FieldMask): Obj
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -7229,7 +7229,7 @@ export function PodDNSConfigOption(r: Reader, end: number, o: Obj, m?: FieldMask
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -7260,7 +7260,7 @@ export function PodExtendedResourceClaimStatus(r: Reader, end: number, o: Obj, m
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.requestMappings === undefined && (m === undefined || keeps(m, "requestMappings"))) o.requestMappings = null;
@@ -7282,7 +7282,7 @@ export function PodIP(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.ip === undefined && (m === undefined || keeps(m, "ip"))) o.ip = '';
@@ -7314,7 +7314,7 @@ export function PodList(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ListMeta(r, 0, {}, inner(m, "metadata"));
@@ -7336,7 +7336,7 @@ export function PodOS(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.name === undefined && (m === undefined || keeps(m, "name"))) o.name = '';
@@ -7357,7 +7357,7 @@ export function PodReadinessGate(r: Reader, end: number, o: Obj, m?: FieldMask):
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.conditionType === undefined && (m === undefined || keeps(m, "conditionType"))) o.conditionType = '';
@@ -7394,7 +7394,7 @@ export function PodResourceClaim(r: Reader, end: number, o: Obj, m?: FieldMask):
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.name === undefined && (m === undefined || keeps(m, "name"))) o.name = '';
@@ -7423,7 +7423,7 @@ export function PodResourceClaimStatus(r: Reader, end: number, o: Obj, m?: Field
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.name === undefined && (m === undefined || keeps(m, "name"))) o.name = '';
@@ -7444,7 +7444,7 @@ export function PodSchedulingGate(r: Reader, end: number, o: Obj, m?: FieldMask)
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.name === undefined && (m === undefined || keeps(m, "name"))) o.name = '';
@@ -7465,7 +7465,7 @@ export function PodSchedulingGroup(r: Reader, end: number, o: Obj, m?: FieldMask
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -7597,7 +7597,7 @@ export function PodSecurityContext(r: Reader, end: number, o: Obj, m?: FieldMask
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -8019,7 +8019,7 @@ export function PodSpec(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.containers === undefined && (m === undefined || keeps(m, "containers"))) o.containers = null;
@@ -8253,7 +8253,7 @@ export function PodStatus(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -8281,7 +8281,7 @@ export function PodTemplate(r: Reader, end: number, o: Obj, m?: FieldMask): Obj 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -8314,7 +8314,7 @@ export function PodTemplateList(r: Reader, end: number, o: Obj, m?: FieldMask): 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ListMeta(r, 0, {}, inner(m, "metadata"));
@@ -8344,7 +8344,7 @@ export function PodTemplateSpec(r: Reader, end: number, o: Obj, m?: FieldMask): 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -8385,7 +8385,7 @@ export function PodVolumeHealth(r: Reader, end: number, o: Obj, m?: FieldMask): 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.name === undefined && (m === undefined || keeps(m, "name"))) o.name = '';
@@ -8423,7 +8423,7 @@ export function PortStatus(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.port === undefined && (m === undefined || keeps(m, "port"))) o.port = 0;
@@ -8463,7 +8463,7 @@ export function PortworxVolumeSource(r: Reader, end: number, o: Obj, m?: FieldMa
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.volumeID === undefined && (m === undefined || keeps(m, "volumeID"))) o.volumeID = '';
@@ -8492,7 +8492,7 @@ export function PreferredSchedulingTerm(r: Reader, end: number, o: Obj, m?: Fiel
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.weight === undefined && (m === undefined || keeps(m, "weight"))) o.weight = 0;
@@ -8564,7 +8564,7 @@ export function Probe(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (!i1) ProbeHandler(r, 0, o, m);
@@ -8609,7 +8609,7 @@ export function ProbeHandler(r: Reader, end: number, o: Obj, m?: FieldMask): Obj
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -8648,7 +8648,7 @@ export function ProjectedVolumeSource(r: Reader, end: number, o: Obj, m?: FieldM
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.sources === undefined && (m === undefined || keeps(m, "sources"))) o.sources = null;
@@ -8713,7 +8713,7 @@ export function QuobyteVolumeSource(r: Reader, end: number, o: Obj, m?: FieldMas
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.registry === undefined && (m === undefined || keeps(m, "registry"))) o.registry = '';
@@ -8799,7 +8799,7 @@ export function RBDPersistentVolumeSource(r: Reader, end: number, o: Obj, m?: Fi
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.monitors === undefined && (m === undefined || keeps(m, "monitors"))) o.monitors = null;
@@ -8885,7 +8885,7 @@ export function RBDVolumeSource(r: Reader, end: number, o: Obj, m?: FieldMask): 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.monitors === undefined && (m === undefined || keeps(m, "monitors"))) o.monitors = null;
@@ -8923,7 +8923,7 @@ export function RangeAllocation(r: Reader, end: number, o: Obj, m?: FieldMask): 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -8962,7 +8962,7 @@ export function ReplicationController(r: Reader, end: number, o: Obj, m?: FieldM
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -9019,7 +9019,7 @@ export function ReplicationControllerCondition(r: Reader, end: number, o: Obj, m
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.type === undefined && (m === undefined || keeps(m, "type"))) o.type = '';
@@ -9053,7 +9053,7 @@ export function ReplicationControllerList(r: Reader, end: number, o: Obj, m?: Fi
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ListMeta(r, 0, {}, inner(m, "metadata"));
@@ -9109,7 +9109,7 @@ export function ReplicationControllerSpec(r: Reader, end: number, o: Obj, m?: Fi
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -9176,7 +9176,7 @@ export function ReplicationControllerStatus(r: Reader, end: number, o: Obj, m?: 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.replicas === undefined && (m === undefined || keeps(m, "replicas"))) o.replicas = 0;
@@ -9206,7 +9206,7 @@ export function ResourceClaim(r: Reader, end: number, o: Obj, m?: FieldMask): Ob
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.name === undefined && (m === undefined || keeps(m, "name"))) o.name = '';
@@ -9244,7 +9244,7 @@ export function ResourceFieldSelector(r: Reader, end: number, o: Obj, m?: FieldM
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.resource === undefined && (m === undefined || keeps(m, "resource"))) o.resource = '';
@@ -9283,7 +9283,7 @@ export function ResourceHealth(r: Reader, end: number, o: Obj, m?: FieldMask): O
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.resourceID === undefined && (m === undefined || keeps(m, "resourceID"))) o.resourceID = '';
@@ -9320,7 +9320,7 @@ export function ResourceQuota(r: Reader, end: number, o: Obj, m?: FieldMask): Ob
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -9354,7 +9354,7 @@ export function ResourceQuotaList(r: Reader, end: number, o: Obj, m?: FieldMask)
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ListMeta(r, 0, {}, inner(m, "metadata"));
@@ -9404,7 +9404,7 @@ export function ResourceQuotaSpec(r: Reader, end: number, o: Obj, m?: FieldMask)
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -9450,7 +9450,7 @@ export function ResourceQuotaStatus(r: Reader, end: number, o: Obj, m?: FieldMas
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -9507,7 +9507,7 @@ export function ResourceRequirements(r: Reader, end: number, o: Obj, m?: FieldMa
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -9538,7 +9538,7 @@ export function ResourceStatus(r: Reader, end: number, o: Obj, m?: FieldMask): O
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.name === undefined && (m === undefined || keeps(m, "name"))) o.name = '';
@@ -9587,7 +9587,7 @@ export function SELinuxOptions(r: Reader, end: number, o: Obj, m?: FieldMask): O
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -9686,7 +9686,7 @@ export function ScaleIOPersistentVolumeSource(r: Reader, end: number, o: Obj, m?
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.gateway === undefined && (m === undefined || keeps(m, "gateway"))) o.gateway = '';
@@ -9788,7 +9788,7 @@ export function ScaleIOVolumeSource(r: Reader, end: number, o: Obj, m?: FieldMas
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.gateway === undefined && (m === undefined || keeps(m, "gateway"))) o.gateway = '';
@@ -9814,7 +9814,7 @@ export function ScopeSelector(r: Reader, end: number, o: Obj, m?: FieldMask): Ob
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -9853,7 +9853,7 @@ export function ScopedResourceSelectorRequirement(r: Reader, end: number, o: Obj
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.scopeName === undefined && (m === undefined || keeps(m, "scopeName"))) o.scopeName = '';
@@ -9883,7 +9883,7 @@ export function SeccompProfile(r: Reader, end: number, o: Obj, m?: FieldMask): O
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.type === undefined && (m === undefined || keeps(m, "type"))) o.type = '';
@@ -9955,7 +9955,7 @@ export function Secret(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -9981,7 +9981,7 @@ export function SecretEnvSource(r: Reader, end: number, o: Obj, m?: FieldMask): 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (!i1) LocalObjectReference(r, 0, o, m);
@@ -10015,7 +10015,7 @@ export function SecretKeySelector(r: Reader, end: number, o: Obj, m?: FieldMask)
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (!i1) LocalObjectReference(r, 0, o, m);
@@ -10048,7 +10048,7 @@ export function SecretList(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ListMeta(r, 0, {}, inner(m, "metadata"));
@@ -10086,7 +10086,7 @@ export function SecretProjection(r: Reader, end: number, o: Obj, m?: FieldMask):
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (!i1) LocalObjectReference(r, 0, o, m);
@@ -10117,7 +10117,7 @@ export function SecretReference(r: Reader, end: number, o: Obj, m?: FieldMask): 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -10173,7 +10173,7 @@ export function SecretVolumeSource(r: Reader, end: number, o: Obj, m?: FieldMask
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -10281,7 +10281,7 @@ export function SecurityContext(r: Reader, end: number, o: Obj, m?: FieldMask): 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -10317,7 +10317,7 @@ export function Service(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -10370,7 +10370,7 @@ export function ServiceAccount(r: Reader, end: number, o: Obj, m?: FieldMask): O
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -10402,7 +10402,7 @@ export function ServiceAccountList(r: Reader, end: number, o: Obj, m?: FieldMask
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ListMeta(r, 0, {}, inner(m, "metadata"));
@@ -10449,7 +10449,7 @@ export function ServiceAccountTokenProjection(r: Reader, end: number, o: Obj, m?
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.path === undefined && (m === undefined || keeps(m, "path"))) o.path = '';
@@ -10481,7 +10481,7 @@ export function ServiceList(r: Reader, end: number, o: Obj, m?: FieldMask): Obj 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ListMeta(r, 0, {}, inner(m, "metadata"));
@@ -10546,7 +10546,7 @@ export function ServicePort(r: Reader, end: number, o: Obj, m?: FieldMask): Obj 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.port === undefined && (m === undefined || keeps(m, "port"))) o.port = 0;
@@ -10752,7 +10752,7 @@ export function ServiceSpec(r: Reader, end: number, o: Obj, m?: FieldMask): Obj 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -10783,7 +10783,7 @@ export function ServiceStatus(r: Reader, end: number, o: Obj, m?: FieldMask): Ob
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.loadBalancer === undefined && (m === undefined || keeps(m, "loadBalancer"))) o.loadBalancer = LoadBalancerStatus(r, 0, {}, inner(m, "loadBalancer"));
@@ -10804,7 +10804,7 @@ export function SessionAffinityConfig(r: Reader, end: number, o: Obj, m?: FieldM
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -10824,7 +10824,7 @@ export function SleepAction(r: Reader, end: number, o: Obj, m?: FieldMask): Obj 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.seconds === undefined && (m === undefined || keeps(m, "seconds"))) o.seconds = 0;
@@ -10881,7 +10881,7 @@ export function StorageOSPersistentVolumeSource(r: Reader, end: number, o: Obj, 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -10937,7 +10937,7 @@ export function StorageOSVolumeSource(r: Reader, end: number, o: Obj, m?: FieldM
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -10965,7 +10965,7 @@ export function Sysctl(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.name === undefined && (m === undefined || keeps(m, "name"))) o.name = '';
@@ -10996,7 +10996,7 @@ export function TCPSocketAction(r: Reader, end: number, o: Obj, m?: FieldMask): 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.port === undefined && (m === undefined || keeps(m, "port"))) o.port = 0;
@@ -11042,7 +11042,7 @@ export function Taint(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.key === undefined && (m === undefined || keeps(m, "key"))) o.key = '';
@@ -11100,7 +11100,7 @@ export function Toleration(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -11131,7 +11131,7 @@ export function TopologySelectorLabelRequirement(r: Reader, end: number, o: Obj,
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.key === undefined && (m === undefined || keeps(m, "key"))) o.key = '';
@@ -11156,7 +11156,7 @@ export function TopologySelectorTerm(r: Reader, end: number, o: Obj, m?: FieldMa
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -11235,7 +11235,7 @@ export function TopologySpreadConstraint(r: Reader, end: number, o: Obj, m?: Fie
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.maxSkew === undefined && (m === undefined || keeps(m, "maxSkew"))) o.maxSkew = 0;
@@ -11274,7 +11274,7 @@ export function TypedLocalObjectReference(r: Reader, end: number, o: Obj, m?: Fi
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.apiGroup === undefined && (m === undefined || keeps(m, "apiGroup"))) o.apiGroup = null;
@@ -11321,7 +11321,7 @@ export function TypedObjectReference(r: Reader, end: number, o: Obj, m?: FieldMa
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.apiGroup === undefined && (m === undefined || keeps(m, "apiGroup"))) o.apiGroup = null;
@@ -11349,7 +11349,7 @@ export function Volume(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         i2 = true;
         break;
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.name === undefined && (m === undefined || keeps(m, "name"))) o.name = '';
@@ -11379,7 +11379,7 @@ export function VolumeDevice(r: Reader, end: number, o: Obj, m?: FieldMask): Obj
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.name === undefined && (m === undefined || keeps(m, "name"))) o.name = '';
@@ -11418,7 +11418,7 @@ export function VolumeHealthCondition(r: Reader, end: number, o: Obj, m?: FieldM
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.status === undefined && (m === undefined || keeps(m, "status"))) o.status = '';
@@ -11451,7 +11451,7 @@ export function VolumeHealthStatus(r: Reader, end: number, o: Obj, m?: FieldMask
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.lastTransitionTime === undefined && (m === undefined || keeps(m, "lastTransitionTime"))) o.lastTransitionTime = null;
@@ -11534,7 +11534,7 @@ export function VolumeMount(r: Reader, end: number, o: Obj, m?: FieldMask): Obj 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.name === undefined && (m === undefined || keeps(m, "name"))) o.name = '';
@@ -11589,7 +11589,7 @@ export function VolumeMountStatus(r: Reader, end: number, o: Obj, m?: FieldMask)
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.name === undefined && (m === undefined || keeps(m, "name"))) o.name = '';
@@ -11611,7 +11611,7 @@ export function VolumeNodeAffinity(r: Reader, end: number, o: Obj, m?: FieldMask
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -11671,7 +11671,7 @@ export function VolumeProjection(r: Reader, end: number, o: Obj, m?: FieldMask):
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -11717,7 +11717,7 @@ export function VolumeResourceRequirements(r: Reader, end: number, o: Obj, m?: F
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -11969,7 +11969,7 @@ export function VolumeSource(r: Reader, end: number, o: Obj, m?: FieldMask): Obj
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -11989,7 +11989,7 @@ export function VolumeStatus(r: Reader, end: number, o: Obj, m?: FieldMask): Obj
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -12036,7 +12036,7 @@ export function VsphereVirtualDiskVolumeSource(r: Reader, end: number, o: Obj, m
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.volumePath === undefined && (m === undefined || keeps(m, "volumePath"))) o.volumePath = '';
@@ -12065,7 +12065,7 @@ export function WeightedPodAffinityTerm(r: Reader, end: number, o: Obj, m?: Fiel
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.weight === undefined && (m === undefined || keeps(m, "weight"))) o.weight = 0;
@@ -12111,7 +12111,7 @@ export function WindowsSecurityContextOptions(r: Reader, end: number, o: Obj, m?
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;

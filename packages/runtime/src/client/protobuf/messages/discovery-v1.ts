@@ -90,7 +90,7 @@ export function Endpoint(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.addresses === undefined && (m === undefined || keeps(m, "addresses"))) o.addresses = null;
@@ -128,7 +128,7 @@ export function EndpointConditions(r: Reader, end: number, o: Obj, m?: FieldMask
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -162,7 +162,7 @@ export function EndpointHints(r: Reader, end: number, o: Obj, m?: FieldMask): Ob
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -206,7 +206,7 @@ export function EndpointPort(r: Reader, end: number, o: Obj, m?: FieldMask): Obj
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -256,7 +256,7 @@ export function EndpointSlice(r: Reader, end: number, o: Obj, m?: FieldMask): Ob
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -291,7 +291,7 @@ export function EndpointSliceList(r: Reader, end: number, o: Obj, m?: FieldMask)
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ListMeta(r, 0, {}, inner(m, "metadata"));
@@ -313,7 +313,7 @@ export function ForNode(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.name === undefined && (m === undefined || keeps(m, "name"))) o.name = '';
@@ -334,7 +334,7 @@ export function ForZone(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.name === undefined && (m === undefined || keeps(m, "name"))) o.name = '';

@@ -38,7 +38,7 @@ export function DaemonSet(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -95,7 +95,7 @@ export function DaemonSetCondition(r: Reader, end: number, o: Obj, m?: FieldMask
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.type === undefined && (m === undefined || keeps(m, "type"))) o.type = '';
@@ -129,7 +129,7 @@ export function DaemonSetList(r: Reader, end: number, o: Obj, m?: FieldMask): Ob
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ListMeta(r, 0, {}, inner(m, "metadata"));
@@ -193,7 +193,7 @@ export function DaemonSetSpec(r: Reader, end: number, o: Obj, m?: FieldMask): Ob
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.template === undefined && (m === undefined || keeps(m, "template"))) o.template = core_v1.PodTemplateSpec(r, 0, {}, inner(m, "template"));
@@ -294,7 +294,7 @@ export function DaemonSetStatus(r: Reader, end: number, o: Obj, m?: FieldMask): 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.currentNumberScheduled === undefined && (m === undefined || keeps(m, "currentNumberScheduled"))) o.currentNumberScheduled = 0;
@@ -327,7 +327,7 @@ export function DaemonSetUpdateStrategy(r: Reader, end: number, o: Obj, m?: Fiel
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -363,7 +363,7 @@ export function Deployment(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -428,7 +428,7 @@ export function DeploymentCondition(r: Reader, end: number, o: Obj, m?: FieldMas
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.type === undefined && (m === undefined || keeps(m, "type"))) o.type = '';
@@ -463,7 +463,7 @@ export function DeploymentList(r: Reader, end: number, o: Obj, m?: FieldMask): O
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ListMeta(r, 0, {}, inner(m, "metadata"));
@@ -551,7 +551,7 @@ export function DeploymentSpec(r: Reader, end: number, o: Obj, m?: FieldMask): O
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.template === undefined && (m === undefined || keeps(m, "template"))) o.template = core_v1.PodTemplateSpec(r, 0, {}, inner(m, "template"));
@@ -646,7 +646,7 @@ export function DeploymentStatus(r: Reader, end: number, o: Obj, m?: FieldMask):
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -675,7 +675,7 @@ export function DeploymentStrategy(r: Reader, end: number, o: Obj, m?: FieldMask
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -712,7 +712,7 @@ export function HTTPIngressPath(r: Reader, end: number, o: Obj, m?: FieldMask): 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.backend === undefined && (m === undefined || keeps(m, "backend"))) o.backend = IngressBackend(r, 0, {}, inner(m, "backend"));
@@ -736,7 +736,7 @@ export function HTTPIngressRuleValue(r: Reader, end: number, o: Obj, m?: FieldMa
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.paths === undefined && (m === undefined || keeps(m, "paths"))) o.paths = null;
@@ -768,7 +768,7 @@ export function IPBlock(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.cidr === undefined && (m === undefined || keeps(m, "cidr"))) o.cidr = '';
@@ -805,7 +805,7 @@ export function Ingress(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -845,7 +845,7 @@ export function IngressBackend(r: Reader, end: number, o: Obj, m?: FieldMask): O
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.servicePort === undefined && (m === undefined || keeps(m, "servicePort"))) o.servicePort = 0;
@@ -877,7 +877,7 @@ export function IngressList(r: Reader, end: number, o: Obj, m?: FieldMask): Obj 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ListMeta(r, 0, {}, inner(m, "metadata"));
@@ -920,7 +920,7 @@ export function IngressLoadBalancerIngress(r: Reader, end: number, o: Obj, m?: F
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -943,7 +943,7 @@ export function IngressLoadBalancerStatus(r: Reader, end: number, o: Obj, m?: Fi
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -979,7 +979,7 @@ export function IngressPortStatus(r: Reader, end: number, o: Obj, m?: FieldMask)
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.port === undefined && (m === undefined || keeps(m, "port"))) o.port = 0;
@@ -1007,7 +1007,7 @@ export function IngressRule(r: Reader, end: number, o: Obj, m?: FieldMask): Obj 
         i2 = true;
         break;
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (!i2) IngressRuleValue(r, 0, o, m);
@@ -1028,7 +1028,7 @@ export function IngressRuleValue(r: Reader, end: number, o: Obj, m?: FieldMask):
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -1078,7 +1078,7 @@ export function IngressSpec(r: Reader, end: number, o: Obj, m?: FieldMask): Obj 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -1098,7 +1098,7 @@ export function IngressStatus(r: Reader, end: number, o: Obj, m?: FieldMask): Ob
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.loadBalancer === undefined && (m === undefined || keeps(m, "loadBalancer"))) o.loadBalancer = IngressLoadBalancerStatus(r, 0, {}, inner(m, "loadBalancer"));
@@ -1131,7 +1131,7 @@ export function IngressTLS(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -1159,7 +1159,7 @@ export function NetworkPolicy(r: Reader, end: number, o: Obj, m?: FieldMask): Ob
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -1195,7 +1195,7 @@ export function NetworkPolicyEgressRule(r: Reader, end: number, o: Obj, m?: Fiel
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -1229,7 +1229,7 @@ export function NetworkPolicyIngressRule(r: Reader, end: number, o: Obj, m?: Fie
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -1260,7 +1260,7 @@ export function NetworkPolicyList(r: Reader, end: number, o: Obj, m?: FieldMask)
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ListMeta(r, 0, {}, inner(m, "metadata"));
@@ -1298,7 +1298,7 @@ export function NetworkPolicyPeer(r: Reader, end: number, o: Obj, m?: FieldMask)
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -1334,7 +1334,7 @@ export function NetworkPolicyPort(r: Reader, end: number, o: Obj, m?: FieldMask)
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -1387,7 +1387,7 @@ export function NetworkPolicySpec(r: Reader, end: number, o: Obj, m?: FieldMask)
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.podSelector === undefined && (m === undefined || keeps(m, "podSelector"))) o.podSelector = meta_v1.LabelSelector(r, 0, {}, inner(m, "podSelector"));
@@ -1424,7 +1424,7 @@ export function ReplicaSet(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -1481,7 +1481,7 @@ export function ReplicaSetCondition(r: Reader, end: number, o: Obj, m?: FieldMas
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.type === undefined && (m === undefined || keeps(m, "type"))) o.type = '';
@@ -1515,7 +1515,7 @@ export function ReplicaSetList(r: Reader, end: number, o: Obj, m?: FieldMask): O
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ListMeta(r, 0, {}, inner(m, "metadata"));
@@ -1562,7 +1562,7 @@ export function ReplicaSetSpec(r: Reader, end: number, o: Obj, m?: FieldMask): O
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.template === undefined && (m === undefined || keeps(m, "template"))) o.template = core_v1.PodTemplateSpec(r, 0, {}, inner(m, "template"));
@@ -1638,7 +1638,7 @@ export function ReplicaSetStatus(r: Reader, end: number, o: Obj, m?: FieldMask):
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.replicas === undefined && (m === undefined || keeps(m, "replicas"))) o.replicas = 0;
@@ -1660,7 +1660,7 @@ export function RollbackConfig(r: Reader, end: number, o: Obj, m?: FieldMask): O
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -1688,7 +1688,7 @@ export function RollingUpdateDaemonSet(r: Reader, end: number, o: Obj, m?: Field
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -1716,7 +1716,7 @@ export function RollingUpdateDeployment(r: Reader, end: number, o: Obj, m?: Fiel
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -1752,7 +1752,7 @@ export function Scale(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -1776,7 +1776,7 @@ export function ScaleSpec(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -1822,7 +1822,7 @@ export function ScaleStatus(r: Reader, end: number, o: Obj, m?: FieldMask): Obj 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.replicas === undefined && (m === undefined || keeps(m, "replicas"))) o.replicas = 0;

@@ -29,7 +29,7 @@ export function ExemptPriorityLevelConfiguration(r: Reader, end: number, o: Obj,
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -49,7 +49,7 @@ export function FlowDistinguisherMethod(r: Reader, end: number, o: Obj, m?: Fiel
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.type === undefined && (m === undefined || keeps(m, "type"))) o.type = '';
@@ -86,7 +86,7 @@ export function FlowSchema(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -145,7 +145,7 @@ export function FlowSchemaCondition(r: Reader, end: number, o: Obj, m?: FieldMas
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.lastTransitionTime === undefined && (m === undefined || keeps(m, "lastTransitionTime"))) o.lastTransitionTime = null;
@@ -177,7 +177,7 @@ export function FlowSchemaList(r: Reader, end: number, o: Obj, m?: FieldMask): O
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ListMeta(r, 0, {}, inner(m, "metadata"));
@@ -226,7 +226,7 @@ export function FlowSchemaSpec(r: Reader, end: number, o: Obj, m?: FieldMask): O
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.priorityLevelConfiguration === undefined && (m === undefined || keeps(m, "priorityLevelConfiguration"))) o.priorityLevelConfiguration = PriorityLevelConfigurationReference(r, 0, {}, inner(m, "priorityLevelConfiguration"));
@@ -251,7 +251,7 @@ export function FlowSchemaStatus(r: Reader, end: number, o: Obj, m?: FieldMask):
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -271,7 +271,7 @@ export function GroupSubject(r: Reader, end: number, o: Obj, m?: FieldMask): Obj
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.name === undefined && (m === undefined || keeps(m, "name"))) o.name = '';
@@ -300,7 +300,7 @@ export function LimitResponse(r: Reader, end: number, o: Obj, m?: FieldMask): Ob
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.type === undefined && (m === undefined || keeps(m, "type"))) o.type = '';
@@ -345,7 +345,7 @@ export function LimitedPriorityLevelConfiguration(r: Reader, end: number, o: Obj
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.nominalConcurrencyShares === undefined && (m === undefined || keeps(m, "nominalConcurrencyShares"))) o.nominalConcurrencyShares = 0;
@@ -381,7 +381,7 @@ export function NonResourcePolicyRule(r: Reader, end: number, o: Obj, m?: FieldM
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.verbs === undefined && (m === undefined || keeps(m, "verbs"))) o.verbs = null;
@@ -428,7 +428,7 @@ export function PolicyRulesWithSubjects(r: Reader, end: number, o: Obj, m?: Fiel
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.subjects === undefined && (m === undefined || keeps(m, "subjects"))) o.subjects = null;
@@ -465,7 +465,7 @@ export function PriorityLevelConfiguration(r: Reader, end: number, o: Obj, m?: F
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -524,7 +524,7 @@ export function PriorityLevelConfigurationCondition(r: Reader, end: number, o: O
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.lastTransitionTime === undefined && (m === undefined || keeps(m, "lastTransitionTime"))) o.lastTransitionTime = null;
@@ -556,7 +556,7 @@ export function PriorityLevelConfigurationList(r: Reader, end: number, o: Obj, m
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ListMeta(r, 0, {}, inner(m, "metadata"));
@@ -578,7 +578,7 @@ export function PriorityLevelConfigurationReference(r: Reader, end: number, o: O
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.name === undefined && (m === undefined || keeps(m, "name"))) o.name = '';
@@ -615,7 +615,7 @@ export function PriorityLevelConfigurationSpec(r: Reader, end: number, o: Obj, m
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.type === undefined && (m === undefined || keeps(m, "type"))) o.type = '';
@@ -639,7 +639,7 @@ export function PriorityLevelConfigurationStatus(r: Reader, end: number, o: Obj,
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -675,7 +675,7 @@ export function QueuingConfiguration(r: Reader, end: number, o: Obj, m?: FieldMa
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.queues === undefined && (m === undefined || keeps(m, "queues"))) o.queues = 0;
@@ -743,7 +743,7 @@ export function ResourcePolicyRule(r: Reader, end: number, o: Obj, m?: FieldMask
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.verbs === undefined && (m === undefined || keeps(m, "verbs"))) o.verbs = null;
@@ -775,7 +775,7 @@ export function ServiceAccountSubject(r: Reader, end: number, o: Obj, m?: FieldM
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.namespace === undefined && (m === undefined || keeps(m, "namespace"))) o.namespace = '';
@@ -821,7 +821,7 @@ export function Subject(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.kind === undefined && (m === undefined || keeps(m, "kind"))) o.kind = '';
@@ -842,7 +842,7 @@ export function UserSubject(r: Reader, end: number, o: Obj, m?: FieldMask): Obj 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.name === undefined && (m === undefined || keeps(m, "name"))) o.name = '';

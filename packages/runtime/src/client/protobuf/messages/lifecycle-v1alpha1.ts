@@ -37,7 +37,7 @@ export function Eviction(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -71,7 +71,7 @@ export function EvictionList(r: Reader, end: number, o: Obj, m?: FieldMask): Obj
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ListMeta(r, 0, {}, inner(m, "metadata"));
@@ -101,7 +101,7 @@ export function EvictionPodReference(r: Reader, end: number, o: Obj, m?: FieldMa
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.name === undefined && (m === undefined || keeps(m, "name"))) o.name = '';
@@ -139,7 +139,7 @@ export function EvictionRequest(r: Reader, end: number, o: Obj, m?: FieldMask): 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -173,7 +173,7 @@ export function EvictionRequestList(r: Reader, end: number, o: Obj, m?: FieldMas
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ListMeta(r, 0, {}, inner(m, "metadata"));
@@ -203,7 +203,7 @@ export function EvictionRequestPodReference(r: Reader, end: number, o: Obj, m?: 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.name === undefined && (m === undefined || keeps(m, "name"))) o.name = '';
@@ -241,7 +241,7 @@ export function EvictionRequestSpec(r: Reader, end: number, o: Obj, m?: FieldMas
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.target === undefined && (m === undefined || keeps(m, "target"))) o.target = EvictionRequestTarget(r, 0, {}, inner(m, "target"));
@@ -275,7 +275,7 @@ export function EvictionRequestStatus(r: Reader, end: number, o: Obj, m?: FieldM
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -295,7 +295,7 @@ export function EvictionRequestTarget(r: Reader, end: number, o: Obj, m?: FieldM
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -315,7 +315,7 @@ export function EvictionSpec(r: Reader, end: number, o: Obj, m?: FieldMask): Obj
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.target === undefined && (m === undefined || keeps(m, "target"))) o.target = EvictionTarget(r, 0, {}, inner(m, "target"));
@@ -380,7 +380,7 @@ export function EvictionStatus(r: Reader, end: number, o: Obj, m?: FieldMask): O
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -400,7 +400,7 @@ export function EvictionTarget(r: Reader, end: number, o: Obj, m?: FieldMask): O
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -428,7 +428,7 @@ export function Requester(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.name === undefined && (m === undefined || keeps(m, "name"))) o.name = '';
@@ -490,7 +490,7 @@ export function ResponderStatus(r: Reader, end: number, o: Obj, m?: FieldMask): 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.name === undefined && (m === undefined || keeps(m, "name"))) o.name = '';
@@ -527,7 +527,7 @@ export function TargetResponder(r: Reader, end: number, o: Obj, m?: FieldMask): 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.name === undefined && (m === undefined || keeps(m, "name"))) o.name = '';

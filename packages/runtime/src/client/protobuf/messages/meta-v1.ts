@@ -61,7 +61,7 @@ export function Condition(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.type === undefined && (m === undefined || keeps(m, "type"))) o.type = '';
@@ -129,7 +129,7 @@ export function DeleteOptions(r: Reader, end: number, o: Obj, m?: FieldMask): Ob
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -168,7 +168,7 @@ export function FieldSelectorRequirement(r: Reader, end: number, o: Obj, m?: Fie
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.key === undefined && (m === undefined || keeps(m, "key"))) o.key = '';
@@ -198,7 +198,7 @@ export function GroupResource(r: Reader, end: number, o: Obj, m?: FieldMask): Ob
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.group === undefined && (m === undefined || keeps(m, "group"))) o.group = '';
@@ -240,7 +240,7 @@ export function LabelSelector(r: Reader, end: number, o: Obj, m?: FieldMask): Ob
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -279,7 +279,7 @@ export function LabelSelectorRequirement(r: Reader, end: number, o: Obj, m?: Fie
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.key === undefined && (m === undefined || keeps(m, "key"))) o.key = '';
@@ -336,7 +336,7 @@ export function ListMeta(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -409,7 +409,7 @@ export function ManagedFieldsEntry(r: Reader, end: number, o: Obj, m?: FieldMask
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -576,7 +576,7 @@ export function ObjectMeta(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -636,7 +636,7 @@ export function OwnerReference(r: Reader, end: number, o: Obj, m?: FieldMask): O
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.apiVersion === undefined && (m === undefined || keeps(m, "apiVersion"))) o.apiVersion = '';
@@ -668,7 +668,7 @@ export function Preconditions(r: Reader, end: number, o: Obj, m?: FieldMask): Ob
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -688,7 +688,7 @@ export function ShardInfo(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.selector === undefined && (m === undefined || keeps(m, "selector"))) o.selector = '';
@@ -753,7 +753,7 @@ export function Status(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = ListMeta(r, 0, {}, inner(m, "metadata"));
@@ -793,7 +793,7 @@ export function StatusCause(r: Reader, end: number, o: Obj, m?: FieldMask): Obj 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -861,7 +861,7 @@ export function StatusDetails(r: Reader, end: number, o: Obj, m?: FieldMask): Ob
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -891,7 +891,7 @@ export function TypeMeta(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -919,7 +919,7 @@ export function WatchEvent(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.type === undefined && (m === undefined || keeps(m, "type"))) o.type = '';

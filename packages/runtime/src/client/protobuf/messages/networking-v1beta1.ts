@@ -39,7 +39,7 @@ export function HTTPIngressPath(r: Reader, end: number, o: Obj, m?: FieldMask): 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.backend === undefined && (m === undefined || keeps(m, "backend"))) o.backend = IngressBackend(r, 0, {}, inner(m, "backend"));
@@ -63,7 +63,7 @@ export function HTTPIngressRuleValue(r: Reader, end: number, o: Obj, m?: FieldMa
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.paths === undefined && (m === undefined || keeps(m, "paths"))) o.paths = null;
@@ -92,7 +92,7 @@ export function IPAddress(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -125,7 +125,7 @@ export function IPAddressList(r: Reader, end: number, o: Obj, m?: FieldMask): Ob
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ListMeta(r, 0, {}, inner(m, "metadata"));
@@ -147,7 +147,7 @@ export function IPAddressSpec(r: Reader, end: number, o: Obj, m?: FieldMask): Ob
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -183,7 +183,7 @@ export function Ingress(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -223,7 +223,7 @@ export function IngressBackend(r: Reader, end: number, o: Obj, m?: FieldMask): O
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.servicePort === undefined && (m === undefined || keeps(m, "servicePort"))) o.servicePort = 0;
@@ -252,7 +252,7 @@ export function IngressClass(r: Reader, end: number, o: Obj, m?: FieldMask): Obj
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -285,7 +285,7 @@ export function IngressClassList(r: Reader, end: number, o: Obj, m?: FieldMask):
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ListMeta(r, 0, {}, inner(m, "metadata"));
@@ -339,7 +339,7 @@ export function IngressClassParametersReference(r: Reader, end: number, o: Obj, 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.kind === undefined && (m === undefined || keeps(m, "kind"))) o.kind = '';
@@ -371,7 +371,7 @@ export function IngressClassSpec(r: Reader, end: number, o: Obj, m?: FieldMask):
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -402,7 +402,7 @@ export function IngressList(r: Reader, end: number, o: Obj, m?: FieldMask): Obj 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ListMeta(r, 0, {}, inner(m, "metadata"));
@@ -445,7 +445,7 @@ export function IngressLoadBalancerIngress(r: Reader, end: number, o: Obj, m?: F
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -468,7 +468,7 @@ export function IngressLoadBalancerStatus(r: Reader, end: number, o: Obj, m?: Fi
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -504,7 +504,7 @@ export function IngressPortStatus(r: Reader, end: number, o: Obj, m?: FieldMask)
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.port === undefined && (m === undefined || keeps(m, "port"))) o.port = 0;
@@ -532,7 +532,7 @@ export function IngressRule(r: Reader, end: number, o: Obj, m?: FieldMask): Obj 
         i2 = true;
         break;
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (!i2) IngressRuleValue(r, 0, o, m);
@@ -553,7 +553,7 @@ export function IngressRuleValue(r: Reader, end: number, o: Obj, m?: FieldMask):
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -603,7 +603,7 @@ export function IngressSpec(r: Reader, end: number, o: Obj, m?: FieldMask): Obj 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -623,7 +623,7 @@ export function IngressStatus(r: Reader, end: number, o: Obj, m?: FieldMask): Ob
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.loadBalancer === undefined && (m === undefined || keeps(m, "loadBalancer"))) o.loadBalancer = IngressLoadBalancerStatus(r, 0, {}, inner(m, "loadBalancer"));
@@ -656,7 +656,7 @@ export function IngressTLS(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -704,7 +704,7 @@ export function ParentReference(r: Reader, end: number, o: Obj, m?: FieldMask): 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -740,7 +740,7 @@ export function ServiceCIDR(r: Reader, end: number, o: Obj, m?: FieldMask): Obj 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -774,7 +774,7 @@ export function ServiceCIDRList(r: Reader, end: number, o: Obj, m?: FieldMask): 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ListMeta(r, 0, {}, inner(m, "metadata"));
@@ -799,7 +799,7 @@ export function ServiceCIDRSpec(r: Reader, end: number, o: Obj, m?: FieldMask): 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -822,7 +822,7 @@ export function ServiceCIDRStatus(r: Reader, end: number, o: Obj, m?: FieldMask)
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;

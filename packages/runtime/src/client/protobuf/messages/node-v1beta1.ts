@@ -31,7 +31,7 @@ export function Overhead(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -75,7 +75,7 @@ export function RuntimeClass(r: Reader, end: number, o: Obj, m?: FieldMask): Obj
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -108,7 +108,7 @@ export function RuntimeClassList(r: Reader, end: number, o: Obj, m?: FieldMask):
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ListMeta(r, 0, {}, inner(m, "metadata"));
@@ -150,7 +150,7 @@ export function Scheduling(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;

@@ -46,7 +46,7 @@ export function DeviceTaint(r: Reader, end: number, o: Obj, m?: FieldMask): Obj 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.key === undefined && (m === undefined || keeps(m, "key"))) o.key = '';
@@ -84,7 +84,7 @@ export function DeviceTaintRule(r: Reader, end: number, o: Obj, m?: FieldMask): 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -118,7 +118,7 @@ export function DeviceTaintRuleList(r: Reader, end: number, o: Obj, m?: FieldMas
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ListMeta(r, 0, {}, inner(m, "metadata"));
@@ -148,7 +148,7 @@ export function DeviceTaintRuleSpec(r: Reader, end: number, o: Obj, m?: FieldMas
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.taint === undefined && (m === undefined || keeps(m, "taint"))) o.taint = DeviceTaint(r, 0, {}, inner(m, "taint"));
@@ -172,7 +172,7 @@ export function DeviceTaintRuleStatus(r: Reader, end: number, o: Obj, m?: FieldM
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -208,7 +208,7 @@ export function DeviceTaintSelector(r: Reader, end: number, o: Obj, m?: FieldMas
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -254,7 +254,7 @@ export function PartitionTypeStatus(r: Reader, end: number, o: Obj, m?: FieldMas
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -367,7 +367,7 @@ export function PoolStatus(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.generation === undefined && (m === undefined || keeps(m, "generation"))) o.generation = 0;
@@ -404,7 +404,7 @@ export function ResourcePoolStatusRequest(r: Reader, end: number, o: Obj, m?: Fi
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -437,7 +437,7 @@ export function ResourcePoolStatusRequestList(r: Reader, end: number, o: Obj, m?
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ListMeta(r, 0, {}, inner(m, "metadata"));
@@ -483,7 +483,7 @@ export function ResourcePoolStatusRequestSpec(r: Reader, end: number, o: Obj, m?
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.driver === undefined && (m === undefined || keeps(m, "driver"))) o.driver = '';
@@ -526,7 +526,7 @@ export function ResourcePoolStatusRequestStatus(r: Reader, end: number, o: Obj, 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -571,7 +571,7 @@ export function ShareableCapacityStatus(r: Reader, end: number, o: Obj, m?: Fiel
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -610,7 +610,7 @@ export function ShareableSummaryStatus(r: Reader, end: number, o: Obj, m?: Field
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;

@@ -73,7 +73,7 @@ export function AllocatedDeviceStatus(r: Reader, end: number, o: Obj, m?: FieldM
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.driver === undefined && (m === undefined || keeps(m, "driver"))) o.driver = '';
@@ -113,7 +113,7 @@ export function AllocationResult(r: Reader, end: number, o: Obj, m?: FieldMask):
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.devices === undefined && (m === undefined || keeps(m, "devices"))) o.devices = DeviceAllocationResult(r, 0, {}, inner(m, "devices"));
@@ -261,7 +261,7 @@ export function BasicDevice(r: Reader, end: number, o: Obj, m?: FieldMask): Obj 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -281,7 +281,7 @@ export function CELDeviceSelector(r: Reader, end: number, o: Obj, m?: FieldMask)
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.expression === undefined && (m === undefined || keeps(m, "expression"))) o.expression = '';
@@ -321,7 +321,7 @@ export function CapacityRequestPolicy(r: Reader, end: number, o: Obj, m?: FieldM
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.default === undefined && (m === undefined || keeps(m, "default"))) o.default = null;
@@ -358,7 +358,7 @@ export function CapacityRequestPolicyRange(r: Reader, end: number, o: Obj, m?: F
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -387,7 +387,7 @@ export function CapacityRequirements(r: Reader, end: number, o: Obj, m?: FieldMa
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -407,7 +407,7 @@ export function Counter(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.value === undefined && (m === undefined || keeps(m, "value"))) o.value = '0';
@@ -445,7 +445,7 @@ export function CounterSet(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.name === undefined && (m === undefined || keeps(m, "name"))) o.name = '';
@@ -474,7 +474,7 @@ export function Device(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.name === undefined && (m === undefined || keeps(m, "name"))) o.name = '';
@@ -511,7 +511,7 @@ export function DeviceAllocationConfiguration(r: Reader, end: number, o: Obj, m?
         i3 = true;
         break;
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.source === undefined && (m === undefined || keeps(m, "source"))) o.source = '';
@@ -547,7 +547,7 @@ export function DeviceAllocationResult(r: Reader, end: number, o: Obj, m?: Field
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -655,7 +655,7 @@ export function DeviceAttribute(r: Reader, end: number, o: Obj, m?: FieldMask): 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -683,7 +683,7 @@ export function DeviceCapacity(r: Reader, end: number, o: Obj, m?: FieldMask): O
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.value === undefined && (m === undefined || keeps(m, "value"))) o.value = '0';
@@ -729,7 +729,7 @@ export function DeviceClaim(r: Reader, end: number, o: Obj, m?: FieldMask): Obj 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.requests === undefined && (m === undefined || keeps(m, "requests"))) o.requests = null;
@@ -758,7 +758,7 @@ export function DeviceClaimConfiguration(r: Reader, end: number, o: Obj, m?: Fie
         i2 = true;
         break;
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (!i2) DeviceConfiguration(r, 0, o, m);
@@ -787,7 +787,7 @@ export function DeviceClass(r: Reader, end: number, o: Obj, m?: FieldMask): Obj 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -806,7 +806,7 @@ export function DeviceClassConfiguration(r: Reader, end: number, o: Obj, m?: Fie
         i1 = true;
         break;
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (!i1) DeviceConfiguration(r, 0, o, m);
@@ -838,7 +838,7 @@ export function DeviceClassList(r: Reader, end: number, o: Obj, m?: FieldMask): 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ListMeta(r, 0, {}, inner(m, "metadata"));
@@ -882,7 +882,7 @@ export function DeviceClassSpec(r: Reader, end: number, o: Obj, m?: FieldMask): 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -902,7 +902,7 @@ export function DeviceConfiguration(r: Reader, end: number, o: Obj, m?: FieldMas
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -941,7 +941,7 @@ export function DeviceConstraint(r: Reader, end: number, o: Obj, m?: FieldMask):
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -989,7 +989,7 @@ export function DeviceCounterConsumption(r: Reader, end: number, o: Obj, m?: Fie
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.counterSet === undefined && (m === undefined || keeps(m, "counterSet"))) o.counterSet = '';
@@ -1018,7 +1018,7 @@ export function DeviceDerivedAttribute(r: Reader, end: number, o: Obj, m?: Field
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.name === undefined && (m === undefined || keeps(m, "name"))) o.name = '';
@@ -1126,7 +1126,7 @@ export function DeviceRequest(r: Reader, end: number, o: Obj, m?: FieldMask): Ob
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.name === undefined && (m === undefined || keeps(m, "name"))) o.name = '';
@@ -1249,7 +1249,7 @@ export function DeviceRequestAllocationResult(r: Reader, end: number, o: Obj, m?
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.request === undefined && (m === undefined || keeps(m, "request"))) o.request = '';
@@ -1273,7 +1273,7 @@ export function DeviceSelector(r: Reader, end: number, o: Obj, m?: FieldMask): O
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -1360,7 +1360,7 @@ export function DeviceSubRequest(r: Reader, end: number, o: Obj, m?: FieldMask):
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.name === undefined && (m === undefined || keeps(m, "name"))) o.name = '';
@@ -1407,7 +1407,7 @@ export function DeviceTaint(r: Reader, end: number, o: Obj, m?: FieldMask): Obj 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.key === undefined && (m === undefined || keeps(m, "key"))) o.key = '';
@@ -1465,7 +1465,7 @@ export function DeviceToleration(r: Reader, end: number, o: Obj, m?: FieldMask):
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -1506,7 +1506,7 @@ export function NetworkDeviceData(r: Reader, end: number, o: Obj, m?: FieldMask)
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -1542,7 +1542,7 @@ export function NodeAllocatableMapping(r: Reader, end: number, o: Obj, m?: Field
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -1570,7 +1570,7 @@ export function NodeAllocatableOverhead(r: Reader, end: number, o: Obj, m?: Fiel
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -1598,7 +1598,7 @@ export function NodeAllocatableResource(r: Reader, end: number, o: Obj, m?: Fiel
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -1626,7 +1626,7 @@ export function OpaqueDeviceConfiguration(r: Reader, end: number, o: Obj, m?: Fi
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.driver === undefined && (m === undefined || keeps(m, "driver"))) o.driver = '';
@@ -1664,7 +1664,7 @@ export function ResourceClaim(r: Reader, end: number, o: Obj, m?: FieldMask): Ob
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -1712,7 +1712,7 @@ export function ResourceClaimConsumerReference(r: Reader, end: number, o: Obj, m
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.resource === undefined && (m === undefined || keeps(m, "resource"))) o.resource = '';
@@ -1746,7 +1746,7 @@ export function ResourceClaimList(r: Reader, end: number, o: Obj, m?: FieldMask)
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ListMeta(r, 0, {}, inner(m, "metadata"));
@@ -1768,7 +1768,7 @@ export function ResourceClaimSpec(r: Reader, end: number, o: Obj, m?: FieldMask)
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.devices === undefined && (m === undefined || keeps(m, "devices"))) o.devices = DeviceClaim(r, 0, {}, inner(m, "devices"));
@@ -1811,7 +1811,7 @@ export function ResourceClaimStatus(r: Reader, end: number, o: Obj, m?: FieldMas
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -1839,7 +1839,7 @@ export function ResourceClaimTemplate(r: Reader, end: number, o: Obj, m?: FieldM
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -1872,7 +1872,7 @@ export function ResourceClaimTemplateList(r: Reader, end: number, o: Obj, m?: Fi
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ListMeta(r, 0, {}, inner(m, "metadata"));
@@ -1902,7 +1902,7 @@ export function ResourceClaimTemplateSpec(r: Reader, end: number, o: Obj, m?: Fi
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -1940,7 +1940,7 @@ export function ResourcePool(r: Reader, end: number, o: Obj, m?: FieldMask): Obj
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.name === undefined && (m === undefined || keeps(m, "name"))) o.name = '';
@@ -1971,7 +1971,7 @@ export function ResourceSlice(r: Reader, end: number, o: Obj, m?: FieldMask): Ob
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -2004,7 +2004,7 @@ export function ResourceSliceList(r: Reader, end: number, o: Obj, m?: FieldMask)
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ListMeta(r, 0, {}, inner(m, "metadata"));
@@ -2109,7 +2109,7 @@ export function ResourceSliceSpec(r: Reader, end: number, o: Obj, m?: FieldMask)
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.driver === undefined && (m === undefined || keeps(m, "driver"))) o.driver = '';

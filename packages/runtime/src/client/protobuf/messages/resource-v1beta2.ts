@@ -73,7 +73,7 @@ export function AllocatedDeviceStatus(r: Reader, end: number, o: Obj, m?: FieldM
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.driver === undefined && (m === undefined || keeps(m, "driver"))) o.driver = '';
@@ -113,7 +113,7 @@ export function AllocationResult(r: Reader, end: number, o: Obj, m?: FieldMask):
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.devices === undefined && (m === undefined || keeps(m, "devices"))) o.devices = DeviceAllocationResult(r, 0, {}, inner(m, "devices"));
@@ -134,7 +134,7 @@ export function CELDeviceSelector(r: Reader, end: number, o: Obj, m?: FieldMask)
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.expression === undefined && (m === undefined || keeps(m, "expression"))) o.expression = '';
@@ -174,7 +174,7 @@ export function CapacityRequestPolicy(r: Reader, end: number, o: Obj, m?: FieldM
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.default === undefined && (m === undefined || keeps(m, "default"))) o.default = null;
@@ -211,7 +211,7 @@ export function CapacityRequestPolicyRange(r: Reader, end: number, o: Obj, m?: F
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -240,7 +240,7 @@ export function CapacityRequirements(r: Reader, end: number, o: Obj, m?: FieldMa
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -260,7 +260,7 @@ export function Counter(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.value === undefined && (m === undefined || keeps(m, "value"))) o.value = '0';
@@ -298,7 +298,7 @@ export function CounterSet(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.name === undefined && (m === undefined || keeps(m, "name"))) o.name = '';
@@ -454,7 +454,7 @@ export function Device(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.name === undefined && (m === undefined || keeps(m, "name"))) o.name = '';
@@ -491,7 +491,7 @@ export function DeviceAllocationConfiguration(r: Reader, end: number, o: Obj, m?
         i3 = true;
         break;
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.source === undefined && (m === undefined || keeps(m, "source"))) o.source = '';
@@ -527,7 +527,7 @@ export function DeviceAllocationResult(r: Reader, end: number, o: Obj, m?: Field
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -635,7 +635,7 @@ export function DeviceAttribute(r: Reader, end: number, o: Obj, m?: FieldMask): 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -663,7 +663,7 @@ export function DeviceCapacity(r: Reader, end: number, o: Obj, m?: FieldMask): O
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.value === undefined && (m === undefined || keeps(m, "value"))) o.value = '0';
@@ -709,7 +709,7 @@ export function DeviceClaim(r: Reader, end: number, o: Obj, m?: FieldMask): Obj 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.requests === undefined && (m === undefined || keeps(m, "requests"))) o.requests = null;
@@ -738,7 +738,7 @@ export function DeviceClaimConfiguration(r: Reader, end: number, o: Obj, m?: Fie
         i2 = true;
         break;
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (!i2) DeviceConfiguration(r, 0, o, m);
@@ -767,7 +767,7 @@ export function DeviceClass(r: Reader, end: number, o: Obj, m?: FieldMask): Obj 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -786,7 +786,7 @@ export function DeviceClassConfiguration(r: Reader, end: number, o: Obj, m?: Fie
         i1 = true;
         break;
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (!i1) DeviceConfiguration(r, 0, o, m);
@@ -818,7 +818,7 @@ export function DeviceClassList(r: Reader, end: number, o: Obj, m?: FieldMask): 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ListMeta(r, 0, {}, inner(m, "metadata"));
@@ -862,7 +862,7 @@ export function DeviceClassSpec(r: Reader, end: number, o: Obj, m?: FieldMask): 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -882,7 +882,7 @@ export function DeviceConfiguration(r: Reader, end: number, o: Obj, m?: FieldMas
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -921,7 +921,7 @@ export function DeviceConstraint(r: Reader, end: number, o: Obj, m?: FieldMask):
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -969,7 +969,7 @@ export function DeviceCounterConsumption(r: Reader, end: number, o: Obj, m?: Fie
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.counterSet === undefined && (m === undefined || keeps(m, "counterSet"))) o.counterSet = '';
@@ -998,7 +998,7 @@ export function DeviceDerivedAttribute(r: Reader, end: number, o: Obj, m?: Field
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.name === undefined && (m === undefined || keeps(m, "name"))) o.name = '';
@@ -1039,7 +1039,7 @@ export function DeviceRequest(r: Reader, end: number, o: Obj, m?: FieldMask): Ob
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.name === undefined && (m === undefined || keeps(m, "name"))) o.name = '';
@@ -1161,7 +1161,7 @@ export function DeviceRequestAllocationResult(r: Reader, end: number, o: Obj, m?
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.request === undefined && (m === undefined || keeps(m, "request"))) o.request = '';
@@ -1185,7 +1185,7 @@ export function DeviceSelector(r: Reader, end: number, o: Obj, m?: FieldMask): O
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -1272,7 +1272,7 @@ export function DeviceSubRequest(r: Reader, end: number, o: Obj, m?: FieldMask):
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.name === undefined && (m === undefined || keeps(m, "name"))) o.name = '';
@@ -1319,7 +1319,7 @@ export function DeviceTaint(r: Reader, end: number, o: Obj, m?: FieldMask): Obj 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.key === undefined && (m === undefined || keeps(m, "key"))) o.key = '';
@@ -1357,7 +1357,7 @@ export function DeviceTaintRule(r: Reader, end: number, o: Obj, m?: FieldMask): 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -1391,7 +1391,7 @@ export function DeviceTaintRuleList(r: Reader, end: number, o: Obj, m?: FieldMas
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ListMeta(r, 0, {}, inner(m, "metadata"));
@@ -1421,7 +1421,7 @@ export function DeviceTaintRuleSpec(r: Reader, end: number, o: Obj, m?: FieldMas
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.taint === undefined && (m === undefined || keeps(m, "taint"))) o.taint = DeviceTaint(r, 0, {}, inner(m, "taint"));
@@ -1445,7 +1445,7 @@ export function DeviceTaintRuleStatus(r: Reader, end: number, o: Obj, m?: FieldM
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -1481,7 +1481,7 @@ export function DeviceTaintSelector(r: Reader, end: number, o: Obj, m?: FieldMas
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -1537,7 +1537,7 @@ export function DeviceToleration(r: Reader, end: number, o: Obj, m?: FieldMask):
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -1624,7 +1624,7 @@ export function ExactDeviceRequest(r: Reader, end: number, o: Obj, m?: FieldMask
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.deviceClassName === undefined && (m === undefined || keeps(m, "deviceClassName"))) o.deviceClassName = '';
@@ -1666,7 +1666,7 @@ export function NetworkDeviceData(r: Reader, end: number, o: Obj, m?: FieldMask)
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -1702,7 +1702,7 @@ export function NodeAllocatableMapping(r: Reader, end: number, o: Obj, m?: Field
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -1730,7 +1730,7 @@ export function NodeAllocatableOverhead(r: Reader, end: number, o: Obj, m?: Fiel
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -1758,7 +1758,7 @@ export function NodeAllocatableResource(r: Reader, end: number, o: Obj, m?: Fiel
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -1786,7 +1786,7 @@ export function OpaqueDeviceConfiguration(r: Reader, end: number, o: Obj, m?: Fi
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.driver === undefined && (m === undefined || keeps(m, "driver"))) o.driver = '';
@@ -1824,7 +1824,7 @@ export function ResourceClaim(r: Reader, end: number, o: Obj, m?: FieldMask): Ob
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -1872,7 +1872,7 @@ export function ResourceClaimConsumerReference(r: Reader, end: number, o: Obj, m
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.resource === undefined && (m === undefined || keeps(m, "resource"))) o.resource = '';
@@ -1906,7 +1906,7 @@ export function ResourceClaimList(r: Reader, end: number, o: Obj, m?: FieldMask)
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ListMeta(r, 0, {}, inner(m, "metadata"));
@@ -1928,7 +1928,7 @@ export function ResourceClaimSpec(r: Reader, end: number, o: Obj, m?: FieldMask)
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.devices === undefined && (m === undefined || keeps(m, "devices"))) o.devices = DeviceClaim(r, 0, {}, inner(m, "devices"));
@@ -1971,7 +1971,7 @@ export function ResourceClaimStatus(r: Reader, end: number, o: Obj, m?: FieldMas
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -1999,7 +1999,7 @@ export function ResourceClaimTemplate(r: Reader, end: number, o: Obj, m?: FieldM
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -2032,7 +2032,7 @@ export function ResourceClaimTemplateList(r: Reader, end: number, o: Obj, m?: Fi
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ListMeta(r, 0, {}, inner(m, "metadata"));
@@ -2062,7 +2062,7 @@ export function ResourceClaimTemplateSpec(r: Reader, end: number, o: Obj, m?: Fi
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -2100,7 +2100,7 @@ export function ResourcePool(r: Reader, end: number, o: Obj, m?: FieldMask): Obj
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.name === undefined && (m === undefined || keeps(m, "name"))) o.name = '';
@@ -2131,7 +2131,7 @@ export function ResourceSlice(r: Reader, end: number, o: Obj, m?: FieldMask): Ob
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -2164,7 +2164,7 @@ export function ResourceSliceList(r: Reader, end: number, o: Obj, m?: FieldMask)
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ListMeta(r, 0, {}, inner(m, "metadata"));
@@ -2267,7 +2267,7 @@ export function ResourceSliceSpec(r: Reader, end: number, o: Obj, m?: FieldMask)
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.driver === undefined && (m === undefined || keeps(m, "driver"))) o.driver = '';

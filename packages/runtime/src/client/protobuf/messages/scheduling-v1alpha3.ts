@@ -9,25 +9,25 @@ import * as meta_v1 from './meta-v1.ts';
 
 /** scheduling/v1alpha3.AllCompositeDisruptionMode */
 export function AllCompositeDisruptionMode(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
-  while (r.pos < end) r.skip(r.tag());
+  while (r.pos < end) r.unknown(r.tag());
   return o;
 }
 
 /** scheduling/v1alpha3.AllDisruptionMode */
 export function AllDisruptionMode(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
-  while (r.pos < end) r.skip(r.tag());
+  while (r.pos < end) r.unknown(r.tag());
   return o;
 }
 
 /** scheduling/v1alpha3.BasicSchedulingPolicy */
 export function BasicSchedulingPolicy(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
-  while (r.pos < end) r.skip(r.tag());
+  while (r.pos < end) r.unknown(r.tag());
   return o;
 }
 
 /** scheduling/v1alpha3.CompositeBasicSchedulingPolicy */
 export function CompositeBasicSchedulingPolicy(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
-  while (r.pos < end) r.skip(r.tag());
+  while (r.pos < end) r.unknown(r.tag());
   return o;
 }
 
@@ -53,7 +53,7 @@ export function CompositeDisruptionMode(r: Reader, end: number, o: Obj, m?: Fiel
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -73,7 +73,7 @@ export function CompositeGangSchedulingPolicy(r: Reader, end: number, o: Obj, m?
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.minGroupCount === undefined && (m === undefined || keeps(m, "minGroupCount"))) o.minGroupCount = 0;
@@ -110,7 +110,7 @@ export function CompositePodGroup(r: Reader, end: number, o: Obj, m?: FieldMask)
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -144,7 +144,7 @@ export function CompositePodGroupList(r: Reader, end: number, o: Obj, m?: FieldM
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ListMeta(r, 0, {}, inner(m, "metadata"));
@@ -169,7 +169,7 @@ export function CompositePodGroupSchedulingConstraints(r: Reader, end: number, o
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -197,7 +197,7 @@ export function CompositePodGroupSchedulingPolicy(r: Reader, end: number, o: Obj
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -274,7 +274,7 @@ export function CompositePodGroupSpec(r: Reader, end: number, o: Obj, m?: FieldM
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.workloadRef === undefined && (m === undefined || keeps(m, "workloadRef"))) o.workloadRef = null;
@@ -299,7 +299,7 @@ export function CompositePodGroupStatus(r: Reader, end: number, o: Obj, m?: Fiel
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -390,7 +390,7 @@ export function CompositePodGroupTemplate(r: Reader, end: number, o: Obj, m?: Fi
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.name === undefined && (m === undefined || keeps(m, "name"))) o.name = '';
@@ -420,7 +420,7 @@ export function DisruptionMode(r: Reader, end: number, o: Obj, m?: FieldMask): O
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -440,7 +440,7 @@ export function GangSchedulingPolicy(r: Reader, end: number, o: Obj, m?: FieldMa
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.minCount === undefined && (m === undefined || keeps(m, "minCount"))) o.minCount = 0;
@@ -477,7 +477,7 @@ export function PodGroup(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -511,7 +511,7 @@ export function PodGroupList(r: Reader, end: number, o: Obj, m?: FieldMask): Obj
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ListMeta(r, 0, {}, inner(m, "metadata"));
@@ -549,7 +549,7 @@ export function PodGroupResourceClaim(r: Reader, end: number, o: Obj, m?: FieldM
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.name === undefined && (m === undefined || keeps(m, "name"))) o.name = '';
@@ -578,7 +578,7 @@ export function PodGroupResourceClaimStatus(r: Reader, end: number, o: Obj, m?: 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.name === undefined && (m === undefined || keeps(m, "name"))) o.name = '';
@@ -602,7 +602,7 @@ export function PodGroupSchedulingConstraints(r: Reader, end: number, o: Obj, m?
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -630,7 +630,7 @@ export function PodGroupSchedulingPolicy(r: Reader, end: number, o: Obj, m?: Fie
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -718,7 +718,7 @@ export function PodGroupSpec(r: Reader, end: number, o: Obj, m?: FieldMask): Obj
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.schedulingPolicy === undefined && (m === undefined || keeps(m, "schedulingPolicy"))) o.schedulingPolicy = PodGroupSchedulingPolicy(r, 0, {}, inner(m, "schedulingPolicy"));
@@ -753,7 +753,7 @@ export function PodGroupStatus(r: Reader, end: number, o: Obj, m?: FieldMask): O
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -833,7 +833,7 @@ export function PodGroupTemplate(r: Reader, end: number, o: Obj, m?: FieldMask):
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.name === undefined && (m === undefined || keeps(m, "name"))) o.name = '';
@@ -844,13 +844,13 @@ export function PodGroupTemplate(r: Reader, end: number, o: Obj, m?: FieldMask):
 
 /** scheduling/v1alpha3.SingleCompositeDisruptionMode */
 export function SingleCompositeDisruptionMode(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
-  while (r.pos < end) r.skip(r.tag());
+  while (r.pos < end) r.unknown(r.tag());
   return o;
 }
 
 /** scheduling/v1alpha3.SingleDisruptionMode */
 export function SingleDisruptionMode(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
-  while (r.pos < end) r.skip(r.tag());
+  while (r.pos < end) r.unknown(r.tag());
   return o;
 }
 
@@ -868,7 +868,7 @@ export function TopologyConstraint(r: Reader, end: number, o: Obj, m?: FieldMask
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.key === undefined && (m === undefined || keeps(m, "key"))) o.key = '';
@@ -906,7 +906,7 @@ export function TypedLocalObjectReference(r: Reader, end: number, o: Obj, m?: Fi
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.kind === undefined && (m === undefined || keeps(m, "kind"))) o.kind = '';
@@ -936,7 +936,7 @@ export function Workload(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -969,7 +969,7 @@ export function WorkloadList(r: Reader, end: number, o: Obj, m?: FieldMask): Obj
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ListMeta(r, 0, {}, inner(m, "metadata"));
@@ -979,13 +979,13 @@ export function WorkloadList(r: Reader, end: number, o: Obj, m?: FieldMask): Obj
 
 /** scheduling/v1alpha3.WorkloadPodGroupAllDisruptionMode */
 export function WorkloadPodGroupAllDisruptionMode(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
-  while (r.pos < end) r.skip(r.tag());
+  while (r.pos < end) r.unknown(r.tag());
   return o;
 }
 
 /** scheduling/v1alpha3.WorkloadPodGroupBasicSchedulingPolicy */
 export function WorkloadPodGroupBasicSchedulingPolicy(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
-  while (r.pos < end) r.skip(r.tag());
+  while (r.pos < end) r.unknown(r.tag());
   return o;
 }
 
@@ -1011,7 +1011,7 @@ export function WorkloadPodGroupDisruptionMode(r: Reader, end: number, o: Obj, m
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -1031,7 +1031,7 @@ export function WorkloadPodGroupGangSchedulingPolicy(r: Reader, end: number, o: 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -1067,7 +1067,7 @@ export function WorkloadPodGroupResourceClaim(r: Reader, end: number, o: Obj, m?
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.name === undefined && (m === undefined || keeps(m, "name"))) o.name = '';
@@ -1091,7 +1091,7 @@ export function WorkloadPodGroupSchedulingConstraints(r: Reader, end: number, o:
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -1119,7 +1119,7 @@ export function WorkloadPodGroupSchedulingPolicy(r: Reader, end: number, o: Obj,
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -1127,7 +1127,7 @@ export function WorkloadPodGroupSchedulingPolicy(r: Reader, end: number, o: Obj,
 
 /** scheduling/v1alpha3.WorkloadPodGroupSingleDisruptionMode */
 export function WorkloadPodGroupSingleDisruptionMode(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
-  while (r.pos < end) r.skip(r.tag());
+  while (r.pos < end) r.unknown(r.tag());
   return o;
 }
 
@@ -1153,7 +1153,7 @@ export function WorkloadReference(r: Reader, end: number, o: Obj, m?: FieldMask)
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.workloadName === undefined && (m === undefined || keeps(m, "workloadName"))) o.workloadName = '';
@@ -1197,7 +1197,7 @@ export function WorkloadSpec(r: Reader, end: number, o: Obj, m?: FieldMask): Obj
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.podGroupTemplates === undefined && (m === undefined || keeps(m, "podGroupTemplates"))) o.podGroupTemplates = null;

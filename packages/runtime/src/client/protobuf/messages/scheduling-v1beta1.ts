@@ -9,25 +9,25 @@ import * as meta_v1 from './meta-v1.ts';
 
 /** scheduling/v1beta1.AllCompositeDisruptionMode */
 export function AllCompositeDisruptionMode(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
-  while (r.pos < end) r.skip(r.tag());
+  while (r.pos < end) r.unknown(r.tag());
   return o;
 }
 
 /** scheduling/v1beta1.AllDisruptionMode */
 export function AllDisruptionMode(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
-  while (r.pos < end) r.skip(r.tag());
+  while (r.pos < end) r.unknown(r.tag());
   return o;
 }
 
 /** scheduling/v1beta1.BasicSchedulingPolicy */
 export function BasicSchedulingPolicy(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
-  while (r.pos < end) r.skip(r.tag());
+  while (r.pos < end) r.unknown(r.tag());
   return o;
 }
 
 /** scheduling/v1beta1.CompositeBasicSchedulingPolicy */
 export function CompositeBasicSchedulingPolicy(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
-  while (r.pos < end) r.skip(r.tag());
+  while (r.pos < end) r.unknown(r.tag());
   return o;
 }
 
@@ -53,7 +53,7 @@ export function CompositeDisruptionMode(r: Reader, end: number, o: Obj, m?: Fiel
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -73,7 +73,7 @@ export function CompositeGangSchedulingPolicy(r: Reader, end: number, o: Obj, m?
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.minGroupCount === undefined && (m === undefined || keeps(m, "minGroupCount"))) o.minGroupCount = 0;
@@ -97,7 +97,7 @@ export function CompositePodGroupSchedulingConstraints(r: Reader, end: number, o
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -125,7 +125,7 @@ export function CompositePodGroupSchedulingPolicy(r: Reader, end: number, o: Obj
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -216,7 +216,7 @@ export function CompositePodGroupTemplate(r: Reader, end: number, o: Obj, m?: Fi
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.name === undefined && (m === undefined || keeps(m, "name"))) o.name = '';
@@ -246,7 +246,7 @@ export function DisruptionMode(r: Reader, end: number, o: Obj, m?: FieldMask): O
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -266,7 +266,7 @@ export function GangSchedulingPolicy(r: Reader, end: number, o: Obj, m?: FieldMa
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.minCount === undefined && (m === undefined || keeps(m, "minCount"))) o.minCount = 0;
@@ -303,7 +303,7 @@ export function PodGroup(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -337,7 +337,7 @@ export function PodGroupList(r: Reader, end: number, o: Obj, m?: FieldMask): Obj
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ListMeta(r, 0, {}, inner(m, "metadata"));
@@ -375,7 +375,7 @@ export function PodGroupResourceClaim(r: Reader, end: number, o: Obj, m?: FieldM
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.name === undefined && (m === undefined || keeps(m, "name"))) o.name = '';
@@ -404,7 +404,7 @@ export function PodGroupResourceClaimStatus(r: Reader, end: number, o: Obj, m?: 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.name === undefined && (m === undefined || keeps(m, "name"))) o.name = '';
@@ -428,7 +428,7 @@ export function PodGroupSchedulingConstraints(r: Reader, end: number, o: Obj, m?
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -456,7 +456,7 @@ export function PodGroupSchedulingPolicy(r: Reader, end: number, o: Obj, m?: Fie
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -544,7 +544,7 @@ export function PodGroupSpec(r: Reader, end: number, o: Obj, m?: FieldMask): Obj
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.schedulingPolicy === undefined && (m === undefined || keeps(m, "schedulingPolicy"))) o.schedulingPolicy = PodGroupSchedulingPolicy(r, 0, {}, inner(m, "schedulingPolicy"));
@@ -579,7 +579,7 @@ export function PodGroupStatus(r: Reader, end: number, o: Obj, m?: FieldMask): O
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -659,7 +659,7 @@ export function PodGroupTemplate(r: Reader, end: number, o: Obj, m?: FieldMask):
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.name === undefined && (m === undefined || keeps(m, "name"))) o.name = '';
@@ -716,7 +716,7 @@ export function PriorityClass(r: Reader, end: number, o: Obj, m?: FieldMask): Ob
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -749,7 +749,7 @@ export function PriorityClassList(r: Reader, end: number, o: Obj, m?: FieldMask)
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ListMeta(r, 0, {}, inner(m, "metadata"));
@@ -759,13 +759,13 @@ export function PriorityClassList(r: Reader, end: number, o: Obj, m?: FieldMask)
 
 /** scheduling/v1beta1.SingleCompositeDisruptionMode */
 export function SingleCompositeDisruptionMode(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
-  while (r.pos < end) r.skip(r.tag());
+  while (r.pos < end) r.unknown(r.tag());
   return o;
 }
 
 /** scheduling/v1beta1.SingleDisruptionMode */
 export function SingleDisruptionMode(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
-  while (r.pos < end) r.skip(r.tag());
+  while (r.pos < end) r.unknown(r.tag());
   return o;
 }
 
@@ -783,7 +783,7 @@ export function TopologyConstraint(r: Reader, end: number, o: Obj, m?: FieldMask
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.key === undefined && (m === undefined || keeps(m, "key"))) o.key = '';
@@ -821,7 +821,7 @@ export function TypedLocalObjectReference(r: Reader, end: number, o: Obj, m?: Fi
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.kind === undefined && (m === undefined || keeps(m, "kind"))) o.kind = '';
@@ -851,7 +851,7 @@ export function Workload(r: Reader, end: number, o: Obj, m?: FieldMask): Obj {
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -884,7 +884,7 @@ export function WorkloadList(r: Reader, end: number, o: Obj, m?: FieldMask): Obj
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ListMeta(r, 0, {}, inner(m, "metadata"));
@@ -914,7 +914,7 @@ export function WorkloadReference(r: Reader, end: number, o: Obj, m?: FieldMask)
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.workloadName === undefined && (m === undefined || keeps(m, "workloadName"))) o.workloadName = '';
@@ -958,7 +958,7 @@ export function WorkloadSpec(r: Reader, end: number, o: Obj, m?: FieldMask): Obj
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.podGroupTemplates === undefined && (m === undefined || keeps(m, "podGroupTemplates"))) o.podGroupTemplates = null;

@@ -54,7 +54,7 @@ export function CSIStorageCapacity(r: Reader, end: number, o: Obj, m?: FieldMask
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -87,7 +87,7 @@ export function CSIStorageCapacityList(r: Reader, end: number, o: Obj, m?: Field
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ListMeta(r, 0, {}, inner(m, "metadata"));
@@ -125,7 +125,7 @@ export function VolumeAttachment(r: Reader, end: number, o: Obj, m?: FieldMask):
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -159,7 +159,7 @@ export function VolumeAttachmentList(r: Reader, end: number, o: Obj, m?: FieldMa
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ListMeta(r, 0, {}, inner(m, "metadata"));
@@ -189,7 +189,7 @@ export function VolumeAttachmentSource(r: Reader, end: number, o: Obj, m?: Field
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
@@ -225,7 +225,7 @@ export function VolumeAttachmentSpec(r: Reader, end: number, o: Obj, m?: FieldMa
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.attacher === undefined && (m === undefined || keeps(m, "attacher"))) o.attacher = '';
@@ -281,7 +281,7 @@ export function VolumeAttachmentStatus(r: Reader, end: number, o: Obj, m?: Field
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.attached === undefined && (m === undefined || keeps(m, "attached"))) o.attached = false;
@@ -327,7 +327,7 @@ export function VolumeAttributesClass(r: Reader, end: number, o: Obj, m?: FieldM
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -360,7 +360,7 @@ export function VolumeAttributesClassList(r: Reader, end: number, o: Obj, m?: Fi
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ListMeta(r, 0, {}, inner(m, "metadata"));
@@ -399,7 +399,7 @@ export function VolumeError(r: Reader, end: number, o: Obj, m?: FieldMask): Obj 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.time === undefined && (m === undefined || keeps(m, "time"))) o.time = null;

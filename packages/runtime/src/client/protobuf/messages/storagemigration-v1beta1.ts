@@ -37,7 +37,7 @@ export function StorageVersionMigration(r: Reader, end: number, o: Obj, m?: Fiel
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ObjectMeta(r, 0, {}, inner(m, "metadata"));
@@ -71,7 +71,7 @@ export function StorageVersionMigrationList(r: Reader, end: number, o: Obj, m?: 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.metadata === undefined && (m === undefined || keeps(m, "metadata"))) o.metadata = meta_v1.ListMeta(r, 0, {}, inner(m, "metadata"));
@@ -93,7 +93,7 @@ export function StorageVersionMigrationSpec(r: Reader, end: number, o: Obj, m?: 
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   if (o.resource === undefined && (m === undefined || keeps(m, "resource"))) o.resource = meta_v1.GroupResource(r, 0, {}, inner(m, "resource"));
@@ -126,7 +126,7 @@ export function StorageVersionMigrationStatus(r: Reader, end: number, o: Obj, m?
         break;
       }
       default:
-        r.skip(t);
+        r.unknown(t);
     }
   }
   return o;
