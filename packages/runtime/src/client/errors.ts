@@ -54,9 +54,10 @@ export type ApiErrorCode =
   /** The caller's signal (or the client's bound one) aborted the request. Its reason is `cause`. */
   | 'Aborted'
   /**
-   * A 2xx answer or watch event in protobuf that could not be decoded (it breaks off, or names a kind the client has
-   * no decoder for). The client reads that kind as JSON from then on (a get or list is asked again at once); report
-   * it, and set `protobuf: false` on the client to ask for JSON only.
+   * A 2xx answer or watch event in protobuf that could not be decoded (it breaks off, names a kind the client has no
+   * decoder for, or has a field the pinned Kubernetes types lack: an apiserver newer than the client). The client
+   * reads that kind as JSON from then on (a get or list is asked again at once; a watch is restarted by the informer);
+   * `protobuf: false` on the client asks for JSON only.
    */
   | 'Malformed'
   /** Any other answer or failure. The message and `status` say what it was. */
