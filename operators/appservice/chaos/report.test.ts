@@ -60,6 +60,12 @@ test('summarise counts trials per kind, takes percentiles and maxima, and judges
   assert.equal(r.fuzzCases, 5);
   assert.ok(r.passed);
   assert.equal(summarise(observed({ results: [trial('kill', 0.2, { failoverSeconds: 17.2 })] })).passed, false);
+  const takeover = summarise(
+    observed({ results: [trial('kill', 0.2, { failoverSeconds: 14, takeoverSeconds: 0.0012 })] }),
+  );
+  assert.equal(takeover.takeoverMaxSeconds, 0.001);
+  assert.ok(takeover.passed);
+  assert.equal(summarise(observed({ results: [trial('kill', 0.2, { takeoverSeconds: 1.5 })] })).passed, false);
   assert.equal(summarise(observed({ security: security({ unusedPermissions: ['delete pods'] }) })).passed, false);
   assert.equal(summarise(observed({ fuzzCrashes: 1 })).passed, false);
 });
