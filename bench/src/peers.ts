@@ -64,15 +64,20 @@ export async function goBinary(dir: string, name: string, log: (line: string) =>
 const COMPILE_CACHE = join(cacheRoot(), 'bench', 'node-compile-cache');
 let warmed = false;
 
+/** The runtime's protobuf decoders, which the client loads lazily (on its first read of a built-in kind). */
+const DECODERS = fileURLToPath(new URL('./client/protobuf/messages/', import.meta.resolve('@opkit/runtime')));
+
 /**
  * Fills the Node compile cache for the Node peers, as the operator image does at build time: each is loaded once
- * (opkit with --help; client-node and kfc with no cluster, so they exit after loading).
+ * (opkit with --help, then the protobuf decoders; client-node and kfc with no cluster, so they exit after loading).
  */
 export function warmCompileCache(): void {
   if (warmed) return;
   warmed = true;
   const env = { ...process.env, NODE_COMPILE_CACHE: COMPILE_CACHE };
   spawnSync(process.execPath, [OPKIT_MAIN, '--help'], { env, stdio: 'ignore', timeout: 60_000 });
+  const decoders = `import { readdirSync } from 'node:fs'; const d = ${JSON.stringify(DECODERS)}; await Promise.all(readdirSync(d).map((f) => import(d + f)));`;
+  spawnSync(process.execPath, ['--input-type=module', '-e', decoders], { env, stdio: 'ignore', timeout: 60_000 });
   for (const peer of [CLIENT_NODE, KFC])
     spawnSync(process.execPath, [peer, '--kubeconfig', '/nonexistent'], { env, stdio: 'ignore', timeout: 60_000 });
 }

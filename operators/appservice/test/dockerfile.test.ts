@@ -46,6 +46,10 @@ test('the operator Dockerfile is multi-stage, pinned, production-only and non-ro
   const warm = lines.findIndex((l) => l.startsWith('RUN node operators/appservice/src/main.ts --help'));
   assert.ok(warm > lines.findLastIndex((l) => l.startsWith('FROM ')) && warm < lines.indexOf(`USER ${user}`));
   assert.ok(lines[warm]?.includes(`chmod -R a+rX ${cache}`), 'the cache is readable by the runtime user');
+  assert.ok(
+    lines[warm]?.includes("'./packages/runtime/src/client/protobuf/messages/'"),
+    'the warm-up loads the protobuf decoders, which the client loads lazily',
+  );
   const ignore = await readFile(join(ROOT, '.dockerignore'), 'utf8');
   for (const p of ['**/node_modules', '**/*.test.ts', '.git']) assert.ok(ignore.includes(p), `.dockerignore has ${p}`);
 });
