@@ -13,8 +13,8 @@
  *   `leaser()` call, never as an unhandled rejection.
  */
 import type { Agent } from 'node:http';
-import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
+import { http } from '../internal/http.ts';
 import { proxyAgentFactory } from './proxy.ts';
 
 /** TCP keep-alive probes start after this much idle time on a connection. */
@@ -49,7 +49,7 @@ export class ConnectionPools {
       proxyUrl !== undefined
         ? proxyAgentFactory(proxyUrl, agentOptions)
         : Promise.resolve(
-            server.protocol === 'http:' ? () => new HttpAgent(agentOptions) : () => new HttpsAgent(agentOptions),
+            server.protocol === 'http:' ? () => new http.Agent(agentOptions) : () => new HttpsAgent(agentOptions),
           );
     this.#agents.catch(() => {}); // reported by the first request
   }

@@ -21,10 +21,10 @@
  *   certificate rotates (client/pool.ts).
  */
 import type { IncomingMessage } from 'node:http';
-import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { SecureContextOptions } from 'node:tls';
 import { TokenBucket } from '../internal/bucket.ts';
+import { http } from '../internal/http.ts';
 import { linked } from '../internal/requests.ts';
 import { ATTR, endRequestSpan, type Span, startRequestSpan } from '../tracing/spans.ts';
 import type { Credentials } from './auth.ts';
@@ -290,7 +290,7 @@ export class Transport {
     signal: AbortSignal | undefined,
   ): Promise<IncomingMessage> {
     const started = performance.now();
-    const send = this.server.protocol === 'http:' ? httpRequest : httpsRequest;
+    const send = this.server.protocol === 'http:' ? http.request : httpsRequest;
     const metrics = this.#options.metrics;
     const host = this.server.host;
     return new Promise<IncomingMessage>((resolve, reject) => {

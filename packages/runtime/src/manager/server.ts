@@ -9,10 +9,11 @@
  * (401, 403 or 500) with a one-line message and the endpoint is never called (see manager/metricsauth.ts).
  */
 
-import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import { UsageError } from '../errors.ts';
 import { boundAddress, parseBindAddress } from '../internal/address.ts';
+import { http } from '../internal/http.ts';
 import { type KeyPair, secureContextOptions } from '../tls/keypair.ts';
 import type { ScrapeDecision, ScrapeRequest } from './metricsauth.ts';
 
@@ -44,7 +45,7 @@ export class HttpEndpoints {
     const handler = (req: IncomingMessage, res: ServerResponse) => this.#filter(req, res);
     this.#server = options.tls
       ? createHttpsServer(secureContextOptions(options.tls), handler)
-      : createHttpServer(handler);
+      : http.createServer(handler);
   }
 
   /** True when serving HTTPS. */
