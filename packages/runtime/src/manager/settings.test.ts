@@ -63,6 +63,8 @@ test('bad values name the flag or variable and what it accepts', () => {
     [[], { LEADER_ELECT: 'maybe' }, /LEADER_ELECT: "maybe"/],
     [['--kube-api-content-type', 'yaml'], {}, /--kube-api-content-type: "yaml" is not application\/vnd/],
     [[], { KUBE_API_CONTENT_TYPE: 'text/plain' }, /KUBE_API_CONTENT_TYPE: "text\/plain"/],
+    [[], { KUBE_API_CONTENT_TYPE: '__proto__' }, /KUBE_API_CONTENT_TYPE: "__proto__" is not/],
+    [['--kube-api-content-type', 'constructor'], {}, /"constructor" is not/],
     [['--frobnicate'], {}, /frobnicate/],
   ];
   for (const [argv, env, message] of cases) {

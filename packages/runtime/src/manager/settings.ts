@@ -251,16 +251,16 @@ function kubeconfigSettings(base: ManagerOptions, values: ParsedValues): Pick<Ma
 }
 
 /** The reads' encoding of built-in kinds, as kube-controller-manager's `--kube-api-content-type`: protobuf or JSON. */
-const CONTENT_TYPES: Readonly<Record<string, boolean>> = {
-  'application/vnd.kubernetes.protobuf': true,
-  'application/json': false,
-};
+const CONTENT_TYPES: ReadonlyMap<string, boolean> = new Map([
+  ['application/vnd.kubernetes.protobuf', true],
+  ['application/json', false],
+]);
 
 /** `--kube-api-content-type`, else `KUBE_API_CONTENT_TYPE`: whether built-in kinds are read as protobuf. */
 function contentType(str: ReturnType<typeof reader>['str']): Pick<ManagerOptions, 'protobuf'> {
   const [type, from] = str('kube-api-content-type', 'KUBE_API_CONTENT_TYPE');
   if (type === undefined) return {};
-  const protobuf = CONTENT_TYPES[type.trim().toLowerCase()];
+  const protobuf = CONTENT_TYPES.get(type.trim().toLowerCase());
   if (protobuf === undefined)
     throw new SettingsError(`${from}: "${type}" is not application/vnd.kubernetes.protobuf or application/json`);
   return { protobuf };
