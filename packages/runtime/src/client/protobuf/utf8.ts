@@ -15,7 +15,8 @@ const utf8 = new TextDecoder('utf-8');
  * steps, where WHATWG writes one for each maximal invalid subpart.
  */
 export function goReplaced(s: string, b: Uint8Array, p: number, e: number): string {
-  if (!s.includes('\uFFFD') || isUtf8(b.subarray(p, e))) return s;
+  // as many UTF-16 units as bytes: ASCII, or invalid bytes replaced one by one, which is what Go does too (no scan)
+  if (s.length === e - p || !s.includes('\uFFFD') || isUtf8(b.subarray(p, e))) return s;
   let out = '';
   let i = p;
   while (i < e) {
