@@ -3,12 +3,13 @@
  * `npm run bench -- webhook`: admission requests at rising rates through the real apiserver to a validating webhook —
  * opkit's `WebhookServer` (bench/peers/opkit-webhook) and Go controller-runtime's webhook server
  * (bench/peers/go-webhook), doing the same check — one after the other on one control plane, order rotating per
- * repetition. The Go server runs twice: as kubebuilder's scaffold serves it, HTTP/1.1 only (`go`, the peer the
- * ratios are taken against), and offering HTTP/2 (`goH2`). The apiserver speaks HTTP/2 to a webhook only when the
- * webhook's URL is a loopback address, as here, and the server offers it; a webhook behind a Service is always called
- * over HTTP/1.1, as opkit's server (HTTP/1.1) is here. Each request is a dry-run create of a Widget (nothing is stored; the apiserver still calls the
- * webhook), sent open-loop at the rate (a request does not wait for the previous one). Latency is measured by the
- * client, end to end; the apiserver's own part is the same for both, so the difference is the webhook's.
+ * repetition. The Go server runs twice: as kubebuilder's scaffold serves it, HTTP/1.1 only (`go`, the peer the ratios
+ * are taken against), and offering HTTP/2 (`goH2`). The apiserver speaks HTTP/2 to a webhook only when the webhook's
+ * URL is a loopback address, as here, and the server offers it; a webhook behind a Service is always called over
+ * HTTP/1.1, which is all opkit's server speaks. Each request is a dry-run create of a Widget (nothing is stored; the
+ * apiserver still calls the webhook), sent open-loop at the rate (a request does not wait for the previous one).
+ * Latency is measured by the client, end to end; the apiserver's own part is the same for every system, so the
+ * difference is the webhook's.
  *
  * Figures per system and rate: p50 and p99 (ms, median over repetitions), failures, and the highest rate whose p99
  * stays ≤ 10 ms; ratios opkit / Go.
