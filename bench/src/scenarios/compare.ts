@@ -382,6 +382,15 @@ async function scale(o: CompareOptions, goBinary: string): Promise<ScenarioFigur
 // ---- Markdown and charts ----
 
 const cell = (v: number | null | undefined, unit = '') => (v === null || v === undefined ? '—' : `${v}${unit}`);
+/** Issue 29's goals for RSS opkit / Go by cached pods. */
+const RSS_GOALS: Record<number, string> = { 1000: '≤ 1.5', 10000: '≤ 1.0', 30000: '≤ 0.6' };
+/** `Ratios: a 1.2× (goal ≤ 1.0), b 0.8×.`: the ratios this run has (a peer not run has none), with their goals. */
+type RatioPart = readonly [what: string, value: number | null | undefined, goal?: string | undefined];
+const ratioLine = (parts: readonly RatioPart[], tail = '') =>
+  `Ratios: ${parts
+    .filter(([, v]) => v !== null && v !== undefined)
+    .map(([what, v, goal]) => `${what} ${v}×${goal ? ` (goal ${goal})` : ''}`)
+    .join(', ')}${tail}.`;
 const range = (s: Summary, digits = 1) => `${round(s.min, digits)}–${round(s.max, digits)}`;
 /** The systems with figures in this scenario, in table order, with their figures. */
 const rowsOf = <F>(s: ScenarioFigures<F>): [SystemName, F][] =>
@@ -407,7 +416,14 @@ function section(s: ScenarioFigures<unknown>): { title: string; table: string; c
           '| --- | --- | --- | --- | --- | --- | --- |',
           ...rowsOf(c).map(row),
           '',
-          `Ratios: opkit / Go ${cell(c.ratios.opkitOverGo)}× (goal ≤ 1.0), opkit / floor ${cell(c.ratios.opkitOverFloor)}× (goal ≤ 1.25), opkit / kubernetes-fluent-client ${cell(c.ratios.opkitOverKfc)}×, opkit / client-node ${cell(c.ratios.opkitOverClientNode)}×, RSS opkit / Go ${cell(c.ratios.rssOpkitOverGo)}×, requests opkit / Go ${cell(c.ratios.requestsOpkitOverGo)}× (goal ≤ 1).`,
+          ratioLine([
+            ['opkit / Go', c.ratios.opkitOverGo, '≤ 0.9'],
+            ['opkit / floor', c.ratios.opkitOverFloor, '≤ 1.25'],
+            ['opkit / kubernetes-fluent-client', c.ratios.opkitOverKfc],
+            ['opkit / client-node', c.ratios.opkitOverClientNode],
+            ['RSS opkit / Go', c.ratios.rssOpkitOverGo],
+            ['requests opkit / Go', c.ratios.requestsOpkitOverGo, '≤ 1'],
+          ]),
         ].join('\n'),
         chart: barChart(
           `Time to converge ${p.crs} AppServices × ${p.replicas} pods (median, lower is better)`,
@@ -430,9 +446,11 @@ function section(s: ScenarioFigures<unknown>): { title: string; table: string; c
         const r = x.rates.find((y) => y.sustained) ?? x.rates[0];
         return r ? `${r.writesPerChange} at ${r.rate}/s` : '—';
       };
-      const pairs = Object.entries(c.ratios)
-        .filter(([k, v]) => k.startsWith('p99OpkitOverGoAt') && v !== null)
-        .map(([k, v]) => `${k.slice('p99OpkitOverGoAt'.length)}/s ${v}×`);
+      const atRates = (q: 'p50' | 'p99') =>
+        Object.entries(c.ratios)
+          .filter(([k, v]) => k.startsWith(`${q}OpkitOverGoAt`) && v !== null)
+          .map(([k, v]) => `${k.slice(`${q}OpkitOverGoAt`.length)}/s ${v}×`)
+          .join(', ') || '—';
       return {
         title: `churn — a rate sweep (${rates.join(', ')} spec changes per second, ${p.seconds} s each) on ${p.crs} AppServices at rest`,
         table: [
@@ -445,7 +463,13 @@ function section(s: ScenarioFigures<unknown>): { title: string; table: string; c
               `| ${LABEL[sys]} | ${x.sustainedRate} (${range(x.spread.sustainedRate, 0)}) | ${rates.map((r) => at(x, r)).join(' | ')} | ${writes(x)} | ${cell(x.peakRssMiB)} | ${cell(x.cpuSeconds)} |`,
           ),
           '',
-          `Ratios: sustained rate opkit / Go ${cell(c.ratios.opkitOverGo)}× (goal ≥ 1.0), opkit / kubernetes-fluent-client ${cell(c.ratios.sustainedOpkitOverKfc)}×; p99 opkit / Go at the rates both sustain (goal ≤ 1.0): ${pairs.length > 0 ? pairs.join(', ') : '—'}.`,
+          ratioLine(
+            [
+              ['sustained rate opkit / Go', c.ratios.opkitOverGo, '≥ 1.0'],
+              ['opkit / kubernetes-fluent-client', c.ratios.sustainedOpkitOverKfc],
+            ],
+            `; at the rates both opkit and Go sustain (goal ≤ 1.0), p50 opkit / Go ${atRates('p50')}, p99 opkit / Go ${atRates('p99')}`,
+          ),
         ].join('\n'),
         chart: lineChart(
           'p99 change → status observed vs change rate (median, lower is better)',
@@ -489,16 +513,20 @@ function section(s: ScenarioFigures<unknown>): { title: string; table: string; c
               `| ${LABEL[sys]} | ${x.syncedSeconds} (${range(x.spread.syncedSeconds, 2)}) | ${x.idleAfterSeconds} (${range(x.spread.idleAfterSeconds, 2)}) | ${x.writes} | ${x.requests} | ${x.peakRssMiB} | ${x.convergeSeconds} |`,
           ),
           '',
-          `Ratios: synced opkit / Go ${cell(c.ratios.opkitOverGo)}×, idle after opkit / Go ${cell(c.ratios.idleAfterOpkitOverGo)}×, RSS opkit / Go ${cell(c.ratios.rssOpkitOverGo)}×.`,
+          ratioLine([
+            ['synced opkit / Go', c.ratios.opkitOverGo, '≤ 1.0'],
+            ['idle after opkit / Go', c.ratios.idleAfterOpkitOverGo],
+            ['RSS opkit / Go', c.ratios.rssOpkitOverGo],
+          ]),
         ].join('\n'),
       };
     }
     case 'scale': {
       const c = s as ScenarioFigures<ScaleFigures>;
       const sizes = (c.parameters as { sizes: number[] }).sizes;
-      const synced = Object.entries(c.ratios)
-        .filter(([k, v]) => k.startsWith('syncedOpkitOverGoAt') && v !== null)
-        .map(([k, v]) => `${Number(k.slice('syncedOpkitOverGoAt'.length)).toLocaleString('en-US')} pods ${v}×`);
+      const pods = (n: number) => `${n.toLocaleString('en-US')} pods`;
+      const rssAt = (sys: SystemName, n: number) =>
+        (c[sys] as ScaleFigures | null)?.sizes.find((z) => z.pods === n)?.steadyRssMiB;
       return {
         title: `scale — memory and start-up at ${sizes.map((n) => n.toLocaleString('en-US')).join(' / ')} cached pods`,
         table: [
@@ -511,7 +539,23 @@ function section(s: ScenarioFigures<unknown>): { title: string; table: string; c
             return `| ${LABEL[sys]} | ${sizes.map((n) => cell(at(n)?.steadyRssMiB)).join(' | ')} | ${sizes.map((n) => cell(at(n)?.syncedSeconds)).join(' | ')} | ${cell(x.bytesPerObject)} |`;
           }),
           '',
-          `Ratios: RSS opkit / Go at ${cell(c.ratios.referencePods)} pods ${cell(c.ratios.opkitOverGo)}× (goal ≤ 1.0), bytes per object opkit / Go ${cell(c.ratios.bytesPerObjectOpkitOverGo)}×, synced opkit / Go at ${synced.join(', ') || '—'} (goal ≤ 1.0).`,
+          ratioLine([
+            ...sizes.map(
+              (n): RatioPart => [
+                `RSS opkit / Go at ${pods(n)}`,
+                ratio(rssAt('opkit', n), rssAt('go', n)),
+                RSS_GOALS[n],
+              ],
+            ),
+            ['bytes per object opkit / Go', c.ratios.bytesPerObjectOpkitOverGo],
+            ...sizes.map(
+              (n): RatioPart => [
+                `synced opkit / Go at ${pods(n)}`,
+                c.ratios[`syncedOpkitOverGoAt${n}`],
+                n >= 10_000 ? '≤ 1.0' : undefined,
+              ],
+            ),
+          ]),
         ].join('\n'),
         chart: lineChart(
           'Operator RSS vs cached pods (median, lower is better)',
