@@ -1,6 +1,6 @@
 /**
  * `npm run bench -- <scenario> [--repeat N] [--json FILE]`: runs a benchmark scenario, prints a Markdown table and
- * writes the figures as JSON. Scenarios: env-start, informer, converge, compare (see USAGE).
+ * writes the figures as JSON. Scenarios: env-start, informer, converge, compare, restart-limit, webhook (see USAGE).
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import { cpus, totalmem } from 'node:os';
@@ -17,6 +17,7 @@ import {
 import { type ConvergeResult, convergeScenario, type SystemName } from './scenarios/converge.ts';
 import { envStart, envStartMarkdown } from './scenarios/env-start.ts';
 import { type InformerResult, informerScenario } from './scenarios/informer.ts';
+import { restartLimitMarkdown, restartLimitScenario } from './scenarios/restart-limit.ts';
 import { webhookMarkdown, webhookScenario } from './scenarios/webhook.ts';
 
 const USAGE = `Usage: npm run bench -- <scenario> [--repeat N] [--json FILE]
@@ -36,6 +37,10 @@ Scenarios:
                         --steady-idle-seconds S (300) --restarts K (3)
               scale:    --sizes A,B,C cached pods (1000,10000,30000)
               all: --workers W (4)
+  restart-limit
+              restart to synced: opkit, Go controller-runtime and a bare Node process doing only the lists, the watch
+              and one status write (the limit), --repeat N rounds in rotating order, with --steady-crs N (3000)
+              AppServices and --steady-pods P (10000) pods
   webhook     a validating webhook through the apiserver, opkit vs Go controller-runtime, at rising rates:
               --rates A,B,C req/s (50,100,200,400) --rate-seconds S (10), --repeat N
 `;
@@ -115,6 +120,18 @@ switch (scenario) {
     const r = await informerScenario({ objects, repeat, log });
     result = r;
     table = informerMarkdown(r);
+    break;
+  }
+  case 'restart-limit': {
+    const r = await restartLimitScenario({
+      crs: whole('steady-crs', 1),
+      pods: whole('steady-pods', 1),
+      rounds: repeat,
+      workers: whole('workers', 1),
+      log,
+    });
+    result = r;
+    table = restartLimitMarkdown(r);
     break;
   }
   case 'webhook': {
