@@ -386,11 +386,12 @@ const cell = (v: number | null | undefined, unit = '') => (v === null || v === u
 const RSS_GOALS: Record<number, string> = { 1000: '≤ 1.5', 10000: '≤ 1.0', 30000: '≤ 0.6' };
 /** `Ratios: a 1.2× (goal ≤ 1.0), b 0.8×.`: the ratios this run has (a peer not run has none), with their goals. */
 type RatioPart = readonly [what: string, value: number | null | undefined, goal?: string | undefined];
-const ratioLine = (parts: readonly RatioPart[], tail = '') =>
-  `Ratios: ${parts
+function ratioLine(parts: readonly RatioPart[], tail = ''): string {
+  const known = parts
     .filter(([, v]) => v !== null && v !== undefined)
-    .map(([what, v, goal]) => `${what} ${v}×${goal ? ` (goal ${goal})` : ''}`)
-    .join(', ')}${tail}.`;
+    .map(([what, v, goal]) => `${what} ${v}×${goal ? ` (goal ${goal})` : ''}`);
+  return known.length > 0 ? `Ratios: ${known.join(', ')}${tail}.` : 'Ratios: none (no peer ran beside opkit).';
+}
 const range = (s: Summary, digits = 1) => `${round(s.min, digits)}–${round(s.max, digits)}`;
 /** The systems with figures in this scenario, in table order, with their figures. */
 const rowsOf = <F>(s: ScenarioFigures<F>): [SystemName, F][] =>
