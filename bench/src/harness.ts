@@ -146,6 +146,17 @@ export async function within<T>(what: string, promise: Promise<T>, timeoutMs: nu
   }
 }
 
+/** The replicas of `app-i` when `pods` pods are spread over `crs` AppServices as evenly as they go. */
+export function spreadPods(crs: number, pods: number): (i: number) => number {
+  const base = Math.floor(pods / crs);
+  return (i) => base + (i < pods - base * crs ? 1 : 0);
+}
+
+/** How many AppServices the watching client sees converged: every pod of their spec counted and ready. */
+export function convergedCount(observed: Informer<AppService>): number {
+  return observed.store.list().filter((a) => reports(a, a.spec?.replicas ?? 1, true)).length;
+}
+
 /** True when the AppService's status reports `replicas` pods for its current generation (ready ones when asked). */
 export function reports(app: AppService, replicas: number, ready: boolean): boolean {
   const s = app.status;

@@ -14,9 +14,10 @@ import { loadConfig } from '@opkit/runtime/client';
 import {
   BENCH_NAMESPACE,
   benchEnv,
+  convergedCount,
   createAppServices,
   probeSynced,
-  reports,
+  spreadPods,
   stopProcess,
   waitUntil,
   watchAppServices,
@@ -56,10 +57,8 @@ export async function restartLimitScenario(o: RestartLimitOptions): Promise<Rest
   try {
     const observed = await watchAppServices(bench.admin, ctl.signal);
     proc = await startPeer('opkit', bench.kubeconfig, o.workers);
-    const base = Math.floor(o.pods / o.crs);
-    await createAppServices(bench.admin, o.crs, (i) => base + (i < o.pods - base * o.crs ? 1 : 0));
-    const converged = () => observed.store.list().filter((a) => reports(a, a.spec?.replicas ?? 1, true)).length;
-    await waitUntil(`converging ${o.pods} pods`, () => converged() >= o.crs, 20 * 60_000, proc);
+    await createAppServices(bench.admin, o.crs, spreadPods(o.crs, o.pods));
+    await waitUntil(`converging ${o.pods} pods`, () => convergedCount(observed) >= o.crs, 20 * 60_000, proc);
     await stopProcess(proc);
     const sa = await bench.env.kubeconfigFor({ namespace: NAMESPACE, name: NAME });
     const admin = await loadConfig({ path: bench.env.kubeconfigPath });

@@ -15,10 +15,11 @@ import { type AuditEvent, auditLogSize, readAuditLog, WRITE_VERBS } from '@opkit
 import {
   BENCH_NAMESPACE,
   benchEnv,
+  convergedCount,
   createAppServices,
   probeSynced,
-  reports,
   sampleRss,
+  spreadPods,
   stopProcess,
   USER,
   waitUntil,
@@ -64,15 +65,12 @@ export async function steadyScenario(o: SteadyOptions): Promise<SteadyResult> {
   const bench = await benchEnv(o.pods);
   let proc: ChildProcess | undefined;
   const ctl = new AbortController();
-  const base = Math.floor(o.pods / o.crs);
-  const replicasOf = (i: number) => base + (i < o.pods - base * o.crs ? 1 : 0);
   try {
     proc = await startPeer(o.system, bench.kubeconfig, o.workers, o.goBinary);
     const observed = await watchAppServices(bench.admin, ctl.signal);
     const t0 = performance.now();
-    await createAppServices(bench.admin, o.crs, replicasOf);
-    const converged = () =>
-      observed.store.list().filter((a) => reports(a, a.spec?.replicas ?? 1, true)).length >= o.crs;
+    await createAppServices(bench.admin, o.crs, spreadPods(o.crs, o.pods));
+    const converged = () => convergedCount(observed) >= o.crs;
     await waitUntil(`${o.system} converging ${o.pods} pods`, converged, 20 * 60_000, proc);
     const convergeSeconds = (performance.now() - t0) / 1000;
     o.log(`${o.system}: ${o.crs} AppServices, ${o.pods} pods converged in ${convergeSeconds.toFixed(1)} s`);
