@@ -47,7 +47,7 @@ import type {
   ScaleObject,
   WriteOptions,
 } from './types.ts';
-import { type WatchEvent, type WatchRequest, watchEvents } from './watch.ts';
+import { checkWatchRequest, type WatchEvent, type WatchRequest, watchEvents } from './watch.ts';
 import { CONTENT_TYPES, wholeObject, withType, writeQuery } from './writes.ts';
 
 /**
@@ -186,6 +186,7 @@ export class Client {
    * `Cache` instead.
    */
   watch<T extends KubeObject>(r: Kind<T>, req: Omit<WatchRequest, 'bound'>): AsyncGenerator<WatchEvent<T>> {
+    checkWatchRequest(req);
     return watchEvents(this.transport, r, {
       ...req,
       protobuf: this.#protobuf,

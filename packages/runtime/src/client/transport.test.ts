@@ -202,3 +202,21 @@ test('the QPS limit paces requests after the burst, and an abort cuts the wait f
   );
   assert.throws(() => new Client(config(url), { qps: 5, burst: 0 }), UsageError);
 });
+
+test('a watch without its timeouts is refused at once, naming the field (from JavaScript, where types do not check)', () => {
+  const client = new Client(config('http://127.0.0.1:1'));
+  const signal = new AbortController().signal;
+  const refused = (field: string) => (err: unknown) =>
+    err instanceof UsageError && err.code === 'InvalidArgument' && err.message.includes(field);
+  const missing = { resourceVersion: '1', signal } as unknown as Parameters<Client['watch']>[1];
+  assert.throws(() => client.watch(ConfigMaps, missing), refused('timeoutSeconds'));
+  assert.throws(
+    () => client.watch(ConfigMaps, { ...missing, timeoutSeconds: 30 }),
+    refused('inactivityTimeoutMs must be a number of milliseconds > 0, got undefined'),
+  );
+  assert.throws(
+    () => client.watch(ConfigMaps, { ...missing, timeoutSeconds: -1, inactivityTimeoutMs: 1000 }),
+    refused('timeoutSeconds'),
+  );
+  client.close();
+});

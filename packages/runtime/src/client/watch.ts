@@ -9,6 +9,7 @@
  * caller aborts (`Aborted`), and — the silent-hang guard — when no event or bookmark arrives for
  * `inactivityTimeoutMs` (`Inactive`).
  */
+import { UsageError } from '../errors.ts';
 import { ApiError, type Status } from './errors.ts';
 import { decodeWatchEvent, type FieldMask, FrameSplitter, hasDecoder, load, PROTOBUF } from './protobuf/codec.ts';
 import { acceptOf, collectionPath, type Kind, type KubeObject } from './resource.ts';
@@ -50,6 +51,24 @@ export interface WatchRequest {
   readonly protobuf?: boolean | undefined;
   /** The fields of a protobuf event's object to decode (default: all). */
   readonly mask?: FieldMask | undefined;
+}
+
+/**
+ * Throws `UsageError` (`InvalidArgument`) naming the field when a request's timeouts are missing or out of range, as
+ * they can be from JavaScript: without them a watch would end at once as `Inactive`.
+ */
+export function checkWatchRequest(req: Partial<WatchRequest>): void {
+  const { timeoutSeconds, inactivityTimeoutMs } = req;
+  if (!Number.isInteger(timeoutSeconds) || (timeoutSeconds as number) < 0)
+    throw new UsageError(
+      'InvalidArgument',
+      `watch: timeoutSeconds must be a whole number of seconds ≥ 0 (0: the server's default), got ${timeoutSeconds}`,
+    );
+  if (!Number.isFinite(inactivityTimeoutMs) || (inactivityTimeoutMs as number) <= 0)
+    throw new UsageError(
+      'InvalidArgument',
+      `watch: inactivityTimeoutMs must be a number of milliseconds > 0, got ${inactivityTimeoutMs}`,
+    );
 }
 
 type RawEvent<T> = { type: WatchEventType | 'ERROR'; object: T | Status };
