@@ -1,9 +1,9 @@
 /**
  * `npm test`: everything, in order, stopping at the first failing step.
  * 1. type check (tsc --noEmit, whole repo)  2. lint and format (biome check)
- * 3. the control-plane binaries (found, or built from Go modules with progress — the cold build happens here, not
- *    inside a test's timeout)  4. every test with Node's test runner (unit tests beside the code, integration tests
- *    under each package's test/ and README's example under examples/, repo checks under test/).
+ * 3. the control-plane binaries and the offline validator (found, or built from Go modules with progress — the cold
+ *    build happens here, not inside a test's timeout)  4. every test with Node's test runner (unit tests beside the
+ *    code, integration tests under each package's test/ and README's example under examples/, repo checks under test/).
  * No build step: the packages run from their sources (see SOURCE_CONDITION). `npm test -- --unit` runs steps 1, 2 and
  * the unit tests only. Extra arguments after `--` that are file paths
  * replace the test list.
@@ -11,6 +11,7 @@
 import { spawnSync } from 'node:child_process';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { prepareValidator } from '../packages/testenv/src/cel.ts';
 import { resolveBinaries } from '../packages/testenv/src/index.ts';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -57,6 +58,9 @@ const INTEGRATION = [
 if (!unitOnly && files.length === 0) {
   process.stdout.write('\n▶ control-plane binaries\n');
   await resolveBinaries();
+  process.stdout.write('\n▶ the offline validator (@opkit/testenv/cel)\n');
+  const built = await prepareValidator({ log: (line) => process.stdout.write(`${line}\n`) });
+  process.stdout.write(`✔ Kubernetes ${built.kubernetesVersion} validation, built by ${built.goVersion}\n`);
 }
 
 step('tests', process.execPath, [

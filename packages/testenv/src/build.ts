@@ -14,7 +14,7 @@
  *   compiled out of the total the target depends on (`go list -deps`) and an estimate of the time left.
  */
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { TestenvError } from './errors.ts';
 import { KWOK_EXIT_STAGE } from './kwok-exit-stage.ts';
 import { KWOK_STAGES, KWOK_STAGES_VERSION } from './kwok-stages.ts';
@@ -142,6 +142,43 @@ export async function buildGoCommand(options: {
     dir,
     `compiling ${options.pkg} ${options.version}`,
     ['build', '-v', '-trimpath', '-ldflags', options.ldflags, '-o', partial, options.pkg],
+    total,
+  );
+  await rename(partial, options.out);
+  return { goVersion: version.trim(), seconds: round((performance.now() - started) / 1000) };
+}
+
+/**
+ * Builds the Go main package in `dir` (a module of its own, with its go.mod and go.sum) into `out`, for `goos`/`goarch`
+ * (default: this machine's). The same guarantees as `buildBinaries`: written to a temporary file and renamed, no
+ * toolchain download, checksums verified unless the database cannot be reached, progress through `log`.
+ */
+export async function buildGoSources(options: {
+  readonly go: string;
+  readonly dir: string;
+  readonly out: string;
+  readonly what: string;
+  readonly goos?: string;
+  readonly goarch?: string;
+  readonly log: (line: string) => void;
+}): Promise<{ goVersion: string; seconds: number }> {
+  const started = performance.now();
+  const target = options.goos ? { GOOS: options.goos, GOARCH: options.goarch ?? '' } : {};
+  const goEnv: GoEnv = {
+    env: { ...process.env, GOTOOLCHAIN: 'local', CGO_ENABLED: '0', GOFLAGS: '-mod=mod', GOWORK: 'off', ...target },
+    sumdbOff: false,
+  };
+  const build: BuildOptions = { go: options.go, binDir: '', workDir: options.dir, components: [], log: options.log };
+  const version = await goOutput(build, goEnv, ['env', 'GOVERSION'], options.dir);
+  const total = await countPackages(build, goEnv, options.dir, '.');
+  const partial = `${options.out}.partial-${process.pid}`;
+  await mkdir(dirname(options.out), { recursive: true });
+  await goStep(
+    build,
+    goEnv,
+    options.dir,
+    `compiling ${options.what}`,
+    ['build', '-v', '-trimpath', '-ldflags', '-s -w', '-o', partial, '.'],
     total,
   );
   await rename(partial, options.out);
