@@ -38,7 +38,12 @@ export type CliErrorCode =
    * A file `opkit create` edits lacks the marker line it inserts at (`// +opkit:scaffold:…`): put the marker back
    * where the scaffold had it, and run the command again (nothing was written).
    */
-  | 'ScaffoldMarkerMissing';
+  | 'ScaffoldMarkerMissing'
+  /**
+   * The apiserver would refuse a generated CRD (a CEL rule that does not compile or costs over budget, a schema that is
+   * not structural): the message names the API file, the version, the schema path and the rule (nothing was written).
+   */
+  | 'SchemaRejected';
 
 const USAGE_CODES: ReadonlySet<CliErrorCode> = new Set(['Usage', 'UnknownCluster', 'ClusterAmbiguous']);
 

@@ -80,6 +80,23 @@ describe('opkit init → create api → generate → a working operator', () => 
         "description: 'How many to run.' }), 1),\n    color: Type.Optional(Type.String({ maxLength: 20 })),",
       ),
     );
+    // a CEL rule with a typo fails generate, naming the file, the schema path and the rule, before anything is written
+    const crdPath = join(dir, 'config/crd/bases/shop.example.org_gadgets.yaml');
+    const before = await readFile(crdPath, 'utf8');
+    const good = await readFile(apiPath, 'utf8');
+    const typo =
+      "{ description: 'The desired state of a Gadget.', 'x-kubernetes-validations': [{ rule: 'self.colour != \"rot\"' }] }";
+    await writeFile(apiPath, good.replace("{ description: 'The desired state of a Gadget.' }", typo));
+    const refused = opkit(dir, ['generate']);
+    assert.equal(refused.code, 1, refused.out);
+    assert.match(refused.out, /src\/api\/v1beta1\/gadget\.ts: the apiserver would refuse the Gadget CRD:/);
+    assert.match(
+      refused.out,
+      /version v1beta1, schema spec, rule `self\.colour != "rot"`: compilation failed: .*undefined field 'colour'/,
+    );
+    assert.match(refused.out, /nothing was written/);
+    assert.equal(await readFile(crdPath, 'utf8'), before, 'the CRD file is untouched');
+    await writeFile(apiPath, good);
     const stale = opkit(dir, ['generate', '--check']);
     assert.equal(stale.code, 1, 'a changed API makes the CRD stale');
     assert.match(stale.out, /config\/crd\/bases\/shop\.example\.org_gadgets\.yaml/);

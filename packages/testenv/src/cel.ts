@@ -71,7 +71,7 @@ export interface CrdProblem {
   readonly reason: string;
   /** What is wrong, without the offending value: e.g. `compilation failed: ERROR: <input>:1:6: undefined field 'replicass'…`. */
   readonly detail: string;
-  /** The version whose schema holds it (absent when every version has that schema: the apiserver then names none). */
+  /** The version whose schema holds it (absent when several versions share that schema: the apiserver names none). */
   readonly version?: string;
   /** The schema node, as a path of the object: `spec.template.image`, `spec.ports[*]`, `spec.labels{*}`, or `.` for the root. */
   readonly schemaPath?: string;
@@ -268,7 +268,7 @@ export function locate(crd: Json, problem: { field: string; reason: string; deta
   }
   return {
     ...problem,
-    ...(typeof v?.name === 'string' && !shared ? { version: v.name } : {}),
+    ...(typeof v?.name === 'string' && (!shared || versions(crd).length === 1) ? { version: v.name } : {}),
     schemaPath: path === '' ? '.' : path,
     ...(rule !== undefined ? { rule } : {}),
   };

@@ -2,13 +2,15 @@
  * @module commands/generate
  * `opkit generate [--helm] [--check] [--dir DIR]`: CRDs, RBAC, manager manifests and dist/install.yaml from the code
  * (see generate/manifests.ts); with `--helm`, or once dist/chart/ exists, the Helm chart too (generate/helm.ts).
- * `--check` writes nothing and exits 1 naming every stale file (for CI). A generated chart file the code no longer
- * makes (under dist/chart/, which helm renders whole) is removed, or named by `--check`. Samples and other files that
- * are the user's are never touched.
+ * Every CRD is first checked as the apiserver will check it (generate/check-crds.ts: CEL rules compiled with types,
+ * their cost): a CRD it would refuse fails the command before anything is written. `--check` writes nothing and exits
+ * 1 naming every stale file (for CI). A generated chart file the code no longer makes (under dist/chart/, which helm
+ * renders whole) is removed, or named by `--check`. Samples and other files that are the user's are never touched.
  */
 import { access, rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { checkCrds } from '../generate/check-crds.ts';
 import { CHART_DIR, chartFiles } from '../generate/helm.ts';
 import { generatedFiles, loadApis } from '../generate/manifests.ts';
 import { readProject } from '../project/project.ts';
@@ -16,8 +18,9 @@ import { obsoleteFiles, staleFiles, writeFiles } from '../scaffold/files.ts';
 
 export const GENERATE_HELP = `Usage: opkit generate [--helm] [--check] [--dir DIR]
 
-Writes config/ (CRDs from the TypeBox kinds, RBAC from the controllers' declared permissions, the manager Deployment,
-kustomizations) and dist/install.yaml. --helm: also the Helm chart in dist/chart/ (kept up to date from then on).
+Checks every CRD as the apiserver will (CEL rules compiled with types, their cost), then writes config/ (CRDs from
+the TypeBox kinds, RBAC from the controllers' declared permissions, the manager Deployment, kustomizations) and
+dist/install.yaml. --helm: also the Helm chart in dist/chart/ (kept up to date from then on).
 --check: write nothing; exit 1 if any generated file is stale.
 `;
 
@@ -29,6 +32,7 @@ export async function generate(
 ): Promise<number> {
   const project = await readProject(dir);
   const apis = await loadApis(dir, project);
+  await checkCrds(project, apis);
   const files = generatedFiles(project, apis);
   const hasChart = await access(join(dir, CHART_DIR, 'Chart.yaml')).then(
     () => true,
