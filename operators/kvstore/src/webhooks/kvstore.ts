@@ -2,14 +2,11 @@
 /**
  * @module webhooks/kvstore
  * The admission webhooks of KVStore (kv/v1alpha1), served by the manager's webhook server. `validateKVStoreUpdate`
- * refuses what the apiserver's schema cannot see, because it compares the new object with the old one and its status:
- * - `spec.storage` may grow, never shrink (a volume cannot give space back; sizes compare as quantities: `1Gi` is
- *   `1024Mi`);
- * - `spec.replicas` cannot change while a restore is in progress (the restore writes a fixed set of volumes);
- * - `spec.restoreFrom` cannot change (a store is restored once, when it is created).
+ * refuses a change of `spec.replicas` while a restore is in progress (the restore writes a fixed set of volumes): it
+ * reads the old object's status. What the schema can say is in the schema, as CEL rules the apiserver runs without a
+ * webhook (api/v1alpha1/kvstore): `spec.storage` may grow, never shrink, and `spec.restoreFrom` cannot change.
  */
 
-import { Quantity } from '@opkit/runtime/quantity';
 import {
   type FieldError,
   fieldErrors,
@@ -34,10 +31,6 @@ export function restoring(store: KVStore): boolean {
 /** The rules of an update (see the module comment). */
 export function validateKVStoreUpdate(obj: KVStore, old: KVStore): ValidationResult {
   const errors: FieldError[] = [...(validateKVStore(obj).errors ?? [])];
-  if (Quantity.parse(obj.spec.storage).cmp(old.spec.storage) < 0)
-    errors.push(
-      fieldErrors.invalid('spec.storage', obj.spec.storage, `storage cannot shrink (it is ${old.spec.storage})`),
-    );
   if (obj.spec.replicas !== old.spec.replicas && restoring(old))
     errors.push(
       fieldErrors.forbidden(
@@ -45,8 +38,6 @@ export function validateKVStoreUpdate(obj: KVStore, old: KVStore): ValidationRes
         `cannot change while the restore from ${old.spec.restoreFrom} is in progress`,
       ),
     );
-  if (obj.spec.restoreFrom !== old.spec.restoreFrom)
-    errors.push(fieldErrors.forbidden('spec.restoreFrom', 'is set when the store is created, and cannot change'));
   return { errors };
 }
 

@@ -1,6 +1,7 @@
-// The KVStore validating webhook on a real local control plane: the test manager serves it on loopback, the
-// apiserver calls it, so a write that shrinks storage, or changes replicas during a restore, is refused with the
-// field named (an ApiError with the webhook's causes), as kubectl would show it.
+// The KVStore's admission on a real local control plane: the test manager serves the webhook on loopback and the
+// apiserver calls it, so a write that changes replicas during a restore is refused; one that shrinks storage or
+// changes restoreFrom is refused by the CRD's CEL rules. Each with the field named (an ApiError with the causes), as
+// kubectl would show it.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { ApiError } from '@opkit/runtime';

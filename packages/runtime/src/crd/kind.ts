@@ -46,7 +46,10 @@ export interface PrinterColumn {
   format?: string;
 }
 
-/** A CEL validation rule of the spec (`x-kubernetes-validations`), checked by the apiserver on every write. */
+/**
+ * A CEL validation rule (`x-kubernetes-validations`), checked by the apiserver on every write: of the spec (`validations`)
+ * or of any schema node (`Validated`).
+ */
 export interface ValidationRule {
   /** A CEL expression over `self` (the spec), e.g. `self.minReplicas <= self.replicas`. */
   rule: string;
@@ -58,6 +61,12 @@ export interface ValidationRule {
   fieldPath?: string;
   /** FieldValueInvalid (default), FieldValueForbidden, FieldValueRequired or FieldValueDuplicate. */
   reason?: string;
+  /**
+   * For a transition rule (one that reads `oldSelf`): also run it on create, and when the old value is absent, with
+   * `oldSelf` an optional (`oldSelf.hasValue()`, `oldSelf.value()`, `oldSelf.orValue(x)`). Without it, a transition
+   * rule runs only on an update where the node has an old value.
+   */
+  optionalOldSelf?: boolean;
 }
 
 /**

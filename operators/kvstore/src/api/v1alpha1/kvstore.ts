@@ -6,35 +6,57 @@
  * The status says what runs (readyReplicas, currentVersion), how a restore went (`status.restore`, which is what
  * makes a restore happen once across operator restarts) and the Ready and Progressing conditions.
  */
-import { Defaulted, defineKind, type ObjectOf } from '@opkit/runtime';
+import { Defaulted, defineKind, type ObjectOf, Validated } from '@opkit/runtime';
 import { ConditionsSchema } from '@opkit/runtime/crd';
 import { QuantitySchema } from '@opkit/runtime/quantity';
-import { type Static, Type } from '@sinclair/typebox';
+import { CloneType, type Static, Type } from '@sinclair/typebox';
 import { SnapshotPhase } from './kvsnapshot.ts';
 
-export const KVStoreSpec = Type.Object(
-  {
-    replicas: Defaulted(Type.Integer({ minimum: 1, maximum: 9, format: 'int32', description: 'Pods to run.' }), 3),
-    version: Defaulted(
-      Type.String({
-        pattern: '^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$',
-        description: 'The image tag every pod runs; a change rolls the pods one at a time.',
-      }),
-      '1.36',
-    ),
-    storage: Defaulted(
-      QuantitySchema({ description: 'The volume size of each pod (it may grow, never shrink).' }),
-      '1Gi',
-    ),
-    restoreFrom: Type.Optional(
-      Type.String({
-        minLength: 1,
-        maxLength: 253,
-        description: 'A KVSnapshot of this namespace to create the store from, before its pods serve.',
-      }),
-    ),
-  },
-  { description: 'The desired state of a KVStore.' },
+export const KVStoreSpec = Validated(
+  Type.Object(
+    {
+      replicas: Defaulted(Type.Integer({ minimum: 1, maximum: 9, format: 'int32', description: 'Pods to run.' }), 3),
+      version: Defaulted(
+        Type.String({
+          pattern: '^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$',
+          description: 'The image tag every pod runs; a change rolls the pods one at a time.',
+        }),
+        '1.36',
+      ),
+      storage: Defaulted(
+        Validated(
+          CloneType(QuantitySchema({ description: 'The volume size of each pod (it may grow, never shrink).' }), {
+            maxLength: 32,
+          }),
+          [
+            // a transition rule: sizes compare as quantities (1Gi is 1024Mi); a volume cannot give space back
+            {
+              rule: 'quantity(string(self)).compareTo(quantity(string(oldSelf))) >= 0',
+              messageExpression: "'storage cannot shrink (it is ' + string(oldSelf) + ')'",
+            },
+          ],
+        ),
+        '1Gi',
+      ),
+      restoreFrom: Type.Optional(
+        Type.String({
+          minLength: 1,
+          maxLength: 253,
+          description: 'A KVSnapshot of this namespace to create the store from, before its pods serve.',
+        }),
+      ),
+    },
+    { description: 'The desired state of a KVStore.' },
+  ),
+  [
+    // a transition rule (it reads oldSelf): checked on updates only
+    {
+      rule: 'has(self.restoreFrom) == has(oldSelf.restoreFrom) && (!has(self.restoreFrom) || self.restoreFrom == oldSelf.restoreFrom)',
+      message: 'restoreFrom is set when the store is created, and cannot change',
+      fieldPath: '.restoreFrom',
+      reason: 'FieldValueForbidden',
+    },
+  ],
 );
 
 export const KVStoreStatus = Type.Object(
