@@ -1,7 +1,8 @@
 /**
  * The AppService webhooks (admission and conversion) end to end through kubectl, in two parts:
  * - served by a test manager (`startTestManager({ webhooks })`) that runs the controller and the webhooks as main.ts
- *   does: defaults, refusals with the field named, warnings, conversion both ways, reconciles of v1alpha1 objects;
+ *   does: defaults, refusals with the field named, warnings, conversion both ways, reconciles of v1alpha1 objects,
+ *   and the CRD's CEL rule, refused by the apiserver as the offline validator (@opkit/testenv/cel) predicts;
  * - served by the operator process on the port and certificate testenv's `installWebhooks` gives it (its
  *   `--webhook-bind-address` and `--webhook-cert-dir` flags): killed, writes are refused under `failurePolicy: Fail`
  *   with nothing lost, and a restart recovers.
@@ -13,6 +14,7 @@ import { ApiError } from '@opkit/runtime';
 import { Client, loadConfig } from '@opkit/runtime/client';
 import { startTestManager, type TestManager } from '@opkit/runtime/testing';
 import { type Environment, type InstalledWebhooks, start, waitFor } from '@opkit/testenv';
+import { loadValidator } from '@opkit/testenv/cel';
 import { AppServiceKind, AppServicesV1 } from '../src/api/appservice.ts';
 import { permissions as controllerPermissions, setupAppServiceController } from '../src/controllers/appservice.ts';
 import { installApiAndRbac, installObjects, NAME, NAMESPACE } from '../src/install.ts';
@@ -79,6 +81,36 @@ describe('served by a test manager', () => {
   });
   after(async () => {
     await op?.stop();
+  });
+
+  test('a CEL rule of the CRD refuses maxUnavailable above replicas: kubectl shows the rule, and the offline validator gives the same error', async () => {
+    const wide = {
+      apiVersion: 'app.example.com/v1',
+      kind: 'AppService',
+      metadata: { name: 'wide', namespace: 'hooks' },
+      spec: { replicas: 2, template: { image: 'nginx:1.27' }, rollout: { maxUnavailable: 3 } },
+    };
+    const refused = await apply(wide);
+    assert.notEqual(refused.code, 0);
+    // the CRD as the apiserver serves it, evaluated offline
+    const crd = await env.api.request<object>({
+      path: '/apis/apiextensions.k8s.io/v1/customresourcedefinitions/appservices.app.example.com',
+    });
+    const offline = (await loadValidator()).create(crd.body, wide);
+    assert.equal(offline.allowed, false);
+    assert.deepEqual(
+      offline.causes.map((c) => `${c.field}: ${c.message}`),
+      [
+        'spec.rollout.maxUnavailable: Invalid value: may not exceed replicas (1 when replicas is 0) when it is set or changed',
+      ],
+    );
+    // kubectl prints the apiserver's 422 as `The AppService "wide" is invalid: <field>: <message>`
+    const [cause] = offline.causes;
+    assert.match(refused.stderr, /The AppService "wide" is invalid: /);
+    assert.ok(refused.stderr.includes(`${cause?.field}: ${cause?.message}`), refused.stderr);
+    // within the replicas it is stored; scaling down below it later is allowed (the rule passes an unchanged value)
+    assert.equal((await apply({ ...wide, spec: { ...wide.spec, replicas: 4 } })).code, 0);
+    assert.equal((await apply({ ...wide, spec: { ...wide.spec, replicas: 1 } })).code, 0);
   });
 
   test('a defaulted field appears: spec.rollout.maxUnavailable is a quarter of the replicas', async () => {

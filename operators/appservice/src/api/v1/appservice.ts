@@ -7,10 +7,12 @@
  * field is lost whichever version a client uses.
  *
  * `spec.rollout.maxUnavailable` has no schema default: the defaulting webhook computes it from `spec.replicas`
- * (a quarter, at least 1), which a schema default cannot express.
+ * (a quarter, at least 1), which a schema default cannot express. A CEL rule (`maxUnavailableRule`) refuses a value
+ * above the replicas when it is set or changed.
  */
+import { Validated } from '@opkit/runtime';
 import { type Static, Type } from '@sinclair/typebox';
-import { PodFields, Replicas, AppServiceStatus as StatusV1alpha1 } from '../v1alpha1/schema.ts';
+import { maxUnavailableRule, PodFields, Replicas, AppServiceStatus as StatusV1alpha1 } from '../v1alpha1/schema.ts';
 
 /** The status is the same in both versions. */
 export const AppServiceStatus = StatusV1alpha1;
@@ -31,13 +33,16 @@ export const Rollout = Type.Object(
   { description: 'How a template change rolls out (default: a quarter of the replicas at a time, at least 1).' },
 );
 
-export const AppServiceSpec = Type.Object(
-  {
-    replicas: Replicas,
-    template: PodTemplate,
-    rollout: Type.Optional(Rollout),
-  },
-  { description: 'What to run.' },
+export const AppServiceSpec = Validated(
+  Type.Object(
+    {
+      replicas: Replicas,
+      template: PodTemplate,
+      rollout: Type.Optional(Rollout),
+    },
+    { description: 'What to run.' },
+  ),
+  [maxUnavailableRule('rollout.maxUnavailable')],
 );
 
 export type AppServiceSpec = Static<typeof AppServiceSpec>;

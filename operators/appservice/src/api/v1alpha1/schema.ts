@@ -10,7 +10,8 @@
  * spans fields, which would otherwise only fail later, at pod creation).
  */
 
-import { ConditionsSchema } from '@opkit/runtime/crd';
+import { Validated } from '@opkit/runtime';
+import { ConditionsSchema, type ValidationRule } from '@opkit/runtime/crd';
 import { QuantitySchema } from '@opkit/runtime/quantity';
 import { type Static, Type } from '@sinclair/typebox';
 
@@ -100,20 +101,40 @@ export const Replicas = Type.Integer({
   description: 'How many pods to run (default 1).',
 });
 
-export const AppServiceSpec = Type.Object(
-  {
-    replicas: Replicas,
-    ...PodFields,
-    maxUnavailable: Type.Optional(
-      Type.Integer({
-        minimum: 1,
-        format: 'int32',
-        default: 1,
-        description: 'During an image or template change, how many pods may be unavailable at once (default 1).',
-      }),
-    ),
-  },
-  { description: 'What to run.' },
+/**
+ * The rollout's `maxUnavailable` (at `path` under the spec) may not exceed the replicas (1 when there are none) when it
+ * is set or changed. Scaling down below it later is allowed: the rule reads the old object (`optionalOldSelf`, so it
+ * runs on create too) and passes when the value is unchanged. A CEL rule, so the apiserver checks it with no webhook.
+ */
+export function maxUnavailableRule(path: 'maxUnavailable' | 'rollout.maxUnavailable'): ValidationRule {
+  const optional = `.?${path.replaceAll('.', '.?')}`;
+  const parts = path.split('.');
+  const absent = parts.map((_, i) => `!has(self.${parts.slice(0, i + 1).join('.')})`).join(' || ');
+  return {
+    rule: `${absent} || self.${path} <= (self.replicas > 0 ? self.replicas : 1) || (oldSelf.hasValue() && oldSelf.value()${optional} == self${optional})`,
+    optionalOldSelf: true,
+    message: 'may not exceed replicas (1 when replicas is 0) when it is set or changed',
+    fieldPath: `.${path}`,
+  };
+}
+
+export const AppServiceSpec = Validated(
+  Type.Object(
+    {
+      replicas: Replicas,
+      ...PodFields,
+      maxUnavailable: Type.Optional(
+        Type.Integer({
+          minimum: 1,
+          format: 'int32',
+          default: 1,
+          description: 'During an image or template change, how many pods may be unavailable at once (default 1).',
+        }),
+      ),
+    },
+    { description: 'What to run.' },
+  ),
+  [maxUnavailableRule('maxUnavailable')],
 );
 
 export const AppServiceStatus = Type.Object(
