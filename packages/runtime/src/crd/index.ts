@@ -1,8 +1,9 @@
 /**
  * @module @opkit/runtime/crd
- * Custom resource definitions from TypeBox schemas, beyond `defineKind`, `Defaulted` and `CrdSchemaError` (in
- * `@opkit/runtime`): the status conditions' schema (`ConditionsSchema`, metav1.Condition), the definition's types, the input types, kinds with several versions and their conversions, and
- * the structural-schema check behind the generated CRD.
+ * Custom resource definitions from TypeBox schemas, beyond `defineKind`, `Defaulted`, `Validated` and `CrdSchemaError`
+ * (in `@opkit/runtime`): the status conditions' schema (`ConditionsSchema`, metav1.Condition), the definition's types
+ * (`ValidationRule`: a CEL rule), the input types, kinds with several versions and their conversions, and the
+ * structural-schema check behind the generated CRD.
  */
 export { ConditionSchema, ConditionsSchema } from './conditions.ts';
 export type { InputStatic, KindInput, TDefaulted } from './input.ts';
