@@ -216,6 +216,11 @@ test('a new user, from an empty folder, against a registry on loopback', { timeo
         `${name} ships dist/, its README, LICENSE and package.json only`,
       );
     }
+    assert.deepEqual(
+      (await readdir(join(demo, 'node_modules/@opkit/testenv/dist/validation'))).sort(),
+      ['k8s-validation.wasm.br', 'manifest.json', 'wasm_exec.js'],
+      '@opkit/testenv ships the offline validator of @opkit/testenv/cel (users need no Go)',
+    );
     const lock = await readFile(join(demo, 'package-lock.json'), 'utf8');
     assert.doesNotMatch(lock, new RegExp(ROOT.replace(/[/.]/g, '\\$&')), 'the lock names nothing of the repository');
   });

@@ -30,7 +30,7 @@
  *
  * The rule of this facade: a concept's names live together in exactly one entry point, with its types and the error
  * classes its calls throw. The root holds, whole, the concepts every operator uses (what the tutorial, docs/runtime.md
- * and the AppService operator write): defining a kind (`defineKind`, `Defaulted`, `Validated`, `ObjectOf`, `InputOf`,
+ * and the AppService operator write): defining a kind (`defineKind`, `Defaulted`, `ObjectOf`, `InputOf`,
  * `CrdSchemaError`); the manager and its settings (`Manager`, `ManagerError`, `settings`, `SettingsError`); the
  * object reconciler's contract (`ObjectContext`, `done`, `requeueAfter`, `ReconcileRequest`, `Result`, `TerminalError`);
  * the errors every call may throw (`OpkitError`, `UsageError`, `ApiError` with all its predicates: `isNotFound`,
@@ -70,7 +70,6 @@ export {
 } from './controller/reconcile.ts';
 export { Defaulted } from './crd/input.ts';
 export { defineKind } from './crd/kind.ts';
-export { Validated } from './crd/rules.ts';
 export { CrdSchemaError, type CrdSchemaErrorCode } from './crd/schema.ts';
 export { OpkitError, UsageError, type UsageErrorCode } from './errors.ts';
 export {

@@ -30,6 +30,7 @@ export type CrdSource = object | { crd(): object };
 export interface StatusCause {
   /** `FieldValueInvalid`, `FieldValueForbidden`, `FieldValueRequired`, … */
   readonly reason: string;
+  /** What is wrong, e.g. `Invalid value: 200: at most 100` (the value, then the rule's message). */
   readonly message: string;
   /** The field at fault, e.g. `spec.replicas` (absent for an error of the whole object). */
   readonly field?: string;
@@ -37,23 +38,30 @@ export interface StatusCause {
 
 /** The `Status` of the apiserver's 422 answer. */
 export interface InvalidStatus {
+  /** Always `Status`. */
   readonly kind: 'Status';
+  /** Always `v1`. */
   readonly apiVersion: 'v1';
+  /** Always `Failure`. */
   readonly status: 'Failure';
   /** e.g. `AppService.app.example.com "web" is invalid: spec.replicas: Invalid value: 200: at most 100`. */
   readonly message: string;
+  /** Always `Invalid`. */
   readonly reason: 'Invalid';
+  /** The object (`name`, `group`, `kind`) and its field errors (`causes`). */
   readonly details: {
     readonly name?: string;
     readonly group?: string;
     readonly kind?: string;
     readonly causes?: readonly StatusCause[];
   };
+  /** Always 422. */
   readonly code: 422;
 }
 
 /** What the apiserver would do with a write: store `object`, or refuse it with `status`. */
 export interface Admission<T = Record<string, unknown>> {
+  /** True when the apiserver would store the object. */
   readonly allowed: boolean;
   /** The object as the apiserver would store it: unknown fields pruned, defaults set, status kept or dropped. */
   readonly object: T;
@@ -79,13 +87,17 @@ export interface CrdProblem {
   readonly rule?: string;
 }
 
+/** What the apiserver answers to creating a CRD: `ok`, or its errors, each located. */
 export interface CrdCheck {
+  /** True when the apiserver would create the CRD. */
   readonly ok: boolean;
+  /** Each error of the apiserver's answer, located by version, schema path and rule. */
   readonly problems: readonly CrdProblem[];
   /** The apiserver's 422 answer, when not ok. */
   readonly status?: InvalidStatus;
 }
 
+/** How a write is made. */
 export interface WriteOptions {
   /** The served version the object is written as (default: its `apiVersion`, else the storage version). */
   readonly version?: string;
@@ -103,6 +115,7 @@ export interface Validator {
   update<T extends object>(crd: CrdSource, object: T, old: T, options?: WriteOptions): Admission<T>;
 }
 
+/** How `loadValidator` and `prepareValidator` report. */
 export interface LoadOptions {
   /** Progress of a first build (in the repository only). Default: stderr. */
   readonly log?: (line: string) => void;
@@ -240,7 +253,7 @@ function storageVersion(crd: Json): string {
 const SCHEMA_FIELD = /^spec\.(?:versions\[(\d+)\]\.schema|validation)\.openAPIV3Schema(.*)$/;
 
 /** Adds the version, the schema node (as an object path) and the rule to a CRD error in a version's schema. */
-export function locate(crd: Json, problem: { field: string; reason: string; detail: string }): CrdProblem {
+function locate(crd: Json, problem: { field: string; reason: string; detail: string }): CrdProblem {
   const match = SCHEMA_FIELD.exec(problem.field);
   if (!match) return problem;
   const shared = match[1] === undefined;

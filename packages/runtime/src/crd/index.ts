@@ -1,8 +1,8 @@
 /**
  * @module @opkit/runtime/crd
- * Custom resource definitions from TypeBox schemas, beyond `defineKind`, `Defaulted`, `Validated` and `CrdSchemaError`
- * (in `@opkit/runtime`): the status conditions' schema (`ConditionsSchema`, metav1.Condition), the definition's types
- * (`ValidationRule`: a CEL rule), the input types, kinds with several versions and their conversions, and the
+ * Custom resource definitions from TypeBox schemas, beyond `defineKind`, `Defaulted` and `CrdSchemaError` (in
+ * `@opkit/runtime`): CEL rules on any schema node (`Validated`, `ValidationRule`), the status conditions' schema
+ * (`ConditionsSchema`, metav1.Condition), the definition's types, the input types, kinds with several versions and their conversions, and the
  * structural-schema check behind the generated CRD.
  */
 export { ConditionSchema, ConditionsSchema } from './conditions.ts';
@@ -14,6 +14,7 @@ export type {
   PrinterColumn,
   ValidationRule,
 } from './kind.ts';
+export { Validated } from './rules.ts';
 export { structuralSchema } from './schema.ts';
 export {
   type Conversion,

@@ -10,7 +10,7 @@
  * (a quarter, at least 1), which a schema default cannot express. A CEL rule (`maxUnavailableRule`) refuses a value
  * above the replicas when it is set or changed.
  */
-import { Validated } from '@opkit/runtime';
+import { Validated } from '@opkit/runtime/crd';
 import { type Static, Type } from '@sinclair/typebox';
 import { maxUnavailableRule, PodFields, Replicas, AppServiceStatus as StatusV1alpha1 } from '../v1alpha1/schema.ts';
 

@@ -10,8 +10,7 @@
  * spans fields, which would otherwise only fail later, at pod creation).
  */
 
-import { Validated } from '@opkit/runtime';
-import { ConditionsSchema, type ValidationRule } from '@opkit/runtime/crd';
+import { ConditionsSchema, Validated, type ValidationRule } from '@opkit/runtime/crd';
 import { QuantitySchema } from '@opkit/runtime/quantity';
 import { type Static, Type } from '@sinclair/typebox';
 

@@ -6,8 +6,8 @@
  * The status says what runs (readyReplicas, currentVersion), how a restore went (`status.restore`, which is what
  * makes a restore happen once across operator restarts) and the Ready and Progressing conditions.
  */
-import { Defaulted, defineKind, type ObjectOf, Validated } from '@opkit/runtime';
-import { ConditionsSchema } from '@opkit/runtime/crd';
+import { Defaulted, defineKind, type ObjectOf } from '@opkit/runtime';
+import { ConditionsSchema, Validated } from '@opkit/runtime/crd';
 import { QuantitySchema } from '@opkit/runtime/quantity';
 import { CloneType, type Static, Type } from '@sinclair/typebox';
 import { SnapshotPhase } from './kvsnapshot.ts';
