@@ -3,7 +3,8 @@
  * checks and publishes every public package of the repository with one version, each after the packages it depends on.
  *
  * Guarantees: nothing is published unless every check passed for every package first — a clean working tree (unless
- * --allow-dirty), a registry that answers, a version none of the packages has there yet, a fresh build, a tarball
+ * --allow-dirty), a registry that answers, a version none of the packages has there yet, a fresh build (tsc's output
+ * plus what a package ships in dist/ beside it: @opkit/testenv's offline validator, see `DIST_EXTRAS`), a tarball
  * holding exactly what its manifest points at (`npm pack --dry-run`), publint clean, and types that resolve for
  * every export (are-the-types-wrong, ESM profile). `--dry-run` does all of that and prints what would be published
  * (without `--registry` it skips only the registry's checks, and says so); `--markdown` prints it as the package
@@ -19,6 +20,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { publint } from 'publint';
 import { formatMessage } from 'publint/utils';
+import { writeShippedValidation } from '../packages/testenv/src/validation-wasm.ts';
 import {
   checkVersion,
   commonVersion,
@@ -105,6 +107,16 @@ function publishedVersions(name: string, registry: string): string[] {
   );
 }
 
+/**
+ * What a package ships in dist/ beside tsc's output, written into its staged dist/ (the package's `prepack` writes the
+ * same, so `npm pack` in the package gives the same tarball). @opkit/testenv: `dist/validation/`, the WebAssembly build
+ * of the apiserver's validation that `@opkit/testenv/cel` loads (so its users need no Go), built with Go from
+ * `go-validation/` into the user cache (the first time, with its compression, takes minutes; then it is cached).
+ */
+const DIST_EXTRAS: Readonly<Record<string, (dist: string, log: (line: string) => void) => Promise<unknown>>> = {
+  '@opkit/testenv': (dist, log) => writeShippedValidation(join(dist, 'validation'), log),
+};
+
 interface Packed {
   readonly workspace: Workspace;
   readonly manifest: Manifest;
@@ -124,6 +136,15 @@ async function buildAndStage(w: Workspace, version: string, ours: ReadonlySet<st
   const dir = join(stage, w.manifest.name.replace('/', '+'));
   await mkdir(dir, { recursive: true });
   await cp(join(w.dir, 'dist'), join(dir, 'dist'), { recursive: true });
+  const addToDist = DIST_EXTRAS[w.manifest.name];
+  if (addToDist)
+    await addToDist(join(dir, 'dist'), (line) => process.stderr.write(`${line}\n`)).catch((e: unknown) => {
+      throw new ReleaseError(
+        'CheckFailed',
+        `${w.manifest.name} cannot stage what it ships in dist/: ${e instanceof Error ? e.message : String(e)}`,
+        { cause: e },
+      );
+    });
   for (const extra of ['README.md', 'LICENSE'])
     await cp(join(w.dir, extra), join(dir, extra)).catch((e: NodeJS.ErrnoException) => {
       if (e.code !== 'ENOENT') throw e;
