@@ -11,6 +11,11 @@
  *   rules (transition rules with the old object, ratcheting on update). The result carries the object as it would be
  *   stored and, when refused, the same 422 `Status` (message, field causes) the apiserver sends.
  *
+ * - `evaluatePolicy(policy, request)` decides a write through a ValidatingAdmissionPolicy and its binding as the
+ *   apiserver's admission plugin does (its dispatcher, run here): the refusal, the warnings, the audit annotations.
+ * - `checkPolicy(policy, crds)` compiles a ValidatingAdmissionPolicy's expressions as the apiserver does on create, and
+ *   type-checks its validations against the matched kinds' schemas as the apiserver's type checker does.
+ *
  * Guarantees: results equal the apiserver's (a differential test in this package holds it to the real apiserver over
  * generated objects); every Kubernetes CEL library the pinned version serves to CRDs is there, because it is that
  * version's code. Costs: loading takes about a second and 300 MiB of memory, once per process; a check of a
@@ -18,9 +23,27 @@
  * it sets no global of this process.
  */
 import { createContext, runInContext } from 'node:vm';
+import {
+  type PolicyAdmission,
+  type PolicyApi,
+  type PolicyCheck,
+  type PolicyPairSource,
+  type PolicyRequest,
+  type PolicySource,
+  policyMethods,
+} from './cel-policy.ts';
 import { TestenvError } from './errors.ts';
 import { prepareValidation, type ValidationManifest, validationWasm } from './validation-wasm.ts';
 
+export type {
+  KindRef,
+  PolicyAdmission,
+  PolicyCheck,
+  PolicyPairSource,
+  PolicyProblem,
+  PolicyRequest,
+  PolicySource,
+} from './cel-policy.ts';
 export type { ValidationManifest } from './validation-wasm.ts';
 
 /** A CRD as JSON, or anything with a `crd()` method returning one (a kind made by `defineKind`). */
@@ -113,6 +136,17 @@ export interface Validator {
   create<T extends object>(crd: CrdSource, object: T, options?: WriteOptions): Admission<T>;
   /** Updating `old` to `object`: transition rules see `oldSelf`, and errors already in `old` are ratcheted. */
   update<T extends object>(crd: CrdSource, object: T, old: T, options?: WriteOptions): Admission<T>;
+  /**
+   * Compiles every expression of a ValidatingAdmissionPolicy as the apiserver does, and type-checks its validations
+   * against the schemas of the kinds it matches among `crds` (built-in kinds are checked untyped).
+   */
+  checkPolicy(policy: PolicySource, crds?: readonly CrdSource[]): PolicyCheck;
+  /**
+   * A write through a ValidatingAdmissionPolicy and its binding (`definePolicy`'s, or `{ policy, binding }`), as the
+   * apiserver's admission plugin decides it: matching, match conditions, params, validations with their actions,
+   * audit annotations.
+   */
+  evaluatePolicy(policy: PolicyPairSource, request: PolicyRequest): PolicyAdmission;
 }
 
 /** How `loadValidator` and `prepareValidator` report. */
@@ -121,7 +155,7 @@ export interface LoadOptions {
   readonly log?: (line: string) => void;
 }
 
-interface GoApi {
+interface GoApi extends PolicyApi {
   checkCRD(crd: string): string;
   admit(crd: string, version: string, object: string, old: string): string;
 }
@@ -210,6 +244,7 @@ function validator(api: GoApi, manifest: ValidationManifest): Validator {
         problems: out.errors.map((e) => locate(crd, { field: e.field, reason: e.type, detail: e.detail })),
       };
     },
+    ...policyMethods(api, crdOf),
     create: (crd, object, options) => admit(crd, object, undefined, options),
     update: (crd, object, old, options) => admit(crd, object, old, options),
   };

@@ -1,0 +1,278 @@
+//go:build js && wasm
+
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/admission"
+	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/generic"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/matching"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
+	"k8s.io/apiserver/pkg/admission/plugin/webhook/matchconditions"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/apiserver/pkg/cel/environment"
+	"k8s.io/apiserver/pkg/warning"
+	"k8s.io/client-go/informers"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+)
+
+// policyRequest is one write, as the caller describes it.
+type policyRequest struct {
+	Operation string         `json:"operation"`
+	Object    map[string]any `json:"object"`
+	OldObject map[string]any `json:"oldObject"`
+	// the resource written: group, version, resource (plural), kind, and its scope
+	Group      string `json:"group"`
+	Version    string `json:"version"`
+	Resource   string `json:"resource"`
+	Kind       string `json:"kind"`
+	Namespaced bool   `json:"namespaced"`
+	// the request's Namespace object (its labels for namespaceSelector), when namespaced
+	Namespace map[string]any   `json:"namespace"`
+	Params    []map[string]any `json:"params"`
+	// the params' resource and scope, when the policy has a paramKind
+	ParamResource   string   `json:"paramResource"`
+	ParamNamespaced bool     `json:"paramNamespaced"`
+	User            string   `json:"user"`
+	Groups          []string `json:"groups"`
+	DryRun          bool     `json:"dryRun"`
+}
+
+type recorder struct{ warnings []string }
+
+func (r *recorder) AddWarning(_, text string) { r.warnings = append(r.warnings, text) }
+
+// annotated captures the audit annotations the dispatcher adds to the request.
+type annotated struct {
+	admission.Attributes
+	annotations map[string]string
+}
+
+func (a *annotated) AddAnnotation(key, value string) error {
+	a.annotations[key] = value
+	return nil
+}
+
+type allowAll struct{}
+
+func (allowAll) Authorize(context.Context, authorizer.Attributes) (authorizer.Decision, string, error) {
+	return authorizer.DecisionAllow, "", nil
+}
+
+// evaluatePolicy admits a write through a ValidatingAdmissionPolicy and its binding as the apiserver's admission
+// plugin does: nil status when allowed, else the Status of the refusal; the warnings (Warn) and audit annotations.
+func evaluatePolicy(policyJSON, bindingJSON, requestJSON string) (any, error) {
+	var policy admissionregistrationv1.ValidatingAdmissionPolicy
+	if err := json.Unmarshal([]byte(policyJSON), &policy); err != nil {
+		return nil, fmt.Errorf("the policy is not a ValidatingAdmissionPolicy: %w", err)
+	}
+	var binding admissionregistrationv1.ValidatingAdmissionPolicyBinding
+	if err := json.Unmarshal([]byte(bindingJSON), &binding); err != nil {
+		return nil, fmt.Errorf("the binding is not a ValidatingAdmissionPolicyBinding: %w", err)
+	}
+	var req policyRequest
+	if err := json.Unmarshal([]byte(requestJSON), &req); err != nil {
+		return nil, fmt.Errorf("the request is not valid JSON: %w", err)
+	}
+	defaultPolicy(&policy)
+	defaultBinding(&binding)
+
+	namespaces := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	nsName := ""
+	if req.Namespaced {
+		var ns corev1.Namespace
+		if req.Namespace != nil {
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(req.Namespace, &ns); err != nil {
+				return nil, fmt.Errorf("namespace: %w", err)
+			}
+		}
+		if ns.Name == "" {
+			ns.Name = "default"
+		}
+		nsName = ns.Name
+		_ = namespaces.Add(&ns)
+	}
+	hook := validating.PolicyHook{Policy: &policy, Bindings: []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{&binding},
+		Evaluator: compile(&policy)}
+	if policy.Spec.ParamKind != nil {
+		informer, scope, err := paramInformer(&policy, &req)
+		if err != nil {
+			return nil, err
+		}
+		hook.ParamInformer, hook.ParamScope = informer, scope
+	}
+
+	gvr := schema.GroupVersionResource{Group: req.Group, Version: req.Version, Resource: req.Resource}
+	gvk := schema.GroupVersionKind{Group: req.Group, Version: req.Version, Kind: req.Kind}
+	var obj, old runtime.Object
+	name := ""
+	if req.Object != nil {
+		u := &unstructured.Unstructured{Object: req.Object}
+		obj, name = u, u.GetName()
+	}
+	if req.OldObject != nil {
+		u := &unstructured.Unstructured{Object: req.OldObject}
+		old = u
+		if name == "" {
+			name = u.GetName()
+		}
+	}
+	var options runtime.Object
+	switch req.Operation {
+	case "CREATE":
+		options = &metav1.CreateOptions{}
+	case "UPDATE":
+		options = &metav1.UpdateOptions{}
+	case "DELETE":
+		options = &metav1.DeleteOptions{}
+	}
+	attrs := &annotated{
+		Attributes: admission.NewAttributesRecord(obj, old, gvk, nsName, name, gvr, "", admission.Operation(req.Operation),
+			options, req.DryRun, &user.DefaultInfo{Name: req.User, Groups: req.Groups}),
+		annotations: map[string]string{},
+	}
+	rec := &recorder{}
+	ctx := warning.WithWarningRecorder(context.Background(), rec)
+	matcher := generic.NewPolicyMatcher(matching.NewMatcher(corelisters.NewNamespaceLister(namespaces), nil))
+	dispatcher := validating.NewDispatcher(allowAll{}, matcher)
+	o := admission.NewObjectInterfacesFromScheme(runtime.NewScheme())
+	out := map[string]any{"warnings": rec.warnings, "auditAnnotations": attrs.annotations}
+	if err := dispatcher.Dispatch(ctx, attrs, o, []validating.PolicyHook{hook}); err != nil {
+		status, ok := err.(apierrors.APIStatus)
+		if !ok {
+			return nil, err
+		}
+		out["status"] = status.Status()
+	}
+	out["warnings"] = rec.warnings
+	return out, nil
+}
+
+// compile builds the policy's evaluator as the apiserver's admission plugin does: its variables, match conditions,
+// validations, audit annotations and message expressions, in the environment for stored expressions.
+func compile(policy *admissionregistrationv1.ValidatingAdmissionPolicy) validating.Validator {
+	hasParams := policy.Spec.ParamKind != nil
+	options := plugincel.OptionalVariableDeclarations{HasParams: hasParams, HasAuthorizer: true}
+	messageOptions := plugincel.OptionalVariableDeclarations{HasParams: hasParams, HasAuthorizer: false}
+	failurePolicy := policy.Spec.FailurePolicy
+	compiler, err := plugincel.NewCompositedCompiler(environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()))
+	if err != nil {
+		return validating.NewValidator(nil, nil, nil, nil, failurePolicy, err)
+	}
+	variables := make([]plugincel.NamedExpressionAccessor, len(policy.Spec.Variables))
+	for i, v := range policy.Spec.Variables {
+		variables[i] = &validating.Variable{Name: v.Name, Expression: v.Expression}
+	}
+	compiler.CompileAndStoreVariables(variables, options, environment.StoredExpressions)
+	var matcher matchconditions.Matcher
+	if len(policy.Spec.MatchConditions) > 0 {
+		conditions := make([]plugincel.ExpressionAccessor, len(policy.Spec.MatchConditions))
+		for i := range policy.Spec.MatchConditions {
+			conditions[i] = (*matchconditions.MatchCondition)(&policy.Spec.MatchConditions[i])
+		}
+		matcher = matchconditions.NewMatcher(compiler.CompileCondition(conditions, options, environment.StoredExpressions),
+			failurePolicy, "policy", "validate", policy.Name)
+	}
+	validations := make([]plugincel.ExpressionAccessor, len(policy.Spec.Validations))
+	messages := make([]plugincel.ExpressionAccessor, len(policy.Spec.Validations))
+	for i, v := range policy.Spec.Validations {
+		validations[i] = &validating.ValidationCondition{Expression: v.Expression, Message: v.Message, Reason: v.Reason}
+		if v.MessageExpression != "" {
+			messages[i] = &validating.MessageExpressionCondition{MessageExpression: v.MessageExpression}
+		}
+	}
+	annotations := make([]plugincel.ExpressionAccessor, len(policy.Spec.AuditAnnotations))
+	for i, a := range policy.Spec.AuditAnnotations {
+		annotations[i] = &validating.AuditAnnotationCondition{Key: a.Key, ValueExpression: a.ValueExpression}
+	}
+	return validating.NewValidator(
+		compiler.CompileCondition(validations, options, environment.StoredExpressions),
+		matcher,
+		compiler.CompileCondition(annotations, options, environment.StoredExpressions),
+		compiler.CompileCondition(messages, messageOptions, environment.StoredExpressions),
+		failurePolicy,
+		nil,
+	)
+}
+
+// paramInformer serves the request's params as the apiserver's informer of the param kind would.
+func paramInformer(policy *admissionregistrationv1.ValidatingAdmissionPolicy, req *policyRequest) (informers.GenericInformer, meta.RESTScope, error) {
+	gv, err := schema.ParseGroupVersion(policy.Spec.ParamKind.APIVersion)
+	if err != nil {
+		return nil, nil, fmt.Errorf("paramKind.apiVersion: %w", err)
+	}
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	for i, p := range req.Params {
+		if err := indexer.Add(&unstructured.Unstructured{Object: p}); err != nil {
+			return nil, nil, fmt.Errorf("params[%d]: %w", i, err)
+		}
+	}
+	scope := meta.RESTScopeRoot
+	if req.ParamNamespaced {
+		scope = meta.RESTScopeNamespace
+	}
+	gr := gv.WithResource(req.ParamResource).GroupResource()
+	return synced{lister: cache.NewGenericLister(indexer, gr)}, scope, nil
+}
+
+// synced is an informer that has listed its objects: only Lister and HasSynced are used by admission.
+type synced struct {
+	cache.SharedIndexInformer
+	lister cache.GenericLister
+}
+
+func (s synced) Informer() cache.SharedIndexInformer { return s }
+func (s synced) Lister() cache.GenericLister         { return s.lister }
+func (s synced) HasSynced() bool                     { return true }
+
+// defaultPolicy fills in what the apiserver defaults on a stored policy.
+func defaultPolicy(p *admissionregistrationv1.ValidatingAdmissionPolicy) {
+	if p.Spec.FailurePolicy == nil {
+		fail := admissionregistrationv1.Fail
+		p.Spec.FailurePolicy = &fail
+	}
+	if p.Spec.MatchConstraints != nil {
+		defaultMatch(p.Spec.MatchConstraints)
+	}
+}
+
+func defaultBinding(b *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
+	if b.Spec.MatchResources != nil {
+		defaultMatch(b.Spec.MatchResources)
+	}
+}
+
+func defaultMatch(m *admissionregistrationv1.MatchResources) {
+	if m.MatchPolicy == nil {
+		equivalent := admissionregistrationv1.Equivalent
+		m.MatchPolicy = &equivalent
+	}
+	if m.NamespaceSelector == nil {
+		m.NamespaceSelector = &metav1.LabelSelector{}
+	}
+	if m.ObjectSelector == nil {
+		m.ObjectSelector = &metav1.LabelSelector{}
+	}
+	for _, rules := range [][]admissionregistrationv1.NamedRuleWithOperations{m.ResourceRules, m.ExcludeResourceRules} {
+		for i := range rules {
+			if rules[i].Scope == nil {
+				all := admissionregistrationv1.AllScopes
+				rules[i].Scope = &all
+			}
+		}
+	}
+}

@@ -1,0 +1,177 @@
+/**
+ * @module cel-policy
+ * ValidatingAdmissionPolicies in the offline validator (`@opkit/testenv/cel`): `checkPolicy` compiles a policy's
+ * expressions and type-checks them against the matched kinds, `evaluatePolicy` decides a write through a policy and
+ * its binding with the apiserver's own admission dispatcher.
+ *
+ * Guarantees: the answers are the apiserver's code's (see `cel.ts`); a policy, binding or request that is not what the
+ * apiserver would accept as such fails with `TestenvError` `InvalidOption` naming what is wrong.
+ */
+import { TestenvError } from './errors.ts';
+
+type Json = Record<string, unknown>;
+
+/** One field error of a refusal, as the apiserver sends it in `details.causes`. */
+interface Cause {
+  readonly reason?: string;
+  readonly message: string;
+  readonly field?: string;
+}
+
+/** One expression of a ValidatingAdmissionPolicy that does not compile, or does not type-check against a matched kind. */
+export interface PolicyProblem {
+  /** The expression's field, e.g. `spec.validations[0].expression`. */
+  readonly field: string;
+  /** The expression's text. */
+  readonly expression?: string;
+  /** The compiler's message, e.g. `compilation failed: ERROR: <input>:1:8: undefined field 'replicass'`. */
+  readonly detail: string;
+  /**
+   * False: the apiserver refuses the policy. True: it compiles, but not against the schema of a kind it matches (a
+   * typo in a field name): the apiserver accepts it and records a warning in its `status.typeChecking`, and the
+   * expression fails at run time.
+   */
+  readonly typeCheck: boolean;
+}
+
+/** What `checkPolicy` finds: `ok` when every expression compiles and type-checks. */
+export interface PolicyCheck {
+  /** True when there is no problem, type-checking included. */
+  readonly ok: boolean;
+  /** Each problem, in the policy's order (compile errors first, then type-check warnings). */
+  readonly problems: readonly PolicyProblem[];
+}
+
+/** A ValidatingAdmissionPolicy as JSON, or anything with a `manifests()` method returning it first (`definePolicy`). */
+export type PolicySource = object | { manifests(): readonly object[] };
+
+/** A kind a request writes: the runtime's kinds (`defineKind`, `@opkit/runtime/kinds`) have these fields. */
+export interface KindRef {
+  readonly group: string;
+  readonly version: string;
+  readonly kind: string;
+  /** The resource: the lower-case plural. */
+  readonly plural: string;
+  readonly namespaced: boolean;
+}
+
+/** One write, as a policy sees it. */
+export interface PolicyRequest {
+  readonly operation: 'CREATE' | 'UPDATE' | 'DELETE' | 'CONNECT';
+  /** The kind written (its group, version and plural are what the policy's rules match). */
+  readonly kind: KindRef;
+  /** The new object (absent on DELETE). */
+  readonly object?: object;
+  /** The stored object (UPDATE, DELETE). */
+  readonly oldObject?: object;
+  /** The Namespace the write is in, with its labels (default: `default`, no labels). */
+  readonly namespace?: object;
+  /** The objects of the policy's param kind that exist. */
+  readonly params?: { readonly kind: KindRef; readonly objects: readonly object[] };
+  /** Who writes (`request.userInfo`); the `authorizer` variable allows every check. */
+  readonly user?: { readonly username: string; readonly groups?: readonly string[] };
+  readonly dryRun?: boolean;
+}
+
+/** What a policy does with a write. */
+export interface PolicyAdmission {
+  /** False when a validation with the `Deny` action failed (or, under `failurePolicy: Fail`, errored). */
+  readonly allowed: boolean;
+  /** The refusal the apiserver sends: its message (`ValidatingAdmissionPolicy '…' with binding '…' denied request: …`), reason and code. */
+  readonly status?: {
+    readonly message: string;
+    readonly reason: string;
+    readonly code: number;
+    readonly details?: { readonly causes?: readonly Cause[] };
+  };
+  /** The warnings sent to the client (the `Warn` action). */
+  readonly warnings: readonly string[];
+  /** The audit annotations, `<policy>/<key>` → value (and failures of the `Audit` action). */
+  readonly auditAnnotations: Readonly<Record<string, string>>;
+}
+
+/** A policy and its binding: `definePolicy`'s result, or the two objects. */
+export type PolicyPairSource =
+  | { manifests(): readonly object[] }
+  | { readonly policy: object; readonly binding: object };
+
+/** The Go side of the policy functions. */
+export interface PolicyApi {
+  checkPolicy(policy: string, crds: string): string;
+  evaluatePolicy(policy: string, binding: string, request: string): string;
+}
+
+/** `checkPolicy` and `evaluatePolicy` of a validator. */
+export function policyMethods(
+  api: PolicyApi,
+  crdOf: (source: object) => Json,
+): {
+  checkPolicy(policy: PolicySource, crds?: readonly object[]): PolicyCheck;
+  evaluatePolicy(policy: PolicyPairSource, request: PolicyRequest): PolicyAdmission;
+} {
+  return {
+    checkPolicy(source, crds = []) {
+      const policy = policyOf(source);
+      const found = call<{ field: string; detail: string; typeCheck: boolean }[] | null>(
+        api.checkPolicy(JSON.stringify(policy), JSON.stringify(crds.map(crdOf))),
+      );
+      const problems = (found ?? []).map((p) => {
+        const expression = expressionAt(policy, p.field);
+        return { ...p, ...(expression !== undefined ? { expression } : {}) };
+      });
+      return { ok: problems.length === 0, problems };
+    },
+    evaluatePolicy(source, request) {
+      const [policy, binding] = 'manifests' in source ? source.manifests() : [source.policy, source.binding];
+      const out = call<Omit<PolicyAdmission, 'allowed'> & { warnings: string[] | null }>(
+        api.evaluatePolicy(JSON.stringify(policy), JSON.stringify(binding), JSON.stringify(requestOf(request))),
+      );
+      return { ...out, allowed: out.status === undefined, warnings: out.warnings ?? [] };
+    },
+  };
+}
+
+function call<T>(json: string): T {
+  const out = JSON.parse(json) as { result?: T; failure?: string };
+  if (out.failure !== undefined) throw new TestenvError('InvalidOption', out.failure);
+  return out.result as T;
+}
+
+function requestOf(r: PolicyRequest): Json {
+  return {
+    operation: r.operation,
+    object: r.object,
+    oldObject: r.oldObject,
+    group: r.kind.group,
+    version: r.kind.version,
+    resource: r.kind.plural,
+    kind: r.kind.kind,
+    namespaced: r.kind.namespaced,
+    namespace: r.namespace,
+    params: r.params?.objects,
+    paramResource: r.params?.kind.plural,
+    paramNamespaced: r.params?.kind.namespaced ?? false,
+    user: r.user?.username ?? '',
+    groups: r.user?.groups ?? [],
+    dryRun: r.dryRun ?? false,
+  };
+}
+
+function policyOf(source: PolicySource): Json {
+  const policy =
+    'manifests' in source && typeof source.manifests === 'function' ? (source.manifests()[0] as unknown) : source;
+  if (typeof policy !== 'object' || policy === null || (policy as Json).kind !== 'ValidatingAdmissionPolicy') {
+    throw new TestenvError('InvalidOption', 'expected a ValidatingAdmissionPolicy, or a policy made by definePolicy');
+  }
+  return policy as Json;
+}
+
+/** The text at `spec.validations[0].expression` (and the like) of `policy`. */
+function expressionAt(policy: Json, field: string): string | undefined {
+  let node: unknown = policy;
+  for (const [, key, index] of field.matchAll(/([^.[\]]+)(?:\[(\d+)\])?/g)) {
+    node = (node as Json | undefined)?.[key as string];
+    if (index !== undefined) node = Array.isArray(node) ? node[Number(index)] : undefined;
+  }
+  return typeof node === 'string' ? node : undefined;
+}
