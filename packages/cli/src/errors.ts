@@ -43,7 +43,12 @@ export type CliErrorCode =
    * The apiserver would refuse a generated CRD (a CEL rule that does not compile or costs over budget, a schema that is
    * not structural): the message names the API file, the version, the schema path and the rule (nothing was written).
    */
-  | 'SchemaRejected';
+  | 'SchemaRejected'
+  /**
+   * An expression of a ValidatingAdmissionPolicy does not compile, or does not type-check against a kind it matches:
+   * the message names the policy, the field and the expression (nothing was written).
+   */
+  | 'PolicyRejected';
 
 const USAGE_CODES: ReadonlySet<CliErrorCode> = new Set(['Usage', 'UnknownCluster', 'ClusterAmbiguous']);
 

@@ -4,9 +4,11 @@ import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Applier, Client, loadConfig, parseManifests } from '@opkit/runtime/client';
-import { type Environment, start } from '@opkit/testenv';
+import type { Policy } from '@opkit/runtime/policy';
+import { type Environment, start, waitFor } from '@opkit/testenv';
+import { type KindRef, loadValidator } from '@opkit/testenv/cel';
 
 const MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
@@ -189,6 +191,94 @@ describe('opkit init → create api → generate → a working operator', () => 
     for (const line of annotations.split('\n').filter((l) => l.includes('operators.operatorframework.io'))) {
       const [k, v] = line.trim().split(/:\s+/) as [string, string];
       assert.ok(dockerfile.includes(`LABEL ${k}=${v}`), `bundle.Dockerfile labels ${k}`);
+    }
+  });
+
+  test('a ValidatingAdmissionPolicy in src/policies.ts: checked by generate, written to config/ and the chart, enforced as evaluated offline', async () => {
+    const dir = join(work, 'gadget-operator');
+    const policies = join(dir, 'src/policies.ts');
+    const policyFile = (expression: string) => `import { definePolicy } from '@opkit/runtime/policy';
+import { Gadgets } from './api/v1beta1/gadget.ts';
+
+export const policies = [
+  definePolicy({
+    name: 'gadget-replicas',
+    match: [{ kind: Gadgets }],
+    validations: [{ expression: ${JSON.stringify(expression)}, message: 'at most 5 gadgets' }],
+  }),
+];
+`;
+    // a typo in a field name compiles, but not against the Gadget's schema: generate refuses it, writing nothing
+    await writeFile(policies, policyFile('object.spec.replicass <= 5'));
+    const refused = opkit(dir, ['generate']);
+    assert.equal(refused.code, 1, refused.out);
+    assert.match(refused.out, /src\/policies\.ts: policy gadget-replicas:/);
+    assert.match(
+      refused.out,
+      /spec\.validations\[0\]\.expression `object\.spec\.replicass <= 5` \(does not type-check\): .*undefined field 'replicass'/,
+    );
+    await assert.rejects(readFile(join(dir, 'config/policies/gadget-replicas.yaml')), 'nothing was written');
+
+    await writeFile(policies, policyFile('object.spec.replicas <= 5'));
+    const generated = opkit(dir, ['generate', '--helm']);
+    assert.equal(generated.code, 0, generated.out);
+    assert.match(
+      await readFile(join(dir, 'config/policies/gadget-replicas.yaml'), 'utf8'),
+      /kind: ValidatingAdmissionPolicyBinding/,
+    );
+    assert.match(await readFile(join(dir, 'config/default/kustomization.yaml'), 'utf8'), /- \.\.\/policies/);
+    assert.match(
+      await readFile(join(dir, 'dist/chart/templates/policies.yaml'), 'utf8'),
+      /name: gadget-replicas-binding/,
+    );
+
+    // applied from dist/install.yaml, the apiserver refuses what the offline evaluation refuses, word for word
+    const admin = new Client(await loadConfig({ path: env.kubeconfigPath }));
+    try {
+      const install = parseManifests(await readFile(join(dir, 'dist/install.yaml'), 'utf8'));
+      await new Applier(admin, 'test').applyAll(install.filter((o) => o.kind?.startsWith('ValidatingAdmissionPolicy')));
+      const { Gadgets } = (await import(pathToFileURL(join(dir, 'src/api/v1beta1/gadget.ts')).href)) as {
+        Gadgets: KindRef;
+      };
+      const gadget = {
+        apiVersion: 'shop.example.org/v1beta1',
+        kind: 'Gadget',
+        metadata: { name: 'big', namespace: 'default' },
+        spec: { replicas: 9 },
+      };
+      let message = '';
+      await waitFor(
+        'the policy enforced',
+        async () => {
+          const r = await admin.transport
+            .request({
+              method: 'POST',
+              path: '/apis/shop.example.org/v1beta1/namespaces/default/gadgets?dryRun=All',
+              body: gadget,
+            })
+            .then(
+              () => '',
+              (e: Error) => e.message,
+            );
+          message = r;
+          return r !== '';
+        },
+        60_000,
+      );
+      const { policies: defined } = (await import(pathToFileURL(policies).href)) as { policies: Policy[] };
+      const offline = (await loadValidator()).evaluatePolicy(defined[0] as Policy, {
+        operation: 'CREATE',
+        kind: Gadgets,
+        object: gadget,
+      });
+      assert.equal(offline.allowed, false);
+      assert.equal(
+        offline.status?.message,
+        `gadgets.shop.example.org "big" is forbidden: ValidatingAdmissionPolicy 'gadget-replicas' with binding 'gadget-replicas-binding' denied request: at most 5 gadgets`,
+      );
+      assert.ok(message.includes(offline.status?.message ?? '-'), message);
+    } finally {
+      admin.close();
     }
   });
 

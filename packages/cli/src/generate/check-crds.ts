@@ -6,21 +6,28 @@
  * `oldSelf` where there is no old value), its estimated cost is held to the per-rule and per-CRD budgets, and the
  * schema must be structural.
  *
+ * The project's ValidatingAdmissionPolicies (src/policies.ts) are compiled the same way, each expression in the
+ * apiserver's environment, and their validations type-checked against the schemas of the project's kinds they match.
+ *
  * Guarantees: when a CRD would be refused, `checkCrds` throws `SchemaRejected` naming the API's source file, the kind,
  * and for each error the version, the schema path, the rule and the apiserver's own words (the compiler's caret line
- * included); nothing has been written yet.
+ * included); for a policy, `PolicyRejected` naming the policy, the field and the expression — also for an expression
+ * the apiserver would accept but that does not type-check against a matched kind (a typo in a field name, which
+ * would fail every write at run time). Nothing has been written yet.
  */
-import { type CrdProblem, loadValidator } from '@opkit/testenv/cel';
+import { type CrdProblem, loadValidator, type PolicyProblem } from '@opkit/testenv/cel';
 import { CliError } from '../errors.ts';
 import type { Project } from '../project/project.ts';
-import { apiFile, crdObject, type LoadedApi } from './manifests.ts';
+import { apiFile, crdObject, type LoadedApi, policiesOf } from './manifests.ts';
+import { POLICIES_FILE } from './policies.ts';
 
 export async function checkCrds(p: Project, apis: readonly LoadedApi[]): Promise<void> {
   if (apis.length === 0) return;
   const validator = await loadValidator();
   const refused: string[] = [];
-  for (const api of apis) {
-    const check = validator.checkCrd(crdObject(p, api));
+  const crds = apis.map((api) => crdObject(p, api));
+  for (const [i, api] of apis.entries()) {
+    const check = validator.checkCrd(crds[i] as object);
     if (check.ok) continue;
     refused.push(
       `${apiFile(api.entry)}: the apiserver would refuse the ${api.entry.kind} CRD:`,
@@ -30,6 +37,24 @@ export async function checkCrds(p: Project, apis: readonly LoadedApi[]): Promise
   if (refused.length > 0) {
     throw new CliError('SchemaRejected', `${refused.join('\n')}\nfix the schema or rule; nothing was written`);
   }
+  for (const policy of policiesOf(apis)) {
+    const check = validator.checkPolicy(policy, crds);
+    if (check.ok) continue;
+    refused.push(
+      `${POLICIES_FILE}: policy ${policy.definition.name}:`,
+      ...check.problems.map((problem) => `  ${describePolicyProblem(problem)}`),
+    );
+  }
+  if (refused.length > 0) {
+    throw new CliError('PolicyRejected', `${refused.join('\n')}\nfix the expression; nothing was written`);
+  }
+}
+
+/** One policy problem: the field and expression, then the compiler's words (a type check names the kind first). */
+export function describePolicyProblem(problem: PolicyProblem): string {
+  const what = problem.typeCheck ? 'does not type-check' : 'the apiserver refuses it';
+  const expression = problem.expression !== undefined ? ` \`${problem.expression}\`` : '';
+  return `${problem.field}${expression} (${what}): ${problem.detail.trimEnd().replaceAll('\n', '\n    ')}`;
 }
 
 /** One problem: where (version, schema node, rule), then the apiserver's detail, continuation lines indented. */

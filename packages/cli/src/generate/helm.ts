@@ -6,8 +6,9 @@
  * - `templates/`: the ServiceAccount, the ClusterRole and binding, the leader-election Role and binding, the
  *   `<name>-metrics-reader` ClusterRole, the Deployment, the metrics Service; for a project with webhooks the webhook
  *   Service and configurations (webhook.yaml), cert-manager's Issuer and Certificate (certmanager.yaml) and the
- *   self-managed certificate mode's RBAC (selfmanaged.yaml); and every other object of the install (extra.yaml); each
- *   namespaced object in the release's namespace;
+ *   self-managed certificate mode's RBAC (selfmanaged.yaml); the ValidatingAdmissionPolicies and their bindings
+ *   (policies.yaml); and every other object of the install (extra.yaml); each namespaced object in the release's
+ *   namespace;
  * - `values.yaml`: the image, replicas, resources, leader election (on/off and the Lease's namespace), the metrics
  *   mode (`metrics.secure`: HTTPS with TokenReview + SubjectAccessReview on 8443, or plain HTTP on 8080) and the log
  *   level; for a project with webhooks also `certManager.enabled` (the Issuer and Certificate, the CA-injection
@@ -39,6 +40,7 @@ import {
 import { type ImageParts, splitImage, valuesYaml, type WebhookShape, webhookShape } from './helm-values.ts';
 import { guardedDocs, templateDocs } from './helm-yaml.ts';
 import { doc, GENERATED, installObjects, type LoadedApi, webhooksOf } from './manifests.ts';
+import { POLICY_KINDS } from './policies.ts';
 import { selfManagedRbacObjects, webhookServiceName } from './webhooks.ts';
 
 export { type ImageParts, splitImage } from './helm-values.ts';
@@ -93,7 +95,7 @@ function chartYaml(name: string, { tag, digest }: ImageParts): string {
 }
 
 /** The template file an object of the install goes to. */
-type TemplateFile = 'rbac' | 'leaderElection' | 'manager' | 'certManager' | 'webhook' | 'extra';
+type TemplateFile = 'rbac' | 'leaderElection' | 'manager' | 'certManager' | 'webhook' | 'policies' | 'extra';
 
 /** An object of the install as a template, in its file; in webhook.yaml each object has its own condition. */
 type Placed =
@@ -130,6 +132,7 @@ function placed(p: Project, o: KubeObject, webhooks: WebhookShape | undefined): 
   if (CONFIGURATION_KINDS.has(o.kind)) {
     return { file: 'webhook', template: configurationTemplate(p, o), condition: '.Values.webhook.enabled' };
   }
+  if (POLICY_KINDS.has(o.kind)) return { file: 'policies', template: inRelease(p, o) };
   return { file: 'extra', template: inRelease(p, o) };
 }
 
@@ -165,6 +168,8 @@ function templateFiles(
   }
   const webhook = all.flatMap((x) => (x.file === 'webhook' ? [guardedDocs(x.condition, [x.template])] : []));
   if (webhook.length > 0) files.set('templates/webhook.yaml', GUARDED_HEADER + webhook.join(''));
+  const policies = templates('policies');
+  if (policies.length > 0) files.set('templates/policies.yaml', HEADER + templateDocs(policies));
   const extra = templates('extra');
   if (extra.length > 0) files.set('templates/extra.yaml', HEADER + templateDocs(extra));
   return files;

@@ -17,10 +17,12 @@ import {
   metricsReaderClusterRole,
   rbacManifests,
 } from '@opkit/runtime/helpers';
+import type { Policy } from '@opkit/runtime/policy';
 import yaml from 'js-yaml';
 import { CliError } from '../errors.ts';
 import { lower } from '../project/names.ts';
 import { type ApiEntry, apiGroup, type Project } from '../project/project.ts';
+import { loadPolicies, POLICIES_FILE, policyFile, policyObjects } from './policies.ts';
 import {
   certManagerObjects,
   configurationObjects,
@@ -45,6 +47,8 @@ export interface LoadedApi {
   readonly permissions: readonly Permission[];
   /** The project's webhooks (src/webhooks.ts), carried by the first API. */
   readonly webhooks?: LoadedWebhooks;
+  /** The project's ValidatingAdmissionPolicies (src/policies.ts), carried by the first API. */
+  readonly policies?: readonly Policy[];
 }
 
 export const apiFile = (api: ApiEntry) => `src/api/${api.version}/${lower(api.kind)}.ts`;
@@ -88,6 +92,15 @@ export async function loadApis(dir: string, p: Project): Promise<LoadedApi[]> {
   }
   const webhooks = await loadWebhooks(dir);
   if (webhooks && out[0]) out[0] = { ...out[0], webhooks };
+  const policies = await loadPolicies(dir);
+  if (policies.length > 0) {
+    if (!out[0])
+      throw new CliError(
+        'Usage',
+        `${POLICIES_FILE} defines policies, but the project has no API yet: create one first`,
+      );
+    out[0] = { ...out[0], policies };
+  }
   return out;
 }
 
@@ -105,6 +118,9 @@ function kindExport(mod: Record<string, unknown>, kind: string): CustomKind<Kube
 
 /** The project's webhooks, if it has any. */
 export const webhooksOf = (apis: readonly LoadedApi[]) => apis.find((a) => a.webhooks)?.webhooks;
+
+/** The project's policies (none when it has none). */
+export const policiesOf = (apis: readonly LoadedApi[]) => apis.find((a) => a.policies)?.policies ?? [];
 
 /** An API's CRD as generated: with the conversion webhook and cert-manager's CA injection when it has versions. */
 export function crdObject(p: Project, a: LoadedApi): KubeObject {
@@ -235,11 +251,27 @@ export function installObjects(p: Project, apis: readonly LoadedApi[], image = p
     ...(w ? [...certManagerObjects(p), webhookServiceObject(p), ...configurationObjects(p, w)] : []),
     w ? withWebhookServing(p, deploymentObject(p, image)) : deploymentObject(p, image),
     metricsServiceObject(p),
+    ...policyObjects(policiesOf(apis)),
   ];
 }
 
 export function installYaml(p: Project, apis: readonly LoadedApi[], image = p.image): string {
   return GENERATED('the project') + installObjects(p, apis, image).map(doc).join('---\n');
+}
+
+/** config/policies/: a file per policy (the policy and its binding) and their kustomization. */
+function setPolicyFiles(
+  files: Map<string, string>,
+  policies: readonly Policy[],
+  kustomization: (resources: string[]) => string,
+): void {
+  for (const policy of policies)
+    files.set(policyFile(policy), GENERATED(POLICIES_FILE) + policy.manifests().map(doc).join('---\n'));
+  if (policies.length > 0)
+    files.set(
+      'config/policies/kustomization.yaml',
+      kustomization(policies.map((policy) => policyFile(policy).replace('config/policies/', ''))),
+    );
 }
 
 /** path → content of every generated file. */
@@ -282,12 +314,23 @@ export function generatedFiles(p: Project, apis: readonly LoadedApi[]): Map<stri
     files.set('config/selfmanaged/rbac.yaml', fromWebhooks + selfManagedRbacObjects(p, w).map(doc).join('---\n'));
     files.set('config/selfmanaged/kustomization.yaml', kustomization(['rbac.yaml']));
   }
+  const policies = policiesOf(apis);
+  setPolicyFiles(files, policies, kustomization);
   files.set('config/manager/kustomization.yaml', kustomization(['manager.yaml']));
   files.set(
     'config/default/kustomization.yaml',
-    kustomization(['../crd', '../rbac', '../manager', ...(w ? ['../webhook', '../certmanager'] : [])], {
-      namespace: p.namespace,
-    }),
+    kustomization(
+      [
+        '../crd',
+        '../rbac',
+        '../manager',
+        ...(w ? ['../webhook', '../certmanager'] : []),
+        ...(policies.length > 0 ? ['../policies'] : []),
+      ],
+      {
+        namespace: p.namespace,
+      },
+    ),
   );
   files.set(
     'config/samples/kustomization.yaml',

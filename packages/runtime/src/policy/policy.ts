@@ -1,0 +1,250 @@
+/**
+ * @module policy/policy
+ * ValidatingAdmissionPolicy from code. `definePolicy` describes a policy once — the kinds and operations it matches,
+ * its CEL `validations`, `auditAnnotations`, `matchConditions` and `variables`, its params, its failure policy — with
+ * its binding (validation actions, the param reference); `policy.manifests()` gives the two
+ * `admissionregistration.k8s.io/v1` objects, which `opkit generate` writes into `config/policies/` and the Helm chart.
+ *
+ * Guarantees: a definition is checked when `definePolicy` runs (names, a validation or audit annotation present, each
+ * expression non-empty, reasons, actions, the param reference); a failure is a `PolicyError` whose `path` names the
+ * field. Expressions are compiled, with types against the matched custom kinds' schemas, by `opkit generate`, as the
+ * apiserver compiles them. The manifests are byte-stable: keys in a fixed order, the binding named `<name>-binding`,
+ * `matchPolicy: Equivalent` (a write of another version of a matched kind is converted and checked too).
+ */
+import type { LabelSelector } from '../client/labels.ts';
+import type { Kind, KubeObject } from '../client/resource.ts';
+import { OpkitError } from '../errors.ts';
+
+/** An operation a policy can match. */
+export type PolicyOperation = 'CREATE' | 'UPDATE' | 'DELETE' | 'CONNECT';
+
+/** What a policy checks: a kind's writes. */
+export interface PolicyMatch {
+  /** The kind (a `defineKind` kind or a built-in one, e.g. `Deployments`). */
+  readonly kind: Kind;
+  /** The operations (default CREATE and UPDATE). */
+  readonly operations?: readonly PolicyOperation[];
+}
+
+/** One CEL check: the write is refused (or warned about, or audited) when `expression` is false. */
+export interface PolicyValidation {
+  /** Over `object`, `oldObject`, `request`, `params`, `namespaceObject`, `variables`, `authorizer`. */
+  readonly expression: string;
+  /** The message when it fails (default: the expression). */
+  readonly message?: string;
+  /** A CEL expression computing the message (a string). */
+  readonly messageExpression?: string;
+  /** The HTTP reason of the refusal: `Invalid` (default 422 is `Invalid`), `Forbidden`, `Unauthorized`, `RequestEntityTooLarge`. */
+  readonly reason?: 'Unauthorized' | 'Forbidden' | 'Invalid' | 'RequestEntityTooLarge';
+}
+
+/** Where a policy's parameters come from: objects of `kind`, one named or all selected. */
+export interface PolicyParams {
+  /** The kind of the parameter objects. */
+  readonly kind: Kind;
+  /** The one parameter object's name (or `selector`). */
+  readonly name?: string;
+  /** Selects the parameter objects (every one must pass); `{}` selects all. */
+  readonly selector?: LabelSelector;
+  /** Their namespace, for a namespaced kind (default: the namespace of the request). */
+  readonly namespace?: string;
+  /** When none is found: `Deny` (default) refuses the write, `Allow` lets it pass. */
+  readonly parameterNotFoundAction?: 'Allow' | 'Deny';
+}
+
+/** A ValidatingAdmissionPolicy and its binding, as `definePolicy` takes them. */
+export interface PolicyDefinition {
+  /** The policy's name (a DNS subdomain); the binding is `<name>-binding`. */
+  readonly name: string;
+  /** The kinds and operations it checks. */
+  readonly match: readonly PolicyMatch[];
+  /** Only writes in namespaces with these labels. */
+  readonly namespaceSelector?: LabelSelector;
+  /** Only objects with these labels. */
+  readonly objectSelector?: LabelSelector;
+  /** CEL conditions (each named) that must all be true for the policy to apply at all. */
+  readonly matchConditions?: readonly { readonly name: string; readonly expression: string }[];
+  /** Named CEL expressions the others read as `variables.<name>`. */
+  readonly variables?: readonly { readonly name: string; readonly expression: string }[];
+  /** The checks. A policy has validations, audit annotations, or both. */
+  readonly validations?: readonly PolicyValidation[];
+  /** Audit-log annotations `<policy>/<key>`, each the value of a CEL expression (a string, or null for none). */
+  readonly auditAnnotations?: readonly { readonly key: string; readonly valueExpression: string }[];
+  /** `Fail` (default): an expression that errors refuses the write. `Ignore`: it passes. */
+  readonly failurePolicy?: 'Fail' | 'Ignore';
+  /** Parameters the expressions read as `params`. */
+  readonly params?: PolicyParams;
+  /** What a failed validation does: `Deny` (default), `Warn` (a warning to the client), `Audit` (an audit annotation). */
+  readonly validationActions?: readonly ('Deny' | 'Warn' | 'Audit')[];
+}
+
+/** A defined policy: its definition and its manifests. */
+export interface Policy {
+  /** The definition, checked. */
+  readonly definition: PolicyDefinition;
+  /** The ValidatingAdmissionPolicy and its ValidatingAdmissionPolicyBinding. */
+  manifests(): [policy: KubeObject, binding: KubeObject];
+}
+
+export type PolicyErrorCode = 'InvalidPolicy';
+
+/** A policy definition the apiserver would refuse: `path` names the field (`validations[0].expression`). */
+export class PolicyError extends OpkitError<PolicyErrorCode> {
+  override readonly name = 'PolicyError';
+  /** The field at fault, e.g. `validations[0].reason`. */
+  readonly path: string;
+
+  constructor(policy: string, path: string, message: string) {
+    super('InvalidPolicy', `policy ${JSON.stringify(policy)}: ${path}: ${message}`);
+    this.path = path;
+  }
+}
+
+const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+const CEL_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+/** A qualified name (`prefix/name` or `name`), as Kubernetes checks matchConditions' names and audit keys. */
+const QUALIFIED =
+  /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
+const OPERATIONS: ReadonlySet<string> = new Set(['CREATE', 'UPDATE', 'DELETE', 'CONNECT']);
+const REASONS: ReadonlySet<string> = new Set(['Unauthorized', 'Forbidden', 'Invalid', 'RequestEntityTooLarge']);
+const ACTIONS: ReadonlySet<string> = new Set(['Deny', 'Warn', 'Audit']);
+
+/** Checks `def` and returns the policy. */
+export function definePolicy(def: PolicyDefinition): Policy {
+  check(def);
+  const definition = Object.freeze({ ...def });
+  return { definition, manifests: () => [policyObject(definition), bindingObject(definition)] };
+}
+
+function check(def: PolicyDefinition): void {
+  const name = typeof def.name === 'string' ? def.name : String(def.name);
+  const fail = (path: string, message: string): never => {
+    throw new PolicyError(name, path, message);
+  };
+  if (typeof def.name !== 'string' || def.name.length > 253 - '-binding'.length || !DNS_SUBDOMAIN.test(def.name))
+    fail('name', 'must be a lower-case DNS subdomain of at most 245 characters (its binding adds "-binding")');
+  if (!Array.isArray(def.match) || def.match.length === 0) fail('match', 'must name at least one kind');
+  for (const [i, m] of def.match.entries()) {
+    if (typeof m?.kind?.plural !== 'string') fail(`match[${i}].kind`, 'must be a kind (defineKind or a built-in one)');
+    for (const [j, op] of (m.operations ?? []).entries())
+      if (!OPERATIONS.has(op)) fail(`match[${i}].operations[${j}]`, `must be one of ${[...OPERATIONS].join(', ')}`);
+    if (m.operations !== undefined && m.operations.length === 0) fail(`match[${i}].operations`, 'must not be empty');
+  }
+  const validations = def.validations ?? [];
+  const annotations = def.auditAnnotations ?? [];
+  if (validations.length === 0 && annotations.length === 0)
+    fail('validations', 'a policy needs at least one validation or audit annotation');
+  const expression = (path: string, value: unknown) => {
+    if (typeof value !== 'string' || value.trim() === '') fail(path, 'must be a non-empty CEL expression');
+  };
+  for (const [i, v] of validations.entries()) {
+    expression(`validations[${i}].expression`, v.expression);
+    if (v.messageExpression !== undefined) expression(`validations[${i}].messageExpression`, v.messageExpression);
+    if (v.message !== undefined && (typeof v.message !== 'string' || /[\r\n]/.test(v.message)))
+      fail(`validations[${i}].message`, 'must be one line of text');
+    if (v.reason !== undefined && !REASONS.has(v.reason))
+      fail(`validations[${i}].reason`, `must be one of ${[...REASONS].join(', ')}`);
+  }
+  for (const [i, a] of annotations.entries()) {
+    if (typeof a.key !== 'string' || !QUALIFIED.test(`${def.name}/${a.key}`) || a.key.includes('/'))
+      fail(
+        `auditAnnotations[${i}].key`,
+        'must be a name of letters, digits, -, _ and . (it is prefixed with the policy name)',
+      );
+    expression(`auditAnnotations[${i}].valueExpression`, a.valueExpression);
+  }
+  const names = new Set<string>();
+  for (const [i, c] of (def.matchConditions ?? []).entries()) {
+    if (typeof c.name !== 'string' || !QUALIFIED.test(c.name) || names.has(c.name))
+      fail(`matchConditions[${i}].name`, 'must be a unique qualified name, e.g. exclude-leases');
+    names.add(c.name);
+    expression(`matchConditions[${i}].expression`, c.expression);
+  }
+  for (const [i, v] of (def.variables ?? []).entries()) {
+    if (typeof v.name !== 'string' || !CEL_NAME.test(v.name))
+      fail(`variables[${i}].name`, 'must be a CEL identifier: a letter or _, then letters, digits or _');
+    expression(`variables[${i}].expression`, v.expression);
+  }
+  if (def.failurePolicy !== undefined && def.failurePolicy !== 'Fail' && def.failurePolicy !== 'Ignore')
+    fail('failurePolicy', 'must be Fail or Ignore');
+  const actions = def.validationActions ?? ['Deny'];
+  if (actions.length === 0 || actions.some((a) => !ACTIONS.has(a)) || new Set(actions).size !== actions.length)
+    fail('validationActions', 'must be Deny, Warn or Audit, each once');
+  if (actions.includes('Deny') && actions.includes('Warn'))
+    fail('validationActions', 'must not have both Deny and Warn');
+  const p = def.params;
+  if (p !== undefined) {
+    if (typeof p.kind?.plural !== 'string') fail('params.kind', 'must be a kind');
+    if ((p.name === undefined) === (p.selector === undefined)) fail('params', 'needs a name or a selector, not both');
+    if (p.name !== undefined && !DNS_SUBDOMAIN.test(p.name)) fail('params.name', 'must be a DNS subdomain');
+    if (p.parameterNotFoundAction !== undefined && !['Allow', 'Deny'].includes(p.parameterNotFoundAction))
+      fail('params.parameterNotFoundAction', 'must be Allow or Deny');
+  }
+}
+
+/** The resource rules: one per group, version and operation set. */
+function resourceRules(match: readonly PolicyMatch[]): object[] {
+  const rules = new Map<
+    string,
+    { apiGroups: string[]; apiVersions: string[]; operations: string[]; resources: string[] }
+  >();
+  for (const m of match) {
+    const operations = [...(m.operations ?? ['CREATE', 'UPDATE'])].sort();
+    const key = `${m.kind.group}\0${m.kind.version}\0${operations.join(',')}`;
+    const rule = rules.get(key) ?? {
+      apiGroups: [m.kind.group],
+      apiVersions: [m.kind.version],
+      operations,
+      resources: [],
+    };
+    if (!rule.resources.includes(m.kind.plural)) rule.resources.push(m.kind.plural);
+    rules.set(key, rule);
+  }
+  return [...rules.values()];
+}
+
+function policyObject(def: PolicyDefinition): KubeObject {
+  const spec: Record<string, unknown> = {
+    failurePolicy: def.failurePolicy ?? 'Fail',
+    matchConstraints: {
+      matchPolicy: 'Equivalent',
+      ...(def.namespaceSelector ? { namespaceSelector: def.namespaceSelector } : {}),
+      ...(def.objectSelector ? { objectSelector: def.objectSelector } : {}),
+      resourceRules: resourceRules(def.match),
+    },
+  };
+  if (def.params) spec.paramKind = { apiVersion: def.params.kind.apiVersion, kind: def.params.kind.kind };
+  if (def.matchConditions?.length) spec.matchConditions = def.matchConditions.map((c) => ({ ...c }));
+  if (def.variables?.length) spec.variables = def.variables.map((v) => ({ ...v }));
+  if (def.validations?.length) spec.validations = def.validations.map((v) => ({ ...v }));
+  if (def.auditAnnotations?.length) spec.auditAnnotations = def.auditAnnotations.map((a) => ({ ...a }));
+  return {
+    apiVersion: 'admissionregistration.k8s.io/v1',
+    kind: 'ValidatingAdmissionPolicy',
+    metadata: { name: def.name },
+    spec,
+  } as KubeObject;
+}
+
+function bindingObject(def: PolicyDefinition): KubeObject {
+  const p = def.params;
+  return {
+    apiVersion: 'admissionregistration.k8s.io/v1',
+    kind: 'ValidatingAdmissionPolicyBinding',
+    metadata: { name: `${def.name}-binding` },
+    spec: {
+      policyName: def.name,
+      validationActions: [...(def.validationActions ?? ['Deny'])],
+      ...(p
+        ? {
+            paramRef: {
+              ...(p.name !== undefined ? { name: p.name } : {}),
+              ...(p.namespace !== undefined ? { namespace: p.namespace } : {}),
+              ...(p.selector !== undefined ? { selector: p.selector } : {}),
+              parameterNotFoundAction: p.parameterNotFoundAction ?? 'Deny',
+            },
+          }
+        : {}),
+    },
+  } as KubeObject;
+}
