@@ -1,6 +1,6 @@
-// The chaos fault of the interrupted restore: the operator runs as its own process (its ServiceAccount, webhooks
-// off) and is killed with SIGKILL at a random point, several times, while three stores restore from one snapshot —
-// each store created at the start of every other round, so the kills land before, during and after its Job. Then a last
+// The chaos fault of the interrupted restore: the operator runs as its own process (its ServiceAccount) and is
+// killed with SIGKILL at a random point, several times, while three stores restore from one snapshot — each store
+// created at the start of every other round, so the kills land before, during and after its Job. Then a last
 // operator finishes, and every store must have been restored exactly once (one Job, one pod of it, its uid in the
 // status), with no pod before its restore succeeded. Seeded: KV_CHAOS_SEED=n replays a run.
 import assert from 'node:assert/strict';
@@ -40,7 +40,7 @@ after(async () => {
 /** Runs the operator process for `ms`, then SIGKILLs it. */
 async function runThenKill(kubeconfig: string, ms: number): Promise<void> {
   const args = [MAIN, '--kubeconfig', kubeconfig, '--metrics-bind-address', '0', '--health-probe-bind-address', '0'];
-  const proc = spawn(process.execPath, args, { stdio: 'ignore', env: { ...process.env, ENABLE_WEBHOOKS: 'false' } });
+  const proc = spawn(process.execPath, args, { stdio: 'ignore' });
   const exited = new Promise((resolve) => proc.once('exit', resolve));
   await new Promise((r) => setTimeout(r, ms));
   proc.kill('SIGKILL');

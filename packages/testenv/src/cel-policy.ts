@@ -47,16 +47,21 @@ export type PolicySource = object | { manifests(): readonly object[] };
 
 /** A kind a request writes: the runtime's kinds (`defineKind`, `@opkit/runtime/kinds`) have these fields. */
 export interface KindRef {
+  /** The API group, '' for the core group. */
   readonly group: string;
+  /** The version written, e.g. `v1`. */
   readonly version: string;
+  /** The kind, e.g. `Deployment`. */
   readonly kind: string;
   /** The resource: the lower-case plural. */
   readonly plural: string;
+  /** Whether its objects live in a namespace. */
   readonly namespaced: boolean;
 }
 
 /** One write, as a policy sees it. */
 export interface PolicyRequest {
+  /** What the request does (`request.operation`). */
   readonly operation: 'CREATE' | 'UPDATE' | 'DELETE' | 'CONNECT';
   /** The kind written (its group, version and plural are what the policy's rules match). */
   readonly kind: KindRef;
@@ -70,6 +75,7 @@ export interface PolicyRequest {
   readonly params?: { readonly kind: KindRef; readonly objects: readonly object[] };
   /** Who writes (`request.userInfo`); the `authorizer` variable allows every check. */
   readonly user?: { readonly username: string; readonly groups?: readonly string[] };
+  /** A server-side dry run (`request.dryRun`). */
   readonly dryRun?: boolean;
 }
 

@@ -3,8 +3,9 @@
  * Growing a store's volumes. A StatefulSet's volumeClaimTemplates cannot change, so a larger `spec.storage` is
  * applied to each existing PVC (`data-<store>-<ordinal>`) as a larger request, which the cluster expands if its
  * StorageClass allows it (`allowVolumeExpansion`) — as a user would with `kubectl patch pvc`. A PVC whose request is
- * already at least `spec.storage` is left alone (compared as quantities: `1Gi` is `1024Mi`); the webhook refuses a
- * smaller size, so nothing ever shrinks. Pods added later get the template's size first, then grow the same way.
+ * already at least `spec.storage` is left alone (compared as quantities: `1Gi` is `1024Mi`); the CRD's transition
+ * rule refuses a smaller size, so nothing ever shrinks. Pods added later get the template's size first, then grow the
+ * same way.
  */
 import type { PersistentVolumeClaim } from '@opkit/runtime/kinds';
 import { Quantity } from '@opkit/runtime/quantity';

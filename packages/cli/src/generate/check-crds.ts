@@ -61,8 +61,14 @@ export function describePolicyProblem(problem: PolicyProblem): string {
 export function describe(problem: CrdProblem): string {
   const where = [
     problem.version !== undefined ? `version ${problem.version}` : undefined,
-    problem.schemaPath !== undefined ? `schema ${problem.schemaPath}` : `field ${problem.field}`,
-    problem.rule !== undefined ? `rule \`${problem.rule}\`` : undefined,
+    problem.schemaPath === '.'
+      ? 'the object'
+      : problem.schemaPath !== undefined
+        ? `schema ${problem.schemaPath}`
+        : `field ${problem.field}`,
+    problem.rule !== undefined
+      ? `rule \`${problem.rule}\`${problem.ruleField ? ` (its ${problem.ruleField})` : ''}`
+      : undefined,
   ].filter((part) => part !== undefined);
   return `${where.join(', ')}: ${problem.detail.replaceAll('\n', '\n    ')}`;
 }

@@ -16,7 +16,7 @@
  * (`@opkit/runtime/kinds`), whose schema fields have their wire names (`x-kubernetes-validations`, `default`): send it
  * as the JSON it is, not through @kubernetes/client-node's ObjectSerializer (which expects `x_kubernetes_validations`).
  */
-import type { Static, TSchema } from '@sinclair/typebox';
+import { type Static, type TSchema, Type } from '@sinclair/typebox';
 import type { CustomResourceDefinition } from '../client/builtins.ts';
 import { type Kind, type KubeObject, type ObjectMeta, resource } from '../client/resource.ts';
 import { invalid, normalize, show } from './check.ts';
@@ -150,6 +150,11 @@ export interface KindDefinition<Spec extends TSchema, Status extends TSchema> {
   printerColumns?: PrinterColumn[];
   /** x-kubernetes-validations on the spec object, for CEL rules spanning fields. */
   validations?: ValidationRule[];
+  /**
+   * x-kubernetes-validations on the whole object: rules that read `self.metadata.name` (or `generateName`), or compare
+   * the spec with the status, e.g. `oldSelf.status` in a transition rule.
+   */
+  objectValidations?: ValidationRule[];
 }
 
 /** An object of a custom kind as the API returns it. */
@@ -286,11 +291,18 @@ function rootSchema(def: KindDefinition<TSchema, TSchema>): { root: Json; spec: 
     spec,
     ...(status !== undefined ? { status } : {}),
   };
+  const rules =
+    def.objectValidations !== undefined && def.objectValidations.length > 0
+      ? structuralSchema(Type.Object({}, { 'x-kubernetes-validations': def.objectValidations }), 'objectValidations')[
+          'x-kubernetes-validations'
+        ]
+      : undefined;
   const root: Json = {
     type: 'object',
     ...(def.description !== undefined ? { description: def.description } : {}),
     properties,
     ...(Array.isArray(spec.required) && spec.required.length > 0 ? { required: ['spec'] } : {}),
+    ...(rules !== undefined ? { 'x-kubernetes-validations': rules } : {}),
   };
   return { root, spec, status };
 }

@@ -51,6 +51,8 @@ export interface VersionDefinition<Spec extends TSchema = TSchema, Status extend
   printerColumns?: PrinterColumn[];
   /** CEL rules of this version's spec. */
   validations?: ValidationRule[];
+  /** CEL rules of this version's whole object (`KindDefinition.objectValidations`). */
+  objectValidations?: ValidationRule[];
 }
 
 /** A kind's versions by name (`v1alpha1`, `v1`, …). */
@@ -78,7 +80,7 @@ export interface Conversion<Spoke, Hub> {
 
 type Names = Omit<
   KindDefinition<TSchema, TSchema>,
-  'version' | 'spec' | 'status' | 'subresources' | 'printerColumns' | 'validations'
+  'version' | 'spec' | 'status' | 'subresources' | 'printerColumns' | 'validations' | 'objectValidations'
 >;
 
 /**
@@ -159,6 +161,7 @@ export function defineVersionedKind<V extends VersionMap, S extends keyof V & st
       ...(v.subresources !== undefined ? { subresources: v.subresources } : {}),
       ...(v.printerColumns !== undefined ? { printerColumns: v.printerColumns } : {}),
       ...(v.validations !== undefined ? { validations: v.validations } : {}),
+      ...(v.objectValidations !== undefined ? { objectValidations: v.objectValidations } : {}),
     });
   };
   const storageDef = single(def.storage);

@@ -34,7 +34,7 @@ export interface PolicyValidation {
   readonly message?: string;
   /** A CEL expression computing the message (a string). */
   readonly messageExpression?: string;
-  /** The HTTP reason of the refusal: `Invalid` (default 422 is `Invalid`), `Forbidden`, `Unauthorized`, `RequestEntityTooLarge`. */
+  /** The refusal's reason (and HTTP code): `Invalid` (default, 422), `Forbidden` (403), `Unauthorized`, `RequestEntityTooLarge`. */
   readonly reason?: 'Unauthorized' | 'Forbidden' | 'Invalid' | 'RequestEntityTooLarge';
 }
 
@@ -86,7 +86,10 @@ export interface Policy {
   manifests(): [policy: KubeObject, binding: KubeObject];
 }
 
-export type PolicyErrorCode = 'InvalidPolicy';
+/** What a `PolicyError` is about. */
+export type PolicyErrorCode =
+  /** A field of the definition has a value the apiserver would refuse: `path` names it, the message says what fits. */
+  'InvalidPolicy';
 
 /** A policy definition the apiserver would refuse: `path` names the field (`validations[0].expression`). */
 export class PolicyError extends OpkitError<PolicyErrorCode> {

@@ -93,6 +93,20 @@ export const KVStores = defineKind({
   spec: KVStoreSpec,
   status: KVStoreStatus,
   subresources: { status: true },
+  objectValidations: [
+    // the name becomes a label value of what the store owns (its StatefulSet's pods, PVCs, Jobs)
+    {
+      rule: 'self.metadata.name.size() <= 63',
+      message: 'metadata.name: at most 63 characters, it is a label value of what the store owns',
+    },
+    // a transition rule that reads the stored status: the restore writes a fixed set of volumes
+    {
+      rule: "self.spec.replicas == oldSelf.spec.replicas || !has(oldSelf.spec.restoreFrom) || oldSelf.?status.?restore.?phase.orValue('') in ['Succeeded', 'Failed']",
+      messageExpression: "'cannot change while the restore from ' + oldSelf.spec.restoreFrom + ' is in progress'",
+      fieldPath: '.spec.replicas',
+      reason: 'FieldValueForbidden',
+    },
+  ],
   printerColumns: [
     { name: 'Replicas', type: 'integer', jsonPath: '.spec.replicas' },
     { name: 'Ready', type: 'integer', jsonPath: '.status.readyReplicas' },
