@@ -4,8 +4,8 @@
  * 3. the control-plane binaries and the offline validator (found, or built from Go modules with progress — the cold
  *    build happens here, not inside a test's timeout)  4. every test with Node's test runner (unit tests beside the
  *    code, integration tests under each package's test/ and README's example under examples/, repo checks under test/).
- * No build step: the packages run from their sources (see SOURCE_CONDITION). `npm test -- --unit` runs steps 1, 2 and
- * the unit tests only. Extra arguments after `--` that are file paths
+ * No build step: the packages run from their sources (see SOURCE_CONDITION). `npm test -- --unit` runs steps 1, 2, the
+ * offline validator's build and the unit tests only. Extra arguments after `--` that are file paths
  * replace the test list.
  */
 import { spawnSync } from 'node:child_process';
@@ -58,10 +58,11 @@ const INTEGRATION = [
 if (!unitOnly && files.length === 0) {
   process.stdout.write('\n▶ control-plane binaries\n');
   await resolveBinaries();
-  process.stdout.write('\n▶ the offline validator (@opkit/testenv/cel)\n');
-  const built = await prepareValidator({ log: (line) => process.stdout.write(`${line}\n`) });
-  process.stdout.write(`✔ Kubernetes ${built.kubernetesVersion} validation, built by ${built.goVersion}\n`);
 }
+// unit tests use the offline validator too (their kinds' CEL rules): built here, not inside a test's timeout
+process.stdout.write('\n▶ the offline validator (@opkit/testenv/cel)\n');
+const built = await prepareValidator({ log: (line) => process.stdout.write(`${line}\n`) });
+process.stdout.write(`✔ Kubernetes ${built.kubernetesVersion} validation, built by ${built.goVersion}\n`);
 
 step('tests', process.execPath, [
   '--test',

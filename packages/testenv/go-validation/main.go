@@ -21,6 +21,7 @@ import (
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
 	structuralschemacel "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
 	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
+	schemaobjectmeta "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/objectmeta"
 	structuralpruning "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
 	apiservervalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -46,7 +47,11 @@ type kind struct {
 var (
 	mu    sync.Mutex
 	kinds = map[string]*kind{}
+	// order of insertion, to evict the oldest once maxKinds are prepared (a property test may make many CRDs)
+	kindOrder []string
 )
+
+const maxKinds = 64
 
 type typer struct{ gvk schema.GroupVersionKind }
 
@@ -163,11 +168,17 @@ func prepare(crdJSON, version string) (*kind, error) {
 	}
 	_ = statusValidator // the status subresource's validator serves PUT …/status, which admit does not model
 	kinds[key] = k
+	kindOrder = append(kindOrder, key)
+	if len(kindOrder) > maxKinds {
+		delete(kinds, kindOrder[0])
+		kindOrder = kindOrder[1:]
+	}
 	return k, nil
 }
 
-// decode reads an object as the apiserver's decoder does: integers as int64, unknown fields pruned, nulls without a
-// default dropped, defaults applied.
+// decode reads an object as the apiserver's request decoder does: integers as int64; metadata read as an ObjectMeta
+// (malformed fields dropped) and written back, so unknown metadata fields are gone; unknown fields pruned, embedded
+// objects' metadata coerced, nulls without a default dropped; then defaults applied.
 func (k *kind) decode(objJSON string) (*unstructured.Unstructured, error) {
 	var obj map[string]any
 	if err := utiljson.Unmarshal([]byte(objJSON), &obj); err != nil {
@@ -176,11 +187,32 @@ func (k *kind) decode(objJSON string) (*unstructured.Unstructured, error) {
 	if obj == nil {
 		return nil, fmt.Errorf("the object must be a JSON object")
 	}
+	u := &unstructured.Unstructured{Object: obj}
+	kind, apiVersion := u.GetKind(), u.GetAPIVersion()
+	meta, foundMeta, _, err := schemaobjectmeta.GetObjectMetaWithOptions(obj, schemaobjectmeta.ObjectMetaOptions{DropMalformedFields: true})
+	if err != nil {
+		return nil, fmt.Errorf("metadata: %w", err)
+	}
 	structuralpruning.Prune(obj, k.structural, true)
 	structuraldefaulting.PruneNonNullableNullsWithoutDefaults(obj, k.structural)
+	if ferr, _ := schemaobjectmeta.CoerceWithOptions(nil, obj, k.structural, false, schemaobjectmeta.CoerceOptions{DropInvalidFields: true}); ferr != nil {
+		return nil, ferr
+	}
+	// the request's URL names the kind: a body without apiVersion or kind gets it from there
+	if kind == "" {
+		kind = k.gvk.Kind
+	}
+	if apiVersion == "" {
+		apiVersion = k.gvk.GroupVersion().String()
+	}
+	u.SetKind(kind)
+	u.SetAPIVersion(apiVersion)
+	if foundMeta {
+		if err := schemaobjectmeta.SetObjectMeta(obj, meta); err != nil {
+			return nil, err
+		}
+	}
 	structuraldefaulting.Default(obj, k.structural)
-	u := &unstructured.Unstructured{Object: obj}
-	u.SetGroupVersionKind(k.gvk)
 	return u, nil
 }
 
@@ -195,13 +227,18 @@ func admit(crdJSON, version, objJSON, oldJSON string) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctx := genericapirequest.NewContext()
+	// the request's namespace: the object's (default "default") for a namespaced kind, "" for a cluster-scoped one
+	ns := ""
 	if k.namespaced {
-		ctx = genericapirequest.WithNamespace(ctx, defaultNamespace(obj))
+		ns = defaultNamespace(obj)
 	}
+	ctx := genericapirequest.WithNamespace(genericapirequest.NewContext(), ns)
 	given := systemFields(obj)
 	if oldJSON == "" {
 		rest.FillObjectMetaSystemFields(obj)
+		if obj.GetName() == "" && obj.GetGenerateName() != "" {
+			obj.SetName(k.strategy.GenerateName(obj.GetGenerateName()))
+		}
 		err = rest.BeforeCreate(k.strategy, ctx, obj)
 	} else {
 		old, derr := k.decode(oldJSON)
@@ -266,12 +303,13 @@ func (g given) restore(obj *unstructured.Unstructured) {
 	}
 }
 
-// call runs f on the string arguments and returns {"result": …} or {"failure": "…"} as JSON, recovering a panic.
+// call runs f on the string arguments and returns {"result": …}, {"failure": "…"} (the input is not what the apiserver
+// would take) or {"panic": "…"} (a bug here) as JSON.
 func call(f func(args []string) (any, error)) js.Func {
 	return js.FuncOf(func(_ js.Value, jsArgs []js.Value) (ret any) {
 		defer func() {
 			if r := recover(); r != nil {
-				b, _ := json.Marshal(map[string]any{"failure": fmt.Sprintf("panic: %v\n%s", r, debug.Stack())})
+				b, _ := json.Marshal(map[string]any{"panic": fmt.Sprintf("%v\n%s", r, debug.Stack())})
 				ret = string(b)
 			}
 		}()

@@ -5,6 +5,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	celgo "github.com/google/cel-go/cel"
 
@@ -58,6 +59,7 @@ func checkPolicy(policyJSON, crdsJSON string) (any, error) {
 	if err := json.Unmarshal([]byte(crdsJSON), &crds); err != nil {
 		return nil, fmt.Errorf("the CRDs are not a JSON array: %w", err)
 	}
+	defaultPolicy(&policy)
 	problems := compileProblems(&policy)
 	mapper := meta.NewDefaultRESTMapper(nil)
 	schemas := map[schema.GroupVersionKind]*spec.Schema{}
@@ -134,8 +136,13 @@ func compileProblems(policy *admissionregistrationv1.ValidatingAdmissionPolicy) 
 		compile(e, options)
 		compiler.CompileAndStoreVariables([]plugincel.NamedExpressionAccessor{e}, options, environment.NewExpressions)
 	}
+	// match conditions are compiled without the variables, as the apiserver's validation of a policy does
+	stateless := plugincel.NewCompiler(environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()))
 	for i, c := range policy.Spec.MatchConditions {
-		compile(expression{path: spec.Child("matchConditions").Index(i).Child("expression"), expression: c.Expression, returns: boolean}, options)
+		e := expression{path: spec.Child("matchConditions").Index(i).Child("expression"), expression: strings.TrimSpace(c.Expression), returns: boolean}
+		if r := stateless.CompileCELExpression(e, plugincel.OptionalVariableDeclarations{HasParams: options.HasParams, HasAuthorizer: true}, environment.NewExpressions); r.Error != nil {
+			problems = append(problems, policyProblem{Field: e.path.String(), Detail: r.Error.Error()})
+		}
 	}
 	for i, v := range policy.Spec.Validations {
 		p := spec.Child("validations").Index(i)

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apiserver/pkg/admission"
 	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/generic"
@@ -32,9 +33,9 @@ import (
 
 // policyRequest is one write, as the caller describes it.
 type policyRequest struct {
-	Operation string         `json:"operation"`
-	Object    map[string]any `json:"object"`
-	OldObject map[string]any `json:"oldObject"`
+	Operation string          `json:"operation"`
+	Object    json.RawMessage `json:"object"`
+	OldObject json.RawMessage `json:"oldObject"`
 	// the resource written: group, version, resource (plural), kind, and its scope
 	Group      string `json:"group"`
 	Version    string `json:"version"`
@@ -42,8 +43,8 @@ type policyRequest struct {
 	Kind       string `json:"kind"`
 	Namespaced bool   `json:"namespaced"`
 	// the request's Namespace object (its labels for namespaceSelector), when namespaced
-	Namespace map[string]any   `json:"namespace"`
-	Params    []map[string]any `json:"params"`
+	Namespace json.RawMessage   `json:"namespace"`
+	Params    []json.RawMessage `json:"params"`
 	// the params' resource and scope, when the policy has a paramKind
 	ParamResource   string   `json:"paramResource"`
 	ParamNamespaced bool     `json:"paramNamespaced"`
@@ -88,16 +89,38 @@ func evaluatePolicy(policyJSON, bindingJSON, requestJSON string) (any, error) {
 	if err := json.Unmarshal([]byte(requestJSON), &req); err != nil {
 		return nil, fmt.Errorf("the request is not valid JSON: %w", err)
 	}
+	if binding.Spec.PolicyName != policy.Name {
+		return nil, fmt.Errorf("the binding %q binds policy %q, not %q", binding.Name, binding.Spec.PolicyName, policy.Name)
+	}
 	defaultPolicy(&policy)
 	defaultBinding(&binding)
+	// objects decode as the apiserver's do: integers are int64, never float64
+	object, err := decodeObject("object", req.Object)
+	if err != nil {
+		return nil, err
+	}
+	oldObject, err := decodeObject("oldObject", req.OldObject)
+	if err != nil {
+		return nil, err
+	}
+	namespaceObject, err := decodeObject("namespace", req.Namespace)
+	if err != nil {
+		return nil, err
+	}
 
 	namespaces := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
 	nsName := ""
 	if req.Namespaced {
 		var ns corev1.Namespace
-		if req.Namespace != nil {
-			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(req.Namespace, &ns); err != nil {
+		if namespaceObject != nil {
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(namespaceObject, &ns); err != nil {
 				return nil, fmt.Errorf("namespace: %w", err)
+			}
+		}
+		// the request's namespace: the Namespace given, else the object's, else the old object's, else default
+		for _, o := range []map[string]any{object, oldObject} {
+			if ns.Name == "" && o != nil {
+				ns.Name = (&unstructured.Unstructured{Object: o}).GetNamespace()
 			}
 		}
 		if ns.Name == "" {
@@ -120,12 +143,12 @@ func evaluatePolicy(policyJSON, bindingJSON, requestJSON string) (any, error) {
 	gvk := schema.GroupVersionKind{Group: req.Group, Version: req.Version, Kind: req.Kind}
 	var obj, old runtime.Object
 	name := ""
-	if req.Object != nil {
-		u := &unstructured.Unstructured{Object: req.Object}
+	if object != nil {
+		u := &unstructured.Unstructured{Object: object}
 		obj, name = u, u.GetName()
 	}
-	if req.OldObject != nil {
-		u := &unstructured.Unstructured{Object: req.OldObject}
+	if oldObject != nil {
+		u := &unstructured.Unstructured{Object: oldObject}
 		old = u
 		if name == "" {
 			name = u.GetName()
@@ -159,6 +182,18 @@ func evaluatePolicy(policyJSON, bindingJSON, requestJSON string) (any, error) {
 		out["status"] = status.Status()
 	}
 	out["warnings"] = rec.warnings
+	return out, nil
+}
+
+// decodeObject reads one object of the request as the apiserver decodes a body (integers as int64); nil when absent.
+func decodeObject(what string, raw json.RawMessage) (map[string]any, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var out map[string]any
+	if err := utiljson.Unmarshal(raw, &out); err != nil {
+		return nil, fmt.Errorf("%s: must be a JSON object: %w", what, err)
+	}
 	return out, nil
 }
 
@@ -216,7 +251,11 @@ func paramInformer(policy *admissionregistrationv1.ValidatingAdmissionPolicy, re
 		return nil, nil, fmt.Errorf("paramKind.apiVersion: %w", err)
 	}
 	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-	for i, p := range req.Params {
+	for i, raw := range req.Params {
+		p, err := decodeObject(fmt.Sprintf("params[%d]", i), raw)
+		if err != nil || p == nil {
+			return nil, nil, fmt.Errorf("params[%d]: must be an object: %v", i, err)
+		}
 		if err := indexer.Add(&unstructured.Unstructured{Object: p}); err != nil {
 			return nil, nil, fmt.Errorf("params[%d]: %w", i, err)
 		}

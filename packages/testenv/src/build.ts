@@ -149,8 +149,8 @@ export async function buildGoCommand(options: {
 }
 
 /**
- * Builds the Go main package in `dir` (a module of its own, with its go.mod and go.sum) into `out`, for `goos`/`goarch`
- * (default: this machine's). The same guarantees as `buildBinaries`: written to a temporary file and renamed, no
+ * Builds the Go main package in `dir` (a module of its own, with its go.mod and go.sum, which the build never changes)
+ * into `out`, for `goos`/`goarch` (default: this machine's). The same guarantees as `buildBinaries`: written to a temporary file and renamed, no
  * toolchain download, checksums verified unless the database cannot be reached, progress through `log`.
  */
 export async function buildGoSources(options: {
@@ -164,8 +164,9 @@ export async function buildGoSources(options: {
 }): Promise<{ goVersion: string; seconds: number }> {
   const started = performance.now();
   const target = options.goos ? { GOOS: options.goos, GOARCH: options.goarch ?? '' } : {};
+  // -mod=readonly: the module's go.mod and go.sum are tracked files, never rewritten by a build
   const goEnv: GoEnv = {
-    env: { ...process.env, GOTOOLCHAIN: 'local', CGO_ENABLED: '0', GOFLAGS: '-mod=mod', GOWORK: 'off', ...target },
+    env: { ...process.env, GOTOOLCHAIN: 'local', CGO_ENABLED: '0', GOFLAGS: '-mod=readonly', GOWORK: 'off', ...target },
     sumdbOff: false,
   };
   const build: BuildOptions = { go: options.go, binDir: '', workDir: options.dir, components: [], log: options.log };

@@ -9,6 +9,9 @@
  */
 import { TestenvError } from './errors.ts';
 
+/** The result of a Go function, or its failure as a `TestenvError` (cel.ts). */
+type Call = <T>(json: string) => T;
+
 type Json = Record<string, unknown>;
 
 /** One field error of a refusal, as the apiserver sends it in `details.causes`. */
@@ -65,11 +68,14 @@ export interface PolicyRequest {
   readonly operation: 'CREATE' | 'UPDATE' | 'DELETE' | 'CONNECT';
   /** The kind written (its group, version and plural are what the policy's rules match). */
   readonly kind: KindRef;
-  /** The new object (absent on DELETE). */
+  /**
+   * The new object (absent on DELETE). For a custom kind, the apiserver's policies see it as it would be stored
+   * (unknown fields pruned, defaults set): pass `validator.create(kind, object).object` to check what they check.
+   */
   readonly object?: object;
   /** The stored object (UPDATE, DELETE). */
   readonly oldObject?: object;
-  /** The Namespace the write is in, with its labels (default: `default`, no labels). */
+  /** The Namespace the write is in, with its labels (default: the object's namespace, else `default`; no labels). */
   readonly namespace?: object;
   /** The objects of the policy's param kind that exist. */
   readonly params?: { readonly kind: KindRef; readonly objects: readonly object[] };
@@ -111,6 +117,7 @@ export interface PolicyApi {
 export function policyMethods(
   api: PolicyApi,
   crdOf: (source: object) => Json,
+  call: Call,
 ): {
   checkPolicy(policy: PolicySource, crds?: readonly object[]): PolicyCheck;
   evaluatePolicy(policy: PolicyPairSource, request: PolicyRequest): PolicyAdmission;
@@ -129,6 +136,8 @@ export function policyMethods(
     },
     evaluatePolicy(source, request) {
       const [policy, binding] = 'manifests' in source ? source.manifests() : [source.policy, source.binding];
+      kindOf(policy, 'ValidatingAdmissionPolicy', 'policy');
+      kindOf(binding, 'ValidatingAdmissionPolicyBinding', 'binding');
       const out = call<Omit<PolicyAdmission, 'allowed'> & { warnings: string[] | null }>(
         api.evaluatePolicy(JSON.stringify(policy), JSON.stringify(binding), JSON.stringify(requestOf(request))),
       );
@@ -137,10 +146,10 @@ export function policyMethods(
   };
 }
 
-function call<T>(json: string): T {
-  const out = JSON.parse(json) as { result?: T; failure?: string };
-  if (out.failure !== undefined) throw new TestenvError('InvalidOption', out.failure);
-  return out.result as T;
+function kindOf(value: unknown, kind: string, what: string): void {
+  if (typeof value !== 'object' || value === null || (value as Json).kind !== kind) {
+    throw new TestenvError('InvalidOption', `the ${what} must be a ${kind} (kind: ${kind})`);
+  }
 }
 
 function requestOf(r: PolicyRequest): Json {

@@ -59,7 +59,7 @@ export interface StatusCause {
   readonly field?: string;
 }
 
-/** The `Status` of the apiserver's 422 answer. */
+/** The `Status` of the apiserver's refusal: a 422 `Invalid` for what validation refuses. */
 export interface InvalidStatus {
   /** Always `Status`. */
   readonly kind: 'Status';
@@ -69,8 +69,8 @@ export interface InvalidStatus {
   readonly status: 'Failure';
   /** e.g. `AppService.app.example.com "web" is invalid: spec.replicas: Invalid value: 200: at most 100`. */
   readonly message: string;
-  /** Always `Invalid`. */
-  readonly reason: 'Invalid';
+  /** `Invalid` for a validation error (422); another reason for a refusal before validation (e.g. `BadRequest`). */
+  readonly reason: string;
   /** The object (`name`, `group`, `kind`) and its field errors (`causes`). */
   readonly details: {
     readonly name?: string;
@@ -78,8 +78,8 @@ export interface InvalidStatus {
     readonly kind?: string;
     readonly causes?: readonly StatusCause[];
   };
-  /** Always 422. */
-  readonly code: 422;
+  /** The HTTP status: 422 for `Invalid`. */
+  readonly code: number;
 }
 
 /** What the apiserver would do with a write: store `object`, or refuse it with `status`. */
@@ -203,7 +203,11 @@ async function load(options: LoadOptions): Promise<Validator> {
     setTimeout,
     clearTimeout,
     // the Go runtime's stdout and stderr (wasm_exec.js writes them with console.log)
-    console: { log: (line: string) => log(`[k8s validation] ${line}`), error: (line: string) => log(line) },
+    console: {
+      log: (line: string) => log(`[k8s validation] ${line}`),
+      warn: (...parts: unknown[]) => log(`[k8s validation] ${parts.join(' ')}`),
+      error: (...parts: unknown[]) => log(`[k8s validation] ${parts.join(' ')}`),
+    },
   });
   runInContext(assets.wasmExec, context, { filename: 'wasm_exec.js' });
   const Go = (context as { Go?: new () => GoRuntime }).Go;
@@ -212,10 +216,38 @@ async function load(options: LoadOptions): Promise<Validator> {
   // instantiated by the context's own WebAssembly: wasm_exec.js checks the instance's class
   const wasm = runInContext('WebAssembly', context) as WasmApi;
   const { instance } = await wasm.instantiate(assets.wasm, go.importObject);
-  void go.run(instance);
+  const state = { exited: false };
+  // the Go program runs until the process ends; if it exits (a fatal error), the next loadValidator() loads it again
+  void go.run(instance).finally(() => {
+    state.exited = true;
+    loading = undefined;
+  });
   const api = (context as { __opkitKubeValidation?: GoApi }).__opkitKubeValidation;
   if (!api) throw new TestenvError('BinariesMissing', 'the offline validator did not start');
-  return validator(api, assets.manifest);
+  return validator(guarded(api, state), assets.manifest);
+}
+
+/** The Go functions, each refusing to run once the Go program exited (it would throw "Go program has already exited"). */
+function guarded(api: GoApi, state: { exited: boolean }): GoApi {
+  const alive =
+    <A extends unknown[]>(f: (...args: A) => string) =>
+    (...args: A): string => {
+      if (state.exited) {
+        throw new TestenvError(
+          'ValidatorFailed',
+          'the offline validator stopped (its Go runtime exited): call loadValidator() again',
+        );
+      }
+      return f(...args);
+    };
+  return {
+    checkCRD: alive((crd: string) => api.checkCRD(crd)),
+    admit: alive((crd: string, version: string, object: string, old: string) => api.admit(crd, version, object, old)),
+    checkPolicy: alive((policy: string, crds: string) => api.checkPolicy(policy, crds)),
+    evaluatePolicy: alive((policy: string, binding: string, request: string) =>
+      api.evaluatePolicy(policy, binding, request),
+    ),
+  };
 }
 
 function validator(api: GoApi, manifest: ValidationManifest): Validator {
@@ -246,14 +278,16 @@ function validator(api: GoApi, manifest: ValidationManifest): Validator {
         problems: out.errors.map((e) => locate(crd, { field: e.field, reason: e.type, detail: e.detail })),
       };
     },
-    ...policyMethods(api, crdOf),
+    ...policyMethods(api, crdOf, call),
     create: (crd, object, options) => admit(crd, object, undefined, options),
     update: (crd, object, old, options) => admit(crd, object, old, options),
   };
 }
 
+/** The result of a Go function: its value, or a `TestenvError` (`InvalidOption` for refused input, `ValidatorFailed` for a panic). */
 function call<T>(json: string): T {
-  const out = JSON.parse(json) as { result?: T; failure?: string };
+  const out = JSON.parse(json) as { result?: T; failure?: string; panic?: string };
+  if (out.panic !== undefined) throw new TestenvError('ValidatorFailed', `the offline validator failed: ${out.panic}`);
   if (out.failure !== undefined) throw new TestenvError('InvalidOption', out.failure);
   return out.result as T;
 }

@@ -39,7 +39,12 @@ export type TestenvErrorCode =
   /** `waitFor`'s check did not pass in time: the message names what was awaited and the last error the check threw. */
   | 'WaitTimeout'
   /** A `FaultProxy` could not listen on 127.0.0.1 (the cause is the socket's error). */
-  | 'FaultProxyListenFailed';
+  | 'FaultProxyListenFailed'
+  /**
+   * The offline validator (`@opkit/testenv/cel`) failed in its own code (a Go panic, or its runtime exited): the
+   * message holds Go's words; the next `loadValidator()` loads it again. Input it refuses is `InvalidOption`.
+   */
+  | 'ValidatorFailed';
 
 /**
  * Every failure of @opkit/testenv: a stable `code`, a message that says what to do, and the underlying `cause` when

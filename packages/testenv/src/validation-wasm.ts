@@ -6,14 +6,15 @@
  *
  * Guarantees:
  * - A published package carries the build in `dist/validation/` (brotli-compressed, with its manifest): users never
- *   need Go. Only in the repository (where `go-validation/` sits beside the sources) is it built, with the local Go
- *   toolchain, and cached under the user cache directory by the digest of the Go sources: a changed source is rebuilt,
- *   an unchanged one never is, and a cached build serves a machine without Go.
+ *   need Go. Only in the repository (where `go-validation/` sits beside the sources, and decides over any build left
+ *   in dist/) is it built, with the local Go toolchain, and cached under the user cache directory by the digest of
+ *   the Go sources: a changed source is rebuilt, an unchanged one never is, and a cached build serves a machine
+ *   without Go. A cache entry that is incomplete or whose manifest is unreadable is built again.
  * - A build is written to temporary files and renamed, its manifest last, under a lock: an interrupted or concurrent
  *   build never leaves a half-written file that would be used.
  */
 import { createHash } from 'node:crypto';
-import { mkdir, readdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { access, mkdir, readdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -56,7 +57,8 @@ const SHIPPED = fileURLToPath(new URL('./validation/', import.meta.url));
 
 /** The validator's WebAssembly: the package's copy, else (in the repository) the cached or a fresh build. */
 export async function validationWasm(log: (line: string) => void): Promise<ValidationWasm> {
-  const shipped = await readManifest(SHIPPED);
+  // the sources, when present (the repository), decide: a build left in dist/ by an earlier pack may be older
+  const shipped = (await hasSources()) ? undefined : await readManifest(SHIPPED);
   if (shipped) {
     const [compressed, wasmExec] = await Promise.all([
       readFile(join(SHIPPED, COMPRESSED)),
@@ -74,7 +76,18 @@ export async function validationWasm(log: (line: string) => void): Promise<Valid
 
 /** Makes sure the validator can load (building it, in the repository, if the cache lacks it) without loading it. */
 export async function prepareValidation(log: (line: string) => void): Promise<ValidationManifest> {
-  return (await readManifest(SHIPPED)) ?? (await cachedBuild(log)).manifest;
+  if (!(await hasSources())) {
+    const shipped = await readManifest(SHIPPED);
+    if (shipped) return shipped;
+  }
+  return (await cachedBuild(log)).manifest;
+}
+
+async function hasSources(): Promise<boolean> {
+  return access(join(SOURCES, 'go.mod')).then(
+    () => true,
+    () => false,
+  );
 }
 
 /**
@@ -117,14 +130,14 @@ async function cachedBuild(
   });
   const dir = join(cacheRoot(), 'validation', digest.slice(0, 16));
   const cached = await readManifest(dir);
-  if (cached?.sourceDigest === digest) return { dir, manifest: cached, fresh: false };
+  if (cached?.sourceDigest === digest && (await complete(dir))) return { dir, manifest: cached, fresh: false };
   await mkdir(dir, { recursive: true });
   return withLock(
     join(dir, '.lock'),
     { timeoutMs: 30 * 60_000, onWait: (pid) => log(`waiting for process ${pid}, which is building the validator`) },
     async () => {
       const again = await readManifest(dir);
-      if (again?.sourceDigest === digest) return { dir, manifest: again, fresh: false };
+      if (again?.sourceDigest === digest && (await complete(dir))) return { dir, manifest: again, fresh: false };
       const go = await findGo();
       if (!go) {
         throw new TestenvError(
@@ -164,9 +177,28 @@ async function sourceDigest(): Promise<string> {
   return hash.digest('hex');
 }
 
+/** The manifest in `dir`, or undefined when it is missing or not one (a cache miss: the build is made again). */
 async function readManifest(dir: string): Promise<ValidationManifest | undefined> {
   const text = await readFile(join(dir, MANIFEST), 'utf8').catch(() => undefined);
-  return text === undefined ? undefined : (JSON.parse(text) as ValidationManifest);
+  if (text === undefined) return undefined;
+  try {
+    const m = JSON.parse(text) as Partial<ValidationManifest>;
+    return typeof m.sourceDigest === 'string' &&
+      typeof m.goVersion === 'string' &&
+      typeof m.kubernetesVersion === 'string'
+      ? (m as ValidationManifest)
+      : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** True when the cached build's files are all there. */
+async function complete(dir: string): Promise<boolean> {
+  return Promise.all([access(join(dir, WASM)), access(join(dir, WASM_EXEC))]).then(
+    () => true,
+    () => false,
+  );
 }
 
 async function writeAtomically(path: string, data: string | Uint8Array): Promise<void> {

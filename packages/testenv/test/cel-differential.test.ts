@@ -24,7 +24,7 @@ interface Outcome {
   readonly causes?: unknown;
   readonly spec?: unknown;
   readonly status?: unknown;
-  readonly generation?: unknown;
+  readonly metadata?: unknown;
 }
 
 /**
@@ -57,11 +57,16 @@ function splitErrors(list: string): string[] {
   return list.split(/, (?=(?:[\w.[\]<>-]+|<nil>): )/);
 }
 
+/** What the apiserver sets in metadata on its own (random or server-side), left out of the comparison. */
+const SERVER_SET = new Set(['uid', 'creationTimestamp', 'resourceVersion', 'managedFields']);
+const metadataOf = (m: Record<string, unknown>) =>
+  Object.fromEntries(Object.entries(m).filter(([k]) => !SERVER_SET.has(k)));
+
 /** The apiserver's answer, reduced to what the validator also decides. */
 function served(res: { status: number; body: unknown }): Outcome {
   const body = res.body as Obj & { message?: string; details?: { causes?: unknown } };
   if (res.status === 200 || res.status === 201) {
-    return { allowed: true, spec: body.spec, status: body.status, generation: body.metadata.generation };
+    return { allowed: true, spec: body.spec, status: body.status, metadata: metadataOf(body.metadata) };
   }
   return refusal(res.status, body.message, body.details?.causes as unknown[] | undefined);
 }
@@ -69,7 +74,7 @@ function served(res: { status: number; body: unknown }): Outcome {
 function offline(r: ReturnType<Validator['create']>): Outcome {
   if (r.allowed) {
     const o = r.object as Obj;
-    return { allowed: true, spec: o.spec, status: o.status, generation: o.metadata.generation };
+    return { allowed: true, spec: o.spec, status: o.status, metadata: metadataOf(o.metadata) };
   }
   return refusal(r.status?.code, r.status?.message, r.status?.details.causes);
 }
@@ -170,6 +175,50 @@ describe('the offline validator agrees with the apiserver', () => {
       done += 1;
     }
     assert.equal(done, UPDATES, 'enough stored objects to update');
+    assert.deepEqual(disagreements.slice(0, 3), [], `${disagreements.length} disagreements`);
+  });
+
+  test('a cluster-scoped kind and generateName: the same answer from both', async () => {
+    const cluster = structuredClone(CRD) as unknown as {
+      metadata: { name: string };
+      spec: { scope: string; names: Record<string, string> };
+    };
+    cluster.spec.scope = 'Cluster';
+    cluster.spec.names = {
+      kind: 'ClusterProbe',
+      listKind: 'ClusterProbeList',
+      plural: 'clusterprobes',
+      singular: 'clusterprobe',
+    };
+    cluster.metadata.name = `clusterprobes.${GROUP}`;
+    const made = await env.api.request({
+      method: 'POST',
+      path: '/apis/apiextensions.k8s.io/v1/customresourcedefinitions',
+      body: cluster,
+    });
+    assert.equal(made.status, 201, made.text);
+    const path = `/apis/${GROUP}/v1/clusterprobes`;
+    await waitFor(
+      'the cluster-scoped CRD served',
+      async () => (await env.api.request({ path })).status === 200,
+      30_000,
+    );
+    for (const [i, object] of fc.sample(probe, { numRuns: 100, seed: 32 }).entries()) {
+      const o = { ...object, kind: 'ClusterProbe' };
+      const res = await env.api.request({ method: 'POST', path: `${path}?dryRun=All`, body: o });
+      compare(`cluster-scoped create #${i}`, o, served(res), offline(validator.create(cluster, o)));
+    }
+    // generateName: the name is random on both sides, so the allowed objects are compared without it
+    const unnamed = (x: Outcome) =>
+      x.allowed
+        ? { ...x, metadata: { ...(x.metadata as object), name: undefined } }
+        : { ...x, message: (x.message ?? '').replace(/"gen-[a-z0-9]{5}"/, '"gen-?????"') };
+    for (const [i, object] of fc.sample(probe, { numRuns: 50, seed: 33 }).entries()) {
+      const { name: _name, ...meta } = object.metadata;
+      const o = { ...object, metadata: { ...meta, generateName: 'gen-' } };
+      const a = served(await env.api.request({ method: 'POST', path: `${PATH}?dryRun=All`, body: o }));
+      compare(`generateName create #${i}`, o, unnamed(a), unnamed(offline(validator.create(CRD, o))));
+    }
     assert.deepEqual(disagreements.slice(0, 3), [], `${disagreements.length} disagreements`);
   });
 

@@ -170,7 +170,13 @@ describe('evaluatePolicy agrees with the apiserver', () => {
   test('both answers are reached, and every validation refuses some write', () => {
     assert.ok(tally.allowed > 100 && tally.refused > 100, JSON.stringify(tally));
     const all = [...seen].join('\n');
-    for (const m of ['over 50', 'tags: at most 6 characters each', 'no busybox here', 'mode is set once'])
+    for (const m of [
+      'over 50',
+      'tags: at most 6 characters each',
+      'no busybox here',
+      'mode is set once',
+      'replicas×10⁶ = 27000000',
+    ])
       assert.ok(all.includes(m), `no write refused with "${m}"`);
   });
 

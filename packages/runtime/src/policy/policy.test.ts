@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Type } from '@sinclair/typebox';
-import { ConfigMaps, Deployments } from '../client/kinds/index.ts';
+import { ClusterRoles, ConfigMaps, Deployments } from '../client/kinds/index.ts';
 import { defineKind } from '../crd/kind.ts';
 import { definePolicy, PolicyError } from './policy.ts';
 
@@ -107,6 +107,17 @@ test('a definition the apiserver would refuse is a PolicyError naming the field'
     [{ validationActions: [] }, 'validationActions'],
     [{ params: { kind: ConfigMaps } }, 'params'],
     [{ params: { kind: ConfigMaps, name: 'x', parameterNotFoundAction: 'Maybe' } }, 'params.parameterNotFoundAction'],
+    [{ params: { kind: ClusterRoles, name: 'x', namespace: 'shop' } }, 'params.namespace'],
+    [
+      {
+        auditAnnotations: [
+          { key: 'a', valueExpression: "'x'" },
+          { key: 'a', valueExpression: "'y'" },
+        ],
+      },
+      'auditAnnotations[1].key',
+    ],
+    [{ auditAnnotations: [{ key: 'k'.repeat(64), valueExpression: "'x'" }] }, 'auditAnnotations[0].key'],
   ];
   for (const [patch, path] of cases) {
     assert.throws(
@@ -126,4 +137,18 @@ test('a definition the apiserver would refuse is a PolicyError naming the field'
     })(),
     /^policy "Über": name: must be a lower-case DNS subdomain/,
   );
+});
+
+test('the manifests are what was checked: changing the definition afterwards changes nothing', () => {
+  const validations = [{ expression: 'object.spec.replicas <= 5' }];
+  const policy = definePolicy({ name: 'frozen', match: [{ kind: Widgets }], validations });
+  validations[0] = { expression: '' };
+  assert.equal(
+    (policy.manifests()[0] as unknown as { spec: { validations: { expression: string }[] } }).spec.validations[0]
+      ?.expression,
+    'object.spec.replicas <= 5',
+  );
+  assert.throws(() => {
+    (policy.definition.validations as { expression: string }[]).push({ expression: 'true' });
+  }, TypeError);
 });

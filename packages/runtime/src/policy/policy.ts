@@ -114,9 +114,42 @@ const ACTIONS: ReadonlySet<string> = new Set(['Deny', 'Warn', 'Audit']);
 
 /** Checks `def` and returns the policy. */
 export function definePolicy(def: PolicyDefinition): Policy {
-  check(def);
-  const definition = Object.freeze({ ...def });
+  // a deep copy, checked and frozen: what manifests() writes is what was checked, whatever the caller changes later
+  const definition = deepFreeze(copy(def));
+  check(definition);
   return { definition, manifests: () => [policyObject(definition), bindingObject(definition)] };
+}
+
+/** A copy of the definition's plain data; the kinds (objects with methods) are kept as they are. */
+function copy(def: PolicyDefinition): PolicyDefinition {
+  const data = <T>(v: T): T => (v === undefined ? v : (JSON.parse(JSON.stringify(v)) as T));
+  return {
+    ...def,
+    match: Array.isArray(def.match)
+      ? def.match.map((m) => ({ ...m, ...(m?.operations ? { operations: [...m.operations] } : {}) }))
+      : def.match,
+    ...(def.namespaceSelector !== undefined ? { namespaceSelector: data(def.namespaceSelector) } : {}),
+    ...(def.objectSelector !== undefined ? { objectSelector: data(def.objectSelector) } : {}),
+    ...(def.matchConditions !== undefined ? { matchConditions: data(def.matchConditions) } : {}),
+    ...(def.variables !== undefined ? { variables: data(def.variables) } : {}),
+    ...(def.validations !== undefined ? { validations: data(def.validations) } : {}),
+    ...(def.auditAnnotations !== undefined ? { auditAnnotations: data(def.auditAnnotations) } : {}),
+    ...(def.params !== undefined
+      ? { params: { ...def.params, ...(def.params.selector ? { selector: data(def.params.selector) } : {}) } }
+      : {}),
+    ...(def.validationActions !== undefined ? { validationActions: [...def.validationActions] } : {}),
+  };
+}
+
+function deepFreeze<T>(value: T): T {
+  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const v of Object.values(value)) {
+      // a kind is the caller's, not part of the definition's data
+      if (typeof v === 'object' && v !== null && !('plural' in v && 'apiVersion' in v)) deepFreeze(v);
+    }
+  }
+  return value;
 }
 
 function check(def: PolicyDefinition): void {
@@ -148,14 +181,23 @@ function check(def: PolicyDefinition): void {
     if (v.reason !== undefined && !REASONS.has(v.reason))
       fail(`validations[${i}].reason`, `must be one of ${[...REASONS].join(', ')}`);
   }
+  const keys = new Set<string>();
   for (const [i, a] of annotations.entries()) {
-    if (typeof a.key !== 'string' || !QUALIFIED.test(`${def.name}/${a.key}`) || a.key.includes('/'))
+    if (
+      typeof a.key !== 'string' ||
+      a.key.length > 63 ||
+      !QUALIFIED.test(`${def.name}/${a.key}`) ||
+      a.key.includes('/')
+    )
       fail(
         `auditAnnotations[${i}].key`,
-        'must be a name of letters, digits, -, _ and . (it is prefixed with the policy name)',
+        'must be a name of at most 63 letters, digits, -, _ and . (it is prefixed with the policy name)',
       );
+    if (keys.has(a.key)) fail(`auditAnnotations[${i}].key`, `${JSON.stringify(a.key)} is used twice`);
+    keys.add(a.key);
     expression(`auditAnnotations[${i}].valueExpression`, a.valueExpression);
   }
+  if ((def.matchConditions ?? []).length > 64) fail('matchConditions', 'at most 64');
   const names = new Set<string>();
   for (const [i, c] of (def.matchConditions ?? []).entries()) {
     if (typeof c.name !== 'string' || !QUALIFIED.test(c.name) || names.has(c.name))
@@ -168,6 +210,11 @@ function check(def: PolicyDefinition): void {
       fail(`variables[${i}].name`, 'must be a CEL identifier: a letter or _, then letters, digits or _');
     expression(`variables[${i}].expression`, v.expression);
   }
+  checkBinding(def, fail);
+}
+
+/** The failure policy, the validation actions and the param reference. */
+function checkBinding(def: PolicyDefinition, fail: (path: string, message: string) => never): void {
   if (def.failurePolicy !== undefined && def.failurePolicy !== 'Fail' && def.failurePolicy !== 'Ignore')
     fail('failurePolicy', 'must be Fail or Ignore');
   const actions = def.validationActions ?? ['Deny'];
@@ -180,6 +227,8 @@ function check(def: PolicyDefinition): void {
     if (typeof p.kind?.plural !== 'string') fail('params.kind', 'must be a kind');
     if ((p.name === undefined) === (p.selector === undefined)) fail('params', 'needs a name or a selector, not both');
     if (p.name !== undefined && !DNS_SUBDOMAIN.test(p.name)) fail('params.name', 'must be a DNS subdomain');
+    if (p.namespace !== undefined && !p.kind.namespaced)
+      fail('params.namespace', `${p.kind.kind} is cluster-scoped: leave the namespace out`);
     if (p.parameterNotFoundAction !== undefined && !['Allow', 'Deny'].includes(p.parameterNotFoundAction))
       fail('params.parameterNotFoundAction', 'must be Allow or Deny');
   }
