@@ -92,6 +92,26 @@ func checkCRD(crdJSON string) (any, error) {
 	return map[string]any{"status": invalid.Status(), "errors": details}, nil
 }
 
+// structuralOf is a served version's schema, internal and structural, with its defaults pruned as the apiserver
+// prunes them when it serves the version.
+func structuralOf(served *apiextensionsv1.CustomResourceDefinitionVersion) (*apiextensions.CustomResourceValidation, *structuralschema.Structural, error) {
+	var internalValidation apiextensions.CustomResourceValidation
+	if served.Schema != nil {
+		if err := apiextensionsv1.Convert_v1_CustomResourceValidation_To_apiextensions_CustomResourceValidation(served.Schema, &internalValidation, nil); err != nil {
+			return nil, nil, err
+		}
+	}
+	s, err := structuralschema.NewStructural(internalValidation.OpenAPIV3Schema)
+	if err != nil {
+		return nil, nil, err
+	}
+	s = s.DeepCopy()
+	if err := structuraldefaulting.PruneDefaults(s); err != nil {
+		return nil, nil, err
+	}
+	return &internalValidation, s, nil
+}
+
 func prepare(crdJSON, version string) (*kind, error) {
 	key := version + "\x00" + crdJSON
 	mu.Lock()
@@ -115,18 +135,8 @@ func prepare(crdJSON, version string) (*kind, error) {
 	if served == nil || !served.Served {
 		return nil, fmt.Errorf("the CustomResourceDefinition %s does not serve version %q", v1.Name, version)
 	}
-	var internalValidation apiextensions.CustomResourceValidation
-	if served.Schema != nil {
-		if err := apiextensionsv1.Convert_v1_CustomResourceValidation_To_apiextensions_CustomResourceValidation(served.Schema, &internalValidation, nil); err != nil {
-			return nil, err
-		}
-	}
-	s, err := structuralschema.NewStructural(internalValidation.OpenAPIV3Schema)
+	internalValidation, s, err := structuralOf(served)
 	if err != nil {
-		return nil, err
-	}
-	s = s.DeepCopy()
-	if err := structuraldefaulting.PruneDefaults(s); err != nil {
 		return nil, err
 	}
 	validator, _, err := apiservervalidation.NewSchemaValidator(internalValidation.OpenAPIV3Schema)

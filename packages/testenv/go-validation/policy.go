@@ -10,6 +10,7 @@ import (
 	celgo "github.com/google/cel-go/cel"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -68,22 +69,24 @@ func checkPolicy(policyJSON, crdsJSON string) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		for _, v := range v1.Spec.Versions {
+		for i := range v1.Spec.Versions {
+			v := &v1.Spec.Versions[i]
 			if !v.Served || v.Schema == nil {
 				continue
 			}
-			k, err := prepare(string(raw), v.Name)
+			// the schema only: the CRD itself is checkCRD's to validate, and its rules are not compiled here
+			_, s, err := structuralOf(v)
 			if err != nil {
 				return nil, err
 			}
-			gvk := k.gvk
+			gvk := schema.GroupVersionKind{Group: v1.Spec.Group, Version: v.Name, Kind: v1.Spec.Names.Kind}
 			scope := meta.RESTScopeRoot
-			if k.namespaced {
+			if v1.Spec.Scope == apiextensionsv1.NamespaceScoped {
 				scope = meta.RESTScopeNamespace
 			}
 			mapper.AddSpecific(gvk, gvk.GroupVersion().WithResource(v1.Spec.Names.Plural),
 				gvk.GroupVersion().WithResource(v1.Spec.Names.Singular), scope)
-			schemas[gvk] = objectSchema(k.structural)
+			schemas[gvk] = objectSchema(s)
 		}
 	}
 	checker := &validating.TypeChecker{SchemaResolver: crdSchemas(schemas), RestMapper: mapper}

@@ -175,6 +175,11 @@ interface GoRuntime {
 
 let loading: Promise<Validator> | undefined;
 
+/** The default `LoadOptions.log`. */
+const toStderr = (line: string): void => {
+  process.stderr.write(`${line}\n`);
+};
+
 /** The validator, loaded once per process. */
 export function loadValidator(options: LoadOptions = {}): Promise<Validator> {
   loading ??= load(options).catch((e: unknown) => {
@@ -189,11 +194,11 @@ export function loadValidator(options: LoadOptions = {}): Promise<Validator> {
  * on first use), without loading it: for a test runner's set-up step. A published package has it built already.
  */
 export function prepareValidator(options: LoadOptions = {}): Promise<ValidationManifest> {
-  return prepareValidation(options.log ?? ((line: string) => process.stderr.write(`${line}\n`)));
+  return prepareValidation(options.log ?? toStderr);
 }
 
 async function load(options: LoadOptions): Promise<Validator> {
-  const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+  const log = options.log ?? toStderr;
   const assets = await validationWasm(log);
   const context = createContext({
     crypto: globalThis.crypto,
