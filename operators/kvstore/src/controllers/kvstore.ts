@@ -114,7 +114,13 @@ export async function reconcileKVStore(store: KVStore, ctx: ObjectContext<KVStor
   if (!sts) {
     await ensure(() => ctx.create(StatefulSets, desiredStatefulSet(store, replicas)));
   } else if (rollout) {
-    if (rollout.patch) await ctx.patch(StatefulSets, sts, rollout.patch);
+    // the plan was made from the cached StatefulSet: its resourceVersion is the patch's precondition, so a stale plan
+    // fails with Conflict (retried with fresh state) instead of repeating a step, and its Event, from an old partition
+    if (rollout.patch)
+      await ctx.patch(StatefulSets, sts, {
+        ...rollout.patch,
+        metadata: { resourceVersion: sts.metadata.resourceVersion ?? null },
+      });
     if (rollout.step)
       ctx.events.normal(
         'RollingUpdate',
