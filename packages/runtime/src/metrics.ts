@@ -95,6 +95,21 @@ export class Metrics {
     this.#watch = watchSeries(r, this.#lastEventAt);
   }
 
+  /**
+   * Reports `opkit_cache_objects{resource}` — the objects each informer holds — from `informers` (by informer key),
+   * read when scraped.
+   */
+  cacheObjects(informers: () => Iterable<[string, { readonly store: { readonly size: number } }]>): void {
+    this.registry.gauge({
+      name: 'opkit_cache_objects',
+      help: 'Objects held in the cache per resource (a sharded replica holds only its buckets)',
+      labelNames: ['resource'],
+      collect: (g) => {
+        for (const [resource, inf] of informers()) g.set({ resource }, inf.store.size);
+      },
+    });
+  }
+
   /** Hooks for the REST client. */
   requests(): RequestMetrics {
     return {

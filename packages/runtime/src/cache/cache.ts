@@ -124,6 +124,8 @@ export class Cache {
   /** Typed indexes registered so far, by resource id and name. */
   readonly #indexes = new Map<string, IndexFunc<KubeObject>>();
   readonly #transforms = new Map<string, Transform>();
+  /** Resources cached by partition (`partition`), by informer key: the label they are partitioned by. */
+  readonly #partitioned = new Map<string, string>();
   readonly #log: Logger;
   #signal: AbortSignal | undefined;
   #started: (() => void)[] = [];
@@ -137,6 +139,7 @@ export class Cache {
     }
     this.#options = options;
     this.#log = (options.log ?? silentLogger).child({ component: 'cache' });
+    options.metrics?.cacheObjects(() => this.#informers.entries());
   }
 
   /** Whether `start` was called. */
@@ -166,6 +169,7 @@ export class Cache {
         labelSelector: per?.labelSelector,
         fieldSelector: per?.fieldSelector,
         transform,
+        partitionLabel: this.#partitioned.get(key),
         freeze: o.freeze,
         pageSize: o.pageSize,
         listMode: o.listMode,
@@ -181,6 +185,28 @@ export class Cache {
       if (signal) detachedFromTrace(() => created.start(signal));
     }
     return inf;
+  }
+
+  /**
+   * Caches `r` by partition: only the objects whose `label` has a value added with `informer(r).addPartition(value)`,
+   * each value listed and watched apart (sharding uses it). Before the resource's informer is first used, or with the
+   * same label; else a `CacheError` (`InvalidOptions`).
+   */
+  partition<T extends KubeObject>(r: Kind<T>, label: string): void {
+    const key = informerKey(r);
+    const existing = this.#informers.get(key);
+    if (this.#partitioned.get(key) === label) return;
+    if (existing || this.#partitioned.has(key))
+      throw new CacheError(
+        'InvalidOptions',
+        `${key}: it is cached ${existing?.partitionLabel ? `by the label ${existing.partitionLabel}` : 'whole'} already, so it cannot be partitioned by ${label} (a sharded controller's kinds cannot be watched whole by another)`,
+      );
+    this.#partitioned.set(key, label);
+  }
+
+  /** The informers that cache by partition. */
+  partitioned(): Informer<KubeObject>[] {
+    return [...this.#informers.values()].filter((i) => i.partitionLabel !== undefined);
   }
 
   /**

@@ -37,6 +37,18 @@ export interface InformerOptions<T extends KubeObject> extends Omit<ReflectorOpt
   readonly freeze?: boolean | undefined;
   /** Watch these namespaces (one watch each) instead of `namespace`; at least one. */
   readonly namespaces?: readonly string[] | undefined;
+  /**
+   * Cache by partition: only the objects whose value of this label is one of the partitions added (`addPartition`),
+   * each listed and watched apart; none until one is added.
+   */
+  readonly partitionLabel?: string | undefined;
+}
+
+/** One partition of a partitioned informer: its reflectors (one per namespace) and what stops them. */
+interface Partition<T extends KubeObject> {
+  readonly reflectors: Reflector<T>[];
+  readonly stop: AbortController;
+  running: Promise<void> | undefined;
 }
 
 /**
@@ -51,6 +63,11 @@ export class Informer<T extends KubeObject> {
   /** The objects as last listed and watched, with the default indexes `namespace`, `owner` and `controller`. */
   readonly store: Store<T>;
   readonly #reflectors: Reflector<T>[];
+  /** Partitions by label value (a partitioned informer's reflectors). */
+  readonly #partitions = new Map<string, Partition<T>>();
+  readonly #newReflector: (namespace: string | undefined, partition?: string) => Reflector<T>;
+  readonly #partitionLabel: string | undefined;
+  #signal: AbortSignal | undefined;
   /** The namespaces watched, when the informer watches some but not all. */
   readonly namespaces: readonly string[] | undefined;
   readonly #handlers = new Set<EventHandler<T>>();
@@ -84,14 +101,91 @@ export class Informer<T extends KubeObject> {
       update: (old, obj) => this.#emit((h) => h.update?.(old, obj)),
       delete: (obj) => this.#emit((h) => h.delete?.(obj)),
     };
-    const one = (namespace: string | undefined) =>
-      new Reflector<T>({ ...options, namespace, client, resource, log: this.#log }, this.store);
-    this.#reflectors = namespaces ? namespaces.map(one) : [one(undefined)];
+    this.#partitionLabel = options.partitionLabel;
+    this.#newReflector = (namespace, partition) => {
+      const scope =
+        partition === undefined || !options.partitionLabel ? undefined : ([options.partitionLabel, partition] as const);
+      const labelSelector = scope
+        ? [options.labelSelector, `${scope[0]}=${scope[1]}`].filter(Boolean).join(',')
+        : options.labelSelector;
+      const log = scope ? this.#log.child({ partition: scope[1] }) : this.#log;
+      return new Reflector<T>(
+        { ...options, labelSelector, partition: scope, namespace, client, resource, log },
+        this.store,
+      );
+    };
+    const one = (namespace: string | undefined) => this.#newReflector(namespace);
+    this.#reflectors = options.partitionLabel ? [] : namespaces ? namespaces.map(one) : [one(undefined)];
   }
 
-  /** Whether the initial list of every watched namespace is fully stored. */
+  /**
+   * Whether the initial list of every watched namespace is fully stored. A partitioned informer counts as synced
+   * whatever its partitions do (each has its own sync: `addPartition` resolves on it), so a partition being added
+   * never makes readiness fail.
+   */
   get hasSynced(): boolean {
     return this.#reflectors.every((r) => r.synced);
+  }
+
+  /** The label a partitioned informer caches by, or undefined. */
+  get partitionLabel(): string | undefined {
+    return this.#partitionLabel;
+  }
+
+  /** The partitions cached (label values). */
+  get partitions(): string[] {
+    return [...this.#partitions.keys()];
+  }
+
+  /**
+   * Caches the objects whose partition label has `value` (one list and watch per namespace): resolves true once
+   * they are stored, false if `signal` or the informer's own stop aborts first. Adding a partition already cached
+   * only waits for it.
+   */
+  async addPartition(value: string, signal?: AbortSignal): Promise<boolean> {
+    if (!this.#partitionLabel)
+      throw new UsageError('InvalidArgument', `${resourceId(this.resource)} is not partitioned`);
+    let p = this.#partitions.get(value);
+    if (!p) {
+      const reflectors = (this.namespaces ?? [undefined]).map((ns) => this.#newReflector(ns, value));
+      p = { reflectors, stop: new AbortController(), running: undefined };
+      this.#partitions.set(value, p);
+      if (this.#signal) this.#runPartition(p, this.#signal);
+    }
+    const part = p;
+    const stops = AbortSignal.any([part.stop.signal, ...(signal ? [signal] : [])]);
+    if (stops.aborted) return false;
+    return new Promise((resolve) => {
+      let pending = part.reflectors.length;
+      const onAbort = () => resolve(false);
+      stops.addEventListener('abort', onAbort, { once: true });
+      for (const r of part.reflectors)
+        r.whenSynced(() => {
+          if (--pending > 0) return;
+          stops.removeEventListener('abort', onAbort);
+          resolve(true);
+        });
+    });
+  }
+
+  /**
+   * Stops caching the partition `value`: its watches end, then its objects leave the store without delete events
+   * (they were not deleted). Resolves once done.
+   */
+  async removePartition(value: string): Promise<void> {
+    const p = this.#partitions.get(value);
+    if (!p) return;
+    this.#partitions.delete(value);
+    p.stop.abort();
+    await p.running;
+    const label = this.#partitionLabel ?? '';
+    // a partition added again meanwhile keeps its objects
+    if (!this.#partitions.has(value)) this.store.forget((o) => o.metadata.labels?.[label] === value);
+  }
+
+  #runPartition(p: Partition<T>, signal: AbortSignal): void {
+    const stop = AbortSignal.any([signal, p.stop.signal]);
+    p.running = Promise.all(p.reflectors.map((r) => r.run(stop))).then(() => {});
   }
 
   /** Whether `start` was called. */
@@ -121,7 +215,10 @@ export class Informer<T extends KubeObject> {
 
   /** Starts the list/watch loop (once); it runs until `signal` aborts. */
   start(signal: AbortSignal): void {
-    this.#running ??= Promise.all(this.#reflectors.map((r) => r.run(signal))).then(() => {});
+    if (this.#running) return;
+    this.#signal = signal;
+    for (const p of this.#partitions.values()) this.#runPartition(p, signal);
+    this.#running = Promise.all(this.#reflectors.map((r) => r.run(signal))).then(() => {});
   }
 
   /** Resolves true once synced, false if `signal` aborts first. */
@@ -143,6 +240,7 @@ export class Informer<T extends KubeObject> {
   /** Resolves when the loop has stopped (after the start signal aborted). */
   async stopped(): Promise<void> {
     await this.#running;
+    await Promise.all([...this.#partitions.values()].map((p) => p.running));
   }
 
   #emit(fn: (h: EventHandler<T>) => void): void {

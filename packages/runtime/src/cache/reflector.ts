@@ -53,6 +53,8 @@ export interface ReflectorOptions<T extends KubeObject> {
   readonly resource: Kind<T>;
   readonly namespace?: string | undefined;
   readonly labelSelector?: string | undefined;
+  /** A partition (label key and value, also in `labelSelector`): a relist replaces only the objects with that value. */
+  readonly partition?: readonly [string, string] | undefined;
   readonly fieldSelector?: string | undefined;
   /**
    * Applied to every object before it is stored (e.g. drop managedFields). The fields that `dropManagedFields` and
@@ -231,7 +233,7 @@ export class Reflector<T extends KubeObject> {
   /** A full list is in: replace the store atomically, note its resourceVersion, report synced. */
   #listed(items: readonly T[], rv: string): void {
     const o = this.#o;
-    this.#store.replace(items, o.namespace);
+    this.#store.replace(items, o.namespace, o.partition);
     this.#resourceVersion = rv;
     this.#backoff.reset();
     o.metrics?.relisted();

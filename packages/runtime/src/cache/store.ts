@@ -136,19 +136,20 @@ export class Store<T extends KubeObject> {
   }
 
   /**
-   * Replaces the whole content — or, given `namespace`, that namespace's objects only — with a fresh list (after a
-   * relist); see the module comment.
+   * Replaces the whole content — or, given `namespace`, that namespace's objects only, and given `label` (key, value)
+   * only the objects with that label value — with a fresh list (after a relist); see the module comment.
    */
-  replace(items: readonly T[], namespace?: string): void {
+  replace(items: readonly T[], namespace?: string, label?: readonly [string, string]): void {
     const fresh = new Map<string, T>();
     for (const obj of items) fresh.set(keyOf(obj), obj);
     const byNamespace = namespace === undefined ? undefined : this.#indices.get('namespace');
-    const current =
+    const inNamespace =
       namespace === undefined
         ? [...this.#items]
         : byNamespace
           ? [...(byNamespace.get(namespace) ?? [])].map((k) => [k, this.#items.get(k) as T] as const)
           : [...this.#items].filter(([, o]) => o.metadata.namespace === namespace);
+    const current = label ? inNamespace.filter(([, o]) => o.metadata.labels?.[label[0]] === label[1]) : inNamespace;
     for (const [key, old] of current) {
       if (!fresh.has(key)) {
         this.#items.delete(key);
@@ -179,6 +180,21 @@ export class Store<T extends KubeObject> {
         this.listener?.add(obj);
       }
     }
+  }
+
+  /**
+   * Removes the objects `which` selects without telling the listener: they left this store's view (a partition no
+   * longer cached), they were not deleted. Answers how many were removed.
+   */
+  forget(which: (obj: T) => boolean): number {
+    let n = 0;
+    for (const [key, obj] of [...this.#items]) {
+      if (!which(obj)) continue;
+      this.#items.delete(key);
+      this.#reindex(key, obj, undefined);
+      n += 1;
+    }
+    return n;
   }
 
   #reindex(key: string, old: T | undefined, obj: T | undefined): void {

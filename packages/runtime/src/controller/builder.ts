@@ -35,7 +35,7 @@
  */
 import type { Kind, KubeObject } from '../client/resource.ts';
 import { UsageError } from '../errors.ts';
-import { Controller, type ControllerOptions } from './controller.ts';
+import { Controller, type ControllerOptions, type WatchRole } from './controller.ts';
 import { type MapFunc, requestForObject, requestsForOwner } from './handlers.ts';
 import { type Finalize, type ObjectContext, type ObjectReconcileFunc, objectReconciler } from './object.ts';
 import { defaultErrorPolicy, type ErrorAction, type ErrorPolicy } from './policy.ts';
@@ -88,9 +88,14 @@ interface Primary<P extends KubeObject> {
 }
 
 const watch =
-  <T extends KubeObject>(r: Kind<T, unknown>, map: MapFunc<T>, predicates: readonly Predicate<T>[]): Watch =>
+  <T extends KubeObject>(
+    r: Kind<T, unknown>,
+    map: MapFunc<T>,
+    predicates: readonly Predicate<T>[],
+    role: WatchRole = 'other',
+  ): Watch =>
   (c, filters) =>
-    c.watch<T>(r, map, [...filters, ...predicates]);
+    c.watch<T>(r, map, [...filters, ...predicates], role);
 
 const withName = (w: Wiring, name: string): Wiring => ({ ...w, name });
 const withWatch = (w: Wiring, add: Watch): Wiring => ({ ...w, watches: [...w.watches, add] });
@@ -176,7 +181,7 @@ export class ControllerBuilderFor<P extends KubeObject, E extends BuilderEnding 
 
   /** A child kind: each change enqueues the primary object that controls it (ownerReference with controller=true). */
   owns<T extends KubeObject>(r: Kind<T, unknown>, ...predicates: Predicate<T>[]): ControllerBuilderFor<P, E> {
-    const w = withWatch(this.#w, watch(r, requestsForOwner(this.#p.kind), predicates));
+    const w = withWatch(this.#w, watch(r, requestsForOwner(this.#p.kind), predicates, 'owned'));
     return new ControllerBuilderFor(w, this.#p, this.#ending);
   }
 
@@ -261,7 +266,8 @@ export class ControllerBuilderFor<P extends KubeObject, E extends BuilderEnding 
     const { register, defaults, ...deps } = this.#w.deps;
     const name = this.#w.name ?? kind.kind.toLowerCase();
     const c = new Controller({ ...deps, ...defaults, ...this.#w.options, ...extra, name }, r);
-    for (const add of [watch(kind, requestForObject, predicates), ...this.#w.watches]) add(c, this.#w.filters);
+    for (const add of [watch(kind, requestForObject, predicates, 'primary'), ...this.#w.watches])
+      add(c, this.#w.filters);
     register?.(c);
     return c;
   }

@@ -25,27 +25,29 @@
  * - `ctx.rawClient` aborts its requests when `ctx.signal` does, so a hung request cannot outlast the drain.
  * - An `Aborted` error means "stopping" only when the controller is stopping; a reconcile that aborted a call of its
  *   own (say with `AbortSignal.timeout`) is retried with backoff like any failure.
+ * - With a `gate` (sharding), each request is reconciled only if the gate admits it then (else it is dropped); its
+ *   `ctx.signal` also aborts when the gate withdraws it, and the gate hears when it ended. A deleted primary object's
+ *   last state is shown to the gate until its request was reconciled.
  * - Stopping (the `start` signal aborts): no new work is taken; in-flight reconciles may finish for
  *   `gracefulShutdownTimeoutMs` (default 2 s), after which their `ctx.signal` aborts, and with it their requests.
  */
 
 import { randomUUID } from 'node:crypto';
-import { type Cache, CacheError } from '../cache/cache.ts';
+import { CacheError } from '../cache/cache.ts';
 import type { Informer } from '../cache/informer.ts';
 import type { Store } from '../cache/store.ts';
-import type { Client } from '../client/client.ts';
 import { isApiError } from '../client/errors.ts';
-import { type Kind, type KubeObject, objectKey, parseKey } from '../client/resource.ts';
+import { type Kind, type KubeObject, keyOf, objectKey, parseKey } from '../client/resource.ts';
 import { messageOf, UsageError } from '../errors.ts';
 import { EventRecorder } from '../helpers/events.ts';
 import { type Logger, silentLogger } from '../logger.ts';
-import type { Metrics } from '../metrics.ts';
 import { endReconcileSpan, runtimeTracer, startReconcileSpan, withActiveSpan } from '../tracing/spans.ts';
-import { type Clock, LOW_PRIORITY, type RateLimiter, realClock, WorkQueue } from '../workqueue/index.ts';
+import { LOW_PRIORITY, realClock, WorkQueue } from '../workqueue/index.ts';
 import { Expectations } from './expectations.ts';
 import type { MapFunc } from './handlers.ts';
 import { MapRunner } from './mapping.ts';
-import { defaultErrorPolicy, type ErrorAction, type ErrorPolicy, retryWithBackoff } from './policy.ts';
+import type { ControllerOptions, RequestTicket, WatchRole } from './options.ts';
+import { defaultErrorPolicy, type ErrorAction, retryWithBackoff } from './policy.ts';
 import { allow, type Predicate } from './predicates.ts';
 import {
   type ReconcileContext,
@@ -56,51 +58,7 @@ import {
   requeuePriority,
 } from './reconcile.ts';
 
-/** A controller's options; `name`, `client` and `cache` are required (the builder supplies them). */
-export interface ControllerOptions {
-  /** The controller's name, unique per manager: in logs, metrics and its queue, and the default Event source. */
-  readonly name: string;
-  /** The client of each reconcile's `ctx.rawClient` (bound to the reconcile's signal). */
-  readonly client: Client;
-  /** The cache its watches and `ctx` reads use. */
-  readonly cache: Cache;
-  /** Where it logs (as `controller: <name>`); silent by default. */
-  readonly log?: Logger;
-  /** Reconcile and work-queue metrics are reported here when set. */
-  readonly metrics?: Metrics;
-  /** Workers (default 1). */
-  readonly maxConcurrentReconciles?: number;
-  /** Paces retries (default `defaultControllerRateLimiter()`: per-request backoff, 5 ms doubling to 1000 s). */
-  readonly rateLimiter?: RateLimiter<string>;
-  /** The clock of its queue, backoff and expectations (a `FakeClock` in tests; default real time). */
-  readonly clock?: Clock;
-  /** How long informers may take to sync before `start` fails (default 2 min). */
-  readonly cacheSyncTimeoutMs?: number;
-  /**
-   * How long in-flight reconciles may finish after stop, before their `ctx.signal` aborts (default 2 s; the manager's
-   * `controllers.gracefulShutdownTimeoutMs`, the `--graceful-shutdown-timeout` flag).
-   */
-  readonly gracefulShutdownTimeoutMs?: number;
-  /** Expectation timeout (default 60 s). */
-  readonly expectationTimeoutMs?: number;
-  /** Enqueue every object of the primary kind this often (default: never; the informers are the source of truth). */
-  readonly resyncPeriodMs?: number;
-  /**
-   * Link each reconcile's span to the W3C trace context in the object's `opkit.dev/traceparent` annotation (see
-   * tracing.ts; default off).
-   */
-  readonly traceContextFromAnnotations?: boolean;
-  /** Calls of one watch's async mapper in flight at most (default 8; see controller/mapping.ts). */
-  readonly mapperConcurrency?: number;
-  /** How long one call of an async mapper may take before it is given up, logged and counted (default 30 s). */
-  readonly mapperTimeoutMs?: number;
-  /** What to do with a failed reconcile (default `defaultErrorPolicy`). */
-  readonly errorPolicy?: ErrorPolicy;
-  /** Records the Events of `ctx.events` (default: one of the controller's own, source = its name). */
-  readonly events?: EventRecorder;
-  /** The field manager of `ctx.apply` (default: the controller's name). */
-  readonly fieldManager?: string;
-}
+export type { ControllerOptions, RequestGate, RequestTicket, WatchRole } from './options.ts';
 
 /** Time in-flight reconciles get on stop before their `ctx.signal` aborts, unless configured. */
 export const DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT_MS = 2_000;
@@ -129,6 +87,8 @@ export class Controller {
   readonly #ownEvents: boolean;
   #active = 0;
   #started = false;
+  /** With a gate: the last state of deleted primary objects, until their request is reconciled or dropped. */
+  readonly #tombstones = new Map<string, KubeObject>();
 
   constructor(options: ControllerOptions, reconciler: Reconciler) {
     this.#o = options;
@@ -163,13 +123,27 @@ export class Controller {
     });
   }
 
+  /** Whether a manager runs it only on the leader (see `ControllerOptions.needLeaderElection`). */
+  get needLeaderElection(): boolean {
+    return this.#o.needLeaderElection ?? true;
+  }
+
   /**
    * Enqueues the requests `map` returns for each change of `r` that passes `predicates`. The first call names the
-   * primary kind (used by resync).
+   * primary kind (used by resync). With a gate that partitions caches, the primary and owned kinds (`role`) are
+   * cached by partition.
    */
-  watch<T extends KubeObject>(r: Kind<T>, map: MapFunc<T>, predicates: readonly Predicate<T>[] = []): void {
+  watch<T extends KubeObject>(
+    r: Kind<T>,
+    map: MapFunc<T>,
+    predicates: readonly Predicate<T>[] = [],
+    role: WatchRole = this.#primary ? 'other' : 'primary',
+  ): void {
+    const label = this.#o.gate?.partitionLabel;
+    if (label !== undefined && role !== 'other') this.#o.cache.partition(r, label);
     const informer = this.#o.cache.informer(r);
-    if (!this.#primary) this.#primary = informer as unknown as Informer<KubeObject>;
+    const primary = !this.#primary;
+    if (primary) this.#primary = informer as unknown as Informer<KubeObject>;
     this.#watched.push(informer as unknown as Informer<KubeObject>);
     const o = this.#o;
     const lane = new MapRunner<T>({
@@ -195,6 +169,7 @@ export class Controller {
         if (allow(predicates, 'update', old, obj)) lane.submit([old, obj], 0);
       },
       delete: (obj) => {
+        if (primary && this.#o.gate) this.#tombstones.set(keyOf(obj), obj);
         this.expectations.observe(obj, true);
         if (allow(predicates, 'delete', undefined, obj)) lane.submit([obj], 0);
       },
@@ -288,7 +263,24 @@ export class Controller {
   }
 
   /** Reconciles the request of `key`, handed out at `priority` (the priority it is queued at again, by default). */
-  async #process(key: string, priority: number, signal: AbortSignal): Promise<void> {
+  async #process(key: string, priority: number, stopping: AbortSignal): Promise<void> {
+    let ticket: RequestTicket | undefined;
+    if (this.#o.gate) {
+      ticket = this.#o.gate.admit(key, this.#primary?.store.get(key) ?? this.#tombstones.get(key));
+      if (!ticket) {
+        this.#tombstones.delete(key);
+        this.queue.forget(key);
+        return;
+      }
+    }
+    try {
+      await this.#admitted(key, priority, ticket ? AbortSignal.any([stopping, ticket.signal]) : stopping);
+    } finally {
+      ticket?.end();
+    }
+  }
+
+  async #admitted(key: string, priority: number, signal: AbortSignal): Promise<void> {
     if (!this.expectations.satisfied(key)) {
       this.queue.addAfter(key, Math.min(1_000, Math.max(10, this.expectations.remainingMs(key))), priority);
       return;
@@ -347,6 +339,7 @@ export class Controller {
     m?.reconcileTime.observe({ controller: this.name }, (performance.now() - started) / 1000);
     if (span) endReconcileSpan(span, { requeueAfterMs: result?.requeueAfterMs });
     this.queue.forget(key);
+    this.#tombstones.delete(key);
     if (result?.requeueAfterMs !== undefined && result.requeueAfterMs > 0) {
       m?.reconcileTotal.inc({ controller: this.name, result: 'requeue_after' });
       this.queue.addAfter(key, result.requeueAfterMs, requeuePriority(result, priority, log));

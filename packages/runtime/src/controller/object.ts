@@ -27,7 +27,8 @@
  *
  * In detail:
  * - owner reference "set": this object becomes the controller owner of the copy written (and its namespace the
- *   object's when none is given); an owner reference the garbage collector would not honour (another namespace,
+ *   object's when none is given; the copy gets the object's `opkit.dev/shard` label, when it has one and the copy
+ *   none, so a sharded controller's children land in their owner's bucket); an owner reference the garbage collector would not honour (another namespace,
  *   another controller) fails the write with an `OwnerReferenceError` before any request is made. "Kept": when the
  *   child is controlled by this object (as `obj`, or the cache's copy of it, says), the update or patch cannot drop
  *   that reference, and one that would hand the child to another controller fails with `OwnerReferenceError`
@@ -72,6 +73,7 @@ import type { EventOptions } from '../helpers/events.ts';
 import { finalizer } from '../helpers/finalizers.ts';
 import { controllerOf, OwnerReferenceError, setControllerReference } from '../helpers/ownerrefs.ts';
 import { type StatusOf, updateStatusIfChanged } from '../helpers/status.ts';
+import { SHARD_LABEL } from '../sharding/ring.ts';
 import type { ReconcileContext, ReconcileEvents, ReconcileRequest, Reconciler, Result } from './reconcile.ts';
 
 export type { StatusOf } from '../helpers/status.ts';
@@ -310,8 +312,14 @@ function ownership<T extends KubeObject>(kind: Kind<T, unknown>, owner: T, ctx: 
     const cached = followed(r)?.store.get(refKey(r, child, owner));
     return uid !== undefined && [child, cached].some((o) => o !== undefined && controllerOf(o)?.uid === uid);
   };
-  const control = <C extends KubeObject>(r: Kind<KubeObject, unknown>, child: C): C =>
-    setControllerReference(kind, owner, child, { objectType: r });
+  /** The owner's shard label (sharding), which the children it controls carry too, so they land in its bucket. */
+  const shard = owner.metadata.labels?.[SHARD_LABEL];
+  const control = <C extends KubeObject>(r: Kind<KubeObject, unknown>, child: C): C => {
+    const controlled = setControllerReference(kind, owner, child, { objectType: r });
+    if (shard !== undefined && controlled.metadata.labels?.[SHARD_LABEL] === undefined)
+      controlled.metadata.labels = { ...controlled.metadata.labels, [SHARD_LABEL]: shard };
+    return controlled;
+  };
   /** Refuses a write that would hand a child the owner controls to another controller (`other`'s uid). */
   const refuseHandOver = (r: Kind<KubeObject, unknown>, child: KubeObject, other: unknown): void => {
     const name = `${r.kind} ${child.metadata.namespace ? `${child.metadata.namespace}/` : ''}${child.metadata.name}`;

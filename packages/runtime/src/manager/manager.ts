@@ -51,6 +51,7 @@ import { UsageError } from '../errors.ts';
 import { EventRecorder } from '../helpers/events.ts';
 import { createLogger, type Logger } from '../logger.ts';
 import { Metrics } from '../metrics.ts';
+import { Sharding, shardIdentity } from '../sharding/sharded.ts';
 import { FileCertificates } from '../tls/sources.ts';
 import { WebhookServer } from '../webhook/server.ts';
 import { ManagerEndpoints } from './endpoints.ts';
@@ -96,6 +97,8 @@ export class Manager {
   /** Set when a stop begins: readiness fails from then on. */
   #stopping = false;
   #webhookServer: WebhookServer | undefined;
+  /** The sharding of the controllers, when on. */
+  readonly #sharding: Sharding | undefined;
 
   /** Prefer `Manager.create`, which also wires the client's request metrics. */
   constructor(options: ManagerOptions & { client: Client; metricsRegistry?: Metrics }) {
@@ -118,6 +121,22 @@ export class Manager {
     this.#readyz.add('shutdown', () => {
       if (this.#stopping) throw new ManagerError('NotReady', 'stopping: the manager is shutting down');
     });
+    if (options.sharding?.enabled) {
+      this.#sharding = new Sharding({
+        settings: options.sharding,
+        ring: options.sharding.name ?? options.name,
+        namespace: options.sharding.namespace ?? process.env.POD_NAMESPACE ?? this.client.defaultNamespace,
+        identity: options.sharding.identity ?? shardIdentity(instanceName()),
+        client: this.client,
+        cache: this.cache,
+        log: this.log,
+        metrics: this.metrics,
+        events: this.eventRecorder(),
+        drainMs: this.#drainMs,
+        controllers: () => this.#controllers,
+      });
+      this.add(this.#sharding);
+    }
     this.#readyz.add('informers', () => {
       if (!this.cache.started) throw new ManagerError('NotReady', 'the cache has not started');
       const pending = this.cache.informers().filter((i) => !i.hasSynced);
@@ -174,6 +193,7 @@ export class Manager {
       ...(this.#o.controllers?.traceContextFromAnnotations ? { traceContextFromAnnotations: true } : {}),
       events: this.eventRecorder(),
       fieldManager: this.name,
+      ...(this.#sharding ? { gate: this.#sharding.gate, needLeaderElection: false } : {}),
     };
     const builder = new ControllerBuilder({
       client: this.client,
@@ -258,6 +278,11 @@ export class Manager {
   /** True while this replica holds the Lease; without leader election, true from `start()` on. */
   get isLeader(): boolean {
     return this.#o.leaderElection?.enabled ? (this.#elector?.isLeader ?? false) : this.#started;
+  }
+
+  /** With sharding: the buckets this replica holds now (else undefined). */
+  get shards(): readonly number[] | undefined {
+    return this.#sharding?.coordinator.held;
   }
 
   /** `host:port` the metrics server listens on (after start). */

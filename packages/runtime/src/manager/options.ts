@@ -7,6 +7,7 @@
 import type { CacheOptions } from '../cache/cache.ts';
 import type { Client } from '../client/client.ts';
 import type { Logger } from '../logger.ts';
+import type { ShardingSettings } from '../sharding/sharded.ts';
 import type { WebhookServerOptions } from '../webhook/server.ts';
 import type { MetricsServingOptions } from './metricsserving.ts';
 
@@ -52,6 +53,12 @@ export interface ManagerOptions {
   readonly log?: Logger;
   /** Leader election (default off). */
   readonly leaderElection?: LeaderElectionSettings;
+  /**
+   * Sharding (default off): every replica runs the controllers, each reconciling and caching only the buckets of
+   * objects it holds (see sharding/sharded.ts and docs/sharding.md). Runnables that need leader election still run on
+   * the leader only.
+   */
+  readonly sharding?: ShardingSettings;
   /** How /metrics is served: HTTPS with authn/authz on `:8443` by default (see manager/metricsserving.ts). */
   readonly metrics?: MetricsServingOptions;
   /** `host:port`, `:port`, or `0` to disable (default `:8081`). */

@@ -12,6 +12,7 @@
  * | `--leader-elect` | `LEADER_ELECT` | `true` / `false` (default false) |
  * | `--leader-election-namespace` | `POD_NAMESPACE` | the Lease's namespace |
  * | `--leader-election-id` | `LEADER_ELECTION_ID` | the Lease's name |
+ * | `--sharding` | `SHARDING` | `true` / `false` (default false): every replica reconciles its share (docs/sharding.md) |
  * | `--namespace` | `WATCH_NAMESPACE` | watch one namespace, or a comma-separated list of them (default: all) |
  * | `--max-concurrent-reconciles` | `MAX_CONCURRENT_RECONCILES` | workers per controller (default 1) |
  * | `--graceful-shutdown-timeout` | `GRACEFUL_SHUTDOWN_TIMEOUT` | e.g. `2s`, `30s` (default 2s) |
@@ -83,6 +84,7 @@ export const SETTINGS_HELP = `Manager options:
   --leader-elect                     run controllers only on the replica holding the Lease
   --leader-election-namespace NS     the Lease's namespace (default $POD_NAMESPACE, else the kubeconfig's)
   --leader-election-id NAME          the Lease's name (default <operator>-leader)
+  --sharding                         every replica runs the controllers, each on its share of the objects
   --namespace NS[,NS…]               watch only these namespaces (default: all)
   --max-concurrent-reconciles N      workers per controller (default 1)
   --graceful-shutdown-timeout DUR    drain time of a graceful stop: in-flight reconciles get it, webhooks keep
@@ -103,6 +105,7 @@ const MANAGER_FLAGS = {
   'leader-elect': { type: 'boolean' },
   'leader-election-namespace': { type: 'string' },
   'leader-election-id': { type: 'string' },
+  sharding: { type: 'boolean' },
   namespace: { type: 'string' },
   'max-concurrent-reconciles': { type: 'string' },
   'graceful-shutdown-timeout': { type: 'string' },
@@ -196,16 +199,14 @@ function reader(values: ParsedValues, env: NodeJS.ProcessEnv) {
     }
     return v;
   };
-  return { str, bind };
-}
-
-/** `--leader-elect`, else `LEADER_ELECT` (true, false, 1 or 0, any case). */
-function leaderElect(values: ParsedValues, env: NodeJS.ProcessEnv): boolean | undefined {
-  if (typeof values['leader-elect'] === 'boolean') return values['leader-elect'];
-  if (env.LEADER_ELECT === undefined || env.LEADER_ELECT === '') return undefined;
-  if (!/^(true|false|1|0)$/i.test(env.LEADER_ELECT))
-    throw new SettingsError(`LEADER_ELECT: "${env.LEADER_ELECT}" is not true or false`);
-  return /^(true|1)$/i.test(env.LEADER_ELECT);
+  /** A switch: `--flag`, else `$variable` (true, false, 1 or 0, any case). */
+  const on = (flag: string, variable: string): boolean | undefined => {
+    const [v] = typeof values[flag] === 'boolean' ? [String(values[flag])] : str(flag, variable);
+    if (v !== undefined && !/^(true|false|1|0)$/i.test(v))
+      throw new SettingsError(`${variable}: "${v}" is not true or false`);
+    return v === undefined ? undefined : /^(true|1)$/i.test(v);
+  };
+  return { str, bind, on };
 }
 
 /** The controllers' settings: `--max-concurrent-reconciles` and `--graceful-shutdown-timeout`. */
@@ -268,13 +269,13 @@ function contentType(str: ReturnType<typeof reader>['str']): Pick<ManagerOptions
 
 function managerOptions(base: ManagerOptions, parsed: ParsedFlags, env: NodeJS.ProcessEnv): ManagerOptions {
   const { values, served } = parsed;
-  const { str, bind } = reader(values, env);
+  const { str, bind, on } = reader(values, env);
   const metrics = bind('metrics-bind-address', 'METRICS_BIND_ADDRESS');
   const health = bind('health-probe-bind-address', 'HEALTH_PROBE_BIND_ADDRESS');
   const webhookAt = bind('webhook-bind-address', 'WEBHOOK_BIND_ADDRESS');
   if (webhookAt === '0') throw new SettingsError('--webhook-bind-address: the webhook server cannot be turned off (0)');
   const [certDir] = str('webhook-cert-dir', 'WEBHOOK_CERT_DIR');
-  const elect = leaderElect(values, env);
+  const [elect, sharding] = [on('leader-elect', 'LEADER_ELECT'), on('sharding', 'SHARDING')];
   const [leNamespace] = str('leader-election-namespace', 'POD_NAMESPACE');
   const [leId] = str('leader-election-id', 'LEADER_ELECTION_ID');
   const [watchNamespace] = str('namespace', 'WATCH_NAMESPACE');
@@ -296,6 +297,11 @@ function managerOptions(base: ManagerOptions, parsed: ParsedFlags, env: NodeJS.P
       ...(elect !== undefined ? { enabled: elect } : {}),
       ...(leNamespace ? { namespace: leNamespace } : {}),
       ...(leId ? { leaseName: leId } : {}),
+    },
+    sharding: {
+      ...base.sharding,
+      ...(sharding !== undefined ? { enabled: sharding } : {}),
+      ...(leNamespace ? { namespace: leNamespace } : {}),
     },
     // a comma-separated list (as operator-sdk's WATCH_NAMESPACE) watches those namespaces, one watch each
     cache: { ...base.cache, ...watchNamespaces(watchNamespace) },

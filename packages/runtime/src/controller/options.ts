@@ -1,0 +1,93 @@
+/**
+ * @module controller/options
+ * What a `Controller` is configured with (`ControllerOptions`; the builder fills most from the manager), and the hook
+ * a manager's sharding decides each reconcile with (`RequestGate`).
+ */
+
+import type { Cache } from '../cache/cache.ts';
+import type { Client } from '../client/client.ts';
+import type { KubeObject } from '../client/resource.ts';
+import type { EventRecorder } from '../helpers/events.ts';
+import type { Logger } from '../logger.ts';
+import type { Metrics } from '../metrics.ts';
+import type { Clock, RateLimiter } from '../workqueue/index.ts';
+import type { ErrorPolicy } from './policy.ts';
+
+/** A controller's options; `name`, `client` and `cache` are required (the builder supplies them). */
+export interface ControllerOptions {
+  /** The controller's name, unique per manager: in logs, metrics and its queue, and the default Event source. */
+  readonly name: string;
+  /** The client of each reconcile's `ctx.rawClient` (bound to the reconcile's signal). */
+  readonly client: Client;
+  /** The cache its watches and `ctx` reads use. */
+  readonly cache: Cache;
+  /** Where it logs (as `controller: <name>`); silent by default. */
+  readonly log?: Logger;
+  /** Reconcile and work-queue metrics are reported here when set. */
+  readonly metrics?: Metrics;
+  /** Workers (default 1). */
+  readonly maxConcurrentReconciles?: number;
+  /** Paces retries (default `defaultControllerRateLimiter()`: per-request backoff, 5 ms doubling to 1000 s). */
+  readonly rateLimiter?: RateLimiter<string>;
+  /** The clock of its queue, backoff and expectations (a `FakeClock` in tests; default real time). */
+  readonly clock?: Clock;
+  /** How long informers may take to sync before `start` fails (default 2 min). */
+  readonly cacheSyncTimeoutMs?: number;
+  /**
+   * How long in-flight reconciles may finish after stop, before their `ctx.signal` aborts (default 2 s; the manager's
+   * `controllers.gracefulShutdownTimeoutMs`, the `--graceful-shutdown-timeout` flag).
+   */
+  readonly gracefulShutdownTimeoutMs?: number;
+  /** Expectation timeout (default 60 s). */
+  readonly expectationTimeoutMs?: number;
+  /** Enqueue every object of the primary kind this often (default: never; the informers are the source of truth). */
+  readonly resyncPeriodMs?: number;
+  /**
+   * Link each reconcile's span to the W3C trace context in the object's `opkit.dev/traceparent` annotation (see
+   * tracing.ts; default off).
+   */
+  readonly traceContextFromAnnotations?: boolean;
+  /** Calls of one watch's async mapper in flight at most (default 8; see controller/mapping.ts). */
+  readonly mapperConcurrency?: number;
+  /** How long one call of an async mapper may take before it is given up, logged and counted (default 30 s). */
+  readonly mapperTimeoutMs?: number;
+  /** What to do with a failed reconcile (default `defaultErrorPolicy`). */
+  readonly errorPolicy?: ErrorPolicy;
+  /** Records the Events of `ctx.events` (default: one of the controller's own, source = its name). */
+  readonly events?: EventRecorder;
+  /** The field manager of `ctx.apply` (default: the controller's name). */
+  readonly fieldManager?: string;
+  /**
+   * Whether a manager runs this controller only on the replica that leads (default true); false: on every replica
+   * (as a sharded controller, each reconciling the requests its `gate` admits).
+   */
+  readonly needLeaderElection?: boolean;
+  /** Decides, before each reconcile, whether this replica reconciles the request now (the manager's sharding sets it). */
+  readonly gate?: RequestGate;
+}
+
+/** A request admitted by a `RequestGate`: its reconcile's signal aborts with `signal`; `end` is called once it ended. */
+export interface RequestTicket {
+  readonly signal: AbortSignal;
+  end(): void;
+}
+
+/**
+ * Decides, before each reconcile, whether this replica reconciles a request now (sharding: whether its object's
+ * bucket is active here). A request not admitted is dropped from the queue (not reconciled, not retried).
+ */
+export interface RequestGate {
+  /**
+   * Answers a ticket, or undefined to drop the request. `obj`: the primary object as cached — or, after its delete
+   * event, its last state until the request is reconciled — or undefined when the cache never had it.
+   */
+  admit(key: string, obj: KubeObject | undefined): RequestTicket | undefined;
+  /**
+   * A label whose values partition the caches of the primary and owned kinds: each value is listed and watched
+   * apart, on demand (`Cache.partition`), so the replica caches only the partitions it works on.
+   */
+  readonly partitionLabel?: string;
+}
+
+/** How a kind is watched: the primary kind, a kind it owns, or another. */
+export type WatchRole = 'primary' | 'owned' | 'other';

@@ -1,0 +1,361 @@
+/**
+ * @module sharding/coordinator
+ * Membership and hand-off of buckets between the replicas of a sharded operator, on `coordination.k8s.io/v1` Leases:
+ * each replica renews a member Lease (`<ring>-member-<identity>`); each bucket has a fence Lease (`<ring>-shard-<b>`)
+ * whose `holderIdentity` is the replica that may act on the bucket's objects ("" when free). Every retry period a
+ * replica renews, lists the ring's Leases, computes the owners over the live members (ring.ts) and moves towards
+ * them: it releases a bucket it holds but no longer owns; it takes one it owns once the fence is free or its holder dead.
+ *
+ * Guarantees (never two owners at once):
+ * - A bucket changes hands only by a write to its fence with the resourceVersion last read: two replicas never both
+ *   win it.
+ * - A release drains first (`ShardHost.release`: no new work, in-flight reconciles ended) before the fence says "".
+ * - A replica acts only while its member Lease is fresh: when no renewal has succeeded for `renewDeadlineMs` after the
+ *   start of the last successful one, it drops every bucket at once (`ShardHost.lose`: in-flight reconciles abort).
+ *   Another replica takes a fence from a holder only once the holder's member Lease has not changed (or been missing)
+ *   for `leaseDurationMs` by its own monotonic clock. As renewDeadline < leaseDuration, the holder has stopped before
+ *   anyone else may start (clock rates, not readings, must agree, as for client-go's leader election).
+ * - After losing its Lease, or a stop, a replica takes buckets again only through the fences, like any other.
+ *
+ * A join or a leave moves few buckets (ring.ts); a graceful stop releases every bucket (drained) and deletes the member
+ * Lease, so the others take them within a retry period. Member Leases dead for ten lease durations are deleted.
+ */
+
+import { type Lease, Leases } from '../client/builtins.ts';
+import type { Client } from '../client/client.ts';
+import { isApiError } from '../client/errors.ts';
+import { messageOf, UsageError } from '../errors.ts';
+import { nodeTimers, sleep } from '../internal/sleep.ts';
+import type { Logger } from '../logger.ts';
+import { microTime } from '../manager/leader.ts';
+import type { Clock } from '../workqueue/index.ts';
+import { RING_LABEL, ROLE_LABEL } from './labels.ts';
+import { MemberLease } from './member.ts';
+import { assignBuckets, SHARD_BUCKETS } from './ring.ts';
+
+/** What the coordinator needs of a client: Leases only. */
+export type ShardLeaseClient = Pick<Client, 'get' | 'create' | 'update' | 'list' | 'delete'>;
+
+/** What runs the buckets: the manager's side (caches, controllers) of a hand-off. */
+export interface ShardHost {
+  /** The bucket is ours: cache it, then reconcile it; resolves once reconciling (or when `signal` aborts first). */
+  acquire(bucket: number, signal: AbortSignal): Promise<void>;
+  /** Stop reconciling the bucket: no new work, in-flight reconciles drained (bounded), its objects uncached. */
+  release(bucket: number): Promise<void>;
+  /** Stop every bucket at once: the member Lease went stale. In-flight reconciles abort now. */
+  lose(): void;
+}
+
+/** What the coordinator reports (metrics, Events). */
+export interface ShardObserver {
+  /** Buckets held and live members seen, after each round. */
+  round?(held: number, members: number): void;
+  /** A bucket was acquired, released (drained) or lost (the member Lease went stale). */
+  handoff?(bucket: number, direction: 'acquired' | 'released' | 'lost', fence: Lease | undefined, from?: string): void;
+  /** This replica holds exactly the buckets it owns again, `seconds` after it first saw that it did not. */
+  rebalanced?(seconds: number): void;
+}
+
+/** Options of a `ShardCoordinator`. */
+export interface ShardCoordinatorOptions {
+  readonly client: ShardLeaseClient;
+  /** Namespace of the Leases. */
+  readonly namespace: string;
+  /** The ring's name, shared by every replica (the operator's name): prefix of the Lease names. */
+  readonly ring: string;
+  /** This replica's identity: unique, a DNS label. */
+  readonly identity: string;
+  readonly host: ShardHost;
+  readonly log: Logger;
+  /** Default 15 s. */
+  readonly leaseDurationMs?: number;
+  /** Default 10 s. */
+  readonly renewDeadlineMs?: number;
+  /** Default 2 s. */
+  readonly retryPeriodMs?: number;
+  readonly observer?: ShardObserver;
+  /** A monotonic clock (default `performance.now()` and Node's timers). */
+  readonly clock?: Clock;
+  /** The wall clock, for the times written into Leases. */
+  readonly wallClock?: () => Date;
+}
+
+export { RING_LABEL, ROLE_LABEL } from './labels.ts';
+
+const monotonicClock: Clock = { now: () => performance.now(), setTimer: nodeTimers.setTimer };
+
+/** Joins the ring, takes and hands off buckets, and leaves it on stop: see the module comment. */
+export class ShardCoordinator {
+  readonly #o: Required<Omit<ShardCoordinatorOptions, 'observer'>> & { observer: ShardObserver };
+  /** Buckets whose fence names us and that the host runs (or is starting). */
+  readonly #held = new Set<number>();
+  readonly #tasks = new Map<number, Promise<void>>();
+  readonly #acquiring = new Map<number, AbortController>();
+  /** Other members' Leases: the resourceVersion last seen, and when it was first seen (monotonic). */
+  readonly #seen = new Map<string, { rv: string; at: number }>();
+  /** Holders named by a fence with no member Lease: since when (monotonic). */
+  readonly #absent = new Map<string, number>();
+  readonly #member: MemberLease;
+  #unbalancedSince: number | undefined;
+  #members = 0;
+  /** When each fence write of ours returned (monotonic): a list started before it cannot show it. */
+  readonly #wroteAt = new Map<number, number>();
+
+  constructor(options: ShardCoordinatorOptions) {
+    this.#o = {
+      leaseDurationMs: 15_000,
+      renewDeadlineMs: 10_000,
+      retryPeriodMs: 2_000,
+      clock: monotonicClock,
+      wallClock: () => new Date(),
+      observer: {},
+      ...options,
+    };
+    const { leaseDurationMs: lease, renewDeadlineMs: renew, retryPeriodMs: retry } = this.#o;
+    if (!(retry > 0 && renew > 1.2 * retry && lease > renew))
+      throw new UsageError(
+        'InvalidArgument',
+        `sharding: the timings must satisfy leaseDuration > renewDeadline > 1.2 × retryPeriod, got ${lease} / ${renew} / ${retry} ms`,
+      );
+    this.#member = new MemberLease({ ...this.#o, onStale: () => this.#lose() });
+  }
+
+  /** The buckets this replica holds now. */
+  get held(): readonly number[] {
+    return [...this.#held].sort((a, b) => a - b);
+  }
+
+  /** Live members seen in the last round (this one included). */
+  get members(): number {
+    return this.#members;
+  }
+
+  /** The member Lease's name. */
+  get memberLease(): string {
+    return this.#member.name;
+  }
+
+  /** Runs rounds until `signal` aborts, then releases every bucket (drained) and leaves. Never rejects. */
+  async run(signal: AbortSignal): Promise<void> {
+    const { clock, retryPeriodMs } = this.#o;
+    while (!signal.aborted) {
+      await this.#round(signal);
+      await sleep(retryPeriodMs * (1 + Math.random() * 0.2), signal, clock);
+    }
+    await this.#leave();
+  }
+
+  /** One round: renew, list, move towards the owners. Exposed for tests with a fake clock. */
+  async round(signal: AbortSignal = new AbortController().signal): Promise<void> {
+    await this.#round(signal);
+  }
+
+  /** Whether this replica may act: its member Lease was renewed within the renew deadline. */
+  get #fresh(): boolean {
+    return this.#member.fresh;
+  }
+
+  async #round(stop: AbortSignal): Promise<void> {
+    await this.#member.renew(stop);
+    let leases: Lease[];
+    const listedAt = this.#o.clock.now();
+    try {
+      const { namespace, ring } = this.#o;
+      leases = (await this.#o.client.list(Leases, { namespace, labelSelector: `${RING_LABEL}=${ring}` })).items;
+    } catch (err) {
+      this.#o.log.warn({ err: messageOf(err) }, 'sharding: cannot list the Leases of the ring');
+      return;
+    }
+    const fences = new Map<number, Lease>();
+    const members: Lease[] = [];
+    for (const l of leases) {
+      const role = l.metadata.labels?.[ROLE_LABEL];
+      if (role === 'member') members.push(l);
+      else if (role === 'shard') {
+        const b = Number(l.metadata.name?.slice(`${this.#o.ring}-shard-`.length));
+        if (Number.isInteger(b) && b >= 0 && b < SHARD_BUCKETS) fences.set(b, l);
+      }
+    }
+    const live = this.#observe(members);
+    this.#members = live.length;
+    if (!this.#fresh || stop.aborted) return;
+    const owners = assignBuckets(live);
+    for (let b = 0; b < SHARD_BUCKETS; b++)
+      if ((this.#wroteAt.get(b) ?? -Infinity) < listedAt) this.#step(b, fences.get(b), owners[b], stop);
+    this.#balance(owners);
+    this.#o.observer.round?.(this.#held.size, live.length);
+    await this.#collect(members);
+  }
+
+  /** Notes when each other member's Lease last changed; answers the live members (this one included when fresh). */
+  #observe(members: readonly Lease[]): string[] {
+    const now = this.#o.clock.now();
+    const me = this.#o.identity;
+    const listed = new Set<string>();
+    for (const l of members) {
+      const id = l.spec?.holderIdentity ?? '';
+      if (id === '' || id === me) continue;
+      listed.add(id);
+      this.#absent.delete(id);
+      const rv = l.metadata.resourceVersion ?? '';
+      if (this.#seen.get(id)?.rv !== rv) this.#seen.set(id, { rv, at: now });
+    }
+    for (const id of this.#seen.keys()) if (!listed.has(id)) this.#seen.delete(id);
+    const live = [...this.#seen].filter(([, s]) => now - s.at < this.#o.leaseDurationMs).map(([id]) => id);
+    return this.#fresh ? [...live, me] : live;
+  }
+
+  /** Whether `holder` (of a fence) is dead: its member Lease unchanged, or missing, for the lease duration. */
+  #dead(holder: string): boolean {
+    const now = this.#o.clock.now();
+    const seen = this.#seen.get(holder);
+    if (seen) return now - seen.at >= this.#o.leaseDurationMs;
+    const since = this.#absent.get(holder) ?? now;
+    this.#absent.set(holder, since);
+    return now - since >= this.#o.leaseDurationMs;
+  }
+
+  /** Starts what bucket `b` needs this round, unless a hand-off of it is under way. */
+  #step(b: number, fence: Lease | undefined, owner: string | undefined, stop: AbortSignal): void {
+    if (this.#tasks.has(b)) return;
+    const me = this.#o.identity;
+    const holder = fence?.spec?.holderIdentity ?? '';
+    const mine = this.#held.has(b);
+    if (mine && holder !== me) {
+      // the fence was changed or deleted while we held it (only a hand edit can): stop at once
+      this.#o.log.error(
+        { bucket: b, holder },
+        'sharding: the fence of a held bucket names another holder; dropping it',
+      );
+      this.#task(b, this.#drop(b, fence));
+    } else if (mine && owner !== me) this.#task(b, this.#release(b));
+    else if (!mine && owner === me && (holder === '' || holder === me || this.#dead(holder)))
+      this.#task(b, this.#acquire(b, fence, holder, stop));
+    else if (!mine && holder === me) this.#task(b, this.#free(b));
+  }
+
+  #task(b: number, work: Promise<void>): void {
+    const t = work.finally(() => this.#tasks.delete(b));
+    this.#tasks.set(b, t);
+  }
+
+  /** Takes the fence of `b` (a write with the resourceVersion read), then has the host run the bucket. */
+  async #acquire(b: number, fence: Lease | undefined, from: string, stop: AbortSignal): Promise<void> {
+    const ctl = new AbortController();
+    this.#acquiring.set(b, ctl);
+    try {
+      const written = await this.#writeFence(b, fence, this.#o.identity, stop);
+      if (!written || !this.#fresh || ctl.signal.aborted || stop.aborted) return;
+      this.#held.add(b);
+      this.#o.log.info({ bucket: b, ...(from ? { from } : {}) }, 'sharding: bucket acquired');
+      this.#o.observer.handoff?.(b, 'acquired', written, from || undefined);
+      await this.#o.host.acquire(b, AbortSignal.any([ctl.signal, stop]));
+    } catch (err) {
+      const level = isApiError(err, 'Conflict') || isApiError(err, 'AlreadyExists') ? 'debug' : 'warn';
+      this.#o.log[level]({ bucket: b, err: messageOf(err) }, 'sharding: could not take the bucket');
+    } finally {
+      this.#acquiring.delete(b);
+    }
+  }
+
+  /** Drains `b` and frees its fence. */
+  async #release(b: number): Promise<void> {
+    await this.#o.host.release(b);
+    this.#held.delete(b);
+    this.#o.log.info({ bucket: b }, 'sharding: bucket released');
+    this.#o.observer.handoff?.(b, 'released', undefined);
+    await this.#free(b);
+  }
+
+  /** The fence of a held bucket names someone else: stop it without waiting. */
+  async #drop(b: number, fence: Lease | undefined): Promise<void> {
+    this.#held.delete(b);
+    this.#acquiring.get(b)?.abort();
+    await this.#o.host.release(b);
+    this.#o.observer.handoff?.(b, 'lost', fence);
+  }
+
+  /** Writes "" into the fence of `b` if it still names this replica (a fresh read, then a checked write). */
+  async #free(b: number): Promise<void> {
+    const { client, namespace, ring, identity } = this.#o;
+    try {
+      const fence = await client.get(
+        Leases,
+        { namespace, name: `${ring}-shard-${b}` },
+        { signal: AbortSignal.timeout(5_000) },
+      );
+      if (fence.spec?.holderIdentity === identity) await this.#writeFence(b, fence, '', AbortSignal.timeout(5_000));
+    } catch (err) {
+      this.#o.log.warn({ bucket: b, err: messageOf(err) }, 'sharding: could not free the fence (retried next round)');
+    }
+  }
+
+  /** Creates or updates the fence of `b` to name `holder`; the write fails on a stale resourceVersion. */
+  async #writeFence(b: number, fence: Lease | undefined, holder: string, signal: AbortSignal): Promise<Lease> {
+    const { client, namespace, ring, leaseDurationMs } = this.#o;
+    const now = microTime(this.#o.wallClock());
+    const spec = {
+      ...fence?.spec,
+      holderIdentity: holder,
+      leaseDurationSeconds: Math.ceil(leaseDurationMs / 1000),
+      renewTime: now,
+      ...(holder ? { acquireTime: now, leaseTransitions: (fence?.spec?.leaseTransitions ?? -1) + 1 } : {}),
+    };
+    const metadata = { namespace, name: `${ring}-shard-${b}`, labels: { [RING_LABEL]: ring, [ROLE_LABEL]: 'shard' } };
+    const written = fence
+      ? await client.update(Leases, { ...fence, spec }, { signal })
+      : await client.create(Leases, { metadata, spec }, { signal });
+    this.#wroteAt.set(b, this.#o.clock.now());
+    return written;
+  }
+
+  /** The member Lease went stale: drop every bucket now. */
+  #lose(): void {
+    const lost = [...this.#held];
+    this.#held.clear();
+    for (const ctl of this.#acquiring.values()) ctl.abort();
+    this.#o.host.lose();
+    this.#o.log.error(
+      { buckets: lost },
+      'sharding: the member Lease could not be renewed in time: stopped every bucket',
+    );
+    for (const b of lost) this.#o.observer.handoff?.(b, 'lost', undefined);
+  }
+
+  /** Tracks how long this replica has held other buckets than it owns. */
+  #balance(owners: readonly (string | undefined)[]): void {
+    const me = this.#o.identity;
+    const now = this.#o.clock.now();
+    const balanced = owners.every((o, b) => (o === me) === this.#held.has(b)) && this.#tasks.size === 0;
+    if (!balanced) this.#unbalancedSince ??= now;
+    else if (this.#unbalancedSince !== undefined) {
+      this.#o.observer.rebalanced?.((now - this.#unbalancedSince) / 1000);
+      this.#unbalancedSince = undefined;
+    }
+  }
+
+  /** Deletes member Leases dead for ten lease durations (checked against their resourceVersion). */
+  async #collect(members: readonly Lease[]): Promise<void> {
+    const now = this.#o.clock.now();
+    for (const l of members) {
+      const seen = this.#seen.get(l.spec?.holderIdentity ?? '');
+      if (!seen || now - seen.at < 10 * this.#o.leaseDurationMs || !l.metadata.name) continue;
+      try {
+        const ref = { namespace: this.#o.namespace, name: l.metadata.name };
+        await this.#o.client.delete(Leases, ref, { preconditions: { resourceVersion: seen.rv } });
+      } catch {
+        // gone already, or renewed after all: nothing to do
+      }
+    }
+  }
+
+  /** Graceful stop: every bucket released (drained) and freed, then the member Lease deleted. */
+  async #leave(): Promise<void> {
+    for (const ctl of this.#acquiring.values()) ctl.abort();
+    await Promise.allSettled([...this.#tasks.values()]);
+    const held = [...this.#held];
+    await Promise.allSettled(held.map((b) => this.#release(b)));
+    await this.#member.delete();
+    this.#o.log.info({ released: held.length }, 'sharding: left the ring');
+  }
+}

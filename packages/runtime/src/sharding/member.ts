@@ -1,0 +1,110 @@
+/**
+ * @module sharding/member
+ * This replica's member Lease in a ring (`<ring>-member-<identity>`): created on the first renewal, renewed with its
+ * resourceVersion, deleted on leave. It is fresh while the start of the last successful renewal is less than the
+ * renew deadline ago; each attempt is cut off at what is left of it, and `onStale` runs the moment it passes with no
+ * renewal after it (on the injected monotonic clock).
+ */
+
+import { type Lease, Leases } from '../client/builtins.ts';
+import { isApiError } from '../client/errors.ts';
+import { messageOf } from '../errors.ts';
+import type { Logger } from '../logger.ts';
+import { microTime } from '../manager/leader.ts';
+import type { Clock } from '../workqueue/index.ts';
+import type { ShardLeaseClient } from './coordinator.ts';
+import { RING_LABEL, ROLE_LABEL } from './labels.ts';
+
+/** What a member Lease is made with. */
+export interface MemberLeaseOptions {
+  readonly client: ShardLeaseClient;
+  readonly namespace: string;
+  readonly ring: string;
+  readonly identity: string;
+  readonly leaseDurationMs: number;
+  readonly renewDeadlineMs: number;
+  readonly retryPeriodMs: number;
+  readonly clock: Clock;
+  readonly wallClock: () => Date;
+  readonly log: Logger;
+  /** The renew deadline passed with no renewal: stop acting now. */
+  readonly onStale: () => void;
+}
+
+/** This replica's member Lease: see the module comment. */
+export class MemberLease {
+  readonly #o: MemberLeaseOptions;
+  #lease: Lease | undefined;
+  /** Start of the last successful renewal (monotonic); undefined before the first, and once stale. */
+  #renewedAt: number | undefined;
+  #deadline: { cancel(): void } | undefined;
+
+  constructor(options: MemberLeaseOptions) {
+    this.#o = options;
+  }
+
+  /** The Lease's name. */
+  get name(): string {
+    return `${this.#o.ring}-member-${this.#o.identity}`;
+  }
+
+  /** Whether this replica may act: renewed within the renew deadline. */
+  get fresh(): boolean {
+    return this.#renewedAt !== undefined && this.#o.clock.now() < this.#renewedAt + this.#o.renewDeadlineMs;
+  }
+
+  /** Renews (or, first, creates) the Lease, each attempt bounded by what is left of the renew deadline. */
+  async renew(stop: AbortSignal): Promise<void> {
+    const { clock, renewDeadlineMs, retryPeriodMs } = this.#o;
+    const started = clock.now();
+    const left = this.#renewedAt === undefined ? retryPeriodMs : this.#renewedAt + renewDeadlineMs - started;
+    if (left <= 0) return;
+    try {
+      this.#lease = await this.#write(AbortSignal.any([stop, AbortSignal.timeout(Math.max(1, Math.ceil(left)))]));
+    } catch (err) {
+      this.#o.log.warn({ err: messageOf(err) }, 'sharding: could not renew the member Lease');
+      if (isApiError(err, 'Conflict') || isApiError(err, 'NotFound')) this.#lease = undefined;
+      return;
+    }
+    if (this.#renewedAt === undefined) this.#o.log.info({ lease: this.name }, 'sharding: joined the ring');
+    this.#renewedAt = started;
+    this.#deadline?.cancel();
+    this.#deadline = clock.setTimer(renewDeadlineMs - (clock.now() - started), () => this.#stale(started));
+  }
+
+  async #write(signal: AbortSignal): Promise<Lease> {
+    const { client, namespace, ring, identity, leaseDurationMs } = this.#o;
+    const now = microTime(this.#o.wallClock());
+    const spec = { holderIdentity: identity, leaseDurationSeconds: Math.ceil(leaseDurationMs / 1000), renewTime: now };
+    if (this.#lease)
+      return client.update(Leases, { ...this.#lease, spec: { ...this.#lease.spec, ...spec } }, { signal });
+    const metadata = { namespace, name: this.name, labels: { [RING_LABEL]: ring, [ROLE_LABEL]: 'member' } };
+    try {
+      return await client.create(Leases, { metadata, spec: { ...spec, acquireTime: now } }, { signal });
+    } catch (err) {
+      if (!isApiError(err, 'AlreadyExists')) throw err;
+      const current = await client.get(Leases, { namespace, name: this.name }, { signal });
+      return client.update(Leases, { ...current, spec: { ...current.spec, ...spec } }, { signal });
+    }
+  }
+
+  /** The deadline passed with no renewal after `since`. */
+  #stale(since: number): void {
+    if (this.#renewedAt !== since) return;
+    this.#renewedAt = undefined;
+    this.#o.onStale();
+  }
+
+  /** Leave: no deadline any more; the Lease is deleted (it expires by itself if that fails). */
+  async delete(): Promise<void> {
+    this.#deadline?.cancel();
+    this.#renewedAt = undefined;
+    const { client, namespace, log } = this.#o;
+    try {
+      await client.delete(Leases, { namespace, name: this.name }, { signal: AbortSignal.timeout(5_000) });
+    } catch (err) {
+      if (!isApiError(err, 'NotFound'))
+        log.warn({ err: messageOf(err) }, 'sharding: could not delete the member Lease; it expires by itself');
+    }
+  }
+}

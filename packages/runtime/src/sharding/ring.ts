@@ -1,0 +1,78 @@
+/**
+ * @module sharding/ring
+ * Where an object belongs and which replica owns it: the pure half of sharding.
+ *
+ * - `bucketOf(key)`: the object's bucket, 0 … `SHARD_BUCKETS − 1`, from its key (`namespace/name`, or the namespace
+ *   alone): the 64-bit FNV-1a hash, mixed (murmur3's finalizer), then its top 5 bits. The mixing matters: FNV-1a's top
+ *   bits hardly depend on the last bytes, so names that differ only at the end (`web-1`, `web-2`) would share a
+ *   bucket.
+ * - `assignBuckets(members)`: which member owns each bucket: rendezvous hashing (each bucket prefers the member with
+ *   the highest hash of bucket and member) with bounded loads (no member gets more than ⌈buckets / members⌉), so the
+ *   split is even within one bucket and a join or a leave moves few more buckets than the ones that must move.
+ *
+ * Guarantees: both are deterministic functions of their input — every replica that sees the same members computes
+ * the same owners, whatever order it saw them in.
+ */
+
+/** How many buckets objects are spread over: fixed, as the label on every object names one. */
+export const SHARD_BUCKETS = 32;
+
+/** The label naming an object's bucket (`"0"` … `"31"`); children carry their controller owner's. */
+export const SHARD_LABEL = 'opkit.dev/shard';
+
+const FNV_OFFSET = 0xcbf29ce484222325n;
+const FNV_PRIME = 0x100000001b3n;
+const MASK64 = 0xffffffffffffffffn;
+const encoder = new TextEncoder();
+
+/** The 64-bit FNV-1a hash of `text`'s UTF-8 bytes. */
+export function fnv1a64(text: string): bigint {
+  let h = FNV_OFFSET;
+  for (const byte of encoder.encode(text)) h = ((h ^ BigInt(byte)) * FNV_PRIME) & MASK64;
+  return h;
+}
+
+/** murmur3's 64-bit finalizer: every input bit flips each output bit with probability about ½. */
+export function mix64(h: bigint): bigint {
+  let x = h;
+  x = ((x ^ (x >> 33n)) * 0xff51afd7ed558ccdn) & MASK64;
+  x = ((x ^ (x >> 33n)) * 0xc4ceb9fe1a85ec53n) & MASK64;
+  return x ^ (x >> 33n);
+}
+
+/** The bucket of an object's shard key: the top 5 bits of its mixed hash. */
+export function bucketOf(shardKey: string): number {
+  return Number(mix64(fnv1a64(shardKey)) >> 59n);
+}
+
+/** The bucket a label value names, or undefined when it names none (missing, not a number, out of range). */
+export function bucketOfLabel(value: string | undefined): number | undefined {
+  if (value === undefined || !/^(0|[1-9][0-9]?)$/.test(value)) return undefined;
+  const n = Number(value);
+  return n < SHARD_BUCKETS ? n : undefined;
+}
+
+/** Every bucket's label value, for a selector (`opkit.dev/shard notin (0,…,31)` finds objects without a valid one). */
+export const ALL_BUCKET_VALUES: readonly string[] = Array.from({ length: SHARD_BUCKETS }, (_, b) => String(b));
+
+/**
+ * The owner of each bucket (index = bucket) among `members` (identities), or an empty array when there are none:
+ * rendezvous hashing with bounded loads (see the module comment).
+ */
+export function assignBuckets(members: readonly string[], buckets = SHARD_BUCKETS): string[] {
+  const unique = [...new Set(members)].sort();
+  if (unique.length === 0) return [];
+  const cap = Math.ceil(buckets / unique.length);
+  const load = new Map(unique.map((m) => [m, 0]));
+  const owners: string[] = [];
+  for (let b = 0; b < buckets; b++) {
+    const ranked = unique
+      .map((m) => ({ m, score: mix64(fnv1a64(`${b}\u0000${m}`)) }))
+      .sort((x, y) => (x.score === y.score ? (x.m < y.m ? -1 : 1) : x.score > y.score ? -1 : 1));
+    const pick = ranked.find((r) => (load.get(r.m) ?? 0) < cap) ?? ranked[0];
+    if (!pick) continue;
+    owners.push(pick.m);
+    load.set(pick.m, (load.get(pick.m) ?? 0) + 1);
+  }
+  return owners;
+}

@@ -1,0 +1,290 @@
+/**
+ * @module sharding/sharded
+ * A manager's sharding: the coordinator (coordinator.ts) decides which buckets this replica holds; this module runs
+ * them. Taking a bucket caches its objects (one list and watch per partitioned kind: the controllers' primary and
+ * owned kinds, by their `opkit.dev/shard` label), then admits its requests (gate.ts) and enqueues its objects.
+ * Handing one off stops admitting, drains the reconciles under way (for the drain time, then aborts them), and drops
+ * its objects from the cache. The labeller gives each primary object without a valid label its bucket, from the hash
+ * of its shard key (ring.ts); children written through `ctx.create` / `ctx.apply` carry their owner's label from the
+ * start.
+ *
+ * Guarantees: a bucket's requests are admitted only once every partitioned kind has listed it; a hand-off returns
+ * only when none of its reconciles runs any more (their requests aborted past the drain time); a stale member Lease
+ * aborts every reconcile at once. At start, before joining, children of the primary kinds that lack the label (written
+ * before the operator was sharded) get their owner's, so no replica misses a child and makes it again.
+ */
+
+import { randomBytes } from 'node:crypto';
+import type { Cache } from '../cache/cache.ts';
+import { Informer } from '../cache/informer.ts';
+import { Leases } from '../client/builtins.ts';
+import type { Client } from '../client/client.ts';
+import { isApiError } from '../client/errors.ts';
+import { type Kind, type KubeObject, metadataOnly, resourceId } from '../client/resource.ts';
+import type { Controller } from '../controller/controller.ts';
+import { messageOf } from '../errors.ts';
+import type { EventRecorder } from '../helpers/events.ts';
+import type { Logger } from '../logger.ts';
+import { DRAIN_MARGIN_MS } from '../manager/lifecycle.ts';
+import { within } from '../manager/runnables.ts';
+import type { Metrics } from '../metrics.ts';
+import { LOW_PRIORITY } from '../workqueue/index.ts';
+import { ShardCoordinator, type ShardHost } from './coordinator.ts';
+import { ShardGate } from './gate.ts';
+import { ALL_BUCKET_VALUES, bucketOf, SHARD_LABEL } from './ring.ts';
+
+/** Sharding: every replica active, each on a share of the objects (see docs/sharding.md). */
+export interface ShardingSettings {
+  /** Shard the controllers over the replicas (default false: leader election decides, or every replica runs all). */
+  readonly enabled?: boolean;
+  /** Namespace of the member and fence Leases (default: $POD_NAMESPACE, else the client's namespace). */
+  readonly namespace?: string;
+  /** The ring's name, the Leases' prefix (default: the manager's name). */
+  readonly name?: string;
+  /** This replica's identity (default: the instance name + 5 random characters). */
+  readonly identity?: string;
+  /**
+   * What decides an object's bucket: `name` (default: `namespace/name`, so objects spread evenly) or `namespace`
+   * (a namespace's objects stay together, for operators that read across objects of a namespace).
+   */
+  readonly key?: 'name' | 'namespace';
+  /** How long others wait, after a member's Lease last changed, before taking its buckets (default 15 s). */
+  readonly leaseDurationMs?: number;
+  /** How long a replica keeps working without renewing its Lease before it stops every bucket (default 10 s). */
+  readonly renewDeadlineMs?: number;
+  /** How often Leases are renewed and buckets re-checked (default 2 s). */
+  readonly retryPeriodMs?: number;
+}
+
+/** What a manager's sharding is made with. */
+export interface ShardingParts {
+  readonly settings: ShardingSettings;
+  readonly ring: string;
+  readonly namespace: string;
+  readonly identity: string;
+  readonly client: Client;
+  readonly cache: Cache;
+  readonly log: Logger;
+  readonly metrics: Metrics;
+  readonly events: EventRecorder;
+  /** The drain time of a hand-off (the manager's `gracefulShutdownTimeoutMs`). */
+  readonly drainMs: number;
+  /** The sharded controllers (read when buckets change hands). */
+  readonly controllers: () => readonly Controller[];
+}
+
+/** A replica's identity: `base` (a pod name) as a DNS label, and 5 random characters. */
+export function shardIdentity(base: string): string {
+  const clean =
+    base
+      .toLowerCase()
+      .replace(/[^a-z0-9-]+/g, '-')
+      .replace(/^-+|-+$/g, '')
+      .slice(0, 50) || 'replica';
+  return `${clean}-${randomBytes(4).toString('hex').slice(0, 5)}`;
+}
+
+/** Runs the buckets this replica holds; a `Runnable` on every replica (see the module comment). */
+export class Sharding implements ShardHost {
+  readonly gate = new ShardGate();
+  readonly needLeaderElection = false;
+  readonly coordinator: ShardCoordinator;
+  readonly #p: ShardingParts;
+  readonly #log: Logger;
+  readonly #labellers: Informer<KubeObject>[] = [];
+  readonly #metrics: ReturnType<typeof shardSeries>;
+
+  constructor(parts: ShardingParts) {
+    this.#p = parts;
+    this.#log = parts.log.child({ component: 'sharding' });
+    this.#metrics = shardSeries(parts.metrics);
+    const s = parts.settings;
+    this.coordinator = new ShardCoordinator({
+      client: parts.client,
+      namespace: parts.namespace,
+      ring: parts.ring,
+      identity: parts.identity,
+      host: this,
+      log: this.#log,
+      ...(s.leaseDurationMs ? { leaseDurationMs: s.leaseDurationMs } : {}),
+      ...(s.renewDeadlineMs ? { renewDeadlineMs: s.renewDeadlineMs } : {}),
+      ...(s.retryPeriodMs ? { retryPeriodMs: s.retryPeriodMs } : {}),
+      observer: this.#observer(),
+    });
+  }
+
+  /** Labels what needs it, then runs the coordinator until `signal` aborts (it releases every bucket then). */
+  async start(signal: AbortSignal): Promise<void> {
+    await this.#labelChildren(signal);
+    for (const kind of this.#primaryKinds()) this.#labeller(kind, signal);
+    await this.coordinator.run(signal);
+  }
+
+  /** See `ShardHost.acquire`. */
+  async acquire(bucket: number, signal: AbortSignal): Promise<void> {
+    const value = String(bucket);
+    const listed = await Promise.all(this.#p.cache.partitioned().map((i) => i.addPartition(value, signal)));
+    if (signal.aborted || !listed.every(Boolean)) return;
+    this.gate.activate(bucket);
+    for (const c of this.#p.controllers()) {
+      const [primary] = c.resources();
+      if (!primary) continue;
+      for (const obj of this.#p.cache.informer(primary).store.values())
+        if (ShardGate.bucketOf(obj) === bucket) c.enqueue(refOf(obj), LOW_PRIORITY);
+    }
+    for (const l of this.#labellers) for (const obj of l.store.values()) this.#label(l.resource, obj);
+  }
+
+  /** See `ShardHost.release`. */
+  async release(bucket: number): Promise<void> {
+    const ctl = this.gate.deactivate(bucket);
+    if (!(await within(this.gate.drained(bucket), this.#p.drainMs))) {
+      this.#log.warn(
+        { bucket, inFlight: this.gate.inFlight(bucket) },
+        'sharding: hand-off: aborting reconciles past the drain time',
+      );
+      ctl?.abort(new DOMException('the bucket is handed off', 'AbortError'));
+      await within(this.gate.drained(bucket), DRAIN_MARGIN_MS);
+    }
+    await Promise.all(this.#p.cache.partitioned().map((i) => i.removePartition(String(bucket))));
+  }
+
+  /** See `ShardHost.lose`. */
+  lose(): void {
+    for (const b of this.gate.active)
+      this.gate.deactivate(b)?.abort(new DOMException('the member Lease went stale', 'AbortError'));
+    for (const i of this.#p.cache.partitioned()) for (const v of i.partitions) void i.removePartition(v);
+  }
+
+  #primaryKinds(): Kind[] {
+    const seen = new Map<string, Kind>();
+    for (const c of this.#p.controllers()) {
+      const [primary] = c.resources();
+      if (primary) seen.set(resourceId(primary), primary);
+    }
+    return [...seen.values()];
+  }
+
+  /** The shard key of a primary object, by its namespace and name. */
+  #keyOf(namespace: string | undefined, name: string): string {
+    if (this.#p.settings.key === 'namespace') return namespace ?? name;
+    return namespace ? `${namespace}/${name}` : name;
+  }
+
+  /** Watches the primary objects without a valid label (metadata only; few at any time) and labels those we hold. */
+  #labeller(kind: Kind, signal: AbortSignal): void {
+    const inf = new Informer<KubeObject>(this.#p.client, metadataOnly(kind), {
+      labelSelector: `${SHARD_LABEL} notin (${ALL_BUCKET_VALUES.join(',')})`,
+      log: this.#log,
+    });
+    const label = (obj: KubeObject) => this.#label(kind, obj);
+    inf.addEventHandler({ add: label, update: (_old, obj) => label(obj) });
+    this.#labellers.push(inf);
+    inf.start(signal);
+  }
+
+  #label(kind: Kind, obj: KubeObject): void {
+    const bucket = bucketOf(this.#keyOf(obj.metadata.namespace, obj.metadata.name ?? ''));
+    if (!this.gate.isActive(bucket) || obj.metadata.deletionTimestamp) return;
+    const ref = refOf(obj);
+    const patch = { metadata: { labels: { [SHARD_LABEL]: String(bucket) } } };
+    this.#p.client.patch(metadataOnly(kind), ref, patch).then(
+      () => this.#log.debug({ ...ref, bucket }, 'sharding: labelled'),
+      (err: unknown) => {
+        if (!isApiError(err, 'NotFound')) this.#log.warn({ ...ref, err: messageOf(err) }, 'sharding: could not label');
+      },
+    );
+  }
+
+  /**
+   * Children of the primary kinds (the owned kinds' objects controlled by one) without a valid label get their
+   * owner's bucket: one paginated list per owned kind, once, before joining.
+   */
+  async #labelChildren(signal: AbortSignal): Promise<void> {
+    const primaries = this.#primaryKinds();
+    const isPrimary = (kind: string | undefined, apiVersion: string | undefined) =>
+      primaries.some((p) => p.kind === kind && `${p.group ? `${p.group}/` : ''}${p.version}` === apiVersion);
+    const owned = this.#p.cache
+      .partitioned()
+      .filter((i) => !primaries.some((p) => resourceId(p) === resourceId(i.resource)));
+    for (const inf of owned) {
+      const kind = metadataOnly(inf.resource);
+      try {
+        for await (const page of this.#p.client.listPages(kind, {
+          labelSelector: `${SHARD_LABEL} notin (${ALL_BUCKET_VALUES.join(',')})`,
+          signal,
+        }))
+          for (const child of page.items) {
+            const owner = child.metadata.ownerReferences?.find((o) => o.controller && isPrimary(o.kind, o.apiVersion));
+            if (!owner) continue;
+            const bucket = bucketOf(this.#keyOf(child.metadata.namespace, owner.name));
+            const patch = { metadata: { labels: { [SHARD_LABEL]: String(bucket) } } };
+            await this.#p.client.patch(kind, refOf(child), patch, { signal }).catch((err: unknown) => {
+              if (!isApiError(err, 'NotFound')) throw err;
+            });
+          }
+      } catch (err) {
+        if (signal.aborted) return;
+        this.#log.warn(
+          { resource: resourceId(kind), err: messageOf(err) },
+          'sharding: could not label existing children',
+        );
+      }
+    }
+  }
+
+  #observer() {
+    const m = this.#metrics;
+    const { events, namespace, ring } = this.#p;
+    const fence = (b: number) => ({
+      apiVersion: 'coordination.k8s.io/v1',
+      kind: 'Lease',
+      metadata: { namespace, name: `${ring}-shard-${b}` },
+    });
+    const me = this.#p.identity;
+    return {
+      round: (held: number, members: number) => {
+        m.buckets.set({}, held);
+        m.members.set({}, members);
+      },
+      handoff: (b: number, direction: 'acquired' | 'released' | 'lost', _f: unknown, from?: string) => {
+        m.handoffs.inc({ direction });
+        const [type, reason, note] =
+          direction === 'acquired'
+            ? (['Normal', 'ShardAcquired', `${me} took bucket ${b}${from ? ` from ${from}` : ''}`] as const)
+            : direction === 'released'
+              ? (['Normal', 'ShardReleased', `${me} handed bucket ${b} off, its reconciles drained`] as const)
+              : (['Warning', 'ShardLost', `${me} stopped bucket ${b}: its member Lease went stale`] as const);
+        events.event(Leases, fence(b), type, reason, note);
+      },
+      rebalanced: (seconds: number) => m.rebalance.observe({}, seconds),
+    };
+  }
+}
+
+function refOf(obj: KubeObject): { namespace?: string; name: string } {
+  return { ...(obj.metadata.namespace ? { namespace: obj.metadata.namespace } : {}), name: obj.metadata.name ?? '' };
+}
+
+function shardSeries(metrics: Metrics) {
+  const r = metrics.registry;
+  return {
+    buckets: r.gauge({ name: 'opkit_shard_buckets', help: 'Buckets this replica holds', labelNames: [] }),
+    members: r.gauge({
+      name: 'opkit_shard_members',
+      help: 'Live members of the ring this replica sees',
+      labelNames: [],
+    }),
+    handoffs: r.counter({
+      name: 'opkit_shard_handoffs_total',
+      help: 'Buckets this replica acquired, released (drained) or lost (its member Lease went stale)',
+      labelNames: ['direction'],
+    }),
+    rebalance: r.histogram({
+      name: 'opkit_shard_rebalance_seconds',
+      help: 'Time from seeing that this replica holds other buckets than it owns to holding exactly those',
+      labelNames: [],
+      buckets: [0.1, 0.5, 1, 2, 5, 10, 15, 20, 30, 60, 120],
+    }),
+  };
+}

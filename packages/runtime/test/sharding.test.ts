@@ -1,0 +1,201 @@
+/**
+ * Sharding against a real control plane: three managers in one process, each through its own fault proxy, share a
+ * Widget controller (each Widget owns a ConfigMap). Every reconcile is recorded with its replica, start and end, so
+ * the test proves no Widget is reconciled by two replicas at once — through joins, a replica cut off from the
+ * apiserver past its renew deadline, its return and a graceful stop — and that every replica caches only its
+ * buckets, that children carry their owner's bucket, and that no child is ever made twice.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { type Environment, FaultProxy, targetOf } from '@opkit/testenv';
+import { ConfigMaps, Leases, Namespaces } from '../src/client/builtins.ts';
+import type { Client } from '../src/client/index.ts';
+import { Manager } from '../src/index.ts';
+import { silentLogger } from '../src/logger.ts';
+import { SHARD_BUCKETS, SHARD_LABEL } from '../src/sharding/ring.ts';
+import { clientVia, installWidgetCrd, startEnv, Widgets, waitFor } from './support.ts';
+
+const NS = 'shard';
+const debugLog = (name: string) => {
+  const out = (level: string) => (fields: object, msg: string) => {
+    if (msg.includes('sharding')) console.log(Date.now() % 100000, name, level, msg, JSON.stringify(fields));
+  };
+  const l = { debug: out('debug'), info: out('info'), warn: out('warn'), error: out('error'), child: () => l };
+  return l as unknown as typeof silentLogger;
+};
+const TIMINGS = { leaseDurationMs: 4_000, renewDeadlineMs: 3_000, retryPeriodMs: 500 };
+
+interface Span {
+  readonly key: string;
+  readonly replica: string;
+  readonly start: number;
+  end: number;
+}
+
+describe('sharding between managers', () => {
+  let env: Environment;
+  let client: Client;
+  const spans: Span[] = [];
+  const replicas = new Map<string, { mgr: Manager; stop: AbortController; proxy: FaultProxy; run: Promise<void> }>();
+
+  async function replica(name: string): Promise<void> {
+    const proxy = await FaultProxy.start({ target: targetOf(env.server) });
+    const mgr = new Manager({
+      name: 'shard-test',
+      client: await clientVia(env, proxy.url),
+      log: process.env.SHARD_DEBUG ? debugLog(name) : silentLogger,
+      metrics: { bindAddress: '0' },
+      health: { bindAddress: '0' },
+      sharding: { enabled: true, namespace: NS, identity: name, ...TIMINGS },
+      controllers: { gracefulShutdownTimeoutMs: 1_000 },
+    });
+    mgr
+      .controller(Widgets)
+      .owns(ConfigMaps)
+      .reconcile(async (w, ctx) => {
+        const span: Span = {
+          key: `${w.metadata.namespace}/${w.metadata.name}`,
+          replica: name,
+          start: Date.now(),
+          end: Infinity,
+        };
+        spans.push(span);
+        try {
+          await new Promise((r) => setTimeout(r, 30));
+          const data = { color: w.spec?.color ?? '' };
+          const [child] = await ctx.owned(ConfigMaps);
+          if (!child) await ctx.create(ConfigMaps, { metadata: { name: `${w.metadata.name ?? ''}-child` }, data });
+          else if (child.data?.color !== data.color)
+            await ctx.apply(ConfigMaps, { metadata: { name: child.metadata.name ?? '' }, data });
+        } finally {
+          span.end = Date.now();
+        }
+      });
+    const stop = new AbortController();
+    replicas.set(name, { mgr, stop, proxy, run: mgr.start(stop.signal) });
+  }
+
+  const held = (name: string) => replicas.get(name)?.mgr.shards ?? [];
+  const balanced = (names: string[]) => {
+    const all = names.flatMap(held);
+    return (
+      all.length === SHARD_BUCKETS && new Set(all).size === SHARD_BUCKETS && names.every((n) => held(n).length > 0)
+    );
+  };
+
+  /** Pairs of reconciles of one Widget by two replicas that overlapped in time. */
+  const overlaps = () => {
+    const out: string[] = [];
+    for (const a of spans)
+      for (const b of spans)
+        if (a !== b && a.key === b.key && a.replica < b.replica && a.start < b.end && b.start < a.end)
+          out.push(`${a.key}: ${a.replica} [${a.start}, ${a.end}] and ${b.replica} [${b.start}, ${b.end}]`);
+    return out;
+  };
+
+  async function converged(color: string): Promise<boolean> {
+    const widgets = (await client.list(Widgets, { namespace: NS })).items;
+    const children = (await client.list(ConfigMaps, { namespace: NS })).items.filter((c) =>
+      c.metadata.name?.endsWith('-child'),
+    );
+    return (
+      widgets.length === 24 &&
+      widgets.every((w) => {
+        const mine = children.filter((c) => c.metadata.ownerReferences?.[0]?.uid === w.metadata.uid);
+        const label = w.metadata.labels?.[SHARD_LABEL];
+        return (
+          label !== undefined &&
+          mine.length === 1 &&
+          mine[0]?.data?.color === color &&
+          mine[0]?.metadata.labels?.[SHARD_LABEL] === label
+        );
+      })
+    );
+  }
+
+  before(async () => {
+    ({ env, client } = await startEnv());
+    await installWidgetCrd(client);
+    await client.create(Namespaces, { metadata: { name: NS } });
+  });
+  after(async () => {
+    for (const r of replicas.values()) {
+      r.stop.abort();
+      await r.run.catch(() => {});
+      r.mgr.client.close();
+      await r.proxy.close();
+    }
+    client?.close();
+    await env?.stop();
+  });
+
+  test('three replicas split the buckets, label objects and children, cache only their own', async () => {
+    for (const name of ['a', 'b', 'c']) await replica(name);
+    await waitFor('the buckets to be split over three', async () => balanced(['a', 'b', 'c']), 30_000);
+    for (let i = 0; i < 24; i++)
+      await client.create(Widgets, { metadata: { name: `w-${i}`, namespace: NS }, spec: { color: 'red' } });
+    await waitFor('every Widget to have its child', () => converged('red'), 60_000);
+    for (const name of ['a', 'b', 'c']) {
+      const mgr = replicas.get(name)?.mgr;
+      const buckets = new Set(held(name).map(String));
+      const cached = (await mgr?.cache.list(Widgets)) ?? [];
+      console.log(
+        name,
+        held(name),
+        cached.length,
+        mgr?.cache.informer(Widgets).partitions,
+        mgr?.cache.informer(Widgets).store.size,
+      );
+      assert.ok(cached.length > 0 && cached.length < 24, `${name} caches ${cached.length} of 24 Widgets`);
+      for (const w of cached)
+        assert.ok(buckets.has(w.metadata.labels?.[SHARD_LABEL] ?? ''), `${name} caches only its buckets`);
+    }
+    const fences = (await client.list(Leases, { namespace: NS, labelSelector: 'opkit.dev/shard-role=shard' })).items;
+    assert.equal(fences.length, SHARD_BUCKETS);
+    assert.deepEqual(overlaps(), []);
+  });
+
+  test('a replica cut off stops at its renew deadline; the others take its buckets after the lease duration', async () => {
+    const c = replicas.get('c');
+    assert.ok(c);
+    const cBuckets = held('c');
+    const cutAt = Date.now();
+    c.proxy.setMode({ kind: 'freeze' });
+    await waitFor('c to drop its buckets', async () => held('c').length === 0, 10_000);
+    const stoppedAfter = Date.now() - cutAt;
+    assert.ok(stoppedAfter <= TIMINGS.renewDeadlineMs + 1_500, `c stopped ${stoppedAfter} ms after the cut`);
+    await waitFor('a and b to hold every bucket', async () => balanced(['a', 'b']), 20_000);
+    const takenAfter = Date.now() - cutAt;
+    assert.ok(
+      takenAfter >= TIMINGS.leaseDurationMs,
+      `taken ${takenAfter} ms after the cut, not before the lease ran out`,
+    );
+    assert.ok(cBuckets.length > 0);
+    for (let i = 0; i < 24; i++)
+      await client.patch(Widgets, { namespace: NS, name: `w-${i}` }, { spec: { color: 'blue' } });
+    await waitFor('a and b to reconcile every Widget', () => converged('blue'), 60_000);
+    c.proxy.setMode({ kind: 'pass' });
+    await waitFor('c to rejoin', async () => balanced(['a', 'b', 'c']), 30_000);
+    assert.deepEqual(overlaps(), []);
+  });
+
+  test('a graceful stop hands its buckets off at once; nothing is reconciled twice at a time, no child made twice', async () => {
+    const b = replicas.get('b');
+    assert.ok(b);
+    const stoppedAt = Date.now();
+    b.stop.abort();
+    await b.run;
+    await waitFor('a and c to hold every bucket', async () => balanced(['a', 'c']), 15_000);
+    assert.ok(
+      Date.now() - stoppedAt < TIMINGS.leaseDurationMs,
+      'released buckets are taken without waiting for the lease',
+    );
+    const members = (await client.list(Leases, { namespace: NS, labelSelector: 'opkit.dev/shard-role=member' })).items;
+    assert.deepEqual(members.map((m) => m.spec?.holderIdentity).sort(), ['a', 'c']);
+    for (let i = 0; i < 24; i++)
+      await client.patch(Widgets, { namespace: NS, name: `w-${i}` }, { spec: { color: 'green' } });
+    await waitFor('a and c to reconcile every Widget', () => converged('green'), 60_000);
+    assert.deepEqual(overlaps(), []);
+    assert.ok(spans.length >= 72);
+  });
+});
