@@ -139,13 +139,6 @@ describe('sharding between managers', () => {
       const mgr = replicas.get(name)?.mgr;
       const buckets = new Set(held(name).map(String));
       const cached = (await mgr?.cache.list(Widgets)) ?? [];
-      console.log(
-        name,
-        held(name),
-        cached.length,
-        mgr?.cache.informer(Widgets).partitions,
-        mgr?.cache.informer(Widgets).store.size,
-      );
       assert.ok(cached.length > 0 && cached.length < 24, `${name} caches ${cached.length} of 24 Widgets`);
       for (const w of cached)
         assert.ok(buckets.has(w.metadata.labels?.[SHARD_LABEL] ?? ''), `${name} caches only its buckets`);
