@@ -2,7 +2,7 @@
  * @module internal/sleep
  * An abortable sleep that never rejects: it resolves after `ms`, or as soon as `signal` aborts (then early), and
  * leaves no timer or listener behind either way. Timers come from an injectable source (a test's fake clock), by
- * default Node's own.
+ * default Node's own. `withTimeout` bounds a call by a timer of such a source.
  */
 
 /** Where timers come from (the work queue's `Clock` fits). */
@@ -29,4 +29,25 @@ export function sleep(ms: number, signal: AbortSignal, timers: TimerSource = nod
     const timer = timers.setTimer(Math.max(0, ms), done);
     signal.addEventListener('abort', done, { once: true });
   });
+}
+
+/**
+ * Runs `fn` with a signal that aborts with a `TimeoutError` after `ms` (as `AbortSignal.timeout`, but on `timers`) or
+ * when `signal` does; the timer is cancelled once `fn` settles.
+ */
+export async function withTimeout<T>(
+  ms: number,
+  fn: (signal: AbortSignal) => Promise<T>,
+  timers: TimerSource = nodeTimers,
+  signal?: AbortSignal,
+): Promise<T> {
+  const ctl = new AbortController();
+  const timer = timers.setTimer(Math.max(0, Math.ceil(ms)), () =>
+    ctl.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError')),
+  );
+  try {
+    return await fn(signal ? AbortSignal.any([signal, ctl.signal]) : ctl.signal);
+  } finally {
+    timer.cancel();
+  }
 }

@@ -25,7 +25,7 @@ import { type Lease, Leases } from '../client/builtins.ts';
 import type { Client } from '../client/client.ts';
 import { isApiError } from '../client/errors.ts';
 import { messageOf, UsageError } from '../errors.ts';
-import { nodeTimers, sleep } from '../internal/sleep.ts';
+import { nodeTimers, sleep, withTimeout } from '../internal/sleep.ts';
 import type { Logger } from '../logger.ts';
 import { microTime } from '../manager/leader.ts';
 import type { Clock } from '../workqueue/index.ts';
@@ -161,7 +161,9 @@ export class ShardCoordinator {
     const listedAt = this.#o.clock.now();
     try {
       const { namespace, ring } = this.#o;
-      leases = (await this.#o.client.list(Leases, { namespace, labelSelector: `${RING_LABEL}=${ring}` })).items;
+      const list = (signal: AbortSignal) =>
+        this.#o.client.list(Leases, { namespace, labelSelector: `${RING_LABEL}=${ring}`, signal });
+      leases = (await withTimeout(this.#o.renewDeadlineMs, list, this.#o.clock, stop)).items;
     } catch (err) {
       this.#o.log.warn({ err: messageOf(err) }, 'sharding: cannot list the Leases of the ring');
       return;
@@ -244,7 +246,8 @@ export class ShardCoordinator {
     const ctl = new AbortController();
     this.#acquiring.set(b, ctl);
     try {
-      const written = await this.#writeFence(b, fence, this.#o.identity, stop);
+      const write = (signal: AbortSignal) => this.#writeFence(b, fence, this.#o.identity, signal);
+      const written = await withTimeout(this.#o.renewDeadlineMs, write, this.#o.clock, stop);
       if (!written || !this.#fresh || ctl.signal.aborted || stop.aborted) return;
       this.#held.add(b);
       this.#o.log.info({ bucket: b, ...(from ? { from } : {}) }, 'sharding: bucket acquired');
@@ -277,14 +280,16 @@ export class ShardCoordinator {
 
   /** Writes "" into the fence of `b` if it still names this replica (a fresh read, then a checked write). */
   async #free(b: number): Promise<void> {
-    const { client, namespace, ring, identity } = this.#o;
+    const { client, namespace, ring, identity, clock } = this.#o;
     try {
-      const fence = await client.get(
-        Leases,
-        { namespace, name: `${ring}-shard-${b}` },
-        { signal: AbortSignal.timeout(5_000) },
+      await withTimeout(
+        5_000,
+        async (signal) => {
+          const fence = await client.get(Leases, { namespace, name: `${ring}-shard-${b}` }, { signal });
+          if (fence.spec?.holderIdentity === identity) await this.#writeFence(b, fence, '', signal);
+        },
+        clock,
       );
-      if (fence.spec?.holderIdentity === identity) await this.#writeFence(b, fence, '', AbortSignal.timeout(5_000));
     } catch (err) {
       this.#o.log.warn({ bucket: b, err: messageOf(err) }, 'sharding: could not free the fence (retried next round)');
     }

@@ -9,6 +9,7 @@
 import { type Lease, Leases } from '../client/builtins.ts';
 import { isApiError } from '../client/errors.ts';
 import { messageOf } from '../errors.ts';
+import { withTimeout } from '../internal/sleep.ts';
 import type { Logger } from '../logger.ts';
 import { microTime } from '../manager/leader.ts';
 import type { Clock } from '../workqueue/index.ts';
@@ -60,7 +61,7 @@ export class MemberLease {
     const left = this.#renewedAt === undefined ? retryPeriodMs : this.#renewedAt + renewDeadlineMs - started;
     if (left <= 0) return;
     try {
-      this.#lease = await this.#write(AbortSignal.any([stop, AbortSignal.timeout(Math.max(1, Math.ceil(left)))]));
+      this.#lease = await withTimeout(left, (signal) => this.#write(signal), this.#o.clock, stop);
     } catch (err) {
       this.#o.log.warn({ err: messageOf(err) }, 'sharding: could not renew the member Lease');
       if (isApiError(err, 'Conflict') || isApiError(err, 'NotFound')) this.#lease = undefined;
@@ -101,7 +102,11 @@ export class MemberLease {
     this.#renewedAt = undefined;
     const { client, namespace, log } = this.#o;
     try {
-      await client.delete(Leases, { namespace, name: this.name }, { signal: AbortSignal.timeout(5_000) });
+      await withTimeout(
+        5_000,
+        (signal) => client.delete(Leases, { namespace, name: this.name }, { signal }),
+        this.#o.clock,
+      );
     } catch (err) {
       if (!isApiError(err, 'NotFound'))
         log.warn({ err: messageOf(err) }, 'sharding: could not delete the member Lease; it expires by itself');

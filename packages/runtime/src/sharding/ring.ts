@@ -7,8 +7,8 @@
  *   bits hardly depend on the last bytes, so names that differ only at the end (`web-1`, `web-2`) would share a
  *   bucket.
  * - `assignBuckets(members)`: which member owns each bucket: rendezvous hashing (each bucket prefers the member with
- *   the highest hash of bucket and member) with bounded loads (no member gets more than ⌈buckets / members⌉), so the
- *   split is even within one bucket and a join or a leave moves few more buckets than the ones that must move.
+ *   the highest hash of bucket and member) with bounded loads (each member owns ⌊buckets / members⌋ or one more), so
+ *   the split is even within one bucket and a join or a leave moves few more buckets than the ones that must move.
  *
  * Guarantees: both are deterministic functions of their input — every replica that sees the same members computes
  * the same owners, whatever order it saw them in.
@@ -57,22 +57,34 @@ export const ALL_BUCKET_VALUES: readonly string[] = Array.from({ length: SHARD_B
 
 /**
  * The owner of each bucket (index = bucket) among `members` (identities), or an empty array when there are none:
- * rendezvous hashing with bounded loads (see the module comment).
+ * rendezvous hashing with bounded loads (see the module comment). Each member may own ⌊buckets / members⌋ buckets, and
+ * the members first by the hash of their name one more, until every bucket is counted; each bucket in turn goes to the
+ * member it ranks highest that has room left.
  */
 export function assignBuckets(members: readonly string[], buckets = SHARD_BUCKETS): string[] {
   const unique = [...new Set(members)].sort();
   if (unique.length === 0) return [];
-  const cap = Math.ceil(buckets / unique.length);
-  const load = new Map(unique.map((m) => [m, 0]));
+  const room = new Map(unique.map((m) => [m, Math.floor(buckets / unique.length)]));
+  const extra = buckets % unique.length;
+  const byHash = [...unique].sort((x, y) => compare(score(`+${x}`), score(`+${y}`), x, y));
+  for (const m of byHash.slice(0, extra)) room.set(m, (room.get(m) ?? 0) + 1);
   const owners: string[] = [];
   for (let b = 0; b < buckets; b++) {
     const ranked = unique
-      .map((m) => ({ m, score: mix64(fnv1a64(`${b}\u0000${m}`)) }))
-      .sort((x, y) => (x.score === y.score ? (x.m < y.m ? -1 : 1) : x.score > y.score ? -1 : 1));
-    const pick = ranked.find((r) => (load.get(r.m) ?? 0) < cap) ?? ranked[0];
+      .map((m) => ({ m, s: score(`${b}\u0000${m}`) }))
+      .sort((x, y) => compare(x.s, y.s, x.m, y.m));
+    const pick = ranked.find((r) => (room.get(r.m) ?? 0) > 0) ?? ranked[0];
     if (!pick) continue;
     owners.push(pick.m);
-    load.set(pick.m, (load.get(pick.m) ?? 0) + 1);
+    room.set(pick.m, (room.get(pick.m) ?? 0) - 1);
   }
   return owners;
+}
+
+const score = (text: string): bigint => mix64(fnv1a64(text));
+
+/** Higher score first; the name breaks a tie. */
+function compare(a: bigint, b: bigint, x: string, y: string): number {
+  if (a !== b) return a > b ? -1 : 1;
+  return x < y ? -1 : 1;
 }

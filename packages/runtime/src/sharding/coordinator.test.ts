@@ -1,0 +1,241 @@
+/**
+ * The coordinator on a fake clock and an in-memory Lease store with the apiserver's optimistic concurrency: who holds
+ * which bucket when, checked after every step of the clock — never two hosts running one bucket at a time — through
+ * joins, a replica cut off from the apiserver, and a graceful stop with a slow drain.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { Lease } from '../client/builtins.ts';
+import { ApiError } from '../client/errors.ts';
+import type { ObjectRef } from '../client/resource.ts';
+import { sleep } from '../internal/sleep.ts';
+import { silentLogger } from '../logger.ts';
+import { FakeClock } from '../workqueue/clock.ts';
+import { ShardCoordinator, type ShardHost, type ShardLeaseClient } from './coordinator.ts';
+import { SHARD_BUCKETS } from './ring.ts';
+
+const NS = 'ops';
+const T = { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 };
+const DRAIN_MS = 700;
+
+/** Leases with resourceVersions: an update or delete with a stale one fails with Conflict. */
+class LeaseStore {
+  readonly items = new Map<string, Lease>();
+  #rev = 1;
+
+  get(ref: ObjectRef): Lease {
+    const l = this.items.get(ref.name);
+    if (!l) throw new ApiError('NotFound', `${ref.name} not found`, { status: 404 });
+    return structuredClone(l);
+  }
+  list(selector: string): Lease[] {
+    const [k, v] = selector.split('=');
+    return [...this.items.values()].filter((l) => l.metadata.labels?.[k ?? ''] === v).map((l) => structuredClone(l));
+  }
+  create(l: Lease): Lease {
+    const name = l.metadata.name ?? '';
+    if (this.items.has(name)) throw new ApiError('AlreadyExists', `${name} exists`, { status: 409 });
+    return this.#write(l);
+  }
+  update(l: Lease): Lease {
+    const cur = this.items.get(l.metadata.name ?? '');
+    if (!cur) throw new ApiError('NotFound', 'not found', { status: 404 });
+    if (cur.metadata.resourceVersion !== l.metadata.resourceVersion) throw new ApiError('Conflict', 'modified', { status: 409 });
+    return this.#write(l);
+  }
+  delete(name: string, rv?: string): void {
+    const cur = this.items.get(name);
+    if (!cur) throw new ApiError('NotFound', 'not found', { status: 404 });
+    if (rv !== undefined && cur.metadata.resourceVersion !== rv) throw new ApiError('Conflict', 'modified', { status: 409 });
+    this.items.delete(name);
+  }
+  #write(l: Lease): Lease {
+    const w = structuredClone({ ...l, metadata: { ...l.metadata, resourceVersion: String(++this.#rev) } });
+    this.items.set(w.metadata.name ?? '', w);
+    return structuredClone(w);
+  }
+}
+
+/** One replica's connection: answers from the store, or hangs until the request's signal aborts. */
+function connection(store: LeaseStore, state: { hang: boolean }): ShardLeaseClient {
+  const serve = <T>(signal: AbortSignal | undefined, answer: () => T): Promise<T> => {
+    if (state.hang)
+      return new Promise((_resolve, reject) => {
+        const abort = () => reject(new ApiError('Aborted', 'aborted'));
+        if (signal?.aborted) abort();
+        else signal?.addEventListener('abort', abort, { once: true });
+      });
+    try {
+      return Promise.resolve(answer());
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  };
+  type O = { signal?: AbortSignal; labelSelector?: string; preconditions?: { resourceVersion?: string } };
+  const client = {
+    get: (_r: unknown, ref: ObjectRef, o: O = {}) => serve(o.signal, () => store.get(ref)),
+    list: (_r: unknown, o: O = {}) => serve(o.signal, () => ({ items: store.list(o.labelSelector ?? '') })),
+    create: (_r: unknown, l: Lease, o: O = {}) => serve(o.signal, () => store.create(l)),
+    update: (_r: unknown, l: Lease, o: O = {}) => serve(o.signal, () => store.update(l)),
+    delete: (_r: unknown, ref: ObjectRef, o: O = {}) => serve(o.signal, () => store.delete(ref.name, o.preconditions?.resourceVersion)),
+  };
+  return client as unknown as ShardLeaseClient;
+}
+
+class World {
+  readonly clock = new FakeClock(1_000);
+  readonly store = new LeaseStore();
+  /** Which replica's host runs each bucket now. */
+  readonly running = new Map<number, string>();
+  readonly violations: string[] = [];
+  /** When each replica's host started or stopped a bucket: [time, replica, bucket, what]. */
+  readonly log: [number, string, number, 'start' | 'stop' | 'lose'][] = [];
+
+  async advance(ms: number): Promise<void> {
+    for (let t = 0; t < ms; t += 50) {
+      this.clock.advance(50);
+      for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+    }
+  }
+}
+
+interface Replica {
+  readonly id: string;
+  readonly coordinator: ShardCoordinator;
+  readonly conn: { hang: boolean };
+  readonly stop: AbortController;
+  readonly done: Promise<void>;
+  readonly held: Set<number>;
+}
+
+function replica(world: World, id: string): Replica {
+  const conn = { hang: false };
+  const held = new Set<number>();
+  const never = new AbortController().signal;
+  const host: ShardHost = {
+    async acquire(b) {
+      const other = world.running.get(b);
+      if (other !== undefined && other !== id) world.violations.push(`${id} started bucket ${b} while ${other} ran it`);
+      world.running.set(b, id);
+      held.add(b);
+      world.log.push([world.clock.now(), id, b, 'start']);
+    },
+    async release(b) {
+      await sleep(DRAIN_MS, never, world.clock); // the drain of reconciles under way
+      if (world.running.get(b) === id) world.running.delete(b);
+      held.delete(b);
+      world.log.push([world.clock.now(), id, b, 'stop']);
+    },
+    lose() {
+      for (const b of held) {
+        if (world.running.get(b) === id) world.running.delete(b);
+        world.log.push([world.clock.now(), id, b, 'lose']);
+      }
+      held.clear();
+    },
+  };
+  const coordinator = new ShardCoordinator({
+    client: connection(world.store, conn),
+    namespace: NS,
+    ring: 'op',
+    identity: id,
+    host,
+    log: silentLogger,
+    clock: world.clock,
+    ...T,
+  });
+  const stop = new AbortController();
+  return { id, coordinator, conn, stop, held, done: coordinator.run(stop.signal) };
+}
+
+const holdings = (rs: readonly Replica[]) => rs.map((r) => r.coordinator.held.length);
+const covered = (rs: readonly Replica[]) => {
+  const all = rs.flatMap((r) => r.coordinator.held);
+  return all.length === SHARD_BUCKETS && new Set(all).size === SHARD_BUCKETS;
+};
+
+test('replicas split the buckets evenly; a join moves few; never two run one bucket', async () => {
+  const w = new World();
+  const rs = ['a', 'b', 'c'].map((id) => replica(w, id));
+  await w.advance(20_000);
+  assert.ok(covered(rs), `held: ${holdings(rs)}`);
+  assert.ok(holdings(rs).every((n) => n === 10 || n === 11), `${holdings(rs)}`);
+  const before = new Map(rs.flatMap((r) => r.coordinator.held.map((b) => [b, r.id] as const)));
+  const d = replica(w, 'd');
+  rs.push(d);
+  await w.advance(20_000);
+  assert.ok(covered(rs), `held: ${holdings(rs)}`);
+  assert.ok(holdings(rs).every((n) => n === 8), `${holdings(rs)}`);
+  const moved = [...before].filter(([b, id]) => !rs.find((r) => r.id === id)?.coordinator.held.includes(b)).length;
+  assert.ok(moved <= 12, `a join moved ${moved} buckets (8 must move)`);
+  assert.deepEqual(w.violations, []);
+  for (const r of rs) r.stop.abort();
+  await w.advance(5_000);
+  await Promise.all(rs.map((r) => r.done));
+  assert.equal(w.running.size, 0);
+  assert.equal(w.store.list('opkit.dev/shard-role=member').length, 0, 'members left');
+  assert.ok(w.store.list('opkit.dev/shard-role=shard').every((f) => f.spec?.holderIdentity === ''), 'fences freed');
+});
+
+test('a replica cut off stops at its renew deadline; the others take its buckets only after the lease duration', async () => {
+  const w = new World();
+  const rs = ['a', 'b', 'c'].map((id) => replica(w, id));
+  await w.advance(20_000);
+  const c = rs[2] as Replica;
+  const cBuckets = c.coordinator.held;
+  assert.ok(cBuckets.length > 0);
+  const lastRenew = w.clock.now();
+  c.conn.hang = true;
+  await w.advance(30_000);
+  const lost = w.log.filter(([, id, , what]) => id === 'c' && what === 'lose');
+  assert.equal(lost.length, cBuckets.length, 'c stopped every bucket');
+  const lostAt = Math.max(...lost.map(([t]) => t));
+  assert.ok(lostAt <= lastRenew + T.renewDeadlineMs, `c stopped ${lostAt - lastRenew} ms after its last renewal`);
+  const taken = w.log.filter(([t, id, b, what]) => id !== 'c' && what === 'start' && cBuckets.includes(b) && t > lastRenew);
+  assert.equal(new Set(taken.map(([, , b]) => b)).size, cBuckets.length, 'a and b took every bucket of c');
+  const firstTaken = Math.min(...taken.map(([t]) => t));
+  assert.ok(firstTaken >= lastRenew - T.retryPeriodMs * 1.2 + T.leaseDurationMs, `taken ${firstTaken - lastRenew} ms after`);
+  assert.ok(firstTaken > lostAt, 'c had stopped before anyone took its buckets');
+  assert.ok(covered(rs.slice(0, 2)));
+  c.conn.hang = false;
+  await w.advance(20_000);
+  assert.ok(covered(rs) && holdings(rs).every((n) => n >= 10), `c is back: ${holdings(rs)}`);
+  assert.deepEqual(w.violations, []);
+  for (const r of rs) r.stop.abort();
+  await w.advance(5_000);
+});
+
+test('a graceful stop drains, then frees each fence: the others take the buckets within a retry period', async () => {
+  const w = new World();
+  const rs = ['a', 'b', 'c'].map((id) => replica(w, id));
+  await w.advance(20_000);
+  const b = rs[1] as Replica;
+  const stoppedAt = w.clock.now();
+  b.stop.abort();
+  await w.advance(6_000);
+  await b.done;
+  assert.ok(covered([rs[0] as Replica, rs[2] as Replica]));
+  const last = Math.max(...w.log.filter(([, id, , what]) => id !== 'b' && what === 'start').map(([t]) => t));
+  assert.ok(last - stoppedAt <= DRAIN_MS + 2 * T.retryPeriodMs * 1.2, `taken ${last - stoppedAt} ms after the stop`);
+  assert.deepEqual(w.violations, []);
+  for (const r of rs) r.stop.abort();
+  await w.advance(5_000);
+});
+
+test('a fence taken by hand while held: the bucket stops at once; bad timings are refused', async () => {
+  const w = new World();
+  const a = replica(w, 'a');
+  await w.advance(6_000);
+  assert.equal(a.coordinator.held.length, SHARD_BUCKETS);
+  const fence = w.store.get({ name: 'op-shard-5' });
+  w.store.update({ ...fence, spec: { ...fence.spec, holderIdentity: 'intruder' } });
+  await w.advance(3_000);
+  assert.equal(a.coordinator.held.includes(5), false);
+  assert.equal(a.held.has(5), false);
+  a.stop.abort();
+  await w.advance(3_000);
+  assert.throws(
+    () => new ShardCoordinator({ client: connection(w.store, { hang: false }), namespace: NS, ring: 'x', identity: 'y', host: {} as ShardHost, log: silentLogger, leaseDurationMs: 5_000, renewDeadlineMs: 6_000 }),
+    /leaseDuration > renewDeadline/,
+  );
+});
