@@ -22,6 +22,9 @@ export function helpersTpl(name: string, webhooks: WebhookShape | undefined): st
 - --leader-election-namespace={{ . }}
 {{- end }}
 {{- end }}
+{{- if .Values.sharding.enabled }}
+- --sharding
+{{- end }}
 {{- if .Values.metrics.secure }}
 - --metrics-bind-address=:8443
 {{- else }}
@@ -41,9 +44,9 @@ export function helpersTpl(name: string, webhooks: WebhookShape | undefined): st
 {{- end -}}
 {{- end }}
 
-{{/* One replica without leader election: two would reconcile the same objects at once. */}}
+{{/* One replica without leader election or sharding: two would reconcile the same objects at once. */}}
 {{- define "${name}.replicas" -}}
-{{ ternary .Values.replicas 1 .Values.leaderElection.enabled }}
+{{ ternary .Values.replicas 1 (or .Values.leaderElection.enabled .Values.sharding.enabled) }}
 {{- end }}
 
 {{- define "${name}.metricsPort" -}}

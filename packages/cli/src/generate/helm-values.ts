@@ -79,8 +79,9 @@ export function valuesYaml(
   digest: ${JSON.stringify(image.digest)}
   pullPolicy: IfNotPresent
 
-# 2 replicas with leader election: a standby takes over within seconds when the leader stops. Without leader election
-# (leaderElection.enabled=false) the chart runs 1 replica whatever this says: two would reconcile the same objects.
+# 2 replicas with leader election: a standby takes over within seconds when the leader stops. With sharding every
+# replica works, each on its share of the objects. Without either (leaderElection.enabled=false and
+# sharding.enabled=false) the chart runs 1 replica whatever this says: two would reconcile the same objects.
 replicas: ${deployment?.spec?.replicas ?? 1}
 
 resources:
@@ -90,6 +91,11 @@ leaderElection:
   enabled: true
   # namespace of the Lease (and its Role); empty: the release's namespace
   namespace: ""
+
+# true: every replica runs the controllers, each on the objects of the buckets it holds (member and fence Leases in
+# leaderElection.namespace; a new object gets its bucket label); raise replicas to spread the load
+sharding:
+  enabled: false
 
 metrics:
   # true: HTTPS on 8443, each scrape authenticated by TokenReview and authorized by SubjectAccessReview (bind

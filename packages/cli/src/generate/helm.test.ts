@@ -72,6 +72,7 @@ test('the chart: CRDs under crds/, values for image, replicas, resources, leader
     'dist/chart/templates/leader_election.yaml',
     'dist/chart/templates/manager.yaml',
     'dist/chart/templates/rbac.yaml',
+    'dist/chart/templates/sharding.yaml',
     'dist/chart/values.yaml',
   ]);
   const chart = yaml.load(files.get('dist/chart/Chart.yaml') ?? '') as Record<string, string>;
@@ -90,6 +91,7 @@ test('the chart: CRDs under crds/, values for image, replicas, resources, leader
     replicas: 2,
     resources: { requests: { cpu: '50m', memory: '96Mi' }, limits: { cpu: '1', memory: '256Mi' } },
     leaderElection: { enabled: true, namespace: '' },
+    sharding: { enabled: false },
     metrics: { secure: true },
     logLevel: 'info',
   });
@@ -98,9 +100,14 @@ test('the chart: CRDs under crds/, values for image, replicas, resources, leader
   assert.match(manager, /^ {2}replicas: \{\{ include "gadget-operator\.replicas" \. \}\}$/m);
   assert.match(
     files.get('dist/chart/templates/_helpers.tpl') ?? '',
-    /ternary \.Values\.replicas 1 \.Values\.leaderElection\.enabled/,
-    'one replica without leader election',
+    /ternary \.Values\.replicas 1 \(or \.Values\.leaderElection\.enabled \.Values\.sharding\.enabled\)/,
+    'one replica without leader election or sharding',
   );
+  const sharding = files.get('dist/chart/templates/sharding.yaml') ?? '';
+  assert.match(sharding, /^\{\{- if \.Values\.sharding\.enabled \}\}/m, 'sharding RBAC only when sharded');
+  assert.match(sharding, /- list\n\s+- create\n\s+- update\n\s+- delete/);
+  assert.match(sharding, /namespace: \{\{ \.Values\.leaderElection\.namespace \| default \.Release\.Namespace \}\}/);
+  assert.match(files.get('dist/chart/templates/_helpers.tpl') ?? '', /if \.Values\.sharding\.enabled \}\}\n- --sharding/);
   assert.match(manager, /^ {10}args:\n\{\{- include "gadget-operator\.args" \. \| trim \| nindent 12 \}\}$/m);
   assert.match(manager, /^ {10}resources:\n\{\{- toYaml \.Values\.resources \| nindent 12 \}\}$/m);
   assert.doesNotMatch(manager, /gadget-system|OPKIT_SLOT/, 'no project namespace and no placeholder left');

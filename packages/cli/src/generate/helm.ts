@@ -7,9 +7,10 @@
  *   `<name>-metrics-reader` ClusterRole, the Deployment, the metrics Service; for a project with webhooks the webhook
  *   Service and configurations (webhook.yaml), cert-manager's Issuer and Certificate (certmanager.yaml) and the
  *   self-managed certificate mode's RBAC (selfmanaged.yaml); the ValidatingAdmissionPolicies and their bindings
- *   (policies.yaml); and every other object of the install (extra.yaml); each namespaced object in the release's
- *   namespace;
- * - `values.yaml`: the image, replicas, resources, leader election (on/off and the Lease's namespace), the metrics
+ *   (policies.yaml); sharding's RBAC (sharding.yaml, under `sharding.enabled`); and every other object of the install
+ *   (extra.yaml); each namespaced object in the release's namespace;
+ * - `values.yaml`: the image, replicas, resources, leader election (on/off and the Lease's namespace), sharding, the
+ *   metrics
  *   mode (`metrics.secure`: HTTPS with TokenReview + SubjectAccessReview on 8443, or plain HTTP on 8080) and the log
  *   level; for a project with webhooks also `certManager.enabled` (the Issuer and Certificate, the CA-injection
  *   annotations), `webhook.enabled` (the admission webhook configurations) and `webhook.certificates` (where the
@@ -41,6 +42,7 @@ import { type ImageParts, splitImage, valuesYaml, type WebhookShape, webhookShap
 import { guardedDocs, templateDocs } from './helm-yaml.ts';
 import { doc, GENERATED, installObjects, type LoadedApi, webhooksOf } from './manifests.ts';
 import { POLICY_KINDS } from './policies.ts';
+import { shardingRbacObjects } from './sharding.ts';
 import { selfManagedRbacObjects, webhookServiceName } from './webhooks.ts';
 
 export { type ImageParts, splitImage } from './helm-values.ts';
@@ -152,6 +154,10 @@ function templateFiles(
     const text = guardedDocs('.Values.leaderElection.enabled', leaderElection, false);
     files.set('templates/leader_election.yaml', HEADER + text);
   }
+  const sharding = shardingRbacObjects(p, apis).map((o) =>
+    isRoleOrBinding(o) ? leaderElectionTemplate(p, o) : inRelease(p, o),
+  );
+  files.set('templates/sharding.yaml', GUARDED_HEADER + guardedDocs('.Values.sharding.enabled', sharding));
   const validate = webhooks ? `{{- include "${name}.validate" . }}\n` : '';
   files.set('templates/manager.yaml', HEADER + validate + templateDocs(templates('manager')));
   const certManager = templates('certManager');

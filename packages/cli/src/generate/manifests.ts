@@ -5,7 +5,7 @@
  * controller's declared `permissions` (src/controllers/<kind>.ts) plus the manager's own (Events, the leader-election
  * Lease, the TokenReviews and SubjectAccessReviews of the secure /metrics endpoint), the `<name>-metrics-reader`
  * ClusterRole to bind Prometheus to, the manager Deployment (2 replicas, leader election, restricted pod security,
- * probes, HTTPS metrics on 8443) and kustomizations. Deterministic: the same code gives the same bytes, so `--check` can tell when files are stale.
+ * probes, HTTPS metrics on 8443), kustomizations, and config/sharding/ (a Component: what running sharded needs). Deterministic: the same code gives the same bytes, so `--check` can tell when files are stale.
  */
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -23,6 +23,7 @@ import { CliError } from '../errors.ts';
 import { lower } from '../project/names.ts';
 import { type ApiEntry, apiGroup, type Project } from '../project/project.ts';
 import { loadPolicies, POLICIES_FILE, policyFile, policyObjects } from './policies.ts';
+import { shardingComponent, shardingRbacObjects } from './sharding.ts';
 import {
   certManagerObjects,
   configurationObjects,
@@ -316,6 +317,8 @@ export function generatedFiles(p: Project, apis: readonly LoadedApi[]): Map<stri
   }
   const policies = policiesOf(apis);
   setPolicyFiles(files, policies, kustomization);
+  files.set('config/sharding/rbac.yaml', fromControllers + shardingRbacObjects(p, apis).map(doc).join('---\n'));
+  files.set('config/sharding/kustomization.yaml', GENERATED('the project') + doc(shardingComponent(p)));
   files.set('config/manager/kustomization.yaml', kustomization(['manager.yaml']));
   files.set(
     'config/default/kustomization.yaml',

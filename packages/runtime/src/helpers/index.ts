@@ -32,6 +32,7 @@ export {
   policyRules,
   type RbacManifests,
   rbacManifests,
+  shardingPermissions,
   type Verb,
 } from './rbac.ts';
 export { jsonEqual, updateStatusIfChanged } from './status.ts';

@@ -70,6 +70,18 @@ export function managerPermissions(leaderElection: boolean): Permission[] {
 }
 
 /**
+ * What a sharded manager needs besides `managerPermissions` (see docs/sharding.md): its member and fence Leases
+ * (`list` and `delete` too, in its namespace), and `patch` on each primary kind of its controllers, to give a new
+ * object its bucket label.
+ */
+export function shardingPermissions(primaryKinds: readonly Kind<KubeObject, unknown>[]): Permission[] {
+  return [
+    permission(Leases, ['get', 'list', 'create', 'update', 'delete'], { scope: 'namespace' }),
+    ...primaryKinds.map((k) => permission(k, ['patch'])),
+  ];
+}
+
+/**
  * What a manager serving /metrics securely needs (the default, see manager/metricsserving.ts): `create` on
  * TokenReviews and SubjectAccessReviews, to authenticate and authorize each scrape.
  */

@@ -8,6 +8,9 @@
 - --leader-election-namespace={{ . }}
 {{- end }}
 {{- end }}
+{{- if .Values.sharding.enabled }}
+- --sharding
+{{- end }}
 {{- if .Values.metrics.secure }}
 - --metrics-bind-address=:8443
 {{- else }}
@@ -27,9 +30,9 @@
 {{- end -}}
 {{- end }}
 
-{{/* One replica without leader election: two would reconcile the same objects at once. */}}
+{{/* One replica without leader election or sharding: two would reconcile the same objects at once. */}}
 {{- define "appservice-operator.replicas" -}}
-{{ ternary .Values.replicas 1 .Values.leaderElection.enabled }}
+{{ ternary .Values.replicas 1 (or .Values.leaderElection.enabled .Values.sharding.enabled) }}
 {{- end }}
 
 {{- define "appservice-operator.metricsPort" -}}
