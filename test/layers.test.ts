@@ -103,7 +103,7 @@ const RUNTIME_LAYERS: readonly (readonly string[])[] = [
   ['cache'],
   ['helpers'],
   ['controller'],
-  ['webhook', 'policy'],
+  ['webhook', 'policy', 'sharding'],
   ['manager'],
   ['testing'],
   ['index.ts'],

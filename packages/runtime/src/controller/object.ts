@@ -72,8 +72,8 @@ import { UsageError } from '../errors.ts';
 import type { EventOptions } from '../helpers/events.ts';
 import { finalizer } from '../helpers/finalizers.ts';
 import { controllerOf, OwnerReferenceError, setControllerReference } from '../helpers/ownerrefs.ts';
+import { SHARD_LABEL } from '../helpers/shardlabel.ts';
 import { type StatusOf, updateStatusIfChanged } from '../helpers/status.ts';
-import { SHARD_LABEL } from '../sharding/ring.ts';
 import type { ReconcileContext, ReconcileEvents, ReconcileRequest, Reconciler, Result } from './reconcile.ts';
 
 export type { StatusOf } from '../helpers/status.ts';

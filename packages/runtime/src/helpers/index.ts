@@ -2,9 +2,11 @@
  * @module @opkit/runtime/helpers
  * Building blocks an object-first reconciler's context already applies for you, for request-based reconcilers and
  * other code: Events, finalizers, owner references (`controllerOf`, `setControllerReference`, …) and adoption
- * (`claimChildren`, `ClaimError`), RBAC manifests from permissions, status written only on change. The condition
+ * (`claimChildren`, `ClaimError`), RBAC manifests from permissions (`shardingPermissions` too), a sharded owner's label
+ * for children written by hand (`shardLabelsOf`), status written only on change. The condition
  * helpers and `permission` live, all of them, in `@opkit/runtime`.
  */
+
 export { ClaimError, type ClaimErrorCode, type ClaimOptions, type ClaimResult, claimChildren } from './claim.ts';
 export {
   type EventObjectReference,
@@ -35,4 +37,5 @@ export {
   shardingPermissions,
   type Verb,
 } from './rbac.ts';
+export { SHARD_LABEL, shardLabelsOf } from './shardlabel.ts';
 export { jsonEqual, updateStatusIfChanged } from './status.ts';

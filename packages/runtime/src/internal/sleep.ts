@@ -2,7 +2,7 @@
  * @module internal/sleep
  * An abortable sleep that never rejects: it resolves after `ms`, or as soon as `signal` aborts (then early), and
  * leaves no timer or listener behind either way. Timers come from an injectable source (a test's fake clock), by
- * default Node's own. `withTimeout` bounds a call by a timer of such a source.
+ * default Node's own. `withTimeout` bounds a call by a timer of such a source; `within(work, ms)` tells whether work settled in time.
  */
 
 /** Where timers come from (the work queue's `Clock` fits). */
@@ -50,4 +50,18 @@ export async function withTimeout<T>(
   } finally {
     timer.cancel();
   }
+}
+
+/** True when `work` settles within `ms`, false if the time ran out first (the work goes on, unawaited). */
+export async function within(work: Promise<unknown>, ms: number): Promise<boolean> {
+  const cap = new AbortController();
+  const settled = await Promise.race([
+    work.then(
+      () => true,
+      () => true,
+    ),
+    sleep(ms, cap.signal).then(() => false),
+  ]);
+  cap.abort();
+  return settled;
 }

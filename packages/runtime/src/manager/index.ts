@@ -15,6 +15,7 @@ export {
   type LogLevel,
   silentLogger,
 } from '../logger.ts';
+export type { ShardingSettings } from '../sharding/sharded.ts';
 export { VERSION } from '../version.ts';
 export { type LeaderCallbacks, type LeaderElectionOptions, LeaderElector, microTime } from './leader.ts';
 export type { LeaderElectionSettings, Runnable } from './manager.ts';

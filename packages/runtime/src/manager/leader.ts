@@ -23,9 +23,11 @@ import { type Lease, Leases } from '../client/builtins.ts';
 import type { Client } from '../client/client.ts';
 import { isApiError } from '../client/errors.ts';
 import { UsageError } from '../errors.ts';
+import { microTime } from '../internal/microtime.ts';
 import { nodeTimers, sleep } from '../internal/sleep.ts';
 import type { Logger } from '../logger.ts';
 import type { Clock } from '../workqueue/index.ts';
+import type { LeaderElectionSettings } from './options.ts';
 
 /** What leader election needs of a client. */
 export type LeaseClient = Pick<Client, 'get' | 'create' | 'update'>;
@@ -67,10 +69,7 @@ export interface LeaderCallbacks {
   onNewLeader?(identity: string): void;
 }
 
-/** RFC 3339 with microseconds, as the API's MicroTime requires. */
-export function microTime(date: Date): string {
-  return date.toISOString().replace(/Z$/, '000Z');
-}
+export { microTime } from '../internal/microtime.ts';
 
 /** client-go's JitterFactor: the retry period is stretched by up to this much, and must fit the renew deadline. */
 const JITTER = 1.2;
@@ -284,4 +283,28 @@ export class LeaderElector {
     this.#lastLeader = identity;
     callbacks.onNewLeader?.(identity);
   }
+}
+
+/**
+ * The elector of a manager's `leaderElection` settings, and its Lease: `<name>-leader` in $POD_NAMESPACE (else the
+ * client's namespace) unless the settings say otherwise; `defaults.identity` unless they name one.
+ */
+export function electorFor(
+  le: LeaderElectionSettings,
+  defaults: { readonly client: Client; readonly name: string; readonly log: Logger; readonly identity: string },
+): { elector: LeaderElector; lease: { readonly namespace: string; readonly name: string } } {
+  const lease = {
+    namespace: le.namespace ?? process.env.POD_NAMESPACE ?? defaults.client.defaultNamespace,
+    name: le.leaseName ?? `${defaults.name}-leader`,
+  };
+  const elector = new LeaderElector({
+    client: defaults.client,
+    ...lease,
+    identity: le.identity ?? defaults.identity,
+    log: defaults.log.child({ component: 'leader-election' }),
+    ...(le.leaseDurationMs ? { leaseDurationMs: le.leaseDurationMs } : {}),
+    ...(le.renewDeadlineMs ? { renewDeadlineMs: le.renewDeadlineMs } : {}),
+    ...(le.retryPeriodMs ? { retryPeriodMs: le.retryPeriodMs } : {}),
+  });
+  return { elector, lease };
 }

@@ -20,14 +20,14 @@
 import type { Cache } from '../cache/cache.ts';
 import { CacheError } from '../cache/cache.ts';
 import type { EventRecorder } from '../helpers/events.ts';
-import { sleep } from '../internal/sleep.ts';
+import { sleep, within } from '../internal/sleep.ts';
 import type { Logger } from '../logger.ts';
 import type { Metrics } from '../metrics.ts';
 import { detachedFromTrace } from '../tracing/spans.ts';
 import type { ManagerEndpoints } from './endpoints.ts';
 import { ManagerError } from './errors.ts';
 import type { LeaderElector } from './leader.ts';
-import { isServing, type Runnable, RunnableGroup, within } from './runnables.ts';
+import { isServing, type Runnable, RunnableGroup } from './runnables.ts';
 
 /** How long past the drain time a graceful stop still waits for runnables to return. */
 export const DRAIN_MARGIN_MS = 1_000;

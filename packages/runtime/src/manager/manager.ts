@@ -8,7 +8,8 @@
  * Lease when leader election is on → run the controllers while leading. `/readyz` passes once every informer has
  * synced.
  *
- * An apiserver that cannot be reached for 30 s at start is fatal too (`ApiUnreachable`).
+ * An apiserver that cannot be reached for 30 s at start is fatal too (`ApiUnreachable`). With `sharding` on, the
+ * controllers run on every replica, each reconciling and caching the buckets it holds (sharding/sharded.ts).
  *
  * A graceful stop (the signal aborts, or SIGTERM/SIGINT under `run()`) goes in phases, as controller-runtime's, that
  * share a budget of twice `gracefulShutdownTimeoutMs` (2 s) plus 1 s (only the Lease release, whose requests have
@@ -51,15 +52,15 @@ import { UsageError } from '../errors.ts';
 import { EventRecorder } from '../helpers/events.ts';
 import { createLogger, type Logger } from '../logger.ts';
 import { Metrics } from '../metrics.ts';
-import { Sharding, shardIdentity } from '../sharding/sharded.ts';
+import { Sharding } from '../sharding/sharded.ts';
 import { FileCertificates } from '../tls/sources.ts';
 import { WebhookServer } from '../webhook/server.ts';
 import { ManagerEndpoints } from './endpoints.ts';
 import { ManagerError } from './errors.ts';
 import { StoppedHooks } from './hooks.ts';
-import { LeaderElector } from './leader.ts';
-import { type Lease, Lifecycle } from './lifecycle.ts';
-import type { LeaderElectionSettings, ManagerOptions } from './options.ts';
+import { electorFor, type LeaderElector } from './leader.ts';
+import { Lifecycle } from './lifecycle.ts';
+import type { ManagerOptions } from './options.ts';
 import type { Runnable } from './runnables.ts';
 import { checkServed, DEFAULT_API_REACHABLE_TIMEOUT_MS } from './served.ts';
 import { type Check, CheckSet } from './server.ts';
@@ -123,17 +124,9 @@ export class Manager {
     });
     if (options.sharding?.enabled) {
       this.#sharding = new Sharding({
-        settings: options.sharding,
-        ring: options.sharding.name ?? options.name,
-        namespace: options.sharding.namespace ?? process.env.POD_NAMESPACE ?? this.client.defaultNamespace,
-        identity: options.sharding.identity ?? shardIdentity(instanceName()),
-        client: this.client,
-        cache: this.cache,
-        log: this.log,
-        metrics: this.metrics,
-        events: this.eventRecorder(),
-        drainMs: this.#drainMs,
-        controllers: () => this.#controllers,
+        ...{ settings: options.sharding, managerName: options.name, instance: instanceName(), drainMs: this.#drainMs },
+        ...{ defaultNamespace: this.client.defaultNamespace, client: this.client, cache: this.cache, log: this.log },
+        ...{ metrics: this.metrics, events: this.eventRecorder(), controllers: () => this.#controllers },
       });
       this.add(this.#sharding);
     }
@@ -350,7 +343,10 @@ export class Manager {
     run.startAll();
     const le = this.#o.leaderElection;
     if (le?.enabled) {
-      const { elector, lease } = this.#newElector(le);
+      const { elector, lease } = electorFor(le, {
+        ...{ client: this.client, name: this.name, log: this.log },
+        identity: `${instanceName()}_${randomUUID()}`,
+      });
       this.#elector = elector;
       run.campaign(elector, lease);
     } else {
@@ -358,23 +354,6 @@ export class Manager {
     }
     await run.untilStopped();
     return true;
-  }
-
-  #newElector(le: LeaderElectionSettings): { elector: LeaderElector; lease: Lease } {
-    const lease = {
-      namespace: le.namespace ?? process.env.POD_NAMESPACE ?? this.client.defaultNamespace,
-      name: le.leaseName ?? `${this.name}-leader`,
-    };
-    const elector = new LeaderElector({
-      client: this.client,
-      ...lease,
-      identity: le.identity ?? `${instanceName()}_${randomUUID()}`,
-      log: this.log.child({ component: 'leader-election' }),
-      ...(le.leaseDurationMs ? { leaseDurationMs: le.leaseDurationMs } : {}),
-      ...(le.renewDeadlineMs ? { renewDeadlineMs: le.renewDeadlineMs } : {}),
-      ...(le.retryPeriodMs ? { retryPeriodMs: le.retryPeriodMs } : {}),
-    });
-    return { elector, lease };
   }
 
   /**

@@ -5,10 +5,9 @@
  *
  * Guarantees: a group's runnables all see their signal abort when the group stops or when the signal the group was
  * made with aborts; each rejection goes to the group's `onError` (with the signal that runnable ran under), once;
- * `done()` waits for the runnables started so far; `within(work, ms)` bounds any such wait by `ms`.
+ * `done()` waits for the runnables started so far (`within(work, ms)`, in internal/sleep.ts, bounds such a wait).
  */
 
-import { sleep } from '../internal/sleep.ts';
 import { detachedFromTrace } from '../tracing/spans.ts';
 import { WebhookServer } from '../webhook/server.ts';
 
@@ -38,20 +37,6 @@ export interface Runnable {
 /** It serves calls routed to this replica (a webhook server): started on every replica, stopped last. */
 export function isServing(r: Runnable): boolean {
   return r instanceof WebhookServer || r.serves === true;
-}
-
-/** True when `work` settles within `ms`, false if the time ran out first (the work goes on, unawaited). */
-export async function within(work: Promise<unknown>, ms: number): Promise<boolean> {
-  const cap = new AbortController();
-  const settled = await Promise.race([
-    work.then(
-      () => true,
-      () => true,
-    ),
-    sleep(ms, cap.signal).then(() => false),
-  ]);
-  cap.abort();
-  return settled;
 }
 
 /** What a group does with a runnable's rejection: `signal` is the one that runnable ran under. */

@@ -40,13 +40,15 @@ class LeaseStore {
   update(l: Lease): Lease {
     const cur = this.items.get(l.metadata.name ?? '');
     if (!cur) throw new ApiError('NotFound', 'not found', { status: 404 });
-    if (cur.metadata.resourceVersion !== l.metadata.resourceVersion) throw new ApiError('Conflict', 'modified', { status: 409 });
+    if (cur.metadata.resourceVersion !== l.metadata.resourceVersion)
+      throw new ApiError('Conflict', 'modified', { status: 409 });
     return this.#write(l);
   }
   delete(name: string, rv?: string): void {
     const cur = this.items.get(name);
     if (!cur) throw new ApiError('NotFound', 'not found', { status: 404 });
-    if (rv !== undefined && cur.metadata.resourceVersion !== rv) throw new ApiError('Conflict', 'modified', { status: 409 });
+    if (rv !== undefined && cur.metadata.resourceVersion !== rv)
+      throw new ApiError('Conflict', 'modified', { status: 409 });
     this.items.delete(name);
   }
   #write(l: Lease): Lease {
@@ -77,7 +79,8 @@ function connection(store: LeaseStore, state: { hang: boolean }): ShardLeaseClie
     list: (_r: unknown, o: O = {}) => serve(o.signal, () => ({ items: store.list(o.labelSelector ?? '') })),
     create: (_r: unknown, l: Lease, o: O = {}) => serve(o.signal, () => store.create(l)),
     update: (_r: unknown, l: Lease, o: O = {}) => serve(o.signal, () => store.update(l)),
-    delete: (_r: unknown, ref: ObjectRef, o: O = {}) => serve(o.signal, () => store.delete(ref.name, o.preconditions?.resourceVersion)),
+    delete: (_r: unknown, ref: ObjectRef, o: O = {}) =>
+      serve(o.signal, () => store.delete(ref.name, o.preconditions?.resourceVersion)),
   };
   return client as unknown as ShardLeaseClient;
 }
@@ -159,13 +162,19 @@ test('replicas split the buckets evenly; a join moves few; never two run one buc
   const rs = ['a', 'b', 'c'].map((id) => replica(w, id));
   await w.advance(20_000);
   assert.ok(covered(rs), `held: ${holdings(rs)}`);
-  assert.ok(holdings(rs).every((n) => n === 10 || n === 11), `${holdings(rs)}`);
+  assert.ok(
+    holdings(rs).every((n) => n === 10 || n === 11),
+    `${holdings(rs)}`,
+  );
   const before = new Map(rs.flatMap((r) => r.coordinator.held.map((b) => [b, r.id] as const)));
   const d = replica(w, 'd');
   rs.push(d);
   await w.advance(20_000);
   assert.ok(covered(rs), `held: ${holdings(rs)}`);
-  assert.ok(holdings(rs).every((n) => n === 8), `${holdings(rs)}`);
+  assert.ok(
+    holdings(rs).every((n) => n === 8),
+    `${holdings(rs)}`,
+  );
   const moved = [...before].filter(([b, id]) => !rs.find((r) => r.id === id)?.coordinator.held.includes(b)).length;
   assert.ok(moved <= 12, `a join moved ${moved} buckets (8 must move)`);
   assert.deepEqual(w.violations, []);
@@ -174,7 +183,10 @@ test('replicas split the buckets evenly; a join moves few; never two run one buc
   await Promise.all(rs.map((r) => r.done));
   assert.equal(w.running.size, 0);
   assert.equal(w.store.list('opkit.dev/shard-role=member').length, 0, 'members left');
-  assert.ok(w.store.list('opkit.dev/shard-role=shard').every((f) => f.spec?.holderIdentity === ''), 'fences freed');
+  assert.ok(
+    w.store.list('opkit.dev/shard-role=shard').every((f) => f.spec?.holderIdentity === ''),
+    'fences freed',
+  );
 });
 
 test('a replica cut off stops at its renew deadline; the others take its buckets only after the lease duration', async () => {
@@ -191,10 +203,15 @@ test('a replica cut off stops at its renew deadline; the others take its buckets
   assert.equal(lost.length, cBuckets.length, 'c stopped every bucket');
   const lostAt = Math.max(...lost.map(([t]) => t));
   assert.ok(lostAt <= lastRenew + T.renewDeadlineMs, `c stopped ${lostAt - lastRenew} ms after its last renewal`);
-  const taken = w.log.filter(([t, id, b, what]) => id !== 'c' && what === 'start' && cBuckets.includes(b) && t > lastRenew);
+  const taken = w.log.filter(
+    ([t, id, b, what]) => id !== 'c' && what === 'start' && cBuckets.includes(b) && t > lastRenew,
+  );
   assert.equal(new Set(taken.map(([, , b]) => b)).size, cBuckets.length, 'a and b took every bucket of c');
   const firstTaken = Math.min(...taken.map(([t]) => t));
-  assert.ok(firstTaken >= lastRenew - T.retryPeriodMs * 1.2 + T.leaseDurationMs, `taken ${firstTaken - lastRenew} ms after`);
+  assert.ok(
+    firstTaken >= lastRenew - T.retryPeriodMs * 1.2 + T.leaseDurationMs,
+    `taken ${firstTaken - lastRenew} ms after`,
+  );
   assert.ok(firstTaken > lostAt, 'c had stopped before anyone took its buckets');
   assert.ok(covered(rs.slice(0, 2)));
   c.conn.hang = false;
@@ -235,7 +252,17 @@ test('a fence taken by hand while held: the bucket stops at once; bad timings ar
   a.stop.abort();
   await w.advance(3_000);
   assert.throws(
-    () => new ShardCoordinator({ client: connection(w.store, { hang: false }), namespace: NS, ring: 'x', identity: 'y', host: {} as ShardHost, log: silentLogger, leaseDurationMs: 5_000, renewDeadlineMs: 6_000 }),
+    () =>
+      new ShardCoordinator({
+        client: connection(w.store, { hang: false }),
+        namespace: NS,
+        ring: 'x',
+        identity: 'y',
+        host: {} as ShardHost,
+        log: silentLogger,
+        leaseDurationMs: 5_000,
+        renewDeadlineMs: 6_000,
+      }),
     /leaseDuration > renewDeadline/,
   );
 });

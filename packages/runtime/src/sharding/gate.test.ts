@@ -3,7 +3,9 @@ import { test } from 'node:test';
 import type { KubeObject } from '../client/resource.ts';
 import { ShardGate } from './gate.ts';
 
-const inBucket = (b: number | string): KubeObject => ({ metadata: { name: 'x', labels: { 'opkit.dev/shard': String(b) } } });
+const inBucket = (b: number | string): KubeObject => ({
+  metadata: { name: 'x', labels: { 'opkit.dev/shard': String(b) } },
+});
 
 test('only requests of active buckets are admitted; a hand-off waits for those under way, and can abort them', async () => {
   const gate = new ShardGate();

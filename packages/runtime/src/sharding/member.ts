@@ -9,9 +9,9 @@
 import { type Lease, Leases } from '../client/builtins.ts';
 import { isApiError } from '../client/errors.ts';
 import { messageOf } from '../errors.ts';
+import { microTime } from '../internal/microtime.ts';
 import { withTimeout } from '../internal/sleep.ts';
 import type { Logger } from '../logger.ts';
-import { microTime } from '../manager/leader.ts';
 import type { Clock } from '../workqueue/index.ts';
 import type { ShardLeaseClient } from './coordinator.ts';
 import { RING_LABEL, ROLE_LABEL } from './labels.ts';

@@ -56,5 +56,6 @@ test('names that differ only at the end spread over the buckets (the hash is mix
 test('a label names a bucket only as a canonical number below 32', () => {
   assert.equal(bucketOfLabel('0'), 0);
   assert.equal(bucketOfLabel('31'), 31);
-  for (const bad of [undefined, '', '32', '007', '-1', '1.0', ' 1', 'x', '99']) assert.equal(bucketOfLabel(bad), undefined);
+  for (const bad of [undefined, '', '32', '007', '-1', '1.0', ' 1', 'x', '99'])
+    assert.equal(bucketOfLabel(bad), undefined);
 });

@@ -14,11 +14,9 @@
  * the same owners, whatever order it saw them in.
  */
 
-/** How many buckets objects are spread over: fixed, as the label on every object names one. */
-export const SHARD_BUCKETS = 32;
+import { SHARD_BUCKETS } from '../helpers/shardlabel.ts';
 
-/** The label naming an object's bucket (`"0"` … `"31"`); children carry their controller owner's. */
-export const SHARD_LABEL = 'opkit.dev/shard';
+export { ALL_BUCKET_VALUES, bucketOfLabel, SHARD_BUCKETS, SHARD_LABEL, shardLabelsOf } from '../helpers/shardlabel.ts';
 
 const FNV_OFFSET = 0xcbf29ce484222325n;
 const FNV_PRIME = 0x100000001b3n;
@@ -45,16 +43,6 @@ export function bucketOf(shardKey: string): number {
   return Number(mix64(fnv1a64(shardKey)) >> 59n);
 }
 
-/** The bucket a label value names, or undefined when it names none (missing, not a number, out of range). */
-export function bucketOfLabel(value: string | undefined): number | undefined {
-  if (value === undefined || !/^(0|[1-9][0-9]?)$/.test(value)) return undefined;
-  const n = Number(value);
-  return n < SHARD_BUCKETS ? n : undefined;
-}
-
-/** Every bucket's label value, for a selector (`opkit.dev/shard notin (0,…,31)` finds objects without a valid one). */
-export const ALL_BUCKET_VALUES: readonly string[] = Array.from({ length: SHARD_BUCKETS }, (_, b) => String(b));
-
 /**
  * The owner of each bucket (index = bucket) among `members` (identities), or an empty array when there are none:
  * rendezvous hashing with bounded loads (see the module comment). Each member may own ⌊buckets / members⌋ buckets, and
@@ -70,9 +58,7 @@ export function assignBuckets(members: readonly string[], buckets = SHARD_BUCKET
   for (const m of byHash.slice(0, extra)) room.set(m, (room.get(m) ?? 0) + 1);
   const owners: string[] = [];
   for (let b = 0; b < buckets; b++) {
-    const ranked = unique
-      .map((m) => ({ m, s: score(`${b}\u0000${m}`) }))
-      .sort((x, y) => compare(x.s, y.s, x.m, y.m));
+    const ranked = unique.map((m) => ({ m, s: score(`${b}\u0000${m}`) })).sort((x, y) => compare(x.s, y.s, x.m, y.m));
     const pick = ranked.find((r) => (room.get(r.m) ?? 0) > 0) ?? ranked[0];
     if (!pick) continue;
     owners.push(pick.m);

@@ -24,14 +24,16 @@ import { type Kind, type KubeObject, metadataOnly, resourceId } from '../client/
 import type { Controller } from '../controller/controller.ts';
 import { messageOf } from '../errors.ts';
 import type { EventRecorder } from '../helpers/events.ts';
+import { within } from '../internal/sleep.ts';
 import type { Logger } from '../logger.ts';
-import { DRAIN_MARGIN_MS } from '../manager/lifecycle.ts';
-import { within } from '../manager/runnables.ts';
 import type { Metrics } from '../metrics.ts';
 import { LOW_PRIORITY } from '../workqueue/index.ts';
 import { ShardCoordinator, type ShardHost } from './coordinator.ts';
 import { ShardGate } from './gate.ts';
 import { ALL_BUCKET_VALUES, bucketOf, SHARD_LABEL } from './ring.ts';
+
+/** How long past the abort a hand-off waits for reconciles to return (their requests have aborted). */
+const ABORT_MARGIN_MS = 1_000;
 
 /** Sharding: every replica active, each on a share of the objects (see docs/sharding.md). */
 export interface ShardingSettings {
@@ -59,9 +61,12 @@ export interface ShardingSettings {
 /** What a manager's sharding is made with. */
 export interface ShardingParts {
   readonly settings: ShardingSettings;
-  readonly ring: string;
-  readonly namespace: string;
-  readonly identity: string;
+  /** The manager's name: the ring's, unless the settings name one. */
+  readonly managerName: string;
+  /** The Leases' namespace unless the settings or $POD_NAMESPACE name one (the client's). */
+  readonly defaultNamespace: string;
+  /** This replica's instance name (`$POD_NAME` or the hostname), the start of its identity. */
+  readonly instance: string;
   readonly client: Client;
   readonly cache: Cache;
   readonly log: Logger;
@@ -91,6 +96,9 @@ export class Sharding implements ShardHost {
   readonly coordinator: ShardCoordinator;
   readonly #p: ShardingParts;
   readonly #log: Logger;
+  readonly #ring: string;
+  readonly #namespace: string;
+  readonly #identity: string;
   readonly #labellers: Informer<KubeObject>[] = [];
   readonly #metrics: ReturnType<typeof shardSeries>;
 
@@ -99,11 +107,14 @@ export class Sharding implements ShardHost {
     this.#log = parts.log.child({ component: 'sharding' });
     this.#metrics = shardSeries(parts.metrics);
     const s = parts.settings;
+    this.#ring = s.name ?? parts.managerName;
+    this.#namespace = s.namespace ?? process.env.POD_NAMESPACE ?? parts.defaultNamespace;
+    this.#identity = s.identity ?? shardIdentity(parts.instance);
     this.coordinator = new ShardCoordinator({
       client: parts.client,
-      namespace: parts.namespace,
-      ring: parts.ring,
-      identity: parts.identity,
+      namespace: this.#namespace,
+      ring: this.#ring,
+      identity: this.#identity,
       host: this,
       log: this.#log,
       ...(s.leaseDurationMs ? { leaseDurationMs: s.leaseDurationMs } : {}),
@@ -144,7 +155,7 @@ export class Sharding implements ShardHost {
         'sharding: hand-off: aborting reconciles past the drain time',
       );
       ctl?.abort(new DOMException('the bucket is handed off', 'AbortError'));
-      await within(this.gate.drained(bucket), DRAIN_MARGIN_MS);
+      await within(this.gate.drained(bucket), ABORT_MARGIN_MS);
     }
     await Promise.all(this.#p.cache.partitioned().map((i) => i.removePartition(String(bucket))));
   }
@@ -235,13 +246,14 @@ export class Sharding implements ShardHost {
 
   #observer() {
     const m = this.#metrics;
-    const { events, namespace, ring } = this.#p;
+    const { events } = this.#p;
+    const [namespace, ring] = [this.#namespace, this.#ring];
     const fence = (b: number) => ({
       apiVersion: 'coordination.k8s.io/v1',
       kind: 'Lease',
       metadata: { namespace, name: `${ring}-shard-${b}` },
     });
-    const me = this.#p.identity;
+    const me = this.#identity;
     return {
       round: (held: number, members: number) => {
         m.buckets.set({}, held);
