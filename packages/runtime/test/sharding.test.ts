@@ -191,4 +191,69 @@ describe('sharding between managers', () => {
     assert.deepEqual(overlaps(), []);
     assert.ok(spans.length >= 72);
   });
+
+  test('started on objects made before it was sharded: owners and children get their bucket, no child is made twice', async () => {
+    for (const name of ['a', 'c']) {
+      const r = replicas.get(name);
+      r?.stop.abort();
+      await r?.run;
+    }
+    const owners = [];
+    for (let i = 0; i < 6; i++) {
+      const labels = i === 0 ? { [SHARD_LABEL]: 'bogus' } : {};
+      const w = await client.create(Widgets, {
+        metadata: { name: `m-${i}`, namespace: NS, labels },
+        spec: { color: 'green' },
+      });
+      owners.push(w);
+      await client.create(ConfigMaps, {
+        metadata: {
+          name: `m-${i}-made-before`,
+          namespace: NS,
+          ownerReferences: [
+            {
+              apiVersion: 'test.opkit.dev/v1',
+              kind: 'Widget',
+              name: w.metadata.name ?? '',
+              uid: w.metadata.uid ?? '',
+              controller: true,
+            },
+          ],
+        },
+        data: { color: 'green' },
+      });
+    }
+    await replica('d');
+    await waitFor('d to hold every bucket', async () => held('d').length === SHARD_BUCKETS, 20_000);
+    await waitFor(
+      'every Widget labelled, its child too, none made twice',
+      async () => {
+        const widgets = (await client.list(Widgets, { namespace: NS })).items.filter((w) =>
+          w.metadata.name?.startsWith('m-'),
+        );
+        const children = (await client.list(ConfigMaps, { namespace: NS })).items.filter((c) =>
+          c.metadata.name?.startsWith('m-'),
+        );
+        return (
+          widgets.length === 6 &&
+          children.length === 6 &&
+          widgets.every((w) => {
+            const label = w.metadata.labels?.[SHARD_LABEL];
+            const child = children.find((c) => c.metadata.ownerReferences?.[0]?.uid === w.metadata.uid);
+            return label !== undefined && label !== 'bogus' && child?.metadata.labels?.[SHARD_LABEL] === label;
+          })
+        );
+      },
+      30_000,
+    );
+    const reconciled = () =>
+      new Set(spans.filter((s) => s.replica === 'd' && s.key.startsWith(`${NS}/m-`)).map((s) => s.key));
+    await waitFor('d to reconcile them', async () => reconciled().size === 6, 30_000);
+    await new Promise((r) => setTimeout(r, 1_000));
+    const children = (await client.list(ConfigMaps, { namespace: NS })).items.filter((c) =>
+      c.metadata.name?.startsWith('m-'),
+    );
+    assert.equal(children.length, 6, 'no child made twice');
+    assert.deepEqual(overlaps(), []);
+  });
 });

@@ -189,19 +189,28 @@ export class Cache {
 
   /**
    * Caches `r` by partition: only the objects whose `label` has a value added with `informer(r).addPartition(value)`,
-   * each value listed and watched apart (sharding uses it). Before the resource's informer is first used, or with the
-   * same label; else a `CacheError` (`InvalidOptions`).
+   * each value listed and watched apart (sharding uses it). Before the resource's informer starts (an index added
+   * before is kept), with one label; else a `CacheError` (`InvalidOptions`).
    */
   partition<T extends KubeObject>(r: Kind<T>, label: string): void {
     const key = informerKey(r);
     const existing = this.#informers.get(key);
     if (this.#partitioned.get(key) === label) return;
-    if (existing || this.#partitioned.has(key))
+    if (this.#partitioned.has(key) || existing?.running)
       throw new CacheError(
         'InvalidOptions',
-        `${key}: it is cached ${existing?.partitionLabel ? `by the label ${existing.partitionLabel}` : 'whole'} already, so it cannot be partitioned by ${label} (a sharded controller's kinds cannot be watched whole by another)`,
+        `${key}: it is cached ${existing?.partitionLabel ? `by the label ${existing.partitionLabel}` : 'whole'} and running already, so it cannot be partitioned by ${label} (build sharded controllers before the cache starts)`,
       );
+    existing?.partitionBy(label);
     this.#partitioned.set(key, label);
+  }
+
+  /** The namespaces the cache watches `r` in (by its own settings or the cache's); undefined: all of them. */
+  namespacesOf(r: Kind): readonly string[] | undefined {
+    if (!r.namespaced) return undefined;
+    const per = this.#options.byResource?.[resourceId(r)];
+    const o = per?.namespace !== undefined || per?.namespaces !== undefined ? per : this.#options;
+    return o?.namespaces ?? (o?.namespace !== undefined ? [o.namespace] : undefined);
   }
 
   /** The informers that cache by partition. */

@@ -62,11 +62,11 @@ export class Informer<T extends KubeObject> {
   readonly resource: Kind<T>;
   /** The objects as last listed and watched, with the default indexes `namespace`, `owner` and `controller`. */
   readonly store: Store<T>;
-  readonly #reflectors: Reflector<T>[];
+  #reflectors: Reflector<T>[];
   /** Partitions by label value (a partitioned informer's reflectors). */
   readonly #partitions = new Map<string, Partition<T>>();
   readonly #newReflector: (namespace: string | undefined, partition?: string) => Reflector<T>;
-  readonly #partitionLabel: string | undefined;
+  #partitionLabel: string | undefined;
   #signal: AbortSignal | undefined;
   /** The namespaces watched, when the informer watches some but not all. */
   readonly namespaces: readonly string[] | undefined;
@@ -130,6 +130,21 @@ export class Informer<T extends KubeObject> {
   /** The label a partitioned informer caches by, or undefined. */
   get partitionLabel(): string | undefined {
     return this.#partitionLabel;
+  }
+
+  /**
+   * Makes an informer that has not started cache by partition of `label` (as the option `partitionLabel`): it drops
+   * its whole-resource list and watch. A `UsageError` (`InvalidArgument`) once started, or partitioned by another.
+   */
+  partitionBy(label: string): void {
+    if (this.#partitionLabel === label) return;
+    if (this.running || this.#partitionLabel !== undefined)
+      throw new UsageError(
+        'InvalidArgument',
+        `${resourceId(this.resource)}: partition it before it starts, by one label`,
+      );
+    this.#partitionLabel = label;
+    this.#reflectors = [];
   }
 
   /** The partitions cached (label values). */

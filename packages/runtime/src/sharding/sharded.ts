@@ -32,6 +32,9 @@ import { ShardCoordinator, type ShardHost } from './coordinator.ts';
 import { ShardGate } from './gate.ts';
 import { ALL_BUCKET_VALUES, bucketOf, SHARD_LABEL } from './ring.ts';
 
+/** The selector of objects without a valid bucket label. */
+const UNLABELLED = `${SHARD_LABEL} notin (${ALL_BUCKET_VALUES.join(',')})`;
+
 /** How long past the abort a hand-off waits for reconciles to return (their requests have aborted). */
 const ABORT_MARGIN_MS = 1_000;
 
@@ -185,7 +188,8 @@ export class Sharding implements ShardHost {
   /** Watches the primary objects without a valid label (metadata only; few at any time) and labels those we hold. */
   #labeller(kind: Kind, signal: AbortSignal): void {
     const inf = new Informer<KubeObject>(this.#p.client, metadataOnly(kind), {
-      labelSelector: `${SHARD_LABEL} notin (${ALL_BUCKET_VALUES.join(',')})`,
+      labelSelector: UNLABELLED,
+      namespaces: this.#p.cache.namespacesOf(kind),
       log: this.#log,
     });
     const label = (obj: KubeObject) => this.#label(kind, obj);
@@ -196,7 +200,7 @@ export class Sharding implements ShardHost {
 
   #label(kind: Kind, obj: KubeObject): void {
     const bucket = bucketOf(this.#keyOf(obj.metadata.namespace, obj.metadata.name ?? ''));
-    if (!this.gate.isActive(bucket) || obj.metadata.deletionTimestamp) return;
+    if (!this.gate.isActive(bucket)) return;
     const ref = refOf(obj);
     const patch = { metadata: { labels: { [SHARD_LABEL]: String(bucket) } } };
     this.#p.client.patch(metadataOnly(kind), ref, patch).then(
@@ -213,35 +217,52 @@ export class Sharding implements ShardHost {
    */
   async #labelChildren(signal: AbortSignal): Promise<void> {
     const primaries = this.#primaryKinds();
-    const isPrimary = (kind: string | undefined, apiVersion: string | undefined) =>
-      primaries.some((p) => p.kind === kind && `${p.group ? `${p.group}/` : ''}${p.version}` === apiVersion);
     const owned = this.#p.cache
       .partitioned()
       .filter((i) => !primaries.some((p) => resourceId(p) === resourceId(i.resource)));
-    for (const inf of owned) {
-      const kind = metadataOnly(inf.resource);
-      try {
-        for await (const page of this.#p.client.listPages(kind, {
-          labelSelector: `${SHARD_LABEL} notin (${ALL_BUCKET_VALUES.join(',')})`,
-          signal,
-        }))
-          for (const child of page.items) {
-            const owner = child.metadata.ownerReferences?.find((o) => o.controller && isPrimary(o.kind, o.apiVersion));
-            if (!owner) continue;
-            const bucket = bucketOf(this.#keyOf(child.metadata.namespace, owner.name));
-            const patch = { metadata: { labels: { [SHARD_LABEL]: String(bucket) } } };
-            await this.#p.client.patch(kind, refOf(child), patch, { signal }).catch((err: unknown) => {
-              if (!isApiError(err, 'NotFound')) throw err;
-            });
-          }
-      } catch (err) {
-        if (signal.aborted) return;
-        this.#log.warn(
-          { resource: resourceId(kind), err: messageOf(err) },
-          'sharding: could not label existing children',
-        );
+    const bucketOfOwner = this.#ownerBuckets(primaries, signal);
+    for (const inf of owned)
+      for (const namespace of this.#p.cache.namespacesOf(inf.resource) ?? [undefined]) {
+        const kind = metadataOnly(inf.resource);
+        try {
+          const options = { labelSelector: UNLABELLED, signal, ...(namespace ? { namespace } : {}) };
+          for await (const page of this.#p.client.listPages(kind, options))
+            for (const child of page.items) {
+              const bucket = await bucketOfOwner(child);
+              if (bucket === undefined) continue;
+              const patch = { metadata: { labels: { [SHARD_LABEL]: String(bucket) } } };
+              await this.#p.client.patch(kind, refOf(child), patch, { signal }).catch((err: unknown) => {
+                if (!isApiError(err, 'NotFound')) throw err;
+              });
+            }
+        } catch (err) {
+          if (signal.aborted) return;
+          const fields = { resource: resourceId(kind), err: messageOf(err) };
+          this.#log.warn(fields, 'sharding: could not label existing children');
+        }
       }
-    }
+  }
+
+  /**
+   * The bucket of a child's controller owner when that is a primary object: the owner's label (read once per owner),
+   * else the hash of its key, as the labeller will label it.
+   */
+  #ownerBuckets(primaries: readonly Kind[], signal: AbortSignal): (child: KubeObject) => Promise<number | undefined> {
+    const known = new Map<string, number>();
+    return async (child) => {
+      const ref = child.metadata.ownerReferences?.find((o) => o.controller);
+      const kind = primaries.find(
+        (p) => p.kind === ref?.kind && `${p.group ? `${p.group}/` : ''}${p.version}` === ref?.apiVersion,
+      );
+      if (!ref || !kind) return undefined;
+      const cached = known.get(ref.uid);
+      if (cached !== undefined) return cached;
+      const at = { ...(child.metadata.namespace ? { namespace: child.metadata.namespace } : {}), name: ref.name };
+      const owner = await this.#p.client.getIfExists(metadataOnly(kind), at, { signal });
+      const bucket = ShardGate.bucketOf(owner) ?? bucketOf(this.#keyOf(child.metadata.namespace, ref.name));
+      known.set(ref.uid, bucket);
+      return bucket;
+    };
   }
 
   #observer() {
