@@ -40,8 +40,11 @@ export type ShardLeaseClient = Pick<Client, 'get' | 'create' | 'update' | 'list'
 export interface ShardHost {
   /** The bucket is ours: cache it, then reconcile it; resolves once reconciling (or when `signal` aborts first). */
   acquire(bucket: number, signal: AbortSignal): Promise<void>;
-  /** Stop reconciling the bucket: no new work, in-flight reconciles drained (bounded), its objects uncached. */
-  release(bucket: number): Promise<void>;
+  /**
+   * Stop reconciling the bucket: no new work, in-flight reconciles drained (for the drain time; at once when `now`:
+   * their signals abort), its objects uncached.
+   */
+  release(bucket: number, now?: boolean): Promise<void>;
   /** Stop every bucket at once: the member Lease went stale. In-flight reconciles abort now. */
   lose(): void;
 }
@@ -274,7 +277,7 @@ export class ShardCoordinator {
   async #drop(b: number, fence: Lease | undefined): Promise<void> {
     this.#held.delete(b);
     this.#acquiring.get(b)?.abort();
-    await this.#o.host.release(b);
+    await this.#o.host.release(b, true);
     this.#o.observer.handoff?.(b, 'lost', fence);
   }
 

@@ -17,7 +17,7 @@ test('only requests of active buckets are admitted; a hand-off waits for those u
   const t2 = gate.admit('ns/y', inBucket(3));
   assert.ok(t1 && t2);
   assert.equal(gate.inFlight(3), 2);
-  const ctl = gate.deactivate(3);
+  gate.deactivate(3);
   assert.equal(gate.admit('ns/z', inBucket(3)), undefined, 'no new work once deactivated');
   let drained = false;
   const waiting = gate.drained(3).then(() => {
@@ -27,11 +27,24 @@ test('only requests of active buckets are admitted; a hand-off waits for those u
   t1.end();
   await new Promise((r) => setImmediate(r));
   assert.equal(drained, false, 'one still under way (an end counted once)');
-  ctl?.abort();
+  gate.abort(3, new Error('handed off'));
   assert.equal(t2.signal.aborted, true);
   t2.end();
   await waiting;
   assert.equal(gate.inFlight(3), 0);
   gate.activate(3);
   assert.equal(gate.admit('ns/x', inBucket(3))?.signal.aborted, false, 'a new activation has a new signal');
+});
+
+test('abortAll aborts the reconciles of active and draining buckets alike', () => {
+  const gate = new ShardGate();
+  gate.activate(1);
+  gate.activate(2);
+  const a = gate.admit('ns/a', inBucket(1));
+  const b = gate.admit('ns/b', inBucket(2));
+  gate.deactivate(2);
+  gate.abortAll(new Error('stale'));
+  assert.equal(a?.signal.aborted, true);
+  assert.equal(b?.signal.aborted, true, 'a draining bucket too');
+  assert.deepEqual(gate.active, []);
 });

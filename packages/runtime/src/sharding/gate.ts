@@ -5,7 +5,8 @@
  *
  * Guarantees: a request is admitted only while its bucket is active; `deactivate(b)` admits nothing of `b` from then
  * on, and `drained(b)` resolves once every admitted reconcile of `b` has ended; `abort(b)` aborts their signals (and
- * with them their requests to the apiserver). A bucket's signal is a new one each time it is activated.
+ * with them their requests to the apiserver), `abortAll()` those of every bucket, active or draining. A bucket's signal
+ * is a new one each time it is activated.
  */
 
 import type { KubeObject } from '../client/resource.ts';
@@ -16,6 +17,8 @@ import { bucketOfLabel, SHARD_LABEL } from './ring.ts';
 export class ShardGate implements RequestGate {
   readonly partitionLabel = SHARD_LABEL;
   readonly #active = new Map<number, AbortController>();
+  /** Buckets deactivated while reconciles of theirs were under way: what aborts those. */
+  readonly #draining = new Map<number, AbortController>();
   readonly #inFlight = new Map<number, number>();
   readonly #idle = new Map<number, (() => void)[]>();
 
@@ -50,6 +53,7 @@ export class ShardGate implements RequestGate {
         if (left > 0) this.#inFlight.set(b, left);
         else {
           this.#inFlight.delete(b);
+          this.#draining.delete(b);
           for (const fn of this.#idle.get(b)?.splice(0) ?? []) fn();
         }
       },
@@ -62,10 +66,22 @@ export class ShardGate implements RequestGate {
   }
 
   /** Admits none of `b`'s requests from now on (those admitted go on: see `drained` and `abort`). */
-  deactivate(b: number): AbortController | undefined {
+  deactivate(b: number): void {
     const ctl = this.#active.get(b);
     this.#active.delete(b);
-    return ctl;
+    if (ctl && this.#inFlight.has(b)) this.#draining.set(b, ctl);
+  }
+
+  /** Aborts the signals of `b`'s reconciles under way (it must have been deactivated first, or it is too). */
+  abort(b: number, reason: unknown): void {
+    this.deactivate(b);
+    this.#draining.get(b)?.abort(reason);
+  }
+
+  /** Deactivates every bucket and aborts every reconcile under way, now. */
+  abortAll(reason: unknown): void {
+    for (const b of [...this.#active.keys()]) this.deactivate(b);
+    for (const ctl of this.#draining.values()) ctl.abort(reason);
   }
 
   /** Resolves once no admitted reconcile of `b` is under way. */

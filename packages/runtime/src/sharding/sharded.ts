@@ -150,14 +150,15 @@ export class Sharding implements ShardHost {
   }
 
   /** See `ShardHost.release`. */
-  async release(bucket: number): Promise<void> {
-    const ctl = this.gate.deactivate(bucket);
-    if (!(await within(this.gate.drained(bucket), this.#p.drainMs))) {
+  async release(bucket: number, now = false): Promise<void> {
+    this.gate.deactivate(bucket);
+    if (now) this.gate.abort(bucket, new DOMException('the fence names another holder', 'AbortError'));
+    if (!(await within(this.gate.drained(bucket), now ? 0 : this.#p.drainMs))) {
       this.#log.warn(
         { bucket, inFlight: this.gate.inFlight(bucket) },
         'sharding: hand-off: aborting reconciles past the drain time',
       );
-      ctl?.abort(new DOMException('the bucket is handed off', 'AbortError'));
+      this.gate.abort(bucket, new DOMException('the bucket is handed off', 'AbortError'));
       await within(this.gate.drained(bucket), ABORT_MARGIN_MS);
     }
     await Promise.all(this.#p.cache.partitioned().map((i) => i.removePartition(String(bucket))));
@@ -165,8 +166,7 @@ export class Sharding implements ShardHost {
 
   /** See `ShardHost.lose`. */
   lose(): void {
-    for (const b of this.gate.active)
-      this.gate.deactivate(b)?.abort(new DOMException('the member Lease went stale', 'AbortError'));
+    this.gate.abortAll(new DOMException('the member Lease went stale', 'AbortError'));
     for (const i of this.#p.cache.partitioned()) for (const v of i.partitions) void i.removePartition(v);
   }
 
