@@ -22,18 +22,15 @@
 import { type Lease, Leases } from '../client/builtins.ts';
 import type { Client } from '../client/client.ts';
 import { isApiError } from '../client/errors.ts';
-import { UsageError } from '../errors.ts';
+import { checkLeaseTimings, DEFAULT_LEASE_TIMINGS, JITTER, monotonicClock } from '../internal/leasetimings.ts';
 import { microTime } from '../internal/microtime.ts';
-import { nodeTimers, sleep } from '../internal/sleep.ts';
+import { sleep } from '../internal/sleep.ts';
 import type { Logger } from '../logger.ts';
 import type { Clock } from '../workqueue/index.ts';
 import type { LeaderElectionSettings } from './options.ts';
 
 /** What leader election needs of a client. */
 export type LeaseClient = Pick<Client, 'get' | 'create' | 'update'>;
-
-/** A monotonic clock: `performance.now()` and Node's timers. */
-const monotonicClock: Clock = { now: () => performance.now(), setTimer: nodeTimers.setTimer };
 
 /** Options of a `LeaderElector`: where the Lease is, who this candidate is, and the timings (client-go's defaults). */
 export interface LeaderElectionOptions {
@@ -71,9 +68,6 @@ export interface LeaderCallbacks {
 
 export { microTime } from '../internal/microtime.ts';
 
-/** client-go's JitterFactor: the retry period is stretched by up to this much, and must fit the renew deadline. */
-const JITTER = 1.2;
-
 /**
  * Leader election on a Lease, as client-go's: see the module comment for the timings and guarantees.
  *
@@ -91,28 +85,13 @@ export class LeaderElector {
 
   constructor(options: LeaderElectionOptions) {
     this.#o = {
-      leaseDurationMs: 15_000,
-      renewDeadlineMs: 10_000,
-      retryPeriodMs: 2_000,
+      ...DEFAULT_LEASE_TIMINGS,
       clock: monotonicClock,
       wallClock: () => new Date(),
       ...options,
     };
     const { leaseDurationMs: lease, renewDeadlineMs: renew, retryPeriodMs: retry } = this.#o;
-    if (!(retry > 0))
-      throw new UsageError('InvalidArgument', `leader election: retryPeriod must be positive, got ${retry} ms`);
-    if (!(lease > renew)) {
-      throw new UsageError(
-        'InvalidArgument',
-        `leader election: leaseDuration (${lease} ms) must be longer than renewDeadline (${renew} ms)`,
-      );
-    }
-    if (!(renew > JITTER * retry)) {
-      throw new UsageError(
-        'InvalidArgument',
-        `leader election: renewDeadline (${renew} ms) must be longer than ${JITTER} × retryPeriod (${retry} ms)`,
-      );
-    }
+    checkLeaseTimings('leader election', lease, renew, retry);
   }
 
   /** Whether this candidate leads now. */

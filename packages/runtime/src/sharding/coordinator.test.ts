@@ -263,6 +263,6 @@ test('a fence taken by hand while held: the bucket stops at once; bad timings ar
         leaseDurationMs: 5_000,
         renewDeadlineMs: 6_000,
       }),
-    /leaseDuration > renewDeadline/,
+    /sharding: leaseDuration \(5000 ms\) must be longer than renewDeadline \(6000 ms\)/,
   );
 });

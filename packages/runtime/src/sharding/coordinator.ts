@@ -24,9 +24,10 @@
 import { type Lease, Leases } from '../client/builtins.ts';
 import type { Client } from '../client/client.ts';
 import { isApiError } from '../client/errors.ts';
-import { messageOf, UsageError } from '../errors.ts';
+import { messageOf } from '../errors.ts';
+import { checkLeaseTimings, DEFAULT_LEASE_TIMINGS, monotonicClock } from '../internal/leasetimings.ts';
 import { microTime } from '../internal/microtime.ts';
-import { nodeTimers, sleep, withTimeout } from '../internal/sleep.ts';
+import { sleep, withTimeout } from '../internal/sleep.ts';
 import type { Logger } from '../logger.ts';
 import type { Clock } from '../workqueue/index.ts';
 import { RING_LABEL, ROLE_LABEL } from './labels.ts';
@@ -85,8 +86,6 @@ export interface ShardCoordinatorOptions {
 
 export { RING_LABEL, ROLE_LABEL } from './labels.ts';
 
-const monotonicClock: Clock = { now: () => performance.now(), setTimer: nodeTimers.setTimer };
-
 /** Joins the ring, takes and hands off buckets, and leaves it on stop: see the module comment. */
 export class ShardCoordinator {
   readonly #o: Required<Omit<ShardCoordinatorOptions, 'observer'>> & { observer: ShardObserver };
@@ -106,20 +105,14 @@ export class ShardCoordinator {
 
   constructor(options: ShardCoordinatorOptions) {
     this.#o = {
-      leaseDurationMs: 15_000,
-      renewDeadlineMs: 10_000,
-      retryPeriodMs: 2_000,
+      ...DEFAULT_LEASE_TIMINGS,
       clock: monotonicClock,
       wallClock: () => new Date(),
       observer: {},
       ...options,
     };
     const { leaseDurationMs: lease, renewDeadlineMs: renew, retryPeriodMs: retry } = this.#o;
-    if (!(retry > 0 && renew > 1.2 * retry && lease > renew))
-      throw new UsageError(
-        'InvalidArgument',
-        `sharding: the timings must satisfy leaseDuration > renewDeadline > 1.2 × retryPeriod, got ${lease} / ${renew} / ${retry} ms`,
-      );
+    checkLeaseTimings('sharding', lease, renew, retry);
     this.#member = new MemberLease({ ...this.#o, onStale: () => this.#lose() });
   }
 
