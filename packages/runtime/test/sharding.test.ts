@@ -254,6 +254,17 @@ describe('sharding between managers', () => {
       c.metadata.name?.startsWith('m-'),
     );
     assert.equal(children.length, 6, 'no child made twice');
+    // an object moved by hand between two buckets the replica holds stays in its cache, whichever watch tells first
+    const moved = await client.get(Widgets, { namespace: NS, name: 'm-1' });
+    const to = String((Number(moved.metadata.labels?.[SHARD_LABEL]) + 1) % SHARD_BUCKETS);
+    await client.patch(Widgets, { namespace: NS, name: 'm-1' }, { metadata: { labels: { [SHARD_LABEL]: to } } });
+    const d = replicas.get('d')?.mgr;
+    await waitFor(
+      'd to see the move',
+      async () => (await d?.cache.get(Widgets, { namespace: NS, name: 'm-1' }))?.metadata.labels?.[SHARD_LABEL] === to,
+    );
+    await new Promise((r) => setTimeout(r, 1_000));
+    assert.ok(await d?.cache.get(Widgets, { namespace: NS, name: 'm-1' }), 'still cached after both watches told');
     assert.deepEqual(overlaps(), []);
   });
 });

@@ -230,6 +230,17 @@ export class Reflector<T extends KubeObject> {
     this.#fallback = false;
   }
 
+  /**
+   * Whether the stored copy of `gone` (a DELETED event) is this reflector's to remove: always, unless it reads a
+   * partition and the store's copy came from another one (the object moved to a partition whose ADDED came first).
+   */
+  #mine(gone: T): boolean {
+    const p = this.#o.partition;
+    if (!p) return true;
+    const stored = this.#store.get(keyOf(gone));
+    return stored === undefined || stored.metadata.labels?.[p[0]] === p[1];
+  }
+
   /** A full list is in: replace the store atomically, note its resourceVersion, report synced. */
   #listed(items: readonly T[], rv: string): void {
     const o = this.#o;
@@ -292,8 +303,8 @@ export class Reflector<T extends KubeObject> {
         if (event.type !== 'DELETED') collecting.push(obj);
         continue;
       }
-      if (event.type === 'DELETED') this.#store.remove(obj);
-      else this.#store.upsert(obj);
+      if (event.type !== 'DELETED') this.#store.upsert(obj);
+      else if (this.#mine(obj)) this.#store.remove(obj);
       hop('stored', key);
       if (rv) this.#resourceVersion = rv;
       // something arrived: the error backoff starts over; the relist pacing only after a watch that lasted
