@@ -49,8 +49,8 @@ export function createLogger(options: LoggerOptions = {}): Logger {
   return pino(
     {
       level: options.level ?? 'info',
-      ...(options.name ? { name: options.name } : {}),
-      base: null,
+      // pino puts `name` in `base`; a null base (no pid, no hostname) would drop it too
+      base: options.name ? { name: options.name } : null,
       timestamp: pino.stdTimeFunctions.isoTime,
       formatters: { level: (label) => ({ level: label }) },
     },

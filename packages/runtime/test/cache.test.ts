@@ -153,6 +153,10 @@ describe('cache against a real apiserver', () => {
       ['big-1'],
     );
 
+    // an empty metadata-only list (the apiserver sends `"items": null`) is an empty list
+    const none = await client.list(metadataOnly(ConfigMaps), { namespace: 'ns-meta', labelSelector: 'tier=none' });
+    assert.deepEqual(none.items, []);
+
     // the client: a metadata-only get and patch answer metadata; the data stays on the server
     const got = await client.get(metadataOnly(ConfigMaps), { namespace: 'ns-meta', name: 'big-2' });
     assert.equal(got.kind, 'PartialObjectMetadata');

@@ -38,6 +38,8 @@ export async function* pages<T extends KubeObject>(
       page = await fetch(query(undefined, undefined));
       restart = true;
     }
+    // an empty PartialObjectMetadataList comes with `"items": null`
+    if (!Array.isArray(page.items)) page = { ...page, items: [] };
     // (a metadata-only list's items say what they are: PartialObjectMetadata)
     if (!r.metadataOnly) {
       for (const item of page.items) {

@@ -2,7 +2,7 @@
  * @module internal/leasetimings
  * The timings of a Lease-based election (leader election, sharding's member Leases), as client-go's: their defaults,
  * a monotonic clock to measure them on, and the check client-go makes — leaseDuration > renewDeadline > 1.2 ×
- * retryPeriod > 0, else a `UsageError` (`InvalidArgument`) naming the one that fails.
+ * retryPeriod > 0, each a finite number, else a `UsageError` (`InvalidArgument`) naming the one that fails.
  */
 import { UsageError } from '../errors.ts';
 import { nodeTimers } from './sleep.ts';
@@ -22,6 +22,13 @@ export const monotonicClock = { now: () => performance.now(), setTimer: nodeTime
 
 /** Throws a `UsageError` (`InvalidArgument`) unless leaseDuration > renewDeadline > 1.2 × retryPeriod > 0. */
 export function checkLeaseTimings(what: string, lease: number, renew: number, retry: number): void {
+  for (const [name, ms] of [
+    ['leaseDuration', lease],
+    ['renewDeadline', renew],
+    ['retryPeriod', retry],
+  ] as const)
+    if (!Number.isFinite(ms))
+      throw new UsageError('InvalidArgument', `${what}: ${name} must be a number of milliseconds, got ${ms}`);
   if (!(retry > 0)) throw new UsageError('InvalidArgument', `${what}: retryPeriod must be positive, got ${retry} ms`);
   if (!(lease > renew))
     throw new UsageError(

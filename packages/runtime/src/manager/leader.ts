@@ -281,9 +281,9 @@ export function electorFor(
     ...lease,
     identity: le.identity ?? defaults.identity,
     log: defaults.log.child({ component: 'leader-election' }),
-    ...(le.leaseDurationMs ? { leaseDurationMs: le.leaseDurationMs } : {}),
-    ...(le.renewDeadlineMs ? { renewDeadlineMs: le.renewDeadlineMs } : {}),
-    ...(le.retryPeriodMs ? { retryPeriodMs: le.retryPeriodMs } : {}),
+    ...(le.leaseDurationMs !== undefined ? { leaseDurationMs: le.leaseDurationMs } : {}),
+    ...(le.renewDeadlineMs !== undefined ? { renewDeadlineMs: le.renewDeadlineMs } : {}),
+    ...(le.retryPeriodMs !== undefined ? { retryPeriodMs: le.retryPeriodMs } : {}),
   });
   return { elector, lease };
 }

@@ -448,3 +448,23 @@ test('a runnable whose caches never synced: start() rejects with its CacheError 
   await assert.rejects(mgr.start(new AbortController().signal), (err: unknown) => err === timeout);
   client.close();
 });
+
+test('sharding settings are checked when the manager is made: the key, and the timings as for leader election', () => {
+  const made = (sharding: Record<string, unknown>) => () =>
+    new Manager({
+      name: 'shards',
+      client: unreachableClient(),
+      log: silentLogger,
+      sharding: { enabled: true, ...sharding },
+    });
+  assert.throws(made({ key: 'uid' }), { name: 'UsageError', message: /sharding\.key: "uid" is not name or namespace/ });
+  assert.throws(made({ leaseDurationMs: Number.NaN }), {
+    message: /sharding: leaseDuration must be a number of milliseconds, got NaN/,
+  });
+  assert.throws(made({ retryPeriodMs: 0 }), { message: /sharding: retryPeriod must be positive, got 0 ms/ });
+  assert.throws(made({ leaseDurationMs: 1_000, renewDeadlineMs: 2_000 }), {
+    message: /leaseDuration \(1000 ms\) must be longer than renewDeadline \(2000 ms\)/,
+  });
+  const ok = made({ key: 'namespace', retryPeriodMs: 500, renewDeadlineMs: 3_000, leaseDurationMs: 4_000 })();
+  assert.equal(ok.shards?.length, 0, 'holds no bucket before start');
+});

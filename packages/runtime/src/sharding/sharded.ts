@@ -22,7 +22,7 @@ import type { Client } from '../client/client.ts';
 import { isApiError } from '../client/errors.ts';
 import { type Kind, type KubeObject, metadataOnly, resourceId } from '../client/resource.ts';
 import type { Controller } from '../controller/controller.ts';
-import { messageOf } from '../errors.ts';
+import { messageOf, UsageError } from '../errors.ts';
 import type { EventRecorder } from '../helpers/events.ts';
 import { within } from '../internal/sleep.ts';
 import type { Logger } from '../logger.ts';
@@ -40,7 +40,10 @@ const ABORT_MARGIN_MS = 1_000;
 
 /** Sharding: every replica active, each on a share of the objects (see docs/sharding.md). */
 export interface ShardingSettings {
-  /** Shard the controllers over the replicas (default false: leader election decides, or every replica runs all). */
+  /**
+   * Shard the controllers over the replicas (default false: leader election decides, or every replica runs all). The
+   * settings are checked when the manager is made: a bad `key` or timings throw a `UsageError` (`InvalidArgument`).
+   */
   readonly enabled?: boolean;
   /** Namespace of the member and fence Leases (default: $POD_NAMESPACE, else the client's namespace). */
   readonly namespace?: string;
@@ -110,6 +113,8 @@ export class Sharding implements ShardHost {
     this.#log = parts.log.child({ component: 'sharding' });
     this.#metrics = shardSeries(parts.metrics);
     const s = parts.settings;
+    if (s.key !== undefined && s.key !== 'name' && s.key !== 'namespace')
+      throw new UsageError('InvalidArgument', `sharding.key: "${String(s.key)}" is not name or namespace`);
     this.#ring = s.name ?? parts.managerName;
     this.#namespace = s.namespace ?? process.env.POD_NAMESPACE ?? parts.defaultNamespace;
     this.#identity = s.identity ?? shardIdentity(parts.instance);
@@ -120,9 +125,9 @@ export class Sharding implements ShardHost {
       identity: this.#identity,
       host: this,
       log: this.#log,
-      ...(s.leaseDurationMs ? { leaseDurationMs: s.leaseDurationMs } : {}),
-      ...(s.renewDeadlineMs ? { renewDeadlineMs: s.renewDeadlineMs } : {}),
-      ...(s.retryPeriodMs ? { retryPeriodMs: s.retryPeriodMs } : {}),
+      ...(s.leaseDurationMs !== undefined ? { leaseDurationMs: s.leaseDurationMs } : {}),
+      ...(s.renewDeadlineMs !== undefined ? { renewDeadlineMs: s.renewDeadlineMs } : {}),
+      ...(s.retryPeriodMs !== undefined ? { retryPeriodMs: s.retryPeriodMs } : {}),
       observer: this.#observer(),
     });
   }
