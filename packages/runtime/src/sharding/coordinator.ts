@@ -136,7 +136,10 @@ export class ShardCoordinator {
     const { clock, retryPeriodMs } = this.#o;
     while (!signal.aborted) {
       await this.#round(signal);
-      await sleep(retryPeriodMs * (1 + Math.random() * 0.2), signal, clock);
+      // the next round after the retry period (jittered), or right when a live member's Lease runs out if that is
+      // sooner: its buckets are taken after the lease duration, not the lease duration plus most of a retry period
+      const untilExpiry = this.#nextExpiry() - clock.now() + 20;
+      await sleep(Math.max(20, Math.min(retryPeriodMs * (1 + Math.random() * 0.2), untilExpiry)), signal, clock);
     }
     await this.#leave();
   }
@@ -176,7 +179,10 @@ export class ShardCoordinator {
     }
     const live = this.#observe(members);
     this.#members = live.length;
-    if (!this.#fresh || stop.aborted) return;
+    if (!this.#fresh || stop.aborted) {
+      this.#o.observer.round?.(this.#held.size, live.length);
+      return;
+    }
     const owners = assignBuckets(live);
     for (let b = 0; b < SHARD_BUCKETS; b++)
       if ((this.#wroteAt.get(b) ?? -Infinity) < listedAt) this.#step(b, fences.get(b), owners[b], stop);
@@ -201,6 +207,17 @@ export class ShardCoordinator {
     for (const id of this.#seen.keys()) if (!listed.has(id)) this.#seen.delete(id);
     const live = [...this.#seen].filter(([, s]) => now - s.at < this.#o.leaseDurationMs).map(([id]) => id);
     return this.#fresh ? [...live, me] : live;
+  }
+
+  /** When the next member seen alive will count as dead (monotonic), if it goes on not renewing; +∞ with none. */
+  #nextExpiry(): number {
+    let next = Number.POSITIVE_INFINITY;
+    const now = this.#o.clock.now();
+    for (const s of this.#seen.values()) {
+      const at = s.at + this.#o.leaseDurationMs;
+      if (at > now) next = Math.min(next, at);
+    }
+    return next;
   }
 
   /** Whether `holder` (of a fence) is dead: its member Lease unchanged, or missing, for the lease duration. */
@@ -316,6 +333,7 @@ export class ShardCoordinator {
     this.#held.clear();
     for (const ctl of this.#acquiring.values()) ctl.abort();
     this.#o.host.lose();
+    this.#o.observer.round?.(0, this.#members);
     this.#o.log.error(
       { buckets: lost },
       'sharding: the member Lease could not be renewed in time: stopped every bucket',
