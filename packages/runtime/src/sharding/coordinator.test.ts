@@ -216,7 +216,10 @@ test('a replica cut off stops at its renew deadline; the others take its buckets
   const lastTaken = Math.max(...taken.map(([t]) => t));
   // the Lease last seen changing at most one retry period after c's last renewal; a round right when it runs out
   const bound = T.leaseDurationMs + T.retryPeriodMs * 1.2 + 300;
-  assert.ok(lastTaken - lastRenew <= bound, `all taken ${lastTaken - lastRenew} ms after c's last renewal (≤ ${bound})`);
+  assert.ok(
+    lastTaken - lastRenew <= bound,
+    `all taken ${lastTaken - lastRenew} ms after c's last renewal (≤ ${bound})`,
+  );
   assert.ok(covered(rs.slice(0, 2)));
   c.conn.hang = false;
   await w.advance(20_000);

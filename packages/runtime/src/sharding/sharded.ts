@@ -4,7 +4,7 @@
  * them. Taking a bucket caches its objects (one list and watch per partitioned kind: the controllers' primary and
  * owned kinds, by their `opkit.dev/shard` label), then admits its requests (gate.ts) and enqueues its objects.
  * Handing one off stops admitting, drains the reconciles under way (for the drain time, then aborts them), and drops
- * its objects from the cache. The labeller gives each primary object without a valid label its bucket, from the hash
+ * its objects from the cache. The labeller (labeller.ts) gives each primary object without a valid label its bucket, from the hash
  * of its shard key (ring.ts); children written through `ctx.create` / `ctx.apply` carry their owner's label from the
  * start.
  *
@@ -16,7 +16,6 @@
 
 import { randomBytes } from 'node:crypto';
 import type { Cache } from '../cache/cache.ts';
-import { Informer } from '../cache/informer.ts';
 import { Leases } from '../client/builtins.ts';
 import type { Client } from '../client/client.ts';
 import { isApiError } from '../client/errors.ts';
@@ -30,10 +29,8 @@ import type { Metrics } from '../metrics.ts';
 import { LOW_PRIORITY } from '../workqueue/index.ts';
 import { ShardCoordinator, type ShardHost } from './coordinator.ts';
 import { ShardGate } from './gate.ts';
-import { ALL_BUCKET_VALUES, bucketOf, SHARD_LABEL } from './ring.ts';
-
-/** The selector of objects without a valid bucket label. */
-const UNLABELLED = `${SHARD_LABEL} notin (${ALL_BUCKET_VALUES.join(',')})`;
+import { Labeller, UNLABELLED } from './labeller.ts';
+import { bucketOf, SHARD_LABEL } from './ring.ts';
 
 /** How long past the abort a hand-off waits for reconciles to return (their requests have aborted). */
 const ABORT_MARGIN_MS = 1_000;
@@ -105,7 +102,7 @@ export class Sharding implements ShardHost {
   readonly #ring: string;
   readonly #namespace: string;
   readonly #identity: string;
-  readonly #labellers: Informer<KubeObject>[] = [];
+  readonly #labellers: Labeller[] = [];
   readonly #metrics: ReturnType<typeof shardSeries>;
 
   constructor(parts: ShardingParts) {
@@ -135,7 +132,15 @@ export class Sharding implements ShardHost {
   /** Labels what needs it, then runs the coordinator until `signal` aborts (it releases every bucket then). */
   async start(signal: AbortSignal): Promise<void> {
     await this.#labelChildren(signal);
-    for (const kind of this.#primaryKinds()) this.#labeller(kind, signal);
+    for (const kind of this.#primaryKinds()) {
+      const labeller = new Labeller({
+        ...{ client: this.#p.client, kind, namespaces: this.#p.cache.namespacesOf(kind), log: this.#log },
+        bucketOf: (namespace, name) => bucketOf(this.#keyOf(namespace, name)),
+        runs: (bucket) => this.gate.isActive(bucket),
+      });
+      labeller.start(signal);
+      this.#labellers.push(labeller);
+    }
     await this.coordinator.run(signal);
   }
 
@@ -151,7 +156,7 @@ export class Sharding implements ShardHost {
       for (const obj of this.#p.cache.informer(primary).store.values())
         if (ShardGate.bucketOf(obj) === bucket) c.enqueue(refOf(obj), LOW_PRIORITY);
     }
-    for (const l of this.#labellers) for (const obj of l.store.values()) this.#label(l.resource, obj);
+    for (const l of this.#labellers) l.rescan();
   }
 
   /** See `ShardHost.release`. */
@@ -188,32 +193,6 @@ export class Sharding implements ShardHost {
   #keyOf(namespace: string | undefined, name: string): string {
     if (this.#p.settings.key === 'namespace') return namespace ?? name;
     return namespace ? `${namespace}/${name}` : name;
-  }
-
-  /** Watches the primary objects without a valid label (metadata only; few at any time) and labels those we hold. */
-  #labeller(kind: Kind, signal: AbortSignal): void {
-    const inf = new Informer<KubeObject>(this.#p.client, metadataOnly(kind), {
-      labelSelector: UNLABELLED,
-      namespaces: this.#p.cache.namespacesOf(kind),
-      log: this.#log,
-    });
-    const label = (obj: KubeObject) => this.#label(kind, obj);
-    inf.addEventHandler({ add: label, update: (_old, obj) => label(obj) });
-    this.#labellers.push(inf);
-    inf.start(signal);
-  }
-
-  #label(kind: Kind, obj: KubeObject): void {
-    const bucket = bucketOf(this.#keyOf(obj.metadata.namespace, obj.metadata.name ?? ''));
-    if (!this.gate.isActive(bucket)) return;
-    const ref = refOf(obj);
-    const patch = { metadata: { labels: { [SHARD_LABEL]: String(bucket) } } };
-    this.#p.client.patch(metadataOnly(kind), ref, patch).then(
-      () => this.#log.debug({ ...ref, bucket }, 'sharding: labelled'),
-      (err: unknown) => {
-        if (!isApiError(err, 'NotFound')) this.#log.warn({ ...ref, err: messageOf(err) }, 'sharding: could not label');
-      },
-    );
   }
 
   /**
