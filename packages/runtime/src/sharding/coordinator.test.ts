@@ -273,3 +273,28 @@ test('a fence taken by hand while held: the bucket stops at once; bad timings ar
     /sharding: leaseDuration \(5000 ms\) must be longer than renewDeadline \(6000 ms\)/,
   );
 });
+
+test('a killed replica restarted under a new identity: the others free its fences, so it takes them without a wait of its own', async () => {
+  const w = new World();
+  const rs = ['a', 'b', 'c'].map((id) => replica(w, id));
+  await w.advance(20_000);
+  const c = rs[2] as Replica;
+  const cBuckets = c.coordinator.held;
+  const killedAt = w.clock.now();
+  c.conn.hang = true; // as dead: it never writes again
+  c.stop.abort();
+  await w.advance(5_000);
+  rs.push(replica(w, 'c2')); // the supervisor's restart, 5 s later
+  await w.advance(25_000);
+  const taken = w.log.filter(
+    ([t, id, b, what]) => id !== 'c' && what === 'start' && cBuckets.includes(b) && t > killedAt,
+  );
+  assert.equal(new Set(taken.map(([, , b]) => b)).size, cBuckets.length);
+  const last = Math.max(...taken.map(([t]) => t));
+  const bound = T.leaseDurationMs + 2 * T.retryPeriodMs * 1.2 + 500;
+  assert.ok(last - killedAt <= bound, `the last bucket of c taken ${last - killedAt} ms after the kill (≤ ${bound})`);
+  assert.ok(covered([rs[0] as Replica, rs[1] as Replica, rs[3] as Replica]));
+  assert.deepEqual(w.violations, []);
+  for (const r of rs) r.stop.abort();
+  await w.advance(5_000);
+});

@@ -14,7 +14,9 @@
  *   start of the last successful one, it drops every bucket at once (`ShardHost.lose`: in-flight reconciles abort).
  *   Another replica takes a fence from a holder only once the holder's member Lease has not changed (or been missing)
  *   for `leaseDurationMs` by its own monotonic clock. As renewDeadline < leaseDuration, the holder has stopped before
- *   anyone else may start (clock rates, not readings, must agree, as for client-go's leader election).
+ *   anyone else may start (clock rates, not readings, must agree, as for client-go's leader election). A member that
+ *   judges a holder dead that way frees its fences even when it does not own them, so an owner that joined since
+ *   (and so has not seen the holder long enough to judge it) takes them at once.
  * - After losing its Lease, or a stop, a replica takes buckets again only through the fences, like any other.
  *
  * A join or a leave moves few buckets (ring.ts); a graceful stop releases every bucket (drained) and deletes the member
@@ -247,6 +249,10 @@ export class ShardCoordinator {
     else if (!mine && owner === me && (holder === '' || holder === me || this.#dead(holder)))
       this.#task(b, this.#acquire(b, fence, holder, stop));
     else if (!mine && holder === me) this.#task(b, this.#free(b));
+    // a dead holder's fence, owned by another member now: free it, so that its owner — which may have joined since
+    // and so cannot judge the holder dead yet — takes it at once (freeing is safe for the same reason taking is)
+    else if (!mine && fence !== undefined && holder !== '' && holder !== me && owner !== me && this.#dead(holder))
+      this.#task(b, this.#freeDead(b, fence, holder));
   }
 
   #task(b: number, work: Promise<void>): void {
@@ -305,6 +311,17 @@ export class ShardCoordinator {
       );
     } catch (err) {
       this.#o.log.warn({ bucket: b, err: messageOf(err) }, 'sharding: could not free the fence (retried next round)');
+    }
+  }
+
+  /** Writes "" into the fence of `b`, held by `dead` (checked against the resourceVersion read). */
+  async #freeDead(b: number, fence: Lease, dead: string): Promise<void> {
+    try {
+      const free = (signal: AbortSignal) => this.#writeFence(b, fence, '', signal);
+      await withTimeout(this.#o.renewDeadlineMs, free, this.#o.clock);
+      this.#o.log.info({ bucket: b, holder: dead }, 'sharding: freed the fence of a dead member');
+    } catch (err) {
+      this.#o.log.debug({ bucket: b, err: messageOf(err) }, 'sharding: could not free the fence of a dead member');
     }
   }
 
