@@ -274,7 +274,7 @@ test('a fence taken by hand while held: the bucket stops at once; bad timings ar
   );
 });
 
-test('a killed replica restarted under a new identity: the others free its fences, so it takes them without a wait of its own', async () => {
+test('a killed replica restarted under a new identity: the others free its fences, so it takes them with no wait of its own', async () => {
   const w = new World();
   const rs = ['a', 'b', 'c'].map((id) => replica(w, id));
   await w.advance(20_000);
@@ -283,8 +283,8 @@ test('a killed replica restarted under a new identity: the others free its fence
   const killedAt = w.clock.now();
   c.conn.hang = true; // as dead: it never writes again
   c.stop.abort();
-  await w.advance(5_000);
-  rs.push(replica(w, 'c2')); // the supervisor's restart, 5 s later
+  await w.advance(10_000);
+  rs.push(replica(w, 'c2')); // the supervisor's restart, 10 s later: c2 alone would judge c dead only 25 s after the kill
   await w.advance(25_000);
   const taken = w.log.filter(
     ([t, id, b, what]) => id !== 'c' && what === 'start' && cBuckets.includes(b) && t > killedAt,

@@ -35,6 +35,7 @@ import type { Clock } from '../workqueue/index.ts';
 import { RING_LABEL, ROLE_LABEL } from './labels.ts';
 import { MemberLease } from './member.ts';
 import { assignBuckets, SHARD_BUCKETS } from './ring.ts';
+import { MemberView } from './view.ts';
 
 /** What the coordinator needs of a client: Leases only. */
 export type ShardLeaseClient = Pick<Client, 'get' | 'create' | 'update' | 'list' | 'delete'>;
@@ -95,10 +96,7 @@ export class ShardCoordinator {
   readonly #held = new Set<number>();
   readonly #tasks = new Map<number, Promise<void>>();
   readonly #acquiring = new Map<number, AbortController>();
-  /** Other members' Leases: the resourceVersion last seen, and when it was first seen (monotonic). */
-  readonly #seen = new Map<string, { rv: string; at: number }>();
-  /** Holders named by a fence with no member Lease: since when (monotonic). */
-  readonly #absent = new Map<string, number>();
+  readonly #view: MemberView;
   readonly #member: MemberLease;
   #unbalancedSince: number | undefined;
   #members = 0;
@@ -116,6 +114,7 @@ export class ShardCoordinator {
     const { leaseDurationMs: lease, renewDeadlineMs: renew, retryPeriodMs: retry } = this.#o;
     checkLeaseTimings('sharding', lease, renew, retry);
     this.#member = new MemberLease({ ...this.#o, onStale: () => this.#lose() });
+    this.#view = new MemberView(this.#o.identity, lease, this.#o.clock);
   }
 
   /** The buckets this replica holds now. */
@@ -140,7 +139,7 @@ export class ShardCoordinator {
       await this.#round(signal);
       // the next round after the retry period (jittered), or right when a live member's Lease runs out if that is
       // sooner: its buckets are taken after the lease duration, not the lease duration plus most of a retry period
-      const untilExpiry = this.#nextExpiry() - clock.now() + 20;
+      const untilExpiry = this.#view.nextExpiry() - clock.now() + 20;
       await sleep(Math.max(20, Math.min(retryPeriodMs * (1 + Math.random() * 0.2), untilExpiry)), signal, clock);
     }
     await this.#leave();
@@ -157,7 +156,7 @@ export class ShardCoordinator {
   }
 
   async #round(stop: AbortSignal): Promise<void> {
-    await this.#member.renew(stop);
+    await this.#member.renew(stop, this.#view.judgedDead());
     let leases: Lease[];
     const listedAt = this.#o.clock.now();
     try {
@@ -193,43 +192,11 @@ export class ShardCoordinator {
     await this.#collect(members);
   }
 
-  /** Notes when each other member's Lease last changed; answers the live members (this one included when fresh). */
+  /** Takes in the member Leases; answers the live members (this one included when fresh). */
   #observe(members: readonly Lease[]): string[] {
-    const now = this.#o.clock.now();
-    const me = this.#o.identity;
-    const listed = new Set<string>();
-    for (const l of members) {
-      const id = l.spec?.holderIdentity ?? '';
-      if (id === '' || id === me) continue;
-      listed.add(id);
-      this.#absent.delete(id);
-      const rv = l.metadata.resourceVersion ?? '';
-      if (this.#seen.get(id)?.rv !== rv) this.#seen.set(id, { rv, at: now });
-    }
-    for (const id of this.#seen.keys()) if (!listed.has(id)) this.#seen.delete(id);
-    const live = [...this.#seen].filter(([, s]) => now - s.at < this.#o.leaseDurationMs).map(([id]) => id);
-    return this.#fresh ? [...live, me] : live;
-  }
-
-  /** When the next member seen alive will count as dead (monotonic), if it goes on not renewing; +∞ with none. */
-  #nextExpiry(): number {
-    let next = Number.POSITIVE_INFINITY;
-    const now = this.#o.clock.now();
-    for (const s of this.#seen.values()) {
-      const at = s.at + this.#o.leaseDurationMs;
-      if (at > now) next = Math.min(next, at);
-    }
-    return next;
-  }
-
-  /** Whether `holder` (of a fence) is dead: its member Lease unchanged, or missing, for the lease duration. */
-  #dead(holder: string): boolean {
-    const now = this.#o.clock.now();
-    const seen = this.#seen.get(holder);
-    if (seen) return now - seen.at >= this.#o.leaseDurationMs;
-    const since = this.#absent.get(holder) ?? now;
-    this.#absent.set(holder, since);
-    return now - since >= this.#o.leaseDurationMs;
+    this.#view.observe(members);
+    const live = this.#view.live();
+    return this.#fresh ? [...live, this.#o.identity] : live;
   }
 
   /** Starts what bucket `b` needs this round, unless a hand-off of it is under way. */
@@ -246,12 +213,12 @@ export class ShardCoordinator {
       );
       this.#task(b, this.#drop(b, fence));
     } else if (mine && owner !== me) this.#task(b, this.#release(b));
-    else if (!mine && owner === me && (holder === '' || holder === me || this.#dead(holder)))
+    else if (!mine && owner === me && (holder === '' || holder === me || this.#view.dead(holder)))
       this.#task(b, this.#acquire(b, fence, holder, stop));
     else if (!mine && holder === me) this.#task(b, this.#free(b));
     // a dead holder's fence, owned by another member now: free it, so that its owner — which may have joined since
     // and so cannot judge the holder dead yet — takes it at once (freeing is safe for the same reason taking is)
-    else if (!mine && fence !== undefined && holder !== '' && holder !== me && owner !== me && this.#dead(holder))
+    else if (!mine && fence !== undefined && holder !== '' && holder !== me && owner !== me && this.#view.dead(holder))
       this.#task(b, this.#freeDead(b, fence, holder));
   }
 
@@ -372,13 +339,12 @@ export class ShardCoordinator {
 
   /** Deletes member Leases dead for ten lease durations (checked against their resourceVersion). */
   async #collect(members: readonly Lease[]): Promise<void> {
-    const now = this.#o.clock.now();
     for (const l of members) {
-      const seen = this.#seen.get(l.spec?.holderIdentity ?? '');
-      if (!seen || now - seen.at < 10 * this.#o.leaseDurationMs || !l.metadata.name) continue;
+      const rv = this.#view.deadFor(l.spec?.holderIdentity ?? '', 10 * this.#o.leaseDurationMs);
+      if (rv === undefined || !l.metadata.name) continue;
       try {
         const ref = { namespace: this.#o.namespace, name: l.metadata.name };
-        await this.#o.client.delete(Leases, ref, { preconditions: { resourceVersion: seen.rv } });
+        await this.#o.client.delete(Leases, ref, { preconditions: { resourceVersion: rv } });
       } catch {
         // gone already, or renewed after all: nothing to do
       }

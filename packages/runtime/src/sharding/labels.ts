@@ -8,3 +8,8 @@
 export const RING_LABEL = 'opkit.dev/shard-ring';
 /** The label telling member Leases (`member`) from fence Leases (`shard`). */
 export const ROLE_LABEL = 'opkit.dev/shard-role';
+/**
+ * The annotation of a member Lease listing the members its replica judges dead (comma-separated identities): a replica
+ * that joined since cannot judge them yet, and leaves them out of the owners it computes.
+ */
+export const DEAD_ANNOTATION = 'opkit.dev/shard-dead';

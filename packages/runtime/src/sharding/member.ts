@@ -3,7 +3,7 @@
  * This replica's member Lease in a ring (`<ring>-member-<identity>`): created on the first renewal, renewed with its
  * resourceVersion, deleted on leave. It is fresh while the start of the last successful renewal is less than the
  * renew deadline ago; each attempt is cut off at what is left of it, and `onStale` runs the moment it passes with no
- * renewal after it (on the injected monotonic clock).
+ * renewal after it (on the injected monotonic clock). Each renewal also says which members this replica judges dead.
  */
 
 import { type Lease, Leases } from '../client/builtins.ts';
@@ -14,7 +14,7 @@ import { withTimeout } from '../internal/sleep.ts';
 import type { Logger } from '../logger.ts';
 import type { Clock } from '../workqueue/index.ts';
 import type { ShardLeaseClient } from './coordinator.ts';
-import { RING_LABEL, ROLE_LABEL } from './labels.ts';
+import { DEAD_ANNOTATION, RING_LABEL, ROLE_LABEL } from './labels.ts';
 
 /** What a member Lease is made with. */
 export interface MemberLeaseOptions {
@@ -54,14 +54,17 @@ export class MemberLease {
     return this.#renewedAt !== undefined && this.#o.clock.now() < this.#renewedAt + this.#o.renewDeadlineMs;
   }
 
-  /** Renews (or, first, creates) the Lease, each attempt bounded by what is left of the renew deadline. */
-  async renew(stop: AbortSignal): Promise<void> {
+  /**
+   * Renews (or, first, creates) the Lease, each attempt bounded by what is left of the renew deadline; `dead`: the
+   * members this replica judges dead, written as the annotation `opkit.dev/shard-dead` for the others to read.
+   */
+  async renew(stop: AbortSignal, dead: readonly string[] = []): Promise<void> {
     const { clock, renewDeadlineMs, retryPeriodMs } = this.#o;
     const started = clock.now();
     const left = this.#renewedAt === undefined ? retryPeriodMs : this.#renewedAt + renewDeadlineMs - started;
     if (left <= 0) return;
     try {
-      this.#lease = await withTimeout(left, (signal) => this.#write(signal), this.#o.clock, stop);
+      this.#lease = await withTimeout(left, (signal) => this.#write(signal, dead), this.#o.clock, stop);
     } catch (err) {
       this.#o.log.warn({ err: messageOf(err) }, 'sharding: could not renew the member Lease');
       if (isApiError(err, 'Conflict') || isApiError(err, 'NotFound')) this.#lease = undefined;
@@ -73,19 +76,24 @@ export class MemberLease {
     this.#deadline = clock.setTimer(renewDeadlineMs - (clock.now() - started), () => this.#stale(started));
   }
 
-  async #write(signal: AbortSignal): Promise<Lease> {
+  async #write(signal: AbortSignal, dead: readonly string[]): Promise<Lease> {
     const { client, namespace, ring, identity, leaseDurationMs } = this.#o;
     const now = microTime(this.#o.wallClock());
     const spec = { holderIdentity: identity, leaseDurationSeconds: Math.ceil(leaseDurationMs / 1000), renewTime: now };
-    if (this.#lease)
-      return client.update(Leases, { ...this.#lease, spec: { ...this.#lease.spec, ...spec } }, { signal });
+    const renewed = (l: Lease): Lease => ({
+      ...l,
+      metadata: { ...l.metadata, annotations: { ...l.metadata.annotations, [DEAD_ANNOTATION]: dead.join(',') } },
+      spec: { ...l.spec, ...spec },
+    });
+    if (this.#lease) return client.update(Leases, renewed(this.#lease), { signal });
     const metadata = { namespace, name: this.name, labels: { [RING_LABEL]: ring, [ROLE_LABEL]: 'member' } };
     try {
-      return await client.create(Leases, { metadata, spec: { ...spec, acquireTime: now } }, { signal });
+      return await client.create(Leases, renewed({ metadata, spec: { acquireTime: now } }), { signal });
     } catch (err) {
       if (!isApiError(err, 'AlreadyExists')) throw err;
-      const current = await client.get(Leases, { namespace, name: this.name }, { signal });
-      return client.update(Leases, { ...current, spec: { ...current.spec, ...spec } }, { signal });
+      return client.update(Leases, renewed(await client.get(Leases, { namespace, name: this.name }, { signal })), {
+        signal,
+      });
     }
   }
 

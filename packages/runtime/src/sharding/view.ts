@@ -1,0 +1,92 @@
+/**
+ * @module sharding/view
+ * What a replica knows of the other members of its ring, judged as client-go's leader election judges a holder: by
+ * when it last saw a member's Lease change, on its own monotonic clock — never by the times written in it.
+ *
+ * Guarantees: a member is dead once its Lease has not changed (or has been missing) for the lease duration since this
+ * replica first saw it that way; alive before. `live()` leaves out, besides the dead, the members that a live member
+ * reports dead (`opkit.dev/shard-dead`): a replica that joined recently cannot judge them yet, and without that it
+ * would compute other owners than everyone else. A report changes who owns which bucket, never who may act on one:
+ * taking a fence still needs this replica's own judgement, or a free fence.
+ */
+import type { Lease } from '../client/builtins.ts';
+import type { Clock } from '../workqueue/index.ts';
+import { DEAD_ANNOTATION } from './labels.ts';
+
+/** The other members of a ring, as this replica has seen their Leases. */
+export class MemberView {
+  readonly #me: string;
+  readonly #leaseMs: number;
+  readonly #clock: Clock;
+  /** Other members' Leases: the resourceVersion last seen, and when it was first seen (monotonic). */
+  readonly #seen = new Map<string, { rv: string; at: number }>();
+  /** Holders named by a fence with no member Lease: since when (monotonic). */
+  readonly #absent = new Map<string, number>();
+  /** Members reported dead by live members, as of the last `observe`. */
+  #reported = new Set<string>();
+
+  constructor(me: string, leaseDurationMs: number, clock: Clock) {
+    this.#me = me;
+    this.#leaseMs = leaseDurationMs;
+    this.#clock = clock;
+  }
+
+  /** Takes in the ring's member Leases, as just listed. */
+  observe(members: readonly Lease[]): void {
+    const now = this.#clock.now();
+    const listed = new Set<string>();
+    for (const l of members) {
+      const id = l.spec?.holderIdentity ?? '';
+      if (id === '' || id === this.#me) continue;
+      listed.add(id);
+      this.#absent.delete(id);
+      const rv = l.metadata.resourceVersion ?? '';
+      if (this.#seen.get(id)?.rv !== rv) this.#seen.set(id, { rv, at: now });
+    }
+    for (const id of this.#seen.keys()) if (!listed.has(id)) this.#seen.delete(id);
+    this.#reported = new Set(
+      members
+        .filter((l) => this.#alive(l.spec?.holderIdentity ?? ''))
+        .flatMap((l) => (l.metadata.annotations?.[DEAD_ANNOTATION] ?? '').split(',').filter(Boolean)),
+    );
+  }
+
+  /** The other members alive and reported dead by none. */
+  live(): string[] {
+    return [...this.#seen.keys()].filter((id) => this.#alive(id) && !this.#reported.has(id));
+  }
+
+  /** The members this replica judges dead. */
+  judgedDead(): string[] {
+    return [...this.#seen.keys()].filter((id) => !this.#alive(id));
+  }
+
+  /** Whether `holder` (of a fence) is dead: its Lease unchanged, or missing, for the lease duration. */
+  dead(holder: string): boolean {
+    const now = this.#clock.now();
+    const seen = this.#seen.get(holder);
+    if (seen) return now - seen.at >= this.#leaseMs;
+    const since = this.#absent.get(holder) ?? now;
+    this.#absent.set(holder, since);
+    return now - since >= this.#leaseMs;
+  }
+
+  /** When the next member alive now will count as dead if it goes on not renewing (monotonic); +∞ with none. */
+  nextExpiry(): number {
+    const now = this.#clock.now();
+    let next = Number.POSITIVE_INFINITY;
+    for (const s of this.#seen.values()) if (s.at + this.#leaseMs > now) next = Math.min(next, s.at + this.#leaseMs);
+    return next;
+  }
+
+  /** The resourceVersion of a member's Lease when it has been dead for `ms`, for a delete checked against it. */
+  deadFor(id: string, ms: number): string | undefined {
+    const s = this.#seen.get(id);
+    return s && this.#clock.now() - s.at >= ms ? s.rv : undefined;
+  }
+
+  #alive(id: string): boolean {
+    const s = this.#seen.get(id);
+    return s !== undefined && this.#clock.now() - s.at < this.#leaseMs;
+  }
+}
