@@ -8,18 +8,25 @@
  * that routes to the ready ones; the webhook configurations and the CRD's conversion call that Service
  * (`failurePolicy: Fail`). A supervisor plays the kubelet: a replica that exits is started again after a short
  * back-off, and every exit is recorded with the replica's log.
+ * `sharded: true` runs the replicas with `--sharding` instead (every replica active, each on its own buckets; no
+ * leader election; the RBAC of config/sharding added, as a sharded install does), serving plain-HTTP /metrics on a
+ * port of their own, and records the bodies of the operator's writes to leases, pods, AppServices and Events in the
+ * audit log (the sharded chaos audit policy), so the fences can be checked from it (chaos/fences); `spawnReplica`
+ * starts one more replica the same way (chaos/sharded's `replica-add`).
  */
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
-import { readFile, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import type { KubeObject } from '@opkit/runtime';
-import { Client, loadConfig, resource } from '@opkit/runtime/client';
+import { Applier, Client, loadConfig, parseManifests, resource } from '@opkit/runtime/client';
 import { type Lease, Leases, Namespaces } from '@opkit/runtime/kinds';
 import { type Environment, FaultProxy, start, targetOf } from '@opkit/testenv';
 import { installApiAndRbac, installObjects, NAME, NAMESPACE } from '../src/install.ts';
+import { shardedAuditPolicy } from './audit-bodies.ts';
 import { Service } from './service.ts';
 
 export const MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
@@ -28,6 +35,9 @@ export const SOURCE_CONDITION = '--conditions=@opkit/source';
 export const CHAOS_NAMESPACE = 'chaos';
 export const OPERATOR_USER = `system:serviceaccount:${NAMESPACE}:${NAME}`;
 const LEASE = { namespace: NAMESPACE, name: `${NAME}-leader` };
+
+/** How a replica runs: with leader election (one active), or sharded (all active, each on its buckets). */
+export type ReplicaMode = 'leader' | 'sharded';
 
 export interface Exit {
   readonly code: number | null;
@@ -44,6 +54,8 @@ export interface Serving {
   readonly healthPort: number;
   /** `tls.crt` and `tls.key`. */
   readonly certDir: string;
+  /** Sharded: where it serves plain-HTTP /metrics (fixed across restarts). */
+  readonly metricsPort?: number;
 }
 
 export class Replica {
@@ -55,6 +67,9 @@ export class Replica {
   /** What the replica printed since the last `takeLog()`, across restarts. */
   #log = '';
   readonly exits: Exit[] = [];
+  /** When each of its processes started (ms since the epoch). */
+  readonly starts: number[] = [];
+  readonly mode: ReplicaMode;
   /** Strings that must never appear in the output (the ServiceAccount token); `leaks` lists any that did. */
   readonly secrets: string[] = [];
   readonly #leaked = new Set<string>();
@@ -62,8 +77,9 @@ export class Replica {
   #causing = false;
   #stopped = false;
 
-  constructor(name: string, proxy: FaultProxy, kubeconfig: string, serving: Serving) {
+  constructor(name: string, proxy: FaultProxy, kubeconfig: string, serving: Serving, mode: ReplicaMode = 'leader') {
     this.name = name;
+    this.mode = mode;
     this.proxy = proxy;
     this.kubeconfig = kubeconfig;
     this.serving = serving;
@@ -92,18 +108,26 @@ export class Replica {
     return this.proc !== undefined && this.proc.exitCode === null && this.proc.signalCode === null;
   }
 
+  /** The metrics URL of a sharded replica. */
+  get metricsUrl(): string | undefined {
+    return this.serving.metricsPort ? `http://127.0.0.1:${this.serving.metricsPort}/metrics` : undefined;
+  }
+
+  /** Starts a process (again, after `retire()`): the supervisor restarts it until `retire()` or `stop()`. */
   start(): void {
+    this.#stopped = false;
+    this.starts.push(Date.now());
+    const mode =
+      this.mode === 'sharded'
+        ? ['--sharding', '--metrics-bind-address', `127.0.0.1:${this.serving.metricsPort}`, '--metrics-secure=false']
+        : ['--leader-elect', '--leader-election-namespace', NAMESPACE, '--metrics-bind-address', '0'];
     const proc = spawn(
       process.execPath,
       [
         MAIN,
         '--kubeconfig',
         this.kubeconfig,
-        '--leader-elect',
-        '--leader-election-namespace',
-        NAMESPACE,
-        '--metrics-bind-address',
-        '0',
+        ...mode,
         '--health-probe-bind-address',
         `127.0.0.1:${this.serving.healthPort}`,
         '--webhook-bind-address',
@@ -114,7 +138,13 @@ export class Replica {
         'debug',
       ],
       {
-        env: { ...process.env, POD_NAME: this.name, NODE_OPTIONS: SOURCE_CONDITION, ENABLE_WEBHOOKS: 'true' },
+        env: {
+          ...process.env,
+          POD_NAME: this.name,
+          POD_NAMESPACE: NAMESPACE,
+          NODE_OPTIONS: SOURCE_CONDITION,
+          ENABLE_WEBHOOKS: 'true',
+        },
         stdio: ['pipe', 'pipe', 'pipe'],
       },
     );
@@ -153,13 +183,27 @@ export class Replica {
     await exited;
   }
 
-  async stop(): Promise<void> {
+  /**
+   * Stops it gracefully, as a scale-down does: SIGTERM (SIGKILL after `timeoutMs`), not started again until
+   * `start()`. Whether it exited in time.
+   */
+  async retire(timeoutMs = 10_000): Promise<boolean> {
     this.#stopped = true;
-    if (!this.running || !this.proc) return;
+    if (!this.running || !this.proc) return true;
+    this.#causing = true;
     const exited = new Promise((r) => this.proc?.once('exit', r));
     this.serving.service.terminating(this.name, 0);
     this.proc.kill('SIGTERM');
-    await Promise.race([exited, sleep(10_000).then(() => this.proc?.kill('SIGKILL'))]);
+    const inTime = await Promise.race([exited.then(() => true), sleep(timeoutMs).then(() => false)]);
+    if (!inTime) {
+      this.proc?.kill('SIGKILL');
+      await exited;
+    }
+    return inTime;
+  }
+
+  async stop(): Promise<void> {
+    await this.retire();
     await this.proxy.close();
   }
 }
@@ -174,6 +218,11 @@ export interface ChaosCluster {
   /** The replica holding the Lease now (by its holderIdentity), if any. */
   leader(): Promise<Replica | undefined>;
   lease(): Promise<Lease | undefined>;
+  /**
+   * Starts one more replica, in the cluster's mode, through a fault proxy of its own (not in `replicas`; stopped with
+   * the cluster).
+   */
+  spawnReplica(): Promise<Replica>;
   stop(): Promise<void>;
 }
 
@@ -194,19 +243,19 @@ const SubjectAccessReviews = resource<AccessReview>({
  * the replicas' first requests are judged by it — a Forbidden in the audit log is then the operator's own. Asked by
  * the admin (a SubjectAccessReview), so the operator's identity makes no request here.
  */
-async function rbacEffective(admin: Client): Promise<void> {
+async function rbacEffective(admin: Client, verb: 'get' | 'list' = 'get'): Promise<void> {
   for (let i = 0; i < 100; i++) {
     const review = await admin.create(SubjectAccessReviews, {
       metadata: {},
       spec: {
         user: OPERATOR_USER,
-        resourceAttributes: { namespace: NAMESPACE, verb: 'get', group: 'coordination.k8s.io', resource: 'leases' },
+        resourceAttributes: { namespace: NAMESPACE, verb, group: 'coordination.k8s.io', resource: 'leases' },
       },
     });
     if (review.status?.allowed) return;
     await sleep(100);
   }
-  throw new Error('the operator ServiceAccount was still not allowed to get its Lease after 10 s');
+  throw new Error(`the operator ServiceAccount was still not allowed to ${verb} Leases after 10 s`);
 }
 
 /** A port nothing listens on now. */
@@ -221,33 +270,100 @@ function freePort(): Promise<number> {
   });
 }
 
-export async function chaosCluster(options: { replicas?: number } = {}): Promise<ChaosCluster> {
-  const env = await start({ nodes: 3, podsPerNode: 500, auditLog: true, log: () => {} });
+/** What `chaosCluster` runs. */
+export interface ChaosClusterOptions {
+  /** Replicas to start (default 2, or 3 sharded), named chaos-a, chaos-b, … */
+  readonly replicas?: number;
+  /** Run them with `--sharding` (see the module comment; default false: leader election). */
+  readonly sharded?: boolean;
+}
+
+const NAMES = ['chaos-a', 'chaos-b', 'chaos-c', 'chaos-d', 'chaos-e', 'chaos-f'];
+
+/** What every replica is made from: the operator's ServiceAccount kubeconfig and token, the serving certificate. */
+interface Installed {
+  readonly admin: Client;
+  readonly kubeconfigText: string;
+  readonly token: string;
+  readonly certDir: string;
+}
+
+/** The sharding component's RBAC (Leases list and delete, patch of AppServices), as a sharded install adds it. */
+const SHARDING_RBAC = new URL('../config/sharding/rbac.yaml', import.meta.url);
+
+/**
+ * The operator's API, RBAC (and the sharding component's, if `sharded`) and webhook configurations (calling
+ * `service`), the chaos namespace, the RBAC in effect.
+ */
+async function install(env: Environment, service: Service, sharded: boolean): Promise<Installed> {
+  const admin = new Client(await loadConfig({ path: env.kubeconfigPath }), { name: 'chaos-admin' });
+  await installApiAndRbac(admin, { webhooks: 'none' });
+  if (sharded)
+    await new Applier(admin, 'opkit').applyAll(
+      parseManifests(await readFile(SHARDING_RBAC, 'utf8'), 'config/sharding/rbac.yaml'),
+    );
+  // the configurations and the CRD's conversion call the Service, with the CA of the replicas' certificate
+  const hooks = await env.installWebhooks({
+    configurations: (await installObjects()).filter((o) => o.kind?.endsWith('WebhookConfiguration')),
+    conversions: ['appservices.app.example.com'],
+    port: service.port,
+  });
+  await admin.create(Namespaces, { metadata: { name: CHAOS_NAMESPACE } });
+  const sa = await env.kubeconfigFor({ namespace: NAMESPACE, name: NAME });
+  await rbacEffective(admin, sharded ? 'list' : 'get');
+  return { admin, kubeconfigText: await readFile(sa.path, 'utf8'), token: sa.token, certDir: hooks.certDir };
+}
+
+/** A replica named `name` behind a fault proxy of its own, started. */
+async function startReplica(
+  env: Environment,
+  service: Service,
+  installed: Installed,
+  name: string,
+  mode: ReplicaMode,
+): Promise<Replica> {
+  const proxy = await FaultProxy.start({ target: targetOf(env.server) });
+  const kubeconfig = join(env.dir, `kubeconfig-${name}`);
+  await writeFile(kubeconfig, installed.kubeconfigText.replace(env.server, proxy.url), { mode: 0o600 });
+  const serving = {
+    service,
+    webhookPort: await freePort(),
+    healthPort: await freePort(),
+    certDir: installed.certDir,
+    ...(mode === 'sharded' ? { metricsPort: await freePort() } : {}),
+  };
+  const r = new Replica(name, proxy, kubeconfig, serving, mode);
+  r.secrets.push(installed.token);
+  r.start();
+  return r;
+}
+
+export async function chaosCluster(options: ChaosClusterOptions = {}): Promise<ChaosCluster> {
+  const mode: ReplicaMode = options.sharded ? 'sharded' : 'leader';
+  const policyDir = options.sharded ? await mkdtemp(join(tmpdir(), 'chaos-audit-')) : undefined;
+  if (policyDir) await writeFile(join(policyDir, 'audit-policy.yaml'), shardedAuditPolicy(OPERATOR_USER));
+  const env = await start({
+    nodes: 3,
+    podsPerNode: 500,
+    auditLog: true,
+    log: () => {},
+    // a later flag wins: the sharded policy replaces the default one
+    ...(policyDir ? { apiserverArgs: [`--audit-policy-file=${join(policyDir, 'audit-policy.yaml')}`] } : {}),
+  });
   const replicas: Replica[] = [];
+  const spawned: Replica[] = [];
   const service = await Service.start();
+  const stopAll = async () => {
+    await Promise.all([...replicas, ...spawned].map((r) => r.stop()));
+    await service.close();
+    await env.stop();
+    if (policyDir) await rm(policyDir, { recursive: true, force: true });
+  };
   try {
-    const admin = new Client(await loadConfig({ path: env.kubeconfigPath }), { name: 'chaos-admin' });
-    await installApiAndRbac(admin, { webhooks: 'none' });
-    // the configurations and the CRD's conversion call the Service, with the CA of the replicas' certificate
-    const hooks = await env.installWebhooks({
-      configurations: (await installObjects()).filter((o) => o.kind?.endsWith('WebhookConfiguration')),
-      conversions: ['appservices.app.example.com'],
-      port: service.port,
-    });
-    await admin.create(Namespaces, { metadata: { name: CHAOS_NAMESPACE } });
-    const sa = await env.kubeconfigFor({ namespace: NAMESPACE, name: NAME });
-    await rbacEffective(admin);
-    const text = await readFile(sa.path, 'utf8');
-    for (const name of ['chaos-a', 'chaos-b'].slice(0, options.replicas ?? 2)) {
-      const proxy = await FaultProxy.start({ target: targetOf(env.server) });
-      const kubeconfig = join(env.dir, `kubeconfig-${name}`);
-      await writeFile(kubeconfig, text.replace(env.server, proxy.url), { mode: 0o600 });
-      const serving = { service, webhookPort: await freePort(), healthPort: await freePort(), certDir: hooks.certDir };
-      const r = new Replica(name, proxy, kubeconfig, serving);
-      r.secrets.push(sa.token);
-      r.start();
-      replicas.push(r);
-    }
+    const installed = await install(env, service, options.sharded ?? false);
+    const { admin } = installed;
+    for (const name of NAMES.slice(0, options.replicas ?? (options.sharded ? 3 : 2)))
+      replicas.push(await startReplica(env, service, installed, name, mode));
     // writes of AppServices need the webhooks from here on
     await service.waitReady(replicas.length, 120_000);
     return {
@@ -258,21 +374,23 @@ export async function chaosCluster(options: { replicas?: number } = {}): Promise
       webhooks: service,
       lease: () => admin.get(Leases, LEASE).catch(() => undefined),
       async leader() {
-        const lease = await admin.get(Leases, LEASE).catch(() => undefined);
-        const holder = lease?.spec?.holderIdentity ?? '';
+        const holder = (await admin.get(Leases, LEASE).catch(() => undefined))?.spec?.holderIdentity ?? '';
         return replicas.find((r) => holder.startsWith(`${r.name}_`));
       },
+      async spawnReplica() {
+        const name = NAMES[replicas.length + spawned.length];
+        if (!name) throw new Error('chaosCluster: no more replica names');
+        const r = await startReplica(env, service, installed, name, mode);
+        spawned.push(r);
+        return r;
+      },
       async stop() {
-        await Promise.all(replicas.map((r) => r.stop()));
-        await service.close();
         admin.close();
-        await env.stop();
+        await stopAll();
       },
     };
   } catch (err) {
-    await Promise.all(replicas.map((r) => r.stop()));
-    await service.close();
-    await env.stop();
+    await stopAll();
     throw err;
   }
 }

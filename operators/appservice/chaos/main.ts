@@ -1,8 +1,9 @@
 /**
  * `npm run chaos -- [--trials N] [--seed S] [--kinds a,b] [--fuzz N] [--json FILE]`: the reliability and security
  * suite against the AppService operator on a local control plane (chaos/run.ts). `--merge FILE` (repeated) instead
- * combines the JSON reports of earlier runs into one (chaos/report.ts). Prints the report; exits 1 when a goal is
- * missed, 2 on a bad flag or an unreadable report.
+ * combines the JSON reports of earlier runs into one (chaos/report.ts). `--sharded` runs the operator sharded instead
+ * (three active replicas, each on its own buckets) with the sharded fault kinds (chaos/shard-run.ts). Prints the
+ * report; exits 1 when a goal is missed, 2 on a bad flag or an unreadable report.
  */
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
@@ -10,13 +11,24 @@ import { parseArgs } from 'node:util';
 import { FAULT_KINDS, type FaultKind } from './faults.ts';
 import { type ChaosReport, chaosMarkdown, mergeReports } from './report.ts';
 import { runChaos } from './run.ts';
+import { shardMarkdown } from './shard-report.ts';
+import { runShardedChaos } from './shard-run.ts';
+import { SHARD_FAULT_KINDS, type ShardFaultKind } from './sharded.ts';
 
 const USAGE = `Usage: npm run chaos -- [--trials N] [--seed S] [--kinds KIND,…] [--fuzz N] [--json FILE]
        npm run chaos -- --merge FILE --merge FILE … [--json FILE]
+       npm run chaos -- --sharded [--trials N] [--seed S] [--kinds KIND,…] [--apps N] [--heal H] [--json FILE]
 
-  --trials N   trials of each fault kind (default 50)
+  --sharded    run the operator sharded (--sharding: three active replicas, each on its own buckets, a fourth
+               joining and leaving in replica-add) with the sharded fault kinds: ${SHARD_FAULT_KINDS.join(', ')};
+               checks every write against the fence Lease of its bucket in the audit log (default: leader election)
+  --apps N     sharded: AppServices to start with (default 12)
+  --heal H     sharded: how a replica-cutoff heals: reset (default; what the cut-off replica sent is discarded) or
+               pass (delivered late, on the same connections)
+  --trials N   trials of each fault kind (default 50; sharded 10)
   --seed S     seed of the trials, faults and fuzz bodies (default 1)
   --kinds      fault kinds to run (default all): ${FAULT_KINDS.join(', ')}
+               (sharded: ${SHARD_FAULT_KINDS.join(', ')})
   --fuzz N     hostile AppService bodies (default 1000)
   --json FILE  write the figures as JSON
   --merge FILE a JSON report of an earlier run (repeat it): print and write one report over all of them, e.g. of
@@ -38,6 +50,9 @@ function parse() {
       fuzz: { type: 'string' },
       json: { type: 'string' },
       merge: { type: 'string', multiple: true },
+      sharded: { type: 'boolean', default: false },
+      apps: { type: 'string' },
+      heal: { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
@@ -51,8 +66,8 @@ if (values.help) {
   process.stdout.write(USAGE);
   process.exit(0);
 }
-const DEFAULTS = { trials: '50', seed: '1', fuzz: '1000' } as const;
-const whole = (name: 'trials' | 'seed' | 'fuzz', min: number) => {
+const DEFAULTS = { trials: values.sharded ? '10' : '50', seed: '1', fuzz: '1000', apps: '12' } as const;
+const whole = (name: 'trials' | 'seed' | 'fuzz' | 'apps', min: number) => {
   const v = Number(values[name] ?? DEFAULTS[name]);
   if (!Number.isInteger(v) || v < min) fail(`--${name} must be a whole number ≥ ${min}, got "${values[name]}"`);
   return v;
@@ -118,8 +133,30 @@ async function run(): Promise<ChaosReport> {
   });
 }
 
-const report = await run();
-process.stdout.write(`${chaosMarkdown(report)}\n`);
+async function runSharded() {
+  const flag = (['merge', 'fuzz'] as const).find((k) => values[k] !== undefined);
+  if (flag) fail(`--${flag} does not apply to --sharded`);
+  const kinds = values.kinds?.split(',').map((k) => k.trim());
+  const unknown = kinds?.find((k) => !(SHARD_FAULT_KINDS as readonly string[]).includes(k));
+  if (unknown) fail(`--kinds: unknown sharded fault kind "${unknown}"`);
+  const heal = values.heal ?? 'reset';
+  if (heal !== 'reset' && heal !== 'pass') fail(`--heal must be reset or pass, got "${heal}"`);
+  return runShardedChaos({
+    heal,
+    trials: whole('trials', 0),
+    seed: whole('seed', 0),
+    apps: whole('apps', 1),
+    ...(kinds ? { kinds: kinds as ShardFaultKind[] } : {}),
+    log: (line) => process.stderr.write(`[chaos] ${line}\n`),
+  });
+}
+
+const shardedOnly = (['apps', 'heal'] as const).find((k) => values[k] !== undefined);
+if (!values.sharded && shardedOnly) fail(`--${shardedOnly} applies to --sharded only`);
+const [report, text] = values.sharded
+  ? await runSharded().then((r) => [r, shardMarkdown(r)] as const)
+  : await run().then((r) => [r, chaosMarkdown(r)] as const);
+process.stdout.write(`${text}\n`);
 if (values.json) {
   await mkdir(dirname(values.json), { recursive: true });
   await writeFile(values.json, `${JSON.stringify(report, null, 2)}\n`);

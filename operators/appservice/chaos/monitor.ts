@@ -27,7 +27,13 @@ export interface Violation {
     | 'log'
     | 'split-brain'
     | 'webhook'
-    | 'harness';
+    | 'harness'
+    | 'fence'
+    | 'membership'
+    | 'shard-label'
+    | 'rebalance'
+    | 'metrics'
+    | 'forbidden';
   readonly detail: string;
 }
 
@@ -60,6 +66,10 @@ export class Monitor {
 
   apps(): AppService[] {
     return this.#apps.store.list();
+  }
+
+  pods(): Pod[] {
+    return this.#pods.store.list();
   }
 
   /** From now on, overshoot counts; the allowance of each AppService is reset to its current (settled) spec. */
