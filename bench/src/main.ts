@@ -1,6 +1,7 @@
 /**
  * `npm run bench -- <scenario> [--repeat N] [--json FILE]`: runs a benchmark scenario, prints a Markdown table and
- * writes the figures as JSON. Scenarios: env-start, informer, converge, compare, restart-limit, webhook (see USAGE).
+ * writes the figures as JSON. Scenarios: env-start, informer, converge, compare, restart-limit, webhook, shard (see
+ * USAGE).
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import { cpus, totalmem } from 'node:os';
@@ -18,6 +19,7 @@ import { type ConvergeResult, convergeScenario, type SystemName } from './scenar
 import { envStart, envStartMarkdown } from './scenarios/env-start.ts';
 import { type InformerResult, informerScenario } from './scenarios/informer.ts';
 import { restartLimitMarkdown, restartLimitScenario } from './scenarios/restart-limit.ts';
+import { shardMarkdown, shardScenario } from './scenarios/shard.ts';
 import { webhookMarkdown, webhookScenario } from './scenarios/webhook.ts';
 
 const USAGE = `Usage: npm run bench -- <scenario> [--repeat N] [--json FILE]
@@ -43,16 +45,24 @@ Scenarios:
               AppServices and --steady-pods P (10000) pods
   webhook     a validating webhook through the apiserver, opkit vs Go controller-runtime, at rising rates:
               --rates A,B,C req/s (50,100,200,400) --rate-seconds S (10), --repeat N
+  shard       the operator split over N active replicas (--sharding) against one, on the converge workload, each
+              replica count on a fresh control plane: --replicas A,B,C replica counts (1,2,3), --crs N (1000)
+              --pods-per-cr P (10), --workers W per replica (4), --repeat N; with 1 among the counts, a sharded
+              1-replica run too (--no-sharded-single: only the default mode)
 `;
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
+  allowNegative: true,
   options: {
     json: { type: 'string' },
     repeat: { type: 'string', default: '3' },
     objects: { type: 'string', default: '10000' },
     crs: { type: 'string', default: '1000' },
-    replicas: { type: 'string', default: '3' },
+    // pods per AppService for converge and compare (default 3); replica counts for shard (default 1,2,3)
+    replicas: { type: 'string' },
+    'pods-per-cr': { type: 'string', default: '10' },
+    'sharded-single': { type: 'boolean', default: true },
     workers: { type: 'string', default: '4' },
     'idle-seconds': { type: 'string', default: '60' },
     docs: { type: 'boolean', default: false },
@@ -94,9 +104,10 @@ type WholeOption =
   | 'steady-crs'
   | 'steady-pods'
   | 'steady-idle-seconds'
-  | 'restarts';
+  | 'restarts'
+  | 'pods-per-cr';
 function whole(name: WholeOption, min: number): number {
-  const v = Number(values[name]);
+  const v = Number(values[name] ?? (name === 'replicas' ? '3' : undefined));
   if (!Number.isInteger(v) || v < min) fail(`--${name} must be a whole number ≥ ${min}, got "${values[name]}"`);
   return v;
 }
@@ -156,6 +167,23 @@ switch (scenario) {
     });
     result = r;
     table = convergeMarkdown(r);
+    break;
+  }
+  case 'shard': {
+    const counts = (values.replicas ?? '1,2,3').split(',').map(Number);
+    if (counts.some((n) => !Number.isInteger(n) || n < 1))
+      fail(`--replicas must be whole numbers ≥ 1 separated by commas, got "${values.replicas}"`);
+    const r = await shardScenario({
+      replicaCounts: [...new Set(counts)].sort((a, b) => a - b),
+      shardedSingle: values['sharded-single'],
+      crs: whole('crs', 1),
+      podsPerCR: whole('pods-per-cr', 1),
+      workers: whole('workers', 1),
+      repeat,
+      log,
+    });
+    result = r;
+    table = shardMarkdown(r);
     break;
   }
   case 'compare': {

@@ -118,11 +118,23 @@ function diagnosis(): { args: string[]; env: Record<string, string> } {
   return { args, env };
 }
 
+/**
+ * What a run may add to opkit's process: where it serves /metrics (plain HTTP, on loopback) and /healthz + /readyz
+ * (both off by default), more flags, more environment (over the Deployment's). The other peers take none of it.
+ */
+export interface OpkitExtras {
+  readonly metricsPort?: number;
+  readonly healthPort?: number;
+  readonly args?: readonly string[];
+  readonly env?: Readonly<Record<string, string>>;
+}
+
 export async function startPeer(
   name: PeerName,
   kubeconfig: string,
   workers: number,
   goBinary?: string,
+  extras: OpkitExtras = {},
 ): Promise<ChildProcess> {
   const common = ['--kubeconfig', kubeconfig, '--max-concurrent-reconciles', String(workers)];
   const stdio: ['ignore', 'ignore', 'inherit'] = ['ignore', 'ignore', 'inherit'];
@@ -139,15 +151,16 @@ export async function startPeer(
           ...diag.args,
           OPKIT_MAIN,
           ...common,
-          '--metrics-bind-address',
-          '0',
-          '--health-probe-bind-address',
-          '0',
+          ...endpointArgs(extras),
           '--log-level',
           'warn',
+          ...(extras.args ?? []),
         ],
         // the bench's harness serves the webhooks in its own process (installApiAndRbac)
-        { stdio, env: { ...env, ...(await deployedEnv()), ...diag.env, ENABLE_WEBHOOKS: 'false' } },
+        {
+          stdio,
+          env: { ...env, ...(await deployedEnv()), ...diag.env, ENABLE_WEBHOOKS: 'false', ...extras.env },
+        },
       );
     }
     case 'clientNode':
@@ -158,4 +171,14 @@ export async function startPeer(
       if (!goBinary) throw new Error('the Go peer binary is missing');
       return spawn(goBinary, [...common, '--zap-log-level', 'error'], { stdio });
   }
+}
+
+/** opkit's /metrics and health flags: off, or plain HTTP on the loopback ports asked for. */
+function endpointArgs(extras: OpkitExtras): string[] {
+  const metrics =
+    extras.metricsPort === undefined
+      ? ['--metrics-bind-address', '0']
+      : ['--metrics-bind-address', `127.0.0.1:${extras.metricsPort}`, '--metrics-secure=false'];
+  const health = extras.healthPort === undefined ? '0' : `127.0.0.1:${extras.healthPort}`;
+  return [...metrics, '--health-probe-bind-address', health];
 }

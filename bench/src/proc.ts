@@ -1,12 +1,22 @@
 /**
  * @module proc
- * Process figures read from /proc: resident memory (VmRSS) and CPU seconds (utime + stime) of a pid.
+ * Process figures read from /proc: resident memory (VmRSS), its high-water mark (VmHWM) and CPU seconds
+ * (utime + stime) of a pid. A process that has exited reads as 0.
  */
 import { readFile } from 'node:fs/promises';
 
 export async function rssBytes(pid: number): Promise<number> {
+  return statusBytes(pid, 'VmRSS');
+}
+
+/** The peak resident memory over the process's life so far (the kernel's own high-water mark). */
+export async function peakRssBytes(pid: number): Promise<number> {
+  return statusBytes(pid, 'VmHWM');
+}
+
+async function statusBytes(pid: number, field: 'VmRSS' | 'VmHWM'): Promise<number> {
   const status = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
-  const kb = /^VmRSS:\s+(\d+)\s+kB/m.exec(status)?.[1];
+  const kb = new RegExp(`^${field}:\\s+(\\d+)\\s+kB`, 'm').exec(status)?.[1];
   return kb ? Number(kb) * 1024 : 0;
 }
 
