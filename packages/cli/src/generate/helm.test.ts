@@ -107,7 +107,10 @@ test('the chart: CRDs under crds/, values for image, replicas, resources, leader
   assert.match(sharding, /^\{\{- if \.Values\.sharding\.enabled \}\}/m, 'sharding RBAC only when sharded');
   assert.match(sharding, /- list\n\s+- create\n\s+- update\n\s+- delete/);
   assert.match(sharding, /namespace: \{\{ \.Values\.leaderElection\.namespace \| default \.Release\.Namespace \}\}/);
-  assert.match(files.get('dist/chart/templates/_helpers.tpl') ?? '', /if \.Values\.sharding\.enabled \}\}\n- --sharding/);
+  assert.match(
+    files.get('dist/chart/templates/_helpers.tpl') ?? '',
+    /if \.Values\.sharding\.enabled \}\}\n- --sharding/,
+  );
   assert.match(manager, /^ {10}args:\n\{\{- include "gadget-operator\.args" \. \| trim \| nindent 12 \}\}$/m);
   assert.match(manager, /^ {10}resources:\n\{\{- toYaml \.Values\.resources \| nindent 12 \}\}$/m);
   assert.doesNotMatch(manager, /gadget-system|OPKIT_SLOT/, 'no project namespace and no placeholder left');
