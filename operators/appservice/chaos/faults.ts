@@ -79,7 +79,27 @@ export interface TrialResult {
   readonly violations: Violation[];
 }
 
-const IMAGES = ['busybox:1.36', 'busybox:1.37'];
+export const IMAGES = ['busybox:1.36', 'busybox:1.37'];
+
+/**
+ * A random change to `app`: a rollout to the other image, or a scale up (below `upTo` replicas: by `step`, to at most
+ * `max`) or down; `next` is the new replica count of a scale.
+ */
+export function randomChange(
+  rng: Rng,
+  app: AppService,
+  limits: { readonly upTo: number; readonly max: number; readonly step: readonly [number, number] },
+): { patch: Record<string, unknown>; action: string; next?: number } {
+  const replicas = app.spec.replicas ?? 1;
+  const choice = rng.pick(['scale-up', 'scale-down', 'rollout']);
+  if (choice === 'rollout') {
+    const image = IMAGES[(IMAGES.indexOf(app.spec.image) + 1) % IMAGES.length] as string;
+    return { patch: { spec: { image } }, action: `rollout ${app.metadata.name} to ${image}` };
+  }
+  const up = replicas === 0 || (choice === 'scale-up' && replicas < limits.upTo);
+  const next = up ? Math.min(limits.max, replicas + rng.int(...limits.step)) : rng.int(0, replicas - 1);
+  return { patch: { spec: { replicas: next } }, action: `scale ${app.metadata.name} ${replicas} → ${next}`, next };
+}
 const SETTLE_TIMEOUT_MS = 120_000;
 
 /** Waits until every invariant of a settled namespace holds twice in a row, 200 ms apart; the remaining ones if not. */
@@ -257,21 +277,8 @@ export class TrialRunner {
 
     // the change under way
     const app = rng.pick(this.#m.apps());
-    const replicas = app.spec.replicas ?? 1;
-    const choice = rng.pick(['scale-up', 'scale-down', 'rollout']);
-    let patch: Record<string, unknown>;
-    let action: string;
-    if (choice === 'rollout') {
-      const image = IMAGES[(IMAGES.indexOf(app.spec.image) + 1) % IMAGES.length] as string;
-      patch = { spec: { image } };
-      action = `rollout ${app.metadata.name} to ${image}`;
-    } else {
-      const up = replicas === 0 || (choice === 'scale-up' && replicas < 7);
-      const next = up ? Math.min(8, replicas + rng.int(2, 5)) : rng.int(0, replicas - 1);
-      patch = { spec: { replicas: next } };
-      action = `scale ${app.metadata.name} ${replicas} → ${next}`;
-      this.#m.allow(app, next);
-    }
+    const { patch, action, next } = randomChange(rng, app, { upTo: 7, max: 8, step: [2, 5] });
+    if (next !== undefined) this.#m.allow(app, next);
     await c.admin.patch(AppServices, { namespace: CHAOS_NAMESPACE, name: app.metadata.name as string }, patch);
     await sleep(rng.int(0, 1500));
 

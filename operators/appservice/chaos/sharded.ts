@@ -17,7 +17,7 @@ import { type AuditEvent, readAuditLog } from '@opkit/testenv';
 import { type AppService, AppServices } from '../src/api/v1alpha1/appservice.ts';
 import { type BodyEvent, fenceRelevant, slimEvent } from './audit-bodies.ts';
 import { CHAOS_NAMESPACE, type ChaosCluster, OPERATOR_USER, type Replica } from './cluster.ts';
-import { logViolations, settle } from './faults.ts';
+import { IMAGES, logViolations, randomChange, settle } from './faults.ts';
 import { BUCKETS, type FenceFindings, fenceCheck, SHARD_LABEL } from './fences.ts';
 import type { Monitor, Violation } from './monitor.ts';
 import {
@@ -57,7 +57,6 @@ export interface ShardTrialResult extends FaultFigures {
   readonly violations: Violation[];
 }
 
-const IMAGES = ['busybox:1.36', 'busybox:1.37'];
 const RING_TIMEOUT_MS = 60_000;
 
 export class ShardTrialRunner {
@@ -212,21 +211,8 @@ export class ShardTrialRunner {
 
   async #changeOne(app: AppService): Promise<string> {
     const rng = this.#rng;
-    const replicas = app.spec.replicas ?? 1;
-    const choice = rng.pick(['scale-up', 'scale-down', 'rollout']);
-    let patch: Record<string, unknown>;
-    let action: string;
-    if (choice === 'rollout') {
-      const image = IMAGES[(IMAGES.indexOf(app.spec.image) + 1) % IMAGES.length] as string;
-      patch = { spec: { image } };
-      action = `rollout ${app.metadata.name} to ${image}`;
-    } else {
-      const up = replicas === 0 || (choice === 'scale-up' && replicas < 5);
-      const next = up ? Math.min(6, replicas + rng.int(1, 3)) : rng.int(0, replicas - 1);
-      patch = { spec: { replicas: next } };
-      action = `scale ${app.metadata.name} ${replicas} → ${next}`;
-      this.#m.allow(app, next);
-    }
+    const { patch, action, next } = randomChange(rng, app, { upTo: 5, max: 6, step: [1, 3] });
+    if (next !== undefined) this.#m.allow(app, next);
     await this.#c.admin.patch(AppServices, { namespace: CHAOS_NAMESPACE, name: app.metadata.name as string }, patch);
     return action;
   }
