@@ -82,9 +82,16 @@ test('a version upgrade rolls one pod at a time, each Ready before the next', as
     let watching = true;
     const watch = (async () => {
       while (watching) {
-        const sts = await op.client.get(StatefulSets, { namespace: ns, name: 'db' });
-        const pods = (await op.client.list(Pods, { namespace: ns, labelSelector: 'app.kubernetes.io/instance=db' }))
-          .items;
+        // a poll the apiserver fails (a 429 while it is busy, say) is skipped, not the test's end
+        const read = await Promise.all([
+          op.client.get(StatefulSets, { namespace: ns, name: 'db' }),
+          op.client.list(Pods, { namespace: ns, labelSelector: 'app.kubernetes.io/instance=db' }),
+        ]).catch(() => undefined);
+        if (!read) {
+          await new Promise((r) => setTimeout(r, 25));
+          continue;
+        }
+        const [sts, { items: pods }] = read;
         const notReady = pods.filter(
           (p) =>
             p.metadata.deletionTimestamp ||
