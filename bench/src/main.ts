@@ -3,7 +3,7 @@
  * writes the figures as JSON. Scenarios: env-start, informer, converge, compare, restart-limit, webhook, shard (see
  * USAGE).
  */
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { cpus, totalmem } from 'node:os';
 import { dirname } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -19,7 +19,7 @@ import { type ConvergeResult, convergeScenario, type SystemName } from './scenar
 import { envStart, envStartMarkdown } from './scenarios/env-start.ts';
 import { type InformerResult, informerScenario } from './scenarios/informer.ts';
 import { restartLimitMarkdown, restartLimitScenario } from './scenarios/restart-limit.ts';
-import { shardMarkdown, shardScenario } from './scenarios/shard.ts';
+import { type ShardResult, shardMarkdown, shardScenario } from './scenarios/shard.ts';
 import { webhookMarkdown, webhookScenario } from './scenarios/webhook.ts';
 
 const USAGE = `Usage: npm run bench -- <scenario> [--repeat N] [--json FILE]
@@ -48,7 +48,8 @@ Scenarios:
   shard       the operator split over N active replicas (--sharding) against one, on the converge workload, each
               replica count on a fresh control plane: --replicas A,B,C replica counts (1,2,3), --crs N (1000)
               --pods-per-cr P (10), --workers W per replica (4), --repeat N; with 1 among the counts, a sharded
-              1-replica run too (--no-sharded-single: only the default mode)
+              1-replica run too (--no-sharded-single: only the default mode); the JSON is written after each
+              run, and --resume keeps the runs already in it (same workload) instead of making them again
 `;
 
 const { values, positionals } = parseArgs({
@@ -63,6 +64,7 @@ const { values, positionals } = parseArgs({
     replicas: { type: 'string' },
     'pods-per-cr': { type: 'string', default: '10' },
     'sharded-single': { type: 'boolean', default: true },
+    resume: { type: 'boolean', default: false },
     workers: { type: 'string', default: '4' },
     'idle-seconds': { type: 'string', default: '60' },
     docs: { type: 'boolean', default: false },
@@ -173,14 +175,15 @@ switch (scenario) {
     const counts = (values.replicas ?? '1,2,3').split(',').map(Number);
     if (counts.some((n) => !Number.isInteger(n) || n < 1))
       fail(`--replicas must be whole numbers ≥ 1 separated by commas, got "${values.replicas}"`);
+    const workload = { crs: whole('crs', 1), podsPerCR: whole('pods-per-cr', 1), workers: whole('workers', 1) };
     const r = await shardScenario({
       replicaCounts: [...new Set(counts)].sort((a, b) => a - b),
       shardedSingle: values['sharded-single'],
-      crs: whole('crs', 1),
-      podsPerCR: whole('pods-per-cr', 1),
-      workers: whole('workers', 1),
+      ...workload,
       repeat,
       log,
+      ...(values.resume && values.json ? { done: await shardRunsIn(values.json, workload) } : {}),
+      ...(values.json ? { checkpoint: (partial) => writeJson(values.json as string, partial) } : {}),
     });
     result = r;
     table = shardMarkdown(r);
@@ -230,9 +233,24 @@ switch (scenario) {
 }
 process.stdout.write(`${table}\n`);
 if (values.json) {
-  await mkdir(dirname(values.json), { recursive: true });
-  await writeFile(values.json, `${JSON.stringify(result, null, 2)}\n`);
+  await writeJson(values.json, result);
   log(`figures written to ${values.json}`);
+}
+
+async function writeJson(path: string, figures: unknown): Promise<void> {
+  await mkdir(dirname(path), { recursive: true });
+  await writeFile(path, `${JSON.stringify(figures, null, 2)}\n`);
+}
+
+/** The runs in an earlier shard JSON at `path` made with the same workload (none when it is missing or differs). */
+async function shardRunsIn(
+  path: string,
+  w: { crs: number; podsPerCR: number; workers: number },
+): Promise<ShardResult['runs']> {
+  const earlier = JSON.parse(await readFile(path, 'utf8').catch(() => '{}')) as Partial<ShardResult>;
+  const same = earlier.crs === w.crs && earlier.podsPerCR === w.podsPerCR && earlier.workers === w.workers;
+  if (earlier.runs && !same) log(`--resume: ${path} has another workload; starting over`);
+  return same ? (earlier.runs ?? []) : [];
 }
 
 function informerMarkdown(r: InformerResult): string {

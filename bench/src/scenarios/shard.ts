@@ -15,6 +15,7 @@
  * whose `opkit.dev/shard` label names a bucket whose fence Lease it holds, sharded), which the run then says.
  *
  * A run that fails (a replica exits, a deadline passes) is recorded in `failures` with its error, and the others go on.
+ * After each run the figures so far go to `checkpoint`; runs given in `done` (same workload) are not made again.
  *
  * Ratios against the single-replica run (medians over repetitions): cachedRatio = the largest replica's cached
  * objects / the single replica's; memRatio = (largest peak RSS − idle) / (single's peak RSS − idle), with idle the
@@ -69,6 +70,10 @@ export interface ShardOptions {
   readonly workers: number;
   readonly repeat: number;
   readonly log: (line: string) => void;
+  /** Runs already made with the same workload (from an interrupted run's figures): not made again. */
+  readonly done?: readonly ShardRun[];
+  /** Called with the figures so far after each run, so an interrupted benchmark keeps what it measured. */
+  readonly checkpoint?: (partial: ShardResult) => Promise<void>;
 }
 
 const SHARD_LABEL = 'opkit.dev/shard';
@@ -80,12 +85,16 @@ export async function shardScenario(o: ShardOptions): Promise<ShardResult> {
     if (n === 1) configs.push({ replicas: 1, mode: 'single' });
     if (n > 1 || o.shardedSingle) configs.push({ replicas: n, mode: 'sharded' });
   }
-  const runs: ShardRun[] = [];
+  const runs: ShardRun[] = [...(o.done ?? [])];
   const failures: ShardFailure[] = [];
+  const machine = `${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.versions.node}`;
+  const figures = () =>
+    shardFigures({ crs: o.crs, podsPerCR: o.podsPerCR, workers: o.workers, machine, runs, failures });
   for (let rep = 0; rep < o.repeat; rep++) {
     // rotating order across repetitions, as the benchmark protocol asks
     for (let j = 0; j < configs.length; j++) {
       const c = configs[(rep + j) % configs.length] as (typeof configs)[number];
+      if (runs.some((r) => r.replicas === c.replicas && r.mode === c.mode && r.repetition === rep + 1)) continue;
       const run = await shardRun(o, c.replicas, c.mode, rep).catch((err: unknown) => {
         const error = err instanceof Error ? err.message : String(err);
         failures.push({ replicas: c.replicas, mode: c.mode, repetition: rep + 1, error });
@@ -93,15 +102,15 @@ export async function shardScenario(o: ShardOptions): Promise<ShardResult> {
       });
       if (!run) continue;
       runs.push(run);
+      await o.checkpoint?.(figures());
       o.log(
         `shard ${c.mode} ×${c.replicas} (rep ${rep + 1}): converged in ${run.convergeSeconds} s; per replica ` +
           run.perReplica.map((r) => `${r.rssMiB} MiB / ${r.cpuSeconds} s CPU / ${r.cachedObjects} cached`).join('; '),
       );
     }
   }
-  const machine = `${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.versions.node}`;
   if (runs.length === 0) throw new Error(`every shard run failed: ${failures.map((f) => f.error).join('; ')}`);
-  return shardFigures({ crs: o.crs, podsPerCR: o.podsPerCR, workers: o.workers, machine, runs, failures });
+  return figures();
 }
 
 async function shardRun(o: ShardOptions, count: number, mode: ShardRun['mode'], rep: number): Promise<ShardRun> {
