@@ -7,15 +7,22 @@
  * `Certificate` whose Secret the Deployment mounts where the manager reads `tls.crt`/`tls.key`, cert-manager's CA
  * injection annotations on the configurations and CRDs, and the handlers' RBAC.
  *
- * Guarantees: a project without `src/webhooks.ts` gets none of this (and the same bytes as before); paths come from
- * the same definitions the operator serves, so configuration and server cannot disagree.
+ * Guarantees: a project without `src/webhooks.ts` gets none of this (and the same bytes as before); paths and
+ * operations come from the same definitions the operator serves, so configuration and server cannot disagree (a
+ * validating webhook covers DELETE only when its validator has a `delete` check, or its definition lists DELETE); a
+ * webhook that would be called for nothing fails `loadWebhooks` with a `Usage` error naming the file and the webhook.
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import type { KubeObject, Permission } from '@opkit/runtime';
+import { type KubeObject, type Permission, UsageError } from '@opkit/runtime';
 import type { CrdOptions } from '@opkit/runtime/crd';
-import { selfManagedRbac, type WebhookDefinition, webhookConfigurations } from '@opkit/runtime/webhook';
+import {
+  selfManagedRbac,
+  type WebhookDefinition,
+  webhookConfigurations,
+  webhookOperations,
+} from '@opkit/runtime/webhook';
 import { CliError } from '../errors.ts';
 import type { Project } from '../project/project.ts';
 
@@ -50,8 +57,17 @@ export async function loadWebhooks(dir: string): Promise<LoadedWebhooks | undefi
     );
   }
   const conversions = Array.isArray(mod.conversions) ? (mod.conversions as Convertible[]) : [];
+  const definitions = (mod.webhooks as () => WebhookDefinition[])();
+  for (const d of definitions) {
+    try {
+      webhookOperations(d);
+    } catch (err) {
+      if (err instanceof UsageError) throw new CliError('Usage', `${WEBHOOKS_FILE}: ${err.message}`, { cause: err });
+      throw err;
+    }
+  }
   return {
-    definitions: (mod.webhooks as () => WebhookDefinition[])(),
+    definitions,
     conversions: conversions.map((k) => `${k.definition.plural}.${k.definition.group}`),
     permissions: Array.isArray(mod.permissions) ? (mod.permissions as Permission[]) : [],
   };

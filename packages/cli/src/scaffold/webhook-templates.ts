@@ -31,7 +31,15 @@ export function kindWebhooksFile(api: ApiEntry, w: WebhookKinds): string {
   if (w.defaulting) defs.push(`    { type: 'mutating', resource: ${k}s, handler: defaulter(${k}s, default${k}) },`);
   if (w.validation) {
     defs.push(
-      `    {\n      type: 'validating',\n      resource: ${k}s,\n      handler: validator(${k}s, { create: validate${k}, update: (obj) => validate${k}(obj) }),\n    },`,
+      [
+        '    {',
+        "      type: 'validating',",
+        `      resource: ${k}s,`,
+        '      // covers the operations it has checks for: CREATE and UPDATE. A `delete: (old) => …` check would make it',
+        '      // cover DELETE too, and then, with failurePolicy Fail, deletes wait for the operator to be up.',
+        `      handler: validator(${k}s, { create: validate${k}, update: (obj) => validate${k}(obj) }),`,
+        '    },',
+      ].join('\n'),
     );
   }
   return `${YOURS}

@@ -4,12 +4,15 @@
  * the field errors a validator returns.
  *
  * - `defaulter(resource, fn)`: `fn` mutates a typed deep copy of the object; the response is the JSONPatch from the
- *   object as sent to the object as mutated, computed by fast-json-patch. No change, no patch. Runs on CREATE and
- *   UPDATE (the operations a mutating webhook configuration should list).
+ *   object as sent to the object as mutated, computed by fast-json-patch. No change, no patch. Answers CREATE and
+ *   UPDATE (its `operations`); any other operation is allowed untouched.
  * - `validator(resource, v)`: `create(obj)`, `update(obj, old)`, `delete(old)`; each returns field errors and
  *   warnings (or nothing). Errors deny the request with a 422 `Invalid` status whose message is Kubernetes' own
  *   (`AppService.app.example.com "web" is invalid: spec.replicas: Invalid value: 7: …`), and one `cause` per field;
- *   warnings are passed to the client (kubectl prints `Warning: …`) whether the request is allowed or not.
+ *   warnings are passed to the client (kubectl prints `Warning: …`) whether the request is allowed or not. Its
+ *   `operations` are those it has a check for (`create` → CREATE, `update` → UPDATE, `delete` → DELETE): what a
+ *   webhook of it covers unless its definition lists operations (webhook/manifests); an operation without a check
+ *   is allowed.
  *
  * Guarantees: a handler never throws to the server — an exception becomes a denial with code 500 naming the kind, as
  * controller-runtime answers a handler's recovered panic (the apiserver refuses a denial whatever the webhook's
@@ -37,7 +40,7 @@ export interface AdmissionRequest {
   /** The object's namespace, for namespaced kinds. */
   readonly namespace?: string;
   /** What the client does. */
-  readonly operation: 'CREATE' | 'UPDATE' | 'DELETE' | 'CONNECT';
+  readonly operation: Operation;
   /** Who is making the request. */
   readonly userInfo: { username?: string; uid?: string; groups?: string[]; extra?: Record<string, string[]> };
   /** The object as written (CREATE, UPDATE); absent on DELETE. */
@@ -94,11 +97,21 @@ export interface AdmissionContext {
   readonly signal: AbortSignal;
 }
 
+/** An operation an admission webhook can be called for. */
+export type Operation = 'CREATE' | 'UPDATE' | 'DELETE' | 'CONNECT';
+
 /**
  * Answers one AdmissionReview request; the `WebhookServer` serves one per path. `defaulter` and `validator` make typed
- * ones.
+ * ones, which say in `operations` what they answer; a function of your own may leave it out.
  */
-export type AdmissionHandler = (request: AdmissionRequest, ctx: AdmissionContext) => Promise<AdmissionResponse>;
+export interface AdmissionHandler {
+  (request: AdmissionRequest, ctx: AdmissionContext): Promise<AdmissionResponse>;
+  /**
+   * The operations this handler answers (a `validator`'s: one per check it has), when it knows them: a webhook
+   * definition without `operations` covers these. Absent on a handler of your own.
+   */
+  readonly operations?: readonly Operation[];
+}
 
 /** The type of one field error, as Kubernetes' `field.ErrorType`. */
 export type FieldErrorType = 'Invalid' | 'Required' | 'Forbidden' | 'NotSupported' | 'Duplicate' | 'TooLong';
@@ -198,9 +211,9 @@ export type DefaultFunc<T extends KubeObject> = (
   // biome-ignore lint/suspicious/noConfusingVoidType: a defaulter that edits in place is a `void` function
 ) => T | undefined | void | Promise<T | undefined | void>;
 
-/** A mutating handler: `fn` edits a typed copy; the response patches the difference. */
+/** A mutating handler: `fn` edits a typed copy; the response patches the difference. Answers CREATE and UPDATE. */
 export function defaulter<T extends KubeObject>(resource: Kind<T>, fn: DefaultFunc<T>): AdmissionHandler {
-  return guarded(resource, async (request, ctx) => {
+  return answering(resource, ['CREATE', 'UPDATE'], async (request, ctx) => {
     if (request.operation !== 'CREATE' && request.operation !== 'UPDATE') return allow(request.uid);
     const original = request.object;
     if (!isObject(original)) return deny(request.uid, 400, 'BadRequest', 'the request carries no object');
@@ -218,9 +231,17 @@ export function defaulter<T extends KubeObject>(resource: Kind<T>, fn: DefaultFu
   });
 }
 
-/** A validating handler for `resource`. */
+/** The check of each operation a `Validator` can have, in the order a configuration lists them. */
+const CHECKS = [
+  ['create', 'CREATE'],
+  ['update', 'UPDATE'],
+  ['delete', 'DELETE'],
+] as const;
+
+/** A validating handler for `resource`; it answers the operations `v` has a check for. */
 export function validator<T extends KubeObject>(resource: Kind<T>, v: Validator<T>): AdmissionHandler {
-  return guarded(resource, async (request, ctx) => {
+  const operations = CHECKS.filter(([check]) => v[check] !== undefined).map(([, operation]) => operation);
+  return answering(resource, operations, async (request, ctx) => {
     const c = { ...ctx, request };
     let result: Validation;
     switch (request.operation) {
@@ -290,9 +311,12 @@ export function deny(uid: string, code: number, reason: string, message: string)
   return { uid, allowed: false, status: { status: 'Failure', code, reason, message } };
 }
 
-/** Turns an exception in a handler into a 500 denial instead of a crash. */
-function guarded(resource: Kind, handler: AdmissionHandler): AdmissionHandler {
-  return async (request, ctx) => {
+/**
+ * A handler answering `operations` for `resource`: an exception in `handler` becomes a 500 denial naming the kind
+ * instead of a crash.
+ */
+function answering(resource: Kind, operations: readonly Operation[], handler: AdmissionHandler): AdmissionHandler {
+  const guarded = async (request: AdmissionRequest, ctx: AdmissionContext): Promise<AdmissionResponse> => {
     try {
       return await handler(request, ctx);
     } catch (err) {
@@ -300,6 +324,7 @@ function guarded(resource: Kind, handler: AdmissionHandler): AdmissionHandler {
       return deny(request.uid, 500, 'InternalError', `${resource.kind} admission failed: ${message}`);
     }
   };
+  return Object.assign(guarded, { operations: Object.freeze([...operations]) });
 }
 
 function isObject(v: unknown): v is Record<string, unknown> {

@@ -17,6 +17,7 @@ export {
   type FieldErrorType,
   fieldErrors,
   formatFieldError,
+  type Operation,
   type ValidationResult,
   type Validator,
   validator,
@@ -31,12 +32,12 @@ export {
 export { WebhookServerError, type WebhookServerErrorCode } from './errors.ts';
 export {
   CONVERSION_PATH,
-  type Operation,
   pointWebhooksAt,
   serveWebhooks,
   type WebhookDefinition,
   type WebhookEndpoint,
   webhookConfigurations,
+  webhookOperations,
   webhookPath,
 } from './manifests.ts';
 export {

@@ -8,16 +8,24 @@
  * Defaults follow kubebuilder: paths `/mutate-<group with dashes>-<version>-<kind>` and `/validate-…`, webhook names
  * `m<kind>-<version>.<group>` / `v<kind>-<version>.<group>`, `failurePolicy: Fail`, `sideEffects: None`,
  * `admissionReviewVersions: [v1]`, `matchPolicy: Equivalent` (a request for another version of the kind is converted
- * and sent too), `timeoutSeconds: 10`; mutating webhooks see CREATE and UPDATE, validating ones CREATE, UPDATE and
- * DELETE.
+ * and sent too), `timeoutSeconds: 10`.
+ *
+ * Operations follow the handler (`webhookOperations`): a webhook covers what its handler answers — a `defaulter`
+ * CREATE and UPDATE, a `validator` one operation per check it has (`create`, `update`, `delete`), so it covers DELETE
+ * only with a `delete` check (under `failurePolicy: Fail` a webhook on DELETE blocks deletes while the operator is
+ * down) — and a handler of your own CREATE and UPDATE, as kubebuilder's marker (`verbs=create;update`). Listed
+ * `operations` win, also one the handler has no check for (the call is then allowed unchecked: it costs a call, and
+ * under `Fail` blocks that operation while the webhook is down, nothing more). A webhook that would be called for
+ * nothing (`operations: []`, a validator without checks) is refused with a `UsageError` (`InvalidArgument`) naming it,
+ * by `webhookConfigurations`; the apiserver would refuse it too.
  */
 import type { Kind, KubeObject } from '../client/resource.ts';
-import type { AdmissionHandler } from './admission.ts';
+import { UsageError } from '../errors.ts';
+import type { AdmissionHandler, Operation } from './admission.ts';
 import { type Convertible, converter } from './conversion.ts';
 import type { WebhookServer } from './server.ts';
 
-/** An operation an admission webhook can be called for. */
-export type Operation = 'CREATE' | 'UPDATE' | 'DELETE' | 'CONNECT';
+export type { Operation } from './admission.ts';
 
 /**
  * One admission webhook of an operator, described once: `serveWebhooks` serves its handler and `webhookConfigurations`
@@ -30,7 +38,10 @@ export interface WebhookDefinition {
   readonly resource: Kind;
   /** What answers the calls (`defaulter(…)` or `validator(…)`). */
   readonly handler: AdmissionHandler;
-  /** The operations it is called for (default CREATE and UPDATE when mutating, and DELETE too when validating). */
+  /**
+   * The operations it is called for. Default: those its handler answers (`handler.operations`: a defaulter's CREATE
+   * and UPDATE, a validator's one per check, so DELETE only with a `delete` check), else CREATE and UPDATE.
+   */
   readonly operations?: readonly Operation[];
   /** `Fail` (default): writes are refused while the webhook cannot be reached. `Ignore`: they pass unchecked. */
   readonly failurePolicy?: 'Fail' | 'Ignore';
@@ -61,6 +72,36 @@ export function webhookPath(type: WebhookDefinition['type'], r: Kind): string {
 
 function pathOf(d: WebhookDefinition): string {
   return d.path ?? webhookPath(d.type, d.resource);
+}
+
+/** The webhook's name in its configuration: `d.name`, or kubebuilder's `m<kind>-<version>.<group>` / `v…`. */
+function nameOf(d: WebhookDefinition): string {
+  const r = d.resource;
+  const group = r.group === '' ? 'core.k8s.io' : r.group;
+  return d.name ?? `${d.type === 'mutating' ? 'm' : 'v'}${r.kind.toLowerCase()}-${r.version}.${group}`;
+}
+
+/**
+ * The operations `d`'s configuration lists: `d.operations` when given, else those its handler answers, else CREATE
+ * and UPDATE. Throws a `UsageError` (`InvalidArgument`) naming the webhook when that is none.
+ */
+export function webhookOperations(d: WebhookDefinition): Operation[] {
+  const refuse = (why: string) => new UsageError('InvalidArgument', `webhook ${nameOf(d)}: ${why}`);
+  if (d.operations !== undefined) {
+    if (d.operations.length === 0) {
+      throw refuse(
+        'operations is empty, so the apiserver would never call it (and refuses such a webhook): list the operations, or leave operations out to cover those its handler answers',
+      );
+    }
+    return [...d.operations];
+  }
+  const answered = d.handler.operations ?? ['CREATE', 'UPDATE'];
+  if (answered.length === 0) {
+    throw refuse(
+      'its validator has no create, update or delete handler, so it would never be called: give it one, or remove the webhook',
+    );
+  }
+  return [...answered];
 }
 
 /** Registers every definition's handler (and, for `conversions`, `/convert`) on `server`. */
@@ -100,6 +141,7 @@ export function webhookConfigurations(
 function webhook(d: WebhookDefinition, endpoint: WebhookEndpoint): Record<string, unknown> {
   const r = d.resource;
   const path = pathOf(d);
+  const operations = webhookOperations(d);
   const clientConfig =
     'service' in endpoint
       ? {
@@ -111,11 +153,8 @@ function webhook(d: WebhookDefinition, endpoint: WebhookEndpoint): Record<string
           },
         }
       : { url: `${endpoint.url.replace(/\/$/, '')}${path}` };
-  const operations = d.operations ?? (d.type === 'mutating' ? ['CREATE', 'UPDATE'] : ['CREATE', 'UPDATE', 'DELETE']);
   return {
-    name:
-      d.name ??
-      `${d.type === 'mutating' ? 'm' : 'v'}${r.kind.toLowerCase()}-${r.version}.${r.group === '' ? 'core.k8s.io' : r.group}`,
+    name: nameOf(d),
     admissionReviewVersions: ['v1'],
     clientConfig: { ...clientConfig, ...(endpoint.caBundle !== undefined ? { caBundle: endpoint.caBundle } : {}) },
     failurePolicy: d.failurePolicy ?? 'Fail',
@@ -126,7 +165,7 @@ function webhook(d: WebhookDefinition, endpoint: WebhookEndpoint): Record<string
       {
         apiGroups: [r.group],
         apiVersions: [r.version],
-        operations: [...operations],
+        operations,
         resources: [r.plural],
         scope: r.namespaced ? 'Namespaced' : 'Cluster',
       },
