@@ -29,3 +29,44 @@ test('codes come from the Status reason, else from the HTTP status; causes and R
   assert.equal(wrapped.code, 'Unknown');
   assert.ok(wrapped.cause instanceof Error);
 });
+
+test("an Invalid error's field <nil> (a rule on the whole object without fieldPath) is explained, not printed raw", () => {
+  const causes = [
+    { reason: 'FieldValueInvalid', field: '<nil>', message: 'Invalid value: "object": metadata.name must be short' },
+    { reason: 'FieldValueInvalid', field: 'spec.replicas', message: 'Invalid value: 200: at most 100' },
+  ];
+  const message = (text: string, c: readonly object[]) =>
+    ApiError.fromResponse(422, { kind: 'Status', reason: 'Invalid', message: text, details: { causes: c } }, 'PUT /w')
+      .message;
+  assert.equal(
+    message(
+      'Widget.test.opkit.dev "w" is invalid: <nil>: Invalid value: "object": metadata.name must be short',
+      causes,
+    ),
+    'PUT /w: Widget.test.opkit.dev "w" is invalid: (the object as a whole: a rule without fieldPath): Invalid value: ' +
+      '"object": metadata.name must be short',
+  );
+  assert.equal(
+    message(
+      'Widget.test.opkit.dev "w" is invalid: [spec.replicas: Invalid value: 200: at most 100, <nil>: Invalid value: "object": x]',
+      causes,
+    ),
+    'PUT /w: Widget.test.opkit.dev "w" is invalid: [spec.replicas: Invalid value: 200: at most 100, (the object as a ' +
+      'whole: a rule without fieldPath): Invalid value: "object": x]',
+  );
+  const refused = ApiError.fromResponse(
+    422,
+    {
+      kind: 'Status',
+      reason: 'Invalid',
+      message: 'W "w" is invalid: [<nil>: Invalid value: "object": x]',
+      details: { causes },
+    },
+    'PUT /w',
+  );
+  assert.match(refused.message, /is invalid: \[\(the object as a whole: a rule without fieldPath\): Invalid value/);
+  assert.equal(refused.causes[0]?.field, '<nil>', 'the causes stay as the apiserver sent them');
+  // without such a cause, a message that happens to contain "<nil>: " is the server's
+  const value = 'W "w" is invalid: spec.note: Invalid value: "<nil>: x": too long';
+  assert.equal(message(value, [causes[1] as object]), `PUT /w: ${value}`);
+});

@@ -5,6 +5,8 @@
  * Invalid error, and `retryAfterSeconds` when the server asked for it. Network failures and client-side timeouts are
  * ApiErrors too (`Network`, `Timeout`), with the original error as `cause`; a watch that stayed silent past its
  * inactivity deadline is `Inactive`; a request its caller aborted is `Aborted`. `toApiError` normalises anything thrown.
+ * The message is the server's, except that the field `<nil>` (Go's word for no field: the error of a CEL rule on the
+ * object as a whole, without `fieldPath`) is written as what it means.
  *
  * Retryable: Conflict, TooManyRequests, Timeout, ServerTimeout, Unavailable, InternalError, Network, Inactive,
  * Gone (by relisting). Not retryable: NotFound, AlreadyExists, Forbidden, Unauthorized, Invalid, BadRequest, MethodNotAllowed.
@@ -69,7 +71,10 @@ export interface StatusCause {
   readonly reason?: string;
   /** What is wrong, for people. */
   readonly message?: string;
-  /** The field at fault, e.g. `spec.replicas`. */
+  /**
+   * The field at fault, e.g. `spec.replicas`; `<nil>` (as the apiserver sends it) for an error of the object as a
+   * whole, such as a failed CEL rule on the root of a custom kind's schema without `fieldPath`.
+   */
   readonly field?: string;
 }
 
@@ -193,14 +198,29 @@ export class ApiError extends OpkitError<ApiErrorCode> {
     const headerRetry = retryAfterHeader !== undefined ? Number.parseInt(retryAfterHeader, 10) : Number.NaN;
     const retryAfterSeconds = s?.details?.retryAfterSeconds ?? (Number.isFinite(headerRetry) ? headerRetry : undefined);
     const text = s?.message ?? (typeof body === 'string' && body.length > 0 ? body.slice(0, 500) : `HTTP ${status}`);
-    return new ApiError(code, `${request}: ${text}`, {
+    const causes = s?.details?.causes;
+    return new ApiError(code, `${request}: ${explainNoField(text, causes)}`, {
       status,
       ...(s?.reason ? { reason: s.reason } : {}),
-      ...(s?.details?.causes ? { causes: s.details.causes } : {}),
+      ...(causes ? { causes } : {}),
       ...(retryAfterSeconds !== undefined ? { retryAfterSeconds } : {}),
       request,
     });
   }
+}
+
+/** Go's `field.Path` of no field, as an Invalid error's cause names it. */
+const NO_FIELD = '<nil>';
+/** What `<nil>` means in an Invalid error's message: the error is the object's (a rule on it without fieldPath). */
+const NO_FIELD_MEANING = '(the object as a whole: a rule without fieldPath)';
+
+/**
+ * `message` of an Invalid Status whose `causes` include the field `<nil>`, with each error that names it (`is invalid:
+ * <nil>: …`, `[<nil>: …`, `, <nil>: …`) naming instead what it means; any other message as it is.
+ */
+function explainNoField(message: string, causes: readonly StatusCause[] | undefined): string {
+  if (!causes?.some((c) => c.field === NO_FIELD)) return message;
+  return message.replace(/(is invalid: \[?|, )<nil>: /g, `$1${NO_FIELD_MEANING}: `);
 }
 
 function isStatus(body: unknown): body is Status {
