@@ -16,7 +16,9 @@
  * the answers to writes are JSON.
  * Errors are `ApiError`s. A client made by `withSignal(signal)` shares the connection and aborts every request it
  * makes when `signal` does (a reconcile's client: a stopping controller cuts its hung requests short without each
- * call passing the signal).
+ * call passing the signal). One made by `withGuard(guard)` asks `guard` right before each request goes out (every
+ * attempt), and a guard that throws refuses the request (`Aborted`): a fence, checked at the last moment rather than
+ * by a timer that may run late.
  */
 
 import { UsageError } from '../errors.ts';
@@ -63,18 +65,28 @@ export class Client {
   readonly defaultNamespace: string;
   /** Aborts every request of this client (see `withSignal`). */
   readonly #bound: AbortSignal | undefined;
+  /** Asked before each request of this client goes out (see `withGuard`). */
+  readonly #guard: (() => void) | undefined;
   /** Whether reads of built-in kinds ask for protobuf. */
   readonly #protobuf: boolean;
 
   constructor(
     config: ConnectionConfig | Client,
-    options: Omit<ClientOptions, 'config'> & { bound?: AbortSignal } = {},
+    options: Omit<ClientOptions, 'config'> & { bound?: AbortSignal; guard?: () => void } = {},
   ) {
     if (config instanceof Client) {
       this.transport = config.transport;
       this.defaultNamespace = config.defaultNamespace;
       const outer = config.#bound;
       this.#bound = outer && options.bound ? AbortSignal.any([outer, options.bound]) : (options.bound ?? outer);
+      const [first, then] = [config.#guard, options.guard];
+      this.#guard =
+        first && then
+          ? () => {
+              first();
+              then();
+            }
+          : (then ?? first);
       this.#protobuf = config.#protobuf;
       return;
     }
@@ -88,6 +100,7 @@ export class Client {
     });
     this.defaultNamespace = config.namespace;
     this.#bound = options.bound;
+    this.#guard = options.guard;
     this.#protobuf = options.protobuf ?? true;
   }
 
@@ -97,6 +110,16 @@ export class Client {
    */
   withSignal(signal: AbortSignal): Client {
     return new Client(this, { bound: signal });
+  }
+
+  /**
+   * A client on the same connection that calls `guard` synchronously right before each of its requests (and each
+   * retry of one) is sent: when `guard` throws, the request is not sent and fails with `Aborted` (its `cause`: what
+   * `guard` threw). Guards add up: a guarded client's `withGuard` and `withSignal` clients ask both. A fence: a
+   * replica that may act only while it holds a Lease checks the Lease here, at the last moment, not in a timer.
+   */
+  withGuard(guard: () => void): Client {
+    return new Client(this, { guard });
   }
 
   /** A client for the kubeconfig kubectl would use (or the given file/context), or the in-cluster config. */
@@ -185,13 +208,14 @@ export class Client {
    * ends the watch, and throws `Gone` (410), `Inactive`, `Aborted` or `Network`. Informers use it; most code wants a
    * `Cache` instead.
    */
-  watch<T extends KubeObject>(r: Kind<T>, req: Omit<WatchRequest, 'bound'>): AsyncGenerator<WatchEvent<T>> {
+  watch<T extends KubeObject>(r: Kind<T>, req: Omit<WatchRequest, 'bound' | 'guard'>): AsyncGenerator<WatchEvent<T>> {
     checkWatchRequest(req);
     return watchEvents(this.transport, r, {
       ...req,
       protobuf: this.#protobuf,
       mask: (req as Masked)[MASK],
       ...(this.#bound ? { bound: this.#bound } : {}),
+      ...(this.#guard ? { guard: this.#guard } : {}),
     });
   }
 
@@ -350,10 +374,15 @@ export class Client {
   }
 
   /** The request's own signal and the client's bound one (the transport follows both). */
-  #signal(options: { signal?: AbortSignal | undefined }): { signal?: AbortSignal; bound?: AbortSignal } {
+  #signal(options: { signal?: AbortSignal | undefined }): {
+    signal?: AbortSignal;
+    bound?: AbortSignal;
+    guard?: () => void;
+  } {
     return {
       ...(options.signal ? { signal: options.signal } : {}),
       ...(this.#bound && this.#bound !== options.signal ? { bound: this.#bound } : {}),
+      ...(this.#guard ? { guard: this.#guard } : {}),
     };
   }
 

@@ -137,6 +137,33 @@ test('a client made withSignal aborts its requests when the signal does, without
   client.close();
 });
 
+test('a guarded client asks its guard after every wait, right before each attempt goes out; a refusal sends nothing', async () => {
+  const { url, requests } = await serve((_req, res, nth) =>
+    nth === 1 ? json(res, 429, {}, { 'retry-after': '1' }) : json(res, 200, { metadata: { name: 'x' } }),
+  );
+  const client = new Client(config(url), { qps: 1, burst: 1 });
+  let asked = 0;
+  let allow = true;
+  const guarded = client.withSignal(new AbortController().signal).withGuard(() => {
+    asked += 1;
+    if (!allow) throw new DOMException('the Lease is not fresh', 'AbortError');
+  });
+  await guarded.get(ConfigMaps, { namespace: 'default', name: 'x' });
+  assert.equal(requests.length, 2, 'a 429, then the retry');
+  assert.equal(asked, 2, 'asked before each attempt');
+  // the guard turns while the request waits for a token of the QPS limit: it is refused after the wait, unsent
+  const waiting = guarded.get(ConfigMaps, { namespace: 'default', name: 'x' });
+  allow = false;
+  await assert.rejects(
+    waiting,
+    (err) => isApiError(err, 'Aborted') && err.cause instanceof DOMException && /not fresh/.test(err.cause.message),
+  );
+  assert.equal(requests.length, 2, 'nothing was sent');
+  await client.get(ConfigMaps, { namespace: 'default', name: 'x' }); // the unguarded client is not affected
+  assert.equal(requests.length, 3);
+  client.close();
+});
+
 test('a proxy-url tunnels the requests through the proxy (CONNECT)', async () => {
   const { url } = await serve((_req, res) => json(res, 200, { through: 'proxy' }));
   const connects: string[] = [];

@@ -10,7 +10,9 @@
  *   and the waits between retries included: a body that stalls fails with `Timeout`, so no caller can hang on a
  *   half-sent answer. A watch (`stream`) has no deadline; its reader guards against silence (see client/watch.ts).
  * - Aborting the caller's signal (or the client's bound one) cuts the request off at once (`Aborted`), whatever stage
- *   it is in (the wait for a token of the QPS limit included). Signals are followed with listeners removed when the
+ *   it is in (the wait for a token of the QPS limit included). A request's `guard` is asked synchronously right before
+ *   each exchange is handed to its socket, after every wait (QPS token, connection, credentials): a guard that throws
+ *   refuses it (`Aborted`), so no wait can carry a request past the moment its guard would refuse it. Signals are followed with listeners removed when the
  *   request ends, so a signal that lives as long as a controller collects nothing per request.
  * - Retries as client/retry.ts says: throttled answers up to 3 times after the delay asked for, a GET whose
  *   connection dropped up to 3 times; writes are never replayed. Everything else becomes an `ApiError`. A caller that
@@ -79,6 +81,11 @@ export interface TransportRequest {
   readonly signal?: AbortSignal | undefined;
   /** A second signal that also aborts the request (a client's bound signal). */
   readonly bound?: AbortSignal | undefined;
+  /**
+   * Asked right before each exchange is handed to the socket (every attempt, retries included): throws to refuse it,
+   * and the request fails with `Aborted` (its `cause`: what the guard threw). A client's fence (`Client.withGuard`).
+   */
+  readonly guard?: (() => void) | undefined;
   /** This request's deadline, instead of the transport's. */
   readonly timeoutMs?: number;
   /** The fields a protobuf answer is decoded with (default: all). A JSON answer is parsed whole. */
@@ -245,6 +252,11 @@ export class Transport {
       const lease = await this.#pools.leaser();
       const creds = await this.#options.config.auth.credentials();
       if (signal?.aborted) throw signal.reason;
+      try {
+        req.guard?.();
+      } catch (reason) {
+        throw aborted(describe, reason);
+      }
       const exchange = this.#prepare(req, creds);
       return await this.#dispatch(req, exchange, lease(creds.cert), signal);
     } catch (err) {

@@ -47,6 +47,8 @@ export interface WatchRequest {
   readonly signal: AbortSignal;
   /** A second signal that also ends the watch (a client's bound signal). */
   readonly bound?: AbortSignal | undefined;
+  /** Asked before the watch request is sent (a client's guard): throws to refuse it (`Aborted`). */
+  readonly guard?: (() => void) | undefined;
   /** Ask for protobuf where the kind has a decoder (its module loaded by the caller). */
   readonly protobuf?: boolean | undefined;
   /** The fields of a protobuf event's object to decode (default: all). */
@@ -110,6 +112,7 @@ export async function* watchEvents<T extends KubeObject>(
       accept: acceptOf(r, false, req.protobuf),
       signal: local.signal,
       bound: req.bound,
+      guard: req.guard,
     });
     req.onOpen?.();
     const events = res.headers['content-type']?.startsWith(PROTOBUF)

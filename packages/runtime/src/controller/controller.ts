@@ -25,9 +25,13 @@
  * - `ctx.rawClient` aborts its requests when `ctx.signal` does, so a hung request cannot outlast the drain.
  * - An `Aborted` error means "stopping" only when the controller is stopping; a reconcile that aborted a call of its
  *   own (say with `AbortSignal.timeout`) is retried with backoff like any failure.
- * - With a `gate` (sharding), each request is reconciled only if the gate admits it then (else it is dropped); its
- *   `ctx.signal` also aborts when the gate withdraws it, and the gate hears when it ended. A deleted primary object's
- *   last state is shown to the gate until its request was reconciled.
+ * - With a `gate` (sharding), each request is reconciled only if the gate admits it then (else it is dropped, or
+ *   queued again after the delay the gate asks for); its `ctx.signal` also aborts when the gate withdraws it, the
+ *   ticket's guard is asked before each request the reconcile sends, and the gate hears when it ended. A deleted
+ *   primary object's last state is shown to the gate until its request was reconciled.
+ * - With a `fence` (leader election), a request is reconciled only while the fence lets this replica act, and every
+ *   request its reconcile sends (`ctx.rawClient`, and the `ctx` writes made through it) asks the fence first: a
+ *   replica that lost its Lease while paused sends nothing once it runs again, whichever of its timers fires first.
  * - Stopping (the `start` signal aborts): no new work is taken; in-flight reconciles may finish for
  *   `gracefulShutdownTimeoutMs` (default 2 s), after which their `ctx.signal` aborts, and with it their requests.
  */
@@ -58,7 +62,7 @@ import {
   requeuePriority,
 } from './reconcile.ts';
 
-export type { ControllerOptions, RequestGate, RequestTicket, WatchRole } from './options.ts';
+export type { ControllerOptions, GateAnswer, RequestGate, RequestTicket, WatchRole } from './options.ts';
 
 /** Time in-flight reconciles get on stop before their `ctx.signal` aborts, unless configured. */
 export const DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT_MS = 2_000;
@@ -99,7 +103,7 @@ export class Controller {
     this.#events =
       options.events ??
       new EventRecorder({
-        client: options.client,
+        client: options.fence ? options.client.withGuard(options.fence) : options.client,
         component: options.name,
         log: this.#log.child({ component: 'events' }),
       });
@@ -264,23 +268,51 @@ export class Controller {
 
   /** Reconciles the request of `key`, handed out at `priority` (the priority it is queued at again, by default). */
   async #process(key: string, priority: number, stopping: AbortSignal): Promise<void> {
+    if (!this.#fenced()) {
+      this.queue.forget(key);
+      return;
+    }
     let ticket: RequestTicket | undefined;
     if (this.#o.gate) {
-      ticket = this.#o.gate.admit(key, this.#primary?.store.get(key) ?? this.#tombstones.get(key));
-      if (!ticket) {
+      const answer = this.#o.gate.admit(key, this.#primary?.store.get(key) ?? this.#tombstones.get(key));
+      if (answer && 'retryAfterMs' in answer) {
+        this.queue.addAfter(key, answer.retryAfterMs, priority);
+        return;
+      }
+      if (!answer) {
         this.#tombstones.delete(key);
         this.queue.forget(key);
         return;
       }
+      ticket = answer;
     }
+    const { fence } = this.#o;
+    const gate = ticket?.guard;
+    const guard =
+      fence && gate
+        ? () => {
+            fence();
+            gate();
+          }
+        : (fence ?? gate);
     try {
-      await this.#admitted(key, priority, ticket ? AbortSignal.any([stopping, ticket.signal]) : stopping);
+      await this.#admitted(key, priority, ticket ? AbortSignal.any([stopping, ticket.signal]) : stopping, guard);
     } finally {
       ticket?.end();
     }
   }
 
-  async #admitted(key: string, priority: number, signal: AbortSignal): Promise<void> {
+  /** Whether the fence (leader election's Lease) lets this replica act now. */
+  #fenced(): boolean {
+    try {
+      this.#o.fence?.();
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  async #admitted(key: string, priority: number, signal: AbortSignal, guard: (() => void) | undefined): Promise<void> {
     if (!this.expectations.satisfied(key)) {
       this.queue.addAfter(key, Math.min(1_000, Math.max(10, this.expectations.remainingMs(key))), priority);
       return;
@@ -296,7 +328,7 @@ export class Controller {
       log,
       signal,
       reconcileID,
-      rawClient: this.#o.client.withSignal(signal),
+      rawClient: guard ? this.#o.client.withSignal(signal).withGuard(guard) : this.#o.client.withSignal(signal),
       cache: this.#o.cache,
       events: this.#events,
       fieldManager: this.#o.fieldManager ?? this.name,

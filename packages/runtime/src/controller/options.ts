@@ -64,24 +64,39 @@ export interface ControllerOptions {
   readonly needLeaderElection?: boolean;
   /** Decides, before each reconcile, whether this replica reconciles the request now (the manager's sharding sets it). */
   readonly gate?: RequestGate;
-}
-
-/** A request admitted by a `RequestGate`: its reconcile's signal aborts with `signal`; `end` is called once it ended. */
-export interface RequestTicket {
-  readonly signal: AbortSignal;
-  end(): void;
+  /**
+   * Whether this replica may act at all now (leader election: the leader Lease fresh by the monotonic clock): asked
+   * before each reconcile, which is dropped when it throws, and right before each request a reconcile sends, which it
+   * refuses (`Aborted`). The manager sets it; it is checked where work starts, not in a timer that may run late.
+   */
+  readonly fence?: () => void;
 }
 
 /**
+ * A request admitted by a `RequestGate`: its reconcile's signal aborts with `signal`; `guard`, when given, is asked
+ * right before each request of the reconcile (`ctx.rawClient` and every `ctx` write) is sent, and refuses it by
+ * throwing; `end` is called once the reconcile ended.
+ */
+export interface RequestTicket {
+  readonly signal: AbortSignal;
+  readonly guard?: () => void;
+  end(): void;
+}
+
+/** A gate's answer: a ticket, `retryAfterMs` (not now: queue it again after that), or undefined (drop it). */
+export type GateAnswer = RequestTicket | { readonly retryAfterMs: number } | undefined;
+
+/**
  * Decides, before each reconcile, whether this replica reconciles a request now (sharding: whether its object's
- * bucket is active here). A request not admitted is dropped from the queue (not reconciled, not retried).
+ * bucket is active here). A request not admitted is dropped from the queue (not reconciled, not retried); one put off
+ * (`retryAfterMs`) is queued again after that.
  */
 export interface RequestGate {
   /**
-   * Answers a ticket, or undefined to drop the request. `obj`: the primary object as cached — or, after its delete
-   * event, its last state until the request is reconciled — or undefined when the cache never had it.
+   * Answers a ticket, `retryAfterMs`, or undefined to drop the request. `obj`: the primary object as cached — or,
+   * after its delete event, its last state until the request is reconciled — or undefined when the cache never had it.
    */
-  admit(key: string, obj: KubeObject | undefined): RequestTicket | undefined;
+  admit(key: string, obj: KubeObject | undefined): GateAnswer;
   /**
    * A label whose values partition the caches of the primary and owned kinds: each value is listed and watched
    * apart, on demand (`Cache.partition`), so the replica caches only the partitions it works on.

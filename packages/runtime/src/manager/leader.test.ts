@@ -183,13 +183,39 @@ function electorOptions(client: LeaseClient, world: World, identity: string): Le
   };
 }
 
+/** A candidate's clock that a pause stops: its timers that come due meanwhile run only on resume, overdue. */
+class PausableClock {
+  readonly #clock: FakeClock;
+  #paused = false;
+  readonly #due: (() => void)[] = [];
+  constructor(clock: FakeClock) {
+    this.#clock = clock;
+  }
+  now(): number {
+    return this.#clock.now();
+  }
+  setTimer(ms: number, fn: () => void) {
+    return this.#clock.setTimer(ms, () => (this.#paused ? this.#due.push(fn) : fn()));
+  }
+  pause(): void {
+    this.#paused = true;
+  }
+  /** SIGCONT: `first` runs before any overdue timer (an overdue reconcile or watch event may well come first). */
+  resume(first: () => void): void {
+    this.#paused = false;
+    first();
+    for (const fn of this.#due.splice(0)) fn();
+  }
+}
+
 function startCandidate(
   world: World,
   identity: string,
   timings: Partial<Pick<LeaderElectionOptions, 'leaseDurationMs' | 'renewDeadlineMs' | 'retryPeriodMs'>> = {},
+  clock: FakeClock | PausableClock = world.clock,
 ): Candidate {
   const client = new FakeLeaseClient(world.store, world.clock);
-  const elector = new LeaderElector({ ...electorOptions(client.asLeaseClient, world, identity), ...timings });
+  const elector = new LeaderElector({ ...electorOptions(client.asLeaseClient, world, identity), ...timings, clock });
   const candidate: Candidate = {
     identity,
     elector,
@@ -460,4 +486,40 @@ test('a graceful stop releases the lease (empty holder) and a standby takes over
   assert.equal(world.lease()?.spec?.holderIdentity, 'b');
   await stopAll(world, b);
   assert.equal(world.lease()?.spec?.holderIdentity, '');
+});
+
+test('a leader paused past its lease may not act once it runs again: its first check ends the leadership, before any timer', async () => {
+  const world = new World();
+  const aClock = new PausableClock(world.clock);
+  const a = startCandidate(world, 'a', {}, aClock);
+  await advanceUntil(world, () => a.started.length === 1, 1_000, 'a leads');
+  const b = startCandidate(world, 'b');
+  await advance(world, 5_000);
+  assert.doesNotThrow(() => a.elector.check(), 'a leads with a fresh lease');
+  // SIGSTOP: a sends nothing and none of its timers runs; b takes the lease once it has not changed for its duration
+  a.client.mode = 'hang';
+  aClock.pause();
+  await advanceUntil(world, () => b.started.length === 1, LEASE_MS + 5_000, 'b leads');
+  await advance(world, 3_000);
+  assert.equal(a.elector.isLeader, true, 'a, stopped, has not noticed');
+  // SIGCONT: an overdue reconcile or watch event asks the fence before a's renew loop runs
+  let refused: unknown;
+  let leadingAtCheck: boolean | undefined;
+  aClock.resume(() => {
+    try {
+      a.elector.check();
+    } catch (err) {
+      refused = err;
+    }
+    leadingAtCheck = a.leading?.aborted === false;
+  });
+  assert.ok(refused instanceof DOMException && refused.name === 'AbortError', `refused: ${String(refused)}`);
+  assert.equal(leadingAtCheck, false, 'the leading signal aborted at that check');
+  assert.equal(a.stopped.length, 1, 'onStoppedLeading ran once, at the check');
+  assert.equal(a.elector.isLeader, false);
+  a.client.mode = 'ok';
+  await advance(world, 3_000);
+  assert.equal(a.stopped.length, 1, 'and not again when the overdue renew timer ran');
+  assert.equal(a.finished, true);
+  await stopAll(world, b);
 });

@@ -14,7 +14,16 @@
  * - Writes use the Lease's resourceVersion: two candidates can never both win the same round.
  * - `onStoppedLeading` runs at the renew deadline — `renewDeadline` after the start of the last successful renewal —
  *   even if a renewal is still in flight then (it is aborted): before the lease can expire for others, as
- *   renewDeadline < leaseDuration. The caller must stop acting at once — there is no other fencing.
+ *   renewDeadline < leaseDuration. The caller must stop acting at once.
+ * - Fencing: `check()` throws unless this candidate leads and the renew deadline has not passed by the monotonic clock
+ *   at that very moment; the first call past the deadline ends the leadership then (`onStoppedLeading`), whether or
+ *   not the renew loop's timer has run. A manager asks it before each reconcile and right before each request a
+ *   reconcile sends, so a leader paused past its lease (SIGSTOP, a long GC, a VM migration) sends nothing once it runs
+ *   again, whichever of its timers fires first. client-go's elector (and so controller-runtime) has no such check.
+ *   What remains: a request that passed the check and was then delayed on its way for longer than
+ *   leaseDuration − renewDeadline (5 s by default) before the apiserver ran it — a pause in the moment between the
+ *   check and the socket write, a new connection's handshake, or a slow network — can land after a successor took
+ *   over. Nothing on the client side can close that window; only a precondition the apiserver checks could.
  * - On release (graceful stop) the lease is handed back (empty holder, 1 s duration) so a successor takes over
  *   within one retry period.
  */
@@ -79,6 +88,10 @@ export class LeaderElector {
   /** When the other holder's lease runs out, by our own clock (from when we saw it last change). */
   #expiresAt: number | undefined;
   #leading = false;
+  /** While leading: what `onStartedLeading`'s signal aborts with, and the callbacks to call on a loss. */
+  #lead: { ctl: AbortController; callbacks: LeaderCallbacks } | undefined;
+  /** While leading: the start of the last successful renewal (monotonic). */
+  #renewedAt = 0;
   #lastLeader: string | undefined;
   /** When the latest acquire/renew attempt started (monotonic): a success renews the lease as of then. */
   #lastAttemptAt = 0;
@@ -97,6 +110,15 @@ export class LeaderElector {
   /** Whether this candidate leads now. */
   get isLeader(): boolean {
     return this.#leading;
+  }
+
+  /**
+   * Throws (an `AbortError`) unless this candidate leads and its last renewal started less than the renew deadline
+   * ago, by the monotonic clock now; past the deadline, the leadership ends here and then (see the module comment).
+   */
+  check(): void {
+    if (this.#leading && this.#o.clock.now() >= this.#renewedAt + this.#o.renewDeadlineMs) this.#lost();
+    if (!this.#leading) throw new DOMException('leader election: not leading', 'AbortError');
   }
 
   /**
@@ -123,34 +145,46 @@ export class LeaderElector {
       return;
     }
     this.#leading = true;
+    this.#renewedAt = this.#lastAttemptAt;
     log.info({ lease: `${this.#o.namespace}/${this.#o.name}`, identity: this.#o.identity }, 'became leader');
     const leading = new AbortController();
+    this.#lead = { ctl: leading, callbacks };
     callbacks.onStartedLeading(leading.signal);
-    let lastRenew = this.#lastAttemptAt;
-    while (!signal.aborted) {
-      const deadlineAt = lastRenew + renewDeadlineMs;
+    while (!signal.aborted && this.#leading) {
+      const deadlineAt = this.#renewedAt + renewDeadlineMs;
       await sleep(Math.min(retryPeriodMs, deadlineAt - clock.now()), signal, clock);
-      if (signal.aborted) break;
+      if (signal.aborted || !this.#leading) break;
       const left = deadlineAt - clock.now();
       if (left > 0 && (await this.#tryAcquireOrRenew(callbacks, left, signal))) {
-        lastRenew = this.#lastAttemptAt;
+        // a renewal that returns past the deadline (the process was paused meanwhile) does not revive the leadership
+        if (this.#leading) this.#renewedAt = this.#lastAttemptAt;
         continue;
       }
       if (signal.aborted) break;
-      if (clock.now() >= deadlineAt) {
-        this.#leading = false;
-        log.error(
-          { lease: `${this.#o.namespace}/${this.#o.name}`, sinceRenewMs: Math.round(clock.now() - lastRenew) },
-          'leader election lost: could not renew the lease before the deadline',
-        );
-        leading.abort(new DOMException('leadership lost', 'AbortError'));
-        callbacks.onStoppedLeading();
-        return;
-      }
+      if (clock.now() >= deadlineAt) this.#lost();
     }
+    if (!this.#leading && this.#lead === undefined) return; // lost: onStoppedLeading ran
     this.#leading = false;
+    this.#lead = undefined;
     leading.abort(new DOMException('leadership released', 'AbortError'));
     await this.#release();
+  }
+
+  /** The renew deadline passed: leadership ends now (once). */
+  #lost(): void {
+    const lead = this.#lead;
+    if (!this.#leading || !lead) return;
+    this.#leading = false;
+    this.#lead = undefined;
+    this.#o.log.error(
+      {
+        lease: `${this.#o.namespace}/${this.#o.name}`,
+        sinceRenewMs: Math.round(this.#o.clock.now() - this.#renewedAt),
+      },
+      'leader election lost: could not renew the lease before the deadline',
+    );
+    lead.ctl.abort(new DOMException('leadership lost', 'AbortError'));
+    lead.callbacks.onStoppedLeading();
   }
 
   /** One attempt, cut off after `timeoutMs` (by the injected clock). */

@@ -184,9 +184,13 @@ export class Manager {
         : {}),
       gracefulShutdownTimeoutMs: this.#drainMs,
       ...(this.#o.controllers?.traceContextFromAnnotations ? { traceContextFromAnnotations: true } : {}),
-      events: this.eventRecorder(),
+      events: this.#fencedRecorder(),
       fieldManager: this.name,
-      ...(this.#sharding ? { gate: this.#sharding.gate, needLeaderElection: false } : {}),
+      ...(this.#sharding
+        ? { gate: this.#sharding.gate, needLeaderElection: false }
+        : this.#o.leaderElection?.enabled
+          ? { fence: () => this.#leaderFence() }
+          : {}),
     };
     const builder = new ControllerBuilder({
       client: this.client,
@@ -247,6 +251,34 @@ export class Manager {
       this.#recorders.set(component, r);
     }
     return r;
+  }
+
+  /**
+   * The recorder of the controllers' Events: as `eventRecorder()`, but each write first asks this replica's fence —
+   * the leader Lease, or with sharding the member Lease, fresh by the monotonic clock — so an Event recorded before a
+   * pause is not written by a replica that lost its Lease meanwhile.
+   */
+  #fencedRecorder(): EventRecorder {
+    const fence = this.#sharding
+      ? () => this.#sharding?.coordinator.check()
+      : this.#o.leaderElection?.enabled
+        ? () => this.#leaderFence()
+        : undefined;
+    if (!fence) return this.eventRecorder();
+    const key = `\0fenced:${this.name}`;
+    let r = this.#recorders.get(key);
+    if (!r) {
+      const client = this.client.withGuard(fence);
+      r = new EventRecorder({ client, component: this.name, log: this.log.child({ component: 'events' }) });
+      this.#recorders.set(key, r);
+    }
+    return r;
+  }
+
+  /** Throws unless this replica leads with a fresh Lease now (see `LeaderElector.check`). */
+  #leaderFence(): void {
+    if (!this.#elector) throw new DOMException('leader election: not started', 'AbortError');
+    this.#elector.check();
   }
 
   /** The webhook server, created and added (with a readiness check) on first use. */

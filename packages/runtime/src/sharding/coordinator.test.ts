@@ -111,7 +111,32 @@ interface Replica {
   readonly held: Set<number>;
 }
 
-function replica(world: World, id: string): Replica {
+/** A replica's clock that a pause stops: its timers that come due meanwhile run only on resume, overdue. */
+class PausableClock {
+  readonly #world: World;
+  #paused = false;
+  readonly #due: (() => void)[] = [];
+  constructor(world: World) {
+    this.#world = world;
+  }
+  now(): number {
+    return this.#world.clock.now();
+  }
+  setTimer(ms: number, fn: () => void) {
+    return this.#world.clock.setTimer(ms, () => (this.#paused ? this.#due.push(fn) : fn()));
+  }
+  pause(): void {
+    this.#paused = true;
+  }
+  /** SIGCONT: `first` runs before any overdue timer (an overdue reconcile or watch event may well come first). */
+  resume(first: () => void): void {
+    this.#paused = false;
+    first();
+    for (const fn of this.#due.splice(0)) fn();
+  }
+}
+
+function replica(world: World, id: string, clock: PausableClock | FakeClock = world.clock): Replica {
   const conn = { hang: false };
   const held = new Set<number>();
   const never = new AbortController().signal;
@@ -122,6 +147,7 @@ function replica(world: World, id: string): Replica {
       world.running.set(b, id);
       held.add(b);
       world.log.push([world.clock.now(), id, b, 'start']);
+      return true;
     },
     async release(b) {
       await sleep(DRAIN_MS, never, world.clock); // the drain of reconciles under way
@@ -144,7 +170,7 @@ function replica(world: World, id: string): Replica {
     identity: id,
     host,
     log: silentLogger,
-    clock: world.clock,
+    clock,
     ...T,
   });
   const stop = new AbortController();
@@ -296,5 +322,44 @@ test('a killed replica restarted under a new identity: the others free its fence
   assert.ok(covered([rs[0] as Replica, rs[1] as Replica, rs[3] as Replica]));
   assert.deepEqual(w.violations, []);
   for (const r of rs) r.stop.abort();
+  await w.advance(5_000);
+});
+
+test('a replica resumed after a pause past its Lease acts on nothing: its first check stops every bucket, before any timer', async () => {
+  const w = new World();
+  // a's clock: while a is paused, the world's time goes on; on resume a sees it all at once, its timers all overdue
+  const aClock = new PausableClock(w);
+  const a = replica(w, 'a', aClock);
+  await w.advance(6_000);
+  assert.equal(a.coordinator.held.length, SHARD_BUCKETS);
+  assert.equal(a.coordinator.holds(), true);
+  // the pause: a neither renews nor runs a timer, as SIGSTOP does; b joins and, after the lease duration, takes over
+  a.conn.hang = true;
+  aClock.pause();
+  // while stopped, a acts on nothing: what matters is what it does once it runs again (checked below)
+  for (const bucket of a.held) w.running.delete(bucket);
+  const b = replica(w, 'b');
+  const pausedAt = w.clock.now();
+  await w.advance(T.leaseDurationMs + 8_000);
+  assert.ok(b.coordinator.held.length > 0, 'b took buckets while a was paused');
+  assert.equal(a.held.size, SHARD_BUCKETS, 'a, stopped, has not noticed');
+  // SIGCONT: before any of a's overdue timers runs, a check is asked (as an overdue reconcile or a watch event asks
+  // the gate): it must say no, and have stopped every bucket already
+  assert.ok(w.clock.now() - pausedAt > T.renewDeadlineMs);
+  let holds: boolean | undefined;
+  let runningAtCheck = -1;
+  aClock.resume(() => {
+    holds = a.coordinator.holds();
+    runningAtCheck = a.held.size;
+  });
+  assert.equal(holds, false, 'the paused replica may not act');
+  assert.equal(runningAtCheck, 0, 'and its host stopped every bucket at that check');
+  assert.deepEqual(a.coordinator.held, []);
+  a.conn.hang = false;
+  await w.advance(20_000);
+  assert.ok(covered([a, b]) && holdings([a, b]).every((n) => n === 16), `a is back: ${holdings([a, b])}`);
+  assert.deepEqual(w.violations, []);
+  a.stop.abort();
+  b.stop.abort();
   await w.advance(5_000);
 });

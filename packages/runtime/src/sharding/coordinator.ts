@@ -42,8 +42,11 @@ export type ShardLeaseClient = Pick<Client, 'get' | 'create' | 'update' | 'list'
 
 /** What runs the buckets: the manager's side (caches, controllers) of a hand-off. */
 export interface ShardHost {
-  /** The bucket is ours: cache it, then reconcile it; resolves once reconciling (or when `signal` aborts first). */
-  acquire(bucket: number, signal: AbortSignal): Promise<void>;
+  /**
+   * The bucket is ours: cache it, then reconcile it. Resolves true once reconciling; false when `signal` aborted first,
+   * or the bucket could not be cached in time (the host has given it up: uncached, logged, counted).
+   */
+  acquire(bucket: number, signal: AbortSignal): Promise<boolean>;
   /**
    * Stop reconciling the bucket: no new work, in-flight reconciles drained (for the drain time; at once when `now`:
    * their signals abort), its objects uncached.
@@ -150,9 +153,21 @@ export class ShardCoordinator {
     await this.#round(signal);
   }
 
-  /** Whether this replica may act: its member Lease was renewed within the renew deadline. */
+  /**
+   * Whether this replica may act now: its member Lease was renewed within the renew deadline, by the monotonic clock
+   * at this moment. The first call past the deadline stops every bucket then (`ShardHost.lose`), before it answers.
+   */
+  holds(): boolean {
+    return this.#member.check();
+  }
+
+  /** As `holds()`, for a client guard: throws (an `AbortError`) when this replica may not act. */
+  check(): void {
+    if (!this.holds()) throw new DOMException('sharding: the member Lease is not fresh', 'AbortError');
+  }
+
   get #fresh(): boolean {
-    return this.#member.fresh;
+    return this.#member.check();
   }
 
   async #round(stop: AbortSignal): Promise<void> {
@@ -238,7 +253,12 @@ export class ShardCoordinator {
       this.#held.add(b);
       this.#o.log.info({ bucket: b, ...(from ? { from } : {}) }, 'sharding: bucket acquired');
       this.#o.observer.handoff?.(b, 'acquired', written, from || undefined);
-      await this.#o.host.acquire(b, AbortSignal.any([ctl.signal, stop]));
+      const running = await this.#o.host.acquire(b, AbortSignal.any([ctl.signal, stop]));
+      if (!running && !ctl.signal.aborted && !stop.aborted && this.#held.delete(b)) {
+        // given up by the host (its caches did not list in time): free the fence; a later round takes it again
+        this.#o.observer.handoff?.(b, 'released', undefined);
+        await this.#free(b);
+      }
     } catch (err) {
       const level = isApiError(err, 'Conflict') || isApiError(err, 'AlreadyExists') ? 'debug' : 'warn';
       this.#o.log[level]({ bucket: b, err: messageOf(err) }, 'sharding: could not take the bucket');

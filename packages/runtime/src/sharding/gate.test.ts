@@ -1,7 +1,15 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { KubeObject } from '../client/resource.ts';
+import type { GateAnswer, RequestTicket } from '../controller/controller.ts';
+import { FakeClock } from '../workqueue/clock.ts';
 import { ShardGate } from './gate.ts';
+
+/** The ticket of an admitted request (fails the test on any other answer). */
+function ticket(a: GateAnswer): RequestTicket {
+  assert.ok(a && 'signal' in a, `admitted: ${JSON.stringify(a)}`);
+  return a;
+}
 
 const inBucket = (b: number | string): KubeObject => ({
   metadata: { name: 'x', labels: { 'opkit.dev/shard': String(b) } },
@@ -13,9 +21,8 @@ test('only requests of active buckets are admitted; a hand-off waits for those u
   assert.equal(gate.admit('ns/x', undefined), undefined, 'no object');
   assert.equal(gate.admit('ns/x', inBucket('nope')), undefined, 'no valid label');
   gate.activate(3);
-  const t1 = gate.admit('ns/x', inBucket(3));
-  const t2 = gate.admit('ns/y', inBucket(3));
-  assert.ok(t1 && t2);
+  const t1 = ticket(gate.admit('ns/x', inBucket(3)));
+  const t2 = ticket(gate.admit('ns/y', inBucket(3)));
   assert.equal(gate.inFlight(3), 2);
   gate.deactivate(3);
   assert.equal(gate.admit('ns/z', inBucket(3)), undefined, 'no new work once deactivated');
@@ -33,18 +40,60 @@ test('only requests of active buckets are admitted; a hand-off waits for those u
   await waiting;
   assert.equal(gate.inFlight(3), 0);
   gate.activate(3);
-  assert.equal(gate.admit('ns/x', inBucket(3))?.signal.aborted, false, 'a new activation has a new signal');
+  assert.equal(ticket(gate.admit('ns/x', inBucket(3))).signal.aborted, false, 'a new activation has a new signal');
 });
 
 test('abortAll aborts the reconciles of active and draining buckets alike', () => {
   const gate = new ShardGate();
   gate.activate(1);
   gate.activate(2);
-  const a = gate.admit('ns/a', inBucket(1));
-  const b = gate.admit('ns/b', inBucket(2));
+  const a = ticket(gate.admit('ns/a', inBucket(1)));
+  const b = ticket(gate.admit('ns/b', inBucket(2)));
   gate.deactivate(2);
   gate.abortAll(new Error('stale'));
-  assert.equal(a?.signal.aborted, true);
-  assert.equal(b?.signal.aborted, true, 'a draining bucket too');
+  assert.equal(a.signal.aborted, true);
+  assert.equal(b.signal.aborted, true, 'a draining bucket too');
   assert.deepEqual(gate.active, []);
+});
+
+test('nothing is admitted, and no request of an admitted reconcile goes out, once holds() answers false', () => {
+  let fresh = true;
+  const gate = new ShardGate({ holds: () => fresh });
+  gate.activate(1);
+  const t = ticket(gate.admit('ns/a', inBucket(1)));
+  assert.doesNotThrow(() => t.guard?.());
+  assert.doesNotThrow(() => gate.check(1));
+  assert.throws(() => gate.check(2), /bucket 2 is not active here/);
+  fresh = false; // the member Lease went stale: no timer has run yet
+  assert.throws(() => t.guard?.(), /the member Lease is not fresh/);
+  assert.throws(() => gate.check(1), /the member Lease is not fresh/);
+  assert.equal(gate.admit('ns/b', inBucket(1)), undefined);
+});
+
+test('an object that leaves for a bucket not active here has its reconcile aborted; one that arrives waits holdMs', () => {
+  const clock = new FakeClock(0);
+  const gate = new ShardGate({ holdMs: 3_000, clock });
+  gate.activate(1);
+  gate.activate(2);
+  const a = ticket(gate.admit('ns/a', inBucket(1)));
+  gate.left('ns/a', 2);
+  assert.equal(a.signal.aborted, false, 'moved to a bucket held here too: goes on');
+  const other = ticket(gate.admit('ns/b', inBucket(1)));
+  gate.left('ns/a', 7);
+  assert.equal(a.signal.aborted, true, 'moved away: aborted at once');
+  assert.throws(() => a.guard?.(), /the object left bucket 1/);
+  assert.equal(other.signal.aborted, false, 'the other reconciles of the bucket go on');
+  a.end();
+  gate.left('ns/b', undefined);
+  assert.equal(other.signal.aborted, true, 'deleted (or out of every partition here): aborted');
+  other.end();
+  assert.equal(gate.inFlight(1), 0);
+
+  gate.arrived('ns/c');
+  assert.deepEqual(gate.admit('ns/c', inBucket(2)), { retryAfterMs: 3_000 });
+  clock.advance(2_000);
+  assert.deepEqual(gate.admit('ns/c', inBucket(2)), { retryAfterMs: 1_000 });
+  clock.advance(1_000);
+  ticket(gate.admit('ns/c', inBucket(2))).end();
+  ticket(gate.admit('ns/c', inBucket(2))).end();
 });

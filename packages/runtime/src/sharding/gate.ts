@@ -1,35 +1,74 @@
 /**
  * @module sharding/gate
  * Which requests this replica reconciles now: those whose object's bucket (its `opkit.dev/shard` label) is active
- * here. The gate is what a sharded controller asks before each reconcile (`RequestGate`), and what a hand-off drains.
+ * here, while this replica's member Lease is fresh. The gate is what a sharded controller asks before each reconcile
+ * (`RequestGate`), what each request of an admitted reconcile asks right before it is sent (the ticket's `guard`), and
+ * what a hand-off drains.
  *
- * Guarantees: a request is admitted only while its bucket is active; `deactivate(b)` admits nothing of `b` from then
- * on, and `drained(b)` resolves once every admitted reconcile of `b` has ended; `abort(b)` aborts their signals (and
- * with them their requests to the apiserver), `abortAll()` those of every bucket, active or draining. A bucket's signal
- * is a new one each time it is activated.
+ * Guarantees:
+ * - A request is admitted only while its bucket is active and `holds()` answers true (the member Lease is fresh by the
+ *   monotonic clock at that moment; asking may stop every bucket, as a stale Lease does). An admitted reconcile's
+ *   requests are refused (`Aborted`) from the moment its ticket is withdrawn, or `holds()` answers false: the check
+ *   runs where the work starts and before each request, never only in a timer that may run late after a pause.
+ * - `deactivate(s)` admits nothing of `s` from then on, and `drained(s)` resolves once every admitted reconcile of `s`
+ *   has ended; `abort(s)` aborts their signals (and with them their requests), `abortAll()` those of every bucket,
+ *   active or draining. A bucket's signal is a new one each time it is activated.
+ * - One object, one replica: `left(key, bucket)` aborts at once the reconciles of an object that left for a bucket not
+ *   active here (relabelled, or deleted); `arrived(key)` holds back the requests of an object that came into an active
+ *   bucket after it was listed (a relabelling, by the look of it) for `holdMs` — the old holder's bound for noticing the
+ *   move and aborting — answering `retryAfterMs` until then.
  */
 
 import type { KubeObject } from '../client/resource.ts';
-import type { RequestGate, RequestTicket } from '../controller/controller.ts';
+import type { GateAnswer, RequestGate } from '../controller/controller.ts';
+import { type Clock, realClock } from '../workqueue/index.ts';
 import { bucketOfLabel, SHARD_LABEL } from './ring.ts';
+
+/** What a gate is made with. */
+export interface ShardGateOptions {
+  /** Whether this replica may act now (its member Lease fresh); asked before each admission and each request. */
+  readonly holds?: () => boolean;
+  /** How long an object that arrived in an active bucket by relabelling is held back (default 3 s). */
+  readonly holdMs?: number;
+  /** The monotonic clock the holds are timed on. */
+  readonly clock?: Clock;
+}
+
+/** Why the requests of a reconcile were refused: the Lease went stale, or its ticket was withdrawn. */
+function refusal(why: string): DOMException {
+  return new DOMException(`sharding: ${why}`, 'AbortError');
+}
 
 /** The buckets active on this replica and the reconciles under way in each. */
 export class ShardGate implements RequestGate {
   readonly partitionLabel = SHARD_LABEL;
+  readonly #holds: () => boolean;
+  readonly #holdMs: number;
+  readonly #clock: Clock;
   readonly #active = new Map<number, AbortController>();
-  /** Buckets deactivated while reconciles of theirs were under way: what aborts those. */
+  /** Shards deactivated while reconciles of theirs were under way: what aborts those. */
   readonly #draining = new Map<number, AbortController>();
   readonly #inFlight = new Map<number, number>();
   readonly #idle = new Map<number, (() => void)[]>();
+  /** The reconciles under way, by object key: their bucket and what aborts them alone. */
+  readonly #byKey = new Map<string, { bucket: number; ctl: AbortController }>();
+  /** Objects held back after an arrival by relabelling: until when (monotonic). */
+  readonly #held = new Map<string, number>();
+
+  constructor(options: ShardGateOptions = {}) {
+    this.#holds = options.holds ?? (() => true);
+    this.#holdMs = options.holdMs ?? 3_000;
+    this.#clock = options.clock ?? realClock;
+  }
 
   /** The bucket an object is in, by its label; undefined when it has none. */
   static bucketOf(obj: KubeObject | undefined): number | undefined {
     return bucketOfLabel(obj?.metadata.labels?.[SHARD_LABEL]);
   }
 
-  /** Whether requests of bucket `b` are admitted now. */
-  isActive(b: number): boolean {
-    return this.#active.has(b);
+  /** Whether requests of bucket `s` are admitted now (the Lease not asked). */
+  isActive(s: number): boolean {
+    return this.#active.has(s);
   }
 
   /** The active buckets. */
@@ -37,65 +76,112 @@ export class ShardGate implements RequestGate {
     return [...this.#active.keys()].sort((x, y) => x - y);
   }
 
+  /**
+   * Throws (an `AbortError`) unless this replica may write for bucket `s` now: its Lease fresh and `s` active. For
+   * writes outside a reconcile (labelling), as a client guard.
+   */
+  check(s: number): void {
+    if (!this.#holds()) throw refusal('the member Lease is not fresh');
+    if (!this.#active.has(s)) throw refusal(`bucket ${s} is not active here`);
+  }
+
   /** Admits a request of an object in an active bucket; see `RequestGate`. */
-  admit(_key: string, obj: KubeObject | undefined): RequestTicket | undefined {
-    const b = ShardGate.bucketOf(obj);
-    const ctl = b === undefined ? undefined : this.#active.get(b);
-    if (b === undefined || !ctl) return undefined;
-    this.#inFlight.set(b, (this.#inFlight.get(b) ?? 0) + 1);
+  admit(key: string, obj: KubeObject | undefined): GateAnswer {
+    const s = ShardGate.bucketOf(obj);
+    if (s === undefined || !this.#holds()) return undefined;
+    const bucketCtl = this.#active.get(s);
+    if (!bucketCtl) return undefined;
+    const until = this.#held.get(key);
+    if (until !== undefined) {
+      const left = until - this.#clock.now();
+      if (left > 0) return { retryAfterMs: Math.ceil(left) };
+      this.#held.delete(key);
+    }
+    const ctl = new AbortController();
+    const signal = AbortSignal.any([bucketCtl.signal, ctl.signal]);
+    const mine = { bucket: s, ctl };
+    this.#byKey.set(key, mine);
+    this.#inFlight.set(s, (this.#inFlight.get(s) ?? 0) + 1);
     let ended = false;
     return {
-      signal: ctl.signal,
+      signal,
+      guard: () => {
+        if (!this.#holds()) throw refusal('the member Lease is not fresh');
+        if (signal.aborted) throw signal.reason;
+      },
       end: () => {
         if (ended) return;
         ended = true;
-        const left = (this.#inFlight.get(b) ?? 1) - 1;
-        if (left > 0) this.#inFlight.set(b, left);
+        if (this.#byKey.get(key) === mine) this.#byKey.delete(key);
+        const left = (this.#inFlight.get(s) ?? 1) - 1;
+        if (left > 0) this.#inFlight.set(s, left);
         else {
-          this.#inFlight.delete(b);
-          this.#draining.delete(b);
-          for (const fn of this.#idle.get(b)?.splice(0) ?? []) fn();
+          this.#inFlight.delete(s);
+          this.#draining.delete(s);
+          for (const fn of this.#idle.get(s)?.splice(0) ?? []) fn();
         }
       },
     };
   }
 
-  /** Admits `b`'s requests from now on. */
-  activate(b: number): void {
-    if (!this.#active.has(b)) this.#active.set(b, new AbortController());
+  /**
+   * The object of `key` is now in bucket `now` (undefined: it left every partition here — relabelled away or deleted):
+   * unless `now` is active here, its reconcile under way (if any) aborts at once.
+   */
+  left(key: string, now: number | undefined): void {
+    const r = this.#byKey.get(key);
+    if (!r || (now !== undefined && this.#active.has(now))) return;
+    r.ctl.abort(refusal(`the object left bucket ${r.bucket}`));
   }
 
-  /** Admits none of `b`'s requests from now on (those admitted go on: see `drained` and `abort`). */
-  deactivate(b: number): void {
-    const ctl = this.#active.get(b);
-    this.#active.delete(b);
-    if (ctl && this.#inFlight.has(b)) this.#draining.set(b, ctl);
+  /** The object of `key` came into an active bucket after its initial list: hold its requests back for `holdMs`. */
+  arrived(key: string): void {
+    this.#held.set(key, this.#clock.now() + this.#holdMs);
   }
 
-  /** Aborts the signals of `b`'s reconciles under way (it must have been deactivated first, or it is too). */
-  abort(b: number, reason: unknown): void {
-    this.deactivate(b);
-    this.#draining.get(b)?.abort(reason);
+  /** Admits `s`'s requests from now on. */
+  activate(s: number): void {
+    if (!this.#active.has(s)) this.#active.set(s, new AbortController());
+  }
+
+  /** Admits none of `s`'s requests from now on (those admitted go on: see `drained` and `abort`). */
+  deactivate(s: number): void {
+    const ctl = this.#active.get(s);
+    this.#active.delete(s);
+    if (ctl && this.#inFlight.has(s)) this.#draining.set(s, ctl);
+    this.#forgetHolds();
+  }
+
+  /** Aborts the signals of `s`'s reconciles under way (it must have been deactivated first, or it is too). */
+  abort(s: number, reason: unknown): void {
+    this.deactivate(s);
+    this.#draining.get(s)?.abort(reason);
   }
 
   /** Deactivates every bucket and aborts every reconcile under way, now. */
   abortAll(reason: unknown): void {
-    for (const b of [...this.#active.keys()]) this.deactivate(b);
+    for (const s of [...this.#active.keys()]) this.deactivate(s);
     for (const ctl of this.#draining.values()) ctl.abort(reason);
   }
 
-  /** Resolves once no admitted reconcile of `b` is under way. */
-  drained(b: number): Promise<void> {
-    if (!this.#inFlight.has(b)) return Promise.resolve();
+  /** Resolves once no admitted reconcile of `s` is under way. */
+  drained(s: number): Promise<void> {
+    if (!this.#inFlight.has(s)) return Promise.resolve();
     return new Promise((resolve) => {
-      const list = this.#idle.get(b) ?? [];
+      const list = this.#idle.get(s) ?? [];
       list.push(resolve);
-      this.#idle.set(b, list);
+      this.#idle.set(s, list);
     });
   }
 
-  /** How many admitted reconciles of `b` are under way. */
-  inFlight(b: number): number {
-    return this.#inFlight.get(b) ?? 0;
+  /** How many admitted reconciles of `s` are under way. */
+  inFlight(s: number): number {
+    return this.#inFlight.get(s) ?? 0;
+  }
+
+  /** Drops the holds that have run out (kept small: an entry lives `holdMs`). */
+  #forgetHolds(): void {
+    const now = this.#clock.now();
+    for (const [key, until] of this.#held) if (until <= now) this.#held.delete(key);
   }
 }

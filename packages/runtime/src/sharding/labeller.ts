@@ -1,13 +1,18 @@
 /**
  * @module sharding/labeller
- * Gives each new object of a sharded primary kind its bucket label (`opkit.dev/shard`): a metadata-only watch of the
- * objects without a valid one (`notin (0,…,31)`: few at any time, so it costs little memory), and a rate-limited work
- * queue whose workers label those in buckets this replica runs.
+ * Gives each object of a sharded kind without a valid bucket label (`opkit.dev/shard`) its bucket: a metadata-only
+ * watch of the objects without a valid one (`notin (0,…,31)`: few at any time, so it costs little memory), and a
+ * rate-limited work queue whose workers label those in buckets this replica runs. A primary object's bucket is the
+ * hash of its shard key (new objects); a child's is its controller owner's, as cached (a child created by hand without
+ * it, or whose label was removed by a full update).
  *
  * Guarantees: at most `concurrency` label writes are in flight; a write that fails (429, a timeout, a Conflict) is
  * retried with per-object backoff, one that finds the object gone is dropped; an object in a bucket this replica does
- * not run is left to the replica that does (`rescan` queues everything again when a bucket starts here). Labels are
- * written with a merge patch of the label alone, so the write never conflicts with the object's other changes.
+ * not run is left to the replica that does (`rescan` queues everything again when a bucket starts here), and each
+ * write asks `guard` right before it is sent, so none goes out for a bucket this replica stopped running. Labels are
+ * written with a merge patch of the label alone, so the write never conflicts with the object's other changes. The
+ * keys this labeller labelled in the last `recentMs` are known (`labelled`): their arrival in a bucket is a creation,
+ * not a move.
  */
 import { Informer } from '../cache/informer.ts';
 import type { Client } from '../client/client.ts';
@@ -28,19 +33,25 @@ export interface LabellerOptions {
   /** The namespaces to watch (undefined: all). */
   readonly namespaces: readonly string[] | undefined;
   readonly log: Logger;
-  /** The bucket an object belongs in (from the hash of its key). */
-  readonly bucketOf: (namespace: string | undefined, name: string) => number;
+  /** The bucket an object belongs in, or undefined when it is none of this replica's business. */
+  readonly bucketOf: (obj: KubeObject) => number | undefined;
   /** Whether this replica runs the bucket now. */
   readonly runs: (bucket: number) => boolean;
+  /** Asked right before each label write of `bucket` is sent: throws to refuse it (the bucket stopped here). */
+  readonly guard: (bucket: number) => void;
+  /** How long a labelled key stays known as such (default 60 s). */
+  readonly recentMs?: number;
   /** Label writes in flight at most (default 4). */
   readonly concurrency?: number;
 }
 
-/** Labels the new objects of one primary kind in the buckets this replica runs; see the module comment. */
+/** Labels the unlabelled objects of one sharded kind in the buckets this replica runs; see the module comment. */
 export class Labeller {
   readonly #o: LabellerOptions;
   readonly #informer: Informer<KubeObject>;
   readonly #queue: WorkQueue<string>;
+  /** Keys labelled here, and when (performance.now()). */
+  readonly #labelled = new Map<string, number>();
 
   constructor(options: LabellerOptions) {
     this.#o = options;
@@ -67,6 +78,12 @@ export class Labeller {
     for (const key of this.#informer.store.keys()) this.#queue.add(key);
   }
 
+  /** Whether this labeller labelled `key` in the last `recentMs`. */
+  labelled(key: string): boolean {
+    const at = this.#labelled.get(key);
+    return at !== undefined && performance.now() - at < (this.#o.recentMs ?? 60_000);
+  }
+
   async #worker(signal: AbortSignal): Promise<void> {
     for (;;) {
       const key = await this.#queue.get();
@@ -82,14 +99,16 @@ export class Labeller {
   async #label(key: string, signal: AbortSignal): Promise<void> {
     const obj = this.#informer.store.get(key);
     const ref = parseKey(key);
-    const bucket = obj ? this.#o.bucketOf(ref.namespace, ref.name) : undefined;
+    const bucket = obj ? this.#o.bucketOf(obj) : undefined;
     if (bucket === undefined || !this.#o.runs(bucket)) {
       this.#queue.forget(key);
       return;
     }
     try {
       const patch = { metadata: { labels: { [SHARD_LABEL]: String(bucket) } } };
-      await this.#o.client.patch(metadataOnly(this.#o.kind), ref, patch, { signal });
+      const client = this.#o.client.withGuard(() => this.#o.guard(bucket));
+      this.#remember(key); // before the write: its watch event may come before its answer
+      await client.patch(metadataOnly(this.#o.kind), ref, patch, { signal });
       this.#queue.forget(key);
       this.#o.log.debug({ ...ref, bucket }, 'sharding: labelled');
     } catch (err) {
@@ -97,8 +116,21 @@ export class Labeller {
         this.#queue.forget(key);
         return;
       }
+      if (isApiError(err, 'Aborted')) {
+        // the bucket stopped here meanwhile: its new holder labels it
+        this.#queue.forget(key);
+        return;
+      }
       this.#o.log.warn({ ...ref, err: messageOf(err) }, 'sharding: could not label: retrying');
       this.#queue.addRateLimited(key);
     }
+  }
+
+  #remember(key: string): void {
+    const now = performance.now();
+    this.#labelled.set(key, now);
+    const recent = this.#o.recentMs ?? 60_000;
+    if (this.#labelled.size > 1024)
+      for (const [k, at] of this.#labelled) if (now - at >= recent) this.#labelled.delete(k);
   }
 }

@@ -2,8 +2,9 @@
  * @module sharding/member
  * This replica's member Lease in a ring (`<ring>-member-<identity>`): created on the first renewal, renewed with its
  * resourceVersion, deleted on leave. It is fresh while the start of the last successful renewal is less than the
- * renew deadline ago; each attempt is cut off at what is left of it, and `onStale` runs the moment it passes with no
- * renewal after it (on the injected monotonic clock). Each renewal also says which members this replica judges dead.
+ * renew deadline ago; each attempt is cut off at what is left of it, and `onStale` runs once it passes with no renewal
+ * after it (on the injected monotonic clock): at the deadline's timer, or at the first `check()` or renewal that finds
+ * it passed, whichever comes first. Each renewal also says which members this replica judges dead.
  */
 
 import { type Lease, Leases } from '../client/builtins.ts';
@@ -55,6 +56,16 @@ export class MemberLease {
   }
 
   /**
+   * As `fresh`, and the first call that finds the renew deadline passed runs `onStale` then, before it answers — so a
+   * replica that resumes after a pause stops on its first check, whether or not the deadline's timer has run yet.
+   */
+  check(): boolean {
+    if (this.fresh) return true;
+    if (this.#renewedAt !== undefined) this.#stale(this.#renewedAt);
+    return false;
+  }
+
+  /**
    * Renews (or, first, creates) the Lease, each attempt bounded by what is left of the renew deadline; `dead`: the
    * members this replica judges dead, written as the annotation `opkit.dev/shard-dead` for the others to read.
    */
@@ -62,7 +73,10 @@ export class MemberLease {
     const { clock, renewDeadlineMs, retryPeriodMs } = this.#o;
     const started = clock.now();
     const left = this.#renewedAt === undefined ? retryPeriodMs : this.#renewedAt + renewDeadlineMs - started;
-    if (left <= 0) return;
+    if (left <= 0) {
+      if (this.#renewedAt !== undefined) this.#stale(this.#renewedAt);
+      return;
+    }
     try {
       this.#lease = await withTimeout(left, (signal) => this.#write(signal, dead), this.#o.clock, stop);
     } catch (err) {
@@ -71,6 +85,11 @@ export class MemberLease {
       return;
     }
     if (this.#renewedAt === undefined) this.#o.log.info({ lease: this.name }, 'sharding: joined the ring');
+    // a renewal that returns past the deadline (the process was paused meanwhile) counts as of its start: stale
+    if (this.#renewedAt !== undefined && clock.now() >= this.#renewedAt + renewDeadlineMs) {
+      this.#stale(this.#renewedAt);
+      return;
+    }
     this.#renewedAt = started;
     this.#deadline?.cancel();
     this.#deadline = clock.setTimer(renewDeadlineMs - (clock.now() - started), () => this.#stale(started));

@@ -8,10 +8,22 @@
  * of its shard key (ring.ts); children written through `ctx.create` / `ctx.apply` carry their owner's label from the
  * start.
  *
- * Guarantees: a bucket's requests are admitted only once every partitioned kind has listed it; a hand-off returns
- * only when none of its reconciles runs any more (their requests aborted past the drain time); a stale member Lease
- * aborts every reconcile at once. At start, before joining, children of the primary kinds that lack the label (written
- * before the operator was sharded) get their owner's, so no replica misses a child and makes it again.
+ * Guarantees:
+ * - A bucket's requests are admitted only once every partitioned kind has listed it, and only while the member Lease
+ *   is fresh by the monotonic clock at that moment (gate.ts); every request of an admitted reconcile, and every label
+ *   write, asks the same right before it is sent. So a replica resumed after a pause past its Lease sends nothing for
+ *   a bucket: its first check stops every bucket.
+ * - A hand-off returns only when none of its reconciles runs any more (their requests aborted past the drain time); a
+ *   stale member Lease aborts every reconcile at once.
+ * - One object, one replica: an object that leaves a bucket held here for one that is not (a relabel, a delete) has
+ *   its reconcile aborted as soon as the cache sees it; one that arrives in a held bucket after its list, not by this
+ *   replica's labelling, is held back for the drain time plus the abort margin, the bound for the old holder to see
+ *   the move and abort. What remains: an old holder whose watch lags the new holder's by more than that.
+ * - A bucket whose caches do not list within `syncTimeoutMs` is given up (uncached, logged, counted in
+ *   `opkit_shard_sync_timeouts_total`): the coordinator frees its fence and takes it again in a later round.
+ * - At start, before joining, children of the primary kinds that lack the label (written before the operator was
+ *   sharded) get their owner's, so no replica misses a child and makes it again; afterwards a child that loses its
+ *   label (a full update without it) gets its owner's back from the replica that holds the owner.
  */
 
 import { randomBytes } from 'node:crypto';
@@ -19,7 +31,7 @@ import type { Cache } from '../cache/cache.ts';
 import { Leases } from '../client/builtins.ts';
 import type { Client } from '../client/client.ts';
 import { isApiError } from '../client/errors.ts';
-import { type Kind, type KubeObject, metadataOnly, resourceId } from '../client/resource.ts';
+import { type Kind, type KubeObject, keyOf, metadataOnly, resourceId } from '../client/resource.ts';
 import type { Controller } from '../controller/controller.ts';
 import { messageOf, UsageError } from '../errors.ts';
 import type { EventRecorder } from '../helpers/events.ts';
@@ -34,6 +46,8 @@ import { bucketOf, SHARD_LABEL } from './ring.ts';
 
 /** How long past the abort a hand-off waits for reconciles to return (their requests have aborted). */
 const ABORT_MARGIN_MS = 1_000;
+/** How long a bucket's caches may take to list before the bucket is given up (controller-runtime's cache sync). */
+const SYNC_TIMEOUT_MS = 120_000;
 
 /** Sharding: every replica active, each on a share of the objects (see docs/sharding.md). */
 export interface ShardingSettings {
@@ -79,6 +93,8 @@ export interface ShardingParts {
   readonly drainMs: number;
   /** The sharded controllers (read when buckets change hands). */
   readonly controllers: () => readonly Controller[];
+  /** How long a bucket's caches may take to list before it is given up (default 2 min). */
+  readonly syncTimeoutMs?: number;
 }
 
 /** A replica's identity: `base` (a pod name) as a DNS label, and 5 random characters. */
@@ -94,7 +110,7 @@ export function shardIdentity(base: string): string {
 
 /** Runs the buckets this replica holds; a `Runnable` on every replica (see the module comment). */
 export class Sharding implements ShardHost {
-  readonly gate = new ShardGate();
+  readonly gate: ShardGate;
   readonly needLeaderElection = false;
   readonly coordinator: ShardCoordinator;
   readonly #p: ShardingParts;
@@ -107,6 +123,7 @@ export class Sharding implements ShardHost {
 
   constructor(parts: ShardingParts) {
     this.#p = parts;
+    this.gate = new ShardGate({ holds: () => this.coordinator.holds(), holdMs: parts.drainMs + ABORT_MARGIN_MS });
     this.#log = parts.log.child({ component: 'sharding' });
     this.#metrics = shardSeries(parts.metrics);
     const s = parts.settings;
@@ -132,23 +149,61 @@ export class Sharding implements ShardHost {
   /** Labels what needs it, then runs the coordinator until `signal` aborts (it releases every bucket then). */
   async start(signal: AbortSignal): Promise<void> {
     await this.#labelChildren(signal);
-    for (const kind of this.#primaryKinds()) {
-      const labeller = new Labeller({
+    const primaries = this.#primaryKinds();
+    const labeller = (kind: Kind, of: (obj: KubeObject) => number | undefined) => {
+      const l = new Labeller({
         ...{ client: this.#p.client, kind, namespaces: this.#p.cache.namespacesOf(kind), log: this.#log },
-        bucketOf: (namespace, name) => bucketOf(this.#keyOf(namespace, name)),
-        runs: (bucket) => this.gate.isActive(bucket),
+        ...{ bucketOf: of, runs: (b: number) => this.gate.isActive(b), guard: (b: number) => this.gate.check(b) },
       });
-      labeller.start(signal);
-      this.#labellers.push(labeller);
+      l.start(signal);
+      this.#labellers.push(l);
+      return l;
+    };
+    for (const kind of primaries) {
+      const l = labeller(kind, (obj) => bucketOf(this.#keyOf(obj.metadata.namespace, obj.metadata.name ?? '')));
+      this.#follow(kind, l);
     }
+    for (const inf of this.#ownedInformers(primaries)) labeller(inf.resource, (child) => this.#ownerBucket(child));
     await this.coordinator.run(signal);
   }
 
+  /**
+   * Tells the gate when a primary object of `kind` leaves a bucket (its reconcile here aborts unless the new bucket is
+   * held here too) or arrives in a held one after its list, not by `labeller` (held back for the old holder's bound).
+   */
+  #follow(kind: Kind, labeller: Labeller): void {
+    const gate = this.gate;
+    this.#p.cache.informer(kind).addEventHandler({
+      add: (obj) => {
+        const b = ShardGate.bucketOf(obj);
+        const key = keyOf(obj);
+        if (b !== undefined && gate.isActive(b) && !labeller.labelled(key)) gate.arrived(key);
+      },
+      update: (old, obj) => {
+        const b = ShardGate.bucketOf(obj);
+        if (b !== ShardGate.bucketOf(old)) gate.left(keyOf(obj), b);
+      },
+      delete: (obj) => gate.left(keyOf(obj), undefined),
+    });
+  }
+
   /** See `ShardHost.acquire`. */
-  async acquire(bucket: number, signal: AbortSignal): Promise<void> {
+  async acquire(bucket: number, signal: AbortSignal): Promise<boolean> {
     const value = String(bucket);
-    const listed = await Promise.all(this.#p.cache.partitioned().map((i) => i.addPartition(value, signal)));
-    if (signal.aborted || !listed.every(Boolean)) return;
+    const timeoutMs = this.#p.syncTimeoutMs ?? SYNC_TIMEOUT_MS;
+    const timedOut = AbortSignal.timeout(timeoutMs);
+    const until = AbortSignal.any([signal, timedOut]);
+    const listed = await Promise.all(this.#p.cache.partitioned().map((i) => i.addPartition(value, until)));
+    if (signal.aborted) return false;
+    if (!listed.every(Boolean)) {
+      this.#metrics.syncTimeouts.inc({});
+      this.#log.error(
+        { bucket, timeoutMs },
+        'sharding: the caches did not list the bucket in time: giving it up (taken again in a later round)',
+      );
+      await Promise.all(this.#p.cache.partitioned().map((i) => i.removePartition(value)));
+      return false;
+    }
     this.gate.activate(bucket);
     for (const c of this.#p.controllers()) {
       const [primary] = c.resources();
@@ -157,6 +212,7 @@ export class Sharding implements ShardHost {
         if (ShardGate.bucketOf(obj) === bucket) c.enqueue(refOf(obj), LOW_PRIORITY);
     }
     for (const l of this.#labellers) l.rescan();
+    return true;
   }
 
   /** See `ShardHost.release`. */
@@ -195,15 +251,31 @@ export class Sharding implements ShardHost {
     return namespace ? `${namespace}/${name}` : name;
   }
 
+  /** The informers of the owned kinds: partitioned, and not of a primary kind. */
+  #ownedInformers(primaries: readonly Kind[]) {
+    return this.#p.cache.partitioned().filter((i) => !primaries.some((p) => resourceId(p) === resourceId(i.resource)));
+  }
+
+  /** The bucket of a child's controller owner when this replica caches that owner (a primary object), else undefined. */
+  #ownerBucket(child: KubeObject): number | undefined {
+    const ref = child.metadata.ownerReferences?.find((o) => o.controller);
+    if (!ref) return undefined;
+    for (const kind of this.#primaryKinds()) {
+      if (kind.kind !== ref.kind || kind.apiVersion !== ref.apiVersion) continue;
+      const key = child.metadata.namespace ? `${child.metadata.namespace}/${ref.name}` : ref.name;
+      const owner = this.#p.cache.informer(kind).store.get(key);
+      if (owner?.metadata.uid === ref.uid) return ShardGate.bucketOf(owner);
+    }
+    return undefined;
+  }
+
   /**
    * Children of the primary kinds (the owned kinds' objects controlled by one) without a valid label get their
    * owner's bucket: one paginated list per owned kind, once, before joining.
    */
   async #labelChildren(signal: AbortSignal): Promise<void> {
     const primaries = this.#primaryKinds();
-    const owned = this.#p.cache
-      .partitioned()
-      .filter((i) => !primaries.some((p) => resourceId(p) === resourceId(i.resource)));
+    const owned = this.#ownedInformers(primaries);
     const bucketOfOwner = this.#ownerBuckets(primaries, signal);
     for (const inf of owned)
       for (const namespace of this.#p.cache.namespacesOf(inf.resource) ?? [undefined]) {
@@ -296,6 +368,11 @@ function shardSeries(metrics: Metrics) {
       name: 'opkit_shard_handoffs_total',
       help: 'Buckets this replica acquired, released (drained) or lost (its member Lease went stale)',
       labelNames: ['direction'],
+    }),
+    syncTimeouts: r.counter({
+      name: 'opkit_shard_sync_timeouts_total',
+      help: 'Buckets given up because their caches did not list in time (taken again in a later round)',
+      labelNames: [],
     }),
     rebalance: r.histogram({
       name: 'opkit_shard_rebalance_seconds',
