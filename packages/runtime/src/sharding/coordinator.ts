@@ -12,6 +12,13 @@
  * - A release drains first (`ShardHost.release`: no new work, in-flight reconciles ended) before the fence says "".
  * - A replica acts only while its member Lease is fresh: when no renewal has succeeded for `renewDeadlineMs` after the
  *   start of the last successful one, it drops every bucket at once (`ShardHost.lose`: in-flight reconciles abort).
+ *   Freshness is not left to a timer, which fires late after a pause (SIGSTOP, a long GC, a VM migration): `holds()`
+ *   judges it by the monotonic clock at the moment it is asked, and the first call past the deadline drops every
+ *   bucket then. The host asks it before each reconcile, each request a reconcile sends and each label write, so a
+ *   replica resumed after a pause sends nothing for a bucket. The window that remains: a request that passed the
+ *   check and then took longer than leaseDuration − renewDeadline (5 s by default) to reach the apiserver and be run
+ *   there (a pause between the check and the socket write, a new connection's handshake, a slow network) can land
+ *   after another replica took the bucket; only a precondition checked by the apiserver could close it.
  *   Another replica takes a fence from a holder only once the holder's member Lease has not changed (or been missing)
  *   for `leaseDurationMs` by its own monotonic clock. As renewDeadline < leaseDuration, the holder has stopped before
  *   anyone else may start (clock rates, not readings, must agree, as for client-go's leader election). A member that
