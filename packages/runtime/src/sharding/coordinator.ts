@@ -41,6 +41,7 @@ import type { Logger } from '../logger.ts';
 import type { Clock } from '../workqueue/index.ts';
 import { RING_LABEL, ROLE_LABEL } from './labels.ts';
 import { MemberLease } from './member.ts';
+import { type BucketPhase, type BucketState, isHeld, nextStep } from './plan.ts';
 import { assignBuckets, SHARD_BUCKETS } from './ring.ts';
 import { MemberView } from './view.ts';
 
@@ -102,16 +103,15 @@ export { RING_LABEL, ROLE_LABEL } from './labels.ts';
 /** Joins the ring, takes and hands off buckets, and leaves it on stop: see the module comment. */
 export class ShardCoordinator {
   readonly #o: Required<Omit<ShardCoordinatorOptions, 'observer'>> & { observer: ShardObserver };
-  /** Buckets whose fence names us and that the host runs (or is starting). */
-  readonly #held = new Set<number>();
-  readonly #tasks = new Map<number, Promise<void>>();
-  readonly #acquiring = new Map<number, AbortController>();
+  /** Every bucket's state on this replica (plan.ts): its phase, the hand-off under way, our last fence write. */
+  readonly #buckets: BucketState[] = Array.from({ length: SHARD_BUCKETS }, () => ({
+    phase: 'free' as BucketPhase,
+    wroteAt: Number.NEGATIVE_INFINITY,
+  }));
   readonly #view: MemberView;
   readonly #member: MemberLease;
   #unbalancedSince: number | undefined;
   #members = 0;
-  /** When each fence write of ours returned (monotonic): a list started before it cannot show it. */
-  readonly #wroteAt = new Map<number, number>();
 
   constructor(options: ShardCoordinatorOptions) {
     this.#o = {
@@ -129,7 +129,7 @@ export class ShardCoordinator {
 
   /** The buckets this replica holds now. */
   get held(): readonly number[] {
-    return [...this.#held].sort((a, b) => a - b);
+    return this.#heldBuckets();
   }
 
   /** Live members seen in the last round (this one included). */
@@ -203,14 +203,13 @@ export class ShardCoordinator {
     const live = this.#observe(members);
     this.#members = live.length;
     if (!this.#fresh || stop.aborted) {
-      this.#o.observer.round?.(this.#held.size, live.length);
+      this.#o.observer.round?.(this.#heldBuckets().length, live.length);
       return;
     }
     const owners = assignBuckets(live);
-    for (let b = 0; b < SHARD_BUCKETS; b++)
-      if ((this.#wroteAt.get(b) ?? -Infinity) < listedAt) this.#step(b, fences.get(b), owners[b], stop);
+    for (let b = 0; b < SHARD_BUCKETS; b++) this.#step(b, fences.get(b), owners[b], listedAt, stop);
     this.#balance(owners);
-    this.#o.observer.round?.(this.#held.size, live.length);
+    this.#o.observer.round?.(this.#heldBuckets().length, live.length);
     await this.#collect(members);
   }
 
@@ -221,63 +220,103 @@ export class ShardCoordinator {
     return this.#fresh ? [...live, this.#o.identity] : live;
   }
 
-  /** Starts what bucket `b` needs this round, unless a hand-off of it is under way. */
-  #step(b: number, fence: Lease | undefined, owner: string | undefined, stop: AbortSignal): void {
-    if (this.#tasks.has(b)) return;
+  /** Carries out the step plan.ts decides for bucket `b` this round. */
+  #step(b: number, fence: Lease | undefined, owner: string | undefined, listedAt: number, stop: AbortSignal): void {
+    const state = this.#state(b);
     const me = this.#o.identity;
-    const holder = fence?.spec?.holderIdentity ?? '';
-    const mine = this.#held.has(b);
-    if (mine && holder !== me) {
-      // the fence was changed or deleted while we held it (only a hand edit can): stop at once
-      this.#o.log.error(
-        { bucket: b, holder },
-        'sharding: the fence of a held bucket names another holder; dropping it',
-      );
-      this.#task(b, this.#drop(b, fence));
-    } else if (mine && owner !== me) this.#task(b, this.#release(b));
-    else if (!mine && owner === me && (holder === '' || holder === me || this.#view.dead(holder)))
-      this.#task(b, this.#acquire(b, fence, holder, stop));
-    else if (!mine && holder === me) this.#task(b, this.#free(b));
-    // a dead holder's fence, owned by another member now: free it, so that its owner — which may have joined since
-    // and so cannot judge the holder dead yet — takes it at once (freeing is safe for the same reason taking is)
-    else if (!mine && fence !== undefined && holder !== '' && holder !== me && owner !== me && this.#view.dead(holder))
-      this.#task(b, this.#freeDead(b, fence, holder));
+    const holder = fence?.spec?.holderIdentity;
+    const step = nextStep({
+      phase: state.phase,
+      holder: fence ? (holder ?? '') : undefined,
+      owner,
+      me,
+      holderDead: () => this.#view.dead(holder ?? ''),
+      listedSinceWrite: state.wroteAt < listedAt,
+    });
+    switch (step) {
+      case 'drop':
+        this.#o.log.error(
+          { bucket: b, holder: holder ?? '' },
+          'sharding: the fence of a held bucket names another holder; dropping it',
+        );
+        this.#task(b, 'dropping', this.#drop(b, fence));
+        return;
+      case 'release':
+        this.#task(b, 'releasing', this.#release(b));
+        return;
+      case 'acquire':
+        this.#task(b, 'acquiring', this.#acquire(b, fence, holder ?? '', stop));
+        return;
+      case 'free':
+        this.#task(b, 'freeing', this.#free(b));
+        return;
+      case 'free-dead':
+        // owned by another member now: freed so that its owner, which may have joined since and so cannot judge the
+        // holder dead yet, takes it at once (freeing is safe for the same reason taking is)
+        if (fence) this.#task(b, 'freeing', this.#freeDead(b, fence, holder ?? ''));
+        return;
+      case 'none':
+        return;
+    }
   }
 
-  #task(b: number, work: Promise<void>): void {
-    const t = work.finally(() => this.#tasks.delete(b));
-    this.#tasks.set(b, t);
+  #state(b: number): BucketState {
+    const state = this.#buckets[b];
+    if (!state) throw new RangeError(`no bucket ${b}`);
+    return state;
+  }
+
+  /** The buckets held here (plan.ts `isHeld`), in order. */
+  #heldBuckets(): number[] {
+    return this.#buckets.flatMap((s, b) => (isHeld(s.phase) ? [b] : []));
+  }
+
+  /** Enters `phase` with `work` under way; when it ends, the bucket is `free` unless the work left it `held`. */
+  #task(b: number, phase: BucketPhase, work: Promise<void>): void {
+    const state = this.#state(b);
+    state.phase = phase;
+    state.task = work.finally(() => {
+      state.task = undefined;
+      state.abort = undefined;
+      if (state.phase !== 'held') state.phase = 'free';
+    });
   }
 
   /** Takes the fence of `b` (a write with the resourceVersion read), then has the host run the bucket. */
   async #acquire(b: number, fence: Lease | undefined, from: string, stop: AbortSignal): Promise<void> {
+    const state = this.#state(b);
     const ctl = new AbortController();
-    this.#acquiring.set(b, ctl);
+    state.abort = ctl;
     try {
       const write = (signal: AbortSignal) => this.#writeFence(b, fence, this.#o.identity, signal);
       const written = await withTimeout(this.#o.renewDeadlineMs, write, this.#o.clock, stop);
       if (!written || !this.#fresh || ctl.signal.aborted || stop.aborted) return;
-      this.#held.add(b);
+      state.phase = 'starting';
       this.#o.log.info({ bucket: b, ...(from ? { from } : {}) }, 'sharding: bucket acquired');
       this.#o.observer.handoff?.(b, 'acquired', written, from || undefined);
       const running = await this.#o.host.acquire(b, AbortSignal.any([ctl.signal, stop]));
-      if (!running && !ctl.signal.aborted && !stop.aborted && this.#held.delete(b)) {
+      if (state.phase !== 'starting') return; // stopped meanwhile (a stale Lease)
+      if (running && !ctl.signal.aborted && !stop.aborted) {
+        state.phase = 'held';
+        return;
+      }
+      if (!running && !ctl.signal.aborted && !stop.aborted) {
         // given up by the host (its caches did not list in time): free the fence; a later round takes it again
+        state.phase = 'freeing';
         this.#o.observer.handoff?.(b, 'released', undefined);
         await this.#free(b);
       }
     } catch (err) {
       const level = isApiError(err, 'Conflict') || isApiError(err, 'AlreadyExists') ? 'debug' : 'warn';
       this.#o.log[level]({ bucket: b, err: messageOf(err) }, 'sharding: could not take the bucket');
-    } finally {
-      this.#acquiring.delete(b);
     }
   }
 
   /** Drains `b` and frees its fence. */
   async #release(b: number): Promise<void> {
     await this.#o.host.release(b);
-    this.#held.delete(b);
+    const state = this.#state(b);
+    if (state.phase === 'releasing') state.phase = 'freeing';
     this.#o.log.info({ bucket: b }, 'sharding: bucket released');
     this.#o.observer.handoff?.(b, 'released', undefined);
     await this.#free(b);
@@ -285,8 +324,6 @@ export class ShardCoordinator {
 
   /** The fence of a held bucket names someone else: stop it without waiting. */
   async #drop(b: number, fence: Lease | undefined): Promise<void> {
-    this.#held.delete(b);
-    this.#acquiring.get(b)?.abort();
     await this.#o.host.release(b, true);
     this.#o.observer.handoff?.(b, 'lost', fence);
   }
@@ -334,15 +371,19 @@ export class ShardCoordinator {
     const written = fence
       ? await client.update(Leases, { ...fence, spec }, { signal })
       : await client.create(Leases, { metadata, spec }, { signal });
-    this.#wroteAt.set(b, this.#o.clock.now());
+    this.#state(b).wroteAt = this.#o.clock.now();
     return written;
   }
 
   /** The member Lease went stale: drop every bucket now. */
   #lose(): void {
-    const lost = [...this.#held];
-    this.#held.clear();
-    for (const ctl of this.#acquiring.values()) ctl.abort();
+    const lost = this.#heldBuckets();
+    for (const state of this.#buckets) {
+      state.abort?.abort();
+      // a held bucket is free now; one with a hand-off under way stays out of the rounds until that work ends
+      if (state.phase === 'held') state.phase = 'free';
+      else if (state.phase === 'starting' || state.phase === 'releasing') state.phase = 'dropping';
+    }
     this.#o.host.lose();
     this.#o.observer.round?.(0, this.#members);
     this.#o.log.error(
@@ -356,7 +397,7 @@ export class ShardCoordinator {
   #balance(owners: readonly (string | undefined)[]): void {
     const me = this.#o.identity;
     const now = this.#o.clock.now();
-    const balanced = owners.every((o, b) => (o === me) === this.#held.has(b)) && this.#tasks.size === 0;
+    const balanced = this.#buckets.every((s, b) => (owners[b] === me) === isHeld(s.phase) && s.task === undefined);
     if (!balanced) this.#unbalancedSince ??= now;
     else if (this.#unbalancedSince !== undefined) {
       this.#o.observer.rebalanced?.((now - this.#unbalancedSince) / 1000);
@@ -380,10 +421,11 @@ export class ShardCoordinator {
 
   /** Graceful stop: every bucket released (drained) and freed, then the member Lease deleted. */
   async #leave(): Promise<void> {
-    for (const ctl of this.#acquiring.values()) ctl.abort();
-    await Promise.allSettled([...this.#tasks.values()]);
-    const held = [...this.#held];
-    await Promise.allSettled(held.map((b) => this.#release(b)));
+    for (const state of this.#buckets) state.abort?.abort();
+    await Promise.allSettled(this.#buckets.map((state) => state.task));
+    const held = this.#heldBuckets();
+    for (const b of held) this.#task(b, 'releasing', this.#release(b));
+    await Promise.allSettled(held.map((b) => this.#state(b).task));
     await this.#member.delete();
     this.#o.log.info({ released: held.length }, 'sharding: left the ring');
   }
