@@ -13,6 +13,8 @@
  * port of their own, and records the bodies of the operator's writes to leases, pods, AppServices and Events in the
  * audit log (the sharded chaos audit policy), so the fences can be checked from it (chaos/fences); `spawnReplica`
  * starts one more replica the same way (chaos/sharded's `replica-add`).
+ * `Replica.pause()` stops a replica's process where it stands (SIGSTOP) and `resume()` continues it (the `pause`
+ * fault, chaos/pause); the supervisor sees no exit, as a kubelet sees none for a stalled process.
  */
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -76,6 +78,7 @@ export class Replica {
   #tail = '';
   #causing = false;
   #stopped = false;
+  #paused = false;
 
   constructor(name: string, proxy: FaultProxy, kubeconfig: string, serving: Serving, mode: ReplicaMode = 'leader') {
     this.name = name;
@@ -106,6 +109,41 @@ export class Replica {
 
   get running(): boolean {
     return this.proc !== undefined && this.proc.exitCode === null && this.proc.signalCode === null;
+  }
+
+  /** Whether its process is stopped by `pause()`. */
+  get paused(): boolean {
+    return this.#paused;
+  }
+
+  /**
+   * Stops the operator's process where it stands (SIGSTOP), as a long GC, a blocked event loop or a VM migration
+   * would: its timers keep their deadlines, its sockets stay open, and what arrives waits in the kernel. The process
+   * signalled is the operator's own node process (spawned directly, no shell or wrapper: checked by its command
+   * line), all its threads with it; resolves once the kernel reports it stopped. Its webhook endpoint leaves the
+   * Service at once (chaos/service `paused`). Throws if it is not running.
+   */
+  async pause(): Promise<void> {
+    const pid = this.running ? this.proc?.pid : undefined;
+    if (pid === undefined) throw new Error(`${this.name}: no running process to pause`);
+    const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => undefined);
+    if (cmdline !== undefined && !cmdline.split('\0').includes(MAIN))
+      throw new Error(`${this.name}: pid ${pid} is not the operator's node process (${cmdline.replace(/\0/g, ' ')})`);
+    this.proc?.kill('SIGSTOP');
+    this.#paused = true;
+    this.serving.service.paused(this.name, true);
+    for (let i = 0; cmdline !== undefined && (await processState(pid)) !== 'T'; i++) {
+      if (i >= 100) throw new Error(`${this.name}: pid ${pid} not stopped 1 s after SIGSTOP`);
+      await sleep(10);
+    }
+  }
+
+  /** Continues a process stopped by `pause()` (SIGCONT); routed to by the Service again once its probe passes. */
+  resume(): void {
+    if (!this.#paused) return;
+    this.#paused = false;
+    this.proc?.kill('SIGCONT');
+    this.serving.service.paused(this.name, false);
   }
 
   /** The metrics URL of a sharded replica. */
@@ -159,6 +197,7 @@ export class Replica {
     proc.stdout.setEncoding('utf8').on('data', add);
     proc.stderr.setEncoding('utf8').on('data', add);
     proc.once('exit', (code, signal) => {
+      this.#paused = false;
       this.serving.service.exited(this.name);
       this.exits.push({ code, signal, at: Date.now(), caused: this.#causing });
       this.#causing = false;
@@ -180,6 +219,7 @@ export class Replica {
     const exited = new Promise((r) => this.proc?.once('exit', r));
     if (signal === 'SIGTERM') this.serving.service.terminating(this.name, options.endpointsLagMs ?? 0);
     this.proc.kill(signal);
+    this.resume(); // a stopped process handles the signal once continued (SIGKILL needs no SIGCONT)
     await exited;
   }
 
@@ -194,6 +234,7 @@ export class Replica {
     const exited = new Promise((r) => this.proc?.once('exit', r));
     this.serving.service.terminating(this.name, 0);
     this.proc.kill('SIGTERM');
+    this.resume(); // a stopped process handles its SIGTERM once continued
     const inTime = await Promise.race([exited.then(() => true), sleep(timeoutMs).then(() => false)]);
     if (!inTime) {
       this.proc?.kill('SIGKILL');
@@ -206,6 +247,12 @@ export class Replica {
     await this.retire();
     await this.proxy.close();
   }
+}
+
+/** The state letter of a process in /proc (`R`, `S`, `T` stopped, …); undefined if it is gone. */
+async function processState(pid: number): Promise<string | undefined> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => undefined);
+  return stat?.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
 }
 
 export interface ChaosCluster {

@@ -79,3 +79,42 @@ test('the Service routes new connections to ready endpoints in turn, drops a ter
   a.close();
   b.close();
 });
+
+test('a paused endpoint is not routed to and its open connections are reset; continued, it is routed to once probed', async () => {
+  // a backend that keeps each connection open, and answers its name once asked
+  const tcp: Server = createServer((s) => s.once('data', () => s.end('a')));
+  const health: HttpServer = createHttpServer((_req, res) => res.writeHead(200).end());
+  await new Promise<void>((r) => tcp.listen(0, '127.0.0.1', r));
+  await new Promise<void>((r) => health.listen(0, '127.0.0.1', r));
+  const port = (s: Server | HttpServer) => (s.address() as { port: number }).port;
+  const svc = await Service.start();
+  svc.add('a', port(tcp), port(health));
+  svc.started('a');
+  await svc.waitReady(1, 5_000);
+  const open = connect({ host: '127.0.0.1', port: svc.port });
+  const closed = new Promise<void>((r) => open.on('close', () => r()));
+  open.on('error', () => {});
+  await new Promise<void>((r) => open.once('connect', () => r()));
+  await sleep(100);
+
+  svc.paused('a', true);
+  await Promise.race([closed, sleep(2_000).then(() => assert.fail('the open connection was not reset'))]);
+  assert.deepEqual(svc.ready(), []);
+  assert.equal(await ask(svc.port), 'reset', 'a paused endpoint is not routed to');
+
+  svc.paused('a', false);
+  await svc.waitReady(1, 5_000);
+  const answer = await new Promise<string>((resolve) => {
+    const s = connect({ host: '127.0.0.1', port: svc.port }, () => s.write('hi'));
+    let got = '';
+    s.setEncoding('utf8').on('data', (c: string) => {
+      got += c;
+    });
+    s.on('end', () => resolve(got));
+    s.on('error', () => resolve('reset'));
+  });
+  assert.equal(answer, 'a');
+  await svc.close();
+  tcp.close();
+  health.close();
+});

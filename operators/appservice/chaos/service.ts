@@ -13,7 +13,9 @@
  * removes the endpoint; a probe, every 10 s by default, rarely sees a stopping replica first), so the whole lag is
  * routed to it. A connection that finds no ready endpoint, or whose endpoint refuses it, is reset
  * (RST), as a REJECT rule or a dead backend answers. `down()` resets every connection and refuses new ones until
- * `up()` (the `webhook-down` fault).
+ * `up()` (the `webhook-down` fault). `paused(name, true)` (the `pause` fault: the replica's process is stopped) takes
+ * its endpoint out at once and resets the connections routed to it, as a failed readiness probe and a client giving
+ * up on a silent server would, only sooner: the fault is about the replica's Lease, not the webhooks' availability.
  */
 import { request } from 'node:http';
 import { connect, createServer, type Server, type Socket } from 'node:net';
@@ -27,6 +29,8 @@ interface Endpoint {
   terminating: boolean;
   /** SIGTERM was sent: routed to, whatever its probe says, until `terminating` (the endpoints' lag). */
   stopping: boolean;
+  /** Its process is stopped (SIGSTOP): not routed to. */
+  paused: boolean;
   probed: boolean;
   /** Changes with each start and exit, so a probe answered for one process does not speak for the next. */
   generation: number;
@@ -47,7 +51,8 @@ const PROBE_TIMEOUT_MS = 1_000;
 export class Service {
   readonly #server: Server;
   readonly #endpoints: Endpoint[] = [];
-  readonly #clients = new Set<Socket>();
+  /** Each client connection, and the endpoint it is routed to. */
+  readonly #clients = new Map<Socket, Endpoint>();
   readonly #routed: Record<string, number> = {};
   #reset = 0;
   readonly #resets: { at: number; why: string }[] = [];
@@ -97,6 +102,7 @@ export class Service {
       running: false,
       terminating: false,
       stopping: false,
+      paused: false,
       probed: false,
       generation: 0,
     });
@@ -109,6 +115,7 @@ export class Service {
     e.running = true;
     e.terminating = false;
     e.stopping = false;
+    e.paused = false;
     e.probed = false;
   }
 
@@ -118,6 +125,7 @@ export class Service {
     e.generation += 1;
     e.running = false;
     e.stopping = false;
+    e.paused = false;
     e.probed = false;
   }
 
@@ -129,6 +137,17 @@ export class Service {
     setTimeout(() => {
       if (e.generation === generation) e.terminating = true;
     }, lagMs).unref();
+  }
+
+  /**
+   * The replica's process was stopped (`true`: no longer routed to, its connections reset now) or continued (`false`:
+   * routed to again once a probe of the running process passes).
+   */
+  paused(name: string, paused: boolean): void {
+    const e = this.#endpoint(name);
+    e.paused = paused;
+    e.probed = false;
+    if (paused) for (const [s, to] of this.#clients) if (to === e) resetSocket(s);
   }
 
   /** The names of the endpoints new connections can go to now. */
@@ -151,7 +170,7 @@ export class Service {
   /** Resets every connection and refuses new ones until `up()`. */
   async down(): Promise<void> {
     this.#down = true;
-    for (const s of this.#clients) resetSocket(s);
+    for (const s of this.#clients.keys()) resetSocket(s);
   }
 
   async up(): Promise<void> {
@@ -161,7 +180,7 @@ export class Service {
   async close(): Promise<void> {
     this.#closed = true;
     clearInterval(this.#timer);
-    for (const s of this.#clients) s.destroy();
+    for (const s of this.#clients.keys()) s.destroy();
     await new Promise<void>((resolve) => this.#server.close(() => resolve()));
   }
 
@@ -181,7 +200,7 @@ export class Service {
     }
     const e = ready[this.#next++ % ready.length] as Endpoint;
     this.#routed[e.name] = (this.#routed[e.name] ?? 0) + 1;
-    this.#clients.add(client);
+    this.#clients.set(client, e);
     client.pause();
     const backend = connect({ host: '127.0.0.1', port: e.port });
     let connected = false;
@@ -229,5 +248,5 @@ export class Service {
 }
 
 function isReady(e: Endpoint): boolean {
-  return e.running && !e.terminating && (e.probed || e.stopping);
+  return e.running && !e.paused && !e.terminating && (e.probed || e.stopping);
 }
