@@ -15,16 +15,20 @@ export const replicaOf = (e: AuditEvent): string | undefined => /; ([^)]+)\)/.ex
 /** Who holds the Lease by the audit log so far, carried from one slice of the log to the next. */
 export interface LeaseView {
   holder: string | undefined;
+  /** When `holder` took it (ms since the epoch). */
   since: number;
+  /** The replica `holder` took it from, if another held it before. */
+  from?: string | undefined;
 }
 
 /**
  * Split brain: a write (not to the Lease) by a replica received after another replica had taken the Lease, and before
  * this replica took it back. The Lease holder is the replica whose Lease write last succeeded, in the log's order;
- * `view` is updated, so consecutive slices are judged as one log.
+ * `view` is updated, so consecutive slices are judged as one log. A write by the replica the Lease was taken from —
+ * a leader that went on acting after it lost the Lease, e.g. once continued after a pause — says so.
  */
 export function splitBrain(events: readonly AuditEvent[], view: LeaseView = { holder: undefined, since: 0 }): string[] {
-  let { holder, since } = view;
+  let { holder, since, from } = view;
   const out: string[] = [];
   for (const e of events) {
     const who = replicaOf(e);
@@ -32,19 +36,25 @@ export function splitBrain(events: readonly AuditEvent[], view: LeaseView = { ho
     if (!who || !ok || !WRITE_VERBS.has(e.verb)) continue;
     if (e.objectRef?.resource === 'leases') {
       if (holder !== who) {
+        from = holder;
         holder = who;
         since = Date.parse(e.stageTimestamp ?? '');
       }
       continue;
     }
     const at = Date.parse(e.requestReceivedTimestamp ?? '');
-    if (holder !== undefined && holder !== who && at > since)
-      out.push(
-        `${who} ${e.verb} ${e.objectRef?.resource}/${e.objectRef?.name ?? ''} at ${e.requestReceivedTimestamp} while ${holder} held the Lease (since ${new Date(since).toISOString()})`,
-      );
+    if (holder === undefined || holder === who || !(at > since)) continue;
+    const write = `${who} ${e.verb} ${e.objectRef?.resource}/${e.objectRef?.name ?? ''} at ${e.requestReceivedTimestamp}`;
+    const taken = new Date(since).toISOString();
+    out.push(
+      who === from
+        ? `${write}, ${((at - since) / 1000).toFixed(1)} s after ${holder} took the Lease from it (at ${taken}): a former leader still writing`
+        : `${write} while ${holder} held the Lease (since ${taken})`,
+    );
   }
   view.holder = holder;
   view.since = since;
+  view.from = from;
   return out;
 }
 

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { replicaOf } from './audit.ts';
 import { type BodyEvent, slimEvent } from './audit-bodies.ts';
 import { fenceCheck, fenceName, fenceTimeline, holdersAt, memberName, micros } from './fences.ts';
 
@@ -137,6 +138,36 @@ test('fenceCheck: a restarted replica may not write under the fence its previous
   // before the new process announced itself, it is no process that holds anything
   const early = [...log.slice(0, 2), podWrite('chaos-a', 'create', 'app-1-x', 3, 8.5)];
   assert.match(fenceCheck(early, { starts }).violations[0]?.detail ?? '', /one that had not joined yet/);
+});
+
+test('fenceCheck: a holder paused past its lease that writes once continued is a former holder still writing', () => {
+  const log = [
+    member('chaos-a', 'chaos-a-abcde', 0, 'create'),
+    member('chaos-b', 'chaos-b-fghij', 0, 'create'),
+    fence('chaos-a', 3, 'chaos-a-abcde', 1),
+    fence('chaos-a', 4, 'chaos-a-abcde', 1),
+    member('chaos-a', 'chaos-a-abcde', 2), // its last renewal: then it is paused (SIGSTOP)
+    member('chaos-b', 'chaos-b-fghij', 10),
+    fence('chaos-b', 3, 'chaos-b-fghij', 18), // 16 s later: a takeover the lease allows
+    fence('chaos-b', 4, '', 18), // freed: its holder judged dead
+    podWrite('chaos-b', 'create', 'app-1-y', 3, 19),
+    // continued (SIGCONT) at 22: an overdue reconcile writes before the timer that sees its Lease is stale
+    podWrite('chaos-a', 'delete', 'app-1-x', 3, 22),
+    podWrite('chaos-a', 'patch', 'app-2-x', 4, 22.1),
+    member('chaos-a', 'chaos-a-abcde', 24), // it rejoins
+  ];
+  assert.deepEqual(
+    fenceCheck(log).violations.map((x) => `${x.invariant}: ${x.detail}`),
+    [
+      'fence: chaos-a delete pods/app-1-x (bucket 3) received 2026-03-01T10:00:22.000Z: chaos-b-fghij held the bucket (since 2026-03-01T10:00:18.000Z); the writing process chaos-a-abcde had held it until 2026-03-01T10:00:18.000Z (chaos-b-fghij took it), 4.0 s before: a former holder still writing',
+      'fence: chaos-a patch pods/app-2-x (bucket 4) received 2026-03-01T10:00:22.100Z: the bucket had been freed by chaos-b (since 2026-03-01T10:00:18.000Z) and nobody held it; the writing process chaos-a-abcde had held it until 2026-03-01T10:00:18.000Z (chaos-b freed it), 4.1 s before: a former holder still writing',
+    ],
+  );
+  // the same process, had it not written before its Lease timer stopped it: clean
+  assert.deepEqual(
+    fenceCheck(log.filter((e) => !(replicaOf(e) === 'chaos-a' && e.objectRef?.resource === 'pods'))).violations,
+    [],
+  );
 });
 
 test('fenceCheck: a bucket taken from a holder sooner than the lease after its last renewal', () => {

@@ -251,7 +251,11 @@ function identityAt(announced: readonly [number, string][], starts: readonly num
   return identity;
 }
 
-/** Why a write of `who` at `at` (completed `end`) broke its bucket's fence, or undefined if it did not. */
+/**
+ * Why a write of `who`'s process at `at` (completed `end`) broke its bucket's fence, or undefined if it did not. A
+ * write by a process that had held the fence before says when and how it lost it (a former holder still writing, as
+ * one continued after a pause would).
+ */
 function judgeWrite(
   changes: readonly FenceChange[],
   w: { readonly who: string; readonly process: string | undefined; readonly at: number; readonly end: number },
@@ -262,14 +266,31 @@ function judgeWrite(
   const next = changes[i + 1];
   if (!held) return 'no process had ever held the bucket';
   const since = `since ${iso(held.at)}`;
-  if (held.holder === '') return `the bucket had been released (${since}) and nobody held it`;
-  if (podOf(held.holder) !== w.who) return `${held.holder} held the bucket (${since})`;
+  const lost = formerHolding(changes.slice(0, i + 1), w);
+  if (held.holder === '') {
+    const prev = changes[i - 1];
+    const how = !prev || podOf(prev.holder) === held.by ? 'released' : `freed by ${held.by}`;
+    return `the bucket had been ${how} (${since}) and nobody held it${lost}`;
+  }
+  if (podOf(held.holder) !== w.who) return `${held.holder} held the bucket (${since})${lost}`;
   const someProcess = held.holder.endsWith(SOME_PROCESS);
   if (!someProcess && w.process !== held.holder)
     return `the bucket was held by ${held.holder} (${since}), not by the writing process (${w.process ?? 'one that had not joined yet'})`;
   if (next && w.end > next.at + slack)
     return `it completed ${iso(w.end)}, after the bucket passed to ${next.holder || '"" (released)'} at ${iso(next.at)}`;
   return undefined;
+}
+
+/** `; the writing process … had held it until …`, if the writing process held the fence before `changes` ended. */
+function formerHolding(
+  changes: readonly FenceChange[],
+  w: { readonly who: string; readonly process: string | undefined; readonly at: number },
+): string {
+  const j = w.process === undefined ? -1 : changes.findLastIndex((c) => c.holder === w.process);
+  const lost = changes[j + 1];
+  if (j < 0 || !lost) return '';
+  const how = lost.holder ? `${lost.holder} took it` : lost.by === w.who ? 'it released it' : `${lost.by} freed it`;
+  return `; the writing process ${w.process} had held it until ${iso(lost.at)} (${how}), ${((w.at - lost.at) / 1e6).toFixed(1)} s before: a former holder still writing`;
 }
 
 /**
