@@ -9,8 +9,9 @@
  * - The timings are checked as client-go checks them: leaseDuration > renewDeadline > 1.2 × retryPeriod
  *   (a `UsageError` `InvalidArgument` otherwise).
  * - Times are written as MicroTime (RFC 3339 with microseconds, from the wall clock), which the API requires.
- * - Another holder's lease is judged by when *we* last saw it change (our monotonic clock), not by its renewTime, so
- *   clock skew between replicas cannot make us take a live lease.
+ * - Another holder's lease is judged by when *we* last saw it change (any write: its resourceVersion; our monotonic
+ *   clock), not by its renewTime, so clock skew between replicas cannot make us take a live lease. The judge, the
+ *   hold of our own lease and the spec we write are internal/lease.ts, shared with sharding's member and fence Leases.
  * - Writes use the Lease's resourceVersion: two candidates can never both win the same round.
  * - `onStoppedLeading` runs at the renew deadline — `renewDeadline` after the start of the last successful renewal —
  *   even if a renewal is still in flight then (it is aborted): before the lease can expire for others, as
@@ -31,7 +32,15 @@
 import { type Lease, Leases } from '../client/builtins.ts';
 import type { Client } from '../client/client.ts';
 import { isApiError } from '../client/errors.ts';
-import { checkLeaseTimings, DEFAULT_LEASE_TIMINGS, JITTER, monotonicClock } from '../internal/leasetimings.ts';
+import {
+  checkLeaseTimings,
+  DEFAULT_LEASE_TIMINGS,
+  holderSpec,
+  JITTER,
+  LeaseHold,
+  LeaseJudge,
+  monotonicClock,
+} from '../internal/lease.ts';
 import { microTime } from '../internal/microtime.ts';
 import { sleep } from '../internal/sleep.ts';
 import type { Logger } from '../logger.ts';
@@ -84,14 +93,15 @@ export { microTime } from '../internal/microtime.ts';
  */
 export class LeaderElector {
   readonly #o: Required<LeaderElectionOptions>;
-  #observed: { holder: string; renewTime: string | undefined; at: number } | undefined;
+  /** When the Lease was last seen to change, by our own clock (internal/lease.ts). */
+  readonly #judge: LeaseJudge;
+  /** The right to act our renewals give (internal/lease.ts): lost at the renew deadline. */
+  readonly #hold: LeaseHold;
   /** When the other holder's lease runs out, by our own clock (from when we saw it last change). */
   #expiresAt: number | undefined;
   #leading = false;
   /** While leading: what `onStartedLeading`'s signal aborts with, and the callbacks to call on a loss. */
   #lead: { ctl: AbortController; callbacks: LeaderCallbacks } | undefined;
-  /** While leading: the start of the last successful renewal (monotonic). */
-  #renewedAt = 0;
   #lastLeader: string | undefined;
   /** When the latest acquire/renew attempt started (monotonic): a success renews the lease as of then. */
   #lastAttemptAt = 0;
@@ -105,6 +115,8 @@ export class LeaderElector {
     };
     const { leaseDurationMs: lease, renewDeadlineMs: renew, retryPeriodMs: retry } = this.#o;
     checkLeaseTimings('leader election', lease, renew, retry);
+    this.#judge = new LeaseJudge(this.#o.clock);
+    this.#hold = new LeaseHold({ renewDeadlineMs: renew, clock: this.#o.clock, onLost: () => this.#lost() });
   }
 
   /** Whether this candidate leads now. */
@@ -117,8 +129,8 @@ export class LeaderElector {
    * ago, by the monotonic clock now; past the deadline, the leadership ends here and then (see the module comment).
    */
   check(): void {
-    if (this.#leading && this.#o.clock.now() >= this.#renewedAt + this.#o.renewDeadlineMs) this.#lost();
-    if (!this.#leading) throw new DOMException('leader election: not leading', 'AbortError');
+    if (this.#leading && this.#hold.check()) return;
+    throw new DOMException('leader election: not leading', 'AbortError');
   }
 
   /**
@@ -129,7 +141,12 @@ export class LeaderElector {
     const { log, retryPeriodMs, renewDeadlineMs, clock } = this.#o;
     while (!signal.aborted) {
       // each attempt is bounded, so a standby on a connection that hangs is back in the race within renewDeadline
-      if (await this.#tryAcquireOrRenew(callbacks, renewDeadlineMs, signal)) break;
+      // an acquisition that returns past the renew deadline (the process was paused meanwhile) does not count
+      if (
+        (await this.#tryAcquireOrRenew(callbacks, renewDeadlineMs, signal)) &&
+        this.#hold.renewed(this.#lastAttemptAt)
+      )
+        break;
       // the next try: after the retry period (jittered), or right when the holder's lease runs out if sooner — so a
       // failover takes the lease duration, not the lease duration plus most of a retry period
       const untilExpiry = this.#expiresAt === undefined ? Infinity : this.#expiresAt - clock.now() + 20;
@@ -141,29 +158,30 @@ export class LeaderElector {
     }
     if (signal.aborted) {
       // the stop may have come as an attempt won the lease: hand it back (a no-op unless we hold it)
+      this.#hold.release();
       await this.#release();
       return;
     }
     this.#leading = true;
-    this.#renewedAt = this.#lastAttemptAt;
     log.info({ lease: `${this.#o.namespace}/${this.#o.name}`, identity: this.#o.identity }, 'became leader');
     const leading = new AbortController();
     this.#lead = { ctl: leading, callbacks };
     callbacks.onStartedLeading(leading.signal);
     while (!signal.aborted && this.#leading) {
-      const deadlineAt = this.#renewedAt + renewDeadlineMs;
+      const deadlineAt = this.#hold.deadline ?? clock.now();
       await sleep(Math.min(retryPeriodMs, deadlineAt - clock.now()), signal, clock);
       if (signal.aborted || !this.#leading) break;
       const left = deadlineAt - clock.now();
       if (left > 0 && (await this.#tryAcquireOrRenew(callbacks, left, signal))) {
-        // a renewal that returns past the deadline (the process was paused meanwhile) does not revive the leadership
-        if (this.#leading) this.#renewedAt = this.#lastAttemptAt;
+        // a renewal that returns past the deadline (the process was paused meanwhile) loses the hold instead
+        if (this.#leading) this.#hold.renewed(this.#lastAttemptAt);
         continue;
       }
       if (signal.aborted) break;
-      if (clock.now() >= deadlineAt) this.#lost();
+      this.#hold.check();
     }
     if (!this.#leading && this.#lead === undefined) return; // lost: onStoppedLeading ran
+    this.#hold.release();
     this.#leading = false;
     this.#lead = undefined;
     leading.abort(new DOMException('leadership released', 'AbortError'));
@@ -177,10 +195,7 @@ export class LeaderElector {
     this.#leading = false;
     this.#lead = undefined;
     this.#o.log.error(
-      {
-        lease: `${this.#o.namespace}/${this.#o.name}`,
-        sinceRenewMs: Math.round(this.#o.clock.now() - this.#renewedAt),
-      },
+      { lease: `${this.#o.namespace}/${this.#o.name}`, renewDeadlineMs: this.#o.renewDeadlineMs },
       'leader election lost: could not renew the lease before the deadline',
     );
     lead.ctl.abort(new DOMException('leadership lost', 'AbortError'));
@@ -203,6 +218,7 @@ export class LeaderElector {
   async #attempt(callbacks: LeaderCallbacks, signal: AbortSignal): Promise<boolean> {
     const { client, namespace, name, identity, leaseDurationMs, log, clock } = this.#o;
     this.#lastAttemptAt = clock.now();
+    const KEY = 'lease';
     const now = this.#o.wallClock();
     const ref = { namespace, name };
     const opts = { signal };
@@ -216,20 +232,8 @@ export class LeaderElector {
         return false;
       }
       try {
-        await client.create(
-          Leases,
-          {
-            metadata: { namespace, name },
-            spec: {
-              holderIdentity: identity,
-              leaseDurationSeconds: Math.ceil(leaseDurationMs / 1000),
-              acquireTime: microTime(now),
-              renewTime: microTime(now),
-              leaseTransitions: 0,
-            },
-          },
-          opts,
-        );
+        const spec = holderSpec(undefined, identity, leaseDurationMs, now);
+        this.#judge.observe(KEY, await client.create(Leases, { metadata: { namespace, name }, spec }, opts));
         this.#noteLeader(identity, callbacks);
         return true;
       } catch (e) {
@@ -237,32 +241,18 @@ export class LeaderElector {
         return false;
       }
     }
-    const spec = lease.spec ?? {};
-    const holder = spec.holderIdentity ?? '';
-    if (!this.#observed || this.#observed.holder !== holder || this.#observed.renewTime !== spec.renewTime) {
-      this.#observed = { holder, renewTime: spec.renewTime, at: clock.now() };
-    }
+    const holder = lease.spec?.holderIdentity ?? '';
+    this.#judge.observe(KEY, lease);
     this.#noteLeader(holder, callbacks);
-    const duration = (spec.leaseDurationSeconds ?? Math.ceil(leaseDurationMs / 1000)) * 1000;
+    const duration = (lease.spec?.leaseDurationSeconds ?? Math.ceil(leaseDurationMs / 1000)) * 1000;
     const heldByOther = holder !== '' && holder !== identity;
-    if (heldByOther && this.#observed.at + duration > clock.now()) {
-      this.#expiresAt = this.#observed.at + duration;
+    if (heldByOther && !this.#judge.dead(KEY, duration)) {
+      this.#expiresAt = this.#judge.expiresAt(KEY, duration);
       return false;
     }
-    const takingOver = holder !== identity;
-    const updated: Lease = {
-      ...lease,
-      spec: {
-        ...spec,
-        holderIdentity: identity,
-        leaseDurationSeconds: Math.ceil(leaseDurationMs / 1000),
-        renewTime: microTime(now),
-        ...(takingOver ? { acquireTime: microTime(now), leaseTransitions: (spec.leaseTransitions ?? 0) + 1 } : {}),
-      },
-    };
+    const updated: Lease = { ...lease, spec: holderSpec(lease.spec, identity, leaseDurationMs, now) };
     try {
-      const written = await client.update(Leases, updated, opts);
-      this.#observed = { holder: identity, renewTime: written.spec?.renewTime, at: clock.now() };
+      this.#judge.observe(KEY, await client.update(Leases, updated, opts));
       this.#noteLeader(identity, callbacks);
       return true;
     } catch (err) {

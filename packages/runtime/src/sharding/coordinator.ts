@@ -34,8 +34,7 @@ import { type Lease, Leases } from '../client/builtins.ts';
 import type { Client } from '../client/client.ts';
 import { isApiError } from '../client/errors.ts';
 import { messageOf } from '../errors.ts';
-import { checkLeaseTimings, DEFAULT_LEASE_TIMINGS, monotonicClock } from '../internal/leasetimings.ts';
-import { microTime } from '../internal/microtime.ts';
+import { checkLeaseTimings, DEFAULT_LEASE_TIMINGS, holderSpec, monotonicClock } from '../internal/lease.ts';
 import { sleep, withTimeout } from '../internal/sleep.ts';
 import type { Logger } from '../logger.ts';
 import type { Clock } from '../workqueue/index.ts';
@@ -359,14 +358,7 @@ export class ShardCoordinator {
   /** Creates or updates the fence of `b` to name `holder`; the write fails on a stale resourceVersion. */
   async #writeFence(b: number, fence: Lease | undefined, holder: string, signal: AbortSignal): Promise<Lease> {
     const { client, namespace, ring, leaseDurationMs } = this.#o;
-    const now = microTime(this.#o.wallClock());
-    const spec = {
-      ...fence?.spec,
-      holderIdentity: holder,
-      leaseDurationSeconds: Math.ceil(leaseDurationMs / 1000),
-      renewTime: now,
-      ...(holder ? { acquireTime: now, leaseTransitions: (fence?.spec?.leaseTransitions ?? -1) + 1 } : {}),
-    };
+    const spec = holderSpec(fence?.spec, holder, leaseDurationMs, this.#o.wallClock(), fence === undefined);
     const metadata = { namespace, name: `${ring}-shard-${b}`, labels: { [RING_LABEL]: ring, [ROLE_LABEL]: 'shard' } };
     const written = fence
       ? await client.update(Leases, { ...fence, spec }, { signal })

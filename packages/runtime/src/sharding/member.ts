@@ -10,7 +10,7 @@
 import { type Lease, Leases } from '../client/builtins.ts';
 import { isApiError } from '../client/errors.ts';
 import { messageOf } from '../errors.ts';
-import { microTime } from '../internal/microtime.ts';
+import { holderSpec, LeaseHold } from '../internal/lease.ts';
 import { withTimeout } from '../internal/sleep.ts';
 import type { Logger } from '../logger.ts';
 import type { Clock } from '../workqueue/index.ts';
@@ -37,12 +37,12 @@ export interface MemberLeaseOptions {
 export class MemberLease {
   readonly #o: MemberLeaseOptions;
   #lease: Lease | undefined;
-  /** Start of the last successful renewal (monotonic); undefined before the first, and once stale. */
-  #renewedAt: number | undefined;
-  #deadline: { cancel(): void } | undefined;
+  /** The right to act its renewals give (internal/lease.ts). */
+  readonly #hold: LeaseHold;
 
   constructor(options: MemberLeaseOptions) {
     this.#o = options;
+    this.#hold = new LeaseHold({ ...options, onLost: () => options.onStale() });
   }
 
   /** The Lease's name. */
@@ -52,7 +52,7 @@ export class MemberLease {
 
   /** Whether this replica may act: renewed within the renew deadline. */
   get fresh(): boolean {
-    return this.#renewedAt !== undefined && this.#o.clock.now() < this.#renewedAt + this.#o.renewDeadlineMs;
+    return this.#hold.held;
   }
 
   /**
@@ -60,9 +60,7 @@ export class MemberLease {
    * replica that resumes after a pause stops on its first check, whether or not the deadline's timer has run yet.
    */
   check(): boolean {
-    if (this.fresh) return true;
-    if (this.#renewedAt !== undefined) this.#stale(this.#renewedAt);
-    return false;
+    return this.#hold.check();
   }
 
   /**
@@ -70,11 +68,13 @@ export class MemberLease {
    * members this replica judges dead, written as the annotation `opkit.dev/shard-dead` for the others to read.
    */
   async renew(stop: AbortSignal, dead: readonly string[] = []): Promise<void> {
-    const { clock, renewDeadlineMs, retryPeriodMs } = this.#o;
+    const { clock, retryPeriodMs } = this.#o;
     const started = clock.now();
-    const left = this.#renewedAt === undefined ? retryPeriodMs : this.#renewedAt + renewDeadlineMs - started;
+    const deadline = this.#hold.deadline;
+    const joined = deadline !== undefined;
+    const left = deadline === undefined ? retryPeriodMs : deadline - started;
     if (left <= 0) {
-      if (this.#renewedAt !== undefined) this.#stale(this.#renewedAt);
+      this.#hold.check();
       return;
     }
     try {
@@ -84,30 +84,21 @@ export class MemberLease {
       if (isApiError(err, 'Conflict') || isApiError(err, 'NotFound')) this.#lease = undefined;
       return;
     }
-    if (this.#renewedAt === undefined) this.#o.log.info({ lease: this.name }, 'sharding: joined the ring');
-    // a renewal that returns past the deadline (the process was paused meanwhile) counts as of its start: stale
-    if (this.#renewedAt !== undefined && clock.now() >= this.#renewedAt + renewDeadlineMs) {
-      this.#stale(this.#renewedAt);
-      return;
-    }
-    this.#renewedAt = started;
-    this.#deadline?.cancel();
-    this.#deadline = clock.setTimer(renewDeadlineMs - (clock.now() - started), () => this.#stale(started));
+    if (this.#hold.renewed(started) && !joined) this.#o.log.info({ lease: this.name }, 'sharding: joined the ring');
   }
 
   async #write(signal: AbortSignal, dead: readonly string[]): Promise<Lease> {
     const { client, namespace, ring, identity, leaseDurationMs } = this.#o;
-    const now = microTime(this.#o.wallClock());
-    const spec = { holderIdentity: identity, leaseDurationSeconds: Math.ceil(leaseDurationMs / 1000), renewTime: now };
-    const renewed = (l: Lease): Lease => ({
+    const now = this.#o.wallClock();
+    const renewed = (l: Lease, isNew = false): Lease => ({
       ...l,
       metadata: { ...l.metadata, annotations: { ...l.metadata.annotations, [DEAD_ANNOTATION]: dead.join(',') } },
-      spec: { ...l.spec, ...spec },
+      spec: holderSpec(l.spec, identity, leaseDurationMs, now, isNew),
     });
     if (this.#lease) return client.update(Leases, renewed(this.#lease), { signal });
     const metadata = { namespace, name: this.name, labels: { [RING_LABEL]: ring, [ROLE_LABEL]: 'member' } };
     try {
-      return await client.create(Leases, renewed({ metadata, spec: { acquireTime: now } }), { signal });
+      return await client.create(Leases, renewed({ metadata }, true), { signal });
     } catch (err) {
       if (!isApiError(err, 'AlreadyExists')) throw err;
       return client.update(Leases, renewed(await client.get(Leases, { namespace, name: this.name }, { signal })), {
@@ -116,17 +107,9 @@ export class MemberLease {
     }
   }
 
-  /** The deadline passed with no renewal after `since`. */
-  #stale(since: number): void {
-    if (this.#renewedAt !== since) return;
-    this.#renewedAt = undefined;
-    this.#o.onStale();
-  }
-
   /** Leave: no deadline any more; the Lease is deleted (it expires by itself if that fails). */
   async delete(): Promise<void> {
-    this.#deadline?.cancel();
-    this.#renewedAt = undefined;
+    this.#hold.release();
     const { client, namespace, log } = this.#o;
     try {
       await withTimeout(

@@ -10,6 +10,7 @@
  * taking a fence still needs this replica's own judgement, or a free fence.
  */
 import type { Lease } from '../client/builtins.ts';
+import { LeaseJudge } from '../internal/lease.ts';
 import type { Clock } from '../workqueue/index.ts';
 import { DEAD_ANNOTATION } from './labels.ts';
 
@@ -18,8 +19,8 @@ export class MemberView {
   readonly #me: string;
   readonly #leaseMs: number;
   readonly #clock: Clock;
-  /** Other members' Leases: the resourceVersion last seen, and when it was first seen (monotonic). */
-  readonly #seen = new Map<string, { rv: string; at: number }>();
+  /** Other members' Leases, judged as every Lease holder is (internal/lease.ts). */
+  readonly #judge: LeaseJudge;
   /** Holders named by a fence with no member Lease: since when (monotonic). */
   readonly #absent = new Map<string, number>();
   /** Members reported dead by live members, as of the last `observe`. */
@@ -29,21 +30,20 @@ export class MemberView {
     this.#me = me;
     this.#leaseMs = leaseDurationMs;
     this.#clock = clock;
+    this.#judge = new LeaseJudge(clock);
   }
 
   /** Takes in the ring's member Leases, as just listed. */
   observe(members: readonly Lease[]): void {
-    const now = this.#clock.now();
     const listed = new Set<string>();
     for (const l of members) {
       const id = l.spec?.holderIdentity ?? '';
       if (id === '' || id === this.#me) continue;
       listed.add(id);
       this.#absent.delete(id);
-      const rv = l.metadata.resourceVersion ?? '';
-      if (this.#seen.get(id)?.rv !== rv) this.#seen.set(id, { rv, at: now });
+      this.#judge.observe(id, l);
     }
-    for (const id of this.#seen.keys()) if (!listed.has(id)) this.#seen.delete(id);
+    for (const id of this.#judge.keys()) if (!listed.has(id)) this.#judge.forget(id);
     this.#reported = new Set(
       members
         .filter((l) => this.#alive(l.spec?.holderIdentity ?? ''))
@@ -53,19 +53,18 @@ export class MemberView {
 
   /** The other members alive and reported dead by none. */
   live(): string[] {
-    return [...this.#seen.keys()].filter((id) => this.#alive(id) && !this.#reported.has(id));
+    return this.#judge.keys().filter((id) => this.#alive(id) && !this.#reported.has(id));
   }
 
   /** The members this replica judges dead. */
   judgedDead(): string[] {
-    return [...this.#seen.keys()].filter((id) => !this.#alive(id));
+    return this.#judge.keys().filter((id) => !this.#alive(id));
   }
 
   /** Whether `holder` (of a fence) is dead: its Lease unchanged, or missing, for the lease duration. */
   dead(holder: string): boolean {
+    if (this.#judge.has(holder)) return this.#judge.dead(holder, this.#leaseMs);
     const now = this.#clock.now();
-    const seen = this.#seen.get(holder);
-    if (seen) return now - seen.at >= this.#leaseMs;
     const since = this.#absent.get(holder) ?? now;
     this.#absent.set(holder, since);
     return now - since >= this.#leaseMs;
@@ -73,20 +72,18 @@ export class MemberView {
 
   /** When the next member alive now will count as dead if it goes on not renewing (monotonic); +∞ with none. */
   nextExpiry(): number {
-    const now = this.#clock.now();
     let next = Number.POSITIVE_INFINITY;
-    for (const s of this.#seen.values()) if (s.at + this.#leaseMs > now) next = Math.min(next, s.at + this.#leaseMs);
+    for (const id of this.#judge.keys())
+      if (this.#alive(id)) next = Math.min(next, this.#judge.expiresAt(id, this.#leaseMs) ?? next);
     return next;
   }
 
   /** The resourceVersion of a member's Lease when it has been dead for `ms`, for a delete checked against it. */
   deadFor(id: string, ms: number): string | undefined {
-    const s = this.#seen.get(id);
-    return s && this.#clock.now() - s.at >= ms ? s.rv : undefined;
+    return this.#judge.dead(id, ms) ? this.#judge.version(id) : undefined;
   }
 
   #alive(id: string): boolean {
-    const s = this.#seen.get(id);
-    return s !== undefined && this.#clock.now() - s.at < this.#leaseMs;
+    return this.#judge.has(id) && !this.#judge.dead(id, this.#leaseMs);
   }
 }
