@@ -21,6 +21,7 @@ export { type CacheReader, type MapContext, type MapFunc, requestForObject, requ
 export {
   type ApiListOptions,
   type ApiReader,
+  type ChildDeleteOptions,
   type Finalize,
   type MergePatch,
   type ObjectEvents,

@@ -11,19 +11,19 @@
  *
  * | call | reads from | owner reference | expectation | signal | answers |
  * | --- | --- | --- | --- | --- | --- |
- * | `ctx.cache.get(kind, ref)` | cache | — | — | — | the object, or `undefined` |
- * | `ctx.cache.list(kind, { namespace, labelSelector, index })` | cache | — | — | — | `T[]` |
- * | `ctx.owned(kind)` | cache (`controller` index) | — | — | — | `T[]`: its children (see below) |
- * | `ctx.apiReader.get(kind, ref)` | API server | — | — | yes | the object, or `undefined` |
- * | `ctx.apiReader.list(kind, { namespace, labelSelector, fieldSelector })` | API server | — | — | yes | `T[]` |
- * | `ctx.create(kind, obj)` | — | set (unless `{ owned: false }`) | create | yes | the object as stored |
- * | `ctx.apply(kind, obj)` | — | set (unless `{ owned: false }`) | create, when the cache has no such object | yes | the object as stored |
- * | `ctx.update(kind, obj)` | — | kept on a child it controls | — | yes | the object as stored (Conflict when `obj`'s resourceVersion is stale) |
- * | `ctx.patch(kind, obj, mergePatch)` | — | kept on a child it controls | — | yes | the object as stored |
- * | `ctx.delete(kind, obj)` | — | — | delete | yes | `true`, or `false` when it was already gone or replaced |
- * | `ctx.status(status)` | — | — | — | yes | `true` when it wrote |
- * | `ctx.events.normal` / `.warning(reason, message)`, `.event(kind, obj, …)` | — | — | — | — | nothing (written in the background) |
- * | `ctx.rawClient.…` | API server | none | none | yes | as `Client` (`get` throws NotFound, `list` answers `{ items }`) |
+ * | `ctx.cache.get(kind, ref)` | cache | — | — | — | `Promise<T \| undefined>`: the object, or `undefined` |
+ * | `ctx.cache.list(kind, { namespace, labelSelector, index })` | cache | — | — | — | `Promise<T[]>` |
+ * | `ctx.owned(kind)` | cache (`controller` index) | — | — | — | `Promise<T[]>`: its children (see below) |
+ * | `ctx.apiReader.get(kind, ref)` | API server | — | — | yes | `Promise<T \| undefined>`: the object, or `undefined` |
+ * | `ctx.apiReader.list(kind, { namespace, labelSelector, fieldSelector })` | API server | — | — | yes | `Promise<T[]>` |
+ * | `ctx.create(kind, obj)` | — | set (unless `{ owned: false }`) | create | yes | `Promise<T>`: the object as stored |
+ * | `ctx.apply(kind, obj)` | — | set (unless `{ owned: false }`) | create, when the cache has no such object | yes | `Promise<T>`: the object as stored |
+ * | `ctx.update(kind, obj)` | — | kept on a child it controls | — | yes | `Promise<T>`: the object as stored (Conflict when `obj`'s resourceVersion is stale) |
+ * | `ctx.patch(kind, obj, mergePatch)` | — | kept on a child it controls | — | yes | `Promise<T>`: the object as stored |
+ * | `ctx.delete(kind, obj, { propagationPolicy, gracePeriodSeconds, preconditions })` | — | — | delete | yes | `Promise<boolean>`: `true`, or `false` when it was already gone or replaced |
+ * | `ctx.status(status)` | — | — | — | yes | `Promise<boolean>`: `true` when it wrote |
+ * | `ctx.events.normal` / `.warning(reason, message)`, `.event(kind, obj, …)` | — | — | — | — | `void` (written in the background) |
+ * | `ctx.rawClient.…` | API server | none | none | yes | as `Client` (`get` rejects with NotFound, `list` resolves to `{ items }`) |
  *
  * In detail:
  * - owner reference "set": this object becomes the controller owner of the copy written (and its namespace the
@@ -40,7 +40,13 @@
  *   stale one fails with Conflict, which the default error policy retries with fresh state); `ctx.patch` sends an
  *   RFC 7386 JSON merge patch to `obj`'s namespace and name (put a `metadata.resourceVersion` in the patch for
  *   optimistic locking); `ctx.apply` is a server-side apply as the controller's field manager (forced);
- *   `ctx.delete` deletes with a uid precondition (never a successor with the same name).
+ *   `ctx.delete` deletes with a uid precondition (never a successor with the same name) and, unless told otherwise,
+ *   `propagationPolicy: 'Background'`, as kubectl does: the garbage collector then deletes the child's own dependents
+ *   (a batch/v1 Job's pods, which the apiserver would orphan by default, as a v1 ReplicationController's). An
+ *   explicit policy also overrides an `orphan` or `foregroundDeletion` finalizer the child carries. Its other
+ *   options go to the apiserver as given; a `preconditions.uid` other than the child's fails with `UsageError`
+ *   `InvalidArgument` before any request (it would name another object than the one whose delete is expected), and
+ *   a child without a uid needs one there.
  * - `ctx.status(status)`: `updateStatusIfChanged` (helpers/status.ts) on the object: writes the status subresource
  *   only when it differs from what the server has (the object's status, or the one this process wrote from it), by a
  *   merge patch that also removes the fields the new status no longer has, at any depth.
@@ -67,7 +73,7 @@ import {
   refOf,
   resourceId,
 } from '../client/resource.ts';
-import type { ListOptions } from '../client/types.ts';
+import type { DeleteOptions, ListOptions } from '../client/types.ts';
 import { UsageError } from '../errors.ts';
 import type { EventOptions } from '../helpers/events.ts';
 import { finalizer } from '../helpers/finalizers.ts';
@@ -88,6 +94,12 @@ export interface ObjectEvents extends ReconcileEvents {
 
 /** What `ctx.apiReader.list` selects: `ListOptions` without the signal (the reconcile's is used). */
 export type ApiListOptions = Omit<ListOptions, 'signal'>;
+
+/**
+ * How `ctx.delete` deletes: `DeleteOptions` without the signal (the reconcile's is used). `propagationPolicy`
+ * defaults to `Background`; `preconditions` are sent with the child's uid (a different `uid` is refused).
+ */
+export type ChildDeleteOptions = Omit<DeleteOptions, 'signal'>;
 
 /**
  * Live reads from the API server (controller-runtime's `APIReader`), bound to the reconcile's signal, in the shapes
@@ -148,8 +160,11 @@ export interface ObjectContext<T extends KubeObject> extends ReconcileContext {
    * controls.
    */
   patch<C extends KubeObject>(r: Kind<C>, obj: C, mergePatch: MergePatch<C>): Promise<C>;
-  /** Deletes `obj` (uid precondition), expecting its delete; false when it was already gone or replaced. */
-  delete<C extends KubeObject>(r: Kind<C>, obj: C): Promise<boolean>;
+  /**
+   * Deletes `obj` (uid precondition; `Background` propagation unless `options` say otherwise), expecting its delete;
+   * false when it was already gone or replaced.
+   */
+  delete<C extends KubeObject>(r: Kind<C>, obj: C, options?: ChildDeleteOptions): Promise<boolean>;
   /** `updateStatusIfChanged` on this object: writes `status` if it differs from what the server has; true if it wrote. */
   status(status: StatusOf<T>): Promise<boolean>;
 }
@@ -276,17 +291,54 @@ function childWrites<T extends KubeObject>(kind: Kind<T, unknown>, owner: T, ctx
     async patch(r, child, patch) {
       return c.patch(r, own.refOf(r, child), own.keepInPatch(r, child, patch));
     },
-    async delete(r, child) {
+    async delete(r, child, options) {
+      const sent = childDeleteOptions(r, child, options);
       try {
-        await c.delete(r, refOf(child), { preconditions: { uid: child.metadata.uid ?? '' } });
+        await c.delete(r, refOf(child), sent);
       } catch (err) {
         if (isApiError(err, 'NotFound') || isApiError(err, 'Conflict')) return false;
         throw err;
       }
       const informer = own.followed(r);
-      if (informer) ctx.expect.deleted(informer.resource, child);
+      const uid = sent.preconditions.uid;
+      if (informer) ctx.expect.deleted(informer.resource, { ...child, metadata: { ...child.metadata, uid } });
       return true;
     },
+  };
+}
+
+/**
+ * @internal What `ctx.delete` sends for `child`: `options` with `Background` propagation unless they name a policy, and the
+ * child's uid as a precondition (with theirs, when they give one). Throws `UsageError` `InvalidArgument` for a
+ * `preconditions.uid` other than the child's, or when neither gives a uid.
+ */
+export function childDeleteOptions(
+  r: Kind<KubeObject, unknown>,
+  child: KubeObject,
+  options: ChildDeleteOptions = {},
+): DeleteOptions & { preconditions: { uid: string } } {
+  const name = `${r.kind} ${child.metadata.namespace ? `${child.metadata.namespace}/` : ''}${child.metadata.name}`;
+  const own = child.metadata.uid;
+  const given = options.preconditions?.uid;
+  if (own !== undefined && given !== undefined && given !== own) {
+    throw new UsageError(
+      'InvalidArgument',
+      `ctx.delete(${name}) was given the uid precondition ${given}, but the object's uid is ${own}: ctx.delete deletes ` +
+        `the object it is given, never another of the same name; pass that object (as read from ctx.owned or ctx.cache)`,
+    );
+  }
+  const uid = own ?? given;
+  if (uid === undefined) {
+    throw new UsageError(
+      'InvalidArgument',
+      `ctx.delete(${name}) needs the object's metadata.uid, its precondition: delete an object as read (ctx.owned, ` +
+        `ctx.cache, ctx.apiReader), or give preconditions.uid`,
+    );
+  }
+  return {
+    ...options,
+    propagationPolicy: options.propagationPolicy ?? 'Background',
+    preconditions: { ...options.preconditions, uid },
   };
 }
 
