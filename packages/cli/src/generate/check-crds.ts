@@ -57,6 +57,25 @@ export function describePolicyProblem(problem: PolicyProblem): string {
   return `${problem.field}${expression} (${what}): ${problem.detail.trimEnd().replaceAll('\n', '\n    ')}`;
 }
 
+/**
+ * What the apiserver allows for a rule's `fieldPath` it refused as "must be a valid path", and how to word the
+ * message instead, for the node the rule is on.
+ */
+function fieldPathHint(problem: CrdProblem): string | undefined {
+  if (problem.ruleField !== 'fieldPath' || !problem.detail.startsWith('must be a valid path')) return undefined;
+  const root = problem.schemaPath === '.';
+  const allowed = root
+    ? 'a field of the object its schema declares, such as `.spec.replicas` or `.status.phase`; of metadata only ' +
+      '`.metadata.name` and `.metadata.generateName`, the fields a CRD may declare in it'
+    : `a field its schema declares below \`${problem.schemaPath}\`, such as \`.replicas\`: never one outside that node`;
+  const node = root ? 'the object' : problem.schemaPath;
+  return (
+    `fieldPath is relative to the node the rule is on (${node}) and must name ${allowed}.\n` +
+    `For another field, leave fieldPath out and name the field in the message (message: 'metadata.labels must …'): ` +
+    `the apiserver then reports the error on ${root ? 'the object as a whole' : node}`
+  );
+}
+
 /** One problem: where (version, schema node, rule), then the apiserver's detail, continuation lines indented. */
 export function describe(problem: CrdProblem): string {
   const where = [
@@ -70,5 +89,7 @@ export function describe(problem: CrdProblem): string {
       ? `rule \`${problem.rule}\`${problem.ruleField ? ` (its ${problem.ruleField})` : ''}`
       : undefined,
   ].filter((part) => part !== undefined);
-  return `${where.join(', ')}: ${problem.detail.replaceAll('\n', '\n    ')}`;
+  const hint = fieldPathHint(problem);
+  const detail = hint === undefined ? problem.detail : `${problem.detail}\n${hint}`;
+  return `${where.join(', ')}: ${detail.replaceAll('\n', '\n    ')}`;
 }

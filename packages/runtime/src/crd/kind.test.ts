@@ -312,6 +312,31 @@ test('spec validations are appended to rules already on the spec schema', () => 
   assert.deepEqual(spec['x-kubernetes-validations'], [{ rule: 'self.a >= 0' }], 'the schema is not mutated');
 });
 
+test('a rule on the whole object whose fieldPath is .metadata.name: the CRD declares metadata.name, as it must', () => {
+  const root = (def: Partial<KindDefinition<TSchema, TSchema>>) =>
+    at(defineKind({ ...minimal(), ...def }).crd(), 'spec', 'versions', 0, 'schema', 'openAPIV3Schema');
+  const rule = { rule: 'self.metadata.name.size() <= 20', message: 'at most 20 characters' };
+  assert.deepEqual(at(root({ objectValidations: [rule] }), 'properties', 'metadata'), { type: 'object' });
+  assert.deepEqual(at(root({}), 'properties', 'metadata'), { type: 'object' });
+  assert.deepEqual(
+    at(root({ objectValidations: [{ ...rule, fieldPath: '.metadata.name' }] }), 'properties', 'metadata'),
+    { type: 'object', properties: { name: { type: 'string' } } },
+  );
+  assert.deepEqual(
+    at(
+      root({
+        objectValidations: [
+          { rule: 'has(self.metadata.generateName)', fieldPath: '.metadata.generateName' },
+          { ...rule, fieldPath: '.metadata.name' },
+        ],
+      }),
+      'properties',
+      'metadata',
+    ),
+    { type: 'object', properties: { name: { type: 'string' }, generateName: { type: 'string' } } },
+  );
+});
+
 function minimal(): KindDefinition<TSchema, TSchema> {
   return { group: 'example.io', version: 'v1', kind: 'Widget', plural: 'widgets', spec: Type.Object({}) };
 }

@@ -57,7 +57,12 @@ export interface ValidationRule {
   message?: string;
   /** A CEL expression that computes the message, e.g. `'replicas must be at most ' + string(self.maxReplicas)`. */
   messageExpression?: string;
-  /** The field reported on failure, e.g. `.replicas`. */
+  /**
+   * The field reported on failure, relative to the node the rule is on, and one its schema declares: `.replicas` on
+   * the spec; `.spec.replicas` or `.metadata.name` (or `.metadata.generateName`, which the CRD then declares) on the
+   * whole object. Without it, a rule on the whole object reports no field (the apiserver writes `<nil>`): word the
+   * message so that it names the field, e.g. `metadata.name must be at most 63 characters`.
+   */
   fieldPath?: string;
   /** FieldValueInvalid (default), FieldValueForbidden, FieldValueRequired or FieldValueDuplicate. */
   reason?: string;
@@ -287,7 +292,7 @@ function rootSchema(def: KindDefinition<TSchema, TSchema>): { root: Json; spec: 
   const properties: Json = {
     apiVersion: { type: 'string' },
     kind: { type: 'string' },
-    metadata: { type: 'object' },
+    metadata: metadataSchema(def.objectValidations ?? []),
     spec,
     ...(status !== undefined ? { status } : {}),
   };
@@ -305,6 +310,16 @@ function rootSchema(def: KindDefinition<TSchema, TSchema>): { root: Json; spec: 
     ...(rules !== undefined ? { 'x-kubernetes-validations': rules } : {}),
   };
   return { root, spec, status };
+}
+
+/**
+ * The root's `metadata`: an object, declaring `name` or `generateName` (the only fields the apiserver lets a CRD
+ * declare in it) when a rule on the whole object names it as its `fieldPath`, which must be a declared field.
+ */
+function metadataSchema(rules: readonly ValidationRule[]): Json {
+  const named = ['name', 'generateName'].filter((f) => rules.some((r) => r.fieldPath === `.metadata.${f}`));
+  if (named.length === 0) return { type: 'object' };
+  return { type: 'object', properties: Object.fromEntries(named.map((f) => [f, { type: 'string' }])) };
 }
 
 /** Rules already set on the spec schema with TypeBox options; `validations` are appended after them. */
