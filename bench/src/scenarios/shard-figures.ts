@@ -46,6 +46,8 @@ export interface ShardRun {
   /** First create → every AppService's status reports its pods ready, seen by a watching client. */
   readonly convergeSeconds: number;
   readonly createSeconds: number;
+  /** kube-apiserver's CPU over the converge (null when not measured): the bound on a small machine. */
+  readonly apiserverCpuSeconds?: number | null;
   /** Spawn → every replica ready (and, sharded, the shards split). */
   readonly readySeconds: number;
   /** Pods in the namespace once converged (counted by the apiserver). */
@@ -79,6 +81,8 @@ export interface ShardSummary {
   readonly maxCachedObjects: number;
   readonly maxCpuSeconds: number;
   readonly totalCpuSeconds: number;
+  /** kube-apiserver's CPU over the converge, median (null when not measured). */
+  readonly apiserverCpuSeconds: number | null;
   readonly cachedRatio: number | null;
   readonly memRatio: number | null;
   readonly memRatioSingleIdle: number | null;
@@ -181,6 +185,9 @@ function summarizeRuns(runs: readonly ShardRun[], idleOf: (mode: ShardRun['mode'
   const per = (f: (p: ReplicaFigures) => number, agg: (v: number[]) => number) =>
     median(runs.map((run) => agg(run.perReplica.map(f))));
   const converge = summarize(runs.map((run) => run.convergeSeconds));
+  const apiserverCpu = runs.flatMap((run) =>
+    typeof run.apiserverCpuSeconds === 'number' ? [run.apiserverCpuSeconds] : [],
+  );
   return {
     replicas: first.replicas,
     mode: first.mode,
@@ -200,6 +207,7 @@ function summarizeRuns(runs: readonly ShardRun[], idleOf: (mode: ShardRun['mode'
       per((p) => p.cpuSeconds, max),
       2,
     ),
+    apiserverCpuSeconds: apiserverCpu.length ? round(median(apiserverCpu), 1) : null,
     totalCpuSeconds: round(
       per(
         (p) => p.cpuSeconds,

@@ -141,6 +141,7 @@ async function shardRun(o: ShardOptions, count: number, mode: ShardRun['mode'], 
       repetition: rep + 1,
       convergeSeconds: w.convergeSeconds,
       createSeconds: w.createSeconds,
+      apiserverCpuSeconds: w.apiserverCpuSeconds,
       readySeconds,
       pods: await countPods(bench),
       ...(await requestFigures(bench, w.audit, o.crs, w.convergeSeconds)),
@@ -156,12 +157,14 @@ async function shardRun(o: ShardOptions, count: number, mode: ShardRun['mode'], 
 
 /**
  * The converge: `crs` AppServices created at once, until the watching client sees every one converged. Its time from
- * the first create, each replica's CPU over it, and the audit log's span of it.
+ * the first create, each replica's and kube-apiserver's CPU over it, and the audit log's span of it.
  */
 async function workload(bench: Bench, o: ShardOptions, replicas: readonly Replica[], signal: AbortSignal) {
   const observed = await watchAppServices(bench.admin, signal);
   const from = await auditLogSize(bench.auditLog);
+  const apiserver = bench.env.pids['kube-apiserver'];
   const cpu0 = await Promise.all(replicas.map((r) => cpuSeconds(r.proc.pid ?? 0)));
+  const apiserverCpu0 = apiserver ? await cpuSeconds(apiserver) : 0;
   const start = performance.now();
   await createAppServices(bench.admin, o.crs, () => o.podsPerCR);
   const createSeconds = round((performance.now() - start) / 1000, 2);
@@ -173,8 +176,10 @@ async function workload(bench: Bench, o: ShardOptions, replicas: readonly Replic
   await waitUntil(`${replicas.length} replicas converging`, converged, 30 * 60_000);
   const convergeSeconds = round((performance.now() - start) / 1000, 2);
   const cpu1 = await Promise.all(replicas.map((r) => cpuSeconds(r.proc.pid ?? 0)));
+  const apiserverCpuSeconds = apiserver ? round((await cpuSeconds(apiserver)) - apiserverCpu0, 1) : null;
   const to = await auditLogSize(bench.auditLog);
-  return { createSeconds, convergeSeconds, cpuSeconds: cpu1.map((c, i) => c - (cpu0[i] ?? 0)), audit: { from, to } };
+  const cpuSecondsOf = cpu1.map((c, i) => c - (cpu0[i] ?? 0));
+  return { createSeconds, convergeSeconds, cpuSeconds: cpuSecondsOf, apiserverCpuSeconds, audit: { from, to } };
 }
 
 /**
