@@ -9,7 +9,9 @@
  * - `create(kind, object)` and `update(kind, object, old)` admit an object as the apiserver does before storing it:
  *   unknown fields pruned, defaults applied, the OpenAPI schema, list invariants, then the `x-kubernetes-validations`
  *   rules (transition rules with the old object, ratcheting on update). The result carries the object as it would be
- *   stored and, when refused, the same 422 `Status` (message, field causes) the apiserver sends.
+ *   stored and, when refused, the same 422 `Status` (message, field causes) the apiserver sends. An update needs
+ *   `metadata.resourceVersion`, as a PUT of a custom resource does (the apiserver's store refuses it without one,
+ *   before validation, with its own 422); `old` stands for the stored object, and its resourceVersion is not compared.
  *
  * - `evaluatePolicy(policy, request)` decides a write through a ValidatingAdmissionPolicy and its binding as the
  *   apiserver's admission plugin does (its dispatcher, run here): the refusal, the warnings, the audit annotations.
@@ -32,6 +34,7 @@ import {
   type PolicySource,
   policyMethods,
 } from './cel-policy.ts';
+import { resourceVersionChecked } from './cel-store.ts';
 import { TestenvError } from './errors.ts';
 import { prepareValidation, type ValidationManifest, validationWasm } from './validation-wasm.ts';
 
@@ -136,7 +139,11 @@ export interface Validator {
   checkCrd(crd: CrdSource): CrdCheck;
   /** Creating `object` (its namespace defaults to `default`). */
   create<T extends object>(crd: CrdSource, object: T, options?: WriteOptions): Admission<T>;
-  /** Updating `old` to `object`: transition rules see `oldSelf`, and errors already in `old` are ratcheted. */
+  /**
+   * Updating `old` to `object`: transition rules see `oldSelf`, and errors already in `old` are ratcheted. Without a
+   * `metadata.resourceVersion` in `object` (or with `"0"`), refused as the apiserver refuses that PUT, with nothing
+   * else checked: 422 `metadata.resourceVersion: Invalid value: 0: must be specified for an update`.
+   */
   update<T extends object>(crd: CrdSource, object: T, old: T, options?: WriteOptions): Admission<T>;
   /**
    * Compiles every expression of a ValidatingAdmissionPolicy as the apiserver does, and type-checks its validations
@@ -285,7 +292,7 @@ function validator(api: GoApi, manifest: ValidationManifest): Validator {
     },
     ...policyMethods(api, crdOf, call),
     create: (crd, object, options) => admit(crd, object, undefined, options),
-    update: (crd, object, old, options) => admit(crd, object, old, options),
+    update: (crd, object, old, options) => resourceVersionChecked(crdOf(crd), object, admit(crd, object, old, options)),
   };
 }
 

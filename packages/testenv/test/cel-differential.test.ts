@@ -178,6 +178,31 @@ describe('the offline validator agrees with the apiserver', () => {
     assert.deepEqual(disagreements.slice(0, 3), [], `${disagreements.length} disagreements`);
   });
 
+  test('updates without a resourceVersion (absent, empty or "0"): the same 422 from both', async () => {
+    let done = 0;
+    for (const [i, [first, second]] of fc.sample(fc.tuple(probe, probe), { numRuns: 40, seed: 34 }).entries()) {
+      const name = `norv${i}`;
+      const stored = await env.api.request<Obj>({ method: 'POST', path: PATH, body: { ...first, metadata: { name } } });
+      if (stored.status !== 201) continue;
+      for (const metadata of [{ name }, { name, resourceVersion: '' }, { name, resourceVersion: '0' }]) {
+        const next = { ...second, metadata };
+        const res = await env.api.request<{ reason?: string; details?: unknown }>({
+          method: 'PUT',
+          path: `${PATH}/${name}?dryRun=All`,
+          body: next,
+        });
+        const update = validator.update(CRD, next, stored.body);
+        compare(`update without resourceVersion #${i}`, next, served(res), offline(update));
+        // the rest of the Status too: its reason and details (the resource, not the kind, qualifies the name)
+        const what = `update #${i} with ${JSON.stringify(metadata)}`;
+        assert.deepEqual([update.status?.reason, update.status?.details], [res.body.reason, res.body.details], what);
+      }
+      done += 1;
+    }
+    assert.ok(done >= 10, `${done} stored objects to update`);
+    assert.deepEqual(disagreements.slice(0, 3), [], `${disagreements.length} disagreements`);
+  });
+
   test('a cluster-scoped kind and generateName: the same answer from both', async () => {
     const cluster = structuredClone(CRD) as unknown as {
       metadata: { name: string };
