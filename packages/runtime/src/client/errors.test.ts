@@ -32,34 +32,31 @@ test('codes come from the Status reason, else from the HTTP status; causes and R
 
 test("an Invalid error's field <nil> (a rule on the whole object without fieldPath) is explained, not printed raw", () => {
   const causes = [
-    { reason: 'FieldValueInvalid', field: '<nil>', message: 'Invalid value: "object": metadata.name must be short' },
+    { reason: 'FieldValueInvalid', field: '<nil>', message: 'Invalid value: metadata.name must be short' },
     { reason: 'FieldValueInvalid', field: 'spec.replicas', message: 'Invalid value: 200: at most 100' },
   ];
   const message = (text: string, c: readonly object[]) =>
     ApiError.fromResponse(422, { kind: 'Status', reason: 'Invalid', message: text, details: { causes: c } }, 'PUT /w')
       .message;
   assert.equal(
-    message(
-      'Widget.test.opkit.dev "w" is invalid: <nil>: Invalid value: "object": metadata.name must be short',
-      causes,
-    ),
+    message('Widget.test.opkit.dev "w" is invalid: <nil>: Invalid value: metadata.name must be short', causes),
     'PUT /w: Widget.test.opkit.dev "w" is invalid: (the object as a whole: a rule without fieldPath): Invalid value: ' +
-      '"object": metadata.name must be short',
+      'metadata.name must be short',
   );
   assert.equal(
     message(
-      'Widget.test.opkit.dev "w" is invalid: [spec.replicas: Invalid value: 200: at most 100, <nil>: Invalid value: "object": x]',
+      'Widget.test.opkit.dev "w" is invalid: [spec.replicas: Invalid value: 200: at most 100, <nil>: Invalid value: x]',
       causes,
     ),
     'PUT /w: Widget.test.opkit.dev "w" is invalid: [spec.replicas: Invalid value: 200: at most 100, (the object as a ' +
-      'whole: a rule without fieldPath): Invalid value: "object": x]',
+      'whole: a rule without fieldPath): Invalid value: x]',
   );
   const refused = ApiError.fromResponse(
     422,
     {
       kind: 'Status',
       reason: 'Invalid',
-      message: 'W "w" is invalid: [<nil>: Invalid value: "object": x]',
+      message: 'W "w" is invalid: [<nil>: Invalid value: x]',
       details: { causes },
     },
     'PUT /w',
