@@ -44,7 +44,7 @@ test('the CEL rule on maxUnavailable, offline in both versions: refused above th
   const app = (version: 'v1' | 'v1alpha1', replicas: number, maxUnavailable: number) => ({
     apiVersion: `app.example.com/${version}`,
     kind: 'AppService',
-    metadata: { name: 'web' },
+    metadata: { name: 'web', resourceVersion: '1' }, // an update needs one, as in the cluster
     spec:
       version === 'v1'
         ? { replicas, template: { image: 'nginx' }, rollout: { maxUnavailable } }

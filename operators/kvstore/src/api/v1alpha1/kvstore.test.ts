@@ -7,7 +7,7 @@ import { KVStores } from './kvstore.ts';
 const store = (spec: Record<string, unknown>) => ({
   apiVersion: 'kv.example.com/v1alpha1',
   kind: 'KVStore',
-  metadata: { name: 'db', namespace: 'default' },
+  metadata: { name: 'db', namespace: 'default', resourceVersion: '1' }, // an update needs one, as in the cluster
   spec,
 });
 
