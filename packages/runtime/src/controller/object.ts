@@ -28,7 +28,10 @@
  * In detail:
  * - owner reference "set": this object becomes the controller owner of the copy written (and its namespace the
  *   object's when none is given; the copy gets the object's `opkit.dev/shard` label, when it has one and the copy
- *   none, so a sharded controller's children land in their owner's bucket); an owner reference the garbage collector would not honour (another namespace,
+ *   none, so a sharded controller's children land in their owner's bucket; a `ctx.create` that meets a child this
+ *   object already controls, in another bucket than its own — the owner was relabelled, or a full update dropped the
+ *   child's label, so the owner's cache cannot see it — moves that child into the owner's bucket with a label patch
+ *   and answers it, instead of failing with AlreadyExists forever); an owner reference the garbage collector would not honour (another namespace,
  *   another controller) fails the write with an `OwnerReferenceError` before any request is made. "Kept": when the
  *   child is controlled by this object (as `obj`, or the cache's copy of it, says), the update or patch cannot drop
  *   that reference, and one that would hand the child to another controller fails with `OwnerReferenceError`
@@ -266,7 +269,19 @@ function childWrites<T extends KubeObject>(kind: Kind<T, unknown>, owner: T, ctx
   const own = ownership(kind, owner, ctx);
   return {
     async create(r, input, options = {}) {
-      const created = await c.create(r, own.set(r, input, options.owned));
+      const desired = own.set(r, input, options.owned);
+      let created: ObjectOf<typeof r>;
+      try {
+        created = await c.create(r, desired);
+      } catch (err) {
+        const moved = isApiError(err, 'AlreadyExists') ? await own.intoShard(r, desired) : undefined;
+        if (moved === undefined) throw err;
+        created = moved as ObjectOf<typeof r>; // the object of kind r, as read and patched
+        ctx.log.info(
+          { kind: r.kind, name: moved.metadata.name, shard: moved.metadata.labels?.[SHARD_LABEL] },
+          "ctx.create: the child existed, ours but outside its owner's shard: moved it in",
+        );
+      }
       const informer = own.followed(r);
       if (informer) ctx.expect.created(informer.resource, created);
       return created;
@@ -345,6 +360,7 @@ export function childDeleteOptions(
 /** How the writes of one reconcile of `owner` treat owner references, and which kinds the cache follows. */
 function ownership<T extends KubeObject>(kind: Kind<T, unknown>, owner: T, ctx: ReconcileContext) {
   const uid = owner.metadata.uid;
+  const c = ctx.rawClient;
   // Expectations are recorded for kinds the cache follows (watched by for/owns/watches), in the form it follows them
   // (whole or metadata only): a write of another kind starts no informer (which would need list and watch on it) and
   // holds nothing back.
@@ -384,6 +400,22 @@ function ownership<T extends KubeObject>(kind: Kind<T, unknown>, owner: T, ctx: 
   };
   return {
     followed,
+    /**
+     * `desired` exists already: when the owner is sharded and the existing object is one it controls whose shard label
+     * is not the owner's, that label is patched to the owner's (checked against the resourceVersion read) and the
+     * object answered; otherwise undefined.
+     */
+    async intoShard<C extends KubeObject>(r: Kind<C, unknown>, desired: KubeObject): Promise<C | undefined> {
+      if (shard === undefined || uid === undefined || !desired.metadata.name) return undefined;
+      const ref = refOf(desired);
+      const existing = await c.getIfExists(r, ref);
+      if (!existing || controllerOf(existing)?.uid !== uid || existing.metadata.labels?.[SHARD_LABEL] === shard)
+        return undefined;
+      const patch = {
+        metadata: { resourceVersion: existing.metadata.resourceVersion, labels: { [SHARD_LABEL]: shard } },
+      };
+      return c.patch(r, ref, patch);
+    },
     /** A copy of `input` controlled by the owner (unless `owned` is false), in its namespace when it names none. */
     set<I>(r: Kind<KubeObject, unknown>, input: I, owned: boolean | undefined): I {
       const copy = structuredClone(input);
