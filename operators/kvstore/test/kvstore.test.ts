@@ -4,7 +4,15 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { getCondition } from '@opkit/runtime';
-import { Events, PersistentVolumeClaims, Pods, Secrets, Services, StatefulSets } from '@opkit/runtime/kinds';
+import {
+  Events,
+  EventsV1Events,
+  PersistentVolumeClaims,
+  Pods,
+  Secrets,
+  Services,
+  StatefulSets,
+} from '@opkit/runtime/kinds';
 import { type Environment, start } from '@opkit/testenv';
 import { KVStores } from '../src/api/v1alpha1/kvstore.ts';
 import { namespace, startOperator, storeReady } from './support.ts';
@@ -132,16 +140,27 @@ test('a version upgrade rolls one pod at a time, each Ready before the next', as
       while (at < order.length && order[at] !== p) at++;
       assert.ok(at < order.length, `partitions out of order: ${partitions.join(' → ')}`);
     }
-    const steps = (await op.client.list(Events, { namespace: ns })).items
-      .filter((e) => e.reason === 'RollingUpdate')
+    // an Event per step: they are written in the background, so wait until the server counts the 3 steps recorded
+    // (series counts included), then check that each step is an Event of its own
+    const rolling = await op.eventually('3 RollingUpdate steps written', async () => {
+      const events = (await op.client.list(EventsV1Events, { namespace: ns })).items.filter(
+        (e) => e.reason === 'RollingUpdate',
+      );
+      return events.reduce((n, e) => n + (e.series?.count ?? 1), 0) >= 3 && events;
+    });
+    const steps = rolling
       .map((e) =>
         /partition (\d) → (\d)/
-          .exec(e.message ?? '')
+          .exec(e.note ?? '')
           ?.slice(1)
           .join('→'),
       )
       .sort();
-    assert.deepEqual(steps, ['1→0', '2→1', '3→2']);
+    assert.deepEqual(
+      steps,
+      ['1→0', '2→1', '3→2'],
+      `an Event per step: ${JSON.stringify(rolling.map((e) => ({ note: e.note, count: e.series?.count ?? 1, regarding: e.regarding?.resourceVersion })))}`,
+    );
     const pods = (await op.client.list(Pods, { namespace: ns, labelSelector: 'app.kubernetes.io/instance=db' })).items;
     assert.ok(pods.every((p) => p.spec?.containers[0]?.image === 'docker.io/library/busybox:1.37'));
   } finally {
