@@ -10,7 +10,7 @@
  * - The headless Service and the StatefulSet (a PVC per pod from its volumeClaimTemplate) are created when missing.
  * - With `spec.restoreFrom`, the StatefulSet stays at 0 replicas until the one restore Job succeeded (restore.ts).
  * - A version change rolls one pod at a time through the StatefulSet's partition (statefulset.ts), an Event per
- *   step.
+ *   step (each its own Event, related to the StatefulSet as the step left it: `stepEvent`).
  * - A changed KVSnapshot reconciles the stores restoring from it (a field index on `spec.restoreFrom`, `referencing`).
  */
 import { randomBytes } from 'node:crypto';
@@ -33,7 +33,7 @@ import { type KVStore, KVStores } from '../api/v1alpha1/kvstore.ts';
 import { ensure, named } from './children.ts';
 import { restoreJobName, secretName, selectorLabels, serviceName, sibling, statefulSetName } from './names.ts';
 import { planRestore, type RestorePlan, restoreJob } from './restore.ts';
-import { desiredSecret, desiredService, desiredStatefulSet, planRollout } from './statefulset.ts';
+import { desiredSecret, desiredService, desiredStatefulSet, planRollout, stepEvent } from './statefulset.ts';
 import { pvcsToGrow } from './storage.ts';
 import { storeStatus, type VolumesState } from './store-status.ts';
 
@@ -116,16 +116,16 @@ export async function reconcileKVStore(store: KVStore, ctx: ObjectContext<KVStor
   } else if (rollout) {
     // the plan was made from the cached StatefulSet: its resourceVersion is the patch's precondition, so a stale plan
     // fails with Conflict (retried with fresh state) instead of repeating a step, and its Event, from an old partition
-    if (rollout.patch)
-      await ctx.patch(StatefulSets, sts, {
-        ...rollout.patch,
-        metadata: { resourceVersion: sts.metadata.resourceVersion ?? null },
-      });
-    if (rollout.step)
-      ctx.events.normal(
-        'RollingUpdate',
-        `pod ${statefulSetName(store)}-${rollout.step.to} → version ${store.spec.version} (partition ${rollout.step.from} → ${rollout.step.to})`,
-      );
+    const patched = rollout.patch
+      ? await ctx.patch(StatefulSets, sts, {
+          ...rollout.patch,
+          metadata: { resourceVersion: sts.metadata.resourceVersion ?? null },
+        })
+      : undefined;
+    if (rollout.step && patched) {
+      const e = stepEvent(store, rollout.step, patched);
+      ctx.events.normal(e.reason, e.note, e.options);
+    }
   }
   const volumes = sts ? await growVolumes(store, ctx) : {};
   await ctx.status(storeStatus(store, sts, restore, rollout, volumes));

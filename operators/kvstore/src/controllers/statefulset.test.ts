@@ -1,7 +1,17 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { EventRecorder, type EventRecorderOptions } from '@opkit/runtime/helpers';
+import { silentLogger } from '@opkit/runtime/manager';
+import { KVStores } from '../api/v1alpha1/kvstore.ts';
 import { store, sts } from './fixtures.ts';
-import { desiredSecret, desiredService, desiredStatefulSet, planRollout, templateImage } from './statefulset.ts';
+import {
+  desiredSecret,
+  desiredService,
+  desiredStatefulSet,
+  planRollout,
+  stepEvent,
+  templateImage,
+} from './statefulset.ts';
 
 const IMAGE = (v: string) => `docker.io/library/busybox:${v}`;
 
@@ -75,4 +85,38 @@ test('no step while the replicas change; a version change mid-rollout starts ove
   assert.deepEqual([scaling.step, scaling.patch], [undefined, { spec: { replicas: 4 } }]);
   const again = planRollout(store({ version: '1.38' }), sts(s, { replicas: 3, partition: 1, updated: 2 }), 3);
   assert.deepEqual(again.patch?.spec?.updateStrategy?.rollingUpdate, { partition: 3 });
+});
+
+test('each rollout step is an Event of its own, even when the store did not change between two steps', async () => {
+  // the recorder keys a series as client-go does (action, reason, regarding and related, not the note): two steps
+  // recorded about the same store at the same resourceVersion must still differ in the key
+  const writes: { verb: string; note?: unknown }[] = [];
+  const client: EventRecorderOptions['client'] = {
+    serverResources: async () => [{ name: 'events', kind: 'Event', namespaced: true }],
+    create: async (_r, obj) => {
+      writes.push({ verb: 'create', note: (obj as { note?: unknown }).note });
+      return obj as never;
+    },
+    patch: async (_r, ref) => {
+      writes.push({ verb: 'patch' });
+      return { metadata: { ...ref } } as never;
+    },
+  };
+  const recorder = new EventRecorder({ client, component: 'kvstore', log: silentLogger });
+  const s = store({ version: '1.37' });
+  s.metadata.resourceVersion = '100'; // the status did not change between the two steps: one resourceVersion
+  for (const [partition, rv] of [
+    [3, '11'],
+    [2, '12'],
+  ] as const) {
+    const patched = sts(s, { replicas: 3, partition: partition - 1 });
+    patched.metadata.resourceVersion = rv;
+    const e = stepEvent(s, { from: partition, to: partition - 1 }, patched);
+    recorder.event(KVStores, s, 'Normal', e.reason, e.note, e.options);
+  }
+  await recorder.flush();
+  assert.deepEqual(writes, [
+    { verb: 'create', note: 'pod db-2 → version 1.37 (partition 3 → 2)' },
+    { verb: 'create', note: 'pod db-1 → version 1.37 (partition 2 → 1)' },
+  ]);
 });

@@ -11,7 +11,8 @@
  * over from the top.
  */
 import type { MergePatch } from '@opkit/runtime/controller';
-import type { EnvVar, Secret, Service, StatefulSet } from '@opkit/runtime/kinds';
+import { type EventOptions, objectReference } from '@opkit/runtime/helpers';
+import { type EnvVar, type Secret, type Service, type StatefulSet, StatefulSets } from '@opkit/runtime/kinds';
 import type { KVStore } from '../api/v1alpha1/kvstore.ts';
 import { DATA_VOLUME, imageOf, PORT, secretName, selectorLabels, serviceName, statefulSetName } from './names.ts';
 
@@ -130,6 +131,27 @@ export function planRollout(store: KVStore, sts: StatefulSet, replicas: number):
   }
   const converged = seen && current === replicas && ready === replicas && updated === replicas;
   return { patch: current !== replicas ? spec(scale) : undefined, rolling: false, step: undefined, converged };
+}
+
+/** The Event of one rollout step: the pod it replaces, the version and the partition's move. */
+export interface StepEvent {
+  readonly reason: 'RollingUpdate';
+  readonly note: string;
+  readonly options: EventOptions;
+}
+
+/**
+ * The Event of the rollout step `step` of `store`, taken by a patch that left the StatefulSet as `patched`. Its
+ * `related` object is that StatefulSet at its new resourceVersion, so each step is an Event of its own: the recorder
+ * keys a series as client-go does (action, reason, regarding and related, not the note), and the store's own
+ * resourceVersion stays the same across steps when its status did not change between them.
+ */
+export function stepEvent(store: KVStore, step: NonNullable<RolloutPlan['step']>, patched: StatefulSet): StepEvent {
+  return {
+    reason: 'RollingUpdate',
+    note: `pod ${statefulSetName(store)}-${step.to} → version ${store.spec.version} (partition ${step.from} → ${step.to})`,
+    options: { action: 'LowerPartition', related: objectReference(StatefulSets, patched) },
+  };
 }
 
 /** The pod template's container, whole: a merge patch replaces the containers list, so it must carry all of it. */
