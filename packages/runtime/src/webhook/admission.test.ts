@@ -9,17 +9,8 @@ import {
   validationResponse,
   validator,
 } from './admission.ts';
+import { type Widget, Widgets } from './widgets.fixture.ts';
 
-interface Widget extends KubeObject {
-  spec: { size?: number; color?: string; tags?: string[] };
-}
-const Widgets = resource<Widget>({
-  group: 'x.example.com',
-  version: 'v1',
-  kind: 'Widget',
-  plural: 'widgets',
-  namespaced: true,
-});
 const ctx = { signal: new AbortController().signal };
 
 function request(operation: AdmissionRequest['operation'], object?: Widget, oldObject?: Widget): AdmissionRequest {

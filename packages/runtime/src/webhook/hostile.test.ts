@@ -10,23 +10,13 @@ import { request as httpsRequest } from 'node:https';
 import { after, before, test } from 'node:test';
 import { Type } from '@sinclair/typebox';
 import fc from 'fast-check';
-import { type KubeObject, resource } from '../client/resource.ts';
 import { defineKind } from '../crd/kind.ts';
 import { createCertificateAuthority, issueServingCertificate, StaticCertificates } from '../tls/index.ts';
 import { defaulter, fieldErrors, validator } from './admission.ts';
 import { converter } from './conversion.ts';
 import { WebhookServer } from './server.ts';
+import { Widgets } from './widgets.fixture.ts';
 
-interface Widget extends KubeObject {
-  spec: { size?: number };
-}
-const Widgets = resource<Widget>({
-  group: 'x.example.com',
-  version: 'v1',
-  kind: 'Widget',
-  plural: 'widgets',
-  namespaced: true,
-});
 const Thing = defineKind({
   group: 'x.example.com',
   kind: 'Thing',

@@ -1,20 +1,10 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { type KubeObject, resource } from '../client/resource.ts';
 import { UsageError } from '../errors.ts';
 import { type AdmissionHandler, defaulter, validator } from './admission.ts';
 import { type WebhookDefinition, webhookConfigurations } from './manifests.ts';
+import { Widgets } from './widgets.fixture.ts';
 
-interface Widget extends KubeObject {
-  spec: { size?: number };
-}
-const Widgets = resource<Widget>({
-  group: 'x.example.com',
-  version: 'v1',
-  kind: 'Widget',
-  plural: 'widgets',
-  namespaced: true,
-});
 const endpoint = { url: 'https://127.0.0.1:9443' };
 
 /** The operations of the one webhook `definition` configures. */

@@ -7,7 +7,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import tls, { connect } from 'node:tls';
-import { type KubeObject, resource } from '../client/resource.ts';
 import { Registry } from '../prometheus.ts';
 import { handshakeTls11 } from '../tls/handshake.fixture.ts';
 import {
@@ -19,17 +18,7 @@ import {
 } from '../tls/index.ts';
 import { defaulter, fieldErrors, validator } from './admission.ts';
 import { WebhookServer } from './server.ts';
-
-interface Widget extends KubeObject {
-  spec: { size?: number };
-}
-const Widgets = resource<Widget>({
-  group: 'x.example.com',
-  version: 'v1',
-  kind: 'Widget',
-  plural: 'widgets',
-  namespaced: true,
-});
+import { Widgets } from './widgets.fixture.ts';
 
 const ca = createCertificateAuthority('test-ca');
 const pair = issueServingCertificate(ca, ['127.0.0.1', 'localhost']);
