@@ -64,7 +64,9 @@ function packageJsonFile(p: Project): string {
         prestart: nodeCheckScript(p.projectName, ownManifest().engines.node),
         start: 'node src/main.ts',
         generate: 'opkit generate',
-        pretest: 'opkit check-node',
+        // an old Node (opkit refuses it in one line first), stale CRDs, RBAC or manifests, or a sample the API
+        // refuses fail npm test before any test runs, naming the fix
+        pretest: 'opkit generate --check',
         test: 'node --test --test-concurrency=1 "test/**/*.test.ts"',
         typecheck: 'tsc --noEmit -p tsconfig.json',
       },
@@ -180,7 +182,7 @@ A Kubernetes operator built with [opkit](https://www.npmjs.com/package/@opkit/cl
     npx opkit generate      # CRDs, RBAC and manifests under config/, dist/install.yaml
     npx opkit env up        # a local cluster (prints export KUBECONFIG=…)
     npx opkit run           # install the CRDs and run the operator against the current kubeconfig
-    npm test                # the operator's tests, on a real local control plane
+    npm test                # generate --check (stale files, samples), then the tests on a real local control plane
     npx opkit build --image registry.example.com/${p.projectName}:0.1.0 && npx opkit deploy --image …
 
 Layout: \`src/api/<version>/\` (your API types: TypeBox schemas), \`src/controllers/\` (reconcilers and the permissions
