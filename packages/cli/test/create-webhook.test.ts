@@ -89,6 +89,10 @@ test('create webhook scaffolds typed handlers, registers them, and generate emit
   const configs = await readFile(join(dir, 'config/webhook/manifests.yaml'), 'utf8');
   assert.match(configs, /path: \/mutate-toys-example-org-v1-gadget/);
   assert.match(configs, /path: \/validate-toys-example-org-v1-gadget/);
+  // the scaffolded validator checks create and update: its webhook covers those, so deletes never wait for it
+  const validating = configs.slice(configs.indexOf('kind: ValidatingWebhookConfiguration'));
+  assert.match(validating, /operations:\n\s+- CREATE\n\s+- UPDATE\n\s+resources:/);
+  assert.doesNotMatch(configs, /- DELETE/);
   const install = await readFile(join(dir, 'dist/install.yaml'), 'utf8');
   for (const kind of ['MutatingWebhookConfiguration', 'ValidatingWebhookConfiguration', 'Certificate', 'Issuer']) {
     assert.match(install, new RegExp(`kind: ${kind}\\n`), kind);
