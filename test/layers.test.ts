@@ -101,7 +101,7 @@ const RUNTIME_LAYERS: readonly (readonly string[])[] = [
   ['client'],
   ['metrics.ts', 'crd'],
   ['cache'],
-  ['helpers'],
+  ['helpers', 'lease'],
   ['controller'],
   ['webhook', 'policy', 'sharding'],
   ['manager'],

@@ -9,7 +9,7 @@
  * - `installShardingRbac` grants what a sharded install adds (the operator's generated config/sharding/rbac.yaml:
  *   Leases list and delete, patch of AppServices), for sharded runs only, as a single-replica install lacks it.
  * - `shardOwners` reads which live replica holds each shard's fence Lease (`appservice-operator-shard-<b>`), from
- *   the apiserver: the outside view of the split, to check the replicas' own `opkit_shard_buckets` against.
+ *   the apiserver: the outside view of the split, to check the replicas' own `opkit_shards_held` against.
  */
 import type { ChildProcess } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
@@ -40,7 +40,7 @@ export interface ReplicaSetOptions {
 }
 
 /** The shard count of the contract: fence Leases `<operator>-shard-0` … `-31`. */
-export const SHARD_BUCKETS = 32;
+export const SHARD_COUNT = 32;
 const FENCE_PREFIX = `${NAME}-shard-`;
 const MEMBER_PREFIX = `${NAME}-member-`;
 
@@ -148,6 +148,6 @@ export async function shardOwners(
     byReplica[owner.name]?.push(bucket);
     held.add(bucket);
   }
-  const unheld = Array.from({ length: SHARD_BUCKETS }, (_, b) => b).filter((b) => !held.has(b));
+  const unheld = Array.from({ length: SHARD_COUNT }, (_, b) => b).filter((b) => !held.has(b));
   return { byReplica, unheld };
 }

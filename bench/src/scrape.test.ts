@@ -6,7 +6,7 @@ const TEXT = `# HELP opkit_cache_objects Objects in the cache.
 # TYPE opkit_cache_objects gauge
 opkit_cache_objects{resource="pods"} 3400
 opkit_cache_objects{resource="appservices.app.example.com",note="a \\"quoted\\" value"} 340
-opkit_shard_buckets 11
+opkit_shards_held 11
 `;
 
 test('parseExposition reads names, labels (escapes included) and values; total and byLabel sum them', () => {
@@ -14,7 +14,7 @@ test('parseExposition reads names, labels (escapes included) and values; total a
   assert.equal(samples.length, 3);
   assert.equal(samples[1]?.labels.note, 'a "quoted" value');
   assert.equal(total(samples, 'opkit_cache_objects'), 3740);
-  assert.equal(total(samples, 'opkit_shard_buckets'), 11);
+  assert.equal(total(samples, 'opkit_shards_held'), 11);
   assert.equal(total(samples, 'opkit_shard_members'), undefined);
   assert.deepEqual(byLabel(samples, 'opkit_cache_objects', 'resource'), {
     pods: 3400,

@@ -31,7 +31,7 @@ export interface ReplicaFigures {
   /** RSS 5 s after converged. */
   readonly steadyRssMiB: number;
   readonly heapUsedMiB: number | null;
-  /** `opkit_shard_buckets`, `opkit_shard_members` (null when not exposed). */
+  /** `opkit_shards_held`, `opkit_shard_members` (null when not exposed). */
   readonly buckets: number | null;
   /** The fence Leases it holds, read from the apiserver (null when not sharded). */
   readonly bucketsByLease: number | null;

@@ -41,7 +41,7 @@ import { cpuSeconds, peakRssBytes, rssBytes } from '../proc.ts';
 import {
   installShardingRbac,
   type Replica,
-  SHARD_BUCKETS,
+  SHARD_COUNT,
   shardOwners,
   startReplicas,
   stopReplicas,
@@ -210,21 +210,21 @@ async function requestFigures(bench: Bench, span: { from: number; to: number }, 
 /**
  * Waits until the shards are split over every replica: the 32 fence Leases held by live replicas, each replica
  * holding one at least (while there are as many buckets as replicas), and — where the replicas expose them — their
- * `opkit_shard_buckets` summing to 32 and `opkit_shard_members` equal to the replica count.
+ * `opkit_shards_held` summing to 32 and `opkit_shard_members` equal to the replica count.
  */
 async function waitBalanced(admin: Client, replicas: readonly Replica[], timeoutMs: number): Promise<void> {
   let last = '';
   const check = async () => {
     const owners = await shardOwners(admin, replicas);
     const metrics = await Promise.all(replicas.map((r) => scrape(r.metricsUrl).catch(() => [])));
-    const buckets = metrics.map((m) => total(m, 'opkit_shard_buckets'));
+    const buckets = metrics.map((m) => total(m, 'opkit_shards_held'));
     const members = metrics.map((m) => total(m, 'opkit_shard_members'));
     last =
       `fence Leases ${JSON.stringify(Object.values(owners.byReplica).map((b) => b.length))} (unheld ` +
-      `${owners.unheld.length}), opkit_shard_buckets ${JSON.stringify(buckets)}, opkit_shard_members ${JSON.stringify(members)}`;
-    const everyOneHolds = Object.values(owners.byReplica).every((b) => b.length > 0 || replicas.length > SHARD_BUCKETS);
+      `${owners.unheld.length}), opkit_shards_held ${JSON.stringify(buckets)}, opkit_shard_members ${JSON.stringify(members)}`;
+    const everyOneHolds = Object.values(owners.byReplica).every((b) => b.length > 0 || replicas.length > SHARD_COUNT);
     const bucketSum =
-      buckets.every((b) => b === undefined) || buckets.reduce<number>((s, b) => s + (b ?? 0), 0) === SHARD_BUCKETS;
+      buckets.every((b) => b === undefined) || buckets.reduce<number>((s, b) => s + (b ?? 0), 0) === SHARD_COUNT;
     const membersSeen = members.every((m) => m === undefined || m === replicas.length);
     return owners.unheld.length === 0 && everyOneHolds && bucketSum && membersSeen;
   };
@@ -258,7 +258,7 @@ async function replicaFigures(
         cachedObjects = await byApiserver(r);
       }
       const heap = total(samples, 'nodejs_heap_size_used_bytes');
-      const buckets = total(samples, 'opkit_shard_buckets');
+      const buckets = total(samples, 'opkit_shards_held');
       const members = total(samples, 'opkit_shard_members');
       return {
         name: r.name,

@@ -12,7 +12,7 @@ test('createLogger: every entry has the name, and no pid or hostname', () => {
     },
   });
   const log = createLogger({ name: 'appservice-operator', destination });
-  log.info({ bucket: 3 }, 'sharding: bucket acquired');
+  log.info({ shard: 3 }, 'sharding: shard acquired');
   log.child({ component: 'sharding' }).warn({}, 'again');
   const entries = lines
     .join('')

@@ -3,7 +3,7 @@
  * Widget controller (each Widget owns a ConfigMap). Every reconcile is recorded with its replica, start and end, so
  * the test proves no Widget is reconciled by two replicas at once — through joins, a replica cut off from the
  * apiserver past its renew deadline, its return and a graceful stop — and that every replica caches only its
- * buckets, that children carry their owner's bucket, and that no child is ever made twice.
+ * shards, that children carry their owner's shard, and that no child is ever made twice.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -12,7 +12,7 @@ import { ConfigMaps, Leases, Namespaces } from '../src/client/builtins.ts';
 import type { Client } from '../src/client/index.ts';
 import { Manager } from '../src/index.ts';
 import { silentLogger } from '../src/logger.ts';
-import { SHARD_BUCKETS, SHARD_LABEL } from '../src/sharding/ring.ts';
+import { SHARD_COUNT, SHARD_LABEL } from '../src/sharding/ring.ts';
 import { clientVia, installWidgetCrd, startEnv, Widgets, waitFor } from './support.ts';
 
 const NS = 'shard';
@@ -84,9 +84,7 @@ describe('sharding between managers', () => {
   const held = (name: string) => replicas.get(name)?.mgr.shards ?? [];
   const balanced = (names: string[]) => {
     const all = names.flatMap(held);
-    return (
-      all.length === SHARD_BUCKETS && new Set(all).size === SHARD_BUCKETS && names.every((n) => held(n).length > 0)
-    );
+    return all.length === SHARD_COUNT && new Set(all).size === SHARD_COUNT && names.every((n) => held(n).length > 0);
   };
 
   /** Pairs of reconciles of one Widget by two replicas that overlapped in time. */
@@ -135,40 +133,40 @@ describe('sharding between managers', () => {
     await env?.stop();
   });
 
-  test('three replicas split the buckets, label objects and children, cache only their own', async () => {
+  test('three replicas split the shards, label objects and children, cache only their own', async () => {
     for (const name of ['a', 'b', 'c']) await replica(name);
-    await waitFor('the buckets to be split over three', async () => balanced(['a', 'b', 'c']), 30_000);
+    await waitFor('the shards to be split over three', async () => balanced(['a', 'b', 'c']), 30_000);
     for (let i = 0; i < 24; i++)
       await client.create(Widgets, { metadata: { name: `w-${i}`, namespace: NS }, spec: { color: 'red' } });
     await waitFor('every Widget to have its child', () => converged('red'), 60_000);
     for (const name of ['a', 'b', 'c']) {
       const mgr = replicas.get(name)?.mgr;
-      const buckets = new Set(held(name).map(String));
+      const shards = new Set(held(name).map(String));
       const cached = (await mgr?.cache.list(Widgets)) ?? [];
       assert.ok(cached.length > 0 && cached.length < 24, `${name} caches ${cached.length} of 24 Widgets`);
       for (const w of cached)
-        assert.ok(buckets.has(w.metadata.labels?.[SHARD_LABEL] ?? ''), `${name} caches only its buckets`);
+        assert.ok(shards.has(w.metadata.labels?.[SHARD_LABEL] ?? ''), `${name} caches only its shards`);
     }
     const fences = (await client.list(Leases, { namespace: NS, labelSelector: 'opkit.dev/shard-role=shard' })).items;
-    assert.equal(fences.length, SHARD_BUCKETS);
+    assert.equal(fences.length, SHARD_COUNT);
     assert.deepEqual(overlaps(), []);
   });
 
-  test('a replica cut off stops at its renew deadline; the others take its buckets after the lease duration', async () => {
+  test('a replica cut off stops at its renew deadline; the others take its shards after the lease duration', async () => {
     const c = replicas.get('c');
     assert.ok(c);
-    const cBuckets = held('c');
+    const cShards = held('c');
     const cutAt = Date.now();
     c.proxy.setMode({ kind: 'freeze' });
-    await waitFor('c to drop its buckets', async () => held('c').length === 0, 10_000);
+    await waitFor('c to drop its shards', async () => held('c').length === 0, 10_000);
     const stoppedAfter = Date.now() - cutAt;
     assert.ok(stoppedAfter <= TIMINGS.renewDeadlineMs + 1_500, `c stopped ${stoppedAfter} ms after the cut`);
-    await waitFor('a and b to hold every bucket', async () => balanced(['a', 'b']), 20_000);
+    await waitFor('a and b to hold every shard', async () => balanced(['a', 'b']), 20_000);
     const takenAfter = Date.now() - cutAt;
     // c's Lease last changed at its last renewal before the cut, up to a (jittered) retry period earlier
     const earliest = TIMINGS.leaseDurationMs - 1.2 * TIMINGS.retryPeriodMs;
     assert.ok(takenAfter >= earliest, `taken ${takenAfter} ms after the cut, before the lease can have run out`);
-    assert.ok(cBuckets.length > 0);
+    assert.ok(cShards.length > 0);
     for (let i = 0; i < 24; i++)
       await client.patch(Widgets, { namespace: NS, name: `w-${i}` }, { spec: { color: 'blue' } });
     await waitFor('a and b to reconcile every Widget', () => converged('blue'), 60_000);
@@ -177,16 +175,16 @@ describe('sharding between managers', () => {
     assert.deepEqual(overlaps(), []);
   });
 
-  test('a graceful stop hands its buckets off at once; nothing is reconciled twice at a time, no child made twice', async () => {
+  test('a graceful stop hands its shards off at once; nothing is reconciled twice at a time, no child made twice', async () => {
     const b = replicas.get('b');
     assert.ok(b);
     const stoppedAt = Date.now();
     b.stop.abort();
     await b.run;
-    await waitFor('a and c to hold every bucket', async () => balanced(['a', 'c']), 15_000);
+    await waitFor('a and c to hold every shard', async () => balanced(['a', 'c']), 15_000);
     assert.ok(
       Date.now() - stoppedAt < TIMINGS.leaseDurationMs,
-      'released buckets are taken without waiting for the lease',
+      'released shards are taken without waiting for the lease',
     );
     const members = (await client.list(Leases, { namespace: NS, labelSelector: 'opkit.dev/shard-role=member' })).items;
     assert.deepEqual(members.map((m) => m.spec?.holderIdentity).sort(), ['a', 'c']);
@@ -197,7 +195,7 @@ describe('sharding between managers', () => {
     assert.ok(spans.length >= 72);
   });
 
-  test('started on objects made before it was sharded: owners and children get their bucket, no child is made twice', async () => {
+  test('started on objects made before it was sharded: owners and children get their shard, no child is made twice', async () => {
     for (const name of ['a', 'c']) {
       const r = replicas.get(name);
       r?.stop.abort();
@@ -229,7 +227,7 @@ describe('sharding between managers', () => {
       });
     }
     await replica('d');
-    await waitFor('d to hold every bucket', async () => held('d').length === SHARD_BUCKETS, 20_000);
+    await waitFor('d to hold every shard', async () => held('d').length === SHARD_COUNT, 20_000);
     await waitFor(
       'every Widget labelled, its child too, none made twice',
       async () => {
@@ -259,9 +257,9 @@ describe('sharding between managers', () => {
       c.metadata.name?.startsWith('m-'),
     );
     assert.equal(children.length, 6, 'no child made twice');
-    // an object moved by hand between two buckets the replica holds stays in its cache, whichever watch tells first
+    // an object moved by hand between two shards the replica holds stays in its cache, whichever watch tells first
     const moved = await client.get(Widgets, { namespace: NS, name: 'm-1' });
-    const to = String((Number(moved.metadata.labels?.[SHARD_LABEL]) + 1) % SHARD_BUCKETS);
+    const to = String((Number(moved.metadata.labels?.[SHARD_LABEL]) + 1) % SHARD_COUNT);
     await client.patch(Widgets, { namespace: NS, name: 'm-1' }, { metadata: { labels: { [SHARD_LABEL]: to } } });
     const d = replicas.get('d')?.mgr;
     await waitFor(
@@ -273,13 +271,13 @@ describe('sharding between managers', () => {
     assert.deepEqual(overlaps(), []);
   });
 
-  test("an object relabelled into another replica's bucket mid-reconcile: the old reconcile aborts, the new one waits", async () => {
+  test("an object relabelled into another replica's shard mid-reconcile: the old reconcile aborts, the new one waits", async () => {
     await replica('e');
-    await waitFor('d and e to split the buckets', async () => balanced(['d', 'e']), 30_000);
-    const dBucket = String(held('d')[0]);
-    const eBucket = String(held('e')[0]);
+    await waitFor('d and e to split the shards', async () => balanced(['d', 'e']), 30_000);
+    const dShard = String(held('d')[0]);
+    const eShard = String(held('e')[0]);
     await client.create(Widgets, {
-      metadata: { name: 'slow-0', namespace: NS, labels: { [SHARD_LABEL]: dBucket } },
+      metadata: { name: 'slow-0', namespace: NS, labels: { [SHARD_LABEL]: dShard } },
       spec: { color: 'red' },
     });
     const key = `${NS}/slow-0`;
@@ -291,11 +289,7 @@ describe('sharding between managers', () => {
     await client.patch(Widgets, { namespace: NS, name: 'slow-0' }, { spec: { color: 'blue' } });
     await waitFor('d to be reconciling it', async () => spans.some((x) => x.key === key && x.end === Infinity), 10_000);
     const movedAt = Date.now();
-    await client.patch(
-      Widgets,
-      { namespace: NS, name: 'slow-0' },
-      { metadata: { labels: { [SHARD_LABEL]: eBucket } } },
-    );
+    await client.patch(Widgets, { namespace: NS, name: 'slow-0' }, { metadata: { labels: { [SHARD_LABEL]: eShard } } });
     await waitFor('e to reconcile it', async () => spans.some((x) => x.key === key && x.replica === 'e'), 20_000);
     const dSpan = spans.find((x) => x.key === key && x.replica === 'd' && x.start < movedAt && x.end > movedAt);
     assert.ok(dSpan, 'd was reconciling it when it moved');
@@ -317,7 +311,7 @@ describe('sharding between managers', () => {
     const { [SHARD_LABEL]: _dropped, ...rest } = child.metadata.labels ?? {};
     await client.update(ConfigMaps, { ...child, metadata: { ...child.metadata, labels: rest } });
     await waitFor(
-      "the child to carry its owner's bucket again",
+      "the child to carry its owner's shard again",
       async () =>
         (await client.get(ConfigMaps, { namespace: NS, name: 'w-3-child' })).metadata.labels?.[SHARD_LABEL] ===
         w.metadata.labels?.[SHARD_LABEL],

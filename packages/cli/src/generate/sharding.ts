@@ -8,7 +8,8 @@
  * GUARANTEES: nothing here is in the default install: an operator that is not sharded is granted nothing more.
  */
 import type { KubeObject } from '@opkit/runtime';
-import { rbacManifests, shardingPermissions } from '@opkit/runtime/helpers';
+import { rbacManifests } from '@opkit/runtime/helpers';
+import { shardingPermissions } from '@opkit/runtime/sharding';
 import type { Project } from '../project/project.ts';
 import type { LoadedApi } from './manifests.ts';
 

@@ -16,12 +16,12 @@
  * the answers to writes are JSON.
  * Errors are `ApiError`s. A client made by `withSignal(signal)` shares the connection and aborts every request it
  * makes when `signal` does (a reconcile's client: a stopping controller cuts its hung requests short without each
- * call passing the signal). One made by `withGuard(guard)` asks `guard` right before each request goes out (every
- * attempt), and a guard that throws refuses the request (`Aborted`): a fence, checked at the last moment rather than
- * by a timer that may run late.
+ * call passing the signal); one made by `withGuard(guard)` asks `guard` right before each attempt goes out, and
+ * sends nothing when it throws (`Aborted`): a fence checked at the last moment, not by a timer that may run late.
  */
 
 import { UsageError } from '../errors.ts';
+import { allGuards } from '../internal/guards.ts';
 import { VERSION } from '../version.ts';
 import { ApiError } from './errors.ts';
 import { type ConnectionConfig, type LoadOptions, loadConfig } from './kubeconfig.ts';
@@ -38,7 +38,7 @@ import {
   objectPath,
   refOf,
 } from './resource.ts';
-import { Transport } from './transport.ts';
+import { Transport, type TransportRequest } from './transport.ts';
 import type {
   APIResource,
   ClientOptions,
@@ -50,7 +50,7 @@ import type {
   WriteOptions,
 } from './types.ts';
 import { checkWatchRequest, type WatchEvent, type WatchRequest, watchEvents } from './watch.ts';
-import { CONTENT_TYPES, wholeObject, withType, writeQuery } from './writes.ts';
+import { CONTENT_TYPES, deleteBody, wholeObject, withType, writeQuery } from './writes.ts';
 
 /**
  * The typed Kubernetes client: reads and writes of any `Kind`, subresources, paginated lists and watches, all
@@ -79,14 +79,7 @@ export class Client {
       this.defaultNamespace = config.defaultNamespace;
       const outer = config.#bound;
       this.#bound = outer && options.bound ? AbortSignal.any([outer, options.bound]) : (options.bound ?? outer);
-      const [first, then] = [config.#guard, options.guard];
-      this.#guard =
-        first && then
-          ? () => {
-              first();
-              then();
-            }
-          : (then ?? first);
+      this.#guard = allGuards(config.#guard, options.guard);
       this.#protobuf = config.#protobuf;
       return;
     }
@@ -113,10 +106,9 @@ export class Client {
   }
 
   /**
-   * A client on the same connection that calls `guard` synchronously right before each of its requests (and each
-   * retry of one) is sent: when `guard` throws, the request is not sent and fails with `Aborted` (its `cause`: what
-   * `guard` threw). Guards add up: a guarded client's `withGuard` and `withSignal` clients ask both. A fence: a
-   * replica that may act only while it holds a Lease checks the Lease here, at the last moment, not in a timer.
+   * A client on the same connection that calls `guard` right before each of its requests (each retry too) is sent:
+   * when it throws, nothing is sent and the request fails with `Aborted` (`cause`: what it threw). Guards add up
+   * through `withGuard` and `withSignal`. A replica that may act only while it holds a Lease checks it here.
    */
   withGuard(guard: () => void): Client {
     return new Client(this, { guard });
@@ -301,21 +293,11 @@ export class Client {
    * `ApiError` `NotFound` when there is none.
    */
   async delete<T extends KubeObject>(r: Kind<T>, ref: ObjectRef, options: DeleteOptions = {}): Promise<void> {
-    const hasBody = options.propagationPolicy || options.gracePeriodSeconds !== undefined || options.preconditions;
+    const body = deleteBody(options);
     await this.transport.request<unknown>({
       method: 'DELETE',
       path: objectPath(r, ref),
-      ...(hasBody
-        ? {
-            body: {
-              apiVersion: 'v1',
-              kind: 'DeleteOptions',
-              ...(options.propagationPolicy ? { propagationPolicy: options.propagationPolicy } : {}),
-              ...(options.gracePeriodSeconds !== undefined ? { gracePeriodSeconds: options.gracePeriodSeconds } : {}),
-              ...(options.preconditions ? { preconditions: options.preconditions } : {}),
-            },
-          }
-        : {}),
+      ...(body ? { body } : {}),
       ...this.#signal(options),
     });
   }
@@ -374,11 +356,7 @@ export class Client {
   }
 
   /** The request's own signal and the client's bound one (the transport follows both). */
-  #signal(options: { signal?: AbortSignal | undefined }): {
-    signal?: AbortSignal;
-    bound?: AbortSignal;
-    guard?: () => void;
-  } {
+  #signal(options: { signal?: AbortSignal | undefined }): Pick<TransportRequest, 'signal' | 'bound' | 'guard'> {
     return {
       ...(options.signal ? { signal: options.signal } : {}),
       ...(this.#bound && this.#bound !== options.signal ? { bound: this.#bound } : {}),

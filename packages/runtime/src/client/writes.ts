@@ -1,7 +1,7 @@
 /**
  * @module client/writes
- * What the client's writes send besides the object: the Content-Type of each patch format, the query of a write, and
- * the checks every whole-object write passes before any request.
+ * What the client's writes send besides the object: the Content-Type of each patch format, the query of a write, the
+ * body of a delete, and the checks every whole-object write passes before any request.
  *
  * Guarantees: a whole-object write through a metadata-only type is refused with a `UsageError` (`InvalidArgument`)
  * before any request; an object sent without `apiVersion` and `kind` gets its kind's, on a copy (the caller's object
@@ -9,7 +9,7 @@
  */
 import { UsageError } from '../errors.ts';
 import type { Kind, KubeObject } from './resource.ts';
-import type { PatchType, WriteOptions } from './types.ts';
+import type { DeleteOptions, PatchType, WriteOptions } from './types.ts';
 
 /** The Content-Type of each patch format. */
 export const CONTENT_TYPES: Readonly<Record<PatchType, string>> = {
@@ -37,4 +37,17 @@ export function withType<T extends KubeObject>(r: Kind<KubeObject, unknown>, obj
 /** The query of a write: its field manager, and `dryRun=All` for a dry run. */
 export function writeQuery(options: WriteOptions): Record<string, string | undefined> {
   return { fieldManager: options.fieldManager, dryRun: options.dryRun ? 'All' : undefined };
+}
+
+/** The body of a DELETE with `options` (a `DeleteOptions`), or undefined when they ask for nothing. */
+export function deleteBody(options: DeleteOptions): Record<string, unknown> | undefined {
+  const { propagationPolicy, gracePeriodSeconds, preconditions } = options;
+  if (!propagationPolicy && gracePeriodSeconds === undefined && !preconditions) return undefined;
+  return {
+    apiVersion: 'v1',
+    kind: 'DeleteOptions',
+    ...(propagationPolicy ? { propagationPolicy } : {}),
+    ...(gracePeriodSeconds !== undefined ? { gracePeriodSeconds } : {}),
+    ...(preconditions ? { preconditions } : {}),
+  };
 }

@@ -29,9 +29,8 @@
  *   queued again after the delay the gate asks for); its `ctx.signal` also aborts when the gate withdraws it, the
  *   ticket's guard is asked before each request the reconcile sends, and the gate hears when it ended. A deleted
  *   primary object's last state is shown to the gate until its request was reconciled.
- * - With a `fence` (leader election), a request is reconciled only while the fence lets this replica act, and every
- *   request its reconcile sends (`ctx.rawClient`, and the `ctx` writes made through it) asks the fence first: a
- *   replica that lost its Lease while paused sends nothing once it runs again, whichever of its timers fires first.
+ * - With a `fence` (leader election), a request is reconciled only while the fence lets this replica act, and each
+ *   request its reconcile sends asks it first: a replica paused past its Lease sends nothing once it runs again.
  * - Stopping (the `start` signal aborts): no new work is taken; in-flight reconciles may finish for
  *   `gracefulShutdownTimeoutMs` (default 2 s), after which their `ctx.signal` aborts, and with it their requests.
  */
@@ -44,13 +43,14 @@ import { isApiError } from '../client/errors.ts';
 import { type Kind, type KubeObject, keyOf, objectKey, parseKey } from '../client/resource.ts';
 import { messageOf, UsageError } from '../errors.ts';
 import { EventRecorder } from '../helpers/events.ts';
+import { allGuards, passes } from '../internal/guards.ts';
 import { type Logger, silentLogger } from '../logger.ts';
 import { endReconcileSpan, runtimeTracer, startReconcileSpan, withActiveSpan } from '../tracing/spans.ts';
 import { LOW_PRIORITY, realClock, WorkQueue } from '../workqueue/index.ts';
 import { Expectations } from './expectations.ts';
 import type { MapFunc } from './handlers.ts';
 import { MapRunner } from './mapping.ts';
-import type { ControllerOptions, RequestTicket, WatchRole } from './options.ts';
+import type { ControllerOptions, WatchRole } from './options.ts';
 import { defaultErrorPolicy, type ErrorAction, retryWithBackoff } from './policy.ts';
 import { allow, type Predicate } from './predicates.ts';
 import {
@@ -268,47 +268,22 @@ export class Controller {
 
   /** Reconciles the request of `key`, handed out at `priority` (the priority it is queued at again, by default). */
   async #process(key: string, priority: number, stopping: AbortSignal): Promise<void> {
-    if (!this.#fenced()) {
+    const { gate, fence } = this.#o;
+    const obj = () => this.#primary?.store.get(key) ?? this.#tombstones.get(key);
+    // without a gate every request is admitted, with no ticket; a fence that refuses drops it
+    const answer = !passes(fence) ? undefined : gate ? gate.admit(key, obj()) : { ticket: undefined };
+    if (answer && 'retryAfterMs' in answer) return this.queue.addAfter(key, answer.retryAfterMs, priority);
+    if (!answer) {
+      this.#tombstones.delete(key);
       this.queue.forget(key);
       return;
     }
-    let ticket: RequestTicket | undefined;
-    if (this.#o.gate) {
-      const answer = this.#o.gate.admit(key, this.#primary?.store.get(key) ?? this.#tombstones.get(key));
-      if (answer && 'retryAfterMs' in answer) {
-        this.queue.addAfter(key, answer.retryAfterMs, priority);
-        return;
-      }
-      if (!answer) {
-        this.#tombstones.delete(key);
-        this.queue.forget(key);
-        return;
-      }
-      ticket = answer;
-    }
-    const { fence } = this.#o;
-    const gate = ticket?.guard;
-    const guard =
-      fence && gate
-        ? () => {
-            fence();
-            gate();
-          }
-        : (fence ?? gate);
+    const ticket = 'signal' in answer ? answer : undefined;
+    const signal = ticket ? AbortSignal.any([stopping, ticket.signal]) : stopping;
     try {
-      await this.#admitted(key, priority, ticket ? AbortSignal.any([stopping, ticket.signal]) : stopping, guard);
+      await this.#admitted(key, priority, signal, allGuards(fence, ticket?.guard));
     } finally {
       ticket?.end();
-    }
-  }
-
-  /** Whether the fence (leader election's Lease) lets this replica act now. */
-  #fenced(): boolean {
-    try {
-      this.#o.fence?.();
-      return true;
-    } catch {
-      return false;
     }
   }
 

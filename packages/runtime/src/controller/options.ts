@@ -88,7 +88,7 @@ export type GateAnswer = RequestTicket | { readonly retryAfterMs: number } | und
 
 /**
  * Decides, before each reconcile, whether this replica reconciles a request now (sharding: whether its object's
- * bucket is active here). A request not admitted is dropped from the queue (not reconciled, not retried); one put off
+ * shard is active here). A request not admitted is dropped from the queue (not reconciled, not retried); one put off
  * (`retryAfterMs`) is queued again after that.
  */
 export interface RequestGate {

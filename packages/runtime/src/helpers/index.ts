@@ -2,8 +2,8 @@
  * @module @opkit/runtime/helpers
  * Building blocks an object-first reconciler's context already applies for you, for request-based reconcilers and
  * other code: Events, finalizers, owner references (`controllerOf`, `setControllerReference`, …) and adoption
- * (`claimChildren`, `ClaimError`), RBAC manifests from permissions (`shardingPermissions` too), a sharded owner's label
- * for children written by hand (`shardLabelsOf`), status written only on change. The condition
+ * (`claimChildren`, `ClaimError`), RBAC manifests from permissions, status written only on change (sharding's names,
+ * `shardLabelsOf` and `shardingPermissions` among them, are `@opkit/runtime/sharding`). The condition
  * helpers and `permission` live, all of them, in `@opkit/runtime`.
  */
 
@@ -34,8 +34,6 @@ export {
   policyRules,
   type RbacManifests,
   rbacManifests,
-  shardingPermissions,
   type Verb,
 } from './rbac.ts';
-export { SHARD_LABEL, shardLabelsOf } from './shardlabel.ts';
 export { jsonEqual, updateStatusIfChanged } from './status.ts';

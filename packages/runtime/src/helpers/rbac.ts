@@ -72,7 +72,7 @@ export function managerPermissions(leaderElection: boolean): Permission[] {
 /**
  * What a sharded manager needs besides `managerPermissions` (see docs/sharding.md): its member and fence Leases
  * (`list` and `delete` too, in its namespace), and `patch` on each primary kind of its controllers, to give a new
- * object its bucket label.
+ * object its shard label.
  */
 export function shardingPermissions(primaryKinds: readonly Kind<KubeObject, unknown>[]): Permission[] {
   return [

@@ -4,7 +4,7 @@
  * election, the flag parser's parts (with `parseBindAddress` and `metricsServingSettings`, which read a server's address
  * and the metrics endpoint's settings as the manager does, for tools that start an operator), the logger
  * (`createLogger`, `silentLogger`, its options), and the metrics endpoint's authentication (its certificates come from
- * `@opkit/runtime/tls`).
+ * `@opkit/runtime/tls`). Sharding's settings (`ShardingSettings`) are `@opkit/runtime/sharding`.
  */
 export { parseBindAddress } from '../internal/address.ts';
 export {
@@ -15,7 +15,6 @@ export {
   type LogLevel,
   silentLogger,
 } from '../logger.ts';
-export type { ShardingSettings } from '../sharding/sharded.ts';
 export { VERSION } from '../version.ts';
 export { type LeaderCallbacks, type LeaderElectionOptions, LeaderElector, microTime } from './leader.ts';
 export type { LeaderElectionSettings, Runnable } from './manager.ts';

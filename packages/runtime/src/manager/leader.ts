@@ -32,6 +32,8 @@
 import { type Lease, Leases } from '../client/builtins.ts';
 import type { Client } from '../client/client.ts';
 import { isApiError } from '../client/errors.ts';
+import { microTime } from '../internal/microtime.ts';
+import { sleep } from '../internal/sleep.ts';
 import {
   checkLeaseTimings,
   DEFAULT_LEASE_TIMINGS,
@@ -40,9 +42,7 @@ import {
   LeaseHold,
   LeaseJudge,
   monotonicClock,
-} from '../internal/lease.ts';
-import { microTime } from '../internal/microtime.ts';
-import { sleep } from '../internal/sleep.ts';
+} from '../lease/lease.ts';
 import type { Logger } from '../logger.ts';
 import type { Clock } from '../workqueue/index.ts';
 import type { LeaderElectionSettings } from './options.ts';

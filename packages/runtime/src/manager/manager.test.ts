@@ -466,5 +466,5 @@ test('sharding settings are checked when the manager is made: the key, and the t
     message: /leaseDuration \(1000 ms\) must be longer than renewDeadline \(2000 ms\)/,
   });
   const ok = made({ key: 'namespace', retryPeriodMs: 500, renewDeadlineMs: 3_000, leaseDurationMs: 4_000 })();
-  assert.equal(ok.shards?.length, 0, 'holds no bucket before start');
+  assert.equal(ok.shards?.length, 0, 'holds no shard before start');
 });

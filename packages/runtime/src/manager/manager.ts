@@ -9,7 +9,7 @@
  * synced.
  *
  * An apiserver that cannot be reached for 30 s at start is fatal too (`ApiUnreachable`). With `sharding` on, the
- * controllers run on every replica, each reconciling and caching the buckets it holds (sharding/sharded.ts).
+ * controllers run on every replica, each reconciling and caching the shards it holds (sharding/sharded.ts).
  *
  * A graceful stop (the signal aborts, or SIGTERM/SIGINT under `run()`) goes in phases, as controller-runtime's, that
  * share a budget of twice `gracefulShutdownTimeoutMs` (2 s) plus 1 s (only the Lease release, whose requests have
@@ -49,7 +49,7 @@ import { type BuilderOptions, ControllerBuilder, type ControllerBuilderFor } fro
 import { type Controller, DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT_MS } from '../controller/controller.ts';
 import type { Predicate } from '../controller/predicates.ts';
 import { UsageError } from '../errors.ts';
-import { EventRecorder } from '../helpers/events.ts';
+import type { EventRecorder } from '../helpers/events.ts';
 import { createLogger, type Logger } from '../logger.ts';
 import { Metrics } from '../metrics.ts';
 import { Sharding } from '../sharding/sharded.ts';
@@ -57,10 +57,12 @@ import { FileCertificates } from '../tls/sources.ts';
 import { WebhookServer } from '../webhook/server.ts';
 import { ManagerEndpoints } from './endpoints.ts';
 import { ManagerError } from './errors.ts';
+import { replicaFence } from './fence.ts';
 import { StoppedHooks } from './hooks.ts';
 import { electorFor, type LeaderElector } from './leader.ts';
 import { Lifecycle } from './lifecycle.ts';
 import type { ManagerOptions } from './options.ts';
+import { Recorders } from './recorders.ts';
 import type { Runnable } from './runnables.ts';
 import { checkServed, DEFAULT_API_REACHABLE_TIMEOUT_MS } from './served.ts';
 import { type Check, CheckSet } from './server.ts';
@@ -90,7 +92,7 @@ export class Manager {
   readonly #controllers: Controller[] = [];
   readonly #healthz = new CheckSet('/healthz');
   readonly #readyz = new CheckSet('/readyz');
-  readonly #recorders = new Map<string, EventRecorder>();
+  readonly #recorders: Recorders;
   readonly #hooks: StoppedHooks;
   readonly #endpoints: ManagerEndpoints;
   #elector: LeaderElector | undefined;
@@ -107,6 +109,7 @@ export class Manager {
     this.name = options.name;
     this.client = options.client;
     this.log = options.log ?? createLogger({ name: options.name });
+    this.#recorders = new Recorders(this.client, this.log);
     this.metrics = options.metricsRegistry ?? new Metrics();
     this.cache = new Cache({ ...options.cache, client: this.client, log: this.log, metrics: this.metrics });
     this.#hooks = new StoppedHooks(this.log);
@@ -175,6 +178,12 @@ export class Manager {
     kind?: Kind<T, unknown>,
     ...predicates: NoInfer<Predicate<T>>[]
   ): ControllerBuilder | ControllerBuilderFor<T> {
+    // the controllers' writes and Events first ask this replica's fence (fence.ts)
+    const fence = replicaFence({
+      sharding: this.#sharding?.coordinator,
+      leaderElection: this.#o.leaderElection?.enabled === true,
+      elector: () => this.#elector,
+    });
     const defaults: BuilderOptions = {
       ...(this.#o.controllers?.maxConcurrentReconciles
         ? { maxConcurrentReconciles: this.#o.controllers.maxConcurrentReconciles }
@@ -184,13 +193,9 @@ export class Manager {
         : {}),
       gracefulShutdownTimeoutMs: this.#drainMs,
       ...(this.#o.controllers?.traceContextFromAnnotations ? { traceContextFromAnnotations: true } : {}),
-      events: this.#fencedRecorder(),
+      events: fence ? this.#recorders.fenced(this.name, fence) : this.eventRecorder(),
       fieldManager: this.name,
-      ...(this.#sharding
-        ? { gate: this.#sharding.gate, needLeaderElection: false }
-        : this.#o.leaderElection?.enabled
-          ? { fence: () => this.#leaderFence() }
-          : {}),
+      ...(this.#sharding ? { gate: this.#sharding.gate, needLeaderElection: false } : fence ? { fence } : {}),
     };
     const builder = new ControllerBuilder({
       client: this.client,
@@ -245,40 +250,7 @@ export class Manager {
 
   /** An EventRecorder with `component` (default: the manager's name) as the Events' source. */
   eventRecorder(component = this.name): EventRecorder {
-    let r = this.#recorders.get(component);
-    if (!r) {
-      r = new EventRecorder({ client: this.client, component, log: this.log.child({ component: 'events' }) });
-      this.#recorders.set(component, r);
-    }
-    return r;
-  }
-
-  /**
-   * The recorder of the controllers' Events: as `eventRecorder()`, but each write first asks this replica's fence —
-   * the leader Lease, or with sharding the member Lease, fresh by the monotonic clock — so an Event recorded before a
-   * pause is not written by a replica that lost its Lease meanwhile.
-   */
-  #fencedRecorder(): EventRecorder {
-    const fence = this.#sharding
-      ? () => this.#sharding?.coordinator.check()
-      : this.#o.leaderElection?.enabled
-        ? () => this.#leaderFence()
-        : undefined;
-    if (!fence) return this.eventRecorder();
-    const key = `\0fenced:${this.name}`;
-    let r = this.#recorders.get(key);
-    if (!r) {
-      const client = this.client.withGuard(fence);
-      r = new EventRecorder({ client, component: this.name, log: this.log.child({ component: 'events' }) });
-      this.#recorders.set(key, r);
-    }
-    return r;
-  }
-
-  /** Throws unless this replica leads with a fresh Lease now (see `LeaderElector.check`). */
-  #leaderFence(): void {
-    if (!this.#elector) throw new DOMException('leader election: not started', 'AbortError');
-    this.#elector.check();
+    return this.#recorders.get(component);
   }
 
   /** The webhook server, created and added (with a readiness check) on first use. */
@@ -305,7 +277,7 @@ export class Manager {
     return this.#o.leaderElection?.enabled ? (this.#elector?.isLeader ?? false) : this.#started;
   }
 
-  /** With sharding: the buckets this replica holds now (else undefined). */
+  /** With sharding: the shards this replica holds now (else undefined). */
   get shards(): readonly number[] | undefined {
     return this.#sharding?.coordinator.held;
   }
@@ -341,7 +313,7 @@ export class Manager {
       gracefulShutdownTimeoutMs: this.#drainMs,
       cache: this.cache,
       runnables: this.#runnables,
-      recorders: () => this.#recorders.values(),
+      recorders: () => this.#recorders.all(),
       endpoints: this.#endpoints,
       metrics: this.metrics,
       onStopBegins: () => {

@@ -54,7 +54,7 @@ export interface ManagerOptions {
   /** Leader election (default off). */
   readonly leaderElection?: LeaderElectionSettings;
   /**
-   * Sharding (default off): every replica runs the controllers, each reconciling and caching only the buckets of
+   * Sharding (default off): every replica runs the controllers, each reconciling and caching only the shards of
    * objects it holds (see sharding/sharded.ts and docs/sharding.md). Runnables that need leader election still run on
    * the leader only.
    */

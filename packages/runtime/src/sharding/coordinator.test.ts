@@ -1,6 +1,6 @@
 /**
  * The coordinator on a fake clock and an in-memory Lease store with the apiserver's optimistic concurrency: who holds
- * which bucket when, checked after every step of the clock — never two hosts running one bucket at a time — through
+ * which shard when, checked after every step of the clock — never two hosts running one shard at a time — through
  * joins, a replica cut off from the apiserver, and a graceful stop with a slow drain.
  */
 import assert from 'node:assert/strict';
@@ -12,7 +12,7 @@ import { sleep } from '../internal/sleep.ts';
 import { silentLogger } from '../logger.ts';
 import { FakeClock } from '../workqueue/clock.ts';
 import { ShardCoordinator, type ShardHost, type ShardLeaseClient } from './coordinator.ts';
-import { SHARD_BUCKETS } from './ring.ts';
+import { SHARD_COUNT } from './ring.ts';
 
 const NS = 'ops';
 const T = { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 };
@@ -88,10 +88,10 @@ function connection(store: LeaseStore, state: { hang: boolean }): ShardLeaseClie
 class World {
   readonly clock = new FakeClock(1_000);
   readonly store = new LeaseStore();
-  /** Which replica's host runs each bucket now. */
+  /** Which replica's host runs each shard now. */
   readonly running = new Map<number, string>();
   readonly violations: string[] = [];
-  /** When each replica's host started or stopped a bucket: [time, replica, bucket, what]. */
+  /** When each replica's host started or stopped a shard: [time, replica, shard, what]. */
   readonly log: [number, string, number, 'start' | 'stop' | 'lose'][] = [];
 
   async advance(ms: number): Promise<void> {
@@ -143,7 +143,7 @@ function replica(world: World, id: string, clock: PausableClock | FakeClock = wo
   const host: ShardHost = {
     async acquire(b) {
       const other = world.running.get(b);
-      if (other !== undefined && other !== id) world.violations.push(`${id} started bucket ${b} while ${other} ran it`);
+      if (other !== undefined && other !== id) world.violations.push(`${id} started shard ${b} while ${other} ran it`);
       world.running.set(b, id);
       held.add(b);
       world.log.push([world.clock.now(), id, b, 'start']);
@@ -180,10 +180,10 @@ function replica(world: World, id: string, clock: PausableClock | FakeClock = wo
 const holdings = (rs: readonly Replica[]) => rs.map((r) => r.coordinator.held.length);
 const covered = (rs: readonly Replica[]) => {
   const all = rs.flatMap((r) => r.coordinator.held);
-  return all.length === SHARD_BUCKETS && new Set(all).size === SHARD_BUCKETS;
+  return all.length === SHARD_COUNT && new Set(all).size === SHARD_COUNT;
 };
 
-test('replicas split the buckets evenly; a join moves few; never two run one bucket', async () => {
+test('replicas split the shards evenly; a join moves few; never two run one shard', async () => {
   const w = new World();
   const rs = ['a', 'b', 'c'].map((id) => replica(w, id));
   await w.advance(20_000);
@@ -202,7 +202,7 @@ test('replicas split the buckets evenly; a join moves few; never two run one buc
     `${holdings(rs)}`,
   );
   const moved = [...before].filter(([b, id]) => !rs.find((r) => r.id === id)?.coordinator.held.includes(b)).length;
-  assert.ok(moved <= 12, `a join moved ${moved} buckets (8 must move)`);
+  assert.ok(moved <= 12, `a join moved ${moved} shards (8 must move)`);
   assert.deepEqual(w.violations, []);
   for (const r of rs) r.stop.abort();
   await w.advance(5_000);
@@ -215,30 +215,30 @@ test('replicas split the buckets evenly; a join moves few; never two run one buc
   );
 });
 
-test('a replica cut off stops at its renew deadline; the others take its buckets only after the lease duration', async () => {
+test('a replica cut off stops at its renew deadline; the others take its shards only after the lease duration', async () => {
   const w = new World();
   const rs = ['a', 'b', 'c'].map((id) => replica(w, id));
   await w.advance(20_000);
   const c = rs[2] as Replica;
-  const cBuckets = c.coordinator.held;
-  assert.ok(cBuckets.length > 0);
+  const cShards = c.coordinator.held;
+  assert.ok(cShards.length > 0);
   const lastRenew = w.clock.now();
   c.conn.hang = true;
   await w.advance(30_000);
   const lost = w.log.filter(([, id, , what]) => id === 'c' && what === 'lose');
-  assert.equal(lost.length, cBuckets.length, 'c stopped every bucket');
+  assert.equal(lost.length, cShards.length, 'c stopped every shard');
   const lostAt = Math.max(...lost.map(([t]) => t));
   assert.ok(lostAt <= lastRenew + T.renewDeadlineMs, `c stopped ${lostAt - lastRenew} ms after its last renewal`);
   const taken = w.log.filter(
-    ([t, id, b, what]) => id !== 'c' && what === 'start' && cBuckets.includes(b) && t > lastRenew,
+    ([t, id, b, what]) => id !== 'c' && what === 'start' && cShards.includes(b) && t > lastRenew,
   );
-  assert.equal(new Set(taken.map(([, , b]) => b)).size, cBuckets.length, 'a and b took every bucket of c');
+  assert.equal(new Set(taken.map(([, , b]) => b)).size, cShards.length, 'a and b took every shard of c');
   const firstTaken = Math.min(...taken.map(([t]) => t));
   assert.ok(
     firstTaken >= lastRenew - T.retryPeriodMs * 1.2 + T.leaseDurationMs,
     `taken ${firstTaken - lastRenew} ms after`,
   );
-  assert.ok(firstTaken > lostAt, 'c had stopped before anyone took its buckets');
+  assert.ok(firstTaken > lostAt, 'c had stopped before anyone took its shards');
   const lastTaken = Math.max(...taken.map(([t]) => t));
   // the Lease last seen changing at most one retry period after c's last renewal; a round right when it runs out
   const bound = T.leaseDurationMs + T.retryPeriodMs * 1.2 + 300;
@@ -255,7 +255,7 @@ test('a replica cut off stops at its renew deadline; the others take its buckets
   await w.advance(5_000);
 });
 
-test('a graceful stop drains, then frees each fence: the others take the buckets within a retry period', async () => {
+test('a graceful stop drains, then frees each fence: the others take the shards within a retry period', async () => {
   const w = new World();
   const rs = ['a', 'b', 'c'].map((id) => replica(w, id));
   await w.advance(20_000);
@@ -272,11 +272,11 @@ test('a graceful stop drains, then frees each fence: the others take the buckets
   await w.advance(5_000);
 });
 
-test('a fence taken by hand while held: the bucket stops at once; bad timings are refused', async () => {
+test('a fence taken by hand while held: the shard stops at once; bad timings are refused', async () => {
   const w = new World();
   const a = replica(w, 'a');
   await w.advance(6_000);
-  assert.equal(a.coordinator.held.length, SHARD_BUCKETS);
+  assert.equal(a.coordinator.held.length, SHARD_COUNT);
   const fence = w.store.get({ name: 'op-shard-5' });
   w.store.update({ ...fence, spec: { ...fence.spec, holderIdentity: 'intruder' } });
   await w.advance(3_000);
@@ -305,7 +305,7 @@ test('a killed replica restarted under a new identity: the others free its fence
   const rs = ['a', 'b', 'c'].map((id) => replica(w, id));
   await w.advance(20_000);
   const c = rs[2] as Replica;
-  const cBuckets = c.coordinator.held;
+  const cShards = c.coordinator.held;
   const killedAt = w.clock.now();
   c.conn.hang = true; // as dead: it never writes again
   c.stop.abort();
@@ -313,38 +313,38 @@ test('a killed replica restarted under a new identity: the others free its fence
   rs.push(replica(w, 'c2')); // the supervisor's restart, 10 s later: c2 alone would judge c dead only 25 s after the kill
   await w.advance(25_000);
   const taken = w.log.filter(
-    ([t, id, b, what]) => id !== 'c' && what === 'start' && cBuckets.includes(b) && t > killedAt,
+    ([t, id, b, what]) => id !== 'c' && what === 'start' && cShards.includes(b) && t > killedAt,
   );
-  assert.equal(new Set(taken.map(([, , b]) => b)).size, cBuckets.length);
+  assert.equal(new Set(taken.map(([, , b]) => b)).size, cShards.length);
   const last = Math.max(...taken.map(([t]) => t));
   const bound = T.leaseDurationMs + 2 * T.retryPeriodMs * 1.2 + 500;
-  assert.ok(last - killedAt <= bound, `the last bucket of c taken ${last - killedAt} ms after the kill (≤ ${bound})`);
+  assert.ok(last - killedAt <= bound, `the last shard of c taken ${last - killedAt} ms after the kill (≤ ${bound})`);
   assert.ok(covered([rs[0] as Replica, rs[1] as Replica, rs[3] as Replica]));
   assert.deepEqual(w.violations, []);
   for (const r of rs) r.stop.abort();
   await w.advance(5_000);
 });
 
-test('a replica resumed after a pause past its Lease acts on nothing: its first check stops every bucket, before any timer', async () => {
+test('a replica resumed after a pause past its Lease acts on nothing: its first check stops every shard, before any timer', async () => {
   const w = new World();
   // a's clock: while a is paused, the world's time goes on; on resume a sees it all at once, its timers all overdue
   const aClock = new PausableClock(w);
   const a = replica(w, 'a', aClock);
   await w.advance(6_000);
-  assert.equal(a.coordinator.held.length, SHARD_BUCKETS);
+  assert.equal(a.coordinator.held.length, SHARD_COUNT);
   assert.equal(a.coordinator.holds(), true);
   // the pause: a neither renews nor runs a timer, as SIGSTOP does; b joins and, after the lease duration, takes over
   a.conn.hang = true;
   aClock.pause();
   // while stopped, a acts on nothing: what matters is what it does once it runs again (checked below)
-  for (const bucket of a.held) w.running.delete(bucket);
+  for (const shard of a.held) w.running.delete(shard);
   const b = replica(w, 'b');
   const pausedAt = w.clock.now();
   await w.advance(T.leaseDurationMs + 8_000);
-  assert.ok(b.coordinator.held.length > 0, 'b took buckets while a was paused');
-  assert.equal(a.held.size, SHARD_BUCKETS, 'a, stopped, has not noticed');
+  assert.ok(b.coordinator.held.length > 0, 'b took shards while a was paused');
+  assert.equal(a.held.size, SHARD_COUNT, 'a, stopped, has not noticed');
   // SIGCONT: before any of a's overdue timers runs, a check is asked (as an overdue reconcile or a watch event asks
-  // the gate): it must say no, and have stopped every bucket already
+  // the gate): it must say no, and have stopped every shard already
   assert.ok(w.clock.now() - pausedAt > T.renewDeadlineMs);
   let holds: boolean | undefined;
   let runningAtCheck = -1;
@@ -353,7 +353,7 @@ test('a replica resumed after a pause past its Lease acts on nothing: its first 
     runningAtCheck = a.held.size;
   });
   assert.equal(holds, false, 'the paused replica may not act');
-  assert.equal(runningAtCheck, 0, 'and its host stopped every bucket at that check');
+  assert.equal(runningAtCheck, 0, 'and its host stopped every shard at that check');
   assert.deepEqual(a.coordinator.held, []);
   a.conn.hang = false;
   await w.advance(20_000);

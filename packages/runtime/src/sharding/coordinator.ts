@@ -1,77 +1,48 @@
 /**
  * @module sharding/coordinator
- * Membership and hand-off of buckets between the replicas of a sharded operator, on `coordination.k8s.io/v1` Leases:
- * each replica renews a member Lease (`<ring>-member-<identity>`); each bucket has a fence Lease (`<ring>-shard-<b>`)
- * whose `holderIdentity` is the replica that may act on the bucket's objects ("" when free). Every retry period a
+ * Membership and hand-off of shards between the replicas of a sharded operator, on `coordination.k8s.io/v1` Leases:
+ * each replica renews a member Lease (`<ring>-member-<identity>`); each shard has a fence Lease (`<ring>-shard-<b>`)
+ * whose `holderIdentity` is the replica that may act on the shard's objects ("" when free). Every retry period a
  * replica renews, lists the ring's Leases, computes the owners over the live members (ring.ts) and moves towards
- * them: it releases a bucket it holds but no longer owns; it takes one it owns once the fence is free or its holder dead.
+ * them: it releases a shard it holds but no longer owns; it takes one it owns once the fence is free or its holder dead.
  *
  * Guarantees (never two owners at once):
- * - A bucket changes hands only by a write to its fence with the resourceVersion last read: two replicas never both
+ * - A shard changes hands only by a write to its fence with the resourceVersion last read: two replicas never both
  *   win it.
  * - A release drains first (`ShardHost.release`: no new work, in-flight reconciles ended) before the fence says "".
  * - A replica acts only while its member Lease is fresh: when no renewal has succeeded for `renewDeadlineMs` after the
- *   start of the last successful one, it drops every bucket at once (`ShardHost.lose`: in-flight reconciles abort).
+ *   start of the last successful one, it drops every shard at once (`ShardHost.lose`: in-flight reconciles abort).
  *   Freshness is not left to a timer, which fires late after a pause (SIGSTOP, a long GC, a VM migration): `holds()`
  *   judges it by the monotonic clock at the moment it is asked, and the first call past the deadline drops every
- *   bucket then. The host asks it before each reconcile, each request a reconcile sends and each label write, so a
- *   replica resumed after a pause sends nothing for a bucket. The window that remains: a request that passed the
+ *   shard then. The host asks it before each reconcile, each request a reconcile sends and each label write, so a
+ *   replica resumed after a pause sends nothing for a shard. The window that remains: a request that passed the
  *   check and then took longer than leaseDuration − renewDeadline (5 s by default) to reach the apiserver and be run
  *   there (a pause between the check and the socket write, a new connection's handshake, a slow network) can land
- *   after another replica took the bucket; only a precondition checked by the apiserver could close it.
+ *   after another replica took the shard; only a precondition checked by the apiserver could close it.
  *   Another replica takes a fence from a holder only once the holder's member Lease has not changed (or been missing)
  *   for `leaseDurationMs` by its own monotonic clock. As renewDeadline < leaseDuration, the holder has stopped before
  *   anyone else may start (clock rates, not readings, must agree, as for client-go's leader election). A member that
  *   judges a holder dead that way frees its fences even when it does not own them, so an owner that joined since
  *   (and so has not seen the holder long enough to judge it) takes them at once.
- * - After losing its Lease, or a stop, a replica takes buckets again only through the fences, like any other.
+ * - After losing its Lease, or a stop, a replica takes shards again only through the fences, like any other.
  *
- * A join or a leave moves few buckets (ring.ts); a graceful stop releases every bucket (drained) and deletes the member
+ * A join or a leave moves few shards (ring.ts); a graceful stop releases every shard (drained) and deletes the member
  * Lease, so the others take them within a retry period. Member Leases dead for ten lease durations are deleted.
  */
 
 import { type Lease, Leases } from '../client/builtins.ts';
-import type { Client } from '../client/client.ts';
 import { isApiError } from '../client/errors.ts';
-import { messageOf } from '../errors.ts';
-import { checkLeaseTimings, DEFAULT_LEASE_TIMINGS, holderSpec, monotonicClock } from '../internal/lease.ts';
+import { messageOf, UsageError } from '../errors.ts';
 import { sleep, withTimeout } from '../internal/sleep.ts';
+import { checkLeaseTimings, DEFAULT_LEASE_TIMINGS, holderSpec, monotonicClock } from '../lease/lease.ts';
 import type { Logger } from '../logger.ts';
 import type { Clock } from '../workqueue/index.ts';
+import type { ShardHost, ShardLeaseClient, ShardObserver } from './host.ts';
 import { RING_LABEL, ROLE_LABEL } from './labels.ts';
 import { MemberLease } from './member.ts';
-import { type BucketPhase, type BucketState, isHeld, nextStep } from './plan.ts';
-import { assignBuckets, SHARD_BUCKETS } from './ring.ts';
+import { isHeld, nextStep, type ShardPhase, type ShardState } from './plan.ts';
+import { assignShards, SHARD_COUNT } from './ring.ts';
 import { MemberView } from './view.ts';
-
-/** What the coordinator needs of a client: Leases only. */
-export type ShardLeaseClient = Pick<Client, 'get' | 'create' | 'update' | 'list' | 'delete'>;
-
-/** What runs the buckets: the manager's side (caches, controllers) of a hand-off. */
-export interface ShardHost {
-  /**
-   * The bucket is ours: cache it, then reconcile it. Resolves true once reconciling; false when `signal` aborted first,
-   * or the bucket could not be cached in time (the host has given it up: uncached, logged, counted).
-   */
-  acquire(bucket: number, signal: AbortSignal): Promise<boolean>;
-  /**
-   * Stop reconciling the bucket: no new work, in-flight reconciles drained (for the drain time; at once when `now`:
-   * their signals abort), its objects uncached.
-   */
-  release(bucket: number, now?: boolean): Promise<void>;
-  /** Stop every bucket at once: the member Lease went stale. In-flight reconciles abort now. */
-  lose(): void;
-}
-
-/** What the coordinator reports (metrics, Events). */
-export interface ShardObserver {
-  /** Buckets held and live members seen, after each round. */
-  round?(held: number, members: number): void;
-  /** A bucket was acquired, released (drained) or lost (the member Lease went stale). */
-  handoff?(bucket: number, direction: 'acquired' | 'released' | 'lost', fence: Lease | undefined, from?: string): void;
-  /** This replica holds exactly the buckets it owns again, `seconds` after it first saw that it did not. */
-  rebalanced?(seconds: number): void;
-}
 
 /** Options of a `ShardCoordinator`. */
 export interface ShardCoordinatorOptions {
@@ -97,14 +68,15 @@ export interface ShardCoordinatorOptions {
   readonly wallClock?: () => Date;
 }
 
+export type { ShardHost, ShardLeaseClient, ShardObserver } from './host.ts';
 export { RING_LABEL, ROLE_LABEL } from './labels.ts';
 
-/** Joins the ring, takes and hands off buckets, and leaves it on stop: see the module comment. */
+/** Joins the ring, takes and hands off shards, and leaves it on stop: see the module comment. */
 export class ShardCoordinator {
   readonly #o: Required<Omit<ShardCoordinatorOptions, 'observer'>> & { observer: ShardObserver };
-  /** Every bucket's state on this replica (plan.ts): its phase, the hand-off under way, our last fence write. */
-  readonly #buckets: BucketState[] = Array.from({ length: SHARD_BUCKETS }, () => ({
-    phase: 'free' as BucketPhase,
+  /** Every shard's state on this replica (plan.ts): its phase, the hand-off under way, our last fence write. */
+  readonly #shards: ShardState[] = Array.from({ length: SHARD_COUNT }, () => ({
+    phase: 'free' as ShardPhase,
     wroteAt: Number.NEGATIVE_INFINITY,
   }));
   readonly #view: MemberView;
@@ -126,9 +98,9 @@ export class ShardCoordinator {
     this.#view = new MemberView(this.#o.identity, lease, this.#o.clock);
   }
 
-  /** The buckets this replica holds now. */
+  /** The shards this replica holds now. */
   get held(): readonly number[] {
-    return this.#heldBuckets();
+    return this.#heldShards();
   }
 
   /** Live members seen in the last round (this one included). */
@@ -141,13 +113,13 @@ export class ShardCoordinator {
     return this.#member.name;
   }
 
-  /** Runs rounds until `signal` aborts, then releases every bucket (drained) and leaves. Never rejects. */
+  /** Runs rounds until `signal` aborts, then releases every shard (drained) and leaves. Never rejects. */
   async run(signal: AbortSignal): Promise<void> {
     const { clock, retryPeriodMs } = this.#o;
     while (!signal.aborted) {
       await this.#round(signal);
       // the next round after the retry period (jittered), or right when a live member's Lease runs out if that is
-      // sooner: its buckets are taken after the lease duration, not the lease duration plus most of a retry period
+      // sooner: its shards are taken after the lease duration, not the lease duration plus most of a retry period
       const untilExpiry = this.#view.nextExpiry() - clock.now() + 20;
       await sleep(Math.max(20, Math.min(retryPeriodMs * (1 + Math.random() * 0.2), untilExpiry)), signal, clock);
     }
@@ -161,7 +133,7 @@ export class ShardCoordinator {
 
   /**
    * Whether this replica may act now: its member Lease was renewed within the renew deadline, by the monotonic clock
-   * at this moment. The first call past the deadline stops every bucket then (`ShardHost.lose`), before it answers.
+   * at this moment. The first call past the deadline stops every shard then (`ShardHost.lose`), before it answers.
    */
   holds(): boolean {
     return this.#member.check();
@@ -196,19 +168,19 @@ export class ShardCoordinator {
       if (role === 'member') members.push(l);
       else if (role === 'shard') {
         const b = Number(l.metadata.name?.slice(`${this.#o.ring}-shard-`.length));
-        if (Number.isInteger(b) && b >= 0 && b < SHARD_BUCKETS) fences.set(b, l);
+        if (Number.isInteger(b) && b >= 0 && b < SHARD_COUNT) fences.set(b, l);
       }
     }
     const live = this.#observe(members);
     this.#members = live.length;
     if (!this.#fresh || stop.aborted) {
-      this.#o.observer.round?.(this.#heldBuckets().length, live.length);
+      this.#o.observer.round?.(this.#heldShards().length, live.length);
       return;
     }
-    const owners = assignBuckets(live);
-    for (let b = 0; b < SHARD_BUCKETS; b++) this.#step(b, fences.get(b), owners[b], listedAt, stop);
+    const owners = assignShards(live);
+    for (let b = 0; b < SHARD_COUNT; b++) this.#step(b, fences.get(b), owners[b], listedAt, stop);
     this.#balance(owners);
-    this.#o.observer.round?.(this.#heldBuckets().length, live.length);
+    this.#o.observer.round?.(this.#heldShards().length, live.length);
     await this.#collect(members);
   }
 
@@ -219,7 +191,7 @@ export class ShardCoordinator {
     return this.#fresh ? [...live, this.#o.identity] : live;
   }
 
-  /** Carries out the step plan.ts decides for bucket `b` this round. */
+  /** Carries out the step plan.ts decides for shard `b` this round. */
   #step(b: number, fence: Lease | undefined, owner: string | undefined, listedAt: number, stop: AbortSignal): void {
     const state = this.#state(b);
     const me = this.#o.identity;
@@ -235,8 +207,8 @@ export class ShardCoordinator {
     switch (step) {
       case 'drop':
         this.#o.log.error(
-          { bucket: b, holder: holder ?? '' },
-          'sharding: the fence of a held bucket names another holder; dropping it',
+          { shard: b, holder: holder ?? '' },
+          'sharding: the fence of a held shard names another holder; dropping it',
         );
         this.#task(b, 'dropping', this.#drop(b, fence));
         return;
@@ -259,19 +231,19 @@ export class ShardCoordinator {
     }
   }
 
-  #state(b: number): BucketState {
-    const state = this.#buckets[b];
-    if (!state) throw new RangeError(`no bucket ${b}`);
+  #state(b: number): ShardState {
+    const state = this.#shards[b];
+    if (!state) throw new UsageError('InvalidArgument', `sharding: no shard ${b}`);
     return state;
   }
 
-  /** The buckets held here (plan.ts `isHeld`), in order. */
-  #heldBuckets(): number[] {
-    return this.#buckets.flatMap((s, b) => (isHeld(s.phase) ? [b] : []));
+  /** The shards held here (plan.ts `isHeld`), in order. */
+  #heldShards(): number[] {
+    return this.#shards.flatMap((s, b) => (isHeld(s.phase) ? [b] : []));
   }
 
-  /** Enters `phase` with `work` under way; when it ends, the bucket is `free` unless the work left it `held`. */
-  #task(b: number, phase: BucketPhase, work: Promise<void>): void {
+  /** Enters `phase` with `work` under way; when it ends, the shard is `free` unless the work left it `held`. */
+  #task(b: number, phase: ShardPhase, work: Promise<void>): void {
     const state = this.#state(b);
     state.phase = phase;
     state.task = work.finally(() => {
@@ -281,7 +253,7 @@ export class ShardCoordinator {
     });
   }
 
-  /** Takes the fence of `b` (a write with the resourceVersion read), then has the host run the bucket. */
+  /** Takes the fence of `b` (a write with the resourceVersion read), then has the host run the shard. */
   async #acquire(b: number, fence: Lease | undefined, from: string, stop: AbortSignal): Promise<void> {
     const state = this.#state(b);
     const ctl = new AbortController();
@@ -291,7 +263,7 @@ export class ShardCoordinator {
       const written = await withTimeout(this.#o.renewDeadlineMs, write, this.#o.clock, stop);
       if (!written || !this.#fresh || ctl.signal.aborted || stop.aborted) return;
       state.phase = 'starting';
-      this.#o.log.info({ bucket: b, ...(from ? { from } : {}) }, 'sharding: bucket acquired');
+      this.#o.log.info({ shard: b, ...(from ? { from } : {}) }, 'sharding: shard acquired');
       this.#o.observer.handoff?.(b, 'acquired', written, from || undefined);
       const running = await this.#o.host.acquire(b, AbortSignal.any([ctl.signal, stop]));
       if (state.phase !== 'starting') return; // stopped meanwhile (a stale Lease)
@@ -307,7 +279,7 @@ export class ShardCoordinator {
       }
     } catch (err) {
       const level = isApiError(err, 'Conflict') || isApiError(err, 'AlreadyExists') ? 'debug' : 'warn';
-      this.#o.log[level]({ bucket: b, err: messageOf(err) }, 'sharding: could not take the bucket');
+      this.#o.log[level]({ shard: b, err: messageOf(err) }, 'sharding: could not take the shard');
     }
   }
 
@@ -316,12 +288,12 @@ export class ShardCoordinator {
     await this.#o.host.release(b);
     const state = this.#state(b);
     if (state.phase === 'releasing') state.phase = 'freeing';
-    this.#o.log.info({ bucket: b }, 'sharding: bucket released');
+    this.#o.log.info({ shard: b }, 'sharding: shard released');
     this.#o.observer.handoff?.(b, 'released', undefined);
     await this.#free(b);
   }
 
-  /** The fence of a held bucket names someone else: stop it without waiting. */
+  /** The fence of a held shard names someone else: stop it without waiting. */
   async #drop(b: number, fence: Lease | undefined): Promise<void> {
     await this.#o.host.release(b, true);
     this.#o.observer.handoff?.(b, 'lost', fence);
@@ -340,7 +312,7 @@ export class ShardCoordinator {
         clock,
       );
     } catch (err) {
-      this.#o.log.warn({ bucket: b, err: messageOf(err) }, 'sharding: could not free the fence (retried next round)');
+      this.#o.log.warn({ shard: b, err: messageOf(err) }, 'sharding: could not free the fence (retried next round)');
     }
   }
 
@@ -349,9 +321,9 @@ export class ShardCoordinator {
     try {
       const free = (signal: AbortSignal) => this.#writeFence(b, fence, '', signal);
       await withTimeout(this.#o.renewDeadlineMs, free, this.#o.clock);
-      this.#o.log.info({ bucket: b, holder: dead }, 'sharding: freed the fence of a dead member');
+      this.#o.log.info({ shard: b, holder: dead }, 'sharding: freed the fence of a dead member');
     } catch (err) {
-      this.#o.log.debug({ bucket: b, err: messageOf(err) }, 'sharding: could not free the fence of a dead member');
+      this.#o.log.debug({ shard: b, err: messageOf(err) }, 'sharding: could not free the fence of a dead member');
     }
   }
 
@@ -367,29 +339,26 @@ export class ShardCoordinator {
     return written;
   }
 
-  /** The member Lease went stale: drop every bucket now. */
+  /** The member Lease went stale: drop every shard now. */
   #lose(): void {
-    const lost = this.#heldBuckets();
-    for (const state of this.#buckets) {
+    const lost = this.#heldShards();
+    for (const state of this.#shards) {
       state.abort?.abort();
-      // a held bucket is free now; one with a hand-off under way stays out of the rounds until that work ends
+      // a held shard is free now; one with a hand-off under way stays out of the rounds until that work ends
       if (state.phase === 'held') state.phase = 'free';
       else if (state.phase === 'starting' || state.phase === 'releasing') state.phase = 'dropping';
     }
     this.#o.host.lose();
     this.#o.observer.round?.(0, this.#members);
-    this.#o.log.error(
-      { buckets: lost },
-      'sharding: the member Lease could not be renewed in time: stopped every bucket',
-    );
+    this.#o.log.error({ shards: lost }, 'sharding: the member Lease could not be renewed in time: stopped every shard');
     for (const b of lost) this.#o.observer.handoff?.(b, 'lost', undefined);
   }
 
-  /** Tracks how long this replica has held other buckets than it owns. */
+  /** Tracks how long this replica has held other shards than it owns. */
   #balance(owners: readonly (string | undefined)[]): void {
     const me = this.#o.identity;
     const now = this.#o.clock.now();
-    const balanced = this.#buckets.every((s, b) => (owners[b] === me) === isHeld(s.phase) && s.task === undefined);
+    const balanced = this.#shards.every((s, b) => (owners[b] === me) === isHeld(s.phase) && s.task === undefined);
     if (!balanced) this.#unbalancedSince ??= now;
     else if (this.#unbalancedSince !== undefined) {
       this.#o.observer.rebalanced?.((now - this.#unbalancedSince) / 1000);
@@ -411,11 +380,11 @@ export class ShardCoordinator {
     }
   }
 
-  /** Graceful stop: every bucket released (drained) and freed, then the member Lease deleted. */
+  /** Graceful stop: every shard released (drained) and freed, then the member Lease deleted. */
   async #leave(): Promise<void> {
-    for (const state of this.#buckets) state.abort?.abort();
-    await Promise.allSettled(this.#buckets.map((state) => state.task));
-    const held = this.#heldBuckets();
+    for (const state of this.#shards) state.abort?.abort();
+    await Promise.allSettled(this.#shards.map((state) => state.task));
+    const held = this.#heldShards();
     for (const b of held) this.#task(b, 'releasing', this.#release(b));
     await Promise.allSettled(held.map((b) => this.#state(b).task));
     await this.#member.delete();

@@ -11,21 +11,21 @@ function ticket(a: GateAnswer): RequestTicket {
   return a;
 }
 
-const inBucket = (b: number | string): KubeObject => ({
+const inShard = (b: number | string): KubeObject => ({
   metadata: { name: 'x', labels: { 'opkit.dev/shard': String(b) } },
 });
 
-test('only requests of active buckets are admitted; a hand-off waits for those under way, and can abort them', async () => {
+test('only requests of active shards are admitted; a hand-off waits for those under way, and can abort them', async () => {
   const gate = new ShardGate();
-  assert.equal(gate.admit('ns/x', inBucket(3)), undefined, 'inactive bucket');
+  assert.equal(gate.admit('ns/x', inShard(3)), undefined, 'inactive shard');
   assert.equal(gate.admit('ns/x', undefined), undefined, 'no object');
-  assert.equal(gate.admit('ns/x', inBucket('nope')), undefined, 'no valid label');
+  assert.equal(gate.admit('ns/x', inShard('nope')), undefined, 'no valid label');
   gate.activate(3);
-  const t1 = ticket(gate.admit('ns/x', inBucket(3)));
-  const t2 = ticket(gate.admit('ns/y', inBucket(3)));
+  const t1 = ticket(gate.admit('ns/x', inShard(3)));
+  const t2 = ticket(gate.admit('ns/y', inShard(3)));
   assert.equal(gate.inFlight(3), 2);
   gate.deactivate(3);
-  assert.equal(gate.admit('ns/z', inBucket(3)), undefined, 'no new work once deactivated');
+  assert.equal(gate.admit('ns/z', inShard(3)), undefined, 'no new work once deactivated');
   let drained = false;
   const waiting = gate.drained(3).then(() => {
     drained = true;
@@ -40,19 +40,19 @@ test('only requests of active buckets are admitted; a hand-off waits for those u
   await waiting;
   assert.equal(gate.inFlight(3), 0);
   gate.activate(3);
-  assert.equal(ticket(gate.admit('ns/x', inBucket(3))).signal.aborted, false, 'a new activation has a new signal');
+  assert.equal(ticket(gate.admit('ns/x', inShard(3))).signal.aborted, false, 'a new activation has a new signal');
 });
 
-test('abortAll aborts the reconciles of active and draining buckets alike', () => {
+test('abortAll aborts the reconciles of active and draining shards alike', () => {
   const gate = new ShardGate();
   gate.activate(1);
   gate.activate(2);
-  const a = ticket(gate.admit('ns/a', inBucket(1)));
-  const b = ticket(gate.admit('ns/b', inBucket(2)));
+  const a = ticket(gate.admit('ns/a', inShard(1)));
+  const b = ticket(gate.admit('ns/b', inShard(2)));
   gate.deactivate(2);
   gate.abortAll(new Error('stale'));
   assert.equal(a.signal.aborted, true);
-  assert.equal(b.signal.aborted, true, 'a draining bucket too');
+  assert.equal(b.signal.aborted, true, 'a draining shard too');
   assert.deepEqual(gate.active, []);
 });
 
@@ -60,29 +60,29 @@ test('nothing is admitted, and no request of an admitted reconcile goes out, onc
   let fresh = true;
   const gate = new ShardGate({ holds: () => fresh });
   gate.activate(1);
-  const t = ticket(gate.admit('ns/a', inBucket(1)));
+  const t = ticket(gate.admit('ns/a', inShard(1)));
   assert.doesNotThrow(() => t.guard?.());
   assert.doesNotThrow(() => gate.check(1));
-  assert.throws(() => gate.check(2), /bucket 2 is not active here/);
+  assert.throws(() => gate.check(2), /shard 2 is not active here/);
   fresh = false; // the member Lease went stale: no timer has run yet
   assert.throws(() => t.guard?.(), /the member Lease is not fresh/);
   assert.throws(() => gate.check(1), /the member Lease is not fresh/);
-  assert.equal(gate.admit('ns/b', inBucket(1)), undefined);
+  assert.equal(gate.admit('ns/b', inShard(1)), undefined);
 });
 
-test('an object that leaves for a bucket not active here has its reconcile aborted; one that arrives waits holdMs', () => {
+test('an object that leaves for a shard not active here has its reconcile aborted; one that arrives waits holdMs', () => {
   const clock = new FakeClock(0);
   const gate = new ShardGate({ holdMs: 3_000, clock });
   gate.activate(1);
   gate.activate(2);
-  const a = ticket(gate.admit('ns/a', inBucket(1)));
+  const a = ticket(gate.admit('ns/a', inShard(1)));
   gate.left('ns/a', 2);
-  assert.equal(a.signal.aborted, false, 'moved to a bucket held here too: goes on');
-  const other = ticket(gate.admit('ns/b', inBucket(1)));
+  assert.equal(a.signal.aborted, false, 'moved to a shard held here too: goes on');
+  const other = ticket(gate.admit('ns/b', inShard(1)));
   gate.left('ns/a', 7);
   assert.equal(a.signal.aborted, true, 'moved away: aborted at once');
-  assert.throws(() => a.guard?.(), /the object left bucket 1/);
-  assert.equal(other.signal.aborted, false, 'the other reconciles of the bucket go on');
+  assert.throws(() => a.guard?.(), /the object left shard 1/);
+  assert.equal(other.signal.aborted, false, 'the other reconciles of the shard go on');
   a.end();
   gate.left('ns/b', undefined);
   assert.equal(other.signal.aborted, true, 'deleted (or out of every partition here): aborted');
@@ -90,10 +90,10 @@ test('an object that leaves for a bucket not active here has its reconcile abort
   assert.equal(gate.inFlight(1), 0);
 
   gate.arrived('ns/c');
-  assert.deepEqual(gate.admit('ns/c', inBucket(2)), { retryAfterMs: 3_000 });
+  assert.deepEqual(gate.admit('ns/c', inShard(2)), { retryAfterMs: 3_000 });
   clock.advance(2_000);
-  assert.deepEqual(gate.admit('ns/c', inBucket(2)), { retryAfterMs: 1_000 });
+  assert.deepEqual(gate.admit('ns/c', inShard(2)), { retryAfterMs: 1_000 });
   clock.advance(1_000);
-  ticket(gate.admit('ns/c', inBucket(2))).end();
-  ticket(gate.admit('ns/c', inBucket(2))).end();
+  ticket(gate.admit('ns/c', inShard(2))).end();
+  ticket(gate.admit('ns/c', inShard(2))).end();
 });

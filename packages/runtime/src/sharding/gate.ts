@@ -1,34 +1,34 @@
 /**
  * @module sharding/gate
- * Which requests this replica reconciles now: those whose object's bucket (its `opkit.dev/shard` label) is active
+ * Which requests this replica reconciles now: those whose object's shard (its `opkit.dev/shard` label) is active
  * here, while this replica's member Lease is fresh. The gate is what a sharded controller asks before each reconcile
  * (`RequestGate`), what each request of an admitted reconcile asks right before it is sent (the ticket's `guard`), and
  * what a hand-off drains.
  *
  * Guarantees:
- * - A request is admitted only while its bucket is active and `holds()` answers true (the member Lease is fresh by the
- *   monotonic clock at that moment; asking may stop every bucket, as a stale Lease does). An admitted reconcile's
+ * - A request is admitted only while its shard is active and `holds()` answers true (the member Lease is fresh by the
+ *   monotonic clock at that moment; asking may stop every shard, as a stale Lease does). An admitted reconcile's
  *   requests are refused (`Aborted`) from the moment its ticket is withdrawn, or `holds()` answers false: the check
  *   runs where the work starts and before each request, never only in a timer that may run late after a pause.
  * - `deactivate(s)` admits nothing of `s` from then on, and `drained(s)` resolves once every admitted reconcile of `s`
- *   has ended; `abort(s)` aborts their signals (and with them their requests), `abortAll()` those of every bucket,
- *   active or draining. A bucket's signal is a new one each time it is activated.
- * - One object, one replica: `left(key, bucket)` aborts at once the reconciles of an object that left for a bucket not
+ *   has ended; `abort(s)` aborts their signals (and with them their requests), `abortAll()` those of every shard,
+ *   active or draining. A shard's signal is a new one each time it is activated.
+ * - One object, one replica: `left(key, shard)` aborts at once the reconciles of an object that left for a shard not
  *   active here (relabelled, or deleted); `arrived(key)` holds back the requests of an object that came into an active
- *   bucket after it was listed (a relabelling, by the look of it) for `holdMs` — the old holder's bound for noticing the
+ *   shard after it was listed (a relabelling, by the look of it) for `holdMs` — the old holder's bound for noticing the
  *   move and aborting — answering `retryAfterMs` until then.
  */
 
 import type { KubeObject } from '../client/resource.ts';
 import type { GateAnswer, RequestGate } from '../controller/controller.ts';
 import { type Clock, realClock } from '../workqueue/index.ts';
-import { bucketOfLabel, SHARD_LABEL } from './ring.ts';
+import { SHARD_LABEL, shardOfLabel } from './ring.ts';
 
 /** What a gate is made with. */
 export interface ShardGateOptions {
   /** Whether this replica may act now (its member Lease fresh); asked before each admission and each request. */
   readonly holds?: () => boolean;
-  /** How long an object that arrived in an active bucket by relabelling is held back (default 3 s). */
+  /** How long an object that arrived in an active shard by relabelling is held back (default 3 s). */
   readonly holdMs?: number;
   /** The monotonic clock the holds are timed on. */
   readonly clock?: Clock;
@@ -39,7 +39,7 @@ function refusal(why: string): DOMException {
   return new DOMException(`sharding: ${why}`, 'AbortError');
 }
 
-/** The buckets active on this replica and the reconciles under way in each. */
+/** The shards active on this replica and the reconciles under way in each. */
 export class ShardGate implements RequestGate {
   readonly partitionLabel = SHARD_LABEL;
   readonly #holds: () => boolean;
@@ -50,8 +50,8 @@ export class ShardGate implements RequestGate {
   readonly #draining = new Map<number, AbortController>();
   readonly #inFlight = new Map<number, number>();
   readonly #idle = new Map<number, (() => void)[]>();
-  /** The reconciles under way, by object key: their bucket and what aborts them alone. */
-  readonly #byKey = new Map<string, { bucket: number; ctl: AbortController }>();
+  /** The reconciles under way, by object key: their shard and what aborts them alone. */
+  readonly #byKey = new Map<string, { shard: number; ctl: AbortController }>();
   /** Objects held back after an arrival by relabelling: until when (monotonic). */
   readonly #held = new Map<string, number>();
 
@@ -61,36 +61,36 @@ export class ShardGate implements RequestGate {
     this.#clock = options.clock ?? realClock;
   }
 
-  /** The bucket an object is in, by its label; undefined when it has none. */
-  static bucketOf(obj: KubeObject | undefined): number | undefined {
-    return bucketOfLabel(obj?.metadata.labels?.[SHARD_LABEL]);
+  /** The shard an object is in, by its label; undefined when it has none. */
+  static shardOf(obj: KubeObject | undefined): number | undefined {
+    return shardOfLabel(obj?.metadata.labels?.[SHARD_LABEL]);
   }
 
-  /** Whether requests of bucket `s` are admitted now (the Lease not asked). */
+  /** Whether requests of shard `s` are admitted now (the Lease not asked). */
   isActive(s: number): boolean {
     return this.#active.has(s);
   }
 
-  /** The active buckets. */
+  /** The active shards. */
   get active(): number[] {
     return [...this.#active.keys()].sort((x, y) => x - y);
   }
 
   /**
-   * Throws (an `AbortError`) unless this replica may write for bucket `s` now: its Lease fresh and `s` active. For
+   * Throws (an `AbortError`) unless this replica may write for shard `s` now: its Lease fresh and `s` active. For
    * writes outside a reconcile (labelling), as a client guard.
    */
   check(s: number): void {
     if (!this.#holds()) throw refusal('the member Lease is not fresh');
-    if (!this.#active.has(s)) throw refusal(`bucket ${s} is not active here`);
+    if (!this.#active.has(s)) throw refusal(`shard ${s} is not active here`);
   }
 
-  /** Admits a request of an object in an active bucket; see `RequestGate`. */
+  /** Admits a request of an object in an active shard; see `RequestGate`. */
   admit(key: string, obj: KubeObject | undefined): GateAnswer {
-    const s = ShardGate.bucketOf(obj);
+    const s = ShardGate.shardOf(obj);
     if (s === undefined || !this.#holds()) return undefined;
-    const bucketCtl = this.#active.get(s);
-    if (!bucketCtl) return undefined;
+    const shardCtl = this.#active.get(s);
+    if (!shardCtl) return undefined;
     const until = this.#held.get(key);
     if (until !== undefined) {
       const left = until - this.#clock.now();
@@ -98,8 +98,8 @@ export class ShardGate implements RequestGate {
       this.#held.delete(key);
     }
     const ctl = new AbortController();
-    const signal = AbortSignal.any([bucketCtl.signal, ctl.signal]);
-    const mine = { bucket: s, ctl };
+    const signal = AbortSignal.any([shardCtl.signal, ctl.signal]);
+    const mine = { shard: s, ctl };
     this.#byKey.set(key, mine);
     this.#inFlight.set(s, (this.#inFlight.get(s) ?? 0) + 1);
     let ended = false;
@@ -125,16 +125,16 @@ export class ShardGate implements RequestGate {
   }
 
   /**
-   * The object of `key` is now in bucket `now` (undefined: it left every partition here — relabelled away or deleted):
+   * The object of `key` is now in shard `now` (undefined: it left every partition here — relabelled away or deleted):
    * unless `now` is active here, its reconcile under way (if any) aborts at once.
    */
   left(key: string, now: number | undefined): void {
     const r = this.#byKey.get(key);
     if (!r || (now !== undefined && this.#active.has(now))) return;
-    r.ctl.abort(refusal(`the object left bucket ${r.bucket}`));
+    r.ctl.abort(refusal(`the object left shard ${r.shard}`));
   }
 
-  /** The object of `key` came into an active bucket after its initial list: hold its requests back for `holdMs`. */
+  /** The object of `key` came into an active shard after its initial list: hold its requests back for `holdMs`. */
   arrived(key: string): void {
     this.#held.set(key, this.#clock.now() + this.#holdMs);
   }
@@ -158,7 +158,7 @@ export class ShardGate implements RequestGate {
     this.#draining.get(s)?.abort(reason);
   }
 
-  /** Deactivates every bucket and aborts every reconcile under way, now. */
+  /** Deactivates every shard and aborts every reconcile under way, now. */
   abortAll(reason: unknown): void {
     for (const s of [...this.#active.keys()]) this.deactivate(s);
     for (const ctl of this.#draining.values()) ctl.abort(reason);

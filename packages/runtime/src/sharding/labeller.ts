@@ -1,17 +1,17 @@
 /**
  * @module sharding/labeller
- * Gives each object of a sharded kind without a valid bucket label (`opkit.dev/shard`) its bucket: a metadata-only
+ * Gives each object of a sharded kind without a valid shard label (`opkit.dev/shard`) its shard: a metadata-only
  * watch of the objects without a valid one (`notin (0,…,31)`: few at any time, so it costs little memory), and a
- * rate-limited work queue whose workers label those in buckets this replica runs. A primary object's bucket is the
+ * rate-limited work queue whose workers label those in shards this replica runs. A primary object's shard is the
  * hash of its shard key (new objects); a child's is its controller owner's, as cached (a child created by hand without
  * it, or whose label was removed by a full update).
  *
  * Guarantees: at most `concurrency` label writes are in flight; a write that fails (429, a timeout, a Conflict) is
- * retried with per-object backoff, one that finds the object gone is dropped; an object in a bucket this replica does
- * not run is left to the replica that does (`rescan` queues everything again when a bucket starts here), and each
- * write asks `guard` right before it is sent, so none goes out for a bucket this replica stopped running. Labels are
+ * retried with per-object backoff, one that finds the object gone is dropped; an object in a shard this replica does
+ * not run is left to the replica that does (`rescan` queues everything again when a shard starts here), and each
+ * write asks `guard` right before it is sent, so none goes out for a shard this replica stopped running. Labels are
  * written with a merge patch of the label alone, so the write never conflicts with the object's other changes. The
- * keys this labeller labelled in the last `recentMs` are known (`labelled`): their arrival in a bucket is a creation,
+ * keys this labeller labelled in the last `recentMs` are known (`labelled`): their arrival in a shard is a creation,
  * not a move.
  */
 import { Informer } from '../cache/informer.ts';
@@ -19,12 +19,12 @@ import type { Client } from '../client/client.ts';
 import { isApiError } from '../client/errors.ts';
 import { type Kind, type KubeObject, keyOf, metadataOnly, parseKey } from '../client/resource.ts';
 import { messageOf } from '../errors.ts';
-import { ALL_BUCKET_VALUES, SHARD_LABEL } from '../helpers/shardlabel.ts';
+import { ALL_SHARD_VALUES, SHARD_LABEL } from '../helpers/shardlabel.ts';
 import type { Logger } from '../logger.ts';
 import { WorkQueue } from '../workqueue/index.ts';
 
-/** The selector of objects without a valid bucket label. */
-export const UNLABELLED = `${SHARD_LABEL} notin (${ALL_BUCKET_VALUES.join(',')})`;
+/** The selector of objects without a valid shard label. */
+export const UNLABELLED = `${SHARD_LABEL} notin (${ALL_SHARD_VALUES.join(',')})`;
 
 /** What a labeller is made with. */
 export interface LabellerOptions {
@@ -33,19 +33,19 @@ export interface LabellerOptions {
   /** The namespaces to watch (undefined: all). */
   readonly namespaces: readonly string[] | undefined;
   readonly log: Logger;
-  /** The bucket an object belongs in, or undefined when it is none of this replica's business. */
-  readonly bucketOf: (obj: KubeObject) => number | undefined;
-  /** Whether this replica runs the bucket now. */
-  readonly runs: (bucket: number) => boolean;
-  /** Asked right before each label write of `bucket` is sent: throws to refuse it (the bucket stopped here). */
-  readonly guard: (bucket: number) => void;
+  /** The shard an object belongs in, or undefined when it is none of this replica's business. */
+  readonly shardOf: (obj: KubeObject) => number | undefined;
+  /** Whether this replica runs the shard now. */
+  readonly runs: (shard: number) => boolean;
+  /** Asked right before each label write of `shard` is sent: throws to refuse it (the shard stopped here). */
+  readonly guard: (shard: number) => void;
   /** How long a labelled key stays known as such (default 60 s). */
   readonly recentMs?: number;
   /** Label writes in flight at most (default 4). */
   readonly concurrency?: number;
 }
 
-/** Labels the unlabelled objects of one sharded kind in the buckets this replica runs; see the module comment. */
+/** Labels the unlabelled objects of one sharded kind in the shards this replica runs; see the module comment. */
 export class Labeller {
   readonly #o: LabellerOptions;
   readonly #informer: Informer<KubeObject>;
@@ -73,7 +73,7 @@ export class Labeller {
     for (let i = 0; i < (this.#o.concurrency ?? 4); i++) void this.#worker(signal);
   }
 
-  /** Queues every object still without a label (a bucket started here). */
+  /** Queues every object still without a label (a shard started here). */
   rescan(): void {
     for (const key of this.#informer.store.keys()) this.#queue.add(key);
   }
@@ -99,25 +99,25 @@ export class Labeller {
   async #label(key: string, signal: AbortSignal): Promise<void> {
     const obj = this.#informer.store.get(key);
     const ref = parseKey(key);
-    const bucket = obj ? this.#o.bucketOf(obj) : undefined;
-    if (bucket === undefined || !this.#o.runs(bucket)) {
+    const shard = obj ? this.#o.shardOf(obj) : undefined;
+    if (shard === undefined || !this.#o.runs(shard)) {
       this.#queue.forget(key);
       return;
     }
     try {
-      const patch = { metadata: { labels: { [SHARD_LABEL]: String(bucket) } } };
-      const client = this.#o.client.withGuard(() => this.#o.guard(bucket));
+      const patch = { metadata: { labels: { [SHARD_LABEL]: String(shard) } } };
+      const client = this.#o.client.withGuard(() => this.#o.guard(shard));
       this.#remember(key); // before the write: its watch event may come before its answer
       await client.patch(metadataOnly(this.#o.kind), ref, patch, { signal });
       this.#queue.forget(key);
-      this.#o.log.debug({ ...ref, bucket }, 'sharding: labelled');
+      this.#o.log.debug({ ...ref, shard }, 'sharding: labelled');
     } catch (err) {
       if (isApiError(err, 'NotFound') || signal.aborted) {
         this.#queue.forget(key);
         return;
       }
       if (isApiError(err, 'Aborted')) {
-        // the bucket stopped here meanwhile: its new holder labels it
+        // the shard stopped here meanwhile: its new holder labels it
         this.#queue.forget(key);
         return;
       }

@@ -1,7 +1,8 @@
 /**
  * @module sharding/labels
  * The labels of a ring's Leases: every Lease of a ring carries `opkit.dev/shard-ring: <ring>`, and
- * `opkit.dev/shard-role: member` (a replica's) or `shard` (a bucket's fence).
+ * `opkit.dev/shard-role: member` (a replica's) or `shard` (a shard's fence). The label on sharded objects is
+ * helpers/shardlabel.ts.
  */
 
 /** The label every Lease of a ring carries (its value: the ring's name). */

@@ -10,11 +10,11 @@
 import { type Lease, Leases } from '../client/builtins.ts';
 import { isApiError } from '../client/errors.ts';
 import { messageOf } from '../errors.ts';
-import { holderSpec, LeaseHold } from '../internal/lease.ts';
 import { withTimeout } from '../internal/sleep.ts';
+import { holderSpec, LeaseHold } from '../lease/lease.ts';
 import type { Logger } from '../logger.ts';
 import type { Clock } from '../workqueue/index.ts';
-import type { ShardLeaseClient } from './coordinator.ts';
+import type { ShardLeaseClient } from './host.ts';
 import { DEAD_ANNOTATION, RING_LABEL, ROLE_LABEL } from './labels.ts';
 
 /** What a member Lease is made with. */

@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { type BucketPhase, type BucketStep, isHeld, nextStep } from './plan.ts';
+import { isHeld, nextStep, type ShardPhase, type ShardStep } from './plan.ts';
 
 const ME = 'me';
 
 /** [phase, fence holder (undefined: no fence), owner, holder dead, listed since our write, step] */
-type Row = [BucketPhase, string | undefined, string | undefined, boolean, boolean, BucketStep];
+type Row = [ShardPhase, string | undefined, string | undefined, boolean, boolean, ShardStep];
 
 const ROWS: Row[] = [
   // a hand-off under way is never interrupted, and a list older than our last write decides nothing

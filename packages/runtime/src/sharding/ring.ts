@@ -2,21 +2,21 @@
  * @module sharding/ring
  * Where an object belongs and which replica owns it: the pure half of sharding.
  *
- * - `bucketOf(key)`: the object's bucket, 0 … `SHARD_BUCKETS − 1`, from its key (`namespace/name`, or the namespace
+ * - `shardOf(key)`: the object's shard, 0 … `SHARD_COUNT − 1`, from its key (`namespace/name`, or the namespace
  *   alone): the 64-bit FNV-1a hash, mixed (murmur3's finalizer), then its top 5 bits. The mixing matters: FNV-1a's top
  *   bits hardly depend on the last bytes, so names that differ only at the end (`web-1`, `web-2`) would share a
- *   bucket.
- * - `assignBuckets(members)`: which member owns each bucket: rendezvous hashing (each bucket prefers the member with
- *   the highest hash of bucket and member) with bounded loads (each member owns ⌊buckets / members⌋ or one more), so
- *   the split is even within one bucket and a join or a leave moves few more buckets than the ones that must move.
+ *   shard.
+ * - `assignShards(members)`: which member owns each shard: rendezvous hashing (each shard prefers the member with
+ *   the highest hash of shard and member) with bounded loads (each member owns ⌊shards / members⌋ or one more), so
+ *   the split is even within one shard and a join or a leave moves few more shards than the ones that must move.
  *
  * Guarantees: both are deterministic functions of their input — every replica that sees the same members computes
  * the same owners, whatever order it saw them in.
  */
 
-import { SHARD_BUCKETS } from '../helpers/shardlabel.ts';
+import { SHARD_COUNT } from '../helpers/shardlabel.ts';
 
-export { ALL_BUCKET_VALUES, bucketOfLabel, SHARD_BUCKETS, SHARD_LABEL, shardLabelsOf } from '../helpers/shardlabel.ts';
+export { ALL_SHARD_VALUES, SHARD_COUNT, SHARD_LABEL, shardLabelsOf, shardOfLabel } from '../helpers/shardlabel.ts';
 
 const FNV_OFFSET = 0xcbf29ce484222325n;
 const FNV_PRIME = 0x100000001b3n;
@@ -38,26 +38,26 @@ export function mix64(h: bigint): bigint {
   return x ^ (x >> 33n);
 }
 
-/** The bucket of an object's shard key: the top 5 bits of its mixed hash. */
-export function bucketOf(shardKey: string): number {
+/** The shard of an object's shard key: the top 5 bits of its mixed hash. */
+export function shardOf(shardKey: string): number {
   return Number(mix64(fnv1a64(shardKey)) >> 59n);
 }
 
 /**
- * The owner of each bucket (index = bucket) among `members` (identities), or an empty array when there are none:
- * rendezvous hashing with bounded loads (see the module comment). Each member may own ⌊buckets / members⌋ buckets, and
- * the members first by the hash of their name one more, until every bucket is counted; each bucket in turn goes to the
+ * The owner of each shard (index = shard) among `members` (identities), or an empty array when there are none:
+ * rendezvous hashing with bounded loads (see the module comment). Each member may own ⌊shards / members⌋ shards, and
+ * the members first by the hash of their name one more, until every shard is counted; each shard in turn goes to the
  * member it ranks highest that has room left.
  */
-export function assignBuckets(members: readonly string[], buckets = SHARD_BUCKETS): string[] {
+export function assignShards(members: readonly string[], shards = SHARD_COUNT): string[] {
   const unique = [...new Set(members)].sort();
   if (unique.length === 0) return [];
-  const room = new Map(unique.map((m) => [m, Math.floor(buckets / unique.length)]));
-  const extra = buckets % unique.length;
+  const room = new Map(unique.map((m) => [m, Math.floor(shards / unique.length)]));
+  const extra = shards % unique.length;
   const byHash = [...unique].sort((x, y) => compare(score(`+${x}`), score(`+${y}`), x, y));
   for (const m of byHash.slice(0, extra)) room.set(m, (room.get(m) ?? 0) + 1);
   const owners: string[] = [];
-  for (let b = 0; b < buckets; b++) {
+  for (let b = 0; b < shards; b++) {
     const ranked = unique.map((m) => ({ m, s: score(`${b}\u0000${m}`) })).sort((x, y) => compare(x.s, y.s, x.m, y.m));
     const pick = ranked.find((r) => (room.get(r.m) ?? 0) > 0) ?? ranked[0];
     if (!pick) continue;

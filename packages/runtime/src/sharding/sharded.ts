@@ -1,25 +1,25 @@
 /**
  * @module sharding/sharded
- * A manager's sharding: the coordinator (coordinator.ts) decides which buckets this replica holds; this module runs
- * them. Taking a bucket caches its objects (one list and watch per partitioned kind: the controllers' primary and
+ * A manager's sharding: the coordinator (coordinator.ts) decides which shards this replica holds; this module runs
+ * them. Taking a shard caches its objects (one list and watch per partitioned kind: the controllers' primary and
  * owned kinds, by their `opkit.dev/shard` label), then admits its requests (gate.ts) and enqueues its objects.
  * Handing one off stops admitting, drains the reconciles under way (for the drain time, then aborts them), and drops
- * its objects from the cache. The labeller (labeller.ts) gives each primary object without a valid label its bucket, from the hash
+ * its objects from the cache. The labeller (labeller.ts) gives each primary object without a valid label its shard, from the hash
  * of its shard key (ring.ts); children written through `ctx.create` / `ctx.apply` carry their owner's label from the
  * start.
  *
  * Guarantees:
- * - A bucket's requests are admitted only once every partitioned kind has listed it, and only while the member Lease
+ * - A shard's requests are admitted only once every partitioned kind has listed it, and only while the member Lease
  *   is fresh by the monotonic clock at that moment (gate.ts); every request of an admitted reconcile, and every label
  *   write, asks the same right before it is sent. So a replica resumed after a pause past its Lease sends nothing for
- *   a bucket: its first check stops every bucket.
+ *   a shard: its first check stops every shard.
  * - A hand-off returns only when none of its reconciles runs any more (their requests aborted past the drain time); a
  *   stale member Lease aborts every reconcile at once.
- * - One object, one replica: an object that leaves a bucket held here for one that is not (a relabel, a delete) has
- *   its reconcile aborted as soon as the cache sees it; one that arrives in a held bucket after its list, not by this
+ * - One object, one replica: an object that leaves a shard held here for one that is not (a relabel, a delete) has
+ *   its reconcile aborted as soon as the cache sees it; one that arrives in a held shard after its list, not by this
  *   replica's labelling, is held back for the drain time plus the abort margin, the bound for the old holder to see
  *   the move and abort. What remains: an old holder whose watch lags the new holder's by more than that.
- * - A bucket whose caches do not list within `syncTimeoutMs` is given up (uncached, logged, counted in
+ * - A shard whose caches do not list within `syncTimeoutMs` is given up (uncached, logged, counted in
  *   `opkit_shard_sync_timeouts_total`): the coordinator frees its fence and takes it again in a later round.
  * - At start, before joining, children of the primary kinds that lack the label (written before the operator was
  *   sharded) get their owner's, so no replica misses a child and makes it again; afterwards a child that loses its
@@ -42,11 +42,11 @@ import { LOW_PRIORITY } from '../workqueue/index.ts';
 import { ShardCoordinator, type ShardHost } from './coordinator.ts';
 import { ShardGate } from './gate.ts';
 import { Labeller, UNLABELLED } from './labeller.ts';
-import { bucketOf, SHARD_LABEL } from './ring.ts';
+import { SHARD_LABEL, shardOf } from './ring.ts';
 
 /** How long past the abort a hand-off waits for reconciles to return (their requests have aborted). */
 const ABORT_MARGIN_MS = 1_000;
-/** How long a bucket's caches may take to list before the bucket is given up (controller-runtime's cache sync). */
+/** How long a shard's caches may take to list before the shard is given up (controller-runtime's cache sync). */
 const SYNC_TIMEOUT_MS = 120_000;
 
 /** Sharding: every replica active, each on a share of the objects (see docs/sharding.md). */
@@ -63,15 +63,15 @@ export interface ShardingSettings {
   /** This replica's identity (default: the instance name + 5 random characters). */
   readonly identity?: string;
   /**
-   * What decides an object's bucket: `name` (default: `namespace/name`, so objects spread evenly) or `namespace`
+   * What decides an object's shard: `name` (default: `namespace/name`, so objects spread evenly) or `namespace`
    * (a namespace's objects stay together, for operators that read across objects of a namespace).
    */
   readonly key?: 'name' | 'namespace';
-  /** How long others wait, after a member's Lease last changed, before taking its buckets (default 15 s). */
+  /** How long others wait, after a member's Lease last changed, before taking its shards (default 15 s). */
   readonly leaseDurationMs?: number;
-  /** How long a replica keeps working without renewing its Lease before it stops every bucket (default 10 s). */
+  /** How long a replica keeps working without renewing its Lease before it stops every shard (default 10 s). */
   readonly renewDeadlineMs?: number;
-  /** How often Leases are renewed and buckets re-checked (default 2 s). */
+  /** How often Leases are renewed and shards re-checked (default 2 s). */
   readonly retryPeriodMs?: number;
 }
 
@@ -91,9 +91,9 @@ export interface ShardingParts {
   readonly events: EventRecorder;
   /** The drain time of a hand-off (the manager's `gracefulShutdownTimeoutMs`). */
   readonly drainMs: number;
-  /** The sharded controllers (read when buckets change hands). */
+  /** The sharded controllers (read when shards change hands). */
   readonly controllers: () => readonly Controller[];
-  /** How long a bucket's caches may take to list before it is given up (default 2 min). */
+  /** How long a shard's caches may take to list before it is given up (default 2 min). */
   readonly syncTimeoutMs?: number;
 }
 
@@ -108,7 +108,7 @@ export function shardIdentity(base: string): string {
   return `${clean}-${randomBytes(4).toString('hex').slice(0, 5)}`;
 }
 
-/** Runs the buckets this replica holds; a `Runnable` on every replica (see the module comment). */
+/** Runs the shards this replica holds; a `Runnable` on every replica (see the module comment). */
 export class Sharding implements ShardHost {
   readonly gate: ShardGate;
   readonly needLeaderElection = false;
@@ -146,50 +146,50 @@ export class Sharding implements ShardHost {
     });
   }
 
-  /** Labels what needs it, then runs the coordinator until `signal` aborts (it releases every bucket then). */
+  /** Labels what needs it, then runs the coordinator until `signal` aborts (it releases every shard then). */
   async start(signal: AbortSignal): Promise<void> {
     await this.#labelChildren(signal);
     const primaries = this.#primaryKinds();
     const labeller = (kind: Kind, of: (obj: KubeObject) => number | undefined) => {
       const l = new Labeller({
         ...{ client: this.#p.client, kind, namespaces: this.#p.cache.namespacesOf(kind), log: this.#log },
-        ...{ bucketOf: of, runs: (b: number) => this.gate.isActive(b), guard: (b: number) => this.gate.check(b) },
+        ...{ shardOf: of, runs: (b: number) => this.gate.isActive(b), guard: (b: number) => this.gate.check(b) },
       });
       l.start(signal);
       this.#labellers.push(l);
       return l;
     };
     for (const kind of primaries) {
-      const l = labeller(kind, (obj) => bucketOf(this.#keyOf(obj.metadata.namespace, obj.metadata.name ?? '')));
+      const l = labeller(kind, (obj) => shardOf(this.#keyOf(obj.metadata.namespace, obj.metadata.name ?? '')));
       this.#follow(kind, l);
     }
-    for (const inf of this.#ownedInformers(primaries)) labeller(inf.resource, (child) => this.#ownerBucket(child));
+    for (const inf of this.#ownedInformers(primaries)) labeller(inf.resource, (child) => this.#ownerShard(child));
     await this.coordinator.run(signal);
   }
 
   /**
-   * Tells the gate when a primary object of `kind` leaves a bucket (its reconcile here aborts unless the new bucket is
+   * Tells the gate when a primary object of `kind` leaves a shard (its reconcile here aborts unless the new shard is
    * held here too) or arrives in a held one after its list, not by `labeller` (held back for the old holder's bound).
    */
   #follow(kind: Kind, labeller: Labeller): void {
     const gate = this.gate;
     this.#p.cache.informer(kind).addEventHandler({
       add: (obj) => {
-        const b = ShardGate.bucketOf(obj);
+        const b = ShardGate.shardOf(obj);
         const key = keyOf(obj);
         if (b !== undefined && gate.isActive(b) && !labeller.labelled(key)) gate.arrived(key);
       },
       update: (old, obj) => {
-        const b = ShardGate.bucketOf(obj);
-        if (b !== ShardGate.bucketOf(old)) gate.left(keyOf(obj), b);
+        const b = ShardGate.shardOf(obj);
+        if (b !== ShardGate.shardOf(old)) gate.left(keyOf(obj), b);
       },
       delete: (obj) => gate.left(keyOf(obj), undefined),
     });
   }
 
   /** See `ShardHost.acquire`. */
-  async acquire(bucket: number, signal: AbortSignal): Promise<boolean> {
-    const value = String(bucket);
+  async acquire(shard: number, signal: AbortSignal): Promise<boolean> {
+    const value = String(shard);
     const timeoutMs = this.#p.syncTimeoutMs ?? SYNC_TIMEOUT_MS;
     const timedOut = AbortSignal.timeout(timeoutMs);
     const until = AbortSignal.any([signal, timedOut]);
@@ -198,36 +198,36 @@ export class Sharding implements ShardHost {
     if (!listed.every(Boolean)) {
       this.#metrics.syncTimeouts.inc({});
       this.#log.error(
-        { bucket, timeoutMs },
-        'sharding: the caches did not list the bucket in time: giving it up (taken again in a later round)',
+        { shard, timeoutMs },
+        'sharding: the caches did not list the shard in time: giving it up (taken again in a later round)',
       );
       await Promise.all(this.#p.cache.partitioned().map((i) => i.removePartition(value)));
       return false;
     }
-    this.gate.activate(bucket);
+    this.gate.activate(shard);
     for (const c of this.#p.controllers()) {
       const [primary] = c.resources();
       if (!primary) continue;
       for (const obj of this.#p.cache.informer(primary).store.values())
-        if (ShardGate.bucketOf(obj) === bucket) c.enqueue(refOf(obj), LOW_PRIORITY);
+        if (ShardGate.shardOf(obj) === shard) c.enqueue(refOf(obj), LOW_PRIORITY);
     }
     for (const l of this.#labellers) l.rescan();
     return true;
   }
 
   /** See `ShardHost.release`. */
-  async release(bucket: number, now = false): Promise<void> {
-    this.gate.deactivate(bucket);
-    if (now) this.gate.abort(bucket, new DOMException('the fence names another holder', 'AbortError'));
-    if (!(await within(this.gate.drained(bucket), now ? 0 : this.#p.drainMs))) {
+  async release(shard: number, now = false): Promise<void> {
+    this.gate.deactivate(shard);
+    if (now) this.gate.abort(shard, new DOMException('the fence names another holder', 'AbortError'));
+    if (!(await within(this.gate.drained(shard), now ? 0 : this.#p.drainMs))) {
       this.#log.warn(
-        { bucket, inFlight: this.gate.inFlight(bucket) },
+        { shard, inFlight: this.gate.inFlight(shard) },
         'sharding: hand-off: aborting reconciles past the drain time',
       );
-      this.gate.abort(bucket, new DOMException('the bucket is handed off', 'AbortError'));
-      await within(this.gate.drained(bucket), ABORT_MARGIN_MS);
+      this.gate.abort(shard, new DOMException('the shard is handed off', 'AbortError'));
+      await within(this.gate.drained(shard), ABORT_MARGIN_MS);
     }
-    await Promise.all(this.#p.cache.partitioned().map((i) => i.removePartition(String(bucket))));
+    await Promise.all(this.#p.cache.partitioned().map((i) => i.removePartition(String(shard))));
   }
 
   /** See `ShardHost.lose`. */
@@ -256,27 +256,27 @@ export class Sharding implements ShardHost {
     return this.#p.cache.partitioned().filter((i) => !primaries.some((p) => resourceId(p) === resourceId(i.resource)));
   }
 
-  /** The bucket of a child's controller owner when this replica caches that owner (a primary object), else undefined. */
-  #ownerBucket(child: KubeObject): number | undefined {
+  /** The shard of a child's controller owner when this replica caches that owner (a primary object), else undefined. */
+  #ownerShard(child: KubeObject): number | undefined {
     const ref = child.metadata.ownerReferences?.find((o) => o.controller);
     if (!ref) return undefined;
     for (const kind of this.#primaryKinds()) {
       if (kind.kind !== ref.kind || kind.apiVersion !== ref.apiVersion) continue;
       const key = child.metadata.namespace ? `${child.metadata.namespace}/${ref.name}` : ref.name;
       const owner = this.#p.cache.informer(kind).store.get(key);
-      if (owner?.metadata.uid === ref.uid) return ShardGate.bucketOf(owner);
+      if (owner?.metadata.uid === ref.uid) return ShardGate.shardOf(owner);
     }
     return undefined;
   }
 
   /**
    * Children of the primary kinds (the owned kinds' objects controlled by one) without a valid label get their
-   * owner's bucket: one paginated list per owned kind, once, before joining.
+   * owner's shard: one paginated list per owned kind, once, before joining.
    */
   async #labelChildren(signal: AbortSignal): Promise<void> {
     const primaries = this.#primaryKinds();
     const owned = this.#ownedInformers(primaries);
-    const bucketOfOwner = this.#ownerBuckets(primaries, signal);
+    const shardOfOwner = this.#ownerShards(primaries, signal);
     for (const inf of owned)
       for (const namespace of this.#p.cache.namespacesOf(inf.resource) ?? [undefined]) {
         const kind = metadataOnly(inf.resource);
@@ -284,9 +284,9 @@ export class Sharding implements ShardHost {
           const options = { labelSelector: UNLABELLED, signal, ...(namespace ? { namespace } : {}) };
           for await (const page of this.#p.client.listPages(kind, options))
             for (const child of page.items) {
-              const bucket = await bucketOfOwner(child);
-              if (bucket === undefined) continue;
-              const patch = { metadata: { labels: { [SHARD_LABEL]: String(bucket) } } };
+              const shard = await shardOfOwner(child);
+              if (shard === undefined) continue;
+              const patch = { metadata: { labels: { [SHARD_LABEL]: String(shard) } } };
               await this.#p.client.patch(kind, refOf(child), patch, { signal }).catch((err: unknown) => {
                 if (!isApiError(err, 'NotFound')) throw err;
               });
@@ -300,10 +300,10 @@ export class Sharding implements ShardHost {
   }
 
   /**
-   * The bucket of a child's controller owner when that is a primary object: the owner's label (read once per owner),
+   * The shard of a child's controller owner when that is a primary object: the owner's label (read once per owner),
    * else the hash of its key, as the labeller will label it.
    */
-  #ownerBuckets(primaries: readonly Kind[], signal: AbortSignal): (child: KubeObject) => Promise<number | undefined> {
+  #ownerShards(primaries: readonly Kind[], signal: AbortSignal): (child: KubeObject) => Promise<number | undefined> {
     const known = new Map<string, number>();
     return async (child) => {
       const ref = child.metadata.ownerReferences?.find((o) => o.controller);
@@ -315,9 +315,9 @@ export class Sharding implements ShardHost {
       if (cached !== undefined) return cached;
       const at = { ...(child.metadata.namespace ? { namespace: child.metadata.namespace } : {}), name: ref.name };
       const owner = await this.#p.client.getIfExists(metadataOnly(kind), at, { signal });
-      const bucket = ShardGate.bucketOf(owner) ?? bucketOf(this.#keyOf(child.metadata.namespace, ref.name));
-      known.set(ref.uid, bucket);
-      return bucket;
+      const shard = ShardGate.shardOf(owner) ?? shardOf(this.#keyOf(child.metadata.namespace, ref.name));
+      known.set(ref.uid, shard);
+      return shard;
     };
   }
 
@@ -333,17 +333,17 @@ export class Sharding implements ShardHost {
     const me = this.#identity;
     return {
       round: (held: number, members: number) => {
-        m.buckets.set({}, held);
+        m.shards.set({}, held);
         m.members.set({}, members);
       },
       handoff: (b: number, direction: 'acquired' | 'released' | 'lost', _f: unknown, from?: string) => {
         m.handoffs.inc({ direction });
         const [type, reason, note] =
           direction === 'acquired'
-            ? (['Normal', 'ShardAcquired', `${me} took bucket ${b}${from ? ` from ${from}` : ''}`] as const)
+            ? (['Normal', 'ShardAcquired', `${me} took shard ${b}${from ? ` from ${from}` : ''}`] as const)
             : direction === 'released'
-              ? (['Normal', 'ShardReleased', `${me} handed bucket ${b} off, its reconciles drained`] as const)
-              : (['Warning', 'ShardLost', `${me} stopped bucket ${b}: its member Lease went stale`] as const);
+              ? (['Normal', 'ShardReleased', `${me} handed shard ${b} off, its reconciles drained`] as const)
+              : (['Warning', 'ShardLost', `${me} stopped shard ${b}: its member Lease went stale`] as const);
         events.event(Leases, fence(b), type, reason, note);
       },
       rebalanced: (seconds: number) => m.rebalance.observe({}, seconds),
@@ -358,7 +358,7 @@ function refOf(obj: KubeObject): { namespace?: string; name: string } {
 function shardSeries(metrics: Metrics) {
   const r = metrics.registry;
   return {
-    buckets: r.gauge({ name: 'opkit_shard_buckets', help: 'Buckets this replica holds', labelNames: [] }),
+    shards: r.gauge({ name: 'opkit_shards_held', help: 'Shards this replica holds', labelNames: [] }),
     members: r.gauge({
       name: 'opkit_shard_members',
       help: 'Live members of the ring this replica sees',
@@ -366,17 +366,17 @@ function shardSeries(metrics: Metrics) {
     }),
     handoffs: r.counter({
       name: 'opkit_shard_handoffs_total',
-      help: 'Buckets this replica acquired, released (drained) or lost (its member Lease went stale)',
+      help: 'Shards this replica acquired, released (drained) or lost (its member Lease went stale)',
       labelNames: ['direction'],
     }),
     syncTimeouts: r.counter({
       name: 'opkit_shard_sync_timeouts_total',
-      help: 'Buckets given up because their caches did not list in time (taken again in a later round)',
+      help: 'Shards given up because their caches did not list in time (taken again in a later round)',
       labelNames: [],
     }),
     rebalance: r.histogram({
       name: 'opkit_shard_rebalance_seconds',
-      help: 'Time from seeing that this replica holds other buckets than it owns to holding exactly those',
+      help: 'Time from seeing that this replica holds other shards than it owns to holding exactly those',
       labelNames: [],
       buckets: [0.1, 0.5, 1, 2, 5, 10, 15, 20, 30, 60, 120],
     }),

@@ -6,11 +6,11 @@
  * Guarantees: a member is dead once its Lease has not changed (or has been missing) for the lease duration since this
  * replica first saw it that way; alive before. `live()` leaves out, besides the dead, the members that a live member
  * reports dead (`opkit.dev/shard-dead`): a replica that joined recently cannot judge them yet, and without that it
- * would compute other owners than everyone else. A report changes who owns which bucket, never who may act on one:
+ * would compute other owners than everyone else. A report changes who owns which shard, never who may act on one:
  * taking a fence still needs this replica's own judgement, or a free fence.
  */
 import type { Lease } from '../client/builtins.ts';
-import { LeaseJudge } from '../internal/lease.ts';
+import { LeaseJudge } from '../lease/lease.ts';
 import type { Clock } from '../workqueue/index.ts';
 import { DEAD_ANNOTATION } from './labels.ts';
 

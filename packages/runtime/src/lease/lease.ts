@@ -1,5 +1,5 @@
 /**
- * @module internal/lease
+ * @module lease/lease
  * The Lease primitives that leader election (manager/leader.ts) and sharding (sharding/member.ts, coordinator.ts,
  * view.ts) share, so that a rule about Lease timing is written once:
  * - the timings (client-go's defaults) and their check: leaseDuration > renewDeadline > 1.2 × retryPeriod > 0, each
@@ -22,9 +22,9 @@
  */
 import type { Lease } from '../client/builtins.ts';
 import { UsageError } from '../errors.ts';
+import { microTime } from '../internal/microtime.ts';
+import { nodeTimers } from '../internal/sleep.ts';
 import type { Clock, Timer } from '../workqueue/clock.ts';
-import { microTime } from './microtime.ts';
-import { nodeTimers } from './sleep.ts';
 
 /** client-go's defaults: lease 15 s, renew deadline 10 s, retry 2 s. */
 export const DEFAULT_LEASE_TIMINGS = {
