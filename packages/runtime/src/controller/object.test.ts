@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Jobs } from '../client/builtins.ts';
 import { UsageError } from '../errors.ts';
-import { childDeleteOptions } from './object.ts';
+import { childDeleteOptions } from './children.ts';
 
 const job = { metadata: { name: 'pi', namespace: 'batch', uid: 'u-1' } };
 
