@@ -4,6 +4,7 @@ import type { Lease } from '../client/builtins.ts';
 import { ApiError } from '../client/errors.ts';
 import type { ObjectRef } from '../client/resource.ts';
 import { UsageError } from '../errors.ts';
+import { PausableClock } from '../lease/pausable.fixture.ts';
 import { silentLogger } from '../logger.ts';
 import { FakeClock } from '../workqueue/clock.ts';
 import { type LeaderElectionOptions, LeaderElector, type LeaseClient } from './leader.ts';
@@ -181,31 +182,6 @@ function electorOptions(client: LeaseClient, world: World, identity: string): Le
     clock: world.clock,
     wallClock: world.wallClock,
   };
-}
-
-/** A candidate's clock that a pause stops: its timers that come due meanwhile run only on resume, overdue. */
-class PausableClock {
-  readonly #clock: FakeClock;
-  #paused = false;
-  readonly #due: (() => void)[] = [];
-  constructor(clock: FakeClock) {
-    this.#clock = clock;
-  }
-  now(): number {
-    return this.#clock.now();
-  }
-  setTimer(ms: number, fn: () => void) {
-    return this.#clock.setTimer(ms, () => (this.#paused ? this.#due.push(fn) : fn()));
-  }
-  pause(): void {
-    this.#paused = true;
-  }
-  /** SIGCONT: `first` runs before any overdue timer (an overdue reconcile or watch event may well come first). */
-  resume(first: () => void): void {
-    this.#paused = false;
-    first();
-    for (const fn of this.#due.splice(0)) fn();
-  }
 }
 
 function startCandidate(

@@ -9,6 +9,7 @@ import type { Lease } from '../client/builtins.ts';
 import { ApiError } from '../client/errors.ts';
 import type { ObjectRef } from '../client/resource.ts';
 import { sleep } from '../internal/sleep.ts';
+import { PausableClock } from '../lease/pausable.fixture.ts';
 import { silentLogger } from '../logger.ts';
 import { FakeClock } from '../workqueue/clock.ts';
 import { ShardCoordinator, type ShardHost, type ShardLeaseClient } from './coordinator.ts';
@@ -109,31 +110,6 @@ interface Replica {
   readonly stop: AbortController;
   readonly done: Promise<void>;
   readonly held: Set<number>;
-}
-
-/** A replica's clock that a pause stops: its timers that come due meanwhile run only on resume, overdue. */
-class PausableClock {
-  readonly #world: World;
-  #paused = false;
-  readonly #due: (() => void)[] = [];
-  constructor(world: World) {
-    this.#world = world;
-  }
-  now(): number {
-    return this.#world.clock.now();
-  }
-  setTimer(ms: number, fn: () => void) {
-    return this.#world.clock.setTimer(ms, () => (this.#paused ? this.#due.push(fn) : fn()));
-  }
-  pause(): void {
-    this.#paused = true;
-  }
-  /** SIGCONT: `first` runs before any overdue timer (an overdue reconcile or watch event may well come first). */
-  resume(first: () => void): void {
-    this.#paused = false;
-    first();
-    for (const fn of this.#due.splice(0)) fn();
-  }
 }
 
 function replica(world: World, id: string, clock: PausableClock | FakeClock = world.clock): Replica {
@@ -328,7 +304,7 @@ test('a killed replica restarted under a new identity: the others free its fence
 test('a replica resumed after a pause past its Lease acts on nothing: its first check stops every shard, before any timer', async () => {
   const w = new World();
   // a's clock: while a is paused, the world's time goes on; on resume a sees it all at once, its timers all overdue
-  const aClock = new PausableClock(w);
+  const aClock = new PausableClock(w.clock);
   const a = replica(w, 'a', aClock);
   await w.advance(6_000);
   assert.equal(a.coordinator.held.length, SHARD_COUNT);
