@@ -5,17 +5,14 @@
  * 127.0.0.1 only and on ports of their own, and the URLs they print answer.
  */
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdtemp, readdir, readFile, readlink, rm } from 'node:fs/promises';
 import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { cacheRoot, resolveBinaries, waitFor } from '@opkit/testenv';
-
-const MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
-const LINK = fileURLToPath(new URL('./fixtures/link-workspace.ts', import.meta.url));
+import { MAIN, operatorsOf, opkitSync, scaffoldProject, startOpkitRun } from './fixtures/project.ts';
 
 let work: string;
 let kubectlPath: string;
@@ -24,10 +21,9 @@ let childEnv: NodeJS.ProcessEnv;
 const kubeconfigs: Record<string, string> = {};
 const servers: Record<string, string> = {};
 
-function opkit(cwd: string, args: string[]) {
-  const r = spawnSync(process.execPath, [MAIN, ...args], { cwd, encoding: 'utf8', env: childEnv, timeout: 240_000 });
-  return { code: r.status, out: r.stdout + r.stderr };
-}
+const opkit = (cwd: string, args: string[]) => opkitSync(cwd, args, childEnv);
+const scaffold = (name: string, kind: string, webhooks: boolean) =>
+  scaffoldProject(work, name, kind, { webhooks, env: childEnv });
 
 function opkitAsync(cwd: string, args: string[]): Promise<{ code: number | null; out: string }> {
   const child = spawn(process.execPath, [MAIN, ...args], { cwd, env: childEnv });
@@ -47,35 +43,6 @@ function kubectl(cluster: string, args: string[], input?: string) {
     ...(input !== undefined ? { input } : {}),
   });
   return { code: r.status, out: r.stdout + r.stderr };
-}
-
-/** A project as `opkit init` + `create api --controller` (+ `create webhook`) make it, its packages linked. */
-function scaffold(name: string, kind: string, webhooks: boolean): string {
-  const init = opkit(work, ['init', name, '--domain', 'example.org']);
-  assert.equal(init.code, 0, init.out);
-  const dir = join(work, name);
-  const link = spawnSync(process.execPath, [LINK, dir], { encoding: 'utf8' });
-  assert.equal(link.status, 0, link.stderr);
-  const api = ['--group', 'toys', '--version', 'v1', '--kind', kind];
-  const created = opkit(dir, ['create', 'api', ...api, '--controller']);
-  assert.equal(created.code, 0, created.out);
-  if (webhooks) {
-    const hooks = opkit(dir, ['create', 'webhook', ...api, '--defaulting', '--validation']);
-    assert.equal(hooks.code, 0, hooks.out);
-  }
-  return dir;
-}
-
-/** The pids whose parent is `pid`. */
-async function childrenOf(pid: number): Promise<number[]> {
-  const out: number[] = [];
-  for (const entry of await readdir('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    const stat = await readFile(`/proc/${entry}/stat`, 'utf8').catch(() => '');
-    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-    if (ppid === pid) out.push(Number(entry));
-  }
-  return out;
 }
 
 /** An address of /proc/net/tcp{,6} (hex, in host byte order per 32-bit word) as text. */
@@ -132,27 +99,7 @@ function get(url: string, token?: string): Promise<{ status: number; body: strin
   });
 }
 
-interface Run {
-  readonly child: ChildProcess;
-  log: string;
-  readonly exited: Promise<number | null>;
-}
-
-function startRun(dir: string, args: string[]): Run {
-  const child = spawn(process.execPath, [MAIN, 'run', ...args], {
-    cwd: dir,
-    env: childEnv,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const run: Run = { child, log: '', exited: new Promise((resolve) => child.once('exit', (code) => resolve(code))) };
-  child.stdout?.setEncoding('utf8').on('data', (c: string) => {
-    run.log += c;
-  });
-  child.stderr?.setEncoding('utf8').on('data', (c: string) => {
-    run.log += c;
-  });
-  return run;
-}
+const startRun = (dir: string, args: string[]) => startOpkitRun(dir, args, childEnv);
 
 /** The URLs a run printed: `opkit: metrics: URL`, `opkit: health: URL/healthz and /readyz`, `opkit: webhooks: URL`. */
 function printedUrls(log: string) {
@@ -263,7 +210,7 @@ describe('opkit run chooses the local cluster', () => {
           .sort(),
       );
       for (const [i, run] of runs.entries()) {
-        const operators = await childrenOf(run.child.pid ?? 0);
+        const operators = await operatorsOf(run.child.pid ?? 0, [gadgets, gizmos][i] ?? '');
         assert.equal(operators.length, 1, `one operator process under opkit run ${run.child.pid}`);
         assert.deepEqual(await listening(operators[0] ?? 0), printed[i], run.log.slice(-2_000));
       }

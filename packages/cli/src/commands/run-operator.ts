@@ -2,9 +2,10 @@
  * @module commands/run-operator
  * `opkit run [--dir DIR] [--cluster NAME | --kubeconfig FILE] [-- operator flags…]`: runs the project's operator
  * locally (node src/main.ts) after applying its CRDs, against the cluster commands/run-cluster.ts chooses (the one
- * named, else KUBECONFIG's, else the one local cluster of `opkit env up` that is up), and says which. Signals are
- * passed to the operator; opkit exits with its exit code, or 128 + the signal's number when a signal ended it (130 for
- * Ctrl-C), as a shell does.
+ * named, else KUBECONFIG's, else the one local cluster of `opkit env up` that is up), and says which. The operator
+ * runs as commands/run-process.ts says: in a process group of its own, so one Ctrl-C reaches it once and it drains as
+ * on SIGTERM, and stopped by a guard when opkit run is killed; opkit exits with its exit code, or 128 + the signal's
+ * number when a signal ended it (130 for Ctrl-C), as a shell does.
  *
  * Ports (commands/run-ports.ts): the operator's metrics, health and (for a project with webhooks) webhook servers
  * listen on 127.0.0.1 unless the user gives an address (a flag after `--` or its environment variable): their default
@@ -26,11 +27,10 @@
  * operator does not block writes (`failurePolicy: Fail`) and a second run never removes a first one's. The apiserver
  * must reach 127.0.0.1 of this machine (`opkit env up`, testenv; not a remote cluster).
  */
-import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { constants, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { KubeObject } from '@opkit/runtime';
@@ -43,6 +43,7 @@ import { readProject } from '../project/project.ts';
 import { type RunTarget, runCluster } from './run-cluster.ts';
 import { newRunOwner, RunClaims } from './run-owner.ts';
 import { bindProblem, choosePorts, describeEndpoints, type Endpoint, endpointRequests, freePort } from './run-ports.ts';
+import { runOperatorProcess } from './run-process.ts';
 import { type Reservation, reservePorts } from './run-reservations.ts';
 
 export const RUN_HELP = `Usage: opkit run [--dir DIR] [--cluster NAME | --kubeconfig FILE] [-- OPERATOR FLAGS]
@@ -63,22 +64,10 @@ port is taken or another opkit run has chosen it.
 A project with webhooks has them served locally (a test CA, 127.0.0.1); the webhook configurations belong to the run
 (annotated opkit.dev/run-id) and are removed when it ends. A run fails, having written nothing, when another live run
 of the project, or a deployment, owns them.
-`;
 
-/**
- * The shell's exit code: 128 + the signal's number for a run stopped by a signal — the one `opkit run` received and
- * passed on (`interrupted`), even when the operator then stopped cleanly with 0, or the one that ended the child —
- * else the child's own code.
- */
-export function exitCodeOf(
-  code: number | null,
-  signal: NodeJS.Signals | null,
-  interrupted?: NodeJS.Signals | undefined,
-): number {
-  if (interrupted && (code === 0 || code === null)) return 128 + (constants.signals[interrupted] ?? 15);
-  if (code !== null) return code;
-  return signal ? 128 + (constants.signals[signal] ?? 15) : 1;
-}
+Stopping: Ctrl-C (or SIGTERM) reaches the operator once, and it drains its reconciles as on SIGTERM; a second Ctrl-C
+more than a second later stops it at once. If opkit run itself is killed, the operator is sent SIGTERM.
+`;
 
 export async function crdObjects(dir: string): Promise<KubeObject[]> {
   const base = join(dir, 'config/crd/bases');
@@ -179,31 +168,20 @@ async function releaseRun(run: Run): Promise<void> {
   run.client.close();
 }
 
-/** Runs the operator with signals passed on, until it exits; resolves the exit code `opkit run` ends with. */
-async function runOperator(run: Run, passThrough: readonly string[]): Promise<number> {
+/** Runs the operator (commands/run-process.ts) until it exits; resolves the exit code `opkit run` ends with. */
+function runOperator(run: Run, passThrough: readonly string[], out: (line: string) => void): Promise<number> {
   const { dir, target, webhooks } = run;
   // only what opkit chose goes into the operator's environment: the user's flags and variables stay in force
   const chosen = Object.fromEntries(run.ports.value.flatMap((e) => (e.set ? [[e.variable, e.set]] : [])));
-  const child = spawn(
-    process.execPath,
-    [join(dir, 'src/main.ts'), ...(target.path ? ['--kubeconfig', target.path] : []), ...passThrough],
+  return runOperatorProcess(
     {
+      file: join(dir, 'src/main.ts'),
+      args: [...(target.path ? ['--kubeconfig', target.path] : []), ...passThrough],
       cwd: dir,
-      stdio: 'inherit',
       env: { ...process.env, ...chosen, ...(webhooks ? { WEBHOOK_CERT_DIR: webhooks.certDir } : {}) },
     },
+    out,
   );
-  let interrupted: NodeJS.Signals | undefined;
-  const forward = (sig: NodeJS.Signals) => {
-    interrupted ??= sig;
-    child.kill(sig);
-  };
-  process.on('SIGINT', forward);
-  process.on('SIGTERM', forward);
-  const code = await new Promise<number>((res) => child.once('exit', (c, s) => res(exitCodeOf(c, s, interrupted))));
-  process.off('SIGINT', forward);
-  process.off('SIGTERM', forward);
-  return code;
 }
 
 /** After the operator stopped: this run's webhook configurations deleted, then everything the run holds released. */
@@ -246,7 +224,7 @@ export async function runCommand(argv: readonly string[], out: (line: string) =>
     await releaseRun(run);
     throw err;
   }
-  const code = await runOperator(run, passThrough);
+  const code = await runOperator(run, passThrough, out);
   await endRun(run, out);
   return code;
 }
