@@ -8,14 +8,9 @@ import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { ApiClient } from '@opkit/testenv';
+import { running } from './fixtures/project.ts';
 
 const MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
-
-/** True when the pid runs; a zombie (exited, not yet reaped by its new parent) counts as ended. */
-async function running(pid: number): Promise<boolean> {
-  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
-  return stat !== '' && stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
-}
 
 function opkit(args: string[], env: NodeJS.ProcessEnv = {}) {
   const r = spawnSync(process.execPath, [MAIN, ...args], {
@@ -69,9 +64,12 @@ describe('opkit env', () => {
     assert.equal(down.code, 0);
     assert.match(down.stdout, /stopped/);
     for (const pid of pids) assert.equal(await running(pid), false, `pid ${pid} ended`);
-    const gone = opkit(['env', 'status'], env);
+    const gone = opkit(['env', 'status', '--name', 'default'], env);
     assert.equal(gone.code, 3);
-    assert.match(gone.stdout, /not running/);
+    assert.match(gone.stdout, /^cluster "default": not running/);
+    const none = opkit(['env', 'status'], env);
+    assert.equal(none.code, 3);
+    assert.match(none.stdout, /^no local clusters \(start one with: npx opkit env up \[--name NAME\]\)$/m);
   });
 });
 
@@ -112,6 +110,9 @@ test('usage errors exit 2 and name the problem', () => {
   const flag = opkit(['env', 'up', '--frob']);
   assert.equal(flag.code, 2);
   assert.match(flag.stderr, /--frob/);
+  const force = opkit(['env', 'up', '--force']);
+  assert.equal(force.code, 2);
+  assert.match(force.stderr, /--force applies to opkit env down only/);
   const noDir = opkit(['env', 'mirror']);
   assert.equal(noDir.code, 2);
   assert.match(noDir.stderr, /env mirror needs the directory to write into/);

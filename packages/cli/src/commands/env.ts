@@ -6,6 +6,12 @@
  * `up` runs under a lock per cluster name: a second `up` of the same cluster waits for the first and reports the
  * cluster it started (or waits for a daemon that is still starting); only one daemon ever owns a state directory.
  * `fetch` (alias `build`) only provides the binaries; `mirror DIR` writes them in the layout OPKIT_DOWNLOAD_MIRROR serves.
+ *
+ * `status --name NAME` reports that cluster; `status` alone reports every cluster that has a state directory, each
+ * with its state and the live `opkit run`s that use it (env/runs.ts). `down` refuses, before it stops anything, a
+ * cluster that a live `opkit run` uses, naming each run (pid, project directory, command) and what to do; `--force`
+ * stops it anyway and names the runs. `up`, `down` and `status --name` without a name mean "default", and say which
+ * other clusters run when "default" does not.
  */
 import { spawn } from 'node:child_process';
 import { mkdir, open, readFile, rm, writeFile } from 'node:fs/promises';
@@ -23,7 +29,16 @@ import {
   withLock,
   writeMirror,
 } from '@opkit/testenv';
-import { type ClusterStatus, paths, readJson, runningDaemon, stateDir } from '../env/state.ts';
+import { describeRun, inUseRefusal, liveRuns, type RunRecord, runsUsing } from '../env/runs.ts';
+import {
+  type ClusterStatus,
+  localClusters,
+  paths,
+  readJson,
+  runningDaemon,
+  stateDir,
+  stateRoot,
+} from '../env/state.ts';
 import { CliError } from '../errors.ts';
 
 export const ENV_HELP = `Usage: opkit env <command> [options]
@@ -33,14 +48,16 @@ fake nodes, running in the background on 127.0.0.1.
 
 Commands:
   up          start the cluster (fetching the binaries first if needed) and print export KUBECONFIG=...
-  status      show whether the cluster runs, its address, kubeconfig and processes
-  down        stop the cluster and remove its files
+  status      show whether the cluster runs, its address, kubeconfig, processes and the opkit runs using it
+              (without --name: every local cluster)
+  down        stop the cluster and remove its files; refused while a live "opkit run" uses it (--force: stop anyway)
   fetch       download (or build) and locate the control-plane binaries only; "build" is an alias
   mirror DIR  write this machine's binaries and their checksum files into DIR, laid out for OPKIT_DOWNLOAD_MIRROR
 
 Options:
   --name NAME     cluster name (default "default"); several clusters can run side by side, and
                   "opkit run --cluster NAME" runs an operator against one
+  --force         for "down": stop the cluster even though live "opkit run"s use it
   --nodes N       kwok fake nodes for "up" (default 3)
   --timeout SEC   how long "up" waits for readiness once the binaries exist (default 120)
   --from-source   build missing binaries from Go modules instead of downloading them (as OPKIT_TESTENV_SOURCE=go)
@@ -58,6 +75,10 @@ const DAEMON = fileURLToPath(
 
 interface EnvFlags {
   name: string;
+  /** `--name` was given (else `name` is "default"). */
+  named: boolean;
+  /** `--force` (`down` only). */
+  force: boolean;
   nodes: number;
   timeoutMs: number;
   /** `go` with --from-source; otherwise OPKIT_TESTENV_SOURCE decides. */
@@ -70,10 +91,11 @@ export async function envCommand(argv: readonly string[], out: (line: string) =>
     allowPositionals: true,
     strict: true,
     options: {
-      name: { type: 'string', default: 'default' },
+      name: { type: 'string' },
       nodes: { type: 'string', default: '3' },
       timeout: { type: 'string', default: '120' },
       'from-source': { type: 'boolean', default: false },
+      force: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
@@ -96,11 +118,15 @@ export async function envCommand(argv: readonly string[], out: (line: string) =>
   if (!Number.isFinite(timeout) || timeout <= 0) {
     throw new CliError('Usage', `--timeout must be a positive number of seconds, got "${values.timeout}"`);
   }
-  if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(values.name)) {
-    throw new CliError('Usage', `--name must be lower-case letters, digits and '-', got "${values.name}"`);
+  const name = values.name ?? 'default';
+  if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(name)) {
+    throw new CliError('Usage', `--name must be lower-case letters, digits and '-', got "${name}"`);
   }
+  if (values.force && sub !== 'down') throw new CliError('Usage', '--force applies to opkit env down only');
   const flags: EnvFlags = {
-    name: values.name,
+    name,
+    named: values.name !== undefined,
+    force: values.force,
     nodes,
     timeoutMs: timeout * 1000,
     ...(values['from-source'] ? { source: 'go' as const } : {}),
@@ -109,7 +135,7 @@ export async function envCommand(argv: readonly string[], out: (line: string) =>
     case 'up':
       return up(flags, out);
     case 'status':
-      return status(flags, out);
+      return flags.named ? status(flags.name, out) : statusOfAll(out);
     case 'down':
       return down(flags, out);
     case 'fetch':
@@ -201,23 +227,59 @@ async function waitReady(flags: EnvFlags, out: (line: string) => void): Promise<
   }
 }
 
-async function status(flags: EnvFlags, out: (line: string) => void): Promise<number> {
-  const dir = stateDir(flags.name);
+/** `--name NAME` as a command needs it: nothing for "default". */
+const nameFlag = (name: string) => (name === 'default' ? '' : ` --name ${name}`);
+
+/** `; running: "a" (opkit env down --name a)`: the other clusters that run, when `name` does not (empty otherwise). */
+async function othersRunning(name: string, command: 'up' | 'down'): Promise<string> {
+  const others = (await localClusters()).filter((c) => c.running && c.name !== name);
+  if (others.length === 0) return '';
+  const hint = (n: string) => (command === 'down' ? ` (opkit env down${nameFlag(n)})` : '');
+  return `; running: ${others.map((c) => `"${c.name}"${hint(c.name)}`).join(', ')}`;
+}
+
+/** The live runs of this machine that use cluster `name` (whose apiserver is `server`, when known). */
+async function runsOf(name: string, server: string | undefined): Promise<RunRecord[]> {
+  return runsUsing(await liveRuns(stateRoot()), name, server);
+}
+
+/**
+ * `opkit env status --name NAME`: exit 0 ready, 1 starting or failed, 3 not running (then naming the clusters that
+ * run, unless `listing`).
+ */
+async function status(name: string, out: (line: string) => void, listing = false): Promise<number> {
+  const dir = stateDir(name);
   const pid = await runningDaemon(dir);
   const st = await readJson<ClusterStatus>(paths(dir).status);
   if (!pid || !st) {
-    out(
-      `cluster "${flags.name}": not running (start it with: npx opkit env up${flags.name === 'default' ? '' : ` --name ${flags.name}`})`,
-    );
+    const others = listing ? '' : await othersRunning(name, 'up');
+    out(`cluster "${name}": not running (start it with: npx opkit env up${nameFlag(name)})${others}`);
     return 3;
   }
-  out(`cluster "${flags.name}": ${st.phase}${st.phase === 'ready' ? ` at ${st.server}` : ''}`);
+  out(`cluster "${name}": ${st.phase}${st.phase === 'ready' ? ` at ${st.server}` : ''}`);
   if (st.error) out(`  error: ${st.error}`);
   out(`  daemon pid: ${pid}, log: ${paths(dir).log}`);
   if (st.kubeconfigPath) out(`  export KUBECONFIG=${st.kubeconfigPath}`);
   if (st.nodes !== undefined) out(`  kwok nodes: ${st.nodes}`);
   for (const [component, p] of Object.entries(st.pids ?? {})) out(`  ${component}: pid ${p}`);
+  for (const run of await runsOf(name, st.server)) out(`  used by opkit run ${describeRun(run)}`);
   return st.phase === 'ready' ? 0 : 1;
+}
+
+/**
+ * `opkit env status`: every cluster with a state directory, as `status --name` reports it. Exit 0 when one is ready,
+ * 3 when none runs (or there is none), 1 otherwise.
+ */
+async function statusOfAll(out: (line: string) => void): Promise<number> {
+  const clusters = await localClusters();
+  if (clusters.length === 0) {
+    out('no local clusters (start one with: npx opkit env up [--name NAME])');
+    return 3;
+  }
+  const codes: number[] = [];
+  for (const c of clusters) codes.push(await status(c.name, out, true));
+  if (codes.includes(0)) return 0;
+  return codes.every((c) => c === 3) ? 3 : 1;
 }
 
 /** `down` waits for an `up` under way (the same per-cluster lock), so it never removes the state of a starting daemon. */
@@ -238,6 +300,12 @@ async function downLocked(flags: EnvFlags, out: (line: string) => void): Promise
   const dir = stateDir(flags.name);
   const pid = await runningDaemon(dir);
   if (pid) {
+    const users = await runsOf(flags.name, (await readJson<ClusterStatus>(paths(dir).status))?.server);
+    if (users.length > 0 && !flags.force) throw new CliError('OwnedElsewhere', inUseRefusal(flags.name, users));
+    if (users.length > 0) {
+      const who = users.length > 1 ? `${users.length} live opkit runs use it` : 'a live opkit run uses it';
+      out(`opkit: stopping cluster "${flags.name}" although ${who} (--force): ${users.map(describeRun).join('; ')}`);
+    }
     process.kill(pid, 'SIGTERM');
     const deadline = Date.now() + 60_000;
     while ((await runningDaemon(dir)) !== undefined) {
@@ -249,7 +317,7 @@ async function downLocked(flags: EnvFlags, out: (line: string) => void): Promise
     }
     out(`opkit: cluster "${flags.name}" stopped`);
   } else {
-    out(`opkit: cluster "${flags.name}" is not running`);
+    out(`opkit: cluster "${flags.name}" is not running${flags.named ? '' : await othersRunning(flags.name, 'down')}`);
   }
   await removeVolumeDirs(paths(dir).cluster); // what a killed daemon and its watchdog left under /tmp
   await rm(dir, { recursive: true, force: true });

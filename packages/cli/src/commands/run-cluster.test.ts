@@ -66,6 +66,7 @@ test('--cluster NAME uses that local cluster, whatever KUBECONFIG says', async (
     path: '/state/beta/kubeconfig',
     server: 'https://127.0.0.1:6002',
     chosen: 'local cluster "beta" (--cluster beta)',
+    local: 'beta',
   });
   assert.deepEqual(p.calls, ['/state/beta/kubeconfig']);
 });
@@ -113,6 +114,7 @@ test('without KUBECONFIG: the one local cluster up; with several, an error namin
     path: '/state/alpha/kubeconfig',
     server: 'https://127.0.0.1:6001',
     chosen: 'local cluster "alpha" (the only local cluster running; KUBECONFIG is unset)',
+    local: 'alpha',
   });
   await assert.rejects(
     chooseRunCluster(choice({ clusters: [alpha, beta], kubeconfigEnv: '', probe: answersAll() })),
@@ -145,6 +147,7 @@ test('KUBECONFIG: its cluster when it answers (named when it is a local one), el
     choice({ kubeconfigEnv: '/state/beta/kubeconfig', clusters: [alpha, beta], probe: answersAll() }),
   );
   assert.equal(local.chosen, 'local cluster "beta" (KUBECONFIG)');
+  assert.equal(local.local, 'beta', 'a run through KUBECONFIG records the local cluster it uses by name');
   const fallback = await chooseRunCluster(
     choice({
       kubeconfigEnv: '/k',

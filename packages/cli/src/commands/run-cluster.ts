@@ -46,6 +46,8 @@ export interface RunTarget {
   readonly server: string;
   /** Which cluster, and why: `local cluster "dev" (--cluster dev)`. */
   readonly chosen: string;
+  /** The name of the local cluster of `opkit env up`, when it is one. */
+  readonly local?: string;
 }
 
 /** The rule `opkit env up --name` applies to a cluster name. */
@@ -89,7 +91,12 @@ async function localTarget(
       `local cluster "${cluster.name}" (${cluster.up.server}) does not answer: ${answer.reason}; see npx opkit env status${cluster.name === 'default' ? '' : ` --name ${cluster.name}`}`,
     );
   }
-  return { path: kubeconfig, server: answer.server, chosen: `local cluster "${cluster.name}" (${why})` };
+  return {
+    path: kubeconfig,
+    server: answer.server,
+    chosen: `local cluster "${cluster.name}" (${why})`,
+    local: cluster.name,
+  };
 }
 
 /** The cluster `--cluster NAME` names, or a usage error naming the flag and the clusters there are. */
@@ -158,6 +165,7 @@ export async function chooseRunCluster(c: ClusterChoice): Promise<RunTarget> {
         path: undefined,
         server: answer.server,
         chosen: local ? `local cluster "${local.name}" (KUBECONFIG)` : `the cluster of KUBECONFIG=${env}`,
+        ...(local ? { local: local.name } : {}),
       };
     }
     const why = `the cluster of KUBECONFIG=${env}${answer.server ? ` (${answer.server})` : ''} does not answer: ${answer.reason}`;

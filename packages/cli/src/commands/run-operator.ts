@@ -5,7 +5,8 @@
  * named, else KUBECONFIG's, else the one local cluster of `opkit env up` that is up), and says which. The operator
  * runs as commands/run-process.ts says: in a process group of its own, so one Ctrl-C reaches it once and it drains as
  * on SIGTERM, and stopped by a guard when opkit run is killed; opkit exits with its exit code, or 128 + the signal's
- * number when a signal ended it (130 for Ctrl-C), as a shell does.
+ * number when a signal ended it (130 for Ctrl-C), as a shell does. The run records itself, with its project
+ * directory, its command and the cluster it uses (env/runs.ts), so `opkit env down` does not stop that cluster under it.
  *
  * Ports (commands/run-ports.ts): the operator's metrics, health and (for a project with webhooks) webhook servers
  * listen on 127.0.0.1 unless the user gives an address (a flag after `--` or its environment variable): their default
@@ -38,6 +39,7 @@ import { Applier, Client, loadConfig, parseManifests } from '@opkit/runtime/clie
 import type { CustomResourceDefinition } from '@opkit/runtime/kinds';
 import { createCertificateAuthority, issueServingCertificate } from '@opkit/runtime/tls';
 import { pointWebhooksAt } from '@opkit/runtime/webhook';
+import { runCommandLine } from '../env/runs.ts';
 import { CliError } from '../errors.ts';
 import { readProject } from '../project/project.ts';
 import { type RunTarget, runCluster } from './run-cluster.ts';
@@ -66,7 +68,8 @@ A project with webhooks has them served locally (a test CA, 127.0.0.1); the webh
 of the project, or a deployment, owns them.
 
 Stopping: Ctrl-C (or SIGTERM) reaches the operator once, and it drains its reconciles as on SIGTERM; a second Ctrl-C
-more than a second later stops it at once. If opkit run itself is killed, the operator is sent SIGTERM.
+more than a second later stops it at once. If opkit run itself is killed, the operator is sent SIGTERM. While the run
+lives, "opkit env down" refuses to stop the cluster it uses.
 `;
 
 export async function crdObjects(dir: string): Promise<KubeObject[]> {
@@ -108,24 +111,31 @@ interface Run {
 /** The operator's ports, chosen and recorded before anything else: a run that cannot listen must not touch the cluster. */
 async function reserveRunPorts(
   dir: string,
+  argv: readonly string[],
   passThrough: readonly string[],
   operatorHelp: boolean,
   out: (line: string) => void,
 ): Promise<Reservation<Endpoint[]>> {
   const requests = endpointRequests(passThrough, process.env, { webhooks: existsSync(webhookManifests(dir)) });
-  const ports = await reservePorts(async (reserved) => {
-    const endpoints = await choosePorts(requests, { bindProblem, freePort, reserved }, { check: !operatorHelp });
-    return { value: endpoints, ports: endpoints.map((e) => e.port).filter((p) => p > 0) };
-  });
+  const ports = await reservePorts(
+    async (reserved) => {
+      const endpoints = await choosePorts(requests, { bindProblem, freePort, reserved }, { check: !operatorHelp });
+      return { value: endpoints, ports: endpoints.map((e) => e.port).filter((p) => p > 0) };
+    },
+    { run: { dir, command: runCommandLine(argv) } },
+  );
   if (ports.unrecorded) {
     out(
-      `opkit: cannot record this run's ports (${ports.unrecorded}): a run started at the same moment may choose the same ones`,
+      `opkit: cannot record this run (${ports.unrecorded}): a run started at the same moment may choose the same ports, and opkit env down does not see that this run uses its cluster`,
     );
   }
   return ports;
 }
 
-/** The cluster the run uses, said, and a client of it; the ports are released when there is none. */
+/**
+ * The cluster the run uses, said and added to the run's record, and a client of it; the ports are released when there
+ * is none.
+ */
 async function connect(
   flags: { kubeconfig?: string | undefined; cluster?: string | undefined },
   ports: Reservation<Endpoint[]>,
@@ -134,6 +144,7 @@ async function connect(
   try {
     const target = await runCluster(flags);
     out(`opkit: using ${target.chosen} at ${target.server}`);
+    await ports.useCluster({ ...(target.local ? { name: target.local } : {}), server: target.server });
     const client = new Client(await loadConfig(target.path ? { path: target.path } : {}), { name: 'opkit' });
     return { target, client };
   } catch (err) {
@@ -209,7 +220,7 @@ export async function runCommand(argv: readonly string[], out: (line: string) =>
   const dir = resolve(values.dir);
   const project = await readProject(dir);
   const operatorHelp = passThrough.includes('--help') || passThrough.includes('-h');
-  const ports = await reserveRunPorts(dir, passThrough, operatorHelp, out);
+  const ports = await reserveRunPorts(dir, argv, passThrough, operatorHelp, out);
   const { target, client } = await connect(values, ports, out);
   const webhook = ports.value.find((e) => e.role === 'webhook');
   const webhooks = webhook ? await localWebhooks(dir, webhook.port) : undefined;

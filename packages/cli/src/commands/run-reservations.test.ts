@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { liveRuns, runsUsing } from '../env/runs.ts';
 import { type ReservingRun, reservePorts } from './run-reservations.ts';
 
 /** Chooses the first port from 8443 up that no other run has, slowly (as binding checks take time). */
@@ -65,6 +66,40 @@ test('each reserved port comes with the live run that recorded it', async () => 
     assert.equal(seen.get(8443)?.pid, 301);
     assert.match(seen.get(8443)?.started ?? '', /^\d{4}-\d\d-\d\dT/);
     await Promise.all([first.release(), second.release()]);
+  } finally {
+    await rm(root, { recursive: true, force: true });
+  }
+});
+
+test('a run records its directory and command with its ports, then the cluster it uses; release removes it', async () => {
+  const root = await mkdtemp(join(tmpdir(), 'opkit-runs-'));
+  try {
+    const r = await reservePorts(async () => ({ value: 0, ports: [8443] }), {
+      root,
+      run: { dir: '/home/me/gizmo', command: 'opkit run --cluster dev' },
+    });
+    const [before] = await liveRuns(root);
+    assert.deepEqual(
+      { ...before, started: '', startTicks: 0 },
+      {
+        pid: process.pid,
+        startTicks: 0,
+        started: '',
+        dir: '/home/me/gizmo',
+        command: 'opkit run --cluster dev',
+        ports: [8443],
+      },
+    );
+    await r.useCluster({ name: 'dev', server: 'https://127.0.0.1:6001' });
+    const [after] = await liveRuns(root);
+    assert.deepEqual(after?.cluster, { name: 'dev', server: 'https://127.0.0.1:6001' });
+    assert.deepEqual(after?.ports, [8443]);
+    assert.deepEqual(
+      runsUsing(await liveRuns(root), 'dev', undefined).map((x) => x.pid),
+      [process.pid],
+    );
+    await r.release();
+    assert.deepEqual(await liveRuns(root), []);
   } finally {
     await rm(root, { recursive: true, force: true });
   }
