@@ -28,6 +28,8 @@ export type CliErrorCode =
   | 'PortInUse'
   /** An object `opkit run` would write belongs to another run or to a deployment (nothing was written). */
   | 'OwnedElsewhere'
+  /** `opkit env down` would stop a cluster a live `opkit run` uses (nothing was stopped; `--force` stops it). */
+  | 'ClusterInUse'
   /** The cluster does not serve a kind of the manifests, or a namespace is missing (nothing was applied). */
   | 'NotServed'
   /** A write failed after others succeeded: the message lists what was applied. */

@@ -301,7 +301,7 @@ async function downLocked(flags: EnvFlags, out: (line: string) => void): Promise
   const pid = await runningDaemon(dir);
   if (pid) {
     const users = await runsOf(flags.name, (await readJson<ClusterStatus>(paths(dir).status))?.server);
-    if (users.length > 0 && !flags.force) throw new CliError('OwnedElsewhere', inUseRefusal(flags.name, users));
+    if (users.length > 0 && !flags.force) throw new CliError('ClusterInUse', inUseRefusal(flags.name, users));
     if (users.length > 0) {
       const who = users.length > 1 ? `${users.length} live opkit runs use it` : 'a live opkit run uses it';
       out(`opkit: stopping cluster "${flags.name}" although ${who} (--force): ${users.map(describeRun).join('; ')}`);
