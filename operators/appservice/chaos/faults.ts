@@ -17,7 +17,11 @@
  * - `rolling-update`: one replica, leader or standby, is stopped gracefully (SIGTERM, as the kubelet does in a
  *   rolling update; the Service drops it 0–1.5 s later, as the endpoints learn of it), while writes that need the
  *   webhooks keep coming from four writers; every one of them must succeed, through the stop and the replica's
- *   return (the supervisor starts it again; the Service routes to it once it is ready).
+ *   return (the supervisor starts it again; the Service routes to it once it is ready);
+ * - `pause`: the leader's process is stopped (SIGSTOP) with the change's reconcile under way, past its lease while the
+ *   AppServices keep changing, until the standby has taken the Lease, then continued (SIGCONT; chaos/pause): it must
+ *   not write once it runs again, and must stop leading within `RESUME_STOP_GOAL_SECONDS` (its process exits on the
+ *   lost Lease, and comes back as a standby).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isNotFound } from '@opkit/runtime';
@@ -28,6 +32,7 @@ import { LABELS } from '../src/controllers/pods.ts';
 import { inWindows, type LeaseView, splitBrain } from './audit.ts';
 import { CHAOS_NAMESPACE, type ChaosCluster, OPERATOR_USER } from './cluster.ts';
 import type { Monitor, Violation } from './monitor.ts';
+import { leaderStepsDown, pausePastLease, RESUME_STOP_GOAL_SECONDS, workUnderWay } from './pause.ts';
 import type { Rng } from './rng.ts';
 
 export const FAULT_KINDS = [
@@ -43,6 +48,7 @@ export const FAULT_KINDS = [
   'watch-hang',
   'webhook-down',
   'rolling-update',
+  'pause',
 ] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
@@ -52,7 +58,7 @@ export interface TrialResult {
   readonly faultSeconds: number;
   /** Fault lifted → namespace settled. */
   readonly recoverySeconds: number;
-  /** kill / leader-cutoff: the leader's loss → the standby holds the Lease. */
+  /** kill / leader-cutoff / pause: the leader's loss → the standby holds the Lease. */
   readonly failoverSeconds?: number;
   /** handover: SIGTERM → the successor holds the Lease. */
   readonly handoverSeconds?: number;
@@ -67,6 +73,8 @@ export interface TrialResult {
   readonly webhookWrites?: { readonly sent: number; readonly failed: number };
   /** rolling-update: SIGTERM → the replica exited. */
   readonly stopSeconds?: number;
+  /** pause: SIGCONT → the resumed leader stopped leading (it logged its lost Lease, or exited). */
+  readonly resumeStopSeconds?: number;
   /** rolling-update: when each phase of its stop began, from the stopped replica's log (`phase +seconds, …`). */
   readonly stopPhases?: string;
   /** A recovery slower than 5 s: what was still unsettled then, to tell where the time went. */
@@ -201,7 +209,9 @@ export class TrialRunner {
       left = await settle(this.#m);
     }
     if (left.length === 0) left = await this.#reparent('app-0');
-    await this.#readAudit();
+    // judged too, so the first trial starts knowing who holds the Lease (and whom a takeover took it from)
+    for (const d of splitBrain(await this.#readAudit(), this.#leaseView))
+      left.push({ invariant: 'split-brain', detail: d });
     for (const r of this.#c.replicas) r.takeLog();
     return left;
   }
@@ -249,13 +259,26 @@ export class TrialRunner {
     return [];
   }
 
-  /** One trial; whatever happens, every proxy passes traffic again afterwards. */
+  /** One trial; whatever happens, every replica runs and every proxy passes traffic again afterwards. */
   async run(kind: FaultKind): Promise<TrialResult> {
     try {
       return await this.#run(kind);
     } finally {
-      for (const r of this.#c.replicas) r.proxy.setMode({ kind: 'pass' });
+      for (const r of this.#c.replicas) {
+        r.resume();
+        r.proxy.setMode({ kind: 'pass' });
+      }
     }
+  }
+
+  /** Starts a random change on a random AppService (the monitor told what it allows); what it did. */
+  async #change(): Promise<string> {
+    const app = this.#rng.pick(this.#m.apps());
+    const { patch, action, next } = randomChange(this.#rng, app, { upTo: 7, max: 8, step: [2, 5] });
+    if (next !== undefined) this.#m.allow(app, next);
+    const name = app.metadata.name as string;
+    await this.#c.admin.patch(AppServices, { namespace: CHAOS_NAMESPACE, name }, patch);
+    return action;
   }
 
   async #run(kind: FaultKind): Promise<TrialResult> {
@@ -275,12 +298,9 @@ export class TrialRunner {
     const exitsBefore = new Map(c.replicas.map((r) => [r, r.exits.length]));
     this.#m.arm();
 
-    // the change under way
-    const app = rng.pick(this.#m.apps());
-    const { patch, action, next } = randomChange(rng, app, { upTo: 7, max: 8, step: [2, 5] });
-    if (next !== undefined) this.#m.allow(app, next);
-    await c.admin.patch(AppServices, { namespace: CHAOS_NAMESPACE, name: app.metadata.name as string }, patch);
-    await sleep(rng.int(0, 1500));
+    const pauseAfterMs = kind === 'pause' ? workUnderWay(leader, rng) : undefined;
+    let action = await this.#change();
+    await sleep(pauseAfterMs ?? rng.int(0, 1500));
 
     // the fault
     const t0 = performance.now();
@@ -292,6 +312,7 @@ export class TrialRunner {
       stopSeconds?: number;
       stopPhases?: string;
       takeoverSeconds?: number;
+      resumeStopSeconds?: number;
     } = {};
     let harnessExits = 0;
     switch (kind) {
@@ -381,6 +402,31 @@ export class TrialRunner {
               .join(' | ')}${resets.length ? `; the Service reset ${resets.slice(0, 5).join(', ')}` : ''}`,
           });
         }
+        break;
+      }
+      case 'pause': {
+        const since = { exitsBefore: leader.exits.length, logFrom: leader.peekLog().length };
+        const paused = await pausePastLease({
+          target: leader,
+          rng,
+          change: () => this.#change(),
+          takenOver: async (from) => {
+            const s = await leaseUntil(c, successorOf(leaderIdentity), 45_000);
+            if (s !== undefined) extra.failoverSeconds = (performance.now() - from) / 1000;
+            return s !== undefined;
+          },
+        });
+        const resumedAt = performance.now();
+        action += `; paused ${leader.name} ${paused.seconds.toFixed(1)} s, meanwhile ${paused.changes.join(', ')}`;
+        if (!paused.takenOver)
+          violations.push({ invariant: 'not-settled', detail: `${leader.name} paused: no successor within 45 s` });
+        const s = await leaderStepsDown(leader, { ...since, resumedAt });
+        if (s !== undefined) extra.resumeStopSeconds = s;
+        if (s === undefined || s > RESUME_STOP_GOAL_SECONDS)
+          violations.push({
+            invariant: 'split-brain',
+            detail: `${leader.name} resumed after ${paused.seconds.toFixed(1)} s paused, its Lease taken: ${s === undefined ? 'still leading 15 s later (no lost Lease logged, no exit)' : `stopped leading only ${s.toFixed(1)} s later`} (goal ≤ ${RESUME_STOP_GOAL_SECONDS} s)`,
+          });
         break;
       }
       case 'apiserver-restart':

@@ -29,6 +29,9 @@ const USAGE = `Usage: npm run chaos -- [--trials N] [--seed S] [--kinds KIND,…
   --seed S     seed of the trials, faults and fuzz bodies (default 1)
   --kinds      fault kinds to run (default all): ${FAULT_KINDS.join(', ')}
                (sharded: ${SHARD_FAULT_KINDS.join(', ')})
+               pause, in both modes: a replica that acts (the leader; sharded, one holding buckets) is stopped
+               (SIGSTOP) past its lease while the AppServices keep changing, until another takes over, then
+               continued (SIGCONT): it must write nothing once continued (audit log), and stop acting within 5 s
   --fuzz N     hostile AppService bodies (default 1000)
   --json FILE  write the figures as JSON
   --merge FILE a JSON report of an earlier run (repeat it): print and write one report over all of them, e.g. of

@@ -8,6 +8,7 @@
 import type { TrialResult } from './faults.ts';
 import type { FuzzOutcome } from './fuzz.ts';
 import type { Violation } from './monitor.ts';
+import { RESUME_STOP_GOAL_SECONDS } from './pause.ts';
 import type { SecurityReport } from './security.ts';
 import type { StartupCheck } from './startup.ts';
 
@@ -48,6 +49,10 @@ export interface ChaosReport extends Observed {
   readonly rollingWrites: { readonly trials: number; readonly sent: number; readonly failed: number };
   /** rolling-update: SIGTERM → the replica exited. */
   readonly rollingStopMaxSeconds: number | null;
+  /** pause: the leader stopped (SIGSTOP) → the standby holds the Lease. */
+  readonly pauseFailoverMaxSeconds: number | null;
+  /** pause: SIGCONT → the resumed leader stopped leading (goal: chaos/pause `RESUME_STOP_GOAL_SECONDS`). */
+  readonly pauseResumeStopMaxSeconds: number | null;
   readonly fuzzCases: number;
   readonly passed: boolean;
 }
@@ -97,6 +102,8 @@ export function summarise(o: Observed): ChaosReport {
       failed: results.reduce((n, r) => n + (r.webhookWrites?.failed ?? 0), 0),
     },
     rollingStopMaxSeconds: max(of(results, 'rolling-update').map((r) => r.stopSeconds)),
+    pauseFailoverMaxSeconds: max(of(results, 'pause').map((r) => r.failoverSeconds)),
+    pauseResumeStopMaxSeconds: max(of(results, 'pause').map((r) => r.resumeStopSeconds)),
     fuzzCases: Object.values(o.fuzzOutcomes).reduce((a, b) => a + b, 0),
     fuzzCrashes: o.fuzzCrashes,
     fuzzOutcomes: o.fuzzOutcomes,
@@ -180,6 +187,7 @@ export function chaosMarkdown(r: ChaosReport): string {
     `Failover (leader lost → standby leads): max ${r.failoverMaxSeconds ?? '—'} s (goal ≤ ${GOALS.failoverSeconds}). Handover (SIGTERM → successor leads): max ${r.handoverMaxSeconds ?? '—'} s (goal ≤ ${GOALS.handoverSeconds}). Takeover (the Lease taken → the controllers' workers started, from caches kept warm while standing by): max ${r.takeoverMaxSeconds ?? '—'} s (goal ≤ ${GOALS.takeoverSeconds}).`,
     `Cut-off leader stopped after: max ${r.leaderStopMaxSeconds ?? '—'} s (the lease is 15 s); standby leading after: max ${r.cutoffFailoverMaxSeconds ?? '—'} s. Silent watch hang detected after: max ${r.watchHangDetectionMaxSeconds ?? '—'} s (goal ≤ ${GOALS.watchHangDetectionSeconds}).`,
     `Rolling update (a replica stopped gracefully while writes need its webhooks): ${r.rollingWrites.trials} trials, ${r.rollingWrites.sent} writes, ${r.rollingWrites.failed} failed (goal 0); SIGTERM → exit: max ${r.rollingStopMaxSeconds ?? '—'} s.`,
+    `Pause (the leader stopped past its lease, then continued): ${r.faults.pause ?? 0} trials; standby leading after: max ${r.pauseFailoverMaxSeconds ?? '—'} s; the resumed leader stopped leading after: max ${r.pauseResumeStopMaxSeconds ?? '—'} s (goal ≤ ${RESUME_STOP_GOAL_SECONDS}); its writes after the takeover are split brain.`,
     '',
     `Fuzz: ${r.fuzzCases} bodies — ${Object.entries(r.fuzzOutcomes)
       .map(([k, n]) => `${k} ${n}`)

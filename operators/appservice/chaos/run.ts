@@ -67,6 +67,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
           r.takeoverSeconds !== undefined ? `Lease taken → workers ${r.takeoverSeconds.toFixed(3)} s` : '',
           r.detectionSeconds !== undefined ? `detected ${r.detectionSeconds.toFixed(1)} s` : '',
           r.stopSeconds !== undefined ? `stopped in ${r.stopSeconds.toFixed(1)} s` : '',
+          r.resumeStopSeconds !== undefined ? `stopped leading ${r.resumeStopSeconds.toFixed(2)} s after SIGCONT` : '',
           r.webhookWrites ? `webhook writes ${r.webhookWrites.sent}, failed ${r.webhookWrites.failed}` : '',
           r.stopPhases ? `its stop: ${r.stopPhases}` : '',
         ]

@@ -5,7 +5,7 @@
  *   the rebalance: the kill → every bucket the killed process held is held by a live member (goal ≤ the lease
  *   duration + 5 s), and the rejoin: the kill → its new process holds a bucket;
  * - `replica-cutoff`: one replica's connection to the apiserver hangs (its fault proxy freezes) for longer than the
- *   lease duration while the others run. Measures the stop: the cut → the replica's own `opkit_shard_buckets` is 0
+ *   lease duration while the others run. Measures the stop: the cut → the replica's own `opkit_shards_held` is 0
  *   (or it exited) — goal ≤ the renew deadline, since its last renewal was at the cut or before; the rebalance, as
  *   for a kill; and the rejoin after the cut is lifted. By default (`heal: 'reset'`) what it sent while cut off is
  *   discarded, not delivered late (the proxy resets its connections before passing again: a partition longer than
@@ -15,12 +15,17 @@
  *   namespace settles; then, with a second change under way, it is stopped gracefully (SIGTERM, as a scale-down): it
  *   must exit 0, and its buckets must all be held by the others (leave) and its member Lease be gone. So every trial
  *   starts with the same three replicas.
+ * - `pause`: one replica's process is stopped (SIGSTOP) past its lease while the AppServices of its buckets keep
+ *   changing, until every bucket it held is held by a live member, then continued (SIGCONT; chaos/pause). Measures the
+ *   rebalance, as for a kill; the stop after the resume (SIGCONT → its own `opkit_shards_held` is 0, or it exited);
+ *   and the rejoin. The fence check judges whether it wrote once continued.
  * Each fault adds what broke to `violations` and its figures to `figures`.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ChaosCluster, Replica } from './cluster.ts';
 import { TIMINGS } from './fences.ts';
 import type { Violation } from './monitor.ts';
+import { pausePastLease, RESUME_STOP_GOAL_SECONDS } from './pause.ts';
 import { heldBy, identityOf, metric, readRing, ringProblems, scrape, until } from './ring.ts';
 import type { Rng } from './rng.ts';
 
@@ -35,6 +40,8 @@ export interface FaultFigures {
   rejoinSeconds?: number;
   joinSeconds?: number;
   leaveSeconds?: number;
+  /** pause: SIGCONT → the paused replica stopped every bucket (or exited). */
+  resumeStopSeconds?: number;
 }
 
 /** What a fault works with. */
@@ -51,8 +58,11 @@ export interface FaultContext {
   removedReplica(): void;
   /** The names of the replicas that should be ring members now. */
   members(): string[];
-  /** Starts a change on an AppService in `identity`'s buckets and on another one; what it did. */
-  change(identity: string | undefined): Promise<string>;
+  /**
+   * Starts a change on an AppService in `identity`'s buckets (or in `buckets`, when given) and on another one; what
+   * it did.
+   */
+  change(identity: string | undefined, buckets?: readonly number[]): Promise<string>;
   /** Waits for the namespace to settle; what is still unsettled. */
   settle(): Promise<Violation[]>;
 }
@@ -150,49 +160,100 @@ export async function replicaCutoff(x: FaultContext, target: Replica): Promise<v
   await rejoined(x, target.name, undefined, performance.now());
 }
 
+/** What `target` logged lately that matches `re` (its last two such lines). */
+const said = (target: Replica, re: RegExp) =>
+  target
+    .peekLog()
+    .split('\n')
+    .filter((l) => re.test(l))
+    .slice(-2)
+    .map((l) => l.slice(0, 300))
+    .join(' | ');
+
+/** The buckets `target` had lost by its own metrics (`opkit_shard_handoffs_total{direction="lost"}`); 0 unread. */
+async function lostCount(target: Replica): Promise<number> {
+  const s = await scrape(target.metricsUrl);
+  return s ? (metric(s, 'opkit_shard_handoffs_total', { direction: 'lost' }) ?? 0) : 0;
+}
+
 /**
- * The cut-off replica stops every bucket within the renew deadline (`t0`: the cut), by its own metrics: its
- * `opkit_shard_handoffs_total{direction="lost"}` grows by the `held` buckets or its `opkit_shard_buckets` drops to 0
- * (or it exits); once stopped, its `opkit_shard_buckets` must say 0.
+ * Polls `target`'s own metrics (for 20 s) until it has stopped every bucket: its lost handoffs grew by `held` past
+ * `lostBefore`, or its `opkit_shards_held` is 0 — or it exited after `exitsBefore` exits. How it stopped (undefined
+ * if it did not), and the gauge last read.
  */
-async function stops(x: FaultContext, target: Replica, held: number, t0: number): Promise<void> {
-  const exits = target.exits.length;
-  const first = await scrape(target.metricsUrl);
-  const lostBefore = first ? (metric(first, 'opkit_shard_handoffs_total', { direction: 'lost' }) ?? 0) : 0;
+async function stoppedBuckets(
+  target: Replica,
+  o: { readonly held: number; readonly lostBefore: number; readonly exitsBefore: number },
+): Promise<{ readonly how: 'exited' | 'stopped' | undefined; readonly gauge: number | undefined }> {
   let gauge: number | undefined;
   const stopped = await until(async () => {
-    if (target.exits.length > exits) return 'exited';
+    if (target.exits.length > o.exitsBefore) return 'exited' as const;
     const s = await scrape(target.metricsUrl);
     if (!s) return undefined;
-    gauge = metric(s, 'opkit_shard_buckets');
-    const lost = (metric(s, 'opkit_shard_handoffs_total', { direction: 'lost' }) ?? 0) - lostBefore;
-    return gauge === 0 || (held > 0 && lost >= held) ? 'stopped' : undefined;
+    gauge = metric(s, 'opkit_shards_held');
+    const lost = (metric(s, 'opkit_shard_handoffs_total', { direction: 'lost' }) ?? 0) - o.lostBefore;
+    return gauge === 0 || (o.held > 0 && lost >= o.held) ? ('stopped' as const) : undefined;
   }, 20_000);
+  return { how: stopped?.value, gauge };
+}
+
+/**
+ * The cut-off replica stops every bucket within the renew deadline (`t0`: the cut), by its own metrics: its
+ * `opkit_shard_handoffs_total{direction="lost"}` grows by the `held` buckets or its `opkit_shards_held` drops to 0
+ * (or it exits); once stopped, its `opkit_shards_held` must say 0.
+ */
+async function stops(x: FaultContext, target: Replica, held: number, t0: number): Promise<void> {
+  const exitsBefore = target.exits.length;
+  const stopped = await stoppedBuckets(target, { held, lostBefore: await lostCount(target), exitsBefore });
   const deadline = STOP_GOAL_SECONDS;
-  const said = (re: RegExp) =>
-    target
-      .peekLog()
-      .split('\n')
-      .filter((l) => re.test(l))
-      .slice(-2)
-      .map((l) => l.slice(0, 300))
-      .join(' | ');
   const seconds = since(t0);
-  if (stopped) x.figures.stopSeconds = seconds;
-  if (!stopped || seconds > deadline)
+  if (stopped.how) x.figures.stopSeconds = seconds;
+  if (!stopped.how || seconds > deadline)
     x.violations.push({
       invariant: 'membership',
-      detail: `${target.name} cut off: ${stopped ? `stopped its buckets only ${seconds.toFixed(1)} s after the cut` : `no bucket lost and opkit_shard_buckets ${gauge ?? 'not reported'} 20 s after the cut`} (goal ≤ the renew deadline, ${TIMINGS.renewDeadlineSeconds} s, + ${STOP_GOAL_SECONDS - TIMINGS.renewDeadlineSeconds} s for the polling); it said: ${said(/sharding/)}`,
+      detail: `${target.name} cut off: ${stopped.how ? `stopped its buckets only ${seconds.toFixed(1)} s after the cut` : `no bucket lost and opkit_shards_held ${stopped.gauge ?? 'not reported'} 20 s after the cut`} (goal ≤ the renew deadline, ${TIMINGS.renewDeadlineSeconds} s, + ${STOP_GOAL_SECONDS - TIMINGS.renewDeadlineSeconds} s for the polling); it said: ${said(target, /sharding/)}`,
     });
-  if (stopped?.value !== 'stopped' || gauge === 0) return;
+  if (stopped.how !== 'stopped' || stopped.gauge === 0) return;
   await sleep(1_000);
   const again = await scrape(target.metricsUrl);
-  gauge = again ? metric(again, 'opkit_shard_buckets') : gauge;
+  const gauge = again ? metric(again, 'opkit_shards_held') : stopped.gauge;
   if (gauge !== 0)
     x.violations.push({
       invariant: 'metrics',
-      detail: `${target.name} lost its ${held} buckets ${seconds.toFixed(1)} s after the cut (opkit_shard_handoffs_total{direction="lost"}), but a second later its opkit_shard_buckets still said ${gauge}; it said: ${said(/stopped every bucket/)}`,
+      detail: `${target.name} lost its ${held} buckets ${seconds.toFixed(1)} s after the cut (opkit_shard_handoffs_total{direction="lost"}), but a second later its opkit_shards_held still said ${gauge}; it said: ${said(target, /stopped every bucket/)}`,
     });
+}
+
+/**
+ * The `pause` fault (chaos/pause): `target`, holding buckets with a change under way in them, is stopped past its
+ * lease while the AppServices of its buckets keep changing, until every bucket it held is held by a live member;
+ * continued, it must stop every bucket within `RESUME_STOP_GOAL_SECONDS` (by its own metrics, as `stops`), then
+ * rejoin. Measures the rebalance (the stop → its buckets held by others), the stop after SIGCONT and the rejoin. What
+ * it did.
+ */
+export async function replicaPause(x: FaultContext, target: Replica): Promise<string> {
+  const lost = await holdings(x, target);
+  const before = { held: lost.held.length, lostBefore: await lostCount(target), exitsBefore: target.exits.length };
+  const paused = await pausePastLease({
+    target,
+    rng: x.rng,
+    change: () => x.change(lost.id, lost.held),
+    takenOver: async (t0) => {
+      await rebalanced(x, { ...lost, at: Date.now() }, t0, `${target.name} paused`);
+      return x.figures.rebalanceSeconds !== undefined;
+    },
+  });
+  const resumed = performance.now();
+  const stopped = await stoppedBuckets(target, before);
+  const seconds = since(resumed);
+  if (stopped.how) x.figures.resumeStopSeconds = seconds;
+  if (!stopped.how || seconds > RESUME_STOP_GOAL_SECONDS)
+    x.violations.push({
+      invariant: 'membership',
+      detail: `${target.name} resumed after ${paused.seconds.toFixed(1)} s paused, its buckets taken: ${stopped.how ? `stopped its ${lost.held.length} buckets only ${seconds.toFixed(1)} s later` : `had not stopped its buckets 20 s later (opkit_shards_held ${stopped.gauge ?? 'not reported'})`} (goal ≤ ${RESUME_STOP_GOAL_SECONDS} s); it said: ${said(target, /sharding/)}`,
+    });
+  await rejoined(x, target.name, undefined, resumed);
+  return `pause ${target.name} (${lost.held.length} buckets) ${paused.seconds.toFixed(1)} s, meanwhile ${paused.changes.join(', ')}`;
 }
 
 /** The fourth replica joins, then leaves gracefully with a second change under way; what that change was. */

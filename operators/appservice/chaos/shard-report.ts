@@ -5,6 +5,7 @@
  * trial); it is complete when every kind ran at least `SHARD_MIN_TRIALS` trials.
  */
 import { type Handoffs, TIMINGS } from './fences.ts';
+import { RESUME_STOP_GOAL_SECONDS } from './pause.ts';
 import type { RunViolation } from './report.ts';
 import { REBALANCE_GOAL_SECONDS, STOP_GOAL_SECONDS } from './shard-faults.ts';
 import type { ShardTrialResult } from './sharded.ts';
@@ -28,6 +29,8 @@ export interface ShardKindFigures {
   readonly member: Spread;
   readonly join: Spread;
   readonly leave: Spread;
+  /** pause: SIGCONT → the paused replica stopped every bucket. */
+  readonly resumeStop: Spread;
   readonly recovery: Spread;
   readonly trial: Spread;
   readonly handoffs: Handoffs;
@@ -65,6 +68,7 @@ function figuresOf(results: readonly ShardTrialResult[], violations: readonly Ru
     member: spread(mine.map((r) => r.memberSeconds)),
     join: spread(mine.map((r) => r.joinSeconds)),
     leave: spread(mine.map((r) => r.leaveSeconds)),
+    resumeStop: spread(mine.map((r) => r.resumeStopSeconds)),
     recovery: spread(mine.map((r) => r.recoverySeconds)),
     trial: spread(mine.map((r) => r.trialSeconds)),
     handoffs: {
@@ -108,6 +112,10 @@ function kindLine(kind: string, f: ShardKindFigures): string {
     );
   if (f.join.max !== null) parts.push(`join ${s(f.join)}`);
   if (f.leave.max !== null) parts.push(`leave ${s(f.leave)}`);
+  if (f.resumeStop.max !== null)
+    parts.push(
+      `paused replica stopped its buckets after SIGCONT ${s(f.resumeStop)} (goal ≤ ${RESUME_STOP_GOAL_SECONDS} s)`,
+    );
   if (f.member.max !== null) parts.push(`restarted process a member ${s(f.member)}`);
   if (f.rejoin.max !== null) parts.push(`rejoin (holds a bucket again) ${s(f.rejoin)}`);
   parts.push(`recovery ${s(f.recovery)}`, `trial ${s(f.trial)}`);

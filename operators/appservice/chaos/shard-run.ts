@@ -31,6 +31,7 @@ export function trialLine(n: number, r: ShardTrialResult): string {
     r.rebalancedTo ? ` (to ${r.rebalancedTo})` : '',
     f('restarted process a member after', r.memberSeconds),
     f('stopped', r.stopSeconds),
+    f('stopped after SIGCONT', r.resumeStopSeconds),
     f('joined', r.joinSeconds),
     f('left', r.leaveSeconds),
     f('rejoined', r.rejoinSeconds),

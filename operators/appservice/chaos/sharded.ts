@@ -2,14 +2,15 @@
  * @module chaos/sharded
  * One trial of the sharded chaos (chaos/shard-faults has the faults): with the namespace settled and the ring settled
  * (every replica a live member holding buckets, every bucket held by one of them), the harness starts a change on an
- * AppService in the target replica's buckets and on another one, injects the fault, lifts it, waits for the namespace
+ * AppService in the target replica's buckets and on another one, injects the fault (within 1.5 s; a `pause` while
+ * the target's reconcile of the change is under way, chaos/pause), lifts it, waits for the namespace
  * and the ring to settle again, and checks:
  * - the monitor's invariants (chaos/monitor): every AppService converges, children never duplicated, no orphans;
  * - the shard labels: every AppService carries one, and its live pods the same;
  * - the audit log (chaos/fences), over everything the operator wrote since the start: every write to a pod, an
  *   AppService or an Event about one made under the fence of its bucket by the writing process; no bucket taken
  *   from a member before its lease ran out; no Forbidden answer;
- * - the replicas: no crash, no crash loop, no unexpected error log; each replica's own `opkit_shard_buckets` agrees
+ * - the replicas: no crash, no crash loop, no unexpected error log; each replica's own `opkit_shards_held` agrees
  *   with the fences, and they add up to every bucket.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -20,6 +21,7 @@ import { CHAOS_NAMESPACE, type ChaosCluster, OPERATOR_USER, type Replica } from 
 import { IMAGES, logViolations, randomChange, settle } from './faults.ts';
 import { BUCKETS, type FenceFindings, fenceCheck, SHARD_LABEL } from './fences.ts';
 import type { Monitor, Violation } from './monitor.ts';
+import { workUnderWay } from './pause.ts';
 import {
   heldBy,
   identityOf,
@@ -32,9 +34,16 @@ import {
   until,
 } from './ring.ts';
 import type { Rng } from './rng.ts';
-import { type FaultContext, type FaultFigures, replicaAdd, replicaCutoff, replicaKill } from './shard-faults.ts';
+import {
+  type FaultContext,
+  type FaultFigures,
+  replicaAdd,
+  replicaCutoff,
+  replicaKill,
+  replicaPause,
+} from './shard-faults.ts';
 
-export const SHARD_FAULT_KINDS = ['replica-kill', 'replica-add', 'replica-cutoff'] as const;
+export const SHARD_FAULT_KINDS = ['replica-kill', 'replica-add', 'replica-cutoff', 'pause'] as const;
 export type ShardFaultKind = (typeof SHARD_FAULT_KINDS)[number];
 
 export interface ShardTrialResult extends FaultFigures {
@@ -129,12 +138,15 @@ export class ShardTrialRunner {
       .join('; ');
   }
 
-  /** One trial; whatever happens, every proxy passes traffic again afterwards. */
+  /** One trial; whatever happens, every replica runs and every proxy passes traffic again afterwards. */
   async run(kind: ShardFaultKind): Promise<ShardTrialResult> {
     try {
       return await this.#run(kind);
     } finally {
-      for (const r of this.#all()) r.proxy.setMode({ kind: 'pass' });
+      for (const r of this.#all()) {
+        r.resume();
+        r.proxy.setMode({ kind: 'pass' });
+      }
     }
   }
 
@@ -146,15 +158,17 @@ export class ShardTrialRunner {
     this.#m.arm();
     const target = this.#rng.pick(this.#c.replicas);
     const view = await readRing(this.#c.admin);
+    const pauseAfterMs = kind === 'pause' ? workUnderWay(target, this.#rng) : undefined;
     let action = await this.#change(kind === 'replica-add' ? undefined : identityOf(view, target.name));
-    await sleep(this.#rng.int(0, 1_500));
+    await sleep(pauseAfterMs ?? this.#rng.int(0, 1_500));
     const figures: FaultFigures = {};
     const x = this.#context(violations, figures);
     const t0 = performance.now();
     if (kind === 'replica-kill') await replicaKill(x, target);
     else if (kind === 'replica-cutoff') await replicaCutoff(x, target);
+    else if (kind === 'pause') action += `; ${await replicaPause(x, target)}`;
     else action += `; ${kind}; then ${await replicaAdd(x)}`;
-    if (kind !== 'replica-add') action += `; ${kind} ${target.name}`;
+    if (kind === 'replica-kill' || kind === 'replica-cutoff') action += `; ${kind} ${target.name}`;
     const faultEnd = performance.now();
     const after = await this.#after(exitsBefore);
     violations.push(...after.violations);
@@ -190,17 +204,21 @@ export class ShardTrialRunner {
         this.#extraMember = false;
       },
       members: () => this.#members(),
-      change: (identity) => this.#change(identity),
+      change: (identity, buckets) => this.#change(identity, buckets),
       settle: () => settle(this.#m),
     };
   }
 
-  /** A change on an AppService in `identity`'s buckets (any, if it has none) and on another one. */
-  async #change(identity: string | undefined): Promise<string> {
+  /**
+   * A change on an AppService in `identity`'s buckets now, or in `buckets` when given (any, if none is there), and on
+   * another one.
+   */
+  async #change(identity: string | undefined, buckets?: readonly number[]): Promise<string> {
     const view = await readRing(this.#c.admin);
     const apps = this.#m.apps().filter((a) => !a.metadata.deletionTimestamp);
     const bucket = (a: AppService) => Number(a.metadata.labels?.[SHARD_LABEL]);
-    const owned = identity ? apps.filter((a) => view.holders[bucket(a)] === identity) : [];
+    const mine = (b: number) => (buckets ? buckets.includes(b) : view.holders[b] === identity);
+    const owned = identity || buckets ? apps.filter((a) => mine(bucket(a))) : [];
     const first = this.#rng.pick(owned.length > 0 ? owned : apps);
     const others = apps.filter((a) => a !== first);
     const picked = others.length > 0 ? [first, this.#rng.pick(others)] : [first];
@@ -283,7 +301,7 @@ export class ShardTrialRunner {
         for (const r of this.#all().filter((x) => this.#members().includes(x.name))) {
           const held = heldBy(view, identityOf(view, r.name)).length;
           const s = await scrape(r.metricsUrl);
-          const own = s ? metric(s, 'opkit_shard_buckets') : undefined;
+          const own = s ? metric(s, 'opkit_shards_held') : undefined;
           sum += own ?? 0;
           if (own !== held) problems.push(`${r.name} counts ${own ?? 'no'} buckets, the fences give it ${held}`);
           parts.push(
