@@ -53,6 +53,14 @@ const fence = (by: string, bucket: number, holder: string, s: number) =>
 const podWrite = (by: string, verb: string, name: string, bucket: number, s: number, tookMs = 5) =>
   ev({ by, verb, resource: 'pods', name: verb === 'create' ? '' : name, s, tookMs, res: pod(name, bucket) });
 
+/** chaos-a and chaos-b join; chaos-a takes buckets 3 and 4. */
+const aHolds3And4 = (): BodyEvent[] => [
+  member('chaos-a', 'chaos-a-abcde', 0, 'create'),
+  member('chaos-b', 'chaos-b-fghij', 0, 'create'),
+  fence('chaos-a', 3, 'chaos-a-abcde', 1),
+  fence('chaos-a', 4, 'chaos-a-abcde', 1),
+];
+
 /** chaos-a holds bucket 3, writes, releases it; chaos-b acquires it and writes: one clean handoff. */
 const cleanLog = (): BodyEvent[] => [
   member('chaos-a', 'chaos-a-abcde', 0, 'create'),
@@ -142,10 +150,7 @@ test('fenceCheck: a restarted replica may not write under the fence its previous
 
 test('fenceCheck: a holder paused past its lease that writes once continued is a former holder still writing', () => {
   const log = [
-    member('chaos-a', 'chaos-a-abcde', 0, 'create'),
-    member('chaos-b', 'chaos-b-fghij', 0, 'create'),
-    fence('chaos-a', 3, 'chaos-a-abcde', 1),
-    fence('chaos-a', 4, 'chaos-a-abcde', 1),
+    ...aHolds3And4(),
     member('chaos-a', 'chaos-a-abcde', 2), // its last renewal: then it is paused (SIGSTOP)
     member('chaos-b', 'chaos-b-fghij', 10),
     fence('chaos-b', 3, 'chaos-b-fghij', 18), // 16 s later: a takeover the lease allows
@@ -172,10 +177,7 @@ test('fenceCheck: a holder paused past its lease that writes once continued is a
 
 test('fenceCheck: a bucket taken from a holder sooner than the lease after its last renewal', () => {
   const log = [
-    member('chaos-a', 'chaos-a-abcde', 0, 'create'),
-    member('chaos-b', 'chaos-b-fghij', 0, 'create'),
-    fence('chaos-a', 3, 'chaos-a-abcde', 1),
-    fence('chaos-a', 4, 'chaos-a-abcde', 1),
+    ...aHolds3And4(),
     member('chaos-a', 'chaos-a-abcde', 10),
     fence('chaos-b', 3, 'chaos-b-fghij', 20), // 10 s after chaos-a renewed: too soon
     fence('chaos-b', 4, 'chaos-b-fghij', 25.5), // 15.5 s after: allowed
@@ -191,10 +193,7 @@ test('fenceCheck: a bucket taken from a holder sooner than the lease after its l
 
 test("fenceCheck: a dead holder's fence freed by another member counts as a takeover, judged by the lease", () => {
   const log = [
-    member('chaos-a', 'chaos-a-abcde', 0, 'create'),
-    member('chaos-b', 'chaos-b-fghij', 0, 'create'),
-    fence('chaos-a', 3, 'chaos-a-abcde', 1),
-    fence('chaos-a', 4, 'chaos-a-abcde', 1),
+    ...aHolds3And4(),
     member('chaos-a', 'chaos-a-abcde', 10),
     // chaos-b judges chaos-a dead (annotating its own member Lease is no renewal of chaos-a's) and frees the fences
     ev({
