@@ -70,7 +70,10 @@ describe('sharding between managers', () => {
           ctx.signal.throwIfAborted();
           const data = { color: w.spec?.color ?? '' };
           const [child] = await ctx.owned(ConfigMaps);
-          if (!child) await ctx.create(ConfigMaps, { metadata: { name: `${w.metadata.name ?? ''}-child` }, data });
+          // a Widget named …gen-… makes its child with generateName: a child it cannot see, it makes again
+          const name = w.metadata.name ?? '';
+          const metadata = name.includes('gen-') ? { generateName: `${name}-` } : { name: `${name}-child` };
+          if (!child) await ctx.create(ConfigMaps, { metadata, data });
           else if (child.data?.color !== data.color)
             await ctx.apply(ConfigMaps, { metadata: { name: child.metadata.name ?? '' }, data });
         } finally {
@@ -96,6 +99,12 @@ describe('sharding between managers', () => {
           out.push(`${a.key}: ${a.replica} [${a.start}, ${a.end}] and ${b.replica} [${b.start}, ${b.end}]`);
     return out;
   };
+
+  /** The ConfigMaps a Widget controls, as the apiserver has them. */
+  const childrenOf = async (uid: string | undefined) =>
+    (await client.list(ConfigMaps, { namespace: NS })).items.filter(
+      (c) => c.metadata.ownerReferences?.find((o) => o.controller)?.uid === uid,
+    );
 
   async function converged(color: string): Promise<boolean> {
     const widgets = (await client.list(Widgets, { namespace: NS })).items;
@@ -157,6 +166,7 @@ describe('sharding between managers', () => {
     assert.ok(c);
     const cShards = held('c');
     const cutAt = Date.now();
+    if (process.env.SHARD_DEBUG) console.log(cutAt % 100000, 'test: c cut off');
     c.proxy.setMode({ kind: 'freeze' });
     await waitFor('c to drop its shards', async () => held('c').length === 0, 10_000);
     const stoppedAfter = Date.now() - cutAt;
@@ -277,59 +287,70 @@ describe('sharding between managers', () => {
     const dShard = String(held('d')[0]);
     const eShard = String(held('e')[0]);
     await client.create(Widgets, {
-      metadata: { name: 'slow-0', namespace: NS, labels: { [SHARD_LABEL]: dShard } },
+      metadata: { name: 'slow-gen-0', namespace: NS, labels: { [SHARD_LABEL]: dShard } },
       spec: { color: 'red' },
     });
-    const key = `${NS}/slow-0`;
+    const key = `${NS}/slow-gen-0`;
     await waitFor(
-      'd to reconcile slow-0 once',
+      'd to reconcile slow-gen-0 once',
       async () => spans.some((x) => x.key === key && x.end < Infinity),
       20_000,
     );
-    await client.patch(Widgets, { namespace: NS, name: 'slow-0' }, { spec: { color: 'blue' } });
+    await client.patch(Widgets, { namespace: NS, name: 'slow-gen-0' }, { spec: { color: 'blue' } });
     await waitFor('d to be reconciling it', async () => spans.some((x) => x.key === key && x.end === Infinity), 10_000);
     const movedAt = Date.now();
-    await client.patch(Widgets, { namespace: NS, name: 'slow-0' }, { metadata: { labels: { [SHARD_LABEL]: eShard } } });
+    await client.patch(
+      Widgets,
+      { namespace: NS, name: 'slow-gen-0' },
+      { metadata: { labels: { [SHARD_LABEL]: eShard } } },
+    );
     await waitFor('e to reconcile it', async () => spans.some((x) => x.key === key && x.replica === 'e'), 20_000);
     const dSpan = spans.find((x) => x.key === key && x.replica === 'd' && x.start < movedAt && x.end > movedAt);
     assert.ok(dSpan, 'd was reconciling it when it moved');
     assert.ok(dSpan.end - movedAt < 1_500, `d's reconcile ended ${dSpan.end - movedAt} ms after the move (aborted)`);
     assert.deepEqual(overlaps(), []);
+    const w = await client.get(Widgets, { namespace: NS, name: 'slow-gen-0' });
     await waitFor(
-      'e to bring its child to blue',
+      'its one child to follow it to e and turn blue',
       async () => {
-        const c = await client.getIfExists(ConfigMaps, { namespace: NS, name: 'slow-0-child' });
-        return c?.data?.color === 'blue';
+        const mine = await childrenOf(w.metadata.uid);
+        return (
+          mine.length === 1 && mine[0]?.metadata.labels?.[SHARD_LABEL] === eShard && mine[0]?.data?.color === 'blue'
+        );
       },
       20_000,
     );
+    await new Promise((r) => setTimeout(r, 1_000));
+    assert.equal((await childrenOf(w.metadata.uid)).length, 1, 'no child made twice');
   });
 
   test("a child whose label a full update removed gets its owner's back; it is never made twice", async () => {
-    const w = await client.get(Widgets, { namespace: NS, name: 'w-3' });
-    const child = await client.get(ConfigMaps, { namespace: NS, name: 'w-3-child' });
-    const { [SHARD_LABEL]: _dropped, ...rest } = child.metadata.labels ?? {};
-    await client.update(ConfigMaps, { ...child, metadata: { ...child.metadata, labels: rest } });
-    await waitFor(
-      "the child to carry its owner's shard again",
-      async () =>
-        (await client.get(ConfigMaps, { namespace: NS, name: 'w-3-child' })).metadata.labels?.[SHARD_LABEL] ===
-        w.metadata.labels?.[SHARD_LABEL],
-      20_000,
-    );
-    await client.patch(Widgets, { namespace: NS, name: 'w-3' }, { spec: { color: 'purple' } });
-    await waitFor(
-      'the child to follow its owner',
-      async () => {
-        const c = await client.get(ConfigMaps, { namespace: NS, name: 'w-3-child' });
-        return c.data?.color === 'purple';
-      },
-      20_000,
-    );
-    const mine = (await client.list(ConfigMaps, { namespace: NS })).items.filter(
-      (c) => c.metadata.ownerReferences?.[0]?.uid === w.metadata.uid,
-    );
-    assert.equal(mine.length, 1, 'no second child');
+    await client.create(Widgets, { metadata: { name: 'gen-1', namespace: NS }, spec: { color: 'red' } });
+    await waitFor('gen-1 to have its child', async () => {
+      const w = await client.get(Widgets, { namespace: NS, name: 'gen-1' });
+      return (await childrenOf(w.metadata.uid)).length === 1;
+    });
+    for (const owner of ['w-3', 'gen-1']) {
+      const w = await client.get(Widgets, { namespace: NS, name: owner });
+      const [child] = await childrenOf(w.metadata.uid);
+      assert.ok(child, `${owner} has its child`);
+      const { [SHARD_LABEL]: _dropped, ...rest } = child.metadata.labels ?? {};
+      await client.update(ConfigMaps, { ...child, metadata: { ...child.metadata, labels: rest } });
+      const ref = { namespace: NS, name: child.metadata.name ?? '' };
+      const shard = w.metadata.labels?.[SHARD_LABEL];
+      await waitFor(
+        `${owner}'s child to carry its owner's shard again`,
+        async () => (await client.get(ConfigMaps, ref)).metadata.labels?.[SHARD_LABEL] === shard,
+        20_000,
+      );
+      await client.patch(Widgets, { namespace: NS, name: owner }, { spec: { color: 'purple' } });
+      await waitFor(
+        `${owner}'s child to follow it`,
+        async () => (await client.get(ConfigMaps, ref)).data?.color === 'purple',
+        20_000,
+      );
+      assert.equal((await childrenOf(w.metadata.uid)).length, 1, `${owner}: no second child`);
+    }
     assert.deepEqual(overlaps(), []);
   });
 });

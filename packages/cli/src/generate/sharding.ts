@@ -2,7 +2,8 @@
  * @module generate/sharding
  * What running the operator sharded needs beyond the default install (docs/sharding.md): RBAC — `<name>-sharding`,
  * a Role for its member and fence Leases (list and delete too) in the Lease namespace and a ClusterRole with `patch`
- * on the project's kinds (a new object gets its bucket label), each bound to the operator's ServiceAccount — and the
+ * on the project's kinds (a new object gets its shard label) and on the kinds its controllers create (a child gets its
+ * owner's back), each bound to the operator's ServiceAccount — and the
  * manager's `--sharding` flag on 3 replicas. As `config/sharding/`, a kustomize Component (add `../sharding` to
  * `components:` in config/default) and, in the chart, `templates/sharding.yaml` under `sharding.enabled`.
  * GUARANTEES: nothing here is in the default install: an operator that is not sharded is granted nothing more.
@@ -19,7 +20,8 @@ export const SHARDED_REPLICAS = 3;
 /** The Role, RoleBinding, ClusterRole and ClusterRoleBinding `<name>-sharding`, bound to the operator's account. */
 export function shardingRbacObjects(p: Project, apis: readonly LoadedApi[]): KubeObject[] {
   const name = `${p.projectName}-sharding`;
-  const r = rbacManifests(name, p.namespace, shardingPermissions(apis.map((a) => a.kind)));
+  const kinds = apis.map((a) => a.kind);
+  const r = rbacManifests(name, p.namespace, shardingPermissions(kinds, apis.flatMap((a) => a.permissions)));
   const subjects = [{ kind: 'ServiceAccount', name: p.projectName, namespace: p.namespace }];
   const bound = <T extends KubeObject>(o: T | undefined): T[] => (o ? [{ ...o, subjects }] : []);
   return [...(r.role ? [r.role] : []), ...bound(r.roleBinding), r.clusterRole, ...bound(r.clusterRoleBinding)];

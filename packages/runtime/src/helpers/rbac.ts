@@ -72,12 +72,18 @@ export function managerPermissions(leaderElection: boolean): Permission[] {
 /**
  * What a sharded manager needs besides `managerPermissions` (see docs/sharding.md): its member and fence Leases
  * (`list` and `delete` too, in its namespace), and `patch` on each primary kind of its controllers, to give a new
- * object its shard label.
+ * object its shard label; with the controllers' own `permissions`, `patch` on each kind they create too (their
+ * children), to give a child its owner's shard label back, or move it with its owner.
  */
-export function shardingPermissions(primaryKinds: readonly Kind<KubeObject, unknown>[]): Permission[] {
+export function shardingPermissions(
+  primaryKinds: readonly Kind<KubeObject, unknown>[],
+  controllerPermissions: readonly Permission[] = [],
+): Permission[] {
+  const children = controllerPermissions.filter((p) => !p.resource.includes('/') && p.verbs.includes('create'));
   return [
     permission(Leases, ['get', 'list', 'create', 'update', 'delete'], { scope: 'namespace' }),
     ...primaryKinds.map((k) => permission(k, ['patch'])),
+    ...children.map((p): Permission => ({ ...p, verbs: ['patch'] })),
   ];
 }
 

@@ -90,10 +90,25 @@ test('an object that leaves for a shard not active here has its reconcile aborte
   assert.equal(gate.inFlight(1), 0);
 
   gate.arrived('ns/c');
-  assert.deepEqual(gate.admit('ns/c', inShard(2)), { retryAfterMs: 3_000 });
-  clock.advance(2_000);
-  assert.deepEqual(gate.admit('ns/c', inShard(2)), { retryAfterMs: 1_000 });
-  clock.advance(1_000);
+  assert.deepEqual(gate.admit('ns/c', inShard(2)), { retryAfterMs: 100 }, 'asked again soon');
+  clock.advance(2_950);
+  assert.deepEqual(gate.admit('ns/c', inShard(2)), { retryAfterMs: 50 });
+  clock.advance(50);
   ticket(gate.admit('ns/c', inShard(2))).end();
   ticket(gate.admit('ns/c', inShard(2))).end();
+});
+
+test('hold: requests wait until the promise settles, maxMs at most', async () => {
+  const clock = new FakeClock(0);
+  const gate = new ShardGate({ clock });
+  gate.activate(4);
+  let settle = () => {};
+  gate.hold('ns/o', new Promise<void>((r) => (settle = r)), 3_000);
+  assert.deepEqual(gate.admit('ns/o', inShard(4)), { retryAfterMs: 100 });
+  settle();
+  await new Promise((r) => setImmediate(r));
+  ticket(gate.admit('ns/o', inShard(4))).end();
+  gate.hold('ns/p', new Promise<void>(() => {}), 3_000); // never settles
+  clock.advance(3_000);
+  ticket(gate.admit('ns/p', inShard(4))).end();
 });

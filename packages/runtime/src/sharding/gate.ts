@@ -16,7 +16,8 @@
  * - One object, one replica: `left(key, shard)` aborts at once the reconciles of an object that left for a shard not
  *   active here (relabelled, or deleted); `arrived(key)` holds back the requests of an object that came into an active
  *   shard after it was listed (a relabelling, by the look of it) for `holdMs` — the old holder's bound for noticing the
- *   move and aborting — answering `retryAfterMs` until then.
+ *   move and aborting — answering `retryAfterMs` until then; `hold(key, until, maxMs)` holds them back until a
+ *   promise settles (a child of theirs being given its label back), `maxMs` at most.
  */
 
 import type { KubeObject } from '../client/resource.ts';
@@ -94,7 +95,8 @@ export class ShardGate implements RequestGate {
     const until = this.#held.get(key);
     if (until !== undefined) {
       const left = until - this.#clock.now();
-      if (left > 0) return { retryAfterMs: Math.ceil(left) };
+      // asked again soon: a hold on a promise ends when it settles
+      if (left > 0) return { retryAfterMs: Math.min(Math.ceil(left), 100) };
       this.#held.delete(key);
     }
     const ctl = new AbortController();
@@ -137,6 +139,15 @@ export class ShardGate implements RequestGate {
   /** The object of `key` came into an active shard after its initial list: hold its requests back for `holdMs`. */
   arrived(key: string): void {
     this.#held.set(key, this.#clock.now() + this.#holdMs);
+  }
+
+  /** Holds the requests of `key` back until `until` settles, for `maxMs` at most. */
+  hold(key: string, until: Promise<unknown>, maxMs: number): void {
+    const at = this.#clock.now() + maxMs;
+    this.#held.set(key, Math.max(at, this.#held.get(key) ?? 0));
+    void until.finally(() => {
+      if (this.#held.get(key) === at) this.#held.delete(key);
+    });
   }
 
   /** Admits `s`'s requests from now on. */

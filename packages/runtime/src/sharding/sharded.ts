@@ -4,9 +4,9 @@
  * them. Taking a shard caches its objects (one list and watch per partitioned kind: the controllers' primary and
  * owned kinds, by their `opkit.dev/shard` label), then admits its requests (gate.ts) and enqueues its objects.
  * Handing one off stops admitting, drains the reconciles under way (for the drain time, then aborts them), and drops
- * its objects from the cache. The labeller (labeller.ts) gives each primary object without a valid label its shard, from the hash
- * of its shard key (ring.ts); children written through `ctx.create` / `ctx.apply` carry their owner's label from the
- * start.
+ * its objects from the cache. The labellers (labeller.ts) give each primary object without a valid label its shard,
+ * from the hash of its shard key (ring.ts), and each child without one its owner's; children written through
+ * `ctx.create` / `ctx.apply` carry their owner's label from the start. Objects that change shard are moves.ts's.
  *
  * Guarantees:
  * - A shard's requests are admitted only once every partitioned kind has listed it, and only while the member Lease
@@ -15,15 +15,14 @@
  *   a shard: its first check stops every shard.
  * - A hand-off returns only when none of its reconciles runs any more (their requests aborted past the drain time); a
  *   stale member Lease aborts every reconcile at once.
- * - One object, one replica: an object that leaves a shard held here for one that is not (a relabel, a delete) has
- *   its reconcile aborted as soon as the cache sees it; one that arrives in a held shard after its list, not by this
- *   replica's labelling, is held back for the drain time plus the abort margin, the bound for the old holder to see
- *   the move and abort. What remains: an old holder whose watch lags the new holder's by more than that.
+ * - One object, one replica, and an owner with its children in one shard (moves.ts): an object that leaves a shard
+ *   held here is aborted as the cache sees it and its children follow it; one that arrives after the shard's list,
+ *   not by this replica's labelling, is held back for the drain time plus the abort margin; a child that loses its
+ *   label gets its owner's back while the owner waits.
  * - A shard whose caches do not list within `syncTimeoutMs` is given up (uncached, logged, counted in
  *   `opkit_shard_sync_timeouts_total`): the coordinator frees its fence and takes it again in a later round.
  * - At start, before joining, children of the primary kinds that lack the label (written before the operator was
- *   sharded) get their owner's, so no replica misses a child and makes it again; afterwards a child that loses its
- *   label (a full update without it) gets its owner's back from the replica that holds the owner.
+ *   sharded) get their owner's, so no replica misses a child and makes it again.
  */
 
 import { randomBytes } from 'node:crypto';
@@ -31,7 +30,7 @@ import type { Cache } from '../cache/cache.ts';
 import { Leases } from '../client/builtins.ts';
 import type { Client } from '../client/client.ts';
 import { isApiError } from '../client/errors.ts';
-import { type Kind, type KubeObject, keyOf, metadataOnly, resourceId } from '../client/resource.ts';
+import { type Kind, type KubeObject, metadataOnly, refOf, resourceId } from '../client/resource.ts';
 import type { Controller } from '../controller/controller.ts';
 import { messageOf, UsageError } from '../errors.ts';
 import type { EventRecorder } from '../helpers/events.ts';
@@ -42,6 +41,7 @@ import { LOW_PRIORITY } from '../workqueue/index.ts';
 import { ShardCoordinator, type ShardHost } from './coordinator.ts';
 import { ShardGate } from './gate.ts';
 import { Labeller, UNLABELLED } from './labeller.ts';
+import { ShardMoves } from './moves.ts';
 import { SHARD_LABEL, shardOf } from './ring.ts';
 
 /** How long past the abort a hand-off waits for reconciles to return (their requests have aborted). */
@@ -150,6 +150,7 @@ export class Sharding implements ShardHost {
   async start(signal: AbortSignal): Promise<void> {
     await this.#labelChildren(signal);
     const primaries = this.#primaryKinds();
+    const owned = this.#ownedInformers(primaries).map((i) => i.resource);
     const labeller = (kind: Kind, of: (obj: KubeObject) => number | undefined) => {
       const l = new Labeller({
         ...{ client: this.#p.client, kind, namespaces: this.#p.cache.namespacesOf(kind), log: this.#log },
@@ -159,32 +160,19 @@ export class Sharding implements ShardHost {
       this.#labellers.push(l);
       return l;
     };
-    for (const kind of primaries) {
-      const l = labeller(kind, (obj) => shardOf(this.#keyOf(obj.metadata.namespace, obj.metadata.name ?? '')));
-      this.#follow(kind, l);
-    }
-    for (const inf of this.#ownedInformers(primaries)) labeller(inf.resource, (child) => this.#ownerShard(child));
-    await this.coordinator.run(signal);
-  }
-
-  /**
-   * Tells the gate when a primary object of `kind` leaves a shard (its reconcile here aborts unless the new shard is
-   * held here too) or arrives in a held one after its list, not by `labeller` (held back for the old holder's bound).
-   */
-  #follow(kind: Kind, labeller: Labeller): void {
-    const gate = this.gate;
-    this.#p.cache.informer(kind).addEventHandler({
-      add: (obj) => {
-        const b = ShardGate.shardOf(obj);
-        const key = keyOf(obj);
-        if (b !== undefined && gate.isActive(b) && !labeller.labelled(key)) gate.arrived(key);
-      },
-      update: (old, obj) => {
-        const b = ShardGate.shardOf(obj);
-        if (b !== ShardGate.shardOf(old)) gate.left(keyOf(obj), b);
-      },
-      delete: (obj) => gate.left(keyOf(obj), undefined),
+    const newObjects = new Map<string, Labeller>();
+    for (const kind of primaries)
+      newObjects.set(
+        resourceId(kind),
+        labeller(kind, (obj) => shardOf(this.#keyOf(obj.metadata.namespace, obj.metadata.name ?? ''))),
+      );
+    const moves = new ShardMoves({
+      ...{ gate: this.gate, cache: this.#p.cache, client: this.#p.client, log: this.#log, primaries, owned },
+      labelled: (kind, key) => newObjects.get(resourceId(kind))?.labelled(key) ?? false,
     });
+    moves.follow();
+    for (const kind of owned) labeller(kind, (child) => ShardGate.shardOf(moves.ownerOf(child)));
+    await this.coordinator.run(signal);
   }
 
   /** See `ShardHost.acquire`. */
@@ -254,19 +242,6 @@ export class Sharding implements ShardHost {
   /** The informers of the owned kinds: partitioned, and not of a primary kind. */
   #ownedInformers(primaries: readonly Kind[]) {
     return this.#p.cache.partitioned().filter((i) => !primaries.some((p) => resourceId(p) === resourceId(i.resource)));
-  }
-
-  /** The shard of a child's controller owner when this replica caches that owner (a primary object), else undefined. */
-  #ownerShard(child: KubeObject): number | undefined {
-    const ref = child.metadata.ownerReferences?.find((o) => o.controller);
-    if (!ref) return undefined;
-    for (const kind of this.#primaryKinds()) {
-      if (kind.kind !== ref.kind || kind.apiVersion !== ref.apiVersion) continue;
-      const key = child.metadata.namespace ? `${child.metadata.namespace}/${ref.name}` : ref.name;
-      const owner = this.#p.cache.informer(kind).store.get(key);
-      if (owner?.metadata.uid === ref.uid) return ShardGate.shardOf(owner);
-    }
-    return undefined;
   }
 
   /**
@@ -349,10 +324,6 @@ export class Sharding implements ShardHost {
       rebalanced: (seconds: number) => m.rebalance.observe({}, seconds),
     };
   }
-}
-
-function refOf(obj: KubeObject): { namespace?: string; name: string } {
-  return { ...(obj.metadata.namespace ? { namespace: obj.metadata.namespace } : {}), name: obj.metadata.name ?? '' };
 }
 
 function shardSeries(metrics: Metrics) {
