@@ -11,10 +11,12 @@
  *   them and makes none again. Where it went is read from the apiserver (a GET) when the cache saw it only leave.
  * - An owner that arrives in a held shard after that shard's list, not by this replica's own labelling of a new
  *   object, is held back for `holdMs` (gate.ts `arrived`): the old holder's bound for aborting and moving its children.
- * - A child that leaves a held shard while it still exists gets its owner's shard label back; its owner's reconcile
- *   is aborted and held back until the child is in the cache again (or `settleMs` passed), so the owner never sees it
- *   missing and makes it again. A child being deleted (`deletionTimestamp` set) is let go at once; one the GET finds
- *   gone releases its owner then.
+ * - A child that leaves a held shard while it still exists gets its owner's shard label back, and its owner never
+ *   sees it missing and makes it again: the owner's new reconciles are held back from the moment the cache sees the
+ *   child leave until it is cached again (or `settleMs` passed), and one under way is aborted once a GET shows the
+ *   child still exists. (So a reconcile that lists its children in the instant of that GET can still miss it.) A
+ *   child being deleted (`deletionTimestamp` set) is let go at once; one the GET finds gone — the owner's own delete,
+ *   say — releases its owner then, its reconcile untouched.
  * Costs: a GET for each owner that leaves a held shard, and for each child that leaves one with no deletionTimestamp.
  * Caveat: an old holder whose watch lags the new holder's by more than `holdMs` may move the children late; the new
  * holder's `ctx.create` of a child of the same name then moves it itself (controller/children.ts).
@@ -112,16 +114,19 @@ export class ShardMoves {
     const s = ShardGate.shardOf(owner);
     if (!owner || s === undefined || !this.#o.gate.isActive(s)) return;
     const ownerKey = keyOf(owner);
-    this.#o.gate.left(ownerKey, undefined);
-    const settled = this.#giveBack(kind, child, s);
+    const settled = this.#giveBack(kind, child, s, () => this.#o.gate.left(ownerKey, undefined));
     this.#o.gate.hold(ownerKey, settled, this.#o.settleMs ?? SETTLE_MS);
   }
 
-  /** Labels `child` with shard `s` if it still exists without it, then waits (bounded) for the cache to show it. */
-  async #giveBack(kind: Kind, child: KubeObject, s: number): Promise<void> {
+  /**
+   * Labels `child` with shard `s` if it still exists without it (`exists` runs then), then waits (bounded) for the
+   * cache to show it.
+   */
+  async #giveBack(kind: Kind, child: KubeObject, s: number, exists: () => void): Promise<void> {
     try {
       const now = await this.#o.client.getIfExists(metadataOnly(kind), refOf(child));
       if (!now || now.metadata.uid !== child.metadata.uid || ShardGate.shardOf(now) === s) return;
+      exists();
       await this.#label(
         this.#o.client.withGuard(() => this.#o.gate.check(s)),
         kind,
