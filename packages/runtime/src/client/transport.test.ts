@@ -150,7 +150,7 @@ test('a guarded client asks its guard after every wait, right before each attemp
   });
   await guarded.get(ConfigMaps, { namespace: 'default', name: 'x' });
   assert.equal(requests.length, 2, 'a 429, then the retry');
-  assert.equal(asked, 2, 'asked before each attempt');
+  assert.equal(asked, 4, 'asked twice for each attempt: after the waits, and with its connection ready');
   // the guard turns while the request waits for a token of the QPS limit: it is refused after the wait, unsent
   const waiting = guarded.get(ConfigMaps, { namespace: 'default', name: 'x' });
   allow = false;
@@ -161,6 +161,27 @@ test('a guarded client asks its guard after every wait, right before each attemp
   assert.equal(requests.length, 2, 'nothing was sent');
   await client.get(ConfigMaps, { namespace: 'default', name: 'x' }); // the unguarded client is not affected
   assert.equal(requests.length, 3);
+  client.close();
+});
+
+test('a guarded request is asked again once its connection is ready: a refusal then sends none of it', async () => {
+  const { url, requests, server } = await serve((_req, res) => json(res, 200, {}));
+  let bytes = 0;
+  server.on('connection', (socket) => socket.on('data', (d: Buffer) => (bytes += d.length)));
+  const client = new Client(config(url)); // no connection yet: the request waits for a new one
+  let asked = 0;
+  const guarded = client.withGuard(() => {
+    asked += 1;
+    // the first check passes; by the time the connection is ready, the Lease is gone (a pause in between)
+    if (asked > 1) throw new DOMException('the Lease is not fresh', 'AbortError');
+  });
+  await assert.rejects(guarded.create(ConfigMaps, { metadata: { name: 'x', namespace: 'default' } }), (err) =>
+    isApiError(err, 'Aborted'),
+  );
+  assert.equal(asked, 2, 'asked after the waits, and again with the connection ready');
+  await new Promise((r) => setTimeout(r, 50));
+  assert.equal(requests.length, 0, 'no request reached the server');
+  assert.equal(bytes, 0, 'not a byte of it was written');
   client.close();
 });
 

@@ -10,9 +10,10 @@
  *   and the waits between retries included: a body that stalls fails with `Timeout`, so no caller can hang on a
  *   half-sent answer. A watch (`stream`) has no deadline; its reader guards against silence (see client/watch.ts).
  * - Aborting the caller's signal (or the client's bound one) cuts the request off at once (`Aborted`), whatever stage
- *   it is in (the wait for a token of the QPS limit included). A request's `guard` is asked synchronously right before
- *   each exchange is handed to its socket, after every wait (QPS token, connection, credentials): a guard that throws
- *   refuses it (`Aborted`), so no wait can carry a request past the moment its guard would refuse it. Signals are followed with listeners removed when the
+ *   it is in (the wait for a token of the QPS limit included). A request's `guard` is asked after every wait (QPS
+ *   token, connection, credentials), and again when its connection is ready (TCP and TLS), right before its first
+ *   byte is written: a guard that throws refuses it (`Aborted`) and nothing of it is sent, so no wait can carry a
+ *   request past the moment its guard would refuse it. Signals are followed with listeners removed when the
  *   request ends, so a signal that lives as long as a controller collects nothing per request.
  * - Retries as client/retry.ts says: throttled answers up to 3 times after the delay asked for, a GET whose
  *   connection dropped up to 3 times; writes are never replayed. Everything else becomes an `ApiError`. A caller that
@@ -323,14 +324,34 @@ export class Transport {
         reject(err);
         return;
       }
-      r.once('socket', (socket) => socket.setKeepAlive(true, KEEPALIVE_MS));
+      const out = r;
+      const write = () => {
+        if (payload !== undefined) out.write(payload);
+        out.end();
+      };
+      r.once('socket', (socket) => {
+        socket.setKeepAlive(true, KEEPALIVE_MS);
+        if (!req.guard) return;
+        // a guarded request goes out only once its connection is ready (TCP and TLS), its guard asked right then: a
+        // process paused between the guard's first check and a new connection's handshake sends nothing stale
+        const ready = () => {
+          try {
+            req.guard?.();
+          } catch (reason) {
+            out.destroy(aborted(describeOf(req), reason));
+            return;
+          }
+          write();
+        };
+        if (!socket.connecting) ready();
+        else socket.once('encrypted' in socket && socket.encrypted ? 'secureConnect' : 'connect', ready);
+      });
       r.on('error', (err) => {
         lease.release();
         metrics?.request('<error>', req.method, host, (performance.now() - started) / 1000);
         reject(err);
       });
-      if (payload !== undefined) r.write(payload);
-      r.end();
+      if (!req.guard) write();
     });
   }
 }
