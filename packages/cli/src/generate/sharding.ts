@@ -21,7 +21,14 @@ export const SHARDED_REPLICAS = 3;
 export function shardingRbacObjects(p: Project, apis: readonly LoadedApi[]): KubeObject[] {
   const name = `${p.projectName}-sharding`;
   const kinds = apis.map((a) => a.kind);
-  const r = rbacManifests(name, p.namespace, shardingPermissions(kinds, apis.flatMap((a) => a.permissions)));
+  const r = rbacManifests(
+    name,
+    p.namespace,
+    shardingPermissions(
+      kinds,
+      apis.flatMap((a) => a.permissions),
+    ),
+  );
   const subjects = [{ kind: 'ServiceAccount', name: p.projectName, namespace: p.namespace }];
   const bound = <T extends KubeObject>(o: T | undefined): T[] => (o ? [{ ...o, subjects }] : []);
   return [...(r.role ? [r.role] : []), ...bound(r.roleBinding), r.clusterRole, ...bound(r.clusterRoleBinding)];
