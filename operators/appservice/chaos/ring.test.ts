@@ -51,9 +51,9 @@ test('ringProblems: settled when every replica is a live member holding buckets 
 
 test('parseMetrics / metric: samples summed over label sets, filtered by labels', () => {
   const text = [
-    '# HELP opkit_shard_buckets Buckets held.',
-    '# TYPE opkit_shard_buckets gauge',
-    'opkit_shard_buckets 11',
+    '# HELP opkit_shards_held Buckets held.',
+    '# TYPE opkit_shards_held gauge',
+    'opkit_shards_held 11',
     'opkit_shard_handoffs_total{direction="acquired"} 14',
     'opkit_shard_handoffs_total{direction="released"} 3',
     'opkit_cache_objects{resource="pods"} 20',
@@ -61,7 +61,7 @@ test('parseMetrics / metric: samples summed over label sets, filtered by labels'
     '',
   ].join('\n');
   const s = parseMetrics(text);
-  assert.equal(metric(s, 'opkit_shard_buckets'), 11);
+  assert.equal(metric(s, 'opkit_shards_held'), 11);
   assert.equal(metric(s, 'opkit_shard_handoffs_total', { direction: 'released' }), 3);
   assert.equal(metric(s, 'opkit_cache_objects'), 24);
   assert.equal(metric(s, 'opkit_shard_members'), undefined);
