@@ -29,8 +29,8 @@
  *   queued again after the delay the gate asks for); its `ctx.signal` also aborts when the gate withdraws it, the
  *   ticket's guard is asked before each request the reconcile sends, and the gate hears when it ended. A deleted
  *   primary object's last state is shown to the gate until its request was reconciled.
- * - With a `fence` (leader election), a request is reconciled only while the fence lets this replica act, and each
- *   request its reconcile sends asks it first: a replica paused past its Lease sends nothing once it runs again.
+ * - With a `fence` (leader election; not asked when `needLeaderElection` is false), a request is reconciled only
+ *   while it lets this replica act, and each request its reconcile sends asks it first.
  * - Stopping (the `start` signal aborts): no new work is taken; in-flight reconciles may finish for
  *   `gracefulShutdownTimeoutMs` (default 2 s), after which their `ctx.signal` aborts, and with it their requests.
  */
@@ -103,7 +103,7 @@ export class Controller {
     this.#events =
       options.events ??
       new EventRecorder({
-        client: options.fence ? options.client.withGuard(options.fence) : options.client,
+        client: this.#fence ? options.client.withGuard(this.#fence) : options.client,
         component: options.name,
         log: this.#log.child({ component: 'events' }),
       });
@@ -130,6 +130,11 @@ export class Controller {
   /** Whether a manager runs it only on the leader (see `ControllerOptions.needLeaderElection`). */
   get needLeaderElection(): boolean {
     return this.#o.needLeaderElection ?? true;
+  }
+
+  /** The fence, for a controller that runs on the leader only (one that runs on every replica needs none). */
+  get #fence(): (() => void) | undefined {
+    return this.needLeaderElection ? this.#o.fence : undefined;
   }
 
   /**
@@ -268,7 +273,8 @@ export class Controller {
 
   /** Reconciles the request of `key`, handed out at `priority` (the priority it is queued at again, by default). */
   async #process(key: string, priority: number, stopping: AbortSignal): Promise<void> {
-    const { gate, fence } = this.#o;
+    const { gate } = this.#o;
+    const fence = this.#fence;
     const obj = () => this.#primary?.store.get(key) ?? this.#tombstones.get(key);
     // without a gate every request is admitted, with no ticket; a fence that refuses drops it
     const answer = !passes(fence) ? undefined : gate ? gate.admit(key, obj()) : { ticket: undefined };

@@ -26,3 +26,16 @@ export function replicaFence(o: {
     elector.check();
   };
 }
+
+/**
+ * The fence of the controllers' Events: with sharding, the replica's fence; with leader election, the Lease is asked
+ * only while this replica leads (so a paused leader's Events are refused, and a standby's controllers that run on
+ * every replica still write theirs); none otherwise.
+ */
+export function eventFence(o: Parameters<typeof replicaFence>[0]): (() => void) | undefined {
+  if (o.sharding || !o.leaderElection) return replicaFence(o);
+  return () => {
+    const elector = o.elector();
+    if (elector?.isLeader) elector.check();
+  };
+}

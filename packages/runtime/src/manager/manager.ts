@@ -57,7 +57,7 @@ import { FileCertificates } from '../tls/sources.ts';
 import { WebhookServer } from '../webhook/server.ts';
 import { ManagerEndpoints } from './endpoints.ts';
 import { ManagerError } from './errors.ts';
-import { replicaFence } from './fence.ts';
+import { eventFence, replicaFence } from './fence.ts';
 import { StoppedHooks } from './hooks.ts';
 import { electorFor, type LeaderElector } from './leader.ts';
 import { Lifecycle } from './lifecycle.ts';
@@ -179,11 +179,12 @@ export class Manager {
     ...predicates: NoInfer<Predicate<T>>[]
   ): ControllerBuilder | ControllerBuilderFor<T> {
     // the controllers' writes and Events first ask this replica's fence (fence.ts)
-    const fence = replicaFence({
+    const replica = {
       sharding: this.#sharding?.coordinator,
       leaderElection: this.#o.leaderElection?.enabled === true,
       elector: () => this.#elector,
-    });
+    };
+    const [fence, eventsFence] = [replicaFence(replica), eventFence(replica)];
     const defaults: BuilderOptions = {
       ...(this.#o.controllers?.maxConcurrentReconciles
         ? { maxConcurrentReconciles: this.#o.controllers.maxConcurrentReconciles }
@@ -193,7 +194,7 @@ export class Manager {
         : {}),
       gracefulShutdownTimeoutMs: this.#drainMs,
       ...(this.#o.controllers?.traceContextFromAnnotations ? { traceContextFromAnnotations: true } : {}),
-      events: fence ? this.#recorders.fenced(this.name, fence) : this.eventRecorder(),
+      events: eventsFence ? this.#recorders.fenced(this.name, eventsFence) : this.eventRecorder(),
       fieldManager: this.name,
       ...(this.#sharding ? { gate: this.#sharding.gate, needLeaderElection: false } : fence ? { fence } : {}),
     };
