@@ -20,6 +20,7 @@ import { cp, mkdir, mkdtemp, open, readdir, readFile, rm, stat, writeFile } from
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join, relative } from 'node:path';
 import { after, before, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import {
   binaryCacheDir,
@@ -578,6 +579,21 @@ async function runPage(page: string, checks: PageChecks): Promise<void> {
       const cd = /^cd (\S+)$/.exec(step.text);
       if (cd) {
         cwd = join(cwd, cd[1] as string);
+        continue;
+      }
+      // `kill %N && wait`, as a user types it in the shell that started job N: SIGTERM to that job, then its end
+      const job = /^kill %(\d+) && wait$/.exec(step.text);
+      if (job) {
+        const b = mine[Number(job[1]) - 1];
+        assert.ok(b?.pid, `${page}: "${step.text}" names no background job of the page`);
+        if (b.exitCode === null && b.signalCode === null) {
+          const ended = new Promise((resolve) => b.once('exit', resolve));
+          killGroup(b.pid);
+          await Promise.race([
+            ended,
+            sleep(60_000).then(() => assert.fail(`${page}: job ${job[1]} still runs 60 s after SIGTERM`)),
+          ]);
+        }
         continue;
       }
       if (step.text.endsWith('&')) {
