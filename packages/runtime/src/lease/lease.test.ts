@@ -15,7 +15,7 @@ test('a hold is lost exactly once: at its deadline timer, a late check or a late
   assert.equal(hold.check(), true);
   assert.equal(hold.renewed(5_000), true, 'renewed as of the start of the renewal');
   assert.equal(hold.deadline, 15_000);
-  clock.advance(5_001); // the deadline's timer
+  clock.advance(5_002); // the deadline's timer (set 1 ms past it)
   assert.equal(lost, 1);
   assert.equal(hold.check(), false);
   assert.equal(lost, 1, 'once');
@@ -69,4 +69,20 @@ test('holderSpec: acquireTime and leaseTransitions move only when the holder cha
   const taken = holderSpec(freed, 'b', 15_000, later);
   assert.equal(taken.leaseTransitions, 1);
   assert.equal(taken.acquireTime, '2030-01-01T00:00:02.000000Z');
+});
+
+test('a deadline timer that fires early is set again: the hold is lost at its deadline, not at the next check', () => {
+  // a clock whose timers fire up to 1.5 ms before the time they were set for, as Node's may against performance.now()
+  const clock = new FakeClock(0);
+  const early = {
+    now: () => clock.now(),
+    setTimer: (ms: number, fn: () => void) => clock.setTimer(ms - Math.min(1.5, ms / 2), fn),
+  };
+  let lostAt: number | undefined;
+  const hold = new LeaseHold({ renewDeadlineMs: 10_000, clock: early, onLost: () => (lostAt = clock.now()) });
+  hold.renewed(0);
+  clock.advance(9_999);
+  assert.equal(lostAt, undefined);
+  clock.advance(10);
+  assert.ok(lostAt !== undefined && lostAt >= 10_000 && lostAt <= 10_005, `lost at ${lostAt}`);
 });

@@ -106,9 +106,18 @@ export class LeaseHold {
       return false;
     }
     this.#renewedAt = startedAt;
-    this.#timer?.cancel();
-    this.#timer = this.#clock.setTimer(startedAt + this.#renewDeadlineMs - now, () => this.check());
+    this.#arm();
     return true;
+  }
+
+  /** The deadline's timer: a timer that fires early (timers and the clock round differently) is set again. */
+  #arm(): void {
+    const deadline = this.deadline;
+    this.#timer?.cancel();
+    if (deadline === undefined) return;
+    this.#timer = this.#clock.setTimer(Math.max(1, deadline - this.#clock.now() + 1), () => {
+      if (this.check()) this.#arm();
+    });
   }
 
   /** Lets go without `onLost` (a graceful release). */
