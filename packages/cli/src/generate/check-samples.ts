@@ -139,6 +139,6 @@ const RULES_NOT_CHECKED =
 /** One line per problem: `config/samples/x.yaml: spec.schedule: Required value — update the sample to the API in src/api/v1/x.ts`. */
 export function describeSampleProblem(problem: SampleProblem): string {
   const what = problem.field !== undefined ? `${problem.field}: ${problem.detail}` : problem.detail;
-  const todo = problem.api !== undefined ? `update the sample to the API in ${problem.api}` : 'fix the file';
-  return `${problem.file}: ${what} — ${todo}`;
+  const remedy = problem.api !== undefined ? `update the sample to the API in ${problem.api}` : 'fix the file';
+  return `${problem.file}: ${what} — ${remedy}`;
 }
