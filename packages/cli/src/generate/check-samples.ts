@@ -85,7 +85,9 @@ export async function checkSamples(dir: string, p: Project, apis: readonly Loade
     }
     for (const [i, doc] of docs.entries()) {
       const where = docs.length > 1 ? `${file} (document ${i + 1})` : file;
-      problems.push(...checkDocument(where, doc, crds, validator));
+      // a document's fields in order: the apiserver's validation gives them in no fixed order
+      const found = checkDocument(where, doc, crds, validator);
+      problems.push(...found.sort((a, b) => (a.field ?? '').localeCompare(b.field ?? '')));
     }
   }
   return problems;
