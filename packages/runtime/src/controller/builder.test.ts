@@ -8,7 +8,7 @@ import { Cache } from '../cache/cache.ts';
 import { ConfigMaps, type Pod, Pods } from '../client/builtins.ts';
 import { Client } from '../client/client.ts';
 import { UsageError } from '../errors.ts';
-import { ControllerBuilder, type ControllerBuilderFor } from './builder.ts';
+import { ControllerBuilder, type ControllerBuilderFor, mergedOptions } from './builder.ts';
 import type { Controller } from './controller.ts';
 import { retryWithBackoff } from './policy.ts';
 import { done } from './reconcile.ts';
@@ -79,5 +79,32 @@ test('complete() after onError() from a caller the types do not reach is a Usage
   assert.throws(
     () => untyped.complete(async () => undefined),
     (err: unknown) => err instanceof UsageError && err.code === 'InvalidArgument',
+  );
+});
+
+test("a controller on every replica takes the deps' everyReplica defaults (the manager's unfenced Event recorder)", () => {
+  const fence = () => {};
+  const deps = {
+    defaults: { fence, fieldManager: 'm', maxConcurrentReconciles: 2 },
+    everyReplica: { fieldManager: 'e' },
+  };
+  assert.deepEqual(mergedOptions(deps, { maxConcurrentReconciles: 3 }), {
+    fence,
+    fieldManager: 'm',
+    maxConcurrentReconciles: 3,
+  });
+  assert.deepEqual(mergedOptions(deps, { needLeaderElection: false }), {
+    fence,
+    fieldManager: 'e',
+    maxConcurrentReconciles: 2,
+    needLeaderElection: false,
+  });
+  assert.deepEqual(mergedOptions(deps, { needLeaderElection: false, fieldManager: 'own' }).fieldManager, 'own');
+  assert.deepEqual(
+    mergedOptions({ defaults: { needLeaderElection: false }, everyReplica: { fieldManager: 'e' } }, {}),
+    {
+      needLeaderElection: false,
+      fieldManager: 'e',
+    },
   );
 });

@@ -51,6 +51,8 @@ export type ControllerDeps = Pick<ControllerOptions, 'client' | 'cache' | 'log' 
   readonly register?: (controller: Controller) => void;
   /** Defaults for every controller built with these deps (e.g. the manager's settings). */
   readonly defaults?: BuilderOptions;
+  /** Defaults over `defaults` for a controller with `needLeaderElection: false` (e.g. an unfenced Event recorder). */
+  readonly everyReplica?: BuilderOptions;
 };
 /**
  * A controller's own options (concurrency, rate limiter, error policy, …): `ControllerOptions` without what the builder
@@ -66,6 +68,18 @@ export type ObjectErrorPolicy<T extends KubeObject> = (obj: T, err: unknown, ctx
  * `finalize` was called (only `reconcile`, the object-first reconciler they work with).
  */
 export type BuilderEnding = 'any' | 'object';
+
+/**
+ * A controller's options: its own over the deps' `defaults`, and for one with `needLeaderElection: false` over
+ * `everyReplica` over `defaults`.
+ */
+export function mergedOptions(
+  deps: Pick<ControllerDeps, 'defaults' | 'everyReplica'>,
+  own: BuilderOptions,
+): BuilderOptions {
+  const onEvery = (own.needLeaderElection ?? deps.defaults?.needLeaderElection) === false;
+  return { ...deps.defaults, ...(onEvery ? deps.everyReplica : {}), ...own };
+}
 
 /** One watch of the controller to build: its kind, mapping and predicates, given the builder's event filters. */
 type Watch = (c: Controller, filters: readonly Predicate<KubeObject>[]) => void;
@@ -263,9 +277,10 @@ export class ControllerBuilderFor<P extends KubeObject, E extends BuilderEnding 
 
   #build(r: Reconciler, extra: BuilderOptions): Controller {
     const { kind, predicates } = this.#p;
-    const { register, defaults, ...deps } = this.#w.deps;
+    const { register, defaults: _, everyReplica: __, ...deps } = this.#w.deps;
     const name = this.#w.name ?? kind.kind.toLowerCase();
-    const c = new Controller({ ...deps, ...defaults, ...this.#w.options, ...extra, name }, r);
+    const options = mergedOptions(this.#w.deps, { ...this.#w.options, ...extra });
+    const c = new Controller({ ...deps, ...options, name }, r);
     for (const add of [watch(kind, requestForObject, predicates, 'primary'), ...this.#w.watches])
       add(c, this.#w.filters);
     register?.(c);

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { eventFence, replicaFence } from './fence.ts';
+import { replicaFence } from './fence.ts';
 import type { LeaderElector } from './leader.ts';
 
 /** An elector that leads or not, and whose check refuses when its Lease is stale. */
@@ -32,15 +32,4 @@ test('the replica fence: none without leader election or sharding; the Lease ask
   });
   sharded?.();
   assert.equal(asked, 1, 'sharding asks the member Lease');
-});
-
-test("the Events' fence: a standby writes (its every-replica controllers'); a leader only with a fresh Lease", () => {
-  const state = { leading: false, fresh: false };
-  const fence = eventFence({ sharding: undefined, leaderElection: true, elector: () => elector(state) });
-  assert.doesNotThrow(() => fence?.(), 'a standby');
-  state.leading = true;
-  assert.throws(() => fence?.(), /not leading/, 'a leader paused past its Lease');
-  state.fresh = true;
-  assert.doesNotThrow(() => fence?.());
-  assert.equal(eventFence({ sharding: undefined, leaderElection: false, elector: () => undefined }), undefined);
 });

@@ -4,7 +4,9 @@
  * monotonic clock at the moment it is asked. The manager hands it to its controllers, which ask it before each
  * reconcile, right before each request a reconcile sends and before each Event they write, so a replica paused past
  * its Lease (SIGSTOP, a long GC, a VM migration) sends nothing once it runs again, whichever of its timers fires
- * first. Without leader election or sharding there is no fence: every replica acts.
+ * first: an Event recorded while it led and written after is refused too. A controller that runs on every replica
+ * (`needLeaderElection: false`, without sharding) has no fence, and its Events go through an unfenced recorder.
+ * Without leader election or sharding there is no fence: every replica acts.
  */
 import type { LeaderElector } from './leader.ts';
 
@@ -24,18 +26,5 @@ export function replicaFence(o: {
     const elector = o.elector();
     if (!elector) throw new DOMException('leader election: not started', 'AbortError');
     elector.check();
-  };
-}
-
-/**
- * The fence of the controllers' Events: with sharding, the replica's fence; with leader election, the Lease is asked
- * only while this replica leads (so a paused leader's Events are refused, and a standby's controllers that run on
- * every replica still write theirs); none otherwise.
- */
-export function eventFence(o: Parameters<typeof replicaFence>[0]): (() => void) | undefined {
-  if (o.sharding || !o.leaderElection) return replicaFence(o);
-  return () => {
-    const elector = o.elector();
-    if (elector?.isLeader) elector.check();
   };
 }

@@ -57,7 +57,7 @@ import { FileCertificates } from '../tls/sources.ts';
 import { WebhookServer } from '../webhook/server.ts';
 import { ManagerEndpoints } from './endpoints.ts';
 import { ManagerError } from './errors.ts';
-import { eventFence, replicaFence } from './fence.ts';
+import { replicaFence } from './fence.ts';
 import { StoppedHooks } from './hooks.ts';
 import { electorFor, type LeaderElector } from './leader.ts';
 import { Lifecycle } from './lifecycle.ts';
@@ -184,7 +184,7 @@ export class Manager {
       leaderElection: this.#o.leaderElection?.enabled === true,
       elector: () => this.#elector,
     };
-    const [fence, eventsFence] = [replicaFence(replica), eventFence(replica)];
+    const fence = replicaFence(replica);
     const defaults: BuilderOptions = {
       ...(this.#o.controllers?.maxConcurrentReconciles
         ? { maxConcurrentReconciles: this.#o.controllers.maxConcurrentReconciles }
@@ -194,7 +194,7 @@ export class Manager {
         : {}),
       gracefulShutdownTimeoutMs: this.#drainMs,
       ...(this.#o.controllers?.traceContextFromAnnotations ? { traceContextFromAnnotations: true } : {}),
-      events: eventsFence ? this.#recorders.fenced(this.name, eventsFence) : this.eventRecorder(),
+      events: fence ? this.#recorders.fenced(this.name, fence) : this.eventRecorder(),
       fieldManager: this.name,
       ...(this.#sharding ? { gate: this.#sharding.gate, needLeaderElection: false } : fence ? { fence } : {}),
     };
@@ -204,6 +204,8 @@ export class Manager {
       log: this.log,
       metrics: this.metrics,
       defaults,
+      // a controller on every replica has no fence (controller.ts), so its Events are not fenced either
+      ...(fence && !this.#sharding ? { everyReplica: { events: this.eventRecorder() } } : {}),
       register: (c) => {
         this.#controllers.push(c);
         this.add(c);
