@@ -6,13 +6,20 @@
  *    code, integration tests under each package's test/ and README's example under examples/, repo checks under test/).
  * No build step: the packages run from their sources (see SOURCE_CONDITION). `npm test -- --unit` runs steps 1, 2, the
  * offline validator's build and the unit tests only. Extra arguments after `--` that are file paths
- * replace the test list.
+ * replace the test list (run one file at a time, in one lane).
+ *
+ * The whole suite runs in two lanes side by side, each one file at a time (see lanes.ts): the unit files and the
+ * integration files whose assertions bound a time (leases, failover, drains) in the first lane at normal priority,
+ * printed as they run; every other integration file in the second, at a lower CPU priority, printed when it ends.
+ * Each file starts its own control plane on its own ports and run directory, so the lanes share no state.
  */
 import { spawnSync } from 'node:child_process';
+import { globSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { prepareValidator } from '../packages/testenv/src/cel.ts';
 import { resolveBinaries } from '../packages/testenv/src/index.ts';
+import { runLanes, TIMED } from './lanes.ts';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 // Inside the repository our packages run from their TypeScript sources through the `@opkit/source` export condition
@@ -64,10 +71,29 @@ process.stdout.write('\n▶ the offline validator (@opkit/testenv/cel)\n');
 const built = await prepareValidator({ log: (line) => process.stdout.write(`${line}\n`) });
 process.stdout.write(`✔ Kubernetes ${built.kubernetesVersion} validation, built by ${built.goVersion}\n`);
 
-step('tests', process.execPath, [
-  '--test',
-  '--test-reporter=spec',
-  '--test-concurrency=1',
-  '--test-timeout=900000',
-  ...(files.length > 0 ? files : unitOnly ? UNIT : [...UNIT, ...INTEGRATION]),
-]);
+const TEST_ARGS = ['--test', '--test-reporter=spec', '--test-concurrency=1', '--test-timeout=900000'];
+if (files.length > 0 || unitOnly) {
+  step('tests', process.execPath, [...TEST_ARGS, ...(files.length > 0 ? files : UNIT)]);
+} else {
+  const expand = (patterns: readonly string[]) => patterns.flatMap((p) => globSync(p, { cwd: ROOT })).sort();
+  const integration = expand(INTEGRATION);
+  const missing = TIMED.filter((f) => !integration.includes(f));
+  if (missing.length > 0) {
+    process.stderr.write(`✖ scripts/lanes.ts names test files that do not exist: ${missing.join(', ')}\n`);
+    process.exit(1);
+  }
+  const first = [...expand(UNIT), ...TIMED];
+  const second = integration.filter((f) => !TIMED.includes(f));
+  process.stdout.write(`\n▶ tests: ${first.length} files here, ${second.length} alongside (printed when they end)\n`);
+  const t0 = performance.now();
+  const failed = await runLanes(ROOT, [
+    { files: first, args: TEST_ARGS, niceness: 0 },
+    { files: second, args: TEST_ARGS, niceness: 10 },
+  ]);
+  const took = ((performance.now() - t0) / 1000).toFixed(1);
+  if (failed) {
+    process.stderr.write(`✖ tests failed (${took} s)\n`);
+    process.exit(1);
+  }
+  process.stdout.write(`✔ tests (${took} s)\n`);
+}

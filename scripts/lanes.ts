@@ -1,0 +1,116 @@
+/**
+ * @module scripts/lanes
+ * `npm test`'s lanes: several `node --test` runs side by side, each over its own files one at a time. One lane's report
+ * is printed at a time, in lane order: the first as it runs; once a lane ended, the next one's report so far, and then
+ * the rest as it runs, so no two reports interleave. A lane with a niceness runs at that lower CPU priority, and so does every
+ * process its tests start (they inherit it). The totals of all lanes are printed last.
+ *
+ * `TIMED` lists the integration files whose assertions bound a time (a Lease's failover, a drain, a rotation under
+ * traffic, a restart's recovery): they run in the first lane, at normal priority, beside the unit files.
+ */
+import { spawn } from 'node:child_process';
+import { setPriority } from 'node:os';
+
+/** Integration files whose assertions bound a time: the first lane's, at normal priority. */
+export const TIMED: readonly string[] = [
+  'operators/appservice/test/chaos.test.ts',
+  'operators/appservice/test/e2e.test.ts',
+  'operators/kvstore/test/chaos.test.ts',
+  'operators/kvstore/test/restore.test.ts',
+  'packages/cli/test/run-interrupt.test.ts',
+  'packages/runtime/test/informer.test.ts',
+  'packages/runtime/test/leader.test.ts',
+  'packages/runtime/test/sharding.test.ts',
+  'packages/runtime/test/webhook.test.ts',
+];
+
+/** One lane: the test files it runs, the test runner's arguments, and its niceness (0: normal priority). */
+export interface Lane {
+  readonly files: readonly string[];
+  readonly args: readonly string[];
+  readonly niceness: number;
+}
+
+/** The counts of a report's `ℹ tests N`, `ℹ pass N`, … lines (0 where a line is missing). */
+export interface Totals {
+  readonly tests: number;
+  readonly pass: number;
+  readonly fail: number;
+  readonly cancelled: number;
+  readonly skipped: number;
+  readonly todo: number;
+}
+
+const KEYS = ['tests', 'pass', 'fail', 'cancelled', 'skipped', 'todo'] as const;
+
+/** The totals of one test runner report (the last of each line, should a test print one of its own). */
+export function totalsOf(report: string): Totals {
+  const found = (key: string) => {
+    const all = [...report.matchAll(new RegExp(`^ℹ ${key} (\\d+)$`, 'gm'))];
+    return Number(all.at(-1)?.[1] ?? 0);
+  };
+  return Object.fromEntries(KEYS.map((k) => [k, found(k)])) as unknown as Totals;
+}
+
+/** The totals of several reports, added up. */
+export function sumTotals(all: readonly Totals[]): Totals {
+  return Object.fromEntries(KEYS.map((k) => [k, all.reduce((n, t) => n + t[k], 0)])) as unknown as Totals;
+}
+
+/** Runs the lanes side by side from `cwd`; resolves to true when any lane failed (or could not start). */
+export async function runLanes(
+  cwd: string,
+  lanes: readonly Lane[],
+  out: (text: string) => void = (text) => process.stdout.write(text),
+): Promise<boolean> {
+  // each lane is a test run of its own, also when runLanes itself runs inside one (its tests)
+  const { NODE_TEST_CONTEXT: _, ...env } = process.env;
+  const reports = lanes.map(() => '');
+  const ended: (number | undefined)[] = lanes.map(() => undefined);
+  let printed = 0;
+  // the lane being printed streams; once it ended, the next one's report so far is printed and it streams on
+  const flush = () => {
+    while (ended[printed] !== undefined && printed + 1 < lanes.length) {
+      printed++;
+      out(
+        `\n▶ lane ${printed + 1} of ${lanes.length} (its files: ${lanes[printed]?.files.length})\n${reports[printed]}`,
+      );
+    }
+  };
+  out(`▶ lane 1 of ${lanes.length} (its files: ${lanes[0]?.files.length})\n`);
+  const codes = await Promise.all(
+    lanes.map(
+      (lane, i) =>
+        new Promise<number>((done) => {
+          const child = spawn(process.execPath, [...lane.args, ...lane.files], {
+            cwd,
+            env,
+            stdio: ['ignore', 'pipe', 'pipe'],
+          });
+          if (lane.niceness !== 0 && child.pid !== undefined) setPriority(child.pid, lane.niceness);
+          const take = (chunk: Buffer) => {
+            const text = chunk.toString('utf8');
+            reports[i] += text;
+            if (i === printed) out(text);
+          };
+          child.stdout.on('data', take);
+          child.stderr.on('data', take);
+          child.on('error', (err) => {
+            reports[i] += `✖ lane ${i + 1} did not start: ${err.message}\n`;
+          });
+          child.on('close', (code, signal) => {
+            if (signal) reports[i] += `✖ lane ${i + 1} ended by ${signal}\n`;
+            ended[i] = code ?? 1;
+            flush();
+            done(ended[i] ?? 1);
+          });
+        }),
+    ),
+  );
+  const t = sumTotals(reports.map(totalsOf));
+  out(
+    `\nℹ all ${lanes.length} lanes: tests ${t.tests}, pass ${t.pass}, fail ${t.fail}, cancelled ${t.cancelled}, ` +
+      `skipped ${t.skipped}, todo ${t.todo}\n`,
+  );
+  return codes.some((c) => c !== 0);
+}
