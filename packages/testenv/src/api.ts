@@ -18,6 +18,12 @@ export interface ApiResponse<T = unknown> {
   readonly text: string;
 }
 
+/** One event of a watch: `ADDED`, `MODIFIED`, `DELETED`, `BOOKMARK` or `ERROR` (a Status, e.g. 410 Gone). */
+export interface WatchEvent {
+  readonly type: 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
+  readonly object: { readonly metadata?: { readonly resourceVersion?: string }; readonly [key: string]: unknown };
+}
+
 /** One request of an `ApiClient`. */
 export interface ApiRequest {
   /** The HTTP method (default GET). */
@@ -93,6 +99,50 @@ export class ApiClient {
       );
       r.on('error', failed);
       if (payload !== undefined) r.write(payload);
+      r.end();
+    });
+  }
+
+  /**
+   * Watches `path` (a watch URL, `?watch=1&resourceVersion=…`): calls `onEvent` with each event as it arrives; resolves
+   * when the apiserver ends the stream or `signal` aborts; rejects with `ApiRequestFailed` when the answer is not 200
+   * (its status and text in the message) or the connection fails.
+   */
+  watch(path: string, onEvent: (event: WatchEvent) => void, signal: AbortSignal): Promise<void> {
+    const url = new URL(path, this.server);
+    const headers: Record<string, string> = { accept: 'application/json', 'user-agent': 'opkit-testenv' };
+    if (this.#token) headers.authorization = `Bearer ${this.#token}`;
+    return new Promise((resolve, reject) => {
+      const failed = (err: Error) =>
+        signal.aborted
+          ? resolve()
+          : reject(
+              new TestenvError('ApiRequestFailed', `watch ${url.pathname} failed: ${err.message}`, { cause: err }),
+            );
+      const r = httpsRequest(url, { agent: this.#agent, headers, signal }, (res) => {
+        res.on('error', failed);
+        if (res.statusCode !== 200) {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () =>
+            failed(new Error(`answered ${res.statusCode}: ${Buffer.concat(chunks).toString('utf8').slice(0, 500)}`)),
+          );
+          return;
+        }
+        let rest = '';
+        res.setEncoding('utf8');
+        res.on('data', (text: string) => {
+          const lines = (rest + text).split('\n');
+          rest = lines.pop() ?? '';
+          try {
+            for (const line of lines) if (line.trim() !== '') onEvent(JSON.parse(line) as WatchEvent);
+          } catch (err) {
+            r.destroy(err instanceof Error ? err : new Error(String(err)));
+          }
+        });
+        res.on('end', () => resolve());
+      });
+      r.on('error', failed);
       r.end();
     });
   }

@@ -9,7 +9,7 @@
  * `stop()`. Binaries come from an explicit directory, KUBEBUILDER_ASSETS, the user cache, a verified download of the
  * official releases (or a mirror of them), or a build from Go modules.
  */
-export { ApiClient, type ApiRequest, type ApiResponse } from './api.ts';
+export { ApiClient, type ApiRequest, type ApiResponse, type WatchEvent } from './api.ts';
 export { type AuditEvent, type AuditLogSlice, auditLogSize, readAuditLog, WRITE_VERBS } from './audit-log.ts';
 export {
   type BinaryPaths,

@@ -114,6 +114,69 @@ describe('a started control plane', () => {
     }
   });
 
+  /** Installs a namespaced CRD `<plural>.gc.example.com` and waits until it is Established. */
+  async function installCrd(plural: string): Promise<void> {
+    const kind = `${plural[0]?.toUpperCase()}${plural.slice(1, -1)}`;
+    await env.api.must({
+      method: 'POST',
+      path: '/apis/apiextensions.k8s.io/v1/customresourcedefinitions',
+      body: {
+        apiVersion: 'apiextensions.k8s.io/v1',
+        kind: 'CustomResourceDefinition',
+        metadata: { name: `${plural}.gc.example.com` },
+        spec: {
+          group: 'gc.example.com',
+          scope: 'Namespaced',
+          names: { plural, singular: plural.slice(0, -1), kind, listKind: `${kind}List` },
+          versions: [
+            {
+              ...{ name: 'v1', served: true, storage: true },
+              schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } },
+            },
+          ],
+        },
+      },
+    });
+    await waitFor(`${plural} to be served`, async () => {
+      const r = await env.api.request({ path: `/apis/gc.example.com/v1/namespaces/default/${plural}` });
+      return r.status === 200;
+    });
+  }
+
+  test("a CRD installed after start: deleting an owner takes the CRD's objects at once, not after the collector's 30 s rediscovery", async () => {
+    await installCrd('widgets');
+    const owner = await createConfigMap('default', { name: 'widget-owner' });
+    const ownerReferences = [{ apiVersion: 'v1', kind: 'ConfigMap', name: 'widget-owner', uid: owner.metadata.uid }];
+    const path = '/apis/gc.example.com/v1/namespaces/default/widgets';
+    await env.api.must({
+      method: 'POST',
+      path,
+      body: { apiVersion: 'gc.example.com/v1', kind: 'Widget', metadata: { name: 'w', ownerReferences } },
+    });
+    const t0 = performance.now();
+    await env.api.must({ method: 'DELETE', path: '/api/v1/namespaces/default/configmaps/widget-owner' });
+    await waitFor(
+      'the Widget to be collected',
+      async () => (await env.api.request({ path: `${path}/w` })).status === 404,
+      60_000,
+    );
+    const took = performance.now() - t0;
+    assert.ok(
+      took < 10_000,
+      `collected ${(took / 1000).toFixed(1)} s after its owner's deletion (the collector's rediscovery comes every 30 s)`,
+    );
+  });
+
+  test('a new CRD does not start a controller-manager a test stopped; startComponent brings it back with the CRD known', async () => {
+    await env.stopComponent('kube-controller-manager');
+    await installCrd('gadgets');
+    await new Promise((r) => setTimeout(r, 1_000));
+    assert.equal(env.pids['kube-controller-manager'], undefined, 'still stopped');
+    await env.startComponent('kube-controller-manager');
+    assert.notEqual(env.pids['kube-controller-manager'], undefined);
+    await expectGarbageCollection('owner3', ['child3']);
+  });
+
   test('restarting the apiserver keeps the objects and clients reconnect', async () => {
     await createConfigMap('default', { name: 'survivor' }, { k: 'v' });
     const before = env.pids['kube-apiserver'];
