@@ -8,10 +8,13 @@
  * offline validator's build and the unit tests only. Extra arguments after `--` that are file paths
  * replace the test list (run one file at a time, in one lane).
  *
- * The whole suite runs in two lanes side by side, each one file at a time (see lanes.ts): the unit files and the
- * integration files whose assertions bound a time (leases, failover, drains) in the first lane at normal priority,
- * printed as they run; every other integration file in the second, at a lower CPU priority, printed when it ends.
- * Each file starts its own control plane on its own ports and run directory, so the lanes share no state.
+ * The whole suite runs in two lanes side by side, each one file at a time (see lanes.ts): the unit files, the
+ * integration files whose assertions bound a time (leases, failover, drains) and the runtime's in the first lane at
+ * normal priority, printed as they run; every other integration file in the second, at a lower CPU priority, printed
+ * once the first ended.
+ * Each file starts its own control plane on its own ports and run directory, so the lanes share no state (the
+ * journey's release builds the packages' dist/ in place, which no other test reads: every test process runs the
+ * packages from their sources).
  */
 import { spawnSync } from 'node:child_process';
 import { globSync } from 'node:fs';
@@ -19,7 +22,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { prepareValidator } from '../packages/testenv/src/cel.ts';
 import { resolveBinaries } from '../packages/testenv/src/index.ts';
-import { runLanes, TIMED } from './lanes.ts';
+import { firstLane, runLanes, TIMED } from './lanes.ts';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 // Inside the repository our packages run from their TypeScript sources through the `@opkit/source` export condition
@@ -82,8 +85,8 @@ if (files.length > 0 || unitOnly) {
     process.stderr.write(`✖ scripts/lanes.ts names test files that do not exist: ${missing.join(', ')}\n`);
     process.exit(1);
   }
-  const first = [...expand(UNIT), ...TIMED];
-  const second = integration.filter((f) => !TIMED.includes(f));
+  const first = [...expand(UNIT), ...integration.filter(firstLane)];
+  const second = integration.filter((f) => !firstLane(f));
   process.stdout.write(`\n▶ tests: ${first.length} files here, ${second.length} alongside (printed when they end)\n`);
   const t0 = performance.now();
   const failed = await runLanes(ROOT, [
