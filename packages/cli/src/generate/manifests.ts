@@ -20,7 +20,7 @@ import {
 import type { Policy } from '@opkit/runtime/policy';
 import yaml from 'js-yaml';
 import { CliError } from '../errors.ts';
-import { lower } from '../project/names.ts';
+import { kindsName, lower } from '../project/names.ts';
 import { type ApiEntry, apiGroup, type Project } from '../project/project.ts';
 import { loadPolicies, POLICIES_FILE, policyFile, policyObjects } from './policies.ts';
 import { shardingComponent, shardingRbacObjects } from './sharding.ts';
@@ -72,7 +72,7 @@ export async function loadApis(dir: string, p: Project): Promise<LoadedApi[]> {
     if (!kind) {
       throw new CliError(
         'Usage',
-        `${file} must export the ${entry.kind} kind, e.g. export const ${entry.kind}s = defineKind({...}) (as opkit create api scaffolds it)`,
+        `${file} must export the ${entry.kind} kind, e.g. export const ${kindsName(entry.kind)} = defineKind({...}) (as opkit create api scaffolds it)`,
       );
     }
     let permissions: readonly Permission[] = [];

@@ -150,6 +150,17 @@ export function plural(kind: string): string {
   return `${l}s`;
 }
 
+/**
+ * The name of a kind's constant, its plural with the kind's capitals: AppService → AppServices, Batch → Batches,
+ * Policy → Policies (as `@opkit/runtime/kinds` names the built-in kinds' constants).
+ */
+export function kindsName(kind: string): string {
+  const p = plural(kind);
+  let same = 0;
+  while (same < kind.length && p[same] === kind[same]?.toLowerCase()) same++;
+  return kind.slice(0, same) + p.slice(same);
+}
+
 /** AppService → appService (identifiers). */
 export function camel(kind: string): string {
   return kind.charAt(0).toLowerCase() + kind.slice(1);

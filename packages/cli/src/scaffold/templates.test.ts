@@ -3,7 +3,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import type { Project } from '../project/project.ts';
-import { initFiles, nodeCheckScript } from './templates.ts';
+import { apiFile, controllerFile, controllerTestFile, initFiles, nodeCheckScript } from './templates.ts';
 
 /** Runs a package.json script line with `node` being the given binary. */
 function runScript(line: string, node: string): { status: number | null; stderr: string } {
@@ -50,4 +50,14 @@ test('@opentelemetry/api: a peer of @opkit/runtime, and a dependency of every sc
   };
   assert.equal(scaffolded.dependencies['@opentelemetry/api'], range, 'a project installed from the registry gets it');
   assert.equal(manifest('../../../../operators/appservice/package.json').dependencies?.['@opentelemetry/api'], range);
+});
+
+test("a kind's constant is its plural with the kind's capitals in every scaffolded file (Batch → Batches, not Batchs)", () => {
+  const project = { projectName: 'batch-operator', domain: 'example.com', resources: [] } as unknown as Project;
+  const batch = { group: 'ops', version: 'v1', kind: 'Batch', plural: 'batches', namespaced: true, controller: true };
+  for (const text of [apiFile(project, batch), controllerFile(project, batch), controllerTestFile(project, batch)]) {
+    assert.match(text, /\bBatches\b/);
+    assert.doesNotMatch(text, /Batchs/);
+  }
+  assert.match(apiFile(project, batch), /^export const Batches = defineKind\(/m);
 });

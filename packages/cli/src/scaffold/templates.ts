@@ -7,7 +7,7 @@
 import yaml from 'js-yaml';
 import { CliError } from '../errors.ts';
 import { ownManifest } from '../manifest.ts';
-import { camel, lower } from '../project/names.ts';
+import { camel, kindsName, lower } from '../project/names.ts';
 import { type ApiEntry, apiGroup, type Project } from '../project/project.ts';
 import { TRACING_DEPENDENCIES, tracingFile } from './tracing.ts';
 
@@ -218,7 +218,7 @@ export const ${api.kind}Status = Type.Object(
   { description: 'The observed state of a ${api.kind}.' },
 );
 
-export const ${api.kind}s = defineKind({
+export const ${kindsName(api.kind)} = defineKind({
   group: '${apiGroup(p, api)}',
   version: '${api.version}',
   kind: '${api.kind}',
@@ -232,7 +232,7 @@ export const ${api.kind}s = defineKind({
 
 export type ${api.kind}Spec = Static<typeof ${api.kind}Spec>;
 export type ${api.kind}Status = Static<typeof ${api.kind}Status>;
-export type ${api.kind} = ObjectOf<typeof ${api.kind}s>;
+export type ${api.kind} = ObjectOf<typeof ${kindsName(api.kind)}>;
 `;
 }
 
@@ -249,11 +249,11 @@ export function controllerFile(_project: Project, api: ApiEntry): string {
  * the controller under it.
  */
 import { done, type Manager, type ObjectContext, type Permission, permission, setCondition } from '@opkit/runtime';
-import { type ${k}, ${k}s } from '../api/${api.version}/${lower(k)}.ts';
+import { type ${k}, ${kindsName(k)} } from '../api/${api.version}/${lower(k)}.ts';
 
 export const permissions: readonly Permission[] = [
-  permission(${k}s, ['list', 'watch']),
-  permission(${k}s, ['patch'], { subresource: 'status' }),
+  permission(${kindsName(k)}, ['list', 'watch']),
+  permission(${kindsName(k)}, ['patch'], { subresource: 'status' }),
 ];
 
 export async function reconcile${k}(obj: ${k}, ctx: ObjectContext<${k}>) {
@@ -272,7 +272,7 @@ export async function reconcile${k}(obj: ${k}, ctx: ObjectContext<${k}>) {
 }
 
 export function setup${k}Controller(mgr: Manager): void {
-  mgr.controller(${k}s).named('${camel(k).toLowerCase()}').reconcile(reconcile${k});
+  mgr.controller(${kindsName(k)}).named('${camel(k).toLowerCase()}').reconcile(reconcile${k});
 }
 `;
 }
@@ -288,7 +288,7 @@ import { after, before, test } from 'node:test';
 import { getCondition } from '@opkit/runtime';
 import { startTestManager } from '@opkit/runtime/testing';
 import { type Environment, start } from '@opkit/testenv';
-import { ${k}s } from '../src/api/${api.version}/${lower(k)}.ts';
+import { ${kindsName(k)} } from '../src/api/${api.version}/${lower(k)}.ts';
 import { permissions, setup${k}Controller } from '../src/controllers/${lower(k)}.ts';
 
 let env: Environment;
@@ -302,14 +302,14 @@ after(async () => {
 test('a ${k} becomes Ready', async () => {
   const op = await startTestManager(env, {
     name: '${p.projectName}',
-    kinds: [${k}s],
+    kinds: [${kindsName(k)}],
     permissions,
     setup: setup${k}Controller,
   });
   try {
-    await op.client.create(${k}s, { metadata: { ${ns}name: 'sample' }, spec: {} });
+    await op.client.create(${kindsName(k)}, { metadata: { ${ns}name: 'sample' }, spec: {} });
     const ready = await op.eventually('the ${k} to be Ready', async () => {
-      const obj = await op.client.get(${k}s, { ${ns}name: 'sample' });
+      const obj = await op.client.get(${kindsName(k)}, { ${ns}name: 'sample' });
       return getCondition(obj.status?.conditions, 'Ready');
     });
     assert.equal(ready.status, 'True');

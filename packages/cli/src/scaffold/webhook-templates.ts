@@ -5,7 +5,7 @@
  * and the webhooks in `main.ts` — each at its marker, each only once.
  */
 import { CliError } from '../errors.ts';
-import { lower } from '../project/names.ts';
+import { kindsName, lower } from '../project/names.ts';
 import type { ApiEntry } from '../project/project.ts';
 import { MARK_CONTROLLERS, MARK_IMPORTS, YOURS } from './templates.ts';
 
@@ -28,16 +28,17 @@ export function kindWebhooksFile(api: ApiEntry, w: WebhookKinds): string {
     'type WebhookDefinition',
   ];
   const defs: string[] = [];
-  if (w.defaulting) defs.push(`    { type: 'mutating', resource: ${k}s, handler: defaulter(${k}s, default${k}) },`);
+  if (w.defaulting)
+    defs.push(`    { type: 'mutating', resource: ${kindsName(k)}, handler: defaulter(${kindsName(k)}, default${k}) },`);
   if (w.validation) {
     defs.push(
       [
         '    {',
         "      type: 'validating',",
-        `      resource: ${k}s,`,
+        `      resource: ${kindsName(k)},`,
         '      // covers the operations it has checks for: CREATE and UPDATE. A `delete: (old) => …` check would make it',
         '      // cover DELETE too, and then, with failurePolicy Fail, deletes wait for the operator to be up.',
-        `      handler: validator(${k}s, { create: validate${k}, update: (obj) => validate${k}(obj) }),`,
+        `      handler: validator(${kindsName(k)}, { create: validate${k}, update: (obj) => validate${k}(obj) }),`,
         '    },',
       ].join('\n'),
     );
@@ -60,7 +61,7 @@ export function kindWebhooksFile(api: ApiEntry, w: WebhookKinds): string {
  }
  */
 import { ${runtime.join(', ')} } from '@opkit/runtime/webhook';
-import { type ${k}, ${k}s } from '../api/${api.version}/${lk}.ts';
+import { type ${k}, ${kindsName(k)} } from '../api/${api.version}/${lk}.ts';
 ${
   w.defaulting
     ? `
@@ -105,7 +106,7 @@ export function kindWebhooksTestFile(projectName: string, api: ApiEntry, w: Webh
 test('a new ${k} is labelled by the defaulting webhook', async () => {
   const op = await startTestManager(env, options);
   try {
-    const created = await op.client.create(${k}s, { metadata: { ${ns}name: 'defaulted' }, spec: {} });
+    const created = await op.client.create(${kindsName(k)}, { metadata: { ${ns}name: 'defaulted' }, spec: {} });
     assert.equal(created.metadata.labels?.['app.kubernetes.io/name'], '${lk}');
   } finally {
     await op.stop(); // always: it removes the webhook configurations, then stops the manager
@@ -119,7 +120,7 @@ test('a ${k} whose name is too long is refused by the validating webhook, naming
   const op = await startTestManager(env, options);
   try {
     const refused = await op.client
-      .create(${k}s, { metadata: { ${ns}name: 'x'.repeat(64) }, spec: {} })
+      .create(${kindsName(k)}, { metadata: { ${ns}name: 'x'.repeat(64) }, spec: {} })
       .catch((err: unknown) => err);
     assert.ok(refused instanceof ApiError, \`expected a refusal, got \${String(refused)}\`);
     assert.equal(refused.code, 'Invalid');
@@ -142,7 +143,7 @@ import { after, before, test } from 'node:test';
 import { ApiError } from '@opkit/runtime';
 import { startTestManager } from '@opkit/runtime/testing';
 import { type Environment, start } from '@opkit/testenv';
-import { ${k}s } from '../../src/api/${api.version}/${lk}.ts';
+import { ${kindsName(k)} } from '../../src/api/${api.version}/${lk}.ts';
 import { permissions } from '../../src/webhooks.ts';
 import { ${lk}Webhooks } from '../../src/webhooks/${lk}.ts';
 
@@ -156,10 +157,10 @@ after(async () => {
 
 const options = {
   name: '${projectName}',
-  kinds: [${k}s],
+  kinds: [${kindsName(k)}],
   permissions,
   setup: () => {},
-  webhooks: { admission: ${lk}Webhooks()${conversion ? `, conversion: [${k}s]` : ''} },
+  webhooks: { admission: ${lk}Webhooks()${conversion ? `, conversion: [${kindsName(k)}]` : ''} },
 };
 ${tests.join('')}`;
 }
@@ -226,10 +227,10 @@ export function registerKindWebhooks(text: string, api: ApiEntry, w: WebhookKind
     out = insertAt(
       out,
       MARK_WEBHOOK_IMPORTS,
-      `import { ${k}s } from './api/${api.version}/${lk}.ts';`,
+      `import { ${kindsName(k)} } from './api/${api.version}/${lk}.ts';`,
       'src/webhooks.ts',
     );
-    out = insertAt(out, MARK_CONVERSIONS, `${k}s,`, 'src/webhooks.ts');
+    out = insertAt(out, MARK_CONVERSIONS, `${kindsName(k)},`, 'src/webhooks.ts');
   }
   return out;
 }
