@@ -20,7 +20,9 @@ export interface ApiResponse<T = unknown> {
 
 /** One event of a watch: `ADDED`, `MODIFIED`, `DELETED`, `BOOKMARK` or `ERROR` (a Status, e.g. 410 Gone). */
 export interface WatchEvent {
+  /** What happened. */
   readonly type: 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
+  /** The object after the change (a deleted one's last state); for `ERROR`, a Status. */
   readonly object: { readonly metadata?: { readonly resourceVersion?: string }; readonly [key: string]: unknown };
 }
 
@@ -106,26 +108,30 @@ export class ApiClient {
   /**
    * Watches `path` (a watch URL, `?watch=1&resourceVersion=…`): calls `onEvent` with each event as it arrives; resolves
    * when the apiserver ends the stream or `signal` aborts; rejects with `ApiRequestFailed` when the answer is not 200
-   * (its status and text in the message) or the connection fails.
+   * (its status and text in the message), the connection fails or `onEvent` throws (its error the cause). With
+   * `unref`, the open watch does not keep the process alive (as the environment's own watch of the CRDs).
    */
-  watch(path: string, onEvent: (event: WatchEvent) => void, signal: AbortSignal): Promise<void> {
+  watch(
+    path: string,
+    onEvent: (event: WatchEvent) => void,
+    options: { readonly signal: AbortSignal; readonly unref?: boolean },
+  ): Promise<void> {
+    const { signal } = options;
     const url = new URL(path, this.server);
     const headers: Record<string, string> = { accept: 'application/json', 'user-agent': 'opkit-testenv' };
     if (this.#token) headers.authorization = `Bearer ${this.#token}`;
     return new Promise((resolve, reject) => {
-      const failed = (err: Error) =>
+      const failed = (why: string, cause?: unknown) =>
         signal.aborted
           ? resolve()
-          : reject(
-              new TestenvError('ApiRequestFailed', `watch ${url.pathname} failed: ${err.message}`, { cause: err }),
-            );
+          : reject(new TestenvError('ApiRequestFailed', `watch ${url.pathname} failed: ${why}`, { cause }));
       const r = httpsRequest(url, { agent: this.#agent, headers, signal }, (res) => {
-        res.on('error', failed);
+        res.on('error', (err) => failed(err.message, err));
         if (res.statusCode !== 200) {
           const chunks: Buffer[] = [];
           res.on('data', (c: Buffer) => chunks.push(c));
           res.on('end', () =>
-            failed(new Error(`answered ${res.statusCode}: ${Buffer.concat(chunks).toString('utf8').slice(0, 500)}`)),
+            failed(`answered ${res.statusCode}: ${Buffer.concat(chunks).toString('utf8').slice(0, 500)}`),
           );
           return;
         }
@@ -137,12 +143,14 @@ export class ApiClient {
           try {
             for (const line of lines) if (line.trim() !== '') onEvent(JSON.parse(line) as WatchEvent);
           } catch (err) {
-            r.destroy(err instanceof Error ? err : new Error(String(err)));
+            failed(err instanceof Error ? err.message : String(err), err);
+            r.destroy();
           }
         });
         res.on('end', () => resolve());
       });
-      r.on('error', failed);
+      if (options.unref) r.on('socket', (socket) => socket.unref());
+      r.on('error', (err) => failed(err.message, err));
       r.end();
     });
   }

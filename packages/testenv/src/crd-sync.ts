@@ -13,6 +13,7 @@
  *   again counts as current with every CRD seen by then.
  * - A watch that breaks (an apiserver restart, a compaction) is listed again and resumed: a CRD installed meanwhile is
  *   still seen.
+ * - It never keeps the process alive: its watch, timers and waits are unreferenced, as the components are.
  * Cost: each restart pauses the controller-manager's controllers (Deployments, Jobs, StatefulSets, …) for about a
  * second. `StartOptions.syncGarbageCollector: false` turns this off.
  */
@@ -135,14 +136,14 @@ export class CrdSync {
             this.#ledger.apply(event.type, event.object);
             this.#schedule();
           },
-          signal,
+          { signal, unref: true },
         );
         failures = 0;
       } catch {
         if (signal.aborted) return;
         resourceVersion = undefined;
         failures++;
-        await sleep(Math.min(100 * 2 ** failures, 5_000), undefined, { signal }).catch(() => {});
+        await sleep(Math.min(100 * 2 ** failures, 5_000), undefined, { signal, ref: false }).catch(() => {});
       }
     }
   }
@@ -158,6 +159,7 @@ export class CrdSync {
         this.#schedule();
       });
     }, this.#o.settleMs ?? 200);
+    this.#timer.unref();
   }
 
   async #restart(): Promise<void> {
@@ -190,7 +192,7 @@ export class CrdSync {
           .request<{ resources?: { name: string }[] }>({ path: `/apis/${crd.groupVersion}`, timeoutMs: 2_000 })
           .catch(() => undefined);
         if (res?.status === 200 && res.body.resources?.some((r) => r.name === crd.plural)) break;
-        await sleep(50);
+        await sleep(50, undefined, { ref: false });
       }
     }
   }
