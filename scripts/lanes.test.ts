@@ -3,7 +3,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { firstLane, runLanes, sumTotals, TIMED, totalsOf } from './lanes.ts';
+import { ALONE, firstLane, runLanes, sumTotals, TIMED, totalsOf } from './lanes.ts';
 
 const REPORT = ['✔ a (1ms)', 'ℹ tests 3', 'ℹ suites 0', 'ℹ pass 2', 'ℹ fail 1', 'ℹ cancelled 0', 'ℹ duration_ms 5'];
 
@@ -79,6 +79,7 @@ test('lanes run side by side; their reports do not interleave; a failing lane fa
 
 test("the first lane: the timed integration files and the runtime's; the others go to the second", () => {
   assert.ok(TIMED.every(firstLane));
+  assert.ok(!ALONE.some(firstLane), 'the chaos test runs by itself, in no lane');
   assert.equal(firstLane('packages/runtime/test/cache.test.ts'), true);
   assert.equal(firstLane('packages/create-opkit/test/journey.test.ts'), false);
   assert.equal(firstLane('packages/cli/test/scaffold.test.ts'), false);

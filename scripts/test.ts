@@ -11,7 +11,7 @@
  * The whole suite runs in two lanes side by side, each one file at a time (see lanes.ts): the unit files, the
  * integration files whose assertions bound a time (leases, failover, drains) and the runtime's in the first lane at
  * normal priority, printed as they run; every other integration file in the second, at a lower CPU priority, printed
- * once the first ended.
+ * once the first ended. Then the chaos test runs by itself (lanes.ts `ALONE`).
  * Each file starts its own control plane on its own ports and run directory, so the lanes share no state (the
  * journey's release builds the packages' dist/ in place, which no other test reads: every test process runs the
  * packages from their sources).
@@ -22,7 +22,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { prepareValidator } from '../packages/testenv/src/cel.ts';
 import { resolveBinaries } from '../packages/testenv/src/index.ts';
-import { firstLane, runLanes, TIMED } from './lanes.ts';
+import { ALONE, firstLane, runLanes, TIMED } from './lanes.ts';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 // Inside the repository our packages run from their TypeScript sources through the `@opkit/source` export condition
@@ -80,19 +80,22 @@ if (files.length > 0 || unitOnly) {
 } else {
   const expand = (patterns: readonly string[]) => patterns.flatMap((p) => globSync(p, { cwd: ROOT })).sort();
   const integration = expand(INTEGRATION);
-  const missing = TIMED.filter((f) => !integration.includes(f));
+  const missing = [...TIMED, ...ALONE].filter((f) => !integration.includes(f));
   if (missing.length > 0) {
     process.stderr.write(`✖ scripts/lanes.ts names test files that do not exist: ${missing.join(', ')}\n`);
     process.exit(1);
   }
   const first = [...expand(UNIT), ...integration.filter(firstLane)];
-  const second = integration.filter((f) => !firstLane(f));
+  const second = integration.filter((f) => !firstLane(f) && !ALONE.includes(f));
   process.stdout.write(`\n▶ tests: ${first.length} files here, ${second.length} alongside (printed when they end)\n`);
   const t0 = performance.now();
-  const failed = await runLanes(ROOT, [
+  const inLanes = await runLanes(ROOT, [
     { files: first, args: TEST_ARGS, niceness: 0 },
     { files: second, args: TEST_ARGS, niceness: 10 },
   ]);
+  process.stdout.write(`\n▶ tests: ${ALONE.length} file(s) by themselves, once the lanes ended\n`);
+  const alone = await runLanes(ROOT, [{ files: ALONE, args: TEST_ARGS, niceness: 0 }]);
+  const failed = inLanes || alone;
   const took = ((performance.now() - t0) / 1000).toFixed(1);
   if (failed) {
     process.stderr.write(`✖ tests failed (${took} s)\n`);
