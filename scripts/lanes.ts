@@ -14,12 +14,16 @@ import { spawn } from 'node:child_process';
 import { setPriority } from 'node:os';
 
 /**
- * Integration files that run by themselves once the lanes ended, with the machine to themselves: the chaos test, whose
- * goals bound times (a failover within 17 s) and whose fault trials race the operator against its informers' lag.
- * Beside the second lane, a reset trial once saw a pod re-created before the informer had seen the first (an
- * overshoot): the race is the operator's (a create whose answer the reset lost), and more load widens it.
+ * Integration files that run by themselves once the lanes ended, with the machine to themselves:
+ * - the chaos test, whose goals bound times (a failover within 17 s) and whose fault trials race the operator against
+ *   its informers' lag. Beside the second lane, a reset trial once saw a pod re-created before the informer had seen
+ *   the first (an overshoot): the race is the operator's (a create whose answer the reset lost); load widens it;
+ * - the sharding test, whose Leases last 4 s: beside the second lane, a graceful hand-off once took longer than that.
  */
-export const ALONE: readonly string[] = ['operators/appservice/test/chaos.test.ts'];
+export const ALONE: readonly string[] = [
+  'operators/appservice/test/chaos.test.ts',
+  'packages/runtime/test/sharding.test.ts',
+];
 
 /** Integration files whose assertions bound a time: the first lane's, at normal priority. */
 export const TIMED: readonly string[] = [
@@ -29,7 +33,6 @@ export const TIMED: readonly string[] = [
   'packages/cli/test/run-interrupt.test.ts',
   'packages/runtime/test/informer.test.ts',
   'packages/runtime/test/leader.test.ts',
-  'packages/runtime/test/sharding.test.ts',
   'packages/runtime/test/webhook.test.ts',
 ];
 

@@ -11,7 +11,7 @@
  * The whole suite runs in two lanes side by side, each one file at a time (see lanes.ts): the unit files, the
  * integration files whose assertions bound a time (leases, failover, drains) and the runtime's in the first lane at
  * normal priority, printed as they run; every other integration file in the second, at a lower CPU priority, printed
- * once the first ended. Then the chaos test runs by itself (lanes.ts `ALONE`).
+ * once the first ended. Then the chaos and sharding tests run by themselves (lanes.ts `ALONE`).
  * Each file starts its own control plane on its own ports and run directory, so the lanes share no state (the
  * journey's release builds the packages' dist/ in place, which no other test reads: every test process runs the
  * packages from their sources).
