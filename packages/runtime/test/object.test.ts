@@ -87,6 +87,51 @@ describe('object-first reconcilers against a real apiserver', () => {
     }
   });
 
+  test('ctx.create whose answer is lost (the apiserver stored the child, the connection reset): no second child', async () => {
+    await client.create(Namespaces, { metadata: { name: 'obj-lost' } });
+    // writes answer 1 s late (the window to reset in); the cache lags 1.5 s, longer than the 5 ms retry of the reconcile
+    const writes = await FaultProxy.start({ target: targetOf(env.server), mode: { kind: 'delay', ms: 1_000 } });
+    const lagging = await FaultProxy.start({ target: targetOf(env.server), mode: { kind: 'delay', ms: 1_500 } });
+    const [writer, reader] = [await clientVia(env, writes.url), await clientVia(env, lagging.url)];
+    const cache = new Cache({ client: reader, namespace: 'obj-lost' });
+    const failures: string[] = [];
+    const c = new ControllerBuilder({ client: writer, cache })
+      .for(Widgets)
+      .owns(ConfigMaps)
+      .reconcile(async (w, ctx) => {
+        if ((await ctx.owned(ConfigMaps)).length >= (w.spec?.replicas ?? 0)) return done();
+        try {
+          await ctx.create(ConfigMaps, { metadata: { generateName: 'lost-' } });
+        } catch (err) {
+          failures.push(isApiError(err) ? err.code : String(err));
+          throw err;
+        }
+        return done();
+      });
+    const stop = new AbortController();
+    const running = c.start(stop.signal);
+    try {
+      await client.create(Widgets, { metadata: { name: 'l', namespace: 'obj-lost' }, spec: { replicas: 1 } });
+      const owned = () => liveChildren(client, 'obj-lost', 'l');
+      await waitFor('the child stored', async () => (await owned()).length > 0, 30_000, 10);
+      writes.setMode({ kind: 'reset' }); // before its answer gets through
+      await new Promise((r) => setTimeout(r, 50));
+      writes.setMode({ kind: 'pass' });
+      await waitFor('the reset create failed', async () => failures.length > 0);
+      assert.equal(failures[0], 'Network', 'the create got no answer');
+      await new Promise((r) => setTimeout(r, 3_000)); // the cache has caught up, the reconciles after it ended
+      const children = await owned();
+      assert.equal(children.length, 1, `one child, not a second one: ${children.map((cm) => cm.metadata.name)}`);
+      assert.equal(cache.informer(ConfigMaps).store.get(`obj-lost/${children[0]?.metadata.name}`) !== undefined, true);
+    } finally {
+      stop.abort();
+      await running;
+      await Promise.all([writes.close(), lagging.close()]);
+      writer.close();
+      reader.close();
+    }
+  });
+
   test('owns(metadataOnly(kind)): children cached as metadata only, exactly N of them, reconciled on their changes', async () => {
     await client.create(Namespaces, { metadata: { name: 'obj-meta' } });
     const cache = new Cache({ client, namespace: 'obj-meta' });

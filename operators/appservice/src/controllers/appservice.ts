@@ -10,10 +10,9 @@
  *   its instance label names.
  * - Creates run in slow-start batches (1, 2, 4, … up to 64 at once) and stop at the first failure, as the ReplicaSet
  *   controller does, so a quota or admission error costs one failed request, not hundreds. Every create and delete is
- *   declared to the expectations, so a lagging cache cannot cause an overshoot or a double delete — except after a
- *   create whose answer was lost (the connection reset after the apiserver stored the pod): that create is not
- *   declared, and a reconcile before the informer sees the pod makes one more, deleted again once it is seen, as the
- *   ReplicaSet controller does. The chaos `reset` fault found it once in four runs of `npm test`'s trials.
+ *   declared to the expectations (by `ctx.create` and `ctx.delete`), so a lagging cache cannot cause an overshoot or
+ *   a double delete, not even after a create whose answer was lost (the connection reset after the apiserver stored
+ *   the pod): the next reconcile first looks for that pod in the apiserver and waits until the cache has it.
  * - Status: replicas (counted pods), readyReplicas, updatedReplicas, podNames (sorted), selector, observedGeneration,
  *   conditions Available, Progressing and ReplicaFailure. Events: ScalingUp / ScalingDown / RollingUpdate (Normal),
  *   FailedCreate / FailedDelete (Warning).

@@ -66,6 +66,8 @@ export class Informer<T extends KubeObject> {
   /** Partitions by label value (a partitioned informer's reflectors). */
   readonly #partitions = new Map<string, Partition<T>>();
   readonly #newReflector: (namespace: string | undefined, partition?: string) => Reflector<T>;
+  readonly #client: Client;
+  readonly #selectors: { readonly labelSelector?: string; readonly fieldSelector?: string };
   #partitionLabel: string | undefined;
   #signal: AbortSignal | undefined;
   /** The namespaces watched, when the informer watches some but not all. */
@@ -76,6 +78,11 @@ export class Informer<T extends KubeObject> {
 
   constructor(client: Client, resource: Kind<T>, options: InformerOptions<T>) {
     this.resource = resource;
+    this.#client = client;
+    this.#selectors = {
+      ...(options.labelSelector ? { labelSelector: options.labelSelector } : {}),
+      ...(options.fieldSelector ? { fieldSelector: options.fieldSelector } : {}),
+    };
     const namespaces = options.namespaces
       ? [...new Set(options.namespaces)]
       : options.namespace
@@ -201,6 +208,28 @@ export class Informer<T extends KubeObject> {
   #runPartition(p: Partition<T>, signal: AbortSignal): void {
     const stop = AbortSignal.any([signal, p.stop.signal]);
     p.running = Promise.all(p.reflectors.map((r) => r.run(stop))).then(() => {});
+  }
+
+  /**
+   * What the apiserver holds now of the objects this informer caches: a live list (with its selectors; its partitions
+   * only) of `namespace`, or of every namespace it watches when none is given. An empty list for a namespace it does not
+   * watch. For finding what the cache has not seen yet, never instead of the cache.
+   */
+  async listLive(namespace: string | undefined, signal?: AbortSignal): Promise<T[]> {
+    const all = this.namespaces ?? [undefined];
+    const scope =
+      namespace === undefined ? all : this.namespaces && !this.namespaces.includes(namespace) ? [] : [namespace];
+    const label = this.#partitionLabel;
+    const items: T[] = [];
+    for (const ns of scope) {
+      const list = await this.#client.list(this.resource, {
+        ...this.#selectors,
+        ...(ns ? { namespace: ns } : {}),
+        ...(signal ? { signal } : {}),
+      });
+      items.push(...list.items);
+    }
+    return label ? items.filter((o) => this.#partitions.has(o.metadata.labels?.[label] ?? '')) : items;
   }
 
   /** Whether `start` was called. */

@@ -30,6 +30,8 @@ export function childWrites<T extends KubeObject>(
       try {
         created = await c.create(r, desired);
       } catch (err) {
+        const informer = answerLost(err) ? own.followed(r) : undefined;
+        if (informer) ctx.expect.maybeCreated(informer.resource, desired); // the apiserver may have stored it
         const moved = isApiError(err, 'AlreadyExists') ? await own.intoShard(r, desired) : undefined;
         if (moved === undefined) throw err;
         created = moved as ObjectOf<typeof r>; // the object of kind r, as read and patched
@@ -76,6 +78,14 @@ export function childWrites<T extends KubeObject>(
       return true;
     },
   };
+}
+
+/**
+ * Whether a write that failed with `err` may have happened all the same: no answer came (the connection broke, the
+ * client's deadline passed), or the apiserver said it could not tell (a server timeout, an internal error).
+ */
+function answerLost(err: unknown): boolean {
+  return isApiError(err) && ['Network', 'Timeout', 'ServerTimeout', 'InternalError'].includes(err.code);
 }
 
 /**

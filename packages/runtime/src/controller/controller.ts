@@ -20,7 +20,8 @@
  *   handlers do): when a child moves to another owner, or a mapping depends on labels that changed, the previous
  *   owner is reconciled too.
  * - Expectations: a request with unobserved creates/deletes (see `ctx.expect`) is not reconciled until the cache has
- *   caught up or the expectation times out; it is re-checked when its children change and at least once a second.
+ *   caught up or the expectation times out; it is re-checked when its children change and at least once a second. A
+ *   create without an answer (`ctx.expect.maybeCreated`) is first looked for in the apiserver.
  *   Every event of a watched kind is shown to the expectations (see expectations.ts).
  * - `ctx.rawClient` aborts its requests when `ctx.signal` does, so a hung request cannot outlast the drain.
  * - An `Aborted` error means "stopping" only when the controller is stopping; a reconcile that aborted a call of its
@@ -38,7 +39,6 @@
 import { randomUUID } from 'node:crypto';
 import { CacheError } from '../cache/cache.ts';
 import type { Informer } from '../cache/informer.ts';
-import type { Store } from '../cache/store.ts';
 import { isApiError } from '../client/errors.ts';
 import { type Kind, type KubeObject, keyOf, objectKey, parseKey } from '../client/resource.ts';
 import { messageOf, UsageError } from '../errors.ts';
@@ -47,7 +47,7 @@ import { allGuards, passes } from '../internal/guards.ts';
 import { type Logger, silentLogger } from '../logger.ts';
 import { endReconcileSpan, runtimeTracer, startReconcileSpan, withActiveSpan } from '../tracing/spans.ts';
 import { LOW_PRIORITY, realClock, WorkQueue } from '../workqueue/index.ts';
-import { Expectations } from './expectations.ts';
+import { Expectations, expectFor } from './expectations.ts';
 import type { MapFunc } from './handlers.ts';
 import { MapRunner } from './mapping.ts';
 import type { ControllerOptions, WatchRole } from './options.ts';
@@ -215,13 +215,9 @@ export class Controller {
     if (signal.aborted) return this.#shutdown();
     if (!synced.every(Boolean)) {
       this.queue.shutDown();
-      throw new CacheError(
-        'CacheSyncTimeout',
-        `controller ${this.name}: caches did not sync within ${timeoutMs / 1000} s (${this.#watched
-          .filter((i) => !i.hasSynced)
-          .map((i) => i.resource.plural)
-          .join(', ')})`,
-      );
+      const missing = this.#watched.filter((i) => !i.hasSynced).map((i) => i.resource.plural);
+      const message = `controller ${this.name}: caches did not sync within ${timeoutMs / 1000} s (${missing.join(', ')})`;
+      throw new CacheError('CacheSyncTimeout', message);
     }
     this.#log.info({ workers }, 'starting workers');
     const reconcileAbort = new AbortController();
@@ -294,6 +290,14 @@ export class Controller {
   }
 
   async #admitted(key: string, priority: number, signal: AbortSignal, guard: (() => void) | undefined): Promise<void> {
+    if (this.expectations.unsure(key)) {
+      try {
+        await this.expectations.resolve(key, signal); // creates without an answer: did they happen?
+      } catch (err) {
+        this.#log.warn({ key, err: messageOf(err) }, 'looking for a create without an answer failed: retrying');
+        return this.queue.addRateLimited(key, priority);
+      }
+    }
     if (!this.expectations.satisfied(key)) {
       this.queue.addAfter(key, Math.min(1_000, Math.max(10, this.expectations.remainingMs(key))), priority);
       return;
@@ -313,12 +317,7 @@ export class Controller {
       cache: this.#o.cache,
       events: this.#events,
       fieldManager: this.#o.fieldManager ?? this.name,
-      expect: {
-        created: (r, obj) =>
-          this.expectations.expectCreated(key, this.#o.cache.informer(r).store as unknown as Store<KubeObject>, obj),
-        deleted: (r, obj) =>
-          this.expectations.expectDeleted(key, this.#o.cache.informer(r).store as unknown as Store<KubeObject>, obj),
-      },
+      expect: expectFor(this.expectations, key, this.#o.cache),
     };
     const m = this.#o.metrics;
     const tracer = runtimeTracer();

@@ -87,3 +87,77 @@ test('a delete event observed by UID lowers the expectation even if a new object
   e.observe(old, true); // an event for a UID nobody expects is ignored
   assert.equal(e.pending('ns/owner'), 0);
 });
+
+/** A `LiveSource` whose apiserver holds `live` (or fails with `fail`), listed in the namespace asked. */
+function liveSource(store: Store<KubeObject>, live: KubeObject[], fail?: { error: Error | undefined }) {
+  const asked: (string | undefined)[] = [];
+  return {
+    asked,
+    source: {
+      store,
+      async listLive(namespace: string | undefined) {
+        asked.push(namespace);
+        if (fail?.error) throw fail.error;
+        return live.filter((o) => namespace === undefined || o.metadata.namespace === namespace);
+      },
+    },
+  };
+}
+
+const controlledBy = (uid: string) => [{ apiVersion: 'v1', kind: 'ConfigMap', name: 'owner', uid, controller: true }];
+const child = (name: string, uid: string, ownerUid: string): KubeObject => ({
+  metadata: { namespace: 'ns', name, uid, ownerReferences: controlledBy(ownerUid) },
+});
+const sentFor = (ownerUid: string): KubeObject => ({
+  metadata: { namespace: 'ns', generateName: 'owner-', ownerReferences: controlledBy(ownerUid) },
+});
+
+test('a create without an answer: the child the apiserver stored but the cache lacks is waited for', async () => {
+  const store = new Store<KubeObject>();
+  store.upsert(child('owner-old', 'u0', 'o1')); // seen before: not the lost create
+  const live = [child('owner-old', 'u0', 'o1'), child('owner-lost', 'u1', 'o1'), child('other-x', 'u2', 'o2')];
+  const { source, asked } = liveSource(store, live);
+  const e = new Expectations({ now: () => 0, log: silentLogger });
+  e.expectMaybeCreated('ns/owner', source, sentFor('o1'));
+  assert.equal(e.unsure('ns/owner'), true);
+  await e.resolve('ns/owner');
+  assert.deepEqual(asked, ['ns'], "listed once, in the sent object's namespace");
+  assert.equal(e.unsure('ns/owner'), false);
+  assert.equal(e.satisfied('ns/owner'), false, 'owner-lost is not in the cache yet');
+  assert.equal(e.pending('ns/owner'), 1, "only the owner's child the cache lacks (not another controller's)");
+  store.upsert(child('owner-lost', 'u1', 'o1'));
+  assert.equal(e.satisfied('ns/owner'), true);
+});
+
+test('a create without an answer that never happened holds nothing back; a named one is matched by name', async () => {
+  const store = new Store<KubeObject>();
+  const { source } = liveSource(store, [{ metadata: { namespace: 'ns', name: 'fixed', uid: 'u5' } }]);
+  const e = new Expectations({ now: () => 0, log: silentLogger });
+  e.expectMaybeCreated('ns/a', source, sentFor('o1'));
+  await e.resolve('ns/a');
+  assert.equal(e.satisfied('ns/a'), true, 'nothing of its controller was stored');
+  e.expectMaybeCreated('ns/b', source, { metadata: { namespace: 'ns', name: 'fixed' } });
+  await e.resolve('ns/b');
+  assert.equal(e.satisfied('ns/b'), false, 'the name was stored: wait for it');
+});
+
+test('a failed look-up keeps the unsure create until it succeeds or the timeout passes', async () => {
+  let now = 0;
+  const store = new Store<KubeObject>();
+  const fail = { error: new Error('connection reset') as Error | undefined };
+  const { source, asked } = liveSource(store, [child('owner-lost', 'u1', 'o1')], fail);
+  const e = new Expectations({ timeoutMs: 1_000, now: () => now, log: silentLogger });
+  e.expectMaybeCreated('ns/owner', source, sentFor('o1'));
+  await assert.rejects(e.resolve('ns/owner'), /connection reset/);
+  assert.equal(e.unsure('ns/owner'), true, 'kept: still to be looked for');
+  fail.error = undefined;
+  await e.resolve('ns/owner');
+  assert.equal(e.pending('ns/owner'), 1);
+  e.clear('ns/owner');
+  fail.error = new Error('still down');
+  e.expectMaybeCreated('ns/owner', source, sentFor('o1'));
+  now = 1_001;
+  await e.resolve('ns/owner');
+  assert.equal(e.unsure('ns/owner'), false, 'dropped at the timeout, with a warning');
+  assert.equal(asked.length, 2, 'not listed once timed out');
+});

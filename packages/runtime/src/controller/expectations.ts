@@ -10,12 +10,37 @@
  * of its watched kinds), against what passed through the cache since the expectation was recorded — so a created
  * object that was deleted again before the next check still counts. An expectation older than the timeout (default
  * 60 s) is dropped with a warning, so a lost event can delay a controller but never wedge it.
+ *
+ * A create that got no answer (the connection broke, or the apiserver timed out, after the request may have been
+ * stored) has no UID to expect. It is recorded as unsure; before the next reconcile of its key, `resolve` lists the
+ * kind from the apiserver (as its informer would: same namespaces, selectors and partitions) and expects every object
+ * the cache lacks that the create could have made (its name, or its controller). So the answer's loss cannot make the
+ * controller create a second object, e.g. a pod past `replicas` for a `generateName` create. While the list fails, the
+ * entry stays (up to the timeout) and the reconcile waits.
  */
 
+import type { Cache } from '../cache/cache.ts';
 import type { Store } from '../cache/store.ts';
-import { type KubeObject, keyOf } from '../client/resource.ts';
+import { type Kind, type KubeObject, keyOf } from '../client/resource.ts';
 import { UsageError } from '../errors.ts';
+import { controllerOf } from '../helpers/ownerrefs.ts';
 import type { Logger } from '../logger.ts';
+import type { Expect } from './reconcile.ts';
+
+/** Where an unsure create is looked for: the informer of its kind (`Informer` has both). */
+export interface LiveSource {
+  /** What the cache holds. */
+  readonly store: Store<KubeObject>;
+  /** What the apiserver holds now of what the cache would hold, in `namespace` (or all it watches). */
+  listLive(namespace: string | undefined, signal?: AbortSignal): Promise<KubeObject[]>;
+}
+
+/** A create without an answer: the object as sent, looked for in `source`. */
+interface Unsure {
+  readonly source: LiveSource;
+  readonly sent: KubeObject;
+  readonly at: number;
+}
 
 interface Pending {
   readonly kind: 'create' | 'delete';
@@ -35,6 +60,7 @@ export class Expectations {
   readonly #pending = new Map<string, Pending[]>();
   /** Pending entries by the child's UID, for `observe()`. */
   readonly #byUid = new Map<string, Set<Pending>>();
+  readonly #unsure = new Map<string, Unsure[]>();
   readonly #timeoutMs: number;
   readonly #now: () => number;
   readonly #log: Logger;
@@ -55,6 +81,51 @@ export class Expectations {
   /** Records that the reconcile of `key` deleted `obj`, to be seen terminating or gone in `store`. */
   expectDeleted(key: string, store: Store<KubeObject>, obj: KubeObject): void {
     this.#add(key, 'delete', store, obj);
+  }
+
+  /**
+   * Records that the reconcile of `key` sent a create of `sent` that got no answer: it may or may not have happened.
+   * `resolve(key)` finds out before the next reconcile (see the module comment).
+   */
+  expectMaybeCreated(key: string, source: LiveSource, sent: KubeObject): void {
+    const list = this.#unsure.get(key) ?? [];
+    list.push({ source, sent, at: this.#now() });
+    this.#unsure.set(key, list);
+  }
+
+  /** Whether `key` has creates without an answer that `resolve` has to look for first. */
+  unsure(key: string): boolean {
+    return this.#unsure.has(key);
+  }
+
+  /**
+   * Looks for the creates of `key` that got no answer: lists their kind from the apiserver and expects (as created)
+   * each object the cache lacks that one of them could have made. Rejects as the list does (the entries stay, until
+   * the timeout drops them with a warning).
+   */
+  async resolve(key: string, signal?: AbortSignal): Promise<void> {
+    const list = this.#unsure.get(key) ?? [];
+    while (list.length > 0) {
+      const u = list[0] as Unsure;
+      if (this.#now() - u.at > this.#timeoutMs) {
+        this.#log.warn(
+          { request: key, object: u.sent.metadata.name ?? u.sent.metadata.generateName, afterMs: this.#now() - u.at },
+          'could not find out whether a create without an answer happened: going on without it',
+        );
+      } else {
+        const live = await u.source.listLive(u.sent.metadata.namespace, signal);
+        const known = new Set((this.#pending.get(key) ?? []).map((p) => p.uid));
+        for (const obj of live) {
+          const uid = obj.metadata.uid;
+          if (!uid || known.has(uid) || !couldBe(u.sent, obj)) continue;
+          if (u.source.store.get(keyOf(obj))?.metadata.uid === uid) continue; // the cache has it
+          this.#add(key, 'create', u.source.store, obj);
+          known.add(uid);
+        }
+      }
+      list.shift();
+    }
+    this.#unsure.delete(key);
   }
 
   /**
@@ -114,6 +185,7 @@ export class Expectations {
 
   /** Forget everything about `key` (e.g. the object is gone). */
   clear(key: string): void {
+    this.#unsure.delete(key);
     for (const p of this.#pending.get(key) ?? []) this.#unindex(p);
     this.#pending.delete(key);
   }
@@ -141,4 +213,21 @@ export class Expectations {
     set.delete(p);
     if (set.size === 0) this.#byUid.delete(p.uid);
   }
+}
+
+/** The `ctx.expect` of a reconcile of `key`: what it declares is recorded in `e`, against the cache's informers. */
+export function expectFor(e: Expectations, key: string, cache: Cache): Expect {
+  const informer = (r: Kind) => cache.informer(r) as unknown as LiveSource;
+  return {
+    created: (r, obj) => e.expectCreated(key, informer(r).store, obj),
+    deleted: (r, obj) => e.expectDeleted(key, informer(r).store, obj),
+    maybeCreated: (r, sent) => e.expectMaybeCreated(key, informer(r), sent),
+  };
+}
+
+/** Whether `obj` may be what a create of `sent` made: the same name, or (a generated name) the same controller. */
+function couldBe(sent: KubeObject, obj: KubeObject): boolean {
+  if (sent.metadata.name) return obj.metadata.name === sent.metadata.name;
+  const owner = controllerOf(sent)?.uid;
+  return owner !== undefined && controllerOf(obj)?.uid === owner;
 }

@@ -16,7 +16,7 @@ export {
   type ObjectErrorPolicy,
 } from './builder.ts';
 export { Controller, type ControllerOptions } from './controller.ts';
-export { Expectations } from './expectations.ts';
+export { Expectations, type LiveSource } from './expectations.ts';
 export { type CacheReader, type MapContext, type MapFunc, requestForObject, requestsForOwner } from './handlers.ts';
 export {
   type ApiListOptions,

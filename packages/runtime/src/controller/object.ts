@@ -38,7 +38,10 @@
  *   `AlreadyOwned` before any request (release a child through `claimChildren` or `ctx.rawClient`).
  * - expectation: the next reconcile of this request waits until the cache has seen the create or delete (or a
  *   timeout passes), so a cache that lags cannot make a duplicate or a double delete. Expectations are kept for the
- *   kinds the cache follows: those the controller watches, whole or metadata only.
+ *   kinds the cache follows: those the controller watches, whole or metadata only. A `ctx.create` that got no answer
+ *   (`Network`, `Timeout`, `ServerTimeout`, `InternalError`: the apiserver may have stored it) is looked for before
+ *   the next reconcile: the kind is listed from the apiserver, and an object the cache lacks with its name (or, for a
+ *   `generateName`, this controller) is waited for as a create, so a lost answer cannot make a second child either.
  * - `ctx.update` replaces the object with `obj`'s `metadata.resourceVersion` as its precondition (one is required: a
  *   stale one fails with Conflict, which the default error policy retries with fresh state); `ctx.patch` sends an
  *   RFC 7386 JSON merge patch to `obj`'s namespace and name (put a `metadata.resourceVersion` in the patch for

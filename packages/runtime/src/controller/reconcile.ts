@@ -58,6 +58,13 @@ export interface Expect {
   created<T extends KubeObject>(r: Kind<T>, obj: T): void;
   /** Declares that this reconcile deleted `obj`. */
   deleted<T extends KubeObject>(r: Kind<T>, obj: T): void;
+  /**
+   * Declares that this reconcile sent a create of `sent` that got no answer (the connection broke, or the request timed
+   * out): it may have happened. Before the next reconcile, the kind is listed from the apiserver, and each object the
+   * cache lacks that has `sent`'s name (or, for a `generateName`, its controller) is waited for as if declared created.
+   * `ctx.create` declares this itself.
+   */
+  maybeCreated<T extends KubeObject>(r: Kind<T>, sent: T): void;
 }
 
 /** How a reconcile records Events: the controller's `EventRecorder` (aggregated and rate limited), or a fake. */
