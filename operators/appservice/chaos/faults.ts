@@ -287,6 +287,16 @@ export class TrialRunner {
     const violations: Violation[] = [];
     const pre = await settle(this.#m);
     violations.push(...pre.map((v) => ({ ...v, detail: `before the trial: ${v.detail}` })));
+    // a replica the last trial restarted (a pause, a kill) serves again before the next fault, which never lands on a
+    // replica still starting (a watch-hang then hangs its start-up requests, not a watch)
+    const up = performance.now();
+    while (c.webhooks.ready().length < c.replicas.length && performance.now() - up < 60_000) await sleep(100);
+    const down = c.replicas.filter((r) => !c.webhooks.ready().includes(r.name)).map((r) => r.name);
+    if (down.length > 0)
+      violations.push({
+        invariant: 'not-settled',
+        detail: `before the trial: ${down.join(', ')} not ready within 60 s`,
+      });
     await leaseUntil(c, (h) => h !== '', 30_000);
     const leaderIdentity = (await c.lease())?.spec?.holderIdentity ?? '';
     const leader = c.replicas.find((r) => leaderIdentity.startsWith(`${r.name}_`));
