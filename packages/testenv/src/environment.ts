@@ -48,39 +48,14 @@ import { isTestenvError, TestenvError } from './errors.ts';
 import { compactEtcd, etcdValue } from './etcd.ts';
 import type { Kubeconfig } from './kubeconfig.ts';
 import { clusterSettled, createFakeNodes } from './nodes.ts';
+import { cacheRoot } from './paths.ts';
 import { closeRunDir, makeRunDir, reapStale, Watchdog, writeOwner, writeState } from './run-dir.ts';
 import { type ServiceAccountKubeconfig, type ServiceAccountRef, serviceAccountKubeconfig } from './service-account.ts';
+import type { StartOptions } from './start-options.ts';
 import { createStorageClasses, provisionedVolumeDirs, removeVolumeDirs, shareVolumeRoot } from './volumes.ts';
 import { type InstalledWebhooks, type InstallWebhooksOptions, installWebhooks } from './webhooks.ts';
 
-/** How `start()` builds the control plane; every field has a default. */
-export interface StartOptions {
-  /** Number of kwok fake nodes (default 3). */
-  readonly nodes?: number;
-  /** Pod capacity of each fake node (default 110, the kubelet's default). */
-  readonly podsPerNode?: number;
-  /** Directory holding every binary; else KUBEBUILDER_ASSETS, the cache, a download or a build (see binaries.ts). */
-  readonly binaryDir?: string;
-  /** Build with Go, when it is found, the binaries that could not be downloaded (default true). */
-  readonly build?: boolean;
-  /** Run directory to create (must not exist or be empty); default: a fresh directory under the OS temp dir. */
-  readonly dir?: string;
-  /** Keep the run directory after `stop()` (logs, etcd data) for inspection (default false). */
-  readonly keepDir?: boolean;
-  /** Time each component gets to become ready (default 60 s). */
-  readonly startTimeoutMs?: number;
-  /** Write the apiserver audit log (level Metadata, JSON lines) to `<dir>/audit.log` (default false). */
-  readonly auditLog?: boolean;
-  /** Extra kube-apiserver flags, e.g. `--feature-gates=...`. */
-  readonly apiserverArgs?: readonly string[];
-  /** Progress lines (default: stderr). */
-  readonly log?: (line: string) => void;
-  /**
-   * Restart kube-controller-manager once a new CRD is served, so that its garbage collector handles the CRD's objects
-   * at once, not up to about 40 s later when it looks for new resources again (default true; see crd-sync.ts).
-   */
-  readonly syncGarbageCollector?: boolean;
-}
+export type { StartOptions } from './start-options.ts';
 
 /** Starts a control plane. Retries with fresh ports (`PortInUse`) if another process took one of them first. */
 export async function start(options: StartOptions = {}): Promise<Environment> {
@@ -186,16 +161,31 @@ export class Environment {
     await writeOwner(this.dir);
     this.#watchdog = new Watchdog(this.dir, this.#options.keepDir === true);
     process.on('exit', this.#onExit);
-    await this.#prepare();
-    await shareVolumeRoot();
-    await this.#component('etcd').start();
-    await this.#component('kube-apiserver').start();
-    await Promise.all([
-      createStorageClasses(this.api),
-      ...(['kube-controller-manager', 'kube-scheduler', 'kwok'] as const).map((id) => this.#component(id).start()),
-    ]);
-    await createFakeNodes(this.api, this.nodes, this.#options.podsPerNode ?? 110);
-    await this.#waitFor('every node Ready and the default ServiceAccount', () => clusterSettled(this.api, this.nodes));
+    const phases: string[] = [];
+    let mark = t0;
+    const phase = async (name: string, step: () => Promise<unknown>) => {
+      await step();
+      phases.push(`${name}: ${((performance.now() - mark) / 1000).toFixed(1)} s`);
+      mark = performance.now();
+    };
+    await phase('certificates', async () => {
+      await this.#prepare();
+      await shareVolumeRoot();
+    });
+    await phase('etcd', () => this.#component('etcd').start());
+    await phase('apiserver', () => this.#component('kube-apiserver').start());
+    await phase('controllers', () =>
+      Promise.all([
+        createStorageClasses(this.api),
+        ...(['kube-controller-manager', 'kube-scheduler', 'kwok'] as const).map((id) => this.#component(id).start()),
+      ]),
+    );
+    await phase('nodes', async () => {
+      await createFakeNodes(this.api, this.nodes, this.#options.podsPerNode ?? 110);
+      await this.#waitFor('every node Ready and the default ServiceAccount', () =>
+        clusterSettled(this.api, this.nodes),
+      );
+    });
     await this.#writeState();
     if (this.#options.syncGarbageCollector !== false) {
       const kcm = this.#component('kube-controller-manager');
@@ -209,7 +199,7 @@ export class Environment {
       this.#crdSync.start();
     }
     this.#log(
-      `control plane ready in ${((performance.now() - t0) / 1000).toFixed(1)} s at ${this.server} (${this.dir})`,
+      `control plane ready in ${((performance.now() - t0) / 1000).toFixed(1)} s (${phases.join(', ')}) at ${this.server} (${this.dir})`,
     );
   }
 
@@ -316,7 +306,7 @@ export class Environment {
     const ports = await allocatePorts();
     this.#ports = ports;
     this.server = `https://127.0.0.1:${ports.apiserver}`;
-    const pki = await createPki(this.dir, IDENTITIES);
+    const pki = await createPki(this.dir, IDENTITIES, cacheRoot());
     this.#pki = pki;
     const clients = await writeClientKubeconfigs(this.dir, this.server, pki, this.kubeconfigPath);
     this.kubeconfig = clients.admin;

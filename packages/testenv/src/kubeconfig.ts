@@ -1,9 +1,11 @@
 /**
  * @module kubeconfig
  * Kubeconfig documents for the environment: one cluster, one user (client certificate or bearer token), one context.
- * Written as JSON, which every kubeconfig reader (kubectl, client-go, @kubernetes/client-node) accepts, with mode 0600.
+ * Written as JSON, which every kubeconfig reader (kubectl, client-go, @kubernetes/client-node) accepts, with mode 0600,
+ * and atomically (a reader in another process, e.g. a test file on a shared control plane, never sees half a file).
  */
-import { writeFile } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { rename, writeFile } from 'node:fs/promises';
 
 export interface KubeconfigUser {
   readonly 'client-certificate-data'?: string;
@@ -66,5 +68,7 @@ export function makeKubeconfig(spec: KubeconfigSpec): Kubeconfig {
 }
 
 export async function writeKubeconfig(path: string, config: Kubeconfig): Promise<void> {
-  await writeFile(path, `${JSON.stringify(config, null, 2)}\n`, { mode: 0o600 });
+  const partial = `${path}.${randomBytes(6).toString('hex')}.partial`;
+  await writeFile(partial, `${JSON.stringify(config, null, 2)}\n`, { mode: 0o600 });
+  await rename(partial, path);
 }
