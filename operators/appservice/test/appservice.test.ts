@@ -1,27 +1,27 @@
 // scaffolded by opkit — this file is yours to edit
-// The AppService controller in-process on a real local control plane (@opkit/testenv): the generated CRD is
-// installed, the controller runs in a Manager, and an AppService gets its pods and reports them.
+// The AppService controller in-process on a real local control plane (@opkit/testenv; the run's, see test/setup.ts):
+// the generated CRD is installed, the controller runs in a Manager, and an AppService gets its pods and reports them.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { Manager } from '@opkit/runtime';
 import { Client, loadConfig } from '@opkit/runtime/client';
 import { Pods } from '@opkit/runtime/kinds';
 import { silentLogger } from '@opkit/runtime/manager';
-import { type Environment, start } from '@opkit/testenv';
+import { type SharedEnvironment, sharedEnvironment } from '@opkit/testenv';
 import { AppServices } from '../src/api/v1alpha1/appservice.ts';
 import { setupAppServiceController } from '../src/controllers/appservice.ts';
 import { installApiAndRbac } from '../src/install.ts';
 
-let env: Environment;
+let env: SharedEnvironment;
 let client: Client;
 before(async () => {
-  env = await start({ nodes: 1, log: () => {} });
+  env = await sharedEnvironment({ nodes: 1, log: () => {} });
   client = new Client(await loadConfig({ path: env.kubeconfigPath }));
   await installApiAndRbac(client);
 });
 after(async () => {
   client?.close();
-  await env?.stop();
+  await env?.release();
 });
 
 test('an AppService gets its pods, and its status lists them', async () => {

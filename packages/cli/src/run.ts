@@ -3,20 +3,8 @@
  * `run(argv)` is the whole CLI as a function (used by main.ts and by tests): it returns the exit code and writes
  * through the given output functions. It never throws: every failure is one line `opkit: <what happened and what to
  * do>` — usage errors exit 2, others 1; an error opkit did not expect says so and how to get its stack trace
- * (`OPKIT_DEBUG=1`).
+ * (`OPKIT_DEBUG=1`). Each command's module is loaded when that command runs, so a command pays only for its own.
  */
-import { isApiError } from '@opkit/runtime';
-import { KubeconfigError, ManifestError } from '@opkit/runtime/client';
-import { isTestenvError } from '@opkit/testenv';
-import { buildCommand } from './commands/build.ts';
-import { bundleCommand } from './commands/bundle.ts';
-import { createApiCommand } from './commands/create-api.ts';
-import { createWebhookCommand } from './commands/create-webhook.ts';
-import { deployCommand } from './commands/deploy.ts';
-import { envCommand } from './commands/env.ts';
-import { generateCommand } from './commands/generate.ts';
-import { initCommand } from './commands/init.ts';
-import { runCommand } from './commands/run-operator.ts';
 import { CliError, describeSystemError } from './errors.ts';
 import { ownManifest } from './manifest.ts';
 import { nodeVersionProblem } from './node-version.ts';
@@ -31,6 +19,7 @@ Commands:
   create api   add an API (custom resource) and optionally its controller
   create webhook  add defaulting, validating or conversion webhooks for a kind
   generate     CRDs, RBAC and manifests from the code (--check for CI)
+  test         the tests (node --test) on one local control plane for the whole run (npm test)
   run          apply the CRDs and run the operator locally (on 127.0.0.1) against a local or the current cluster
   build        build the operator image (docker, podman or buildah)
   deploy       apply CRDs, RBAC and the Deployment (image substituted) to the cluster
@@ -61,24 +50,27 @@ export async function run(
         out(HELP);
         return command === undefined ? 2 : 0;
       case 'env':
-        return await envCommand(rest, out);
+        return await (await import('./commands/env.ts')).envCommand(rest, out);
       case 'init':
-        return await initCommand(rest, out);
+        return await (await import('./commands/init.ts')).initCommand(rest, out);
       case 'create':
-        if (rest[0] === 'webhook') return await createWebhookCommand(rest.slice(1), out);
-        return await createApiCommand(rest, out);
+        if (rest[0] === 'webhook')
+          return await (await import('./commands/create-webhook.ts')).createWebhookCommand(rest.slice(1), out);
+        return await (await import('./commands/create-api.ts')).createApiCommand(rest, out);
       case 'generate':
-        return await generateCommand(rest, out);
+        return await (await import('./commands/generate.ts')).generateCommand(rest, out);
+      case 'test':
+        return await (await import('./commands/test.ts')).testCommand(rest, out);
       case 'run':
-        return await runCommand(rest, out);
+        return await (await import('./commands/run-operator.ts')).runCommand(rest, out);
       case 'build':
-        return await buildCommand(rest, out);
+        return await (await import('./commands/build.ts')).buildCommand(rest, out);
       case 'deploy':
-        return await deployCommand(rest, out, false);
+        return await (await import('./commands/deploy.ts')).deployCommand(rest, out, false);
       case 'undeploy':
-        return await deployCommand(rest, out, true);
+        return await (await import('./commands/deploy.ts')).deployCommand(rest, out, true);
       case 'bundle':
-        return await bundleCommand(rest, out);
+        return await (await import('./commands/bundle.ts')).bundleCommand(rest, out);
       case 'check-node': {
         const problem = nodeVersionProblem('opkit', ownManifest().engines.node, process.version);
         if (problem) err(problem);
@@ -92,8 +84,9 @@ export async function run(
       err(`opkit: ${e.message}`);
       return e.exitCode;
     }
-    if (isTestenvError(e) || e instanceof KubeconfigError || e instanceof ManifestError || isApiError(e)) {
-      err(`opkit: ${e.message}`);
+    const known = await knownErrorMessage(e);
+    if (known !== undefined) {
+      err(`opkit: ${known}`);
       return 1;
     }
     if (e instanceof TypeError && 'code' in e && String(e.code).startsWith('ERR_PARSE_ARGS')) {
@@ -113,4 +106,20 @@ export async function run(
     if (process.env.OPKIT_DEBUG && e instanceof Error && e.stack) err(e.stack);
     return 1;
   }
+}
+
+/**
+ * The message of `e` when it is an error of opkit's libraries, whose message says what to do (testenv, kubeconfig,
+ * manifest, API); else undefined. Their modules are loaded only when there is an error, so a command that succeeds
+ * does not pay for them.
+ */
+async function knownErrorMessage(e: unknown): Promise<string | undefined> {
+  const [{ isApiError }, { KubeconfigError, ManifestError }, { isTestenvError }] = await Promise.all([
+    import('@opkit/runtime'),
+    import('@opkit/runtime/client'),
+    import('@opkit/testenv'),
+  ]);
+  return isTestenvError(e) || e instanceof KubeconfigError || e instanceof ManifestError || isApiError(e)
+    ? e.message
+    : undefined;
 }

@@ -117,7 +117,8 @@ describe('opkit init → create api → generate → a working operator', () => 
     assert.equal(tsc.status, 0, tsc.stdout + tsc.stderr);
     const childEnv = { ...process.env };
     delete childEnv.NODE_TEST_CONTEXT; // a nested test run must report as a top-level one
-    const tests = spawnSync(process.execPath, ['--test', 'test/**/*.test.ts'], {
+    // npm test's command: one control plane for the run (test/setup.ts), which the test file attaches to
+    const tests = spawnSync(process.execPath, [MAIN, 'test'], {
       cwd: dir,
       encoding: 'utf8',
       env: childEnv,
@@ -125,6 +126,7 @@ describe('opkit init → create api → generate → a working operator', () => 
     });
     assert.equal(tests.status, 0, `the scaffold's own tests pass:\n${tests.stdout}${tests.stderr}`);
     assert.match(tests.stdout, /pass 1\n/, tests.stdout);
+    assert.equal(tests.stderr.match(/control plane ready in/g)?.length, 1, `one control plane: ${tests.stderr}`);
 
     // the generated install: CRD accepted, RBAC applied; the operator runs as its ServiceAccount
     const admin = new Client(await loadConfig({ path: env.kubeconfigPath }));

@@ -6,7 +6,8 @@
  * scheduled and become Running and Ready) on 127.0.0.1 with free ports, and returns an `Environment` with an admin
  * kubeconfig, `kubeconfigFor(serviceAccount)` for least-privilege tests, volumes (the default StorageClass
  * `standard` and `standard-immediate`, `STORAGE_CLASSES`), `restart(component)` for fault tests, and
- * `stop()`. Binaries come from an explicit directory, KUBEBUILDER_ASSETS, the user cache, a verified download of the
+ * `stop()`. `shareEnvironment` and `sharedEnvironment()` share one control plane across the files of a `node --test`
+ * run. Binaries come from an explicit directory, KUBEBUILDER_ASSETS, the user cache, a verified download of the
  * official releases (or a mirror of them), or a build from Go modules.
  */
 export { ApiClient, type ApiRequest, type ApiResponse, type WatchEvent } from './api.ts';
@@ -35,6 +36,13 @@ export { isProcessAlive } from './process.ts';
 export { type ReleasePlatform, releasePlatform } from './release.ts';
 export { type EnvironmentState, reapStale } from './run-dir.ts';
 export type { ServiceAccountKubeconfig, ServiceAccountRef } from './service-account.ts';
+export {
+  type GlobalSetup,
+  SHARED_ENVIRONMENT_VARIABLE,
+  SharedEnvironment,
+  sharedEnvironment,
+  shareEnvironment,
+} from './shared.ts';
 export { ETCD_VERSION, KUBERNETES_VERSION, KWOK_VERSION } from './versions.ts';
 export { HOST_PATH_PROVISIONER, HOST_PATH_VOLUME_ROOT, removeVolumeDirs, STORAGE_CLASSES } from './volumes.ts';
 export { waitFor } from './wait.ts';

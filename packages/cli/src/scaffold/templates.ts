@@ -46,7 +46,22 @@ export function initFiles(p: Project): Map<string, string> {
     ['.dockerignore', `${YOURS_YAML}\nnode_modules\ntest\n**/*.test.ts\n.git\n`],
     ['.gitignore', `${YOURS_YAML}\nnode_modules/\n`],
     ['README.md', readmeFile(p)],
+    ['test/setup.ts', testSetupFile()],
   ]);
+}
+
+/** test/setup.ts: the global setup of \`npm test\`: one control plane for every test file of the run. */
+function testSetupFile(): string {
+  return `${YOURS}
+// The global setup of \`npm test\` (\`opkit test\`; on Node 24 also node --test --test-global-setup=test/setup.ts): one
+// local control plane for the whole run, started before the first test file and stopped after the last. Each file
+// attaches to it with sharedEnvironment(); a file run alone (node --test test/x.test.ts) starts one of its own. The
+// files share the cluster, so give each test's objects names (or namespaces) of their own. Its progress lines go to
+// stderr: the first run on a machine downloads (or builds) the control-plane binaries, and says so.
+import { shareEnvironment } from '@opkit/testenv';
+
+export const { globalSetup, globalTeardown } = shareEnvironment({ nodes: 1 });
+`;
 }
 
 /** package.json: the npm manifest: scripts, and the dependencies on this release of opkit. */
@@ -67,7 +82,7 @@ function packageJsonFile(p: Project): string {
         // an old Node (opkit refuses it in one line first), stale CRDs, RBAC or manifests, or a sample the API
         // refuses fail npm test before any test runs, naming the fix
         pretest: 'opkit generate --check',
-        test: 'node --test --test-concurrency=1 "test/**/*.test.ts"',
+        test: 'opkit test',
         typecheck: 'tsc --noEmit -p tsconfig.json',
       },
       dependencies: { '@opkit/runtime': OPKIT_VERSION, '@sinclair/typebox': '^0.34.52', ...TRACING_DEPENDENCIES },
@@ -281,22 +296,23 @@ export function controllerTestFile(p: Project, api: ApiEntry): string {
   const k = api.kind;
   const ns = api.namespaced ? "namespace: 'default', " : '';
   return `${YOURS}
-// The ${k} controller on a real local control plane (@opkit/testenv), running as the operator's ServiceAccount
-// with the RBAC generated from \`permissions\`: a permission missing there fails this test with the 403 named.
+// The ${k} controller on a real local control plane (@opkit/testenv, one for the run's test files), running
+// as the operator's ServiceAccount with the RBAC generated from \`permissions\`: a permission missing there fails this
+// test with the 403 named.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { getCondition } from '@opkit/runtime';
 import { startTestManager } from '@opkit/runtime/testing';
-import { type Environment, start } from '@opkit/testenv';
+import { type SharedEnvironment, sharedEnvironment } from '@opkit/testenv';
 import { ${kindsName(k)} } from '../src/api/${api.version}/${lower(k)}.ts';
 import { permissions, setup${k}Controller } from '../src/controllers/${lower(k)}.ts';
 
-let env: Environment;
+let env: SharedEnvironment;
 before(async () => {
-  env = await start({ nodes: 1, log: () => {} });
+  env = await sharedEnvironment({ nodes: 1, log: () => {} }); // npm test's (test/setup.ts), or this file's own
 });
 after(async () => {
-  await env?.stop(); // in a hook, so a failed test or a rejected op.stop() cannot skip it
+  await env?.release(); // in a hook, so a failed test or a rejected op.stop() cannot skip it
 });
 
 test('a ${k} becomes Ready', async () => {

@@ -135,24 +135,24 @@ test('a ${k} whose name is too long is refused by the validating webhook, naming
 `);
   }
   return `${YOURS}
-// The ${k} webhooks on a real local control plane (@opkit/testenv): the test manager serves them on loopback with a
-// certificate of its own, the apiserver calls them, so a write shows the defaulted object or the refusal (an
-// ApiError with the webhook's field causes) as kubectl would.
+// The ${k} webhooks on a real local control plane (@opkit/testenv, shared by the run's test files): the test manager
+// serves them on loopback with a certificate of its own, the apiserver calls them, so a write shows the defaulted
+// object or the refusal (an ApiError with the webhook's field causes) as kubectl would.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { ApiError } from '@opkit/runtime';
 import { startTestManager } from '@opkit/runtime/testing';
-import { type Environment, start } from '@opkit/testenv';
+import { type SharedEnvironment, sharedEnvironment } from '@opkit/testenv';
 import { ${kindsName(k)} } from '../../src/api/${api.version}/${lk}.ts';
 import { permissions } from '../../src/webhooks.ts';
 import { ${lk}Webhooks } from '../../src/webhooks/${lk}.ts';
 
-let env: Environment;
+let env: SharedEnvironment;
 before(async () => {
-  env = await start({ nodes: 0, log: () => {} });
+  env = await sharedEnvironment({ nodes: 0, log: () => {} }); // npm test's (test/setup.ts), or this file's own
 });
 after(async () => {
-  await env?.stop(); // in a hook, so a failed test or a rejected op.stop() cannot skip it
+  await env?.release(); // in a hook, so a failed test or a rejected op.stop() cannot skip it
 });
 
 const options = {

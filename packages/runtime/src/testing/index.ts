@@ -23,7 +23,8 @@
  *
  * `startTestManager` installs the kinds' CRDs (waiting until they are served), applies the ServiceAccount and the
  * RBAC `opkit generate` derives from `permissions` (the same `rbacManifests`, plus what every manager needs), and
- * starts a Manager that authenticates as that ServiceAccount, with metrics and health servers off. So a permission
+ * starts a Manager that authenticates as that ServiceAccount, with metrics and health servers off and a drain time of
+ * 250 ms (`gracefulShutdownTimeoutMs`; a Manager's default is 2 s). So a permission
  * missing from `permissions` fails the test with the apiserver's 403 named, not the deployment.
  *
  * `webhooks` serves the project's admission webhooks and conversions through the real apiserver, as main.ts serves
@@ -135,7 +136,16 @@ export interface TestManagerOptions {
   readonly namespace?: string;
   /** The manager's logger (default: silent; Forbidden answers are noticed either way). */
   readonly log?: Logger;
+  /**
+   * Time in-flight reconciles, and with `webhooks` the calls under way, get when the test manager stops (default
+   * 250 ms). A Manager's own default, 2 s, keeps its webhook server answering while a Service drops the replica; a test
+   * manager's webhook configurations are removed before it stops, so nothing is routed to it then.
+   */
+  readonly gracefulShutdownTimeoutMs?: number;
 }
+
+/** A test manager's drain time, unless `gracefulShutdownTimeoutMs` says otherwise. */
+const TEST_DRAIN_MS = 250;
 
 /** A running test manager; `await using` stops it as `stop()` does. */
 export interface TestManager extends AsyncDisposable {
@@ -179,6 +189,7 @@ export async function startTestManager(cluster: TestCluster, options: TestManage
     log,
     metrics: { bindAddress: '0' },
     health: { bindAddress: '0' },
+    controllers: { gracefulShutdownTimeoutMs: options.gracefulShutdownTimeoutMs ?? TEST_DRAIN_MS },
     ...(options.webhooks ? { webhook: { bindAddress: '127.0.0.1:0', certificates } } : {}),
   });
   try {
