@@ -221,6 +221,7 @@ describe('input checks: each error names the bad value and the rule; nothing the
     assert.equal((await opkit(['init', 'atomic', '--dir', dir])).code, 0);
     const main = await readFile(join(dir, 'src/main.ts'), 'utf8');
     const project = await readFile(join(dir, 'PROJECT'), 'utf8');
+    const setup = await readFile(join(dir, 'test/setup.ts'), 'utf8'); // init's: create api must leave it be
     // this project has no node_modules, so generate cannot load the new API file: a failure after the first write
     const args = [...'create api --group app --version v1 --kind Widget --controller --dir'.split(' '), dir];
     for (const attempt of [1, 2]) {
@@ -232,9 +233,10 @@ describe('input checks: each error names the bad value and the rule; nothing the
       assert.equal(r.out.split('\n').length, 1, r.out);
       assert.equal(await readFile(join(dir, 'src/main.ts'), 'utf8'), main);
       assert.equal(await readFile(join(dir, 'PROJECT'), 'utf8'), project);
-      for (const gone of ['src/api', 'src/controllers', 'test', 'config/samples']) {
+      for (const gone of ['src/api', 'src/controllers', 'test/widget.test.ts', 'config/samples']) {
         await assert.rejects(readFile(join(dir, gone)), { code: 'ENOENT' }, `${gone} removed`);
       }
+      assert.equal(await readFile(join(dir, 'test/setup.ts'), 'utf8'), setup, "init's test/setup.ts kept");
     }
   });
 
