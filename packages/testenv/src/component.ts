@@ -10,13 +10,15 @@
  *
  * A process that exits before it is ready fails as `ComponentFailed`, or as `PortInUse` when its log says it could not
  * bind its address: another process took a port between `freePorts()` and the bind, and the caller retries with fresh
- * ports. `exitFailure()` reads that from the log because a child process's output is the only signal it gives (Go's
+ * ports. The probe's answer counts only while the process itself listens on the probed port (listeners.ts), so the
+ * process that took the port cannot answer for it. `exitFailure()` reads that from the log because a child process's output is the only signal it gives (Go's
  * `bind: address already in use`); this is the one place in testenv where a message's text decides anything.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { open, readFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { TestenvError } from './errors.ts';
+import { listensOn } from './listeners.ts';
 
 export interface ComponentSpec {
   readonly name: string;
@@ -25,6 +27,8 @@ export interface ComponentSpec {
   readonly logFile: string;
   /** Resolves true once the component serves; may throw while it is not up yet. */
   readonly probe: () => Promise<boolean>;
+  /** The port the probe asks: its answer counts only while this process listens there (see listeners.ts). */
+  readonly port?: number;
   readonly startTimeoutMs: number;
 }
 
@@ -75,7 +79,8 @@ export class Component {
         );
       }
       try {
-        if (await this.spec.probe()) return;
+        // an answer from another process that holds the port does not count: this one then fails to bind, and exits
+        if ((await this.spec.probe()) && (await this.#holdsPort(child)) !== false) return;
       } catch (err) {
         lastProbeError = err;
       }
@@ -89,6 +94,13 @@ export class Component {
       }
       await sleep(100);
     }
+  }
+
+  /** Whether `child` listens on the probed port (undefined: no port given, or the system cannot tell). */
+  async #holdsPort(child: ChildProcess): Promise<boolean | undefined> {
+    const { port } = this.spec;
+    if (port === undefined || child.pid === undefined) return undefined;
+    return listensOn(child.pid, port);
   }
 
   async stop(graceMs = 3_000): Promise<void> {

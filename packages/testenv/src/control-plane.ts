@@ -183,6 +183,8 @@ export interface ComponentDefinition {
   readonly args: readonly string[];
   /** Resolves true once it serves; may throw while it is not up yet. */
   readonly probe: () => Promise<boolean>;
+  /** The port the probe asks (its answer counts only while the component listens there). */
+  readonly port: number;
 }
 
 /** The five components, in the order they start: etcd, kube-apiserver, then the controller-manager, scheduler, kwok. */
@@ -209,6 +211,7 @@ function etcd({ dir, binaries, ports }: ControlPlanePlan): ComponentDefinition {
       '--log-level=warn',
     ],
     probe: async () => (await getText(`${url}/health`)).includes('"health":"true"'),
+    port: ports.etcdClient,
   };
 }
 
@@ -247,6 +250,7 @@ function apiserver(plan: ControlPlanePlan): ComponentDefinition {
       ...plan.apiserverArgs,
     ],
     probe: plan.apiReady,
+    port: ports.apiserver,
   };
 }
 
@@ -280,6 +284,7 @@ function controllerManager(plan: ControlPlanePlan): ComponentDefinition {
       '--pvclaimbinder-sync-period=1s',
     ],
     probe: async () => (await getText(`https://127.0.0.1:${ports.kcm}/healthz`)) === 'ok',
+    port: ports.kcm,
   };
 }
 
@@ -295,6 +300,7 @@ function scheduler(plan: ControlPlanePlan): ComponentDefinition {
       '--kube-api-burst=1000',
     ],
     probe: async () => (await getText(`https://127.0.0.1:${ports.scheduler}/healthz`)) === 'ok',
+    port: ports.scheduler,
   };
 }
 
@@ -312,6 +318,7 @@ function kwok({ dir, binaries, ports, kubeconfigs }: ControlPlanePlan): Componen
       `--server-address=127.0.0.1:${ports.kwok}`,
     ],
     probe: async () => (await getText(`http://127.0.0.1:${ports.kwok}/healthz`)) === 'ok',
+    port: ports.kwok,
   };
 }
 

@@ -328,13 +328,14 @@ export class Environment {
       apiserverArgs: this.#options.apiserverArgs ?? [],
       apiReady: async () => (await this.api.request({ path: '/readyz', timeoutMs: 2_000 })).status === 200,
     };
-    for (const { id, binary, args, probe } of componentDefinitions(plan)) {
+    for (const { id, binary, args, probe, port } of componentDefinitions(plan)) {
       const c = new Component({
         name: id,
         binary,
         args,
         logFile: join(this.dir, `${id}.log`),
         probe,
+        port,
         startTimeoutMs: timeout,
       });
       c.onSpawn = (pid) => this.#watchdog?.spawned(pid);
