@@ -11,7 +11,8 @@
  * The whole suite runs in two lanes side by side, each one file at a time (see lanes.ts): the unit files, the
  * integration files whose assertions bound a time (leases, failover, drains) and the runtime's in the first lane at
  * normal priority, printed as they run; every other integration file in the second, at a lower CPU priority, printed
- * once the first ended. Then the chaos and sharding tests run by themselves (lanes.ts `ALONE`).
+ * once the first ended. Then the files of lanes.ts `ALONE` (the chaos, sharding and informer tests, `opkit run`'s
+ * process test) run by themselves.
  * Each file starts its own control plane on its own ports and run directory, so the lanes share no state (the
  * journey's release builds the packages' dist/ in place, which no other test reads: every test process runs the
  * packages from their sources).
@@ -80,12 +81,13 @@ if (files.length > 0 || unitOnly) {
 } else {
   const expand = (patterns: readonly string[]) => patterns.flatMap((p) => globSync(p, { cwd: ROOT })).sort();
   const integration = expand(INTEGRATION);
-  const missing = [...TIMED, ...ALONE].filter((f) => !integration.includes(f));
+  const unit = expand(UNIT);
+  const missing = [...TIMED, ...ALONE].filter((f) => !integration.includes(f) && !unit.includes(f));
   if (missing.length > 0) {
     process.stderr.write(`✖ scripts/lanes.ts names test files that do not exist: ${missing.join(', ')}\n`);
     process.exit(1);
   }
-  const first = [...expand(UNIT), ...integration.filter(firstLane)];
+  const first = [...unit.filter((f) => !ALONE.includes(f)), ...integration.filter(firstLane)];
   const second = integration.filter((f) => !firstLane(f) && !ALONE.includes(f));
   process.stdout.write(`\n▶ tests: ${first.length} files here, ${second.length} alongside (printed when they end)\n`);
   const t0 = performance.now();
