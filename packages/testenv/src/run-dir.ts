@@ -75,6 +75,13 @@ export async function writeState(dir: string, state: EnvironmentState): Promise<
   await writeFile(join(dir, 'state.json'), `${JSON.stringify(state, null, 2)}\n`);
 }
 
+/** Reads `state.json`: undefined when it is missing or unreadable. */
+export async function readState(dir: string): Promise<EnvironmentState | undefined> {
+  return readFile(join(dir, 'state.json'), 'utf8')
+    .then((t) => JSON.parse(t) as EnvironmentState)
+    .catch(() => undefined);
+}
+
 /**
  * The end of a run directory after a clean stop: marked kept (a `KEPT` file) when `keep`, else removed. `beforeRemove`
  * runs between the two (the watchdog is told `done` once the marker is written and before the directory goes).
@@ -142,9 +149,7 @@ export async function reapStale(log: (line: string) => void = defaultLog, root: 
 
 /** SIGKILLs each pid `state.json` of `dir` records whose command line still names `dir`; returns how many. */
 async function killOrphans(dir: string): Promise<number> {
-  const state = await readFile(join(dir, 'state.json'), 'utf8')
-    .then((t) => JSON.parse(t) as EnvironmentState)
-    .catch(() => undefined);
+  const state = await readState(dir);
   let killed = 0;
   for (const pid of Object.values(state?.pids ?? {})) {
     const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');

@@ -16,13 +16,12 @@
  * stopped before the next file's starts.
  */
 import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { ApiClient } from './api.ts';
 import { type Environment, type StartOptions, start } from './environment.ts';
 import { TestenvError } from './errors.ts';
 import type { Kubeconfig } from './kubeconfig.ts';
 import { isProcessAlive } from './process.ts';
-import type { EnvironmentState } from './run-dir.ts';
+import { type EnvironmentState, readState } from './run-dir.ts';
 import { type ServiceAccountKubeconfig, type ServiceAccountRef, serviceAccountKubeconfig } from './service-account.ts';
 import { type InstalledWebhooks, type InstallWebhooksOptions, installWebhooks } from './webhooks.ts';
 
@@ -63,10 +62,7 @@ export function shareEnvironment(options: StartOptions = {}): GlobalSetup {
 export async function sharedEnvironment(options: StartOptions = {}): Promise<SharedEnvironment> {
   const dir = process.env[SHARED_ENVIRONMENT_VARIABLE];
   if (!dir) return new SharedEnvironment(await start(options));
-  const state = await readFile(join(dir, 'state.json'), 'utf8').then(
-    (text) => JSON.parse(text) as EnvironmentState,
-    () => undefined,
-  );
+  const state = await readState(dir);
   if (!state || !isProcessAlive(state.ownerPid)) {
     throw new TestenvError(
       'NotRunning',

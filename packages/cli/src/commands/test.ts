@@ -9,8 +9,8 @@
  *
  * Guarantees: the exit code is the test run's (a setup that fails is one line and exit 1, and no test runs); the
  * teardown runs once the child has ended, also after Ctrl-C (the terminal sends it to the child too; opkit waits for
- * it), after a SIGTERM (passed on to the child) and when the child was killed. Without test/setup.ts the tests run as given, each file starting its own control
- * plane.
+ * it), after a SIGTERM (passed on to the child) and when the child was killed. Without test/setup.ts the tests run
+ * as given, each file starting its own control plane.
  */
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
