@@ -15,7 +15,7 @@ test('a hold is lost exactly once: at its deadline timer, a late check or a late
   assert.equal(hold.check(), true);
   assert.equal(hold.renewed(5_000), true, 'renewed as of the start of the renewal');
   assert.equal(hold.deadline, 15_000);
-  clock.advance(5_002); // the deadline's timer (set 1 ms past it)
+  clock.advance(5_001); // to 15,000: the deadline's timer fires at the deadline, not a millisecond after it
   assert.equal(lost, 1);
   assert.equal(hold.check(), false);
   assert.equal(lost, 1, 'once');

@@ -115,7 +115,7 @@ export class LeaseHold {
     const deadline = this.deadline;
     this.#timer?.cancel();
     if (deadline === undefined) return;
-    this.#timer = this.#clock.setTimer(Math.max(1, deadline - this.#clock.now() + 1), () => {
+    this.#timer = this.#clock.setTimer(Math.max(1, deadline - this.#clock.now()), () => {
       if (this.check()) this.#arm();
     });
   }
