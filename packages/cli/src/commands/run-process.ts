@@ -109,26 +109,14 @@ function startGuard(pid: number, marker: string, out: (line: string) => void) {
  * `opkit run` ends with.
  */
 export async function runOperatorProcess(cmd: OperatorCommand, out: (line: string) => void): Promise<number> {
-  const child = spawn(process.execPath, [cmd.file, ...cmd.args], {
-    cwd: cmd.cwd,
-    env: cmd.env,
-    stdio: 'inherit',
-    detached: true,
-  });
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve, reject) => {
-    child.once('error', reject);
-    child.once('exit', (code, signal) => resolve({ code, signal }));
-  });
-  const pgid = child.pid;
-  if (pgid === undefined) {
-    await exited; // rejects with the spawn error
-    return 1;
-  }
-  const guard = startGuard(pgid, cmd.file, out);
+  // the handlers are in place before the operator starts: a Ctrl-C the moment it is up (this process may be descheduled
+  // between the spawn and the next line, while the operator boots) is passed on, never left to end this process alone
+  let pgid: number | undefined;
   let interrupted: NodeJS.Signals | undefined;
   let lastStopAt: number | undefined;
   const handlers = RELAYED.map((received) => {
     const handler = () => {
+      if (pgid === undefined) return; // not reachable: handlers run on the event loop, after the spawn below
       const now = performance.now();
       const r = relay(received, now, lastStopAt);
       if (r.action === 'pass') {
@@ -146,11 +134,34 @@ export async function runOperatorProcess(cmd: OperatorCommand, out: (line: strin
     process.on(received, handler);
     return [received, handler] as const;
   });
+  const removeHandlers = () => {
+    for (const [received, handler] of handlers) process.off(received, handler);
+  };
+  const child = spawn(process.execPath, [cmd.file, ...cmd.args], {
+    cwd: cmd.cwd,
+    env: cmd.env,
+    stdio: 'inherit',
+    detached: true,
+  });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve, reject) => {
+    child.once('error', reject);
+    child.once('exit', (code, signal) => resolve({ code, signal }));
+  });
+  pgid = child.pid;
+  if (pgid === undefined) {
+    try {
+      await exited; // rejects with the spawn error
+      return 1;
+    } finally {
+      removeHandlers();
+    }
+  }
+  const guard = startGuard(pgid, cmd.file, out);
   try {
     const { code, signal } = await exited;
     return exitCodeOf(code, signal, interrupted);
   } finally {
-    for (const [received, handler] of handlers) process.off(received, handler);
+    removeHandlers();
     guard.stdin.end();
   }
 }
