@@ -203,6 +203,11 @@ describe('informer against a real apiserver', () => {
    * Two outages of a quiet namespace's informer, `healthyMs` apart: the retry attempt numbers (1 = the shortest
    * backoff) of the last failure of the first outage and the first failure of the second.
    */
+  /**
+   * An outage of three failed retries, then `healthyMs` of service counted from when the last retry was due (so a
+   * slow machine does not shorten it), then a second outage (`second`): the attempt count of the last retry of the
+   * first and of the first retry of the second.
+   */
   async function twoOutages(
     ns: string,
     watchTimeoutSeconds: readonly [number, number],
@@ -220,7 +225,12 @@ describe('informer against a real apiserver', () => {
       proxy.setMode({ kind: 'drop' });
       await waitFor('three failed retries', async () => failures().length >= 3, 15_000);
       proxy.setMode({ kind: 'pass' });
-      await new Promise((r) => setTimeout(r, healthyMs));
+      for (;;) {
+        const last = failures().at(-1);
+        const due = (last?.at ?? 0) + Number(last?.fields.retryInMs ?? 0) + healthyMs;
+        await new Promise((r) => setTimeout(r, Math.max(0, due - performance.now())));
+        if (failures().at(-1) === last) break; // a retry failed still (sent before the pass): counted from the next
+      }
       const before = failures().length;
       proxy.setMode({ kind: second });
       await waitFor('a failure in the second outage', async () => failures().length > before, 15_000);
@@ -233,15 +243,15 @@ describe('informer against a real apiserver', () => {
   }
 
   test('the retry backoff starts over once the server answers well again, so the next outage gets short retries', async () => {
-    // the last retry comes within 2.4 s; then the watch delivers nothing and ends at its 1–2 s server timeout
-    const { grownTo, restartedAt } = await twoOutages('b', [1, 2], 6_000, 'drop');
+    // the watch the last retry opens delivers nothing and ends at its 1–2 s server timeout
+    const { grownTo, restartedAt } = await twoOutages('b', [1, 2], 3_500, 'drop');
     assert.ok((grownTo as number) >= 3, 'the first outage had grown the backoff');
     assert.equal(restartedAt, 1, 'the second outage starts with the shortest retry');
   });
 
   test('a watch that stayed open for 5 s also starts the backoff over, however it ends', async () => {
-    // the last retry comes within 2.4 s; the watch it opens delivers nothing and would run for 60 s
-    const { restartedAt } = await twoOutages('b2', [60, 61], 8_000, 'reset');
+    // the watch the last retry opens delivers nothing and would run for 60 s
+    const { restartedAt } = await twoOutages('b2', [60, 61], 6_500, 'reset');
     assert.equal(restartedAt, 1, 'the second outage starts with the shortest retry');
   });
 

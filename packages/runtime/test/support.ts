@@ -139,6 +139,8 @@ export interface LogEntry {
   readonly level: 'debug' | 'info' | 'warn' | 'error';
   readonly message: string;
   readonly fields: LogFields;
+  /** When it was logged (`performance.now()`). */
+  readonly at: number;
 }
 
 /** A Logger that keeps every entry (with the bindings of its children) for assertions. */
@@ -146,7 +148,7 @@ export function recordingLogger(entries: LogEntry[] = [], bindings: LogFields = 
   const at =
     (level: LogEntry['level']) =>
     (fields: LogFields, message: string): void => {
-      entries.push({ level, message, fields: { ...bindings, ...fields } });
+      entries.push({ level, message, fields: { ...bindings, ...fields }, at: performance.now() });
     };
   return {
     entries,
