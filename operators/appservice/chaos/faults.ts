@@ -34,6 +34,7 @@ import { CHAOS_NAMESPACE, type ChaosCluster, OPERATOR_USER } from './cluster.ts'
 import type { Monitor, Violation } from './monitor.ts';
 import { leaderStepsDown, pausePastLease, RESUME_STOP_GOAL_SECONDS, workUnderWay } from './pause.ts';
 import type { Rng } from './rng.ts';
+import { acrossWebhookResets } from './service.ts';
 
 export const FAULT_KINDS = [
   'freeze',
@@ -277,7 +278,7 @@ export class TrialRunner {
     const { patch, action, next } = randomChange(this.#rng, app, { upTo: 7, max: 8, step: [2, 5] });
     if (next !== undefined) this.#m.allow(app, next);
     const name = app.metadata.name as string;
-    await this.#c.admin.patch(AppServices, { namespace: CHAOS_NAMESPACE, name }, patch);
+    await acrossWebhookResets(() => this.#c.admin.patch(AppServices, { namespace: CHAOS_NAMESPACE, name }, patch));
     return action;
   }
 

@@ -34,6 +34,7 @@ import {
   until,
 } from './ring.ts';
 import type { Rng } from './rng.ts';
+import { acrossWebhookResets } from './service.ts';
 import {
   type FaultContext,
   type FaultFigures,
@@ -231,7 +232,8 @@ export class ShardTrialRunner {
     const rng = this.#rng;
     const { patch, action, next } = randomChange(rng, app, { upTo: 5, max: 6, step: [1, 3] });
     if (next !== undefined) this.#m.allow(app, next);
-    await this.#c.admin.patch(AppServices, { namespace: CHAOS_NAMESPACE, name: app.metadata.name as string }, patch);
+    const name = app.metadata.name as string;
+    await acrossWebhookResets(() => this.#c.admin.patch(AppServices, { namespace: CHAOS_NAMESPACE, name }, patch));
     return action;
   }
 
