@@ -3,7 +3,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { ALONE, firstLane, runLanes, sumTotals, TIMED, totalsOf } from './lanes.ts';
+import { ALONE, firstLane, runLanes, sumTotals, TIMED, totalsOf, withFileTimes } from './lanes.ts';
 
 const REPORT = ['✔ a (1ms)', 'ℹ tests 3', 'ℹ suites 0', 'ℹ pass 2', 'ℹ fail 1', 'ℹ cancelled 0', 'ℹ duration_ms 5'];
 
@@ -38,7 +38,7 @@ test('lanes run side by side; their reports do not interleave; a failing lane fa
     const args = ['--test', '--test-reporter=spec', '--test-concurrency=1'];
     let text = '';
     const t0 = performance.now();
-    const failed = await runLanes(
+    const { failed, times } = await runLanes(
       dir,
       [
         { files: ['a.test.mjs'], args, niceness: 0 },
@@ -65,12 +65,18 @@ test('lanes run side by side; their reports do not interleave; a failing lane fa
     assert.match(text, /a\.test\.mjs runs at niceness 0/);
     assert.match(text, /c\.test\.mjs runs at niceness 10/, "a lane's niceness reaches the processes its tests start");
     assert.match(text, /ℹ all 2 lanes: tests 3, pass 2, fail 1,/);
+    assert.deepEqual(
+      times.map((t) => [t.file, t.tests]).sort(),
+      ['a', 'b', 'c'].map((f) => [join(dir, `${f}.test.mjs`), 1]),
+      "each file's time, from every lane",
+    );
+    assert.ok((times.find((t) => t.file.endsWith('a.test.mjs'))?.seconds ?? 0) >= 0.6, 'a file takes its 600 ms');
 
     text = '';
     const ok = await runLanes(dir, [{ files: ['b.test.mjs'], args, niceness: 0 }], (s) => {
       text += s;
     });
-    assert.equal(ok, false);
+    assert.equal(ok.failed, false);
     assert.match(text, /ℹ all 1 lanes: tests 1, pass 1, fail 0,/);
   } finally {
     await rm(dir, { recursive: true, force: true });
@@ -84,3 +90,26 @@ test("the first lane: the timed integration files and the runtime's; the others 
   assert.equal(firstLane('packages/create-opkit/test/journey.test.ts'), false);
   assert.equal(firstLane('packages/cli/test/scaffold.test.ts'), false);
 });
+
+test('the file-times reporter is added beside the reporters a lane names, each of them given a destination', () => {
+  const own = (dest: string) => [expect.reporter, `--test-reporter-destination=${dest}`];
+  assert.deepEqual(withFileTimes(['--test'], '/t'), [
+    '--test',
+    '--test-reporter=spec',
+    '--test-reporter-destination=stdout',
+    ...own('/t'),
+  ]);
+  assert.deepEqual(withFileTimes(['--test', '--test-reporter=spec'], '/t'), [
+    '--test',
+    '--test-reporter=spec',
+    '--test-reporter-destination=stdout',
+    ...own('/t'),
+  ]);
+  assert.deepEqual(withFileTimes(['--test-reporter=tap', '--test-reporter-destination=out.tap'], '/t'), [
+    '--test-reporter=tap',
+    '--test-reporter-destination=out.tap',
+    ...own('/t'),
+  ]);
+});
+
+const expect = { reporter: `--test-reporter=${new URL('./file-times.ts', import.meta.url).pathname}` };

@@ -11,7 +11,12 @@
  * files by themselves.
  */
 import { spawn } from 'node:child_process';
-import { setPriority } from 'node:os';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { setPriority, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type FileTime, parseFileTimes } from './file-times.ts';
+
+const FILE_TIMES_REPORTER = new URL('./file-times.ts', import.meta.url).pathname;
 
 /**
  * Test files that run by themselves once the lanes ended, with the machine to themselves, because each failed once
@@ -81,14 +86,37 @@ export function sumTotals(all: readonly Totals[]): Totals {
   return Object.fromEntries(KEYS.map((k) => [k, all.reduce((n, t) => n + t[k], 0)])) as unknown as Totals;
 }
 
-/** Runs the lanes side by side from `cwd`; resolves to true when any lane failed (or could not start). */
+/** What the lanes did: whether any failed (or could not start), and each test file's time (scripts/file-times). */
+export interface LanesResult {
+  readonly failed: boolean;
+  readonly times: readonly FileTime[];
+}
+
+/**
+ * A lane's test runner arguments with the file-times reporter added, writing to `destination`: each reporter named
+ * before it is given stdout where it has no destination of its own (the runner pairs them in order), and the runner's
+ * default (spec) is named when no reporter is.
+ */
+export function withFileTimes(args: readonly string[], destination: string): string[] {
+  const reporters = args.filter((a) => a.startsWith('--test-reporter=')).length;
+  const destinations = args.filter((a) => a.startsWith('--test-reporter-destination=')).length;
+  const own =
+    reporters === 0
+      ? ['--test-reporter=spec', '--test-reporter-destination=stdout']
+      : Array.from({ length: Math.max(0, reporters - destinations) }, () => '--test-reporter-destination=stdout');
+  return [...args, ...own, `--test-reporter=${FILE_TIMES_REPORTER}`, `--test-reporter-destination=${destination}`];
+}
+
+/** Runs the lanes side by side from `cwd`; see `LanesResult`. */
 export async function runLanes(
   cwd: string,
   lanes: readonly Lane[],
   out: (text: string) => void = (text) => process.stdout.write(text),
-): Promise<boolean> {
+): Promise<LanesResult> {
   // each lane is a test run of its own, also when runLanes itself runs inside one (its tests)
   const { NODE_TEST_CONTEXT: _, ...env } = process.env;
+  const timesDir = mkdtempSync(join(tmpdir(), 'opkit-file-times-'));
+  const timesFile = (i: number) => join(timesDir, `lane-${i + 1}.jsonl`);
   const reports = lanes.map(() => '');
   const ended: (number | undefined)[] = lanes.map(() => undefined);
   let printed = 0;
@@ -106,7 +134,7 @@ export async function runLanes(
     lanes.map(
       (lane, i) =>
         new Promise<number>((done) => {
-          const child = spawn(process.execPath, [...lane.args, ...lane.files], {
+          const child = spawn(process.execPath, [...withFileTimes(lane.args, timesFile(i)), ...lane.files], {
             cwd,
             env,
             stdio: ['ignore', 'pipe', 'pipe'],
@@ -136,5 +164,13 @@ export async function runLanes(
     `\nℹ all ${lanes.length} lanes: tests ${t.tests}, pass ${t.pass}, fail ${t.fail}, cancelled ${t.cancelled}, ` +
       `skipped ${t.skipped}, todo ${t.todo}\n`,
   );
-  return codes.some((c) => c !== 0);
+  const times = lanes.flatMap((_lane, i) => {
+    try {
+      return parseFileTimes(readFileSync(timesFile(i), 'utf8'));
+    } catch {
+      return []; // the lane did not start
+    }
+  });
+  rmSync(timesDir, { recursive: true, force: true });
+  return { failed: codes.some((c) => c !== 0), times };
 }

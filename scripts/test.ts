@@ -13,16 +13,19 @@
  * normal priority, printed as they run; every other integration file in the second, at a lower CPU priority, printed
  * once the first ended. Then the files of lanes.ts `ALONE` (the chaos, sharding and informer tests, `opkit run`'s
  * process test) run by themselves.
+ * At the end it prints the 20 slowest test files with their times (scripts/file-times); `--times FILE` also writes
+ * every file's time to FILE as JSON.
  * Each file starts its own control plane on its own ports and run directory, so the lanes share no state (the
  * journey's release builds the packages' dist/ in place, which no other test reads: every test process runs the
  * packages from their sources).
  */
 import { spawnSync } from 'node:child_process';
-import { globSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { globSync, writeFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { prepareValidator } from '../packages/testenv/src/cel.ts';
 import { resolveBinaries } from '../packages/testenv/src/index.ts';
+import { slowest } from './file-times.ts';
 import { ALONE, firstLane, runLanes, TIMED } from './lanes.ts';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -34,7 +37,16 @@ if (!(process.env.NODE_OPTIONS ?? '').includes(SOURCE_CONDITION))
 const bin = (name: string) => join(ROOT, 'node_modules', '.bin', name);
 const args = process.argv.slice(2);
 const unitOnly = args.includes('--unit');
-const files = args.filter((a) => !a.startsWith('--'));
+/** `--times FILE`: each test file's time, as JSON, besides the slowest printed at the end. */
+const timesAt = args.indexOf('--times');
+const timesTo = timesAt >= 0 ? args[timesAt + 1] : undefined;
+if (timesAt >= 0 && (timesTo === undefined || timesTo.startsWith('--'))) {
+  process.stderr.write('✖ npm test -- --times needs a file to write: npm test -- --times test-times.json\n');
+  process.exit(2);
+}
+const files = args.filter((a, i) => !a.startsWith('--') && !(timesAt >= 0 && i === timesAt + 1));
+/** How many of the slowest test files the end of a full run prints. */
+const SLOWEST = 20;
 
 function step(title: string, command: string, commandArgs: string[]): void {
   process.stdout.write(`\n▶ ${title}\n`);
@@ -97,7 +109,20 @@ if (files.length > 0 || unitOnly) {
   ]);
   process.stdout.write(`\n▶ tests: ${ALONE.length} file(s) by themselves, once the lanes ended\n`);
   const alone = await runLanes(ROOT, [{ files: ALONE, args: TEST_ARGS, niceness: 0 }]);
-  const failed = inLanes || alone;
+  const failed = inLanes.failed || alone.failed;
+  const times = [...inLanes.times, ...alone.times];
+  process.stdout.write(`\n▶ ${slowest(times, SLOWEST, ROOT).join('\n  ')}\n`);
+  if (timesTo !== undefined) {
+    writeFileSync(
+      timesTo,
+      `${JSON.stringify(
+        times.map((t) => ({ ...t, file: relative(ROOT, t.file) })),
+        null,
+        2,
+      )}\n`,
+    );
+    process.stdout.write(`each test file's time: ${timesTo}\n`);
+  }
   const took = ((performance.now() - t0) / 1000).toFixed(1);
   if (failed) {
     process.stderr.write(`✖ tests failed (${took} s)\n`);
