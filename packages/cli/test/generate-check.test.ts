@@ -9,6 +9,9 @@ import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { checkMemo } from '../src/generate/check-memo.ts';
+import { loadApis } from '../src/generate/manifests.ts';
+import { readProject } from '../src/project/project.ts';
 
 const MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
 const LINK = fileURLToPath(new URL('./fixtures/link-workspace.ts', import.meta.url));
@@ -135,5 +138,39 @@ describe('opkit generate --check and the scaffold’s pretest', () => {
     t.diagnostic(`npm run pretest (opkit generate --check) on an up-to-date project: ${ms} ms`);
     assert.equal(fixed.code, 0, fixed.out);
     assert.ok(ms < 30_000, `the pretest stays fast: ${ms} ms`);
+  });
+
+  test('a pass is reused only for the same inputs: a sample changed after it is checked again, a failure is never recorded', async () => {
+    assert.equal(opkit(dir, ['generate']).code, 0);
+    const record = join(dir, 'node_modules/.cache/opkit/generate-checks.json');
+    await rm(record, { force: true });
+    const memo = async () => {
+      const project = await readProject(dir);
+      return checkMemo(dir, project, await loadApis(dir, project));
+    };
+    assert.equal((await memo()).passed, false, 'nothing recorded yet');
+    const first = opkit(dir, ['generate', '--check']);
+    assert.equal(first.code, 0, first.out);
+    const passes = () => readFile(record, 'utf8').then((t) => (JSON.parse(t) as { passes: string[] }).passes);
+    assert.equal((await passes()).length, 1, 'the pass is recorded');
+    assert.equal((await memo()).passed, true, 'the same inputs: the pass is reused, the validator not loaded');
+
+    const samplePath = join(dir, 'config/samples/batch_v1_cronjob.yaml');
+    const sample = await readFile(samplePath, 'utf8');
+    assert.match(sample, /^ {2}replicas: \d+$/m);
+    await writeFile(samplePath, sample.replace(/^ {2}replicas: \d+$/m, '  replicas: -1'));
+    assert.equal((await memo()).passed, false, 'a sample changed: checked again');
+    const broken = opkit(dir, ['generate', '--check']);
+    assert.equal(broken.code, 1, broken.out);
+    assert.match(broken.out, /config\/samples\/batch_v1_cronjob\.yaml: spec\.replicas: Invalid value: -1/);
+    assert.equal((await passes()).length, 1, 'a failure is not recorded');
+    assert.equal(opkit(dir, ['generate', '--check']).code, 1, 'and fails again');
+
+    await writeFile(samplePath, sample);
+    assert.equal((await memo()).passed, true, 'the inputs of the recorded pass again');
+    await writeFile(record, '{ not json');
+    const again = opkit(dir, ['generate', '--check']);
+    assert.equal(again.code, 0, `a broken record is ignored: ${again.out}`);
+    assert.equal((await passes()).length, 1, 'and written anew');
   });
 });

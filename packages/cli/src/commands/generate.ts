@@ -10,12 +10,14 @@
  * with the command or the edit that fixes it. Plain `generate` writes, then reports such samples (exit 0: the
  * generated files are right; the sample is the user's to fix). A generated chart file the code no longer makes
  * (under dist/chart/, which helm renders whole) is removed, or named by `--check`. Samples and other files that are
- * the user's are never written.
+ * the user's are never written. Checks that passed on the same inputs before are not run again
+ * (generate/check-memo).
  */
 import { access, rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { checkCrds } from '../generate/check-crds.ts';
+import { checkMemo } from '../generate/check-memo.ts';
 import { checkSamples, describeSampleProblem } from '../generate/check-samples.ts';
 import { CHART_DIR, chartFiles } from '../generate/helm.ts';
 import { generatedFiles, loadApis } from '../generate/manifests.ts';
@@ -44,8 +46,14 @@ export async function generate(
 ): Promise<number> {
   const project = await readProject(dir);
   const apis = await loadApis(dir, project);
-  await checkCrds(project, apis);
-  const samples = (await checkSamples(dir, project, apis)).map(describeSampleProblem);
+  // the same inputs passed before: the same answer, without loading the validator (generate/check-memo)
+  const memo = await checkMemo(dir, project, apis);
+  let samples: string[] = [];
+  if (!memo.passed) {
+    await checkCrds(project, apis);
+    samples = (await checkSamples(dir, project, apis)).map(describeSampleProblem);
+    if (samples.length === 0) await memo.record();
+  }
   const files = generatedFiles(project, apis);
   const hasChart = await access(join(dir, CHART_DIR, 'Chart.yaml')).then(
     () => true,

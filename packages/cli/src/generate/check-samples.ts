@@ -60,7 +60,7 @@ function factsOf(p: Project, api: LoadedApi): CrdFacts {
 }
 
 /** The sample files, sorted; none when config/samples/ does not exist. */
-async function sampleFiles(dir: string): Promise<string[]> {
+export async function sampleFiles(dir: string): Promise<string[]> {
   const names = await readdir(join(dir, SAMPLES_DIR)).catch(() => [] as string[]);
   return names
     .filter((n) => /\.ya?ml$/.test(n) && n !== 'kustomization.yaml')
