@@ -91,10 +91,15 @@ export class CrdSync {
     this.#o = options;
   }
 
-  /** Starts watching; the controller-manager just started has every CRD that exists now. */
-  start(): void {
+  /**
+   * Starts watching; the controller-manager just started has every CRD that exists now (those `start({ crds })`
+   * installed before it): resolves once they are listed, so a CRD installed after that is new to it.
+   */
+  async start(): Promise<void> {
+    const list = await this.#o.api.must<{ items: unknown[]; metadata: { resourceVersion: string } }>({ path: CRDS });
+    this.#ledger.reset(list.items);
     this.#ledger.started();
-    this.#loop = this.#watchLoop();
+    this.#loop = this.#watchLoop(list.metadata.resourceVersion);
   }
 
   /** The controller-manager was (re)started by someone else: it has every CRD seen by now. */
@@ -109,9 +114,9 @@ export class CrdSync {
     await Promise.all([this.#loop, this.#running]);
   }
 
-  async #watchLoop(): Promise<void> {
+  async #watchLoop(listedAt: string): Promise<void> {
     const signal = this.#stop.signal;
-    let resourceVersion: string | undefined;
+    let resourceVersion: string | undefined = listedAt;
     let failures = 0;
     while (!signal.aborted) {
       try {

@@ -15,6 +15,8 @@
  *   alive: a test process that ends without `stop()` (a failed test, an unhandled error) exits, SIGKILLs them on its
  *   way out, and its watchdog removes the volume and run directories. If the owning process dies instead, the
  *   watchdog process ends the components; a later `start()` also reaps run directories whose owner is gone.
+ * - The CRDs of `crds` are installed after the apiserver and before the controllers start, and are Established and
+ *   served when `start()` resolves (crds.ts); the garbage collector knows them from its start.
  * - The garbage collector handles a CRD installed after `start()` as soon as it is served: kube-controller-manager is
  *   restarted for it (crd-sync.ts; `syncGarbageCollector: false` turns it off).
  * - With `keepDir`, the run directory is marked kept (a `KEPT` file) on stop, or by the watchdog if the owner dies:
@@ -44,6 +46,7 @@ import {
   writeComponentFiles,
 } from './control-plane.ts';
 import { CrdSync } from './crd-sync.ts';
+import { CREATE_HOLD_MS, installCrds, type LoadedCrd, loadCrds } from './crds.ts';
 import { isTestenvError, TestenvError } from './errors.ts';
 import { compactEtcd, etcdValue } from './etcd.ts';
 import type { Kubeconfig } from './kubeconfig.ts';
@@ -64,6 +67,8 @@ export async function start(options: StartOptions = {}): Promise<Environment> {
   if (!Number.isInteger(nodes) || nodes < 0) {
     throw new TestenvError('InvalidOption', `nodes must be a whole number ≥ 0, got ${nodes}`);
   }
+  // read and checked before anything starts: a wrong path fails at once
+  const crds = await loadCrds(options.crds ?? []);
   await reapStale(log);
   const binaries = await resolveBinaries({
     ...(options.binaryDir ? { binaryDir: options.binaryDir } : {}),
@@ -74,7 +79,7 @@ export async function start(options: StartOptions = {}): Promise<Environment> {
     const dir = await makeRunDir(options.dir);
     const env = new Environment(dir, binaries, options, log);
     try {
-      await env.boot();
+      await env.boot(crds);
       return env;
     } catch (err) {
       await env.stop().catch(() => {});
@@ -156,7 +161,7 @@ export class Environment {
   }
 
   /** @internal Brings every component up; used by `start()`. */
-  async boot(): Promise<void> {
+  async boot(crds: readonly LoadedCrd[] = []): Promise<void> {
     const t0 = performance.now();
     await writeOwner(this.dir);
     this.#watchdog = new Watchdog(this.dir, this.#options.keepDir === true);
@@ -174,6 +179,13 @@ export class Environment {
     });
     await phase('etcd', () => this.#component('etcd').start());
     await phase('apiserver', () => this.#component('kube-apiserver').start());
+    // before the controllers: kube-controller-manager's garbage collector finds the CRDs' kinds at its start
+    let established: number | undefined;
+    if (crds.length > 0) {
+      await phase('crds', async () => {
+        established = await installCrds(this.api, crds, this.#options.startTimeoutMs ?? 60_000);
+      });
+    }
     await phase('controllers', () =>
       Promise.all([
         createStorageClasses(this.api),
@@ -186,6 +198,10 @@ export class Environment {
         clusterSettled(this.api, this.nodes),
       );
     });
+    // the apiserver holds the first creates of a kind for 2 s while its CRD's Established condition is younger than
+    // CREATE_HOLD_MS: once it is older, the first test's create is served at once (the phases above took most of it)
+    const settled = established === undefined ? 0 : established + CREATE_HOLD_MS + 50;
+    if (settled > Date.now()) await phase('the new kinds settle', () => sleep(settled - Date.now()));
     await this.#writeState();
     if (this.#options.syncGarbageCollector !== false) {
       const kcm = this.#component('kube-controller-manager');
@@ -196,7 +212,7 @@ export class Environment {
         return true;
       };
       this.#crdSync = new CrdSync({ api: this.api, log: this.#log, restart: () => this.#serial(restart) });
-      this.#crdSync.start();
+      await this.#crdSync.start();
     }
     this.#log(
       `control plane ready in ${((performance.now() - t0) / 1000).toFixed(1)} s (${phases.join(', ')}) at ${this.server} (${this.dir})`,

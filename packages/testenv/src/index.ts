@@ -22,6 +22,7 @@ export {
 } from './binaries.ts';
 export { binaryCacheDir, type CacheManifest, readCacheManifest } from './binary-cache.ts';
 export { CONTROLLERS, type ComponentId } from './control-plane.ts';
+export type { CrdInput } from './crds.ts';
 export { Environment, type StartOptions, start } from './environment.ts';
 export { isTestenvError, TestenvError, type TestenvErrorCode } from './errors.ts';
 export { resetSocket } from './fault-link.ts';

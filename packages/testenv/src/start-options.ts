@@ -2,6 +2,7 @@
  * @module start-options
  * The options of `start()`: how the control plane is built. Each has a default.
  */
+import type { CrdInput } from './crds.ts';
 
 /** How `start()` builds the control plane; every field has a default. */
 export interface StartOptions {
@@ -30,4 +31,12 @@ export interface StartOptions {
    * at once, not up to about 40 s later when it looks for new resources again (default true; see crd-sync.ts).
    */
   readonly syncGarbageCollector?: boolean;
+  /**
+   * CRDs to install as the control plane comes up, before `start()` resolves (see crds.ts): paths (or `file:` URLs) of
+   * YAML or JSON files or of directories of them, as envtest's `CRDDirectoryPaths`, CRD objects, or kinds with a
+   * `crd()` method. A project's is `config/crd/bases`. `start()` resolves once they are served and the apiserver's
+   * hold on the first creates of a new kind (a 2 s sleep while its CRD is less than 2 s Established) has passed.
+   * Default: none.
+   */
+  readonly crds?: readonly CrdInput[];
 }

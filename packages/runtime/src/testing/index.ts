@@ -252,6 +252,7 @@ async function withWebhooks(
 
 /** Installs the kinds' CRDs (waiting until each is served), then the ServiceAccount and its RBAC. */
 async function install(admin: Client, options: TestManagerOptions, namespace: string): Promise<void> {
+  // the field manager @opkit/testenv's start({ crds }) applies CRDs as (its crds.ts): this apply replaces that one's
   const applier = new Applier(admin, 'opkit-test');
   const converted = new Set<CustomKind<KubeObject, unknown>>(options.webhooks?.conversion ?? []);
   const kinds = [...new Set([...(options.kinds ?? []), ...converted])];
