@@ -46,7 +46,7 @@ import {
   writeComponentFiles,
 } from './control-plane.ts';
 import { CrdSync } from './crd-sync.ts';
-import { CREATE_HOLD_MS, installCrds, type LoadedCrd, loadCrds } from './crds.ts';
+import { installCrds, type LoadedCrd, loadCrds } from './crds.ts';
 import { isTestenvError, TestenvError } from './errors.ts';
 import { compactEtcd, etcdValue } from './etcd.ts';
 import type { Kubeconfig } from './kubeconfig.ts';
@@ -180,12 +180,9 @@ export class Environment {
     await phase('etcd', () => this.#component('etcd').start());
     await phase('apiserver', () => this.#component('kube-apiserver').start());
     // before the controllers: kube-controller-manager's garbage collector finds the CRDs' kinds at its start
-    let established: number | undefined;
-    if (crds.length > 0) {
-      await phase('crds', async () => {
-        established = await installCrds(this.api, crds, this.#options.startTimeoutMs ?? 60_000);
-      });
-    }
+    let settled = 0; // when the apiserver's hold on the new kinds' first creates ends (crds.ts `installCrds`)
+    const timeout = this.#options.startTimeoutMs ?? 60_000;
+    if (crds.length > 0) await phase('crds', async () => (settled = await installCrds(this.api, crds, timeout)));
     await phase('controllers', () =>
       Promise.all([
         createStorageClasses(this.api),
@@ -198,9 +195,6 @@ export class Environment {
         clusterSettled(this.api, this.nodes),
       );
     });
-    // the apiserver holds the first creates of a kind for 2 s while its CRD's Established condition is younger than
-    // CREATE_HOLD_MS: once it is older, the first test's create is served at once (the phases above took most of it)
-    const settled = established === undefined ? 0 : established + CREATE_HOLD_MS + 50;
     if (settled > Date.now()) await phase('the new kinds settle', () => sleep(settled - Date.now()));
     await this.#writeState();
     if (this.#options.syncGarbageCollector !== false) {
