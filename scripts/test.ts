@@ -20,7 +20,7 @@
  * packages from their sources).
  */
 import { spawnSync } from 'node:child_process';
-import { globSync, writeFileSync } from 'node:fs';
+import { existsSync, globSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { prepareValidator } from '../packages/testenv/src/cel.ts';
@@ -42,6 +42,10 @@ const timesAt = args.indexOf('--times');
 const timesTo = timesAt >= 0 ? args[timesAt + 1] : undefined;
 if (timesAt >= 0 && (timesTo === undefined || timesTo.startsWith('--'))) {
   process.stderr.write('✖ npm test -- --times needs a file to write: npm test -- --times test-times.json\n');
+  process.exit(2);
+}
+if (timesTo !== undefined && !existsSync(dirname(resolve(timesTo)))) {
+  process.stderr.write(`✖ npm test -- --times ${timesTo}: its directory does not exist; nothing was run\n`);
   process.exit(2);
 }
 const files = args.filter((a, i) => !a.startsWith('--') && !(timesAt >= 0 && i === timesAt + 1));
@@ -113,15 +117,19 @@ if (files.length > 0 || unitOnly) {
   const times = [...inLanes.times, ...alone.times];
   process.stdout.write(`\n▶ ${slowest(times, SLOWEST, ROOT).join('\n  ')}\n`);
   if (timesTo !== undefined) {
-    writeFileSync(
-      timesTo,
-      `${JSON.stringify(
-        times.map((t) => ({ ...t, file: relative(ROOT, t.file) })),
-        null,
-        2,
-      )}\n`,
+    const json = JSON.stringify(
+      times.map((t) => ({ ...t, file: relative(ROOT, t.file) })),
+      null,
+      2,
     );
-    process.stdout.write(`each test file's time: ${timesTo}\n`);
+    try {
+      writeFileSync(timesTo, `${json}\n`);
+      process.stdout.write(`each test file's time: ${timesTo}\n`);
+    } catch (err) {
+      process.stderr.write(
+        `✖ --times: cannot write ${timesTo} (${(err as Error).message}); the tests decide the exit\n`,
+      );
+    }
   }
   const took = ((performance.now() - t0) / 1000).toFixed(1);
   if (failed) {
