@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { ApiClient, type Environment, KUBERNETES_VERSION, start } from '../src/index.ts';
-import { alive, quiet, waitFor } from './helpers.ts';
+import { alive, anyFieldsCrd, quiet, waitFor } from './helpers.ts';
 
 interface Obj {
   metadata: { name: string; uid: string; namespace?: string };
@@ -116,26 +116,10 @@ describe('a started control plane', () => {
 
   /** Installs a namespaced CRD `<plural>.gc.example.com` and waits until it is Established. */
   async function installCrd(plural: string): Promise<void> {
-    const kind = `${plural[0]?.toUpperCase()}${plural.slice(1, -1)}`;
     await env.api.must({
       method: 'POST',
       path: '/apis/apiextensions.k8s.io/v1/customresourcedefinitions',
-      body: {
-        apiVersion: 'apiextensions.k8s.io/v1',
-        kind: 'CustomResourceDefinition',
-        metadata: { name: `${plural}.gc.example.com` },
-        spec: {
-          group: 'gc.example.com',
-          scope: 'Namespaced',
-          names: { plural, singular: plural.slice(0, -1), kind, listKind: `${kind}List` },
-          versions: [
-            {
-              ...{ name: 'v1', served: true, storage: true },
-              schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } },
-            },
-          ],
-        },
-      },
+      body: anyFieldsCrd('gc.example.com', plural),
     });
     await waitFor(`${plural} to be served`, async () => {
       const r = await env.api.request({ path: `/apis/gc.example.com/v1/namespaces/default/${plural}` });

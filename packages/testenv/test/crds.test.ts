@@ -8,28 +8,10 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import { type Environment, isTestenvError, type StartOptions, start } from '../src/index.ts';
-import { waitFor } from './helpers.ts';
+import { anyFieldsCrd, waitFor } from './helpers.ts';
 
 /** A namespaced CRD `<plural>.crds.example.com` whose objects take any field. */
-function crd(plural: string, served: readonly string[] = ['v1']) {
-  const kind = `${plural[0]?.toUpperCase()}${plural.slice(1, -1)}`;
-  return {
-    apiVersion: 'apiextensions.k8s.io/v1',
-    kind: 'CustomResourceDefinition',
-    metadata: { name: `${plural}.crds.example.com` },
-    spec: {
-      group: 'crds.example.com',
-      scope: 'Namespaced',
-      names: { plural, singular: plural.slice(0, -1), kind, listKind: `${kind}List` },
-      versions: served.map((name, i) => ({
-        name,
-        served: true,
-        storage: i === 0,
-        schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } },
-      })),
-    },
-  };
-}
+const crd = (plural: string, served?: readonly string[]) => anyFieldsCrd('crds.example.com', plural, served);
 
 const yamlOf = (o: object) => JSON.stringify(o); // JSON is YAML
 
