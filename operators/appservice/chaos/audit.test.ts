@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { AuditEvent } from '@opkit/testenv';
-import { type LeaseView, splitBrain } from './audit.ts';
+import { type LeaseView, splitBrain, writeTimeline } from './audit.ts';
 
 const T0 = Date.parse('2026-03-01T10:00:00Z');
 const at = (s: number) => new Date(T0 + s * 1000).toISOString();
@@ -75,5 +75,21 @@ test('splitBrain: the view carries the holder across slices of the log, and a Le
     'chaos-a delete pods/app-1-x at 2026-03-01T10:00:30.000Z, 5.0 s after chaos-b took the Lease from it (at 2026-03-01T10:00:25.005Z): a former leader still writing',
     'chaos-b patch pods/app-1-x at 2026-03-01T10:01:02.000Z, 2.0 s after chaos-a took the Lease from it (at 2026-03-01T10:01:00.005Z): a former leader still writing',
     'chaos-c create pods/app-1-x at 2026-03-01T10:01:03.000Z while chaos-a held the Lease (since 2026-03-01T10:01:00.005Z)',
+  ]);
+});
+
+test('writeTimeline: the writes of the resources asked for and each change of Lease holder, seconds after from', () => {
+  const lines = writeTimeline(pauseLog(), { from: T0 + 1_000, resources: new Set(['pods']) });
+  assert.deepEqual(lines, [
+    '-1.000 s chaos-a takes the Lease',
+    '+0.000 s chaos-a create pods/app-1-x 200',
+    '+8.000 s chaos-a delete pods/app-1-x 200',
+    '+24.000 s chaos-b takes the Lease',
+    '+25.000 s chaos-b create pods/app-1-x 200',
+  ]);
+  assert.deepEqual(writeTimeline(pauseLog(), { from: T0, resources: new Set(['pods']), limit: 2 }), [
+    '(3 earlier)',
+    '+25.000 s chaos-b takes the Lease',
+    '+26.000 s chaos-b create pods/app-1-x 200',
   ]);
 });

@@ -58,6 +58,34 @@ export function splitBrain(events: readonly AuditEvent[], view: LeaseView = { ho
   return out;
 }
 
+/**
+ * The operator's writes of `resources` and its Lease takeovers in `events`, one line each (`+S.SSS s replica verb
+ * resource/name code`, seconds after `from`, ms since the epoch), at most `limit` of them, the last ones kept: the
+ * evidence a violation such as an overshoot is reported with.
+ */
+export function writeTimeline(
+  events: readonly AuditEvent[],
+  o: { readonly from: number; readonly resources: ReadonlySet<string>; readonly limit?: number },
+): string[] {
+  const lines: string[] = [];
+  let holder: string | undefined;
+  for (const e of events) {
+    const who = replicaOf(e);
+    const resource = e.objectRef?.resource ?? '';
+    if (!who || !WRITE_VERBS.has(e.verb)) continue;
+    const code = e.responseStatus?.code ?? 0;
+    if (resource === 'leases') {
+      if (code >= 300 || holder === who) continue;
+      holder = who;
+    } else if (!o.resources.has(resource)) continue;
+    const s = ((Date.parse(e.requestReceivedTimestamp ?? '') - o.from) / 1000).toFixed(3);
+    const what = resource === 'leases' ? 'takes the Lease' : `${e.verb} ${resource}/${e.objectRef?.name ?? ''} ${code}`;
+    lines.push(`${Number(s) >= 0 ? '+' : ''}${s} s ${who} ${what}`);
+  }
+  const limit = o.limit ?? 40;
+  return lines.length > limit ? [`(${lines.length - limit} earlier)`, ...lines.slice(-limit)] : lines;
+}
+
 export function forbidden(events: readonly AuditEvent[]): AuditEvent[] {
   return events.filter((e) => e.responseStatus?.code === 403);
 }

@@ -31,6 +31,7 @@ import { type AppService, AppServices } from '../src/api/v1alpha1/appservice.ts'
 import { LABELS } from '../src/controllers/pods.ts';
 import { inWindows, type LeaseView, splitBrain } from './audit.ts';
 import { CHAOS_NAMESPACE, type ChaosCluster, OPERATOR_USER } from './cluster.ts';
+import { overshootEvidence } from './evidence.ts';
 import type { Monitor, Violation } from './monitor.ts';
 import { leaderStepsDown, pausePastLease, RESUME_STOP_GOAL_SECONDS, workUnderWay } from './pause.ts';
 import type { Rng } from './rng.ts';
@@ -111,7 +112,10 @@ export function randomChange(
 }
 const SETTLE_TIMEOUT_MS = 120_000;
 
-/** Waits until every invariant of a settled namespace holds twice in a row, 200 ms apart; the remaining ones if not. */
+/**
+ * Waits until every invariant of a settled namespace holds twice in a row, 200 ms apart, in a view of the monitor that
+ * is the apiserver's current state (`Monitor.current`); the remaining ones if not.
+ */
 export async function settle(
   m: Monitor,
   timeoutMs = SETTLE_TIMEOUT_MS,
@@ -120,15 +124,22 @@ export async function settle(
   const t0 = performance.now();
   let streak = 0;
   let noted = false;
+  let behind: string | undefined;
   for (;;) {
     const now = m.unsettled();
     streak = now.length === 0 ? streak + 1 : 0;
-    if (streak >= 2) return [];
+    if (streak >= 2) {
+      behind = await m.current();
+      if (behind === undefined) return [];
+    }
     if (slow && !noted && now.length > 0 && performance.now() - t0 > slow.afterMs) {
       noted = true;
       slow.note(now);
     }
-    if (performance.now() - t0 > timeoutMs) return now;
+    if (performance.now() - t0 > timeoutMs)
+      return now.length > 0 || behind === undefined
+        ? now
+        : [{ invariant: 'harness', detail: `the monitor's view did not catch up with the apiserver: ${behind}` }];
     await sleep(200);
   }
 }
@@ -315,6 +326,7 @@ export class TrialRunner {
 
     // the fault
     const t0 = performance.now();
+    const t0Epoch = Date.now();
     const extra: {
       failoverSeconds?: number;
       handoverSeconds?: number;
@@ -521,6 +533,7 @@ export class TrialRunner {
     await sleep(1_500); // a replica that exited is back (the supervisor waits 1 s)
 
     // the replicas: no crash loop, no crash, no unexpected error
+    const logs = new Map<string, string>();
     for (const r of c.replicas) {
       const own = r.exits.slice(exitsBefore.get(r) ?? 0).filter((e) => !e.caused);
       if (own.length > 2)
@@ -530,6 +543,7 @@ export class TrialRunner {
           violations.push({ invariant: 'crash-loop', detail: `${r.name} crashed (exit ${e.code ?? e.signal})` });
       if (!r.running) violations.push({ invariant: 'crash-loop', detail: `${r.name} is not running after the trial` });
       const log = r.takeLog();
+      logs.set(r.name, log);
       violations.push(...logViolations(r.name, log, this.restartWindows));
       const takeover = takeoverSeconds(log);
       if (takeover !== undefined) extra.takeoverSeconds = Math.max(extra.takeoverSeconds ?? 0, takeover);
@@ -546,7 +560,10 @@ export class TrialRunner {
     // the audit log: never two replicas acting at once
     const events = await this.#readAudit();
     for (const d of splitBrain(events, this.#leaseView)) violations.push({ invariant: 'split-brain', detail: d });
-    violations.push(...this.#m.violations.splice(0));
+    const seen = this.#m.violations.splice(0);
+    violations.push(...seen);
+    if (seen.some((v) => v.invariant === 'overshoot'))
+      violations.push({ invariant: 'harness', detail: overshootEvidence(t0Epoch, seen, events, logs) });
     return {
       kind,
       action,

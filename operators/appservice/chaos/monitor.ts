@@ -8,6 +8,11 @@
  * - settled: pods = spec.replicas, every pod on the current image, status equal to the pods (replicas, readyReplicas,
  *   updatedReplicas, podNames, observedGeneration);
  * - no orphans: every pod of the operator has a controller owner that exists.
+ *
+ * Its view lags the apiserver (after an apiserver restart, by its informers' retry backoff), and a lagging view can
+ * look settled: the state before a change, consistent with itself. So `current()` compares it with a fresh list, and
+ * a namespace counts as settled only when it is (chaos/faults' `settle`): an allowance armed from a stale spec would
+ * report the pods the change makes once the view catches up as an overshoot.
  */
 import { Cache } from '@opkit/runtime/cache';
 import type { Client } from '@opkit/runtime/client';
@@ -35,6 +40,8 @@ export interface Violation {
     | 'metrics'
     | 'forbidden';
   readonly detail: string;
+  /** When it was seen (ms since the epoch), where that matters (an overshoot). */
+  readonly at?: number;
 }
 
 const live = (p: Pod) =>
@@ -43,6 +50,7 @@ const ready = (p: Pod) => p.status?.conditions?.some((c) => c.type === 'Ready' &
 
 export class Monitor {
   readonly #cache: Cache;
+  readonly #admin: Client;
   readonly #apps;
   readonly #pods;
   /** Per AppService UID: the replica count allowed right now (max of before and after the change under way). */
@@ -52,6 +60,7 @@ export class Monitor {
   readonly #seen = new Set<string>();
 
   constructor(admin: Client, signal: AbortSignal) {
+    this.#admin = admin;
     this.#cache = new Cache({ client: admin, namespace: CHAOS_NAMESPACE });
     this.#cache.start(signal);
     this.#apps = this.#cache.informer(AppServices);
@@ -70,6 +79,22 @@ export class Monitor {
 
   pods(): Pod[] {
     return this.#pods.store.list();
+  }
+
+  /**
+   * Whether this view is the apiserver's current state of the namespace (the same AppServices and pods, at the same
+   * resourceVersions): undefined if so, else the first difference (or why the apiserver could not be asked).
+   */
+  async current(): Promise<string | undefined> {
+    const ns = { namespace: CHAOS_NAMESPACE };
+    try {
+      const apps = stalePart(this.apps(), (await this.#admin.list(AppServices, ns)).items);
+      if (apps !== undefined) return `appservices: ${apps}`;
+      const pods = stalePart(this.pods(), (await this.#admin.list(Pods, ns)).items);
+      return pods === undefined ? undefined : `pods: ${pods}`;
+    } catch (err) {
+      return `cannot list the namespace: ${(err as Error).message}`;
+    }
   }
 
   /** From now on, overshoot counts; the allowance of each AppService is reset to its current (settled) spec. */
@@ -102,6 +127,7 @@ export class Monitor {
       this.violations.push({
         invariant: 'overshoot',
         detail: `${app}: ${count} live pods, at most ${allowed} allowed`,
+        at: Date.now(),
       });
     }
   }
@@ -169,4 +195,21 @@ export class Monitor {
       current && sameNames && s?.replicas === pods.length && s?.readyReplicas === pods.length - unready;
     return { problems, unready, statusMatchesPods, allCreated: pods.length === want };
   }
+}
+
+/** How `cached` differs from `live` (by name and resourceVersion): the first difference, or undefined if none. */
+export function stalePart(
+  cached: readonly { metadata: { name?: string; resourceVersion?: string } }[],
+  live: readonly { metadata: { name?: string; resourceVersion?: string } }[],
+): string | undefined {
+  const have = new Map(cached.map((o) => [o.metadata.name, o.metadata.resourceVersion]));
+  for (const o of live) {
+    const rv = have.get(o.metadata.name);
+    if (rv === undefined) return `${o.metadata.name} not seen yet`;
+    if (rv !== o.metadata.resourceVersion)
+      return `${o.metadata.name} seen at resourceVersion ${rv}, now ${o.metadata.resourceVersion}`;
+    have.delete(o.metadata.name);
+  }
+  const [gone] = have.keys();
+  return gone === undefined ? undefined : `${gone} deleted, still seen`;
 }
