@@ -1,7 +1,7 @@
 /**
  * `npm run bench -- <scenario> [--repeat N] [--json FILE]`: runs a benchmark scenario, prints a Markdown table and
- * writes the figures as JSON. Scenarios: env-start, informer, converge, compare, restart-limit, webhook, shard (see
- * USAGE).
+ * writes the figures as JSON. Scenarios: env-start, informer, converge, compare, restart-limit, webhook, shard, suites
+ * (see USAGE).
  */
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { cpus, totalmem } from 'node:os';
@@ -20,6 +20,7 @@ import { envStart, envStartMarkdown } from './scenarios/env-start.ts';
 import { type InformerResult, informerScenario } from './scenarios/informer.ts';
 import { restartLimitMarkdown, restartLimitScenario } from './scenarios/restart-limit.ts';
 import { type ShardResult, shardMarkdown, shardScenario } from './scenarios/shard.ts';
+import { suitesMarkdown, suitesScenario } from './scenarios/suites.ts';
 import { webhookMarkdown, webhookScenario } from './scenarios/webhook.ts';
 
 const USAGE = `Usage: npm run bench -- <scenario> [--repeat N] [--json FILE]
@@ -50,6 +51,10 @@ Scenarios:
               --pods-per-cr P (10), --workers W per replica (4), --repeat N; with 1 among the counts, a sharded
               1-replica run too (--no-sharded-single: only the default mode); the JSON is written after each
               run, and --resume keeps the runs already in it (same workload) instead of making them again
+  suites      a user's test suite against its anchor: the kubebuilder book's CronJob tutorial tests
+              (go test ./internal/..., envtest) and their opkit port's npm test (bench/peers/opkit-cronjob),
+              alternating, warm: --kubebuilder DIR (a kubebuilder checkout's
+              docs/book/src/cronjob-tutorial/testdata/project), --repeat N
 `;
 
 const { values, positionals } = parseArgs({
@@ -79,6 +84,7 @@ const { values, positionals } = parseArgs({
     restarts: { type: 'string', default: '3' },
     sizes: { type: 'string', default: '1000,10000,30000' },
     'rate-seconds': { type: 'string', default: '10' },
+    kubebuilder: { type: 'string' },
     help: { type: 'boolean', short: 'h', default: false },
   },
 });
@@ -118,6 +124,14 @@ const log = (line: string) => process.stderr.write(`[bench] ${line}\n`);
 let result: unknown;
 let table: string;
 switch (scenario) {
+  case 'suites': {
+    if (!values.kubebuilder)
+      fail("suites needs --kubebuilder DIR: a kubebuilder checkout's docs/book/src/cronjob-tutorial/testdata/project");
+    const r = await suitesScenario({ kubebuilder: values.kubebuilder, repeat, log });
+    result = r;
+    table = suitesMarkdown(r);
+    break;
+  }
   case 'env-start': {
     const r = await envStart({ repeat, log });
     result = r;

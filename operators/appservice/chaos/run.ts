@@ -27,13 +27,17 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   const log = o.log ?? (() => {});
   const rng = new Rng(o.seed);
   const kinds = o.kinds ?? FAULT_KINDS;
-  log('start-up with bad settings…');
-  const startup = await startupChecks();
+  log('start-up with bad settings, while the control plane + two operator replicas start behind fault proxies…');
+  // the start-up checks mostly wait (an unreachable cluster's retries), so the chaos cluster starts meanwhile
+  const [checks, cluster] = await Promise.allSettled([startupChecks(), chaosCluster()]);
+  if (checks.status === 'rejected' || cluster.status === 'rejected') {
+    if (cluster.status === 'fulfilled') await cluster.value.stop();
+    throw checks.status === 'rejected' ? checks.reason : (cluster as PromiseRejectedResult).reason;
+  }
+  const startup = checks.value;
   for (const s of startup)
     log(`  ${s.ok ? 'ok  ' : 'FAIL'} ${s.case}: exit ${s.exitCode} in ${s.seconds} s — ${s.message}`);
-
-  log('control plane + two operator replicas behind fault proxies, serving the webhooks behind a Service…');
-  const c = await chaosCluster();
+  const c = cluster.value;
   const ctl = new AbortController();
   try {
     const m = new Monitor(c.admin, ctl.signal);
