@@ -79,6 +79,7 @@ const INTEGRATION = [
   'packages/*/test/**/*.test.ts',
   'operators/*/test/**/*.test.ts',
   'tools/*/test/**/*.test.ts',
+  'bench/test/**/*.test.ts',
   'examples/**/*.test.ts',
 ];
 

@@ -12,6 +12,9 @@ test('ginkgoCounts: the specs run and failed, summed over the packages', () => {
   ].join('\n');
   assert.deepEqual(ginkgoCounts(out), { tests: 9, failed: 1, packages: 2 });
   assert.deepEqual(ginkgoCounts('no tests'), { tests: 0, failed: 0, packages: 0 });
+  const colored =
+    '\x1b[38;5;10m\x1b[1mRan 8 of 8 Specs in 6.408 seconds\x1b[0m\n\x1b[38;5;9m\x1b[1m0 Failed\x1b[0m | 0 Pending';
+  assert.deepEqual(ginkgoCounts(colored), { tests: 8, failed: 0, packages: 1 });
 });
 
 test('nodeTestCounts: the last report’s totals', () => {

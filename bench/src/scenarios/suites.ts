@@ -77,8 +77,13 @@ export function nodeTestCounts(output: string): { tests: number; failed: number 
   return { tests: last('tests'), failed: last('fail') };
 }
 
-/** The specs run and failed in Ginkgo's reports (`Ran N of M Specs`, `N Passed | F Failed`), summed over packages. */
-export function ginkgoCounts(output: string): { tests: number; failed: number; packages: number } {
+/**
+ * The specs run and failed in Ginkgo's reports (`Ran N of M Specs`, `N Passed | F Failed`), summed over packages;
+ * colours (which Ginkgo prints even to a pipe) are ignored.
+ */
+export function ginkgoCounts(colored: string): { tests: number; failed: number; packages: number } {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: the escape sequences of a terminal's colours
+  const output = colored.replace(/\x1b\[[0-9;]*m/g, '');
   const ran = [...output.matchAll(/^Ran (\d+) of \d+ Specs/gm)].map((m) => Number(m[1]));
   const failed = [...output.matchAll(/(\d+) Failed \|/g)].reduce((n, m) => n + Number(m[1]), 0);
   return { tests: ran.reduce((a, b) => a + b, 0), failed, packages: ran.length };
@@ -106,7 +111,10 @@ export async function suitesScenario(o: {
       `--kubebuilder ${o.kubebuilder}: not the CronJob tutorial project (no internal/controller/suite_test.go); give a kubebuilder checkout's docs/book/src/cronjob-tutorial/testdata/project`,
     );
   const go = await findGo();
-  if (!go) throw new Error('the kubebuilder suite needs Go ≥ 1.26 (see docs/testenv.md for where opkit looks for it)');
+  if (!go)
+    throw new Error(
+      "the kubebuilder suite needs Go (README's Requirements say which; docs/testenv.md, where opkit looks for it)",
+    );
   await resolveBinaries({ log: o.log });
   const bin = await opkitBin();
   try {
@@ -123,7 +131,7 @@ async function measure(
 ): Promise<SuitesResult> {
   const kubebuilder: Command = {
     cmd: go,
-    args: ['test', '-count=1', './internal/...', '-v'],
+    args: ['test', '-count=1', './internal/...', '-v', '-args', '-ginkgo.no-color'],
     cwd: o.kubebuilder,
     env: { ...process.env, KUBEBUILDER_ASSETS: binaryCacheDir(), GOTOOLCHAIN: 'local', GOFLAGS: '-mod=mod' },
   };
@@ -135,6 +143,9 @@ async function measure(
       ...process.env,
       PATH: `${bin}:${REPO_BIN}:${process.env.PATH ?? ''}`,
       NODE_OPTIONS: '--conditions=@opkit/source',
+      // a run of its own, as a user's terminal starts it
+      OPKIT_TESTENV_SHARED: undefined,
+      NODE_TEST_CONTEXT: undefined,
     },
   };
   o.log('warming up: kubebuilder (Go compiles the test binaries) and opkit (the pretest records its pass)…');
