@@ -58,6 +58,12 @@ export function splitBrain(events: readonly AuditEvent[], view: LeaseView = { ho
   return out;
 }
 
+/** `at` as seconds after `from` (both ms since the epoch), signed: `+1.500 s`, `-0.250 s`. */
+export function secondsAfter(at: number, from: number): string {
+  const s = (at - from) / 1000;
+  return `${s >= 0 ? '+' : ''}${s.toFixed(3)} s`;
+}
+
 /**
  * The operator's writes of `resources` and its Lease takeovers in `events`, one line each (`+S.SSS s replica verb
  * resource/name code`, seconds after `from`, ms since the epoch), at most `limit` of them, the last ones kept: the
@@ -78,9 +84,8 @@ export function writeTimeline(
       if (code >= 300 || holder === who) continue;
       holder = who;
     } else if (!o.resources.has(resource)) continue;
-    const s = ((Date.parse(e.requestReceivedTimestamp ?? '') - o.from) / 1000).toFixed(3);
     const what = resource === 'leases' ? 'takes the Lease' : `${e.verb} ${resource}/${e.objectRef?.name ?? ''} ${code}`;
-    lines.push(`${Number(s) >= 0 ? '+' : ''}${s} s ${who} ${what}`);
+    lines.push(`${secondsAfter(Date.parse(e.requestReceivedTimestamp ?? ''), o.from)} ${who} ${what}`);
   }
   const limit = o.limit ?? 40;
   return lines.length > limit ? [`(${lines.length - limit} earlier)`, ...lines.slice(-limit)] : lines;

@@ -3,7 +3,7 @@
  * What a violation is reported with beyond its one line, so that its cause can be told from the report alone.
  */
 import type { AuditEvent } from '@opkit/testenv';
-import { writeTimeline } from './audit.ts';
+import { secondsAfter, writeTimeline } from './audit.ts';
 import type { Violation } from './monitor.ts';
 
 /**
@@ -17,10 +17,7 @@ export function overshootEvidence(
   events: readonly AuditEvent[],
   logs: ReadonlyMap<string, string>,
 ): string {
-  const rel = (at: number) => {
-    const s = (at - t0) / 1000;
-    return `${s >= 0 ? '+' : ''}${s.toFixed(3)} s`;
-  };
+  const rel = (at: number) => secondsAfter(at, t0);
   const counts = seen.filter((v) => v.invariant === 'overshoot').map((v) => `${v.detail} at ${rel(v.at ?? t0)}`);
   const writes = writeTimeline(events, { from: t0, resources: new Set(['pods']) });
   const said: string[] = [];
