@@ -10,7 +10,7 @@ import { type Job, Jobs, Namespaces, Pods } from '@opkit/runtime/kinds';
 import { startTestManager, type TestManager } from '@opkit/runtime/testing';
 import { type SharedEnvironment, sharedEnvironment } from '@opkit/testenv';
 import { type CronJob, type CronJobSpec, CronJobs } from '../src/api/v1/cronjob.ts';
-import { permissions, SCHEDULED_AT, setupCronJobController } from '../src/controllers/cronjob.ts';
+import { jobFor, permissions, SCHEDULED_AT, setupCronJobController } from '../src/controllers/cronjob.ts';
 
 let env: SharedEnvironment;
 let op: TestManager;
@@ -141,6 +141,31 @@ test('a run is created once, however often the CronJob is reconciled', async () 
     await decided(await current(cj));
   }
   assert.equal((await jobsOf(cj)).length, 1);
+});
+
+test('a crash between the create and the status write: the run’s Job is found, not made twice', async () => {
+  const cj = await cronJob({ suspend: true }, 61);
+  await decided(cj, 'Suspended');
+  // the Job an earlier reconcile created for the due run, before it could record the run in the status
+  const run = latestRun(cj, 61);
+  const owner = {
+    apiVersion: CronJobs.apiVersion,
+    kind: 'CronJob',
+    name: 'tick',
+    uid: cj.metadata.uid ?? '',
+    controller: true,
+  };
+  await op.client.create(Jobs, {
+    ...jobFor(cj, run),
+    metadata: { ...jobFor(cj, run).metadata, ownerReferences: [owner] },
+  });
+  await op.client.patch(CronJobs, refOf(cj), { spec: { suspend: false } });
+  const now = await decided(await current(cj), 'Scheduled');
+  assert.equal(Date.parse(now.status?.lastScheduleTime ?? ''), run.getTime());
+  assert.deepEqual(
+    (await jobsOf(cj)).map((j) => j.metadata.name),
+    [`tick-${run.getTime() / 1000}`],
+  );
 });
 
 test('suspend: no run starts', async () => {

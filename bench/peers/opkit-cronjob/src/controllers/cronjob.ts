@@ -9,7 +9,10 @@
  *   its starting deadline); Replace deletes the running Jobs first. Jobs are deleted with their pods (Background).
  * - Finished Jobs beyond `successfulJobsHistoryLimit` / `failedJobsHistoryLimit` are deleted, oldest first.
  * - `suspend: true` starts nothing; the running Jobs go on.
- * - An invalid schedule is reported (condition Ready=False, an Event) and not retried until the CronJob changes.
+ * - A schedule that cannot run (it does not parse, or more than 100 runs were missed) is reported (condition
+ *   Ready=False, an Event) and not retried until the CronJob changes.
+ * - A run whose Job exists already (created by a reconcile that stopped before its status write) is not created
+ *   again: the name is the run's.
  * The clock is injected (`now`), so tests choose the time.
  */
 import {
