@@ -7,9 +7,10 @@
  * `opkit run` converging the sample on a testenv cluster, the Dockerfile's steps in a copy of
  * the project, and a plain .mjs importing @opkit/runtime on Node 22 and Node 24. Then the bad inputs: releasing
  * the same version twice, a registry that does not answer, a project name that is already a folder, an old Node.
- * And docs/tutorial.md, then its stateful chapter docs/stateful.md, each by one runner (`runPage`): every ```sh
- * line in order through sh, once, and every ```… file=… block written where it says, with the same registry, the real
- * npm and npx, and a local cluster from `npx opkit env up`.
+ * Side by side with those steps (every command runs without blocking the test process), docs/tutorial.md, then its
+ * stateful chapter docs/stateful.md, each by one runner (`runPage`): every ```sh line in order through sh, once, and
+ * every ```… file=… block written where it says, with the same registry, the real npm and npx, and a local cluster from
+ * `npx opkit env up`.
  * Waits for the operator follow its progress (fixtures/phases.ts, or the page's own phased `kubectl wait`s), and a
  * wait that fails shows the state reached: the custom resource, the CRD, pods, events and the operator's log.
  */
@@ -19,7 +20,7 @@ import { existsSync } from 'node:fs';
 import { cp, mkdir, mkdtemp, open, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join, relative } from 'node:path';
-import { after, before, test } from 'node:test';
+import { after, before, describe, type TestContext, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import {
@@ -69,20 +70,35 @@ function userEnv(npmrc: string): NodeJS.ProcessEnv {
   };
 }
 
-function sh(
+/** What a command printed and how it ended. */
+interface ShResult {
+  readonly status: number | null;
+  readonly signal: NodeJS.Signals | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/**
+ * Runs a command without blocking the test, so the pages' runner goes on beside it (their timings too); ends it with
+ * SIGTERM after `timeout` (300 s), and fails the test on a non-zero exit unless `ok` is false.
+ */
+async function sh(
   command: string,
   args: readonly string[],
   cwd: string,
   options: { env?: NodeJS.ProcessEnv; ok?: boolean; timeout?: number } = {},
-) {
+): Promise<ShResult> {
   const t0 = performance.now();
-  const r = spawnSync(command, args, {
-    cwd,
-    env: options.env ?? env,
-    encoding: 'utf8',
-    timeout: options.timeout ?? 300_000,
-    maxBuffer: 64 * 1024 * 1024,
-  });
+  const child = spawn(command, args, { cwd, env: options.env ?? env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.setEncoding('utf8').on('data', (c: string) => (stdout += c));
+  child.stderr.setEncoding('utf8').on('data', (c: string) => (stderr += c));
+  const timer = setTimeout(() => child.kill('SIGTERM'), options.timeout ?? 300_000);
+  const r = await new Promise<ShResult>((resolve) => {
+    child.once('error', (err) => resolve({ status: null, signal: null, stdout, stderr: `${stderr}${err.message}\n` }));
+    child.once('close', (status, signal) => resolve({ status, signal, stdout, stderr }));
+  }).finally(() => clearTimeout(timer));
   const seconds = (performance.now() - t0) / 1000;
   timings.push(`${seconds.toFixed(1).padStart(6)} s  ${command} ${args.join(' ')}`);
   if (options.ok !== false)
@@ -103,9 +119,11 @@ before(async () => {
   env = userEnv(registry.npmrc);
   // Both tests start from what `npm run release` published. --allow-dirty: the test runs on whatever the developer
   // has; CI's clone is clean anyway.
-  released = npm(['run', 'release', '--', '--registry', registry.url, '--allow-dirty'], ROOT, {
-    env: { ...process.env, npm_config_userconfig: registry.npmrc },
-  }).stdout;
+  released = (
+    await npm(['run', 'release', '--', '--registry', registry.url, '--allow-dirty'], ROOT, {
+      env: { ...process.env, npm_config_userconfig: registry.npmrc },
+    })
+  ).stdout;
   process.stdout.write(
     `# ${released
       .split('\n')
@@ -186,17 +204,18 @@ after(async () => {
   process.stdout.write(`# journey step times\n${timings.map((t) => `#   ${t}`).join('\n')}\n`);
 });
 
-test('a new user, from an empty folder, against a registry on loopback', { timeout: 1_500_000 }, async (t) => {
+/** The new user's steps, one subtest each, in order. */
+async function newUser(t: TestContext): Promise<void> {
   const { url, npmrc } = registry as Registry;
   const demo = join(work, 'demo');
 
-  await t.test('npm run release published every package', () => {
+  await t.test('npm run release published every package', async () => {
     for (const name of ['@opkit/testenv', '@opkit/runtime', '@opkit/cli', 'create-opkit'])
       assert.match(released, new RegExp(`published ${name}@${VERSION}`));
   });
 
   await t.test('npm create opkit scaffolds a project that asks for the published version', async () => {
-    npm(['create', `opkit@${VERSION}`, 'demo', '--', '--domain', 'example.com'], work);
+    await npm(['create', `opkit@${VERSION}`, 'demo', '--', '--domain', 'example.com'], work);
     const manifest = JSON.parse(await readFile(join(demo, 'package.json'), 'utf8')) as {
       dependencies: Record<string, string>;
       engines: { node: string };
@@ -206,7 +225,7 @@ test('a new user, from an empty folder, against a registry on loopback', { timeo
   });
 
   await t.test('npm install takes every package from the registry, none from a workspace', async () => {
-    npm(['install'], demo);
+    await npm(['install'], demo);
     for (const name of ['@opkit/runtime', '@opkit/cli', '@opkit/testenv']) {
       const at = join(demo, 'node_modules', name);
       assert.equal((await stat(at)).isSymbolicLink(), false, `${name} is a real folder`);
@@ -226,8 +245,8 @@ test('a new user, from an empty folder, against a registry on loopback', { timeo
     assert.doesNotMatch(lock, new RegExp(ROOT.replace(/[/.]/g, '\\$&')), 'the lock names nothing of the repository');
   });
 
-  await t.test('npx opkit create api, then npx opkit generate', () => {
-    npm(
+  await t.test('npx opkit create api, then npx opkit generate', async () => {
+    await npm(
       [
         'exec',
         '--',
@@ -244,12 +263,12 @@ test('a new user, from an empty folder, against a registry on loopback', { timeo
       ],
       demo,
     );
-    const r = npm(['exec', '--', 'opkit', 'generate'], demo);
+    const r = await npm(['exec', '--', 'opkit', 'generate'], demo);
     assert.match(r.stdout, /up to date|wrote/);
   });
 
-  await t.test('npm test runs the project’s test on testenv', () => {
-    const r = npm(['test'], demo, { timeout: 600_000 });
+  await t.test('npm test runs the project’s test on testenv', async () => {
+    const r = await npm(['test'], demo, { timeout: 600_000 });
     assert.match(r.stdout, /ℹ pass 1/);
   });
 
@@ -378,7 +397,7 @@ test('a new user, from an empty folder, against a registry on loopback', { timeo
         ],
         watch,
       );
-      kubectl(['apply', '-n', 'default', '-f', 'config/samples/app_v1alpha1_appservice.yaml']);
+      await kubectl(['apply', '-n', 'default', '-f', 'config/samples/app_v1alpha1_appservice.yaml']);
       await waitInPhases(
         [
           { name: 'the operator started its workers', reached: async () => /starting workers/.test(await logText()) },
@@ -387,7 +406,7 @@ test('a new user, from an empty folder, against a registry on loopback', { timeo
         watch,
       );
       assert.match(
-        kubectl(['get', 'appservice', '-n', 'default', 'appservice-sample']).stdout,
+        (await kubectl(['get', 'appservice', '-n', 'default', 'appservice-sample'])).stdout,
         /appservice-sample\s+True/,
       );
     } finally {
@@ -409,27 +428,27 @@ test('a new user, from an empty folder, against a registry on loopback', { timeo
       join(demo, 'check.mjs'),
       "import { Manager } from '@opkit/runtime';\nconsole.log(typeof Manager, process.version);\n",
     );
-    const on24 = sh(process.execPath, ['check.mjs'], demo);
+    const on24 = await sh(process.execPath, ['check.mjs'], demo);
     assert.match(on24.stdout, /^function v24\./);
     const node22 = join(work, 'node22');
     await mkdir(node22);
     await writeFile(join(node22, 'package.json'), '{"private":true}\n');
-    npm(['install', '--no-save', 'node@22'], node22);
-    const on22 = sh(join(node22, 'node_modules/.bin/node'), ['check.mjs'], demo);
+    await npm(['install', '--no-save', 'node@22'], node22);
+    const on22 = await sh(join(node22, 'node_modules/.bin/node'), ['check.mjs'], demo);
     assert.match(on22.stdout, /^function v22\./);
   });
 
-  await t.test('on Node 22: npx opkit generate --check and npm test (the CLI, runtime and testenv)', () => {
+  await t.test('on Node 22: npx opkit generate --check and npm test (the CLI, runtime and testenv)', async () => {
     const env22 = { ...env, PATH: [join(work, 'node22/node_modules/.bin'), env.PATH ?? ''].join(delimiter) };
-    assert.match(sh('node', ['--version'], demo, { env: env22 }).stdout, /^v22\./);
-    npm(['exec', '--', 'opkit', 'generate', '--check'], demo, { env: env22 });
-    const r = npm(['test'], demo, { env: env22, timeout: 600_000 });
+    assert.match((await sh('node', ['--version'], demo, { env: env22 })).stdout, /^v22\./);
+    await npm(['exec', '--', 'opkit', 'generate', '--check'], demo, { env: env22 });
+    const r = await npm(['test'], demo, { env: env22, timeout: 600_000 });
     assert.match(r.stdout, /^(ℹ|#) pass 1$/m);
   });
 
-  await t.test('releasing the same version again is refused in one line, and publishes nothing', () => {
-    const before = npm(['view', '@opkit/runtime', 'time', '--json'], work).stdout;
-    const r = npm(['run', '--silent', 'release', '--', '--registry', url, '--allow-dirty'], ROOT, {
+  await t.test('releasing the same version again is refused in one line, and publishes nothing', async () => {
+    const before = (await npm(['view', '@opkit/runtime', 'time', '--json'], work)).stdout;
+    const r = await npm(['run', '--silent', 'release', '--', '--registry', url, '--allow-dirty'], ROOT, {
       env: { ...process.env, npm_config_userconfig: npmrc },
       ok: false,
     });
@@ -438,14 +457,18 @@ test('a new user, from an empty folder, against a registry on loopback', { timeo
       r.stderr.trim(),
       /^release: .*already published on .*: nothing was published; release a new version with --version X\.Y\.Z$/,
     );
-    assert.equal(npm(['view', '@opkit/runtime', 'time', '--json'], work).stdout, before);
+    assert.equal((await npm(['view', '@opkit/runtime', 'time', '--json'], work)).stdout, before);
   });
 
-  await t.test('a registry that does not answer is named in one line', () => {
-    const r = npm(['run', '--silent', 'release', '--', '--registry', 'http://127.0.0.1:9/', '--allow-dirty'], ROOT, {
-      env: { ...process.env, npm_config_userconfig: npmrc },
-      ok: false,
-    });
+  await t.test('a registry that does not answer is named in one line', async () => {
+    const r = await npm(
+      ['run', '--silent', 'release', '--', '--registry', 'http://127.0.0.1:9/', '--allow-dirty'],
+      ROOT,
+      {
+        env: { ...process.env, npm_config_userconfig: npmrc },
+        ok: false,
+      },
+    );
     assert.equal(r.status, 1);
     assert.equal(
       r.stderr.trim(),
@@ -457,7 +480,7 @@ test('a new user, from an empty folder, against a registry on loopback', { timeo
     const listing = async () => JSON.stringify(await readdir(demo, { recursive: true }));
     const beforeFiles = await listing();
     const main = await readFile(join(demo, 'src/main.ts'), 'utf8');
-    const r = npm(['create', `opkit@${VERSION}`, 'demo', '--', '--domain', 'example.com'], work, { ok: false });
+    const r = await npm(['create', `opkit@${VERSION}`, 'demo', '--', '--domain', 'example.com'], work, { ok: false });
     assert.notEqual(r.status, 0);
     assert.match(
       r.stderr,
@@ -468,7 +491,7 @@ test('a new user, from an empty folder, against a registry on loopback', { timeo
   });
 
   await t.test('npx @opkit/cli init works too', async () => {
-    sh('npx', ['--yes', `@opkit/cli@${VERSION}`, 'init', 'other-operator', '--domain', 'example.com'], work);
+    await sh('npx', ['--yes', `@opkit/cli@${VERSION}`, 'init', 'other-operator', '--domain', 'example.com'], work);
     assert.match(await readFile(join(work, 'other-operator/PROJECT'), 'utf8'), /projectName: other-operator/);
   });
 
@@ -481,15 +504,15 @@ test('a new user, from an empty folder, against a registry on loopback', { timeo
     const version = spawnSync(old, ['--version'], { encoding: 'utf8' }).stdout.trim();
     const minimum = /^>=(\d+)\.(\d+)$/.exec(CLI_ENGINES) as RegExpExecArray;
     const line = `opkit needs Node ≥ ${minimum[1]}.${minimum[2]} (this is ${version}): install Node ${minimum[1]} LTS or newer`;
-    const cli = sh(old, [join(demo, 'node_modules/.bin/opkit'), 'generate'], demo, { ok: false });
+    const cli = await sh(old, [join(demo, 'node_modules/.bin/opkit'), 'generate'], demo, { ok: false });
     assert.equal(cli.status, 1);
     assert.equal(cli.stderr.trim(), line);
     const oldEnv = { ...env, PATH: [dirname(old), ...(env.PATH ?? '').split(delimiter)].join(delimiter) };
-    const tests = npm(['test'], demo, { env: oldEnv, ok: false });
+    const tests = await npm(['test'], demo, { env: oldEnv, ok: false });
     assert.notEqual(tests.status, 0);
     assert.match(tests.stdout + tests.stderr, new RegExp(`^${line.replace(/[.()≥]/g, '\\$&')}$`, 'm'));
   });
-});
+}
 
 interface Step {
   kind: 'sh' | 'file';
@@ -630,28 +653,35 @@ async function runPage(page: string, checks: PageChecks): Promise<void> {
   }
 }
 
-test('docs/tutorial.md, command by command, against the registry and a local cluster', {
-  timeout: 1_500_000,
-}, async () => {
-  await runPage('docs/tutorial.md', {
-    diagnose: ['get crd appservices.app.example.com -o jsonpath={.status.conditions}', 'get appservices -A -o yaml'],
-    check: (line, stdout) => {
-      if (line === 'kubectl get appservices') assert.match(stdout, /appservice-sample\s+3\s+3/);
-      if (line.startsWith('kubectl get pods')) assert.equal(stdout.trim().split('\n').length, 4, stdout);
-    },
+/** The tutorial's page, then its stateful chapter, each as `runPage` runs it. */
+async function docsPages(t: TestContext): Promise<void> {
+  await t.test('docs/tutorial.md, command by command, against the registry and a local cluster', async () => {
+    await runPage('docs/tutorial.md', {
+      diagnose: ['get crd appservices.app.example.com -o jsonpath={.status.conditions}', 'get appservices -A -o yaml'],
+      check: (line, stdout) => {
+        if (line === 'kubectl get appservices') assert.match(stdout, /appservice-sample\s+3\s+3/);
+        if (line.startsWith('kubectl get pods')) assert.equal(stdout.trim().split('\n').length, 4, stdout);
+      },
+    });
   });
-});
+  await t.test('docs/stateful.md, after the tutorial, with the same runner', async () => {
+    await runPage('docs/stateful.md', {
+      diagnose: ['get kvstores,kvsnapshots -A -o yaml', 'get statefulsets,pvc,pv,jobs -A -o wide'],
+      check: (line, stdout) => {
+        if (line === 'kubectl get pvc') {
+          const bound = stdout.split('\n').filter((l) => /^data-kvstore-sample-\d\s+Bound\s/.test(l));
+          assert.equal(bound.length, 2, stdout);
+        }
+      },
+    });
+  });
+}
 
-test('docs/stateful.md, after the tutorial, with the same runner', { timeout: 1_500_000 }, async () => {
-  await runPage('docs/stateful.md', {
-    diagnose: ['get kvstores,kvsnapshots -A -o yaml', 'get statefulsets,pvc,pv,jobs -A -o wide'],
-    check: (line, stdout) => {
-      if (line === 'kubectl get pvc') {
-        const bound = stdout.split('\n').filter((l) => /^data-kvstore-sample-\d\s+Bound\s/.test(l));
-        assert.equal(bound.length, 2, stdout);
-      }
-    },
-  });
+// The new user and the pages share the registry and nothing else (each its own folder, cluster, state directory and
+// ports): side by side, as two users on one machine would be.
+describe('the journey: a new user and the docs pages, side by side', { concurrency: 2 }, () => {
+  test('a new user, from an empty folder, against a registry on loopback', { timeout: 1_500_000 }, newUser);
+  test('the docs pages, as a user types them', { timeout: 1_500_000 }, docsPages);
 });
 
 /**
@@ -711,7 +741,7 @@ async function dockerfileSteps(context: string, into: string): Promise<void> {
         break;
       }
       case 'RUN':
-        sh('sh', ['-c', local(args)], dir, { env: stageEnv, timeout: 600_000 });
+        await sh('sh', ['-c', local(args)], dir, { env: stageEnv, timeout: 600_000 });
         break;
       case 'ENTRYPOINT':
         entrypoint = JSON.parse(args) as string[];
@@ -721,7 +751,7 @@ async function dockerfileSteps(context: string, into: string): Promise<void> {
     }
   }
   const [command = '', ...rest] = entrypoint;
-  const r = sh(command, [...rest, '--help'], dir, { env: stageEnv });
+  const r = await sh(command, [...rest, '--help'], dir, { env: stageEnv });
   assert.match(r.stdout, /^Usage: demo /);
   await writeFile(join(into, 'done'), 'ok');
 }
