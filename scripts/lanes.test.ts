@@ -3,7 +3,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { ALONE, firstLane, runLanes, sumTotals, TIMED, totalsOf, withFileTimes } from './lanes.ts';
+import { ALONE, firstLane, LONGEST, runLanes, sumTotals, TIMED, totalsOf, withFileTimes } from './lanes.ts';
 
 const REPORT = ['✔ a (1ms)', 'ℹ tests 3', 'ℹ suites 0', 'ℹ pass 2', 'ℹ fail 1', 'ℹ cancelled 0', 'ℹ duration_ms 5'];
 
@@ -20,7 +20,7 @@ test("totalsOf reads a report's counts (the last of each), sumTotals adds them u
   });
 });
 
-test('lanes run side by side; their reports do not interleave; a failing lane fails the run', async () => {
+test('lanes run side by side, each its runs in order, then the shared queue; reports do not interleave; a failing run fails the run, and its lane goes on', async () => {
   const dir = await mkdtemp(join(tmpdir(), 'opkit-lanes-'));
   try {
     // the second lane ends first: its report is still printed after the whole first one
@@ -34,23 +34,32 @@ test('lanes run side by side; their reports do not interleave; a failing lane fa
           `test('${name}', async () => { await new Promise((r) => setTimeout(r, ${ms})); if (!${ok}) throw new Error('boom ${name}'); });`,
         ].join('\n'),
       );
-    await Promise.all([file('a.test.mjs', 600, true), file('b.test.mjs', 10, true), file('c.test.mjs', 10, false)]);
+    await Promise.all([
+      file('a.test.mjs', 2_500, true),
+      file('b.test.mjs', 10, true),
+      file('c.test.mjs', 10, false),
+      file('d.test.mjs', 10, true),
+      file('e.test.mjs', 10, true),
+    ]);
     const args = ['--test', '--test-reporter=spec', '--test-concurrency=1'];
     let text = '';
     const t0 = performance.now();
     const { failed, times } = await runLanes(
       dir,
       [
-        { files: ['a.test.mjs'], args, niceness: 0 },
-        { files: ['b.test.mjs', 'c.test.mjs'], args, niceness: 10 },
+        { runs: [['a.test.mjs']], args, niceness: 0 },
+        { runs: [['c.test.mjs'], ['b.test.mjs']], args, niceness: 10 },
       ],
-      (s) => {
-        text += s;
+      {
+        queue: ['d.test.mjs', 'e.test.mjs'],
+        out: (s) => {
+          text += s;
+        },
       },
     );
     assert.equal(failed, true, text);
-    assert.ok(performance.now() - t0 < 600 + 2_000, 'side by side');
-    const at = ['✔ a.test.mjs', '▶ lane 2 of 2', '✔ b.test.mjs', '✖ c.test.mjs'].map((s) => text.indexOf(s));
+    assert.ok(performance.now() - t0 < 2_500 + 2_500, 'side by side');
+    const at = ['✔ a.test.mjs', '▶ lane 2 of 2', '✖ c.test.mjs', '✔ b.test.mjs'].map((s) => text.indexOf(s));
     assert.deepEqual(
       at.map((i) => i >= 0),
       [true, true, true, true],
@@ -61,34 +70,55 @@ test('lanes run side by side; their reports do not interleave; a failing lane fa
       [...at].sort((x, y) => x - y),
       `in this order:\n${text}`,
     );
+    // the second lane is free long before the first: it takes the whole queue, after its own runs, in order
+    const queued = [...at, ...['✔ d.test.mjs', '✔ e.test.mjs'].map((s) => text.indexOf(s))];
+    assert.deepEqual(
+      queued,
+      [...queued].sort((x, y) => x - y),
+      `the queue, after lane 2's own runs:\n${text}`,
+    );
+    assert.match(
+      text,
+      /d\.test\.mjs runs at niceness 10/,
+      'a queued file runs at the niceness of the lane that took it',
+    );
+    assert.match(
+      text,
+      /e\.test\.mjs runs at niceness 10/,
+      'a queued file runs at the niceness of the lane that took it',
+    );
     assert.match(text, /boom c\.test\.mjs/);
     assert.match(text, /a\.test\.mjs runs at niceness 0/);
     assert.match(text, /c\.test\.mjs runs at niceness 10/, "a lane's niceness reaches the processes its tests start");
-    assert.match(text, /ℹ all 2 lanes: tests 3, pass 2, fail 1,/);
+    assert.match(text, /ℹ all 2 lanes: tests 5, pass 4, fail 1,/, "the totals of every lane's runs");
     assert.deepEqual(
       times.map((t) => [t.file, t.tests]).sort(),
-      ['a', 'b', 'c'].map((f) => [join(dir, `${f}.test.mjs`), 1]),
+      ['a', 'b', 'c', 'd', 'e'].map((f) => [join(dir, `${f}.test.mjs`), 1]),
       "each file's time, from every lane",
     );
-    assert.ok((times.find((t) => t.file.endsWith('a.test.mjs'))?.seconds ?? 0) >= 0.6, 'a file takes its 600 ms');
+    assert.ok((times.find((t) => t.file.endsWith('a.test.mjs'))?.seconds ?? 0) >= 2.5, 'a file takes its 2.5 s');
 
     text = '';
-    const ok = await runLanes(dir, [{ files: ['b.test.mjs'], args, niceness: 0 }], (s) => {
-      text += s;
+    const ok = await runLanes(dir, [{ runs: [['b.test.mjs'], []], args, niceness: 0 }], {
+      queue: ['d.test.mjs'],
+      out: (s) => {
+        text += s;
+      },
     });
     assert.equal(ok.failed, false);
-    assert.match(text, /ℹ all 1 lanes: tests 1, pass 1, fail 0,/);
+    assert.match(text, /ℹ all 1 lanes: tests 2, pass 2, fail 0,/, 'the lane took the queue once its own runs ended');
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
 });
 
-test("the first lane: the timed integration files and the runtime's; the others go to the second", () => {
+test("the first lane: the timed integration files and the runtime's; the others are queued, the journey first", () => {
   assert.ok(TIMED.every(firstLane));
-  assert.ok(!ALONE.some(firstLane), 'the chaos test runs by itself, in no lane');
+  assert.ok(!ALONE.some(firstLane), 'the ALONE files are a run of their own, before the rest of the first lane');
   assert.equal(firstLane('packages/runtime/test/cache.test.ts'), true);
   assert.equal(firstLane('packages/create-opkit/test/journey.test.ts'), false);
   assert.equal(firstLane('packages/cli/test/scaffold.test.ts'), false);
+  assert.ok(!LONGEST.some((f) => firstLane(f) || ALONE.includes(f)), 'the longest files are queued');
 });
 
 test('the file-times reporter is added beside the reporters a lane names, each of them given a destination', () => {

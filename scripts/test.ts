@@ -8,11 +8,11 @@
  * offline validator's build and the unit tests only. Extra arguments after `--` that are file paths
  * replace the test list (run one file at a time, in one lane).
  *
- * The whole suite runs in two lanes side by side, each one file at a time (see lanes.ts): the unit files, the
- * integration files whose assertions bound a time (leases, failover, drains) and the runtime's in the first lane at
- * normal priority, printed as they run; every other integration file in the second, at a lower CPU priority, printed
- * once the first ended. Then the files of lanes.ts `ALONE` (the chaos, sharding and informer tests, `opkit run`'s
- * process test) run by themselves.
+ * The whole suite runs in two lanes side by side, each one file at a time (see lanes.ts). The first, at normal
+ * priority, printed as it runs: the files of lanes.ts `ALONE` (the chaos, sharding and informer tests, `opkit run`'s
+ * process test) first, then the unit files, the integration files whose assertions bound a time (leases, failover,
+ * drains) and the runtime's. The second, at the lowest CPU priority, printed once the first ended, takes the other
+ * integration files from a queue (the journey first), and so does the first lane once its own files are done.
  * At the end it prints the 20 slowest test files with their times (scripts/file-times); `--times FILE` also writes
  * every file's time to FILE as JSON.
  * Each file starts its own control plane on its own ports and run directory, so the lanes share no state (the
@@ -26,7 +26,7 @@ import { fileURLToPath } from 'node:url';
 import { prepareValidator } from '../packages/testenv/src/cel.ts';
 import { resolveBinaries } from '../packages/testenv/src/index.ts';
 import { slowest } from './file-times.ts';
-import { ALONE, firstLane, runLanes, TIMED } from './lanes.ts';
+import { ALONE, BULK_NICENESS, firstLane, LONGEST, runLanes, TIMED } from './lanes.ts';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 // Inside the repository our packages run from their TypeScript sources through the `@opkit/source` export condition
@@ -99,23 +99,28 @@ if (files.length > 0 || unitOnly) {
   const expand = (patterns: readonly string[]) => patterns.flatMap((p) => globSync(p, { cwd: ROOT })).sort();
   const integration = expand(INTEGRATION);
   const unit = expand(UNIT);
-  const missing = [...TIMED, ...ALONE].filter((f) => !integration.includes(f) && !unit.includes(f));
+  const missing = [...TIMED, ...ALONE, ...LONGEST].filter((f) => !integration.includes(f) && !unit.includes(f));
   if (missing.length > 0) {
     process.stderr.write(`✖ scripts/lanes.ts names test files that do not exist: ${missing.join(', ')}\n`);
     process.exit(1);
   }
   const first = [...unit.filter((f) => !ALONE.includes(f)), ...integration.filter(firstLane)];
-  const second = integration.filter((f) => !firstLane(f) && !ALONE.includes(f));
-  process.stdout.write(`\n▶ tests: ${first.length} files here, ${second.length} alongside (printed when they end)\n`);
+  const rest = integration.filter((f) => !firstLane(f) && !ALONE.includes(f));
+  const queue = [...LONGEST.filter((f) => rest.includes(f)), ...rest.filter((f) => !LONGEST.includes(f))];
+  process.stdout.write(
+    `\n▶ tests: ${ALONE.length + first.length} files in the first lane (${ALONE.length} of them first), then ` +
+      `${queue.length} shared by both lanes (the second lane's report is printed when the first lane ended)\n`,
+  );
   const t0 = performance.now();
-  const inLanes = await runLanes(ROOT, [
-    { files: first, args: TEST_ARGS, niceness: 0 },
-    { files: second, args: TEST_ARGS, niceness: 10 },
-  ]);
-  process.stdout.write(`\n▶ tests: ${ALONE.length} file(s) by themselves, once the lanes ended\n`);
-  const alone = await runLanes(ROOT, [{ files: ALONE, args: TEST_ARGS, niceness: 0 }]);
-  const failed = inLanes.failed || alone.failed;
-  const times = [...inLanes.times, ...alone.times];
+  const lanes = await runLanes(
+    ROOT,
+    [
+      { runs: [ALONE, first], args: TEST_ARGS, niceness: 0 },
+      { runs: [], args: TEST_ARGS, niceness: BULK_NICENESS },
+    ],
+    { queue },
+  );
+  const { failed, times } = lanes;
   process.stdout.write(`\n▶ ${slowest(times, SLOWEST, ROOT).join('\n  ')}\n`);
   if (timesTo !== undefined) {
     const json = JSON.stringify(
