@@ -1,8 +1,8 @@
 /**
  * `npm test`: everything, in order, stopping at the first failing step.
  * 1. type check (tsc --noEmit, whole repo)  2. lint and format (biome check)
- * 3. the control-plane binaries and the offline validator (found, or built from Go modules with progress — the cold
- *    build happens here, not inside a test's timeout)  4. every test with Node's test runner (unit tests beside the
+ * 3. the control-plane binaries and the offline validator, side by side (found, or built from Go modules with
+ *    progress — the cold build happens here, not inside a test's timeout)  4. every test with Node's test runner (unit tests beside the
  *    code, integration tests under each package's test/ and README's example under examples/, repo checks under test/).
  * No build step: the packages run from their sources (see SOURCE_CONDITION). `npm test -- --unit` runs steps 1, 2, the
  * offline validator's build and the unit tests only. Extra arguments after `--` that are file paths
@@ -83,13 +83,17 @@ const INTEGRATION = [
   'examples/**/*.test.ts',
 ];
 
-if (!unitOnly && files.length === 0) {
-  process.stdout.write('\n▶ control-plane binaries\n');
-  await resolveBinaries();
-}
-// unit tests use the offline validator too (their kinds' CEL rules): built here, not inside a test's timeout
-process.stdout.write('\n▶ the offline validator (@opkit/testenv/cel)\n');
-const built = await prepareValidator({ log: (line) => process.stdout.write(`${line}\n`) });
+// The control-plane binaries and the offline validator (unit tests use it too: their kinds' CEL rules) are made ready
+// here, not inside a test's timeout; side by side, because on a new machine both are Go builds, and each leaves a core
+// idle while it downloads modules and links.
+const needBinaries = !unitOnly && files.length === 0;
+process.stdout.write(
+  `\n▶ ${needBinaries ? 'control-plane binaries and ' : ''}the offline validator (@opkit/testenv/cel)\n`,
+);
+const [, built] = await Promise.all([
+  needBinaries ? resolveBinaries() : undefined,
+  prepareValidator({ log: (line) => process.stdout.write(`[offline validator] ${line}\n`) }),
+]);
 process.stdout.write(`✔ Kubernetes ${built.kubernetesVersion} validation, built by ${built.goVersion}\n`);
 
 const TEST_ARGS = ['--test', '--test-reporter=spec', '--test-concurrency=1', '--test-timeout=900000'];
