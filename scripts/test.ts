@@ -1,8 +1,8 @@
 /**
  * `npm test`: everything, in order, stopping at the first failing step.
  * 1. type check (tsc --noEmit, whole repo)  2. lint and format (biome check)
- * 3. the control-plane binaries and the offline validator, side by side (found, or built from Go modules with
- *    progress — the cold build happens here, not inside a test's timeout)  4. every test with Node's test runner (unit tests beside the
+ * 3. the control-plane binaries, the pinned helm and the offline validator, side by side (found, or built from Go
+ *    modules with progress — the cold build happens here, not inside a test's time)  4. every test with Node's test runner (unit tests beside the
  *    code, integration tests under each package's test/ and README's example under examples/, repo checks under test/).
  * No build step: the packages run from their sources (see SOURCE_CONDITION). `npm test -- --unit` runs steps 1, 2, the
  * offline validator's build and the unit tests only. Extra arguments after `--` that are file paths
@@ -24,7 +24,7 @@ import { existsSync, globSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { prepareValidator } from '../packages/testenv/src/cel.ts';
-import { resolveBinaries } from '../packages/testenv/src/index.ts';
+import { resolveBinaries, resolveHelm } from '../packages/testenv/src/index.ts';
 import { slowest } from './file-times.ts';
 import { ALONE, BULK_NICENESS, firstLane, LONGEST, runLanes, TIMED } from './lanes.ts';
 
@@ -83,15 +83,16 @@ const INTEGRATION = [
   'examples/**/*.test.ts',
 ];
 
-// The control-plane binaries and the offline validator (unit tests use it too: their kinds' CEL rules) are made ready
-// here, not inside a test's timeout; side by side, because on a new machine both are Go builds, and each leaves a core
-// idle while it downloads modules and links.
+// The control-plane binaries, the pinned helm (the Helm chart's test) and the offline validator (unit tests use it
+// too: their kinds' CEL rules) are made ready here, not inside a test's time; side by side, because on a new machine
+// all three are Go builds, and each leaves a core idle while it downloads modules and links.
 const needBinaries = !unitOnly && files.length === 0;
 process.stdout.write(
-  `\n▶ ${needBinaries ? 'control-plane binaries and ' : ''}the offline validator (@opkit/testenv/cel)\n`,
+  `\n▶ ${needBinaries ? 'control-plane binaries, helm and ' : ''}the offline validator (@opkit/testenv/cel)\n`,
 );
-const [, built] = await Promise.all([
+const [, , built] = await Promise.all([
   needBinaries ? resolveBinaries() : undefined,
+  needBinaries ? resolveHelm({ pinned: true }) : undefined,
   prepareValidator({ log: (line) => process.stdout.write(`[offline validator] ${line}\n`) }),
 ]);
 process.stdout.write(`✔ Kubernetes ${built.kubernetesVersion} validation, built by ${built.goVersion}\n`);
