@@ -13,6 +13,7 @@
 import { createServer, type Server, type Socket, connect as tcpConnect } from 'node:net';
 import { TestenvError } from './errors.ts';
 import { Link, type LinkHost, resetSocket } from './fault-link.ts';
+import { listenOnLoopback } from './ports.ts';
 
 /**
  * What the proxy does to traffic: `pass` it, `freeze` it (a silent hang: connections stay open, nothing moves), `drop`
@@ -89,25 +90,8 @@ export class FaultProxy {
     }
     const mode = checkMode(options.mode ?? { kind: 'pass' });
     const server = createServer({ allowHalfOpen: true });
-    await new Promise<void>((resolve, reject) => {
-      const failed = (cause: Error) =>
-        reject(
-          new TestenvError('FaultProxyListenFailed', `fault proxy could not listen on 127.0.0.1: ${cause.message}`, {
-            cause,
-          }),
-        );
-      server.once('error', failed);
-      server.listen(0, '127.0.0.1', () => {
-        server.off('error', failed);
-        resolve();
-      });
-    });
-    const address = server.address();
-    if (address === null || typeof address === 'string') {
-      server.close();
-      throw new TestenvError('FaultProxyListenFailed', 'fault proxy could not read its listening address');
-    }
-    return new FaultProxy(server, address.port, target, mode);
+    const port = await listenOnLoopback(server, 'fault proxy');
+    return new FaultProxy(server, port, target, mode);
   }
 
   private constructor(

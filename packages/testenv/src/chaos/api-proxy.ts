@@ -1,0 +1,347 @@
+/**
+ * @module chaos/api-proxy
+ * An HTTPS proxy on 127.0.0.1 in front of the kube-apiserver that sees each request a client makes, by verb and object
+ * (`requestInfo`), and puts faults into them:
+ * - **Answers of its own.** `answer(info)` may answer a request before the apiserver sees it: 409 Conflict, 429 Too
+ *   Many Requests (with `Retry-After`) or 500, as a contended or overloaded apiserver does, with a `Status` body.
+ * - **A crash between two writes.** `onApplied(info)` is awaited once the apiserver applied a write (2xx) and before
+ *   the client has the answer: a caller that kills the client there crashes it right after that write.
+ * - **A stale view.** `holdWatches()` holds the events of every watch, open and new, until `releaseWatches()`; then
+ *   they are delivered in order, or coalesced per object (`coalesce: true`): what a client sees that missed the
+ *   states in between (an object added and deleted while held is never seen).
+ *
+ * It terminates TLS with a serving certificate of its own CA (`caPem`, for 127.0.0.1) and forwards each request over
+ * TLS to the apiserver, trusting the apiserver's CA. A bearer token passes through; a client certificate cannot (give
+ * the client a ServiceAccount's kubeconfig: `Environment.kubeconfigFor`).
+ *
+ * Guarantees: a request that is passed reaches the apiserver with its method, path, headers and body unchanged, except
+ * that a watch asks for JSON (so its events can be read) and `Host` names the apiserver; a held watch loses no event
+ * and reorders none unless coalescing was asked for; a request answered by the proxy never reaches the apiserver;
+ * `close()` ends every connection, and after it nothing of the proxy keeps the event loop alive.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { createServer, Agent as HttpsAgent, request, type Server } from 'node:https';
+import type { Socket } from 'node:net';
+import { TestenvError } from '../errors.ts';
+import { listenOnLoopback } from '../ports.ts';
+import { isWrite, type RequestInfo, requestInfo } from './request-info.ts';
+
+/** An answer the proxy gives instead of the apiserver. */
+export interface ProxyAnswer {
+  readonly code: 409 | 429 | 500;
+  /** For 429: the `Retry-After` header, in seconds (default 1). */
+  readonly retryAfterSeconds?: number;
+}
+
+/** How a `ApiFaultProxy` is made. */
+export interface ApiFaultProxyOptions {
+  /** The apiserver: its URL (`https://127.0.0.1:6443`) and the CA that signed its serving certificate. */
+  readonly target: { readonly url: string; readonly caPem: string };
+  /** The proxy's own CA and serving certificate for 127.0.0.1 (PEM). */
+  readonly serving: { readonly caPem: string; readonly certPem: string; readonly keyPem: string };
+  /** Called for each request before it is forwarded; an answer is given instead of the apiserver's. */
+  readonly answer?: (info: RequestInfo) => ProxyAnswer | undefined;
+  /** Awaited after the apiserver applied a write (2xx), before the client has the answer. */
+  readonly onApplied?: (info: RequestInfo) => void | Promise<void>;
+}
+
+/** What passed through a proxy since it started. */
+export interface ApiFaultProxyStats {
+  /** Requests by verb, forwarded or answered. */
+  readonly requests: Readonly<Record<string, number>>;
+  /** Writes the apiserver applied (2xx). */
+  readonly applied: number;
+  /** Requests the proxy answered itself, by code. */
+  readonly answered: Readonly<Record<string, number>>;
+  /** Watch events delivered, and those coalesced away. */
+  readonly watchEvents: number;
+  readonly coalescedAway: number;
+}
+
+const REASONS = { 409: 'Conflict', 429: 'TooManyRequests', 500: 'InternalError' } as const;
+
+/** One watch's events, passed through as whole lines, held while the proxy holds watches. */
+class WatchGate {
+  #partial = '';
+  #held: string[] = [];
+  #ended = false;
+  readonly #deliver: (line: string) => void;
+  readonly #holding: () => boolean;
+  readonly #end: () => void;
+  constructor(deliver: (line: string) => void, holding: () => boolean, end: () => void) {
+    this.#deliver = deliver;
+    this.#holding = holding;
+    this.#end = end;
+  }
+
+  /** The apiserver ended the watch: it ends for the client now, or once what is held was delivered. */
+  finish(): void {
+    this.#ended = true;
+    if (this.#held.length === 0) this.#end();
+  }
+
+  /** Takes a chunk of the apiserver's stream; complete lines go on (or are held). */
+  push(chunk: string): void {
+    const text = this.#partial + chunk;
+    const lines = text.split('\n');
+    this.#partial = lines.pop() ?? '';
+    for (const line of lines) {
+      if (line.length === 0) continue;
+      if (this.#holding() || this.#held.length > 0) this.#held.push(line);
+      else this.#deliver(line);
+    }
+  }
+
+  /** Delivers what was held, in order or coalesced; returns how many events coalescing removed. */
+  release(coalesce: boolean): number {
+    const held = this.#held;
+    this.#held = [];
+    const out = coalesce ? coalesced(held) : held;
+    for (const line of out) this.#deliver(line);
+    if (this.#ended) this.#end();
+    return held.length - out.length;
+  }
+}
+
+interface WatchLine {
+  readonly type?: string;
+  readonly object?: {
+    readonly metadata?: { readonly namespace?: string; readonly name?: string; readonly uid?: string };
+  };
+}
+
+/**
+ * Held events as a client that missed the states in between sees them: per object (by uid, else namespace/name), one
+ * event with its last state, in the order of each object's last event: ADDED if it was added while held, DELETED if
+ * it was deleted, else MODIFIED; an object added and deleted while held is dropped. Of the bookmarks, the last is kept;
+ * an ERROR, and a line that is not an event, stay where they were.
+ */
+export function coalesced(lines: readonly string[]): string[] {
+  const parsed = lines.map((line) => {
+    try {
+      return { line, event: JSON.parse(line) as WatchLine };
+    } catch {
+      return { line, event: undefined };
+    }
+  });
+  const keyOf = (e: WatchLine) => {
+    const m = e.object?.metadata;
+    return m?.uid ?? `${m?.namespace ?? ''}/${m?.name ?? ''}`;
+  };
+  const first = new Map<string, string>();
+  const last = new Map<string, number>();
+  let lastBookmark = -1;
+  parsed.forEach(({ event }, i) => {
+    const type = event?.type;
+    if (type === 'BOOKMARK') lastBookmark = i;
+    else if (type === 'ADDED' || type === 'MODIFIED' || type === 'DELETED') {
+      const key = keyOf(event as WatchLine);
+      if (!first.has(key)) first.set(key, type);
+      last.set(key, i);
+    }
+  });
+  const out: string[] = [];
+  parsed.forEach(({ line, event }, i) => {
+    const type = event?.type;
+    if (type === 'BOOKMARK') {
+      if (i === lastBookmark) out.push(line);
+      return;
+    }
+    if (type !== 'ADDED' && type !== 'MODIFIED' && type !== 'DELETED') {
+      out.push(line);
+      return;
+    }
+    const key = keyOf(event as WatchLine);
+    if (last.get(key) !== i) return;
+    const wasAdded = first.get(key) === 'ADDED';
+    if (type === 'DELETED') {
+      if (!wasAdded) out.push(line);
+      return;
+    }
+    out.push(JSON.stringify({ ...event, type: wasAdded ? 'ADDED' : 'MODIFIED' }));
+  });
+  return out;
+}
+
+/** An HTTPS proxy in front of the apiserver that sees requests; see the module comment. */
+export class ApiFaultProxy {
+  /** The port it listens on, on 127.0.0.1. */
+  readonly port: number;
+  /** The CA a client must trust to talk to the proxy (PEM). */
+  readonly caPem: string;
+  readonly #server: Server;
+  readonly #agent: HttpsAgent;
+  readonly #target: URL;
+  readonly #options: ApiFaultProxyOptions;
+  readonly #sockets = new Set<Socket>();
+  readonly #gates = new Set<WatchGate>();
+  readonly #requests: Record<string, number> = {};
+  readonly #answered: Record<string, number> = {};
+  #applied = 0;
+  #watchEvents = 0;
+  #coalescedAway = 0;
+  #holding = false;
+  #closed = false;
+
+  /** Starts a proxy on a free port of 127.0.0.1; `FaultProxyListenFailed` when it cannot listen. */
+  static async start(options: ApiFaultProxyOptions): Promise<ApiFaultProxy> {
+    const target = new URL(options.target.url);
+    if (target.protocol !== 'https:')
+      throw new TestenvError('InvalidOption', `the proxy's target must be an https URL, got ${options.target.url}`);
+    const server = createServer({ cert: options.serving.certPem, key: options.serving.keyPem });
+    const port = await listenOnLoopback(server, 'API proxy');
+    return new ApiFaultProxy(server, port, target, options);
+  }
+
+  private constructor(server: Server, port: number, target: URL, options: ApiFaultProxyOptions) {
+    this.#server = server;
+    this.port = port;
+    this.#target = target;
+    this.#options = options;
+    this.caPem = options.serving.caPem;
+    this.#agent = new HttpsAgent({ keepAlive: true, ca: options.target.caPem });
+    server.on('connection', (socket: Socket) => {
+      this.#sockets.add(socket);
+      socket.once('close', () => this.#sockets.delete(socket));
+    });
+    server.on('secureConnection', (socket: Socket) => {
+      this.#sockets.add(socket);
+      socket.once('close', () => this.#sockets.delete(socket));
+    });
+    server.on('tlsClientError', () => {});
+    server.on('error', () => {});
+    server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+      this.#handle(req, res).catch((err: unknown) => {
+        if (!res.headersSent) res.writeHead(502, { 'content-type': 'text/plain' });
+        res.end(`opkit API proxy: ${(err as Error).message}\n`);
+      });
+    });
+  }
+
+  /** `https://127.0.0.1:<port>`: the server URL to give a client that should go through the proxy. */
+  get url(): string {
+    return `https://127.0.0.1:${this.port}`;
+  }
+
+  /** Counters since the proxy started. */
+  get stats(): ApiFaultProxyStats {
+    return {
+      requests: { ...this.#requests },
+      applied: this.#applied,
+      answered: { ...this.#answered },
+      watchEvents: this.#watchEvents,
+      coalescedAway: this.#coalescedAway,
+    };
+  }
+
+  /** Holds the events of every watch, open now or opened later, until `releaseWatches()`. */
+  holdWatches(): void {
+    this.#holding = true;
+  }
+
+  /** Delivers what the watches held, in order, or coalesced per object; later events flow again. */
+  releaseWatches(options: { readonly coalesce?: boolean } = {}): void {
+    this.#holding = false;
+    for (const gate of this.#gates) this.#coalescedAway += gate.release(options.coalesce === true);
+  }
+
+  /** Ends every connection and stops listening. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    const closed = new Promise<void>((resolve) => this.#server.close(() => resolve()));
+    for (const socket of this.#sockets) socket.destroy();
+    this.#agent.destroy();
+    await closed;
+  }
+
+  async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const info = requestInfo(req.method ?? 'GET', req.url ?? '/');
+    this.#requests[info.verb] = (this.#requests[info.verb] ?? 0) + 1;
+    const answer = this.#options.answer?.(info);
+    if (answer !== undefined) {
+      this.#answer(info, answer, req, res);
+      return;
+    }
+    const watch = info.verb === 'watch';
+    const headers = { ...req.headers, host: this.#target.host };
+    if (watch) headers.accept = 'application/json';
+    const upstream = request({
+      agent: this.#agent,
+      host: this.#target.hostname,
+      port: this.#target.port,
+      method: req.method,
+      path: req.url,
+      headers,
+    });
+    const answered = new Promise<IncomingMessage>((resolve, reject) => {
+      upstream.once('response', resolve);
+      upstream.once('error', reject);
+    });
+    upstream.on('error', () => {}); // after the answer: the client's side ends too (below)
+    req.pipe(upstream);
+    // the client went away before its answer was complete (a watch it closed, a timeout): so does the apiserver's
+    res.once('close', () => {
+      if (!res.writableFinished) upstream.destroy();
+    });
+    const response = await answered;
+    const status = response.statusCode ?? 502;
+    if (isWrite(info.verb) && status < 300) {
+      this.#applied++;
+      await this.#options.onApplied?.(info);
+    }
+    if (res.destroyed) {
+      response.destroy();
+      return;
+    }
+    response.on('error', () => res.destroy());
+    res.writeHead(status, response.headers);
+    if (!watch || status >= 300) {
+      response.pipe(res);
+      return;
+    }
+    this.#streamWatch(response, res);
+  }
+
+  /** Answers `req` itself with `answer`'s code and a `Status` body; the apiserver never sees it. */
+  #answer(info: RequestInfo, answer: ProxyAnswer, req: IncomingMessage, res: ServerResponse): void {
+    this.#answered[answer.code] = (this.#answered[answer.code] ?? 0) + 1;
+    req.resume();
+    const reason = REASONS[answer.code];
+    const body = JSON.stringify({
+      kind: 'Status',
+      apiVersion: 'v1',
+      metadata: {},
+      status: 'Failure',
+      message: `${reason} (injected by opkit's API proxy)`,
+      reason,
+      ...(info.name !== undefined ? { details: { name: info.name, kind: info.resource } } : {}),
+      code: answer.code,
+    });
+    res.writeHead(answer.code, {
+      'content-type': 'application/json',
+      ...(answer.code === 429 ? { 'retry-after': String(answer.retryAfterSeconds ?? 1) } : {}),
+    });
+    res.end(body);
+  }
+
+  /** A watch's events, line by line through a gate that holds them while the proxy holds watches. */
+  #streamWatch(response: IncomingMessage, res: ServerResponse): void {
+    const gate: WatchGate = new WatchGate(
+      (line) => {
+        this.#watchEvents++;
+        res.write(`${line}\n`);
+      },
+      () => this.#holding,
+      () => {
+        this.#gates.delete(gate);
+        res.end();
+      },
+    );
+    this.#gates.add(gate);
+    response.setEncoding('utf8');
+    response.on('data', (chunk: string) => gate.push(chunk));
+    response.once('end', () => gate.finish());
+    res.once('close', () => this.#gates.delete(gate));
+  }
+}
