@@ -38,6 +38,9 @@ export const CHAOS_NAMESPACE = 'chaos';
 export const OPERATOR_USER = `system:serviceaccount:${NAMESPACE}:${NAME}`;
 const LEASE = { namespace: NAMESPACE, name: `${NAME}-leader` };
 
+/** How long the supervisor waits before it starts a replica that exited again (a kubelet's back-off, shortened). */
+export const RESTART_DELAY_MS = 1_000;
+
 /** How a replica runs: with leader election (one active), or sharded (all active, each on its buckets). */
 export type ReplicaMode = 'leader' | 'sharded';
 
@@ -109,6 +112,22 @@ export class Replica {
 
   get running(): boolean {
     return this.proc !== undefined && this.proc.exitCode === null && this.proc.signalCode === null;
+  }
+
+  /**
+   * Whether a process runs, once the supervisor had its chance: a replica that exited is waited for until
+   * `RESTART_DELAY_MS` + `slackMs` after that exit (an exit at the end of a trial is still in its back-off).
+   */
+  async runningAgain(slackMs = 5_000): Promise<boolean> {
+    const deadline = (this.exits.at(-1)?.at ?? 0) + RESTART_DELAY_MS + slackMs;
+    while (!this.running && !this.#stopped && Date.now() < deadline) await sleep(50);
+    return this.running;
+  }
+
+  /** Its last exit, for a report: `exit 1 at 12:00:01.234Z`, or `no exit`. */
+  lastExit(): string {
+    const e = this.exits.at(-1);
+    return e === undefined ? 'no exit' : `exit ${e.code ?? e.signal} at ${new Date(e.at).toISOString()}`;
   }
 
   /** Whether its process is stopped by `pause()`. */
@@ -203,7 +222,7 @@ export class Replica {
       this.#causing = false;
       if (this.#stopped) return;
       // the kubelet's part: start it again (a short back-off, so trials stay short)
-      void sleep(1_000).then(() => {
+      void sleep(RESTART_DELAY_MS).then(() => {
         if (!this.#stopped && !this.running) this.start();
       });
     });

@@ -530,7 +530,7 @@ export class TrialRunner {
     });
     violations.push(...left);
     const recoverySeconds = (performance.now() - faultEnd) / 1000;
-    await sleep(1_500); // a replica that exited is back (the supervisor waits 1 s)
+    await sleep(1_500); // late audit events are written; a replica that exited is waited for below
 
     // the replicas: no crash loop, no crash, no unexpected error
     const logs = new Map<string, string>();
@@ -541,7 +541,11 @@ export class TrialRunner {
       for (const e of own)
         if (e.code !== 1)
           violations.push({ invariant: 'crash-loop', detail: `${r.name} crashed (exit ${e.code ?? e.signal})` });
-      if (!r.running) violations.push({ invariant: 'crash-loop', detail: `${r.name} is not running after the trial` });
+      if (!(await r.runningAgain()))
+        violations.push({
+          invariant: 'crash-loop',
+          detail: `${r.name} is not running after the trial (its last: ${r.lastExit()})`,
+        });
       const log = r.takeLog();
       logs.set(r.name, log);
       violations.push(...logViolations(r.name, log, this.restartWindows));

@@ -263,8 +263,8 @@ export class ShardTrialRunner {
     });
     violations.push(...left, ...(await this.#ringSettled()));
     const recoverySeconds = (performance.now() - t) / 1000;
-    await sleep(1_500); // a replica that exited is back (the supervisor waits 1 s), late audit events are written
-    violations.push(...this.#health(exitsBefore), ...shardLabelProblems(this.#m.apps(), this.#m.pods()));
+    await sleep(1_500); // late audit events are written; a replica that exited is waited for in #health
+    violations.push(...(await this.#health(exitsBefore)), ...shardLabelProblems(this.#m.apps(), this.#m.pods()));
     const own = await this.#ownCounts();
     violations.push(...own.violations);
     const audit = await this.#audit();
@@ -272,8 +272,8 @@ export class ShardTrialRunner {
     return { violations, recoverySeconds, slow, ring: own.ring, handoffs: audit.handoffs, checked: audit.checked };
   }
 
-  /** No crash, no crash loop, no unexpected error log; every member running. */
-  #health(exitsBefore: ReadonlyMap<Replica, number>): Violation[] {
+  /** No crash, no crash loop, no unexpected error log; every member running (once the supervisor had its chance). */
+  async #health(exitsBefore: ReadonlyMap<Replica, number>): Promise<Violation[]> {
     const out: Violation[] = [];
     const members = this.#members();
     for (const r of this.#all()) {
@@ -283,8 +283,11 @@ export class ShardTrialRunner {
       for (const e of own)
         if (e.code !== 1)
           out.push({ invariant: 'crash-loop', detail: `${r.name} crashed (exit ${e.code ?? e.signal})` });
-      if (members.includes(r.name) && !r.running)
-        out.push({ invariant: 'crash-loop', detail: `${r.name} is not running after the trial` });
+      if (members.includes(r.name) && !(await r.runningAgain()))
+        out.push({
+          invariant: 'crash-loop',
+          detail: `${r.name} is not running after the trial (its last: ${r.lastExit()})`,
+        });
       out.push(...logViolations(r.name, r.takeLog()));
     }
     return out;
