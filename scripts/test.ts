@@ -2,8 +2,9 @@
  * `npm test`: everything, in order, stopping at the first failing step.
  * 1. type check (tsc --noEmit, whole repo)  2. lint and format (biome check)
  * 3. the control-plane binaries, the pinned helm and the offline validator, side by side (found, or built from Go
- *    modules with progress — the cold build happens here, not inside a test's time)  4. every test with Node's test runner (unit tests beside the
- *    code, integration tests under each package's test/ and README's example under examples/, repo checks under test/).
+ *    modules with progress — the cold build happens here, not inside a test's time)
+ * 4. every test with Node's test runner (unit tests beside the code, integration tests under each package's test/ and
+ *    README's example under examples/, repo checks under test/).
  * No build step: the packages run from their sources (see SOURCE_CONDITION). `npm test -- --unit` runs steps 1, 2, the
  * offline validator's build and the unit tests only. Extra arguments after `--` that are file paths
  * replace the test list (run one file at a time, in one lane).
