@@ -11,9 +11,9 @@
  * files whose assertions bound a time (`TIMED`: a Lease's failover, a drain, a rotation under traffic, a restart's
  * recovery) and the runtime's other integration files (`firstLane`), then the queue. The second, at niceness
  * `BULK_NICENESS`: the queue from the start, every other integration file, `LONGEST` first. So no test at normal
- * priority ever shares the machine with another one: an `ALONE` or `TIMED` file has beside it only the second lane's
- * processes, which under contention get about 1/70 of a core's share each (the kernel's weights of niceness 0 and 19:
- * 1024 and 15).
+ * priority ever shares the machine with another test at that priority: an `ALONE` or `TIMED` file has beside it only
+ * the second lane's processes, which under contention get about 1/70 of a core's share each (the kernel's weights of
+ * niceness 0 and 19: 1024 and 15).
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
