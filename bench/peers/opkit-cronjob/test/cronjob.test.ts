@@ -96,16 +96,21 @@ test('a CronJob with no run due yet has a Ready condition and no Job', async () 
   assert.deepEqual(await jobsOf(cj), []);
 });
 
-test('a Job it controls that runs is listed in status.active', async () => {
-  const cj = await cronJob({ schedule: '0 0 1 1 *' }, 0);
-  await decided(cj);
-  const owner = {
+/** A controller reference to `cj`, as the controller writes it on its Jobs. */
+function controllerOf(cj: CronJob) {
+  return {
     apiVersion: CronJobs.apiVersion,
     kind: 'CronJob',
     name: 'tick',
     uid: cj.metadata.uid ?? '',
     controller: true,
   };
+}
+
+test('a Job it controls that runs is listed in status.active', async () => {
+  const cj = await cronJob({ schedule: '0 0 1 1 *' }, 0);
+  await decided(cj);
+  const owner = controllerOf(cj);
   const job = await op.client.create(Jobs, {
     metadata: { name: 'by-hand', namespace: nsOf(cj), ownerReferences: [owner] },
     spec: template(true).spec as NonNullable<Job['spec']>,
@@ -148,13 +153,7 @@ test('a crash between the create and the status write: the run’s Job is found,
   await decided(cj, 'Suspended');
   // the Job an earlier reconcile created for the due run, before it could record the run in the status
   const run = latestRun(cj, 61);
-  const owner = {
-    apiVersion: CronJobs.apiVersion,
-    kind: 'CronJob',
-    name: 'tick',
-    uid: cj.metadata.uid ?? '',
-    controller: true,
-  };
+  const owner = controllerOf(cj);
   await op.client.create(Jobs, {
     ...jobFor(cj, run),
     metadata: { ...jobFor(cj, run).metadata, ownerReferences: [owner] },

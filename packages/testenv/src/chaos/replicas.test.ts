@@ -68,14 +68,14 @@ test('stop: SIGTERM and the replica drains; one that ignores it is killed after 
   );
   assert.equal(polite.running, false, 'closed: no restart');
 
-  const stubborn = replica('d', { ignoreTerm: true });
-  stubborn.start();
-  await until('its first tick', () => /tick/.test(stubborn.takeLog()));
+  const ignoresTerm = replica('d', { ignoreTerm: true });
+  ignoresTerm.start();
+  await until('its first tick', () => /tick/.test(ignoresTerm.takeLog()));
   const t0 = Date.now();
-  await stubborn.close(300);
+  await ignoresTerm.close(300);
   assert.ok(Date.now() - t0 >= 300, 'waited for the grace period');
   assert.deepEqual(
-    stubborn.exits.map((e) => [e.signal, e.caused]),
+    ignoresTerm.exits.map((e) => [e.signal, e.caused]),
     [['SIGKILL', true]],
   );
 });
