@@ -72,6 +72,9 @@ export class ApiClient {
     if (payload !== undefined) {
       headers['content-type'] =
         method === 'PATCH' ? (req.contentType ?? 'application/merge-patch+json') : 'application/json';
+      // Node frames a body of DELETE only by its length (no chunked encoding by default): without it, the body would
+      // be read as the start of the next request on the kept-alive connection
+      headers['content-length'] = String(Buffer.byteLength(payload));
     }
     if (this.#token) headers.authorization = `Bearer ${this.#token}`;
     return new Promise((resolve, reject) => {
