@@ -75,6 +75,29 @@ test('bad values name the flag or variable and what it accepts', () => {
   }
 });
 
+test('the Lease timings of leader election: flags or variables, checked together, naming the flags', () => {
+  const s = settingsFromArgs(base, ['--leader-election-lease-duration', '6s', '--leader-election-renew-deadline=4s'], {
+    LEADER_ELECTION_RETRY_PERIOD: '500ms',
+  });
+  assert.deepEqual(
+    { ...s.leaderElection },
+    { leaseDurationMs: 6_000, renewDeadlineMs: 4_000, retryPeriodMs: 500 },
+    'durations as the manager takes them',
+  );
+  assert.equal(settingsFromArgs(base, [], {}).leaderElection?.leaseDurationMs, undefined, 'the defaults when unset');
+  assert.throws(
+    () => settingsFromArgs(base, ['--leader-election-lease-duration', '4s'], {}),
+    (e) =>
+      e instanceof SettingsError &&
+      /--leader-election-lease-duration.*must be longer than renewDeadline \(10000 ms\)/.test(e.message),
+    'a lease shorter than the default renew deadline names the flags',
+  );
+  assert.throws(
+    () => settingsFromArgs(base, [], { LEADER_ELECTION_RETRY_PERIOD: 'often' }),
+    (e) => e instanceof SettingsError && /LEADER_ELECTION_RETRY_PERIOD/.test(e.message),
+  );
+});
+
 test('durations', () => {
   assert.equal(parseDuration('30s'), 30_000);
   assert.equal(parseDuration('500ms'), 500);

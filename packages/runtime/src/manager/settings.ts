@@ -12,6 +12,9 @@
  * | `--leader-elect` | `LEADER_ELECT` | `true` / `false` (default false) |
  * | `--leader-election-namespace` | `POD_NAMESPACE` | the Lease's namespace |
  * | `--leader-election-id` | `LEADER_ELECTION_ID` | the Lease's name |
+ * | `--leader-election-lease-duration` | `LEADER_ELECTION_LEASE_DURATION` | how long a Lease holds (default 15s) |
+ * | `--leader-election-renew-deadline` | `LEADER_ELECTION_RENEW_DEADLINE` | a leader stops unless renewed within it (default 10s) |
+ * | `--leader-election-retry-period` | `LEADER_ELECTION_RETRY_PERIOD` | between tries to acquire or renew (default 2s) |
  * | `--sharding` | `SHARDING` | `true` / `false` (default false): every replica reconciles its share (docs/sharding.md) |
  * | `--namespace` | `WATCH_NAMESPACE` | watch one namespace, or a comma-separated list of them (default: all) |
  * | `--max-concurrent-reconciles` | `MAX_CONCURRENT_RECONCILES` | workers per controller (default 1) |
@@ -45,6 +48,7 @@
 
 import { parseArgs } from 'node:util';
 import { parseBindAddress } from '../internal/address.ts';
+import { checkLeaseTimings, DEFAULT_LEASE_TIMINGS } from '../lease/lease.ts';
 import { createLogger, type LogLevel } from '../logger.ts';
 import {
   type Flag,
@@ -84,6 +88,12 @@ export const SETTINGS_HELP = `Manager options:
   --leader-elect                     run controllers only on the replica holding the Lease
   --leader-election-namespace NS     the Lease's namespace (default $POD_NAMESPACE, else the kubeconfig's)
   --leader-election-id NAME          the Lease's name (default <operator>-leader)
+  --leader-election-lease-duration DUR
+                                     how long a Lease holds without renewal (default 15s)
+  --leader-election-renew-deadline DUR
+                                     the leader stops leading unless it renewed within it (default 10s)
+  --leader-election-retry-period DUR
+                                     wait between tries to acquire or renew (default 2s)
   --sharding                         every replica runs the controllers, each on its share of the objects
   --namespace NS[,NS…]               watch only these namespaces (default: all)
   --max-concurrent-reconciles N      workers per controller (default 1)
@@ -105,6 +115,9 @@ const MANAGER_FLAGS = {
   'leader-elect': { type: 'boolean' },
   'leader-election-namespace': { type: 'string' },
   'leader-election-id': { type: 'string' },
+  'leader-election-lease-duration': { type: 'string' },
+  'leader-election-renew-deadline': { type: 'string' },
+  'leader-election-retry-period': { type: 'string' },
   sharding: { type: 'boolean' },
   namespace: { type: 'string' },
   'max-concurrent-reconciles': { type: 'string' },
@@ -229,6 +242,34 @@ function controllerSettings(str: ReturnType<typeof reader>['str']): {
   };
 }
 
+/** The Lease's timings: `--leader-election-lease-duration`, `-renew-deadline`, `-retry-period` (as durations). */
+function leaseTimings(str: ReturnType<typeof reader>['str']): {
+  leaseDurationMs?: number;
+  renewDeadlineMs?: number;
+  retryPeriodMs?: number;
+} {
+  const out: { leaseDurationMs?: number; renewDeadlineMs?: number; retryPeriodMs?: number } = {};
+  const timings = [
+    ['leaseDurationMs', 'lease-duration', 'LEASE_DURATION'],
+    ['renewDeadlineMs', 'renew-deadline', 'RENEW_DEADLINE'],
+    ['retryPeriodMs', 'retry-period', 'RETRY_PERIOD'],
+  ] as const;
+  for (const [key, flag, variable] of timings) {
+    const [v, from] = str(`leader-election-${flag}`, `LEADER_ELECTION_${variable}`);
+    if (v !== undefined) out[key] = parseDuration(v, from);
+  }
+  if (Object.keys(out).length === 0) return out;
+  const t = { ...DEFAULT_LEASE_TIMINGS, ...out };
+  try {
+    checkLeaseTimings('leader election', t.leaseDurationMs, t.renewDeadlineMs, t.retryPeriodMs);
+  } catch (err) {
+    throw new SettingsError(
+      `--leader-election-lease-duration, -renew-deadline, -retry-period: ${(err as Error).message.replace(/^leader election: /, '')} (defaults 15s, 10s, 2s)`,
+    );
+  }
+  return out;
+}
+
 /** `--log-level` and `--log-format` (or their variables): a logger, unless `base` has one or neither is given. */
 function logSettings(base: ManagerOptions, str: ReturnType<typeof reader>['str']): Pick<ManagerOptions, 'log'> {
   const [level, levelFrom] = str('log-level', 'LOG_LEVEL');
@@ -297,6 +338,7 @@ function managerOptions(base: ManagerOptions, parsed: ParsedFlags, env: NodeJS.P
       ...(elect !== undefined ? { enabled: elect } : {}),
       ...(leNamespace ? { namespace: leNamespace } : {}),
       ...(leId ? { leaseName: leId } : {}),
+      ...leaseTimings(str),
     },
     sharding: {
       ...base.sharding,
