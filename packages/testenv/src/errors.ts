@@ -44,7 +44,13 @@ export type TestenvErrorCode =
    * The offline validator (`@opkit/testenv/cel`) failed in its own code (a Go panic, or its runtime exited): the
    * message holds Go's words; the next `loadValidator()` loads it again. Input it refuses is `InvalidOption`.
    */
-  | 'ValidatorFailed';
+  | 'ValidatorFailed'
+  /**
+   * `@opkit/testenv/chaos` was given something it cannot run: a scenario the apiserver refuses, an invariant that
+   * throws, a project file it cannot read. The message names the file and the step; it is never reported as a
+   * violation of the operator.
+   */
+  | 'ChaosInput';
 
 /**
  * Every failure of @opkit/testenv: a stable `code`, a message that says what to do, and the underlying `cause` when

@@ -214,3 +214,24 @@ test('held watches deliver nothing until released, then every event in order (or
     watchResponse = undefined;
   });
 });
+
+test('holdWatches(which) holds only the watches it picks; the others flow', async () => {
+  await withProxy({}, async (proxy) => {
+    const lines: string[] = [];
+    proxy.holdWatches((info) => info.resource === 'configmaps');
+    const req = request(
+      `${proxy.url}/api/v1/namespaces/ns/pods?watch=true`,
+      { ca: proxy.caPem, headers: { accept: 'application/json' } },
+      (res) => res.setEncoding('utf8').on('data', (c: string) => lines.push(...c.split('\n').filter(Boolean))),
+    );
+    req.end();
+    while (watchResponse === undefined) await sleep(10);
+    const server = watchResponse;
+    server.write(`${ev('ADDED', 'p', 1)}\n`);
+    while (lines.length < 1) await sleep(10);
+    assert.match(lines[0] ?? '', /"name":"p"/, 'a pods watch flows while configmaps are held');
+    server.end();
+    proxy.releaseWatches();
+    watchResponse = undefined;
+  });
+});

@@ -6,9 +6,9 @@
  *   Many Requests (with `Retry-After`) or 500, as a contended or overloaded apiserver does, with a `Status` body.
  * - **A crash between two writes.** `onApplied(info)` is awaited once the apiserver applied a write (2xx) and before
  *   the client has the answer: a caller that kills the client there crashes it right after that write.
- * - **A stale view.** `holdWatches()` holds the events of every watch, open and new, until `releaseWatches()`; then
- *   they are delivered in order, or coalesced per object (`coalesce: true`): what a client sees that missed the
- *   states in between (an object added and deleted while held is never seen).
+ * - **A stale view.** `holdWatches()` holds the events of every watch, open and new (or of those it picks, by
+ *   resource), until `releaseWatches()`; then they are delivered in order, or coalesced per object (`coalesce: true`):
+ *   what a client sees that missed the states in between (an object added and deleted while held is never seen).
  *
  * It terminates TLS with a serving certificate of its own CA (`caPem`, for 127.0.0.1) and forwards each request over
  * TLS to the apiserver, trusting the apiserver's CA. A bearer token passes through; a client certificate cannot (give
@@ -180,7 +180,8 @@ export class ApiFaultProxy {
   #applied = 0;
   #watchEvents = 0;
   #coalescedAway = 0;
-  #holding = false;
+  /** Which watches are held now (by what they watch); none when undefined. */
+  #holding: ((info: RequestInfo) => boolean) | undefined;
   #closed = false;
 
   /** Starts a proxy on a free port of 127.0.0.1; `FaultProxyListenFailed` when it cannot listen. */
@@ -234,14 +235,17 @@ export class ApiFaultProxy {
     };
   }
 
-  /** Holds the events of every watch, open now or opened later, until `releaseWatches()`. */
-  holdWatches(): void {
-    this.#holding = true;
+  /**
+   * Holds the events of every watch, open now or opened later, until `releaseWatches()`; with `which`, only of the
+   * watches it picks (by resource, namespace, …): the others flow, as one informer can lag behind another.
+   */
+  holdWatches(which: (info: RequestInfo) => boolean = () => true): void {
+    this.#holding = which;
   }
 
   /** Delivers what the watches held, in order, or coalesced per object; later events flow again. */
   releaseWatches(options: { readonly coalesce?: boolean } = {}): void {
-    this.#holding = false;
+    this.#holding = undefined;
     for (const gate of this.#gates) this.#coalescedAway += gate.release(options.coalesce === true);
   }
 
@@ -300,7 +304,7 @@ export class ApiFaultProxy {
       response.pipe(res);
       return;
     }
-    this.#streamWatch(response, res);
+    this.#streamWatch(info, response, res);
   }
 
   /** Answers `req` itself with `answer`'s code and a `Status` body; the apiserver never sees it. */
@@ -326,13 +330,13 @@ export class ApiFaultProxy {
   }
 
   /** A watch's events, line by line through a gate that holds them while the proxy holds watches. */
-  #streamWatch(response: IncomingMessage, res: ServerResponse): void {
+  #streamWatch(info: RequestInfo, response: IncomingMessage, res: ServerResponse): void {
     const gate: WatchGate = new WatchGate(
       (line) => {
         this.#watchEvents++;
         res.write(`${line}\n`);
       },
-      () => this.#holding,
+      () => this.#holding?.(info) === true,
       () => {
         this.#gates.delete(gate);
         res.end();

@@ -8,6 +8,7 @@ import {
   type ObjectRecord,
   type OwnerReference,
   orphans,
+  ownerless,
 } from './lineage.ts';
 
 const ref = (o: ObjectRecord, controller = true): OwnerReference => ({
@@ -127,4 +128,24 @@ test('the same children, by a role the caller names (a label), where one kind pl
       'Database ns/main: 0 Database>Secret[tls] (the fault-free run made 1): a child missing',
     ],
   );
+});
+
+test('ownerless: an object whose every owner is gone, its reference removed (Orphan) or left; never one with a live owner', () => {
+  const lineage = new Lineage();
+  for (const o of [cron, job, pod]) lineage.observe(o);
+  const orphanedPod = obj('Pod', 'nightly-1-x7k2p', 'u-pod'); // the Job deleted with Orphan: its reference removed
+  const [v, ...rest] = ownerless(lineage, [cron, orphanedPod]);
+  assert.equal(rest.length, 0);
+  assert.equal(v?.invariant, 'no-orphans');
+  assert.match(v?.message ?? '', /outlived its owner Job ns\/nightly-1: it has no owner reference left/);
+  assert.match(
+    ownerless(lineage, [cron, pod])[0]?.message ?? '',
+    /which is gone, and the garbage collector has not removed it/,
+  );
+  assert.deepEqual(ownerless(lineage, [cron, job, pod]), [], 'every owner live');
+  const adopter = obj('Job', 'nightly-2', 'u-job2');
+  const adopted = obj('Pod', 'nightly-1-x7k2p', 'u-pod', [ref(adopter)]);
+  lineage.observe(adopted);
+  assert.deepEqual(ownerless(lineage, [adopter, adopted]), [], 'adopted by a live owner');
+  assert.deepEqual(ownerless(new Lineage(), [orphanedPod]), [], 'never owned, as far as the record saw');
 });

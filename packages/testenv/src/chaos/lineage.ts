@@ -126,6 +126,11 @@ export class Lineage {
     return paths;
   }
 
+  /** Every owner `uid` ever had, by uid (with the owner's kind). */
+  owners(uid: string): ReadonlyMap<string, string> {
+    return this.#seen.get(uid)?.owners ?? new Map();
+  }
+
   /** How the record describes `uid` (`Kind namespace/name`), if it saw it. */
   describe(uid: string): string | undefined {
     return this.#seen.get(uid)?.description;
@@ -162,6 +167,34 @@ export function orphans(lineage: Lineage, roots: Iterable<string>, live: Iterabl
       invariant: 'no-orphans',
       object: describeObject(o),
       message: `${describeObject(o)} (${path}) outlived its root: ${why}`,
+    });
+  }
+  return out;
+}
+
+/**
+ * The objects that lost every owner: live, once owned (by what the record saw), and no owner they name now is live.
+ * An owner deleted with propagationPolicy Orphan leaves such objects (their references removed), and so does a
+ * delete the garbage collector did not finish. Call it once the garbage collector had its time.
+ */
+export function ownerless(lineage: Lineage, live: Iterable<ObjectRecord>): LineageViolation[] {
+  const liveList = [...live];
+  const liveUids = new Set(liveList.map((o) => o.metadata?.uid));
+  const out: LineageViolation[] = [];
+  for (const o of liveList) {
+    const uid = o.metadata?.uid;
+    const ever = uid === undefined ? new Map<string, string>() : lineage.owners(uid);
+    if (ever.size === 0) continue;
+    const refs = o.metadata?.ownerReferences ?? [];
+    if (refs.some((r) => liveUids.has(r.uid)) || [...ever.keys()].some((owner) => liveUids.has(owner))) continue;
+    const was = [...ever].map(([owner, kind]) => lineage.describe(owner) ?? `${kind} ${owner}`).join(', ');
+    out.push({
+      invariant: 'no-orphans',
+      object: describeObject(o),
+      message:
+        refs.length === 0
+          ? `${describeObject(o)} outlived its owner ${was}: it has no owner reference left (deleted with propagationPolicy Orphan, or the reference was removed)`
+          : `${describeObject(o)} outlived its owner ${was}, which is gone, and the garbage collector has not removed it`,
     });
   }
   return out;

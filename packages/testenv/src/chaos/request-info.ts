@@ -14,10 +14,15 @@ export interface RequestInfo {
   readonly verb: string;
   /** `""` for the core group. */
   readonly group?: string;
+  /** The API version. */
   readonly version?: string;
+  /** The resource (plural), if the path is a resource request. */
   readonly resource?: string;
+  /** `status`, `scale`, … */
   readonly subresource?: string;
+  /** The namespace; none for a cluster-scoped object or a request across namespaces. */
   readonly namespace?: string;
+  /** The object's name; none for a list, a watch or a create. */
   readonly name?: string;
 }
 

@@ -1,0 +1,85 @@
+/**
+ * @module chaos/end-state
+ * The end state of a step, comparable across runs: each root object's `status`, with what differs between two correct
+ * runs taken out. Times (RFC 3339) become `<time>`, uids `<uid>`, the name of a live child becomes `<Kind>` (names from
+ * `generateName` differ in every run), arrays of such values are sorted, and the fields the user declares
+ * non-deterministic (dotted paths under the object, such as `status.lastScheduleTime`) are dropped.
+ *
+ * Guarantees: two statuses that differ only in those ways compare equal; any other difference is reported with the
+ * root and both values.
+ */
+import type { Manifest } from './objects.ts';
+
+/** One root's status, normalized, by `Kind name` (the trial's namespace left out). */
+export type EndState = ReadonlyMap<string, string>;
+
+const TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
+const UID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+function normalize(value: unknown, names: ReadonlyMap<string, string>): unknown {
+  if (typeof value === 'string') {
+    if (TIME.test(value)) return '<time>';
+    if (UID.test(value)) return '<uid>';
+    return names.get(value) ?? value;
+  }
+  if (Array.isArray(value)) {
+    const items = value.map((v) => normalize(v, names));
+    return items.every((v) => typeof v !== 'object' || v === null)
+      ? items
+          .map((v) => JSON.stringify(v))
+          .sort()
+          .map((v) => JSON.parse(v) as unknown)
+      : items;
+  }
+  if (typeof value === 'object' && value !== null)
+    return Object.fromEntries(
+      Object.entries(value)
+        .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+        .map(([k, v]) => [k, normalize(v, names)]),
+    );
+  return value;
+}
+
+function drop(o: Record<string, unknown>, path: readonly string[]): void {
+  const [head, ...rest] = path;
+  if (head === undefined) return;
+  if (rest.length === 0) {
+    delete o[head];
+    return;
+  }
+  const next = o[head];
+  if (typeof next === 'object' && next !== null) drop(next as Record<string, unknown>, rest);
+}
+
+/** The end state of `roots`, given the live objects (their names become kinds) and the paths to leave out. */
+export function endState(roots: readonly Manifest[], live: readonly Manifest[], ignore: readonly string[]): EndState {
+  const names = new Map(live.map((o) => [o.metadata.name ?? '', `<${o.kind}>`] as const));
+  for (const r of roots) names.delete(r.metadata.name ?? '');
+  const out = new Map<string, string>();
+  for (const root of roots) {
+    const copy = structuredClone({ status: root.status }) as Record<string, unknown>;
+    for (const path of ignore) drop(copy, path.split('.'));
+    out.set(`${root.kind} ${root.metadata.name}`, JSON.stringify(normalize(copy.status ?? null, names)));
+  }
+  return out;
+}
+
+/** A long status shortened for a message. */
+const clip = (json: string) => (json.length > 400 ? `${json.slice(0, 400)}…` : json);
+
+/** Where `trial` differs from `baseline`: one line per root. */
+export function compareEndStates(baseline: EndState, trial: EndState): { object: string; message: string }[] {
+  const out: { object: string; message: string }[] = [];
+  for (const root of new Set([...baseline.keys(), ...trial.keys()])) {
+    const [want, got] = [baseline.get(root), trial.get(root)];
+    if (want === got) continue;
+    out.push({
+      object: root,
+      message:
+        want === undefined || got === undefined
+          ? `${root}: ${got === undefined ? 'gone' : 'there'}, but ${want === undefined ? 'not there' : 'there'} in the fault-free run`
+          : `${root}: status ${clip(got)}, the fault-free run's ${clip(want)}`,
+    });
+  }
+  return out;
+}

@@ -1,0 +1,19 @@
+/**
+ * @module @opkit/testenv/chaos
+ * Find an operator's bugs before production: `runChaos` runs the operator as it ships (its CRDs, its RBAC, two
+ * replicas with leader election) on a local control plane, drives scenarios (desired states, as a user changes
+ * them), and puts one fault into each trial: a crash right after a write, a stale view and a failover, events
+ * coalesced, a pause past the Lease, 409 and 429 answers. After every step it checks invariants that need nothing from
+ * the user (it settles, one controller per object, no orphans, the same children and status as a fault-free run, only
+ * the leader writes, no crash loop) and the user's own. `opkit chaos` runs it for a project; docs/chaos.md tells how.
+ */
+export type { Fault, FaultKind } from './faults.ts';
+export { FAULT_KINDS } from './faults.ts';
+export type { Manifest, ObjectKey } from './objects.ts';
+export { type ProjectChaos, projectChaos } from './project.ts';
+export { formatReport, type ReportedViolation, reportJson, violations } from './report.ts';
+export type { RequestInfo } from './request-info.ts';
+export { type ChaosOptions, type ChaosReport, runChaos } from './run.ts';
+export { type ChaosScenario, checkScenario, EDIT_LABEL, type ScenarioStep, samplesScenario } from './scenario.ts';
+export type { OperatorCommand, OperatorWrite } from './system.ts';
+export type { ChaosInvariant, InvariantView, StepResult, TrialResult, Violation } from './trial.ts';

@@ -1,0 +1,76 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { parseTrialId, planTrials, seeded, trialId } from './plan.ts';
+
+const points = [
+  { scenario: 'samples', writesPerStep: [3, 0, 1] },
+  { scenario: 'scale', writesPerStep: [2] },
+];
+
+test('planTrials: a crash at every write point, conflict and throttle on the first and last write, one of each other kind per step', () => {
+  const trials = planTrials(points, ['crash', 'stale', 'unobserved', 'pause', 'conflict', 'throttle'], 7);
+  const ids = trials.map((t) => t.id);
+  assert.equal(new Set(ids).size, ids.length, 'ids are unique');
+  const of = (kind: string) => ids.filter((id) => id.includes(`:${kind}`)).sort();
+  assert.deepEqual(of('crash'), [
+    'samples:1:crash@1',
+    'samples:1:crash@2',
+    'samples:1:crash@3',
+    'samples:3:crash@1',
+    'scale:1:crash@1',
+    'scale:1:crash@2',
+  ]);
+  assert.deepEqual(of('conflict'), [
+    'samples:1:conflict@1',
+    'samples:1:conflict@3',
+    'samples:3:conflict@1',
+    'scale:1:conflict@1',
+    'scale:1:conflict@2',
+  ]);
+  assert.deepEqual(of('stale'), ['samples:1:stale', 'samples:3:stale', 'scale:1:stale']);
+  assert.ok(!ids.some((id) => id.startsWith('samples:2:')), 'a step without writes has no trial');
+});
+
+test('planTrials: the kinds take turns, and the same seed gives the same order', () => {
+  const kinds = ['crash', 'pause'] as const;
+  const a = planTrials(points, kinds, 42);
+  assert.deepEqual(a, planTrials(points, kinds, 42));
+  assert.deepEqual(
+    a.slice(0, 6).map((t) => t.fault.kind),
+    ['crash', 'pause', 'crash', 'pause', 'crash', 'pause'],
+  );
+  const orders = new Set(
+    [1, 2, 3, 4, 5].map((seed) =>
+      planTrials(points, ['crash'], seed)
+        .map((t) => t.id)
+        .join(),
+    ),
+  );
+  assert.ok(orders.size > 1, 'another seed, another order');
+  assert.deepEqual(
+    planTrials(points, ['throttle'], 1).map((t) => t.fault.kind),
+    ['throttle', 'throttle', 'throttle', 'throttle', 'throttle'],
+  );
+});
+
+test('trial ids round-trip; what is not one is refused', () => {
+  for (const fault of [
+    { kind: 'crash', step: 1, k: 2 },
+    { kind: 'stale', step: 0 },
+  ] as const) {
+    const id = trialId('my:scenario', fault);
+    assert.deepEqual(parseTrialId(id), { scenario: 'my:scenario', fault });
+  }
+  for (const bad of ['samples', 'samples:0:crash@1', 'samples:1:melt', 'samples:1:crash@x', 'samples:fault-free'])
+    assert.equal(parseTrialId(bad), undefined, bad);
+});
+
+test('seeded: reproducible numbers in [0, 1)', () => {
+  const a = seeded(9);
+  const b = seeded(9);
+  for (let i = 0; i < 100; i++) {
+    const x = a();
+    assert.equal(x, b());
+    assert.ok(x >= 0 && x < 1);
+  }
+});

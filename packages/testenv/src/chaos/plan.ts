@@ -1,0 +1,96 @@
+/**
+ * @module chaos/plan
+ * Which trials a chaos run makes, from what the fault-free run of each scenario showed: for each step with writes,
+ * a `crash` after every write (each write point), `conflict` and `throttle` on the first and the last write, and a
+ * `stale`, an `unobserved` and a `pause` fault. The order is seeded: each kind's trials are shuffled by the seed, then
+ * the kinds take turns (crash, stale, unobserved, pause, conflict, throttle), so a run cut short by `--trials` or the
+ * budget still tries each kind. A trial's id (`samples:2:crash@1`: scenario, step from 1, fault) names it for a replay.
+ *
+ * Guarantees: the same seed and the same write counts give the same trials in the same order; ids are unique.
+ */
+import { describeFault, FAULT_KINDS, type Fault, type FaultKind } from './faults.ts';
+
+/** One trial: a scenario run with one fault in one step. */
+export interface PlannedTrial {
+  readonly id: string;
+  readonly scenario: string;
+  readonly fault: Fault;
+}
+
+/** What the fault-free run of a scenario showed: its name and each step's count of writes. */
+export interface WritePoints {
+  readonly scenario: string;
+  readonly writesPerStep: readonly number[];
+}
+
+/** A trial's id: `scenario:step:fault`, the step counted from 1. */
+export const trialId = (scenario: string, fault: Fault): string =>
+  `${scenario}:${fault.step + 1}:${describeFault(fault)}`;
+
+/** Mulberry32: a small seeded generator, enough to shuffle trials reproducibly. */
+export function seeded(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
+  };
+}
+
+function faultsOf(kind: FaultKind, step: number, writes: number): Fault[] {
+  switch (kind) {
+    case 'crash':
+      return Array.from({ length: writes }, (_, i) => ({ kind, step, k: i + 1 }));
+    case 'conflict':
+    case 'throttle':
+      return [...new Set([1, writes])].map((k) => ({ kind, step, k }));
+    default:
+      return [{ kind, step }];
+  }
+}
+
+/** The trials of `points` for the faults `kinds`, in the seeded order of the module comment. */
+export function planTrials(points: readonly WritePoints[], kinds: readonly FaultKind[], seed: number): PlannedTrial[] {
+  const random = seeded(seed);
+  const byKind = FAULT_KINDS.filter((k) => kinds.includes(k)).map((kind) => {
+    const trials = points.flatMap((p) =>
+      p.writesPerStep.flatMap((writes, step) =>
+        writes === 0
+          ? []
+          : faultsOf(kind, step, writes).map((fault) => ({
+              id: trialId(p.scenario, fault),
+              scenario: p.scenario,
+              fault,
+            })),
+      ),
+    );
+    for (let i = trials.length - 1; i > 0; i--) {
+      const j = Math.floor(random() * (i + 1));
+      [trials[i], trials[j]] = [trials[j] as PlannedTrial, trials[i] as PlannedTrial];
+    }
+    return trials;
+  });
+  const out: PlannedTrial[] = [];
+  for (let round = 0; byKind.some((t) => t.length > round); round++)
+    for (const trials of byKind) {
+      const t = trials[round];
+      if (t !== undefined) out.push(t);
+    }
+  return out;
+}
+
+/** Parses a trial id back (`samples:2:crash@1`); undefined when it is not one. */
+export function parseTrialId(id: string): { scenario: string; fault: Fault } | undefined {
+  const m = /^(.+):(\d+):([a-z]+)(?:@(\d+))?$/.exec(id);
+  if (m === null) return undefined;
+  const [, scenario, step, kind, k] = m;
+  if (scenario === undefined || !FAULT_KINDS.includes(kind as FaultKind) || Number(step) < 1) return undefined;
+  const fault: Fault = {
+    kind: kind as FaultKind,
+    step: Number(step) - 1,
+    ...(k !== undefined ? { k: Number(k) } : {}),
+  };
+  return { scenario, fault };
+}

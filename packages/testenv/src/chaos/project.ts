@@ -1,0 +1,115 @@
+/**
+ * @module chaos/project
+ * An opkit project as a chaos run needs it (`projectChaos(dir)`): the operator's command (`node src/main.ts` in the
+ * project), its CRDs (`config/crd/bases`), its RBAC (`config/rbac/*.yaml`), its webhook configurations
+ * (`config/webhook/*.yaml`), and its scenarios and invariants: the
+ * samples (`config/samples/*.yaml`: applied, edited, deleted) and the files `test/chaos/*.ts`, each of which may
+ * export `scenarios` (an array of `{ name, steps }`), `invariants` (an array of `{ name, check }`) and `ignoreFields`
+ * (status paths that differ between correct runs). What `opkit chaos` runs, and what a test passes to `runChaos`.
+ *
+ * Guarantees: a file that does not parse or load, an export of the wrong shape and a scenario `checkScenario` refuses
+ * are a `ChaosInput` error naming the file (and the step); so is a project without CRDs or without scenarios.
+ */
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import yaml from 'js-yaml';
+import { TestenvError } from '../errors.ts';
+import type { Manifest } from './objects.ts';
+import type { ChaosOptions } from './run.ts';
+import { type ChaosScenario, checkScenario, samplesScenario } from './scenario.ts';
+import type { ChaosInvariant } from './trial.ts';
+
+/** What a project gives a chaos run. */
+export type ProjectChaos = Required<
+  Pick<ChaosOptions, 'operator' | 'crds' | 'rbac' | 'webhooks' | 'scenarios' | 'invariants' | 'ignoreFields'>
+>;
+
+const fail = (message: string) => new TestenvError('ChaosInput', message);
+
+/** The YAML files of `dir/sub`, sorted (kustomization.yaml left out); none when it does not exist. */
+async function yamlFiles(dir: string, sub: string): Promise<string[]> {
+  const names = await readdir(join(dir, sub)).catch(() => [] as string[]);
+  return names
+    .filter((n) => /\.ya?ml$/.test(n) && n !== 'kustomization.yaml')
+    .sort()
+    .map((n) => join(sub, n));
+}
+
+/** Every YAML document of the project file `file` that is an object with a kind. */
+async function manifests(dir: string, file: string): Promise<Manifest[]> {
+  try {
+    return yaml
+      .loadAll(await readFile(join(dir, file), 'utf8'))
+      .filter((d): d is Manifest => typeof d === 'object' && d !== null && 'kind' in d);
+  } catch (e) {
+    throw fail(`${file}: not YAML a chaos run can read: ${(e as Error).message.split('\n')[0]}`);
+  }
+}
+
+const list = (file: string, what: string, v: unknown): unknown[] => {
+  if (v === undefined) return [];
+  if (!Array.isArray(v)) throw fail(`${file}: export ${what} must be an array`);
+  return v;
+};
+
+/** The scenarios, invariants and ignored fields of one `test/chaos/*.ts` file, checked. */
+async function chaosFile(
+  dir: string,
+  file: string,
+  into: Pick<ProjectChaos, 'scenarios' | 'invariants' | 'ignoreFields'>,
+) {
+  let loaded: Record<string, unknown>;
+  try {
+    loaded = (await import(pathToFileURL(join(dir, file)).href)) as Record<string, unknown>;
+  } catch (e) {
+    throw fail(`${file} could not be loaded: ${(e as Error).message.split('\n')[0]}`);
+  }
+  for (const s of list(file, 'scenarios', loaded.scenarios)) {
+    checkScenario(s, file);
+    if (into.scenarios.some((other) => other.name === s.name))
+      throw fail(`${file}: a second scenario named "${s.name}" (scenario names are trial ids: make them unique)`);
+    (into.scenarios as ChaosScenario[]).push({ ...s, source: file });
+  }
+  for (const inv of list(file, 'invariants', loaded.invariants)) {
+    const { name, check } = (inv ?? {}) as Partial<ChaosInvariant>;
+    if (typeof name !== 'string' || typeof check !== 'function')
+      throw fail(`${file}: each invariant is { name: string, check(view) { return [messages] } }`);
+    (into.invariants as ChaosInvariant[]).push({ name, check });
+  }
+  for (const f of list(file, 'ignoreFields', loaded.ignoreFields)) {
+    if (typeof f !== 'string') throw fail(`${file}: ignoreFields holds dotted paths (strings), such as status.lastRun`);
+    (into.ignoreFields as string[]).push(f);
+  }
+}
+
+/** The chaos run of the opkit project in `dir` (see the module comment). */
+export async function projectChaos(dir: string): Promise<ProjectChaos> {
+  const crdDir = join('config', 'crd', 'bases');
+  if ((await yamlFiles(dir, crdDir)).length === 0)
+    throw fail(`${join(dir, crdDir)} holds no CRD: run opkit generate (and opkit create api) first`);
+  const rbac = (await Promise.all((await yamlFiles(dir, join('config', 'rbac'))).map((f) => manifests(dir, f)))).flat();
+  const webhooks = (await Promise.all((await yamlFiles(dir, join('config', 'webhook'))).map((f) => manifests(dir, f))))
+    .flat()
+    .filter((o) => o.kind === 'MutatingWebhookConfiguration' || o.kind === 'ValidatingWebhookConfiguration');
+  const sampleFiles = await yamlFiles(dir, join('config', 'samples'));
+  const samples = (await Promise.all(sampleFiles.map((f) => manifests(dir, f)))).flat();
+  const out: Pick<ProjectChaos, 'scenarios' | 'invariants' | 'ignoreFields'> = {
+    scenarios: samples.length > 0 ? [samplesScenario(samples, join('config', 'samples'))] : [],
+    invariants: [],
+    ignoreFields: [],
+  };
+  const own = (await readdir(join(dir, 'test', 'chaos')).catch(() => [] as string[]))
+    .filter((n) => n.endsWith('.ts') && !n.endsWith('.test.ts') && !n.endsWith('.d.ts'))
+    .sort();
+  for (const name of own) await chaosFile(dir, join('test', 'chaos', name), out);
+  if (out.scenarios.length === 0)
+    throw fail(`${dir}: no scenario: add a sample under config/samples/, or a scenario in test/chaos/*.ts`);
+  return {
+    operator: { command: process.execPath, args: [join(dir, 'src', 'main.ts')], cwd: dir },
+    crds: [join(dir, crdDir)],
+    rbac,
+    webhooks,
+    ...out,
+  };
+}

@@ -1,0 +1,394 @@
+/**
+ * @module chaos/system
+ * The operator under test as it runs in production, on a local control plane: its CRDs, its RBAC (the ServiceAccount,
+ * roles and bindings `opkit generate` writes), and N replicas (default 2) of its command with leader election, each
+ * authenticating as that ServiceAccount through an `ApiFaultProxy` of its own, named by `POD_NAME` (`chaos-0`, …) in
+ * `POD_NAMESPACE` (the ServiceAccount's). A supervisor (chaos/replicas) plays the kubelet. The replicas run with
+ * metrics and health probes off, a shorter Lease (5 s, renewed within 3 s, tried every 500 ms, so a failover takes
+ * seconds, not the default 15 s), and their webhooks served on a loopback port each: when the project has webhook
+ * configurations or conversion webhooks, those are pointed at a loopback Service in front of the replicas that are up
+ * (chaos/service), as a Deployment's webhook Service routes to its ready pods.
+ *
+ * It records every write a replica made (`writes`: which replica, what, when, as the proxy saw the apiserver apply
+ * it) and every holder of the leader-election Lease (`holders`, from a watch), and lets a trial put faults into the
+ * replicas' requests (`hooks`).
+ *
+ * Guarantees: `start()` resolves once the apiserver's authorizer allows what the roles grant (so a Forbidden is the
+ * operator's own) and both replicas run; `stop()` ends the replicas, the proxies and the control plane, also after a
+ * failed start.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdir } from 'node:fs/promises';
+import { connect } from 'node:net';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { createLoopbackServingPki } from '../certs.ts';
+import { type CrdInput, installCrds, loadCrds } from '../crds.ts';
+import { type Environment, start } from '../environment.ts';
+import { TestenvError } from '../errors.ts';
+import { makeKubeconfig, writeKubeconfig } from '../kubeconfig.ts';
+import { freePorts } from '../ports.ts';
+import { ApiFaultProxy, type ProxyAnswer } from './api-proxy.ts';
+import { type Manifest, Objects } from './objects.ts';
+import { Replica } from './replicas.ts';
+import type { RequestInfo } from './request-info.ts';
+import { type Endpoint, WebhookService } from './service.ts';
+
+/** How the operator runs: its command, where, and environment variables of its own. */
+export interface OperatorCommand {
+  /** The program (`process.execPath`, `npx`, …). */
+  readonly command: string;
+  /** Its arguments (`src/main.ts`). */
+  readonly args: readonly string[];
+  /** Where it runs (the project). */
+  readonly cwd: string;
+  /** Variables of its own, over this process's and under the ones the runner sets. */
+  readonly env?: Readonly<Record<string, string>>;
+}
+
+/** What `ChaosSystem.start` runs. */
+export interface SystemOptions {
+  readonly operator: OperatorCommand;
+  /** The project's CRDs (files, directories or objects, as `start({ crds })` takes). */
+  readonly crds: readonly CrdInput[];
+  /** The ServiceAccount, roles and bindings the operator runs with. */
+  readonly rbac: readonly Manifest[];
+  /** Default 2. */
+  readonly replicas?: number;
+  /**
+   * A control plane to use (its CRDs are installed as it runs, and it is left running at the end), instead of one of
+   * its own; a test that runs several operators shares one this way.
+   */
+  readonly environment?: Environment;
+  /** The operator's MutatingWebhookConfiguration and ValidatingWebhookConfiguration objects (`config/webhook`). */
+  readonly webhooks?: readonly Manifest[];
+  readonly log?: (line: string) => void;
+}
+
+/** One write a replica made that the apiserver applied. */
+export interface OperatorWrite {
+  /** Which replica (0 for `chaos-0`). */
+  readonly replica: number;
+  /** What it wrote: verb, resource, namespace, name (a create has no name: it is in the body). */
+  readonly info: RequestInfo;
+  /** ms since the epoch, when the proxy had the apiserver's answer. */
+  readonly at: number;
+}
+
+/** A holder of the Lease, as the watch saw it. */
+export interface LeaseHolder {
+  /** `chaos-0_<uuid>`; '' when released. */
+  readonly identity: string;
+  /** The replica whose `POD_NAME` the identity starts with, if any. */
+  readonly replica: number | undefined;
+  readonly at: number;
+}
+
+/** What a trial puts into the replicas' requests. */
+export interface WriteHooks {
+  /** An answer of the proxy instead of the apiserver's, for a write. */
+  answer?(replica: number, info: RequestInfo): ProxyAnswer | undefined;
+  /** Awaited after a write was applied, before the replica has the answer. */
+  applied?(replica: number, info: RequestInfo): void | Promise<void>;
+}
+
+/** Lease timings of the replicas: a failover within about 5 s. */
+export const CHAOS_LEASE = { duration: '5s', renewDeadline: '3s', retryPeriod: '500ms', durationMs: 5_000 } as const;
+
+export const replicaName = (i: number): string => `chaos-${i}`;
+
+/** The running system; see the module comment. */
+export class ChaosSystem {
+  readonly env: Environment;
+  readonly objects: Objects;
+  readonly replicas: readonly Replica[];
+  readonly proxies: readonly ApiFaultProxy[];
+  /** The operator's ServiceAccount, and the user name the apiserver knows it by. */
+  readonly serviceAccount: { readonly namespace: string; readonly name: string; readonly user: string };
+  readonly writes: OperatorWrite[] = [];
+  readonly holders: LeaseHolder[] = [];
+  hooks: WriteHooks | undefined;
+  readonly #watch = new AbortController();
+  #ownsEnvironment = true;
+  #webhooks: ServedWebhooks | undefined;
+
+  private constructor(
+    env: Environment,
+    sa: ChaosSystem['serviceAccount'],
+    replicas: readonly Replica[],
+    proxies: readonly ApiFaultProxy[],
+  ) {
+    this.env = env;
+    this.objects = new Objects(env.api);
+    this.serviceAccount = sa;
+    this.replicas = replicas;
+    this.proxies = proxies;
+  }
+
+  /** Starts the control plane, installs CRDs and RBAC, and starts the replicas; see the module comment. */
+  static async start(options: SystemOptions): Promise<ChaosSystem> {
+    const log = options.log ?? (() => {});
+    const given = options.environment;
+    const env = given ?? (await start({ crds: options.crds, nodes: 1, log }));
+    try {
+      if (given !== undefined) {
+        const settled = await installCrds(given.api, await loadCrds(options.crds), 60_000);
+        if (settled > Date.now()) await sleep(settled - Date.now());
+      }
+      const system = await ChaosSystem.#boot(env, options);
+      system.#ownsEnvironment = given === undefined;
+      return system;
+    } catch (err) {
+      if (given === undefined) await env.stop();
+      throw err;
+    }
+  }
+
+  static async #boot(env: Environment, options: SystemOptions): Promise<ChaosSystem> {
+    const objects = new Objects(env.api);
+    const sa = await installRbac(env, objects, options.rbac);
+    const { token } = await env.kubeconfigFor({ name: sa.name, namespace: sa.namespace });
+    const dir = join(env.dir, `chaos-${randomBytes(3).toString('hex')}`);
+    await mkdir(dir, { recursive: true });
+    const pki = await createLoopbackServingPki(dir);
+    const serving = { caPem: pki.ca.certPem, certPem: pki.serving.certPem, keyPem: pki.serving.keyPem };
+    const count = options.replicas ?? 2;
+    const webhookPorts = await freePorts(count);
+    const replicas: Replica[] = [];
+    const endpoints = () => replicas.map((r, i) => ({ port: webhookPorts[i] ?? 0, up: () => r.running && !r.paused }));
+    const webhooks = await serveWebhooks(env, options, endpoints);
+    const proxies: ApiFaultProxy[] = [];
+    let system: ChaosSystem | undefined;
+    for (let i = 0; i < count; i++) {
+      const proxy = await ApiFaultProxy.start({
+        target: { url: env.server, caPem: env.caPem },
+        serving,
+        answer: (info) => system?.hooks?.answer?.(i, info),
+        onApplied: (info) => system?.record(i, info),
+      });
+      proxies.push(proxy);
+      const kubeconfig = join(dir, `kubeconfig-${replicaName(i)}`);
+      const user = { user: sa.user, credentials: { kind: 'token', token } as const, namespace: sa.namespace };
+      await writeKubeconfig(
+        kubeconfig,
+        makeKubeconfig({ name: 'chaos', server: proxy.url, caPem: proxy.caPem, ...user }),
+      );
+      const certDir = webhooks?.certDir ?? dir;
+      const at = {
+        namespace: sa.namespace,
+        kubeconfig,
+        certDir,
+        webhookPort: webhookPorts[i] ?? 0,
+        webhooks: !!webhooks,
+      };
+      replicas.push(new Replica(replicaSpec(options.operator, i, at)));
+    }
+    system = new ChaosSystem(env, sa, replicas, proxies);
+    system.#webhooks = webhooks;
+    system.#watchLeases();
+    for (const r of replicas) r.start();
+    if (webhooks !== undefined) await webhooks.listening(endpoints());
+    return system;
+  }
+
+  /** Called by a proxy once the apiserver applied a write: recorded, then the trial's hook awaited. */
+  async record(replica: number, info: RequestInfo): Promise<void> {
+    this.writes.push({ replica, info, at: Date.now() });
+    await this.hooks?.applied?.(replica, info);
+  }
+
+  /** The current holder of the Lease, if it is a replica's process that runs now and is not paused. */
+  leader(): { readonly replica: number; readonly since: number } | undefined {
+    const h = this.holders.at(-1);
+    if (h?.replica === undefined) return undefined;
+    const r = this.replicas[h.replica];
+    const startedAt = r?.starts.at(-1) ?? Number.POSITIVE_INFINITY;
+    if (r === undefined || !r.running || r.paused) return undefined;
+    // the holder is this replica's current process only if the identity first appeared after the process started
+    const first = this.holders.find((x) => x.identity === h.identity)?.at ?? 0;
+    return first >= startedAt ? { replica: h.replica, since: first } : undefined;
+  }
+
+  /** Stops the replicas, the proxies, the Lease watch and the control plane (unless it was given). */
+  async stop(): Promise<void> {
+    this.#watch.abort();
+    await Promise.all(this.replicas.map((r) => r.close()));
+    await Promise.all(this.proxies.map((p) => p.close()));
+    await this.#webhooks?.stop();
+    if (this.#ownsEnvironment) await this.env.stop();
+  }
+
+  #watchLeases(): void {
+    const path = `/apis/coordination.k8s.io/v1/namespaces/${this.serviceAccount.namespace}/leases?watch=1`;
+    const observe = (identity: string) => {
+      if (this.holders.at(-1)?.identity === identity) return;
+      const replica = this.replicas.findIndex((_, i) => identity.startsWith(`${replicaName(i)}_`));
+      this.holders.push({ identity, replica: replica < 0 ? undefined : replica, at: Date.now() });
+    };
+    const loop = async () => {
+      while (!this.#watch.signal.aborted) {
+        await this.env.api
+          .watch(
+            path,
+            (e) => observe(String((e.object.spec as { holderIdentity?: string } | undefined)?.holderIdentity ?? '')),
+            { signal: this.#watch.signal, unref: true },
+          )
+          .catch(() => sleep(200));
+      }
+    };
+    void loop();
+  }
+}
+
+/** The webhooks as the replicas serve them: where their certificate is, and how to stop serving them. */
+interface ServedWebhooks {
+  readonly certDir: string;
+  /** Resolves once some replica's webhook server accepts connections (60 s at most). */
+  listening(endpoints: readonly Endpoint[]): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/**
+ * The project's webhook configurations and the conversions of its CRDs pointed at a `WebhookService` in front of the
+ * replicas (nothing when it has neither).
+ */
+async function serveWebhooks(
+  env: Environment,
+  options: SystemOptions,
+  endpoints: () => readonly Endpoint[],
+): Promise<ServedWebhooks | undefined> {
+  const conversions = (await loadCrds(options.crds))
+    .filter(
+      (c) => (c.object as { spec?: { conversion?: { strategy?: string } } }).spec?.conversion?.strategy === 'Webhook',
+    )
+    .map((c) => c.name);
+  const configurations = options.webhooks ?? [];
+  if (conversions.length === 0 && configurations.length === 0) return undefined;
+  let service: WebhookService | undefined;
+  const installed = await env.installWebhooks({
+    configurations,
+    conversions,
+    serve: async () => {
+      service = await WebhookService.start(endpoints);
+      return service.port;
+    },
+  });
+  return {
+    certDir: installed.certDir,
+    async listening(list) {
+      const deadline = Date.now() + 60_000;
+      while (!(await Promise.all(list.map((e) => accepts(e.port)))).some(Boolean)) {
+        if (Date.now() > deadline)
+          throw new TestenvError(
+            'ChaosInput',
+            `no replica serves its webhooks (on WEBHOOK_BIND_ADDRESS, with WEBHOOK_CERT_DIR) 60 s after it started, though the project has ${configurations.length > 0 ? 'webhook configurations' : 'conversion webhooks'}: does src/main.ts register them?`,
+          );
+        await sleep(200);
+      }
+    },
+    async stop() {
+      await installed.uninstall().catch(() => {});
+      await service?.close();
+    },
+  };
+}
+
+/** Whether something accepts a TCP connection on 127.0.0.1:`port`. */
+function accepts(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1');
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}
+
+/** The environment of replica `i`: leader election in the ServiceAccount's namespace, servers off or on loopback. */
+function replicaSpec(
+  op: OperatorCommand,
+  i: number,
+  at: { namespace: string; kubeconfig: string; certDir: string; webhookPort: number; webhooks: boolean },
+) {
+  return {
+    name: replicaName(i),
+    command: op.command,
+    args: op.args,
+    cwd: op.cwd,
+    env: {
+      ...op.env,
+      KUBECONFIG: at.kubeconfig,
+      POD_NAME: replicaName(i),
+      POD_NAMESPACE: at.namespace,
+      LEADER_ELECT: 'true',
+      LEADER_ELECTION_LEASE_DURATION: CHAOS_LEASE.duration,
+      LEADER_ELECTION_RENEW_DEADLINE: CHAOS_LEASE.renewDeadline,
+      LEADER_ELECTION_RETRY_PERIOD: CHAOS_LEASE.retryPeriod,
+      METRICS_BIND_ADDRESS: '0',
+      HEALTH_PROBE_BIND_ADDRESS: '0',
+      WEBHOOK_BIND_ADDRESS: `127.0.0.1:${at.webhookPort}`,
+      WEBHOOK_CERT_DIR: at.certDir,
+      // kubebuilder's switch (a scaffolded main.ts serves its webhooks unless it is false)
+      ...(at.webhooks ? { ENABLE_WEBHOOKS: 'true' } : {}),
+    },
+  };
+}
+
+/**
+ * Applies the RBAC objects (their namespaces first) and waits until the authorizer allows what each role's first rule
+ * grants; resolves to the one ServiceAccount.
+ */
+async function installRbac(env: Environment, objects: Objects, rbac: readonly Manifest[]) {
+  const accounts = rbac.filter((o) => o.kind === 'ServiceAccount');
+  const sa = accounts[0];
+  if (accounts.length !== 1 || sa?.metadata.name === undefined || sa.metadata.namespace === undefined)
+    throw new TestenvError(
+      'ChaosInput',
+      `the operator's RBAC must hold exactly one ServiceAccount with a name and namespace (config/rbac/service_account.yaml), found ${accounts.length}`,
+    );
+  const namespaces = new Set(rbac.flatMap((o) => (o.metadata.namespace ? [o.metadata.namespace] : [])));
+  for (const ns of namespaces)
+    await objects.apply({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } }, 'the RBAC');
+  for (const o of rbac) await objects.apply(o, 'the RBAC');
+  const user = `system:serviceaccount:${sa.metadata.namespace}:${sa.metadata.name}`;
+  for (const role of rbac.filter((o) => o.kind === 'Role' || o.kind === 'ClusterRole'))
+    await effective(env, user, role);
+  return { namespace: sa.metadata.namespace, name: sa.metadata.name, user };
+}
+
+interface Rule {
+  readonly apiGroups?: readonly string[];
+  readonly resources?: readonly string[];
+  readonly verbs?: readonly string[];
+}
+
+/** Waits (up to 10 s) until a SubjectAccessReview allows `user` the first rule of `role`. */
+async function effective(env: Environment, user: string, role: Manifest): Promise<void> {
+  const rule = (role.rules as readonly Rule[] | undefined)?.[0];
+  const [group, resource, verb] = [rule?.apiGroups?.[0], rule?.resources?.[0], rule?.verbs?.[0]];
+  if (group === undefined || resource === undefined || verb === undefined) return;
+  const attributes = {
+    group: group === '*' ? '' : group,
+    resource: resource === '*' ? 'pods' : resource,
+    verb: verb === '*' ? 'get' : verb,
+    ...(role.metadata.namespace ? { namespace: role.metadata.namespace } : {}),
+  };
+  for (let i = 0; i < 100; i++) {
+    const review = await env.api.must<{ status?: { allowed?: boolean } }>({
+      method: 'POST',
+      path: '/apis/authorization.k8s.io/v1/subjectaccessreviews',
+      body: {
+        apiVersion: 'authorization.k8s.io/v1',
+        kind: 'SubjectAccessReview',
+        spec: { user, resourceAttributes: attributes },
+      },
+    });
+    if (review.status?.allowed) return;
+    await sleep(100);
+  }
+  throw new TestenvError(
+    'ChaosInput',
+    `${role.kind} ${role.metadata.name}: ${user} was still not allowed to ${attributes.verb} ${attributes.resource} 10 s after the RBAC was applied (is it bound to the ServiceAccount?)`,
+  );
+}

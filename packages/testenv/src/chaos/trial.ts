@@ -1,0 +1,358 @@
+/**
+ * @module chaos/trial
+ * One run of a scenario, in a namespace of its own, with or without a fault, judged by the invariants that need
+ * nothing from the user, and the user's own. Each step: the change is made (as the user, server-side apply or
+ * delete), the fault (if this is its step) acts, and the step is judged once the operator **settled**: a replica holds
+ * the Lease and has for the settle period, the fault has been over for the settle period, and for the settle period
+ * neither the operator wrote to the trial's objects nor did anything in the namespace change (a pod's status from
+ * its node, a Job's from its controller: what the operator may still react to). After a delete, the garbage collector gets up to 20 s to remove the owner's descendants.
+ * Then:
+ * - `settles`: the operator settled within the time allowed (else: the objects it kept writing, or that no replica led;
+ *   the run ends with that step, as what follows would only repeat it);
+ * - `status-caught-up`: a status with `observedGeneration` has the object's `generation`;
+ * - `one-controller`: no object has two controller references;
+ * - `no-orphans`: no descendant outlived a root that is gone, at any depth (a Job's pods too);
+ * - `same-children`, `same-status`: the children by role, and each root's status, match the fault-free run's;
+ * - the user's invariants.
+ * Over the whole trial: `leader-only` (no replica wrote while another held the Lease, after 1 s of slack for the
+ * watch that sees the Lease), `no-crash-loop` (no replica exited by itself twice; in the fault-free run, not once).
+ *
+ * Guarantees: a step the apiserver refuses, or an invariant that throws, is a `ChaosInput` error naming the scenario's
+ * file and step, never a violation; the trial's namespace is deleted after it, whatever happened.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { TestenvError } from '../errors.ts';
+import { statusBehind } from './convergence.ts';
+import { compareEndStates, type EndState, endState } from './end-state.ts';
+import { type ArmedFault, arm, counts, type Fault } from './faults.ts';
+import {
+  type ChildShape,
+  childShape,
+  compareChildren,
+  describeObject,
+  Lineage,
+  type LineageViolation,
+  multipleControllers,
+  ownerless,
+} from './lineage.ts';
+import type { Manifest } from './objects.ts';
+import { describeRequest } from './request-info.ts';
+import { type ChaosScenario, describeStep, type ScenarioStep } from './scenario.ts';
+import type { ChaosSystem, OperatorWrite } from './system.ts';
+import { crashLoops, leaderOnly, sameObjects, unsettled } from './verdicts.ts';
+
+/** A kind the trial reads: `root` for the project's own kinds, whose children are compared. */
+export interface WatchedKind {
+  readonly apiVersion: string;
+  readonly kind: string;
+  /** Its resource (plural). */
+  readonly resource: string;
+  readonly root: boolean;
+}
+
+/** What an invariant of the user sees after a step. */
+export interface InvariantView {
+  /** The scenario's name. */
+  readonly scenario: string;
+  /** The step just judged (0-based), and whether it was the last. */
+  readonly step: number;
+  /** Whether the step was the scenario's last. */
+  readonly last: boolean;
+  /** The trial's namespace, where the scenario's namespaced objects are. */
+  readonly namespace: string;
+  /** The live objects of the watched kinds in the namespace. */
+  readonly objects: readonly Manifest[];
+  /** The operator's writes of the trial so far (`verb`, `resource`, `name`, … and when). */
+  readonly writes: readonly OperatorWrite[];
+}
+
+/** An invariant of the user's: the messages of what is wrong (none when it holds). */
+export interface ChaosInvariant {
+  /** Its name in the report (`restored-once`). */
+  readonly name: string;
+  /** The messages of what is wrong after a step (none when it holds); a throw stops the run (`ChaosInput`). */
+  check(view: InvariantView): readonly string[] | Promise<readonly string[]>;
+}
+
+/** One broken invariant. */
+export interface Violation {
+  /** Which invariant: `settles`, `same-children`, …, or the name of one of yours. */
+  readonly invariant: string;
+  /** What it was seen on (`Kind namespace/name`, a replica, a kind). */
+  readonly object?: string;
+  /** What is wrong, in words. */
+  readonly message: string;
+  /** The step after which it was seen (0-based); absent for the whole-trial invariants. */
+  readonly step?: number;
+}
+
+/** What a step did. */
+export interface StepResult {
+  /** The step in words (`apply Widget demo`). */
+  readonly description: string;
+  /** The operator's writes of the step, in order: `chaos-0 create pods ns/name`. */
+  readonly writes: readonly string[];
+  /** Each root's live descendants, counted by role. */
+  readonly shape: ChildShape;
+  /** Each root's status, normalized for comparison (chaos/end-state). */
+  readonly status: EndState;
+  /** The live objects without an owner, counted by kind (the roots' children are in `shape`). */
+  readonly unowned: ReadonlyMap<string, number>;
+}
+
+/** What a trial did and found. */
+export interface TrialResult {
+  /** `scenario:step:fault`, or `scenario:fault-free`. */
+  readonly id: string;
+  /** The scenario it ran. */
+  readonly scenario: ChaosScenario;
+  /** The namespace it ran in. */
+  readonly namespace: string;
+  /** The fault (none: a fault-free run). */
+  readonly fault?: Fault;
+  /** Whether the fault fired (its write point came). */
+  readonly fired: boolean;
+  /** What each step did, up to the last one run. */
+  readonly steps: readonly StepResult[];
+  /** What it found, in the order seen. */
+  readonly violations: readonly Violation[];
+  /** How long it took. */
+  readonly durationMs: number;
+}
+
+/** How trials run. */
+export interface TrialSettings {
+  readonly kinds: readonly WatchedKind[];
+  readonly settleMs: number;
+  readonly convergeTimeoutMs: number;
+  readonly invariants: readonly ChaosInvariant[];
+  readonly ignoreFields: readonly string[];
+}
+
+interface TrialState {
+  readonly system: ChaosSystem;
+  readonly settings: TrialSettings;
+  readonly namespace: string;
+  readonly scenario: ChaosScenario;
+  readonly baseline: TrialResult | undefined;
+  readonly lineage: Lineage;
+  readonly roots: Map<string, Manifest>;
+  /** `Kind name` of each root the scenario deleted so far. */
+  readonly deleted: Set<string>;
+  readonly violations: Violation[];
+  readonly steps: StepResult[];
+  readonly firstWrite: number;
+}
+
+/** Runs `scenario` in `namespace` with `fault` (none: the fault-free run); see the module comment. */
+export async function runTrial(
+  system: ChaosSystem,
+  settings: TrialSettings,
+  run: { id: string; scenario: ChaosScenario; namespace: string; fault?: Fault; baseline?: TrialResult },
+): Promise<TrialResult> {
+  const started = Date.now();
+  const state: TrialState = {
+    system,
+    settings,
+    namespace: run.namespace,
+    scenario: run.scenario,
+    baseline: run.baseline,
+    lineage: new Lineage(),
+    roots: new Map(),
+    deleted: new Set(),
+    violations: [],
+    steps: [],
+    firstWrite: system.writes.length,
+  };
+  const exitsBefore = system.replicas.map((r) => r.exits.length);
+  let fired = false;
+  await system.objects.apply({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: run.namespace } }, 'the trial');
+  try {
+    await waitForLeader(system, settings.convergeTimeoutMs);
+    for (const [i, step] of run.scenario.steps.entries()) {
+      const roots = new Set(settings.kinds.filter((k) => k.root).map((k) => k.resource));
+      const armed = run.fault?.step === i ? arm(system, run.fault, run.namespace, roots) : undefined;
+      const settled = await runStep(state, i, step, armed);
+      fired ||= armed?.fired === true;
+      if (!settled) break; // what follows a step that never settled would only repeat it
+    }
+  } finally {
+    system.hooks = undefined;
+    await system.objects
+      .delete({ apiVersion: 'v1', kind: 'Namespace', name: run.namespace }, 'the trial')
+      .catch(() => {});
+  }
+  state.violations.push(
+    ...leaderOnly(system, run.namespace, state.firstWrite),
+    ...crashLoops(system, exitsBefore, run.fault === undefined),
+  );
+  for (const r of system.replicas) r.takeLog(); // the output is kept per exit (its tail); the rest is let go
+  return {
+    id: run.id,
+    scenario: run.scenario,
+    namespace: run.namespace,
+    ...(run.fault ? { fault: run.fault } : {}),
+    fired,
+    steps: state.steps,
+    violations: state.violations,
+    durationMs: Date.now() - started,
+  };
+}
+
+/** The step's object, in the trial's namespace when its kind is namespaced. */
+async function inNamespace(state: TrialState, step: ScenarioStep): Promise<ScenarioStep> {
+  const o = step.apply ?? step.delete;
+  const kind = await state.system.objects.kind(o.apiVersion, o.kind);
+  if (!kind?.namespaced) return step;
+  return step.apply !== undefined
+    ? { apply: { ...step.apply, metadata: { ...step.apply.metadata, namespace: state.namespace } } }
+    : { delete: { ...step.delete, namespace: state.namespace } };
+}
+
+/** Runs and judges step `i`; resolves to whether the operator settled after it. */
+async function runStep(state: TrialState, i: number, step: ScenarioStep, armed: ArmedFault | undefined) {
+  const { system } = state;
+  const what = `${state.scenario.source ?? state.scenario.name}: scenario "${state.scenario.name}", step ${i + 1} (${describeStep(step)})`;
+  const mark = system.writes.length;
+  const started = Date.now();
+  system.hooks = armed?.hooks;
+  const placed = await inNamespace(state, step);
+  if (placed.apply !== undefined) await system.objects.apply(placed.apply, what);
+  else {
+    await system.objects.delete(placed.delete, what);
+    state.deleted.add(`${placed.delete.kind} ${placed.delete.name}`);
+  }
+  armed?.begin();
+  const settled = await settle(state, started, mark, armed);
+  armed?.end();
+  system.hooks = undefined;
+  if (!settled.ok) state.violations.push(...settled.violations.map((v) => ({ ...v, step: i })));
+  const live = await snapshot(state, step.delete !== undefined);
+  const writes = system.writes
+    .slice(mark)
+    .filter((w) => counts(w.info, state.namespace))
+    .map((w) => `chaos-${w.replica} ${describeRequest(w.info)}`);
+  await judge(state, i, live, writes, what);
+  return settled.ok;
+}
+
+/** The namespace's objects of the watched kinds, as uid@resourceVersion: it changes with any write, by anyone. */
+async function fingerprint(state: TrialState): Promise<string> {
+  const { objects } = state.system;
+  const lists = await Promise.all(state.settings.kinds.map((k) => objects.list(k.apiVersion, k.kind, state.namespace)));
+  const rv = (o: Manifest) => (o.metadata as { resourceVersion?: string }).resourceVersion;
+  return lists
+    .flat()
+    .map((o) => `${o.metadata.uid}@${rv(o)}`)
+    .sort()
+    .join(',');
+}
+
+/** Waits until the operator settled (see the module comment) or the time allowed ran out. */
+async function settle(state: TrialState, started: number, mark: number, armed: ArmedFault | undefined) {
+  const { system, settings, namespace } = state;
+  let seen = '';
+  let changed = started; // when the namespace's objects last changed, or the fault last acted
+  for (;;) {
+    const now = Date.now();
+    const current = await fingerprint(state);
+    if (current !== seen || armed?.busy === true) [seen, changed] = [current, now];
+    const last = system.writes.slice(mark).findLast((w) => counts(w.info, namespace))?.at ?? started;
+    const leader = system.leader();
+    const quietFrom = Math.max(last, changed, leader?.since ?? Number.POSITIVE_INFINITY);
+    if (leader !== undefined && armed?.busy !== true && now - quietFrom >= settings.settleMs)
+      return { ok: true, violations: [] };
+    if (now - started > settings.convergeTimeoutMs && armed?.busy !== true)
+      return {
+        ok: false,
+        violations: unsettled(
+          system,
+          { namespace, mark, now, timeoutMs: settings.convergeTimeoutMs },
+          leader === undefined,
+        ),
+      };
+    await sleep(250);
+  }
+}
+
+/** The live objects of the watched kinds; after a delete, after the garbage collector removed the orphans (≤ 20 s). */
+async function snapshot(state: TrialState, deleted: boolean): Promise<Manifest[]> {
+  const deadline = Date.now() + (deleted ? 20_000 : 0);
+  for (;;) {
+    const live = (
+      await Promise.all(
+        state.settings.kinds.map((k) => state.system.objects.list(k.apiVersion, k.kind, state.namespace)),
+      )
+    ).flat();
+    for (const o of live) state.lineage.observe(o);
+    if (Date.now() >= deadline || orphaned(state, live).length === 0) return live;
+    await sleep(250);
+  }
+}
+
+async function judge(state: TrialState, i: number, live: Manifest[], writes: string[], what: string) {
+  const rootKinds = new Set(state.settings.kinds.filter((k) => k.root).map((k) => `${k.apiVersion}/${k.kind}`));
+  const roots = live.filter((o) => rootKinds.has(`${o.apiVersion}/${o.kind}`));
+  for (const r of roots) if (r.metadata.uid) state.roots.set(r.metadata.uid, r);
+  const unowned = new Map<string, number>();
+  for (const o of live)
+    if ((o.metadata.ownerReferences ?? []).length === 0) unowned.set(o.kind, (unowned.get(o.kind) ?? 0) + 1);
+  const unplaced = roots.map(({ metadata: { namespace: _, ...metadata }, ...r }) => ({ ...r, metadata }));
+  const shape = childShape(state.lineage, unplaced, live);
+  const status = endState(roots, live, state.settings.ignoreFields);
+  const found: Omit<Violation, 'step'>[] = [
+    ...statusBehind(roots),
+    ...multipleControllers(live),
+    ...orphaned(state, live),
+  ];
+  const base = state.baseline?.steps[i];
+  if (base !== undefined) {
+    found.push(...compareChildren(base.shape, shape));
+    found.push(...compareEndStates(base.status, status).map((d) => ({ invariant: 'same-status', ...d })));
+    found.push(...sameObjects(base.unowned, unowned));
+  }
+  const last = i === state.scenario.steps.length - 1;
+  const view = {
+    scenario: state.scenario.name,
+    step: i,
+    last,
+    namespace: state.namespace,
+    objects: live,
+    writes: state.system.writes.slice(state.firstWrite),
+  };
+  for (const inv of state.settings.invariants) {
+    let messages: readonly string[];
+    try {
+      messages = await inv.check(view);
+    } catch (err) {
+      throw new TestenvError('ChaosInput', `${what}: the invariant "${inv.name}" threw: ${(err as Error).message}`, {
+        cause: err,
+      });
+    }
+    found.push(...messages.map((message) => ({ invariant: inv.name, message })));
+  }
+  // a violation is reported once, after the step that first showed it (an orphan stays one after the next steps too)
+  const known = new Set(state.violations.map((v) => `${v.invariant} ${v.object} ${v.message}`));
+  for (const v of found)
+    if (!known.has(`${v.invariant} ${v.object} ${v.message}`)) state.violations.push({ ...v, step: i });
+  const description = describeStep(state.scenario.steps[i] as ScenarioStep);
+  state.steps.push({ description, writes, shape, status, unowned });
+}
+
+/** Roots the scenario deleted that still exist, and objects that lost every owner (chaos/lineage). */
+function orphaned(state: TrialState, live: readonly Manifest[]): LineageViolation[] {
+  const stuck = live
+    .filter((o) => state.roots.has(o.metadata.uid ?? '') && state.deleted.has(`${o.kind} ${o.metadata.name}`))
+    .map((o) => ({
+      invariant: 'no-orphans' as const,
+      object: describeObject(o),
+      message: `${describeObject(o)} was deleted but still exists (finalizers: ${(o.metadata.finalizers ?? []).join(', ') || 'none'}): a finalizer that never finished?`,
+    }));
+  return [...stuck, ...ownerless(state.lineage, live)];
+}
+
+/** Waits until a replica leads (a trial starts only then); a Lease nobody takes is a violation of the next step. */
+async function waitForLeader(system: ChaosSystem, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (system.leader() === undefined && Date.now() < deadline) await sleep(100);
+}
