@@ -50,7 +50,9 @@ export type CliErrorCode =
    * An expression of a ValidatingAdmissionPolicy does not compile, or does not type-check against a kind it matches:
    * the message names the policy, the field and the expression (nothing was written).
    */
-  | 'PolicyRejected';
+  | 'PolicyRejected'
+  /** `opkit chaos`: the operator does not start (`node src/main.ts --help` fails); the message has its last lines. */
+  | 'OperatorDoesNotStart';
 
 const USAGE_CODES: ReadonlySet<CliErrorCode> = new Set(['Usage', 'UnknownCluster', 'ClusterAmbiguous']);
 

@@ -20,6 +20,7 @@ Commands:
   create webhook  add defaulting, validating or conversion webhooks for a kind
   generate     CRDs, RBAC and manifests from the code (--check for CI)
   test         the tests (node --test) on one local control plane for the whole run (npm test)
+  chaos        the operator under faults (crashes between writes, stale views, pauses): finds the bugs tests miss
   run          apply the CRDs and run the operator locally (on 127.0.0.1) against a local or the current cluster
   build        build the operator image (docker, podman or buildah)
   deploy       apply CRDs, RBAC and the Deployment (image substituted) to the cluster
@@ -61,6 +62,8 @@ export async function run(
         return await (await import('./commands/generate.ts')).generateCommand(rest, out);
       case 'test':
         return await (await import('./commands/test.ts')).testCommand(rest, out);
+      case 'chaos':
+        return await (await import('./commands/chaos.ts')).chaosCommand(rest, out);
       case 'run':
         return await (await import('./commands/run-operator.ts')).runCommand(rest, out);
       case 'build':

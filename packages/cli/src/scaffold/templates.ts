@@ -87,6 +87,8 @@ function packageJsonFile(p: Project): string {
         // refuses fail npm test before any test runs, naming the fix
         pretest: 'opkit generate --check',
         test: 'opkit test',
+        // the operator under faults (crashes between writes, stale views, pauses): docs/chaos.md
+        chaos: 'opkit chaos',
         typecheck: 'tsc --noEmit -p tsconfig.json',
       },
       dependencies: { '@opkit/runtime': OPKIT_VERSION, '@sinclair/typebox': '^0.34.52', ...TRACING_DEPENDENCIES },
@@ -202,6 +204,7 @@ A Kubernetes operator built with [opkit](https://www.npmjs.com/package/@opkit/cl
     npx opkit env up        # a local cluster (prints export KUBECONFIG=…)
     npx opkit run           # install the CRDs and run the operator against the current kubeconfig
     npm test                # generate --check (stale files, samples), then the tests on a real local control plane
+    npm run chaos           # the operator under faults: crashes between writes, stale views, pauses (5 minutes)
     npx opkit build --image registry.example.com/${p.projectName}:0.1.0 && npx opkit deploy --image …
 
 Layout: \`src/api/<version>/\` (your API types: TypeBox schemas), \`src/controllers/\` (reconcilers and the permissions
