@@ -1,21 +1,20 @@
 /**
  * @module chaos/rng
- * A seeded pseudo-random generator (mulberry32): the same seed gives the same trials, faults and fuzz bodies.
+ * A seeded pseudo-random generator (`seeded` of @opkit/testenv/chaos): the same seed gives the same trials, faults
+ * and fuzz bodies.
  */
+import { seeded } from '@opkit/testenv/chaos';
+
 export class Rng {
-  #state: number;
+  readonly #next: () => number;
 
   constructor(seed: number) {
-    this.#state = seed >>> 0;
+    this.#next = seeded(seed);
   }
 
   /** A float in [0, 1). */
   next(): number {
-    this.#state = (this.#state + 0x6d2b79f5) >>> 0;
-    let t = this.#state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    return this.#next();
   }
 
   /** An integer in [min, max]. */

@@ -9,6 +9,7 @@ import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { Client, loadConfig } from '@opkit/runtime/client';
 import { type Environment, start } from '@opkit/testenv';
+import { seeded } from '@opkit/testenv/chaos';
 import { KVStores } from '../src/api/v1alpha1/kvstore.ts';
 import { checkRestoredOnce, observeGate, prepareSnapshot } from './restore-support.ts';
 import { namespace, startOperator, storeReady } from './support.ts';
@@ -17,17 +18,6 @@ const MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
 const SEED = Number(process.env.KV_CHAOS_SEED ?? 28);
 const ROUNDS = 7;
 const STORES = 3;
-
-/** mulberry32: the same seed, the same kill times. */
-function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(s ^ (s >>> 15), s | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 let env: Environment;
 before(async () => {
@@ -48,7 +38,7 @@ async function runThenKill(kubeconfig: string, ms: number): Promise<void> {
 }
 
 test(`a restore killed at random points completes exactly once (seed ${SEED})`, { timeout: 300_000 }, async (t) => {
-  const random = rng(SEED);
+  const random = seeded(SEED); // the same seed, the same kill times
   const setup = await startOperator(env); // installs the CRDs and the operator's RBAC, and prepares the snapshot
   let ns = '';
   try {

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { seeded } from '@opkit/testenv/chaos';
 import { UsageError } from '../errors.ts';
 import { FakeClock } from './clock.ts';
 import { LOW_PRIORITY, WorkQueue, type WorkQueueMetrics } from './queue.ts';
@@ -378,22 +379,10 @@ test('unfinishedWorkSeconds and longestRunningProcessorSeconds follow the proces
   assert.equal(queue.longestRunningProcessorSeconds(), 1);
 });
 
-/** A small seeded PRNG (mulberry32), so a failing sequence can be replayed. */
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
-
 test('property: random adds, gets and dones across 4 workers never duplicate or share a key, nor lose an add', async () => {
   const keys = ['ns/a', 'ns/b', 'ns/c', 'ns/d', 'ns/e', 'ns/f'];
   for (const seed of [1, 2, 3, 42, 1234, 99_999]) {
-    const random = mulberry32(seed);
+    const random = seeded(seed); // a failing sequence can be replayed
     const pick = <T>(xs: readonly T[]): T => {
       const x = xs[Math.floor(random() * xs.length)];
       if (x === undefined) throw new Error('pick from an empty list');

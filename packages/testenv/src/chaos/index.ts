@@ -10,6 +10,7 @@
 export type { Fault, FaultKind } from './faults.ts';
 export { FAULT_KINDS } from './faults.ts';
 export type { Manifest, ObjectKey } from './objects.ts';
+export { seeded } from './plan.ts';
 export { type ProjectChaos, projectChaos } from './project.ts';
 export { formatReport, type ReportedViolation, reportJson, violations } from './report.ts';
 export type { RequestInfo } from './request-info.ts';

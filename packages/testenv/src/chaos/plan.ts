@@ -27,7 +27,7 @@ export interface WritePoints {
 export const trialId = (scenario: string, fault: Fault): string =>
   `${scenario}:${fault.step + 1}:${describeFault(fault)}`;
 
-/** Mulberry32: a small seeded generator, enough to shuffle trials reproducibly. */
+/** A seeded generator of floats in [0, 1) (mulberry32): the same seed, the same numbers, so a run can be replayed. */
 export function seeded(seed: number): () => number {
   let a = seed >>> 0;
   return () => {
