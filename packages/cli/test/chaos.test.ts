@@ -3,7 +3,7 @@
 // invariant and the command that replays it; a project that does not start is its own error, never a violation.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
@@ -81,5 +81,34 @@ test('a project whose operator does not start is refused before any control plan
     assert.doesNotMatch(r.out, /starting a control plane/);
   } finally {
     await writeFile(main, source);
+  }
+});
+
+test('bad input names the file and the step and is never a violation of the operator', {
+  timeout: 300_000,
+}, async () => {
+  const own = join(dir, 'test', 'chaos');
+  await mkdir(own, { recursive: true });
+  const file = join(own, 'scale.ts');
+  try {
+    await writeFile(file, 'export const scenarios = { name: "not an array" };\n');
+    const shape = opkit(dir, ['chaos']);
+    assert.equal(shape.code, 1, shape.out);
+    assert.match(shape.out, /opkit: test\/chaos\/scale\.ts: export scenarios must be an array/);
+    const gizmo = (replicas: unknown) =>
+      JSON.stringify({ apiVersion: 'shop.example.org/v1', kind: 'Gizmo', metadata: { name: 'g' }, spec: { replicas } });
+    await writeFile(
+      file,
+      `export const scenarios = [{ name: 'scale', steps: [{ apply: ${gizmo(1)} }, { apply: ${gizmo(-3)} }] }];\n`,
+    );
+    const refused = opkit(dir, ['chaos', '--trial', 'scale:fault-free']);
+    assert.equal(refused.code, 1, refused.out);
+    assert.match(
+      refused.out,
+      /opkit: test\/chaos\/scale\.ts: scenario "scale", step 2 \(apply Gizmo g\): the apiserver refused to apply Gizmo chaos-[0-9a-f]+-1\/g \(422\): .*spec\.replicas/,
+    );
+    assert.doesNotMatch(refused.out, /violation/);
+  } finally {
+    await rm(own, { recursive: true, force: true });
   }
 });
