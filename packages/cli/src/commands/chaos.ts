@@ -16,6 +16,7 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { parseDuration } from '@opkit/runtime/manager';
 import {
+  checkReplay,
   FAULT_KINDS,
   type FaultKind,
   formatReport,
@@ -119,6 +120,7 @@ export async function chaosCommand(argv: readonly string[], out: (line: string) 
   await readProject(dir);
   const project = await projectChaos(dir);
   const { scenarios } = project;
+  checkReplay(scenarios, o.only);
   checkLoads(dir);
   const replay = o.only.length > 0 ? ` (replaying ${o.only.join(', ')})` : '';
   out(

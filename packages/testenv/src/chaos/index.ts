@@ -14,7 +14,7 @@ export { seeded } from './plan.ts';
 export { type ProjectChaos, projectChaos } from './project.ts';
 export { formatReport, type ReportedViolation, reportJson, violations } from './report.ts';
 export type { RequestInfo } from './request-info.ts';
-export { type ChaosOptions, type ChaosReport, runChaos } from './run.ts';
+export { type ChaosOptions, type ChaosReport, checkReplay, runChaos } from './run.ts';
 export { type ChaosScenario, checkScenario, EDIT_LABEL, type ScenarioStep, samplesScenario } from './scenario.ts';
 export type { OperatorCommand, OperatorWrite } from './system.ts';
 export type { ChaosInvariant, InvariantView, StepResult, TrialResult, Violation } from './trial.ts';

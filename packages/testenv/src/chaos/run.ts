@@ -138,6 +138,7 @@ async function watchedKinds(system: ChaosSystem, crds: readonly CrdInput[], rbac
 /** Runs the operator under chaos; see the module comment. */
 export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const started = Date.now();
+  checkReplay(options.scenarios, options.only ?? []);
   const system = await ChaosSystem.start({
     operator: options.operator,
     crds: options.crds,
@@ -164,18 +165,22 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
 /** The scenario a replay id names (`samples:2:crash@1`, `samples:fault-free`). */
 const scenarioOf = (id: string) => parseTrialId(id)?.scenario ?? id.replace(/:fault-free$/, '');
 
+/** Throws `ChaosInput` for a trial id (of a replay) that names no scenario of `scenarios`. */
+export function checkReplay(scenarios: readonly ChaosScenario[], ids: readonly string[]): void {
+  for (const id of ids)
+    if (!scenarios.some((s) => s.name === scenarioOf(id)))
+      throw new TestenvError(
+        'ChaosInput',
+        `--trial ${id}: no such trial (an id is scenario:step:fault, as a report gives it; scenarios: ${scenarios.map((s) => s.name).join(', ')})`,
+      );
+}
+
 /** The fault-free runs, then the trials (see the module comment). */
 async function runAll(system: ChaosSystem, settings: TrialSettings, options: ChaosOptions, started: number) {
   const seed = options.seed ?? Date.now() % 2_147_483_647;
   const faults = options.faults ?? FAULT_KINDS;
   const progress = options.progress ?? (() => {});
   const only = options.only ?? [];
-  for (const id of only)
-    if (!options.scenarios.some((s) => s.name === scenarioOf(id)))
-      throw new TestenvError(
-        'ChaosInput',
-        `--trial ${id}: no such trial (an id is scenario:step:fault, as a report gives it; scenarios: ${options.scenarios.map((s) => s.name).join(', ')})`,
-      );
   // a namespace per run, named for this chaos run too: runs that share a control plane never meet a namespace of another
   const run = randomBytes(3).toString('hex');
   let n = 0;
