@@ -14,8 +14,9 @@
  *   proxy; the apiserver never sees it.
  *
  * Only the operator's writes of the trial's own namespace (and of cluster-scoped objects) count, never a Lease or an
- * Event. Guarantees: a fault fires at most once per trial; `done` resolves once every action it took is over (the
- * paused replica continued, the held watches released), so the runner judges a step only after its fault ended.
+ * Event. Guarantees: a fault fires at most once per trial; it is `busy` while an action it took is going on (a
+ * replica paused, watches held), so the runner judges a step only after its fault ended, and `end()` continues what
+ * is paused and releases what is held, whatever happened.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ProxyAnswer } from './api-proxy.ts';
