@@ -52,9 +52,14 @@ export const BULK_NICENESS = 19;
  */
 export const LONGEST: readonly string[] = ['packages/create-opkit/test/journey.test.ts'];
 
-/** Integration files whose assertions bound a time: the first lane's, at normal priority. */
+/**
+ * Integration files whose assertions bound a time: the first lane's, at normal priority. The chaos runs of `opkit
+ * chaos` (the planted bugs, the scaffolded project) bound a Lease's renewal to 3 s and judge a step after 2 s of quiet.
+ */
 export const TIMED: readonly string[] = [
   'operators/appservice/test/e2e.test.ts',
+  'operators/planted/test/planted.test.ts',
+  'packages/cli/test/chaos.test.ts',
   'operators/kvstore/test/chaos.test.ts',
   'operators/kvstore/test/restore.test.ts',
   'packages/cli/test/run-interrupt.test.ts',
