@@ -51,7 +51,7 @@ export type CliErrorCode =
    * the message names the policy, the field and the expression (nothing was written).
    */
   | 'PolicyRejected'
-  /** `opkit chaos`: the operator does not start (`node src/main.ts --help` fails); the message has its last lines. */
+  /** `opkit chaos`: the operator does not start (`node src/main.ts --help` fails); the message has the start of its output. */
   | 'OperatorDoesNotStart';
 
 const USAGE_CODES: ReadonlySet<CliErrorCode> = new Set(['Usage', 'UnknownCluster', 'ClusterAmbiguous']);
