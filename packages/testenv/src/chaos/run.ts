@@ -16,7 +16,7 @@
  * system is stopped when the run ends, also when it fails (a `ChaosInput` error names the file and step at fault).
  */
 import { randomBytes } from 'node:crypto';
-import { type CrdInput, loadCrds } from '../crds.ts';
+import { type CrdInput, type LoadedCrd, loadCrds } from '../crds.ts';
 import type { Environment } from '../environment.ts';
 import { TestenvError } from '../errors.ts';
 import { FAULT_KINDS, type Fault, type FaultKind } from './faults.ts';
@@ -106,14 +106,14 @@ interface Rule {
 }
 
 /** The kinds a trial reads (see the module comment). */
-async function watchedKinds(system: ChaosSystem, crds: readonly CrdInput[], rbac: readonly Manifest[]) {
+async function watchedKinds(system: ChaosSystem, crds: readonly LoadedCrd[], rbac: readonly Manifest[]) {
   const kinds: WatchedKind[] = [];
   const seen = new Set<string>();
   const add = (k: WatchedKind) => {
     if (!seen.has(`${k.apiVersion}/${k.kind}`)) kinds.push(k);
     seen.add(`${k.apiVersion}/${k.kind}`);
   };
-  for (const crd of await loadCrds(crds)) {
+  for (const crd of crds) {
     const { spec } = crd.object as {
       spec: { group: string; names: { kind: string; plural: string }; versions: { name: string; storage?: boolean }[] };
     };
@@ -139,9 +139,11 @@ async function watchedKinds(system: ChaosSystem, crds: readonly CrdInput[], rbac
 export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const started = Date.now();
   checkReplay(options.scenarios, options.only ?? []);
+  // read and checked once: the system installs them and finds their conversions, the trials read their kinds
+  const crds = await loadCrds(options.crds);
   const system = await ChaosSystem.start({
     operator: options.operator,
-    crds: options.crds,
+    crds: crds.map((c) => c.object),
     rbac: options.rbac,
     ...(options.replicas ? { replicas: options.replicas } : {}),
     ...(options.log ? { log: options.log } : {}),
@@ -150,7 +152,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   });
   try {
     const settings: TrialSettings = {
-      kinds: await watchedKinds(system, options.crds, options.rbac),
+      kinds: await watchedKinds(system, crds, options.rbac),
       settleMs: options.settleMs ?? 2_000,
       convergeTimeoutMs: options.convergeTimeoutMs ?? 30_000,
       invariants: options.invariants ?? [],

@@ -169,8 +169,8 @@ export async function runTrial(
   await system.objects.apply({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: run.namespace } }, 'the trial');
   try {
     await waitForLeader(system, settings.convergeTimeoutMs);
+    const roots = new Set(settings.kinds.filter((k) => k.root).map((k) => k.resource));
     for (const [i, step] of run.scenario.steps.entries()) {
-      const roots = new Set(settings.kinds.filter((k) => k.root).map((k) => k.resource));
       const armed = run.fault?.step === i ? arm(system, run.fault, run.namespace, roots) : undefined;
       const settled = await runStep(state, i, step, armed);
       fired ||= armed?.fired === true;
