@@ -84,6 +84,14 @@ test('the Lease timings of leader election: flags or variables, checked together
     { leaseDurationMs: 6_000, renewDeadlineMs: 4_000, retryPeriodMs: 500 },
     'durations as the manager takes them',
   );
+  const sharded = settingsFromArgs(base, ['--sharding', '--leader-election-lease-duration=6s'], {
+    LEADER_ELECTION_RENEW_DEADLINE: '4s',
+  });
+  assert.deepEqual(
+    { ...sharded.sharding },
+    { enabled: true, leaseDurationMs: 6_000, renewDeadlineMs: 4_000 },
+    'the same timings for the member Leases of a sharded operator',
+  );
   assert.equal(settingsFromArgs(base, [], {}).leaderElection?.leaseDurationMs, undefined, 'the defaults when unset');
   assert.throws(
     () => settingsFromArgs(base, ['--leader-election-lease-duration', '4s'], {}),

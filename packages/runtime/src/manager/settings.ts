@@ -12,7 +12,7 @@
  * | `--leader-elect` | `LEADER_ELECT` | `true` / `false` (default false) |
  * | `--leader-election-namespace` | `POD_NAMESPACE` | the Lease's namespace |
  * | `--leader-election-id` | `LEADER_ELECTION_ID` | the Lease's name |
- * | `--leader-election-lease-duration` | `LEADER_ELECTION_LEASE_DURATION` | how long a Lease holds (default 15s) |
+ * | `--leader-election-lease-duration` | `LEADER_ELECTION_LEASE_DURATION` | how long a Lease holds (default 15s); the three timings apply to the sharding member Leases too |
  * | `--leader-election-renew-deadline` | `LEADER_ELECTION_RENEW_DEADLINE` | a leader stops unless renewed within it (default 10s) |
  * | `--leader-election-retry-period` | `LEADER_ELECTION_RETRY_PERIOD` | between tries to acquire or renew (default 2s) |
  * | `--sharding` | `SHARDING` | `true` / `false` (default false): every replica reconciles its share (docs/sharding.md) |
@@ -95,7 +95,8 @@ export const SETTINGS_HELP = `Manager options:
   --leader-election-namespace NS     the Lease's namespace (default $POD_NAMESPACE, else the kubeconfig's)
   --leader-election-id NAME          the Lease's name (default <operator>-leader)
   --leader-election-lease-duration DUR
-                                     how long a Lease holds without renewal (default 15s)
+                                     how long a Lease holds without renewal (default 15s); these
+                                     three timings apply to the sharding member Leases too
   --leader-election-renew-deadline DUR
                                      the leader stops leading unless it renewed within it (default 10s)
   --leader-election-retry-period DUR
@@ -240,6 +241,7 @@ function managerOptions(base: ManagerOptions, parsed: ParsedFlags, env: NodeJS.P
   const [leId] = str('leader-election-id', 'LEADER_ELECTION_ID');
   const [watchNamespace] = str('namespace', 'WATCH_NAMESPACE');
   const controllers = controllerSettings(str);
+  const timings = leaseTimings(str);
   return {
     ...base,
     ...logSettings(base, str),
@@ -257,12 +259,14 @@ function managerOptions(base: ManagerOptions, parsed: ParsedFlags, env: NodeJS.P
       ...(elect !== undefined ? { enabled: elect } : {}),
       ...(leNamespace ? { namespace: leNamespace } : {}),
       ...(leId ? { leaseName: leId } : {}),
-      ...leaseTimings(str),
+      ...timings,
     },
+    // one set of Lease timings: leader election's Lease and, when sharded, each replica's member Lease
     sharding: {
       ...base.sharding,
       ...(sharding !== undefined ? { enabled: sharding } : {}),
       ...(leNamespace ? { namespace: leNamespace } : {}),
+      ...timings,
     },
     // a comma-separated list (as operator-sdk's WATCH_NAMESPACE) watches those namespaces, one watch each
     cache: { ...base.cache, ...watchNamespaces(watchNamespace) },
