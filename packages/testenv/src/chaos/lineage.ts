@@ -138,41 +138,6 @@ export class Lineage {
 }
 
 /**
- * The orphans: live objects that descend from `roots`, all of which are gone. Call it once the roots were deleted and
- * the garbage collector had its time; `live` is every object that exists now (of the kinds the operator makes).
- */
-export function orphans(lineage: Lineage, roots: Iterable<string>, live: Iterable<ObjectRecord>): LineageViolation[] {
-  const rootList = [...roots];
-  const descendants = lineage.descendants(rootList);
-  const out: LineageViolation[] = [];
-  for (const o of live) {
-    const uid = o.metadata?.uid;
-    if (uid === undefined) continue;
-    if (rootList.includes(uid)) {
-      out.push({
-        invariant: 'no-orphans',
-        object: describeObject(o),
-        message: `${describeObject(o)} was deleted but still exists (a finalizer that never finished?)`,
-      });
-      continue;
-    }
-    const path = descendants.get(uid);
-    if (path === undefined) continue;
-    const refs = o.metadata?.ownerReferences ?? [];
-    const why =
-      refs.length === 0
-        ? 'it has no owner reference left (its owner was deleted with propagationPolicy Orphan, or the reference was removed)'
-        : `its owner reference names ${refs.map((r) => `${r.kind} ${r.name}`).join(', ')}, which ${refs.length > 1 ? 'are' : 'is'} gone`;
-    out.push({
-      invariant: 'no-orphans',
-      object: describeObject(o),
-      message: `${describeObject(o)} (${path}) outlived its root: ${why}`,
-    });
-  }
-  return out;
-}
-
-/**
  * The objects that lost every owner: live, once owned (by what the record saw), and no owner they name now is live.
  * An owner deleted with propagationPolicy Orphan leaves such objects (their references removed), and so does a
  * delete the garbage collector did not finish. Call it once the garbage collector had its time.
