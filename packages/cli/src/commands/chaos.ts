@@ -1,8 +1,9 @@
 /**
  * @module commands/chaos
  * `opkit chaos`: the project's operator under faults (`runChaos` of `@opkit/testenv/chaos`), as it ships: its CRDs
- * (config/crd/bases), its RBAC (config/rbac), two replicas of `node src/main.ts` with leader election, on a local
- * control plane of its own. Scenarios and invariants: the samples and `test/chaos/*.ts` (`projectChaos`).
+ * (config/crd/bases), its RBAC (config/rbac), two replicas of `node src/main.ts` with leader election (or three
+ * sharded, with config/sharding's RBAC, when `--sharding` or the project's install says so), on a local control plane
+ * of its own. Scenarios and invariants: the samples and `test/chaos/*.ts` (`projectChaos`).
  *
  * Before anything starts, the project must load: `node src/main.ts --help` must exit 0 (a project that does not
  * build is its own error, never the operator's violation), and every scenario is checked (chaos/scenario).
@@ -29,7 +30,7 @@ import { CliError } from '../errors.ts';
 import { readProject } from '../project/project.ts';
 
 export const CHAOS_HELP = `Usage: opkit chaos [--dir DIR] [--budget DUR] [--trials N] [--seed N] [--faults LIST]
-                   [--trial ID]... [--json FILE]
+                   [--trial ID]... [--sharding] [--json FILE]
 
 Runs the operator (node src/main.ts, two replicas with leader election, its CRDs and RBAC from config/) on a local
 control plane, drives scenarios (config/samples: applied, edited, deleted; test/chaos/*.ts), and puts one fault into
@@ -44,6 +45,8 @@ Options:
   --faults LIST   comma-separated, of ${FAULT_KINDS.join(', ')} (default: all)
   --trial ID      run only this trial (an id from a report, e.g. samples:2:crash@1); repeatable
   --settle DUR    how long the operator and the namespace must be quiet to count as settled (default 2s)
+  --sharding      run three replicas sharded, with config/sharding's RBAC; each write is judged against the
+                  fence of its object's shard (default: when config/default includes ../sharding)
   --json FILE     write the report as JSON too
   --dir DIR       the project (default: the current directory)
 
@@ -74,6 +77,7 @@ function options(argv: readonly string[]) {
       faults: { type: 'string' },
       trial: { type: 'string', multiple: true },
       settle: { type: 'string', default: '2s' },
+      sharding: { type: 'boolean' },
       json: { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
@@ -106,6 +110,7 @@ function options(argv: readonly string[]) {
     faults: faults as FaultKind[] | undefined,
     only: values.trial ?? [],
     json: values.json,
+    sharding: values.sharding,
   };
 }
 
@@ -118,13 +123,13 @@ export async function chaosCommand(argv: readonly string[], out: (line: string) 
   }
   const { dir } = o;
   await readProject(dir);
-  const project = await projectChaos(dir);
+  const project = await projectChaos(dir, o.sharding !== undefined ? { sharding: o.sharding } : {});
   const { scenarios } = project;
   checkReplay(scenarios, o.only);
   checkLoads(dir);
   const replay = o.only.length > 0 ? ` (replaying ${o.only.join(', ')})` : '';
   out(
-    `▶ opkit chaos: ${scenarios.length} ${scenarios.length === 1 ? 'scenario' : 'scenarios'}${replay}; starting a control plane and two replicas`,
+    `▶ opkit chaos: ${scenarios.length} ${scenarios.length === 1 ? 'scenario' : 'scenarios'}${replay}; starting a control plane and ${project.sharding ? 'three sharded replicas' : 'two replicas'}`,
   );
   const report = await runChaos({
     ...project,

@@ -6,9 +6,12 @@
  * samples (`config/samples/*.yaml`: applied, edited, deleted) and the files `test/chaos/*.ts`, each of which may
  * export `scenarios` (an array of `{ name, steps }`), `invariants` (an array of `{ name, check }`) and `ignoreFields`
  * (status paths that differ between correct runs). What `opkit chaos` runs, and what a test passes to `runChaos`.
+ * Sharded when asked (`{ sharding: true }`) or when the project's install is (`../sharding` among the components of
+ * `config/default/kustomization.yaml`): its RBAC then adds `config/sharding/rbac.yaml`.
  *
  * Guarantees: a file that does not parse or load, an export of the wrong shape and a scenario `checkScenario` refuses
- * are a `ChaosInput` error naming the file (and the step); so is a project without CRDs or without scenarios.
+ * are a `ChaosInput` error naming the file (and the step); so is a project without CRDs or without scenarios, and a
+ * sharded run of a project without `config/sharding/rbac.yaml`.
  */
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -22,7 +25,10 @@ import type { ChaosInvariant } from './trial.ts';
 
 /** What a project gives a chaos run. */
 export type ProjectChaos = Required<
-  Pick<ChaosOptions, 'operator' | 'crds' | 'rbac' | 'webhooks' | 'scenarios' | 'invariants' | 'ignoreFields'>
+  Pick<
+    ChaosOptions,
+    'operator' | 'crds' | 'rbac' | 'webhooks' | 'scenarios' | 'invariants' | 'ignoreFields' | 'sharding'
+  >
 >;
 
 const fail = (message: string) => new TestenvError('ChaosInput', message);
@@ -83,12 +89,33 @@ async function chaosFile(
   }
 }
 
+/** Whether the project's default install runs sharded (`../sharding` among `config/default`'s components). */
+async function installedSharded(dir: string): Promise<boolean> {
+  const file = join('config', 'default', 'kustomization.yaml');
+  const [k] = await manifests(dir, file).catch(() => []);
+  const components = (k as { components?: unknown } | undefined)?.components;
+  return Array.isArray(components) && components.some((c) => typeof c === 'string' && /(^|\/)sharding\/?$/.test(c));
+}
+
+/** The RBAC of a sharded run: the project's, and config/sharding's. */
+async function shardingRbac(dir: string): Promise<Manifest[]> {
+  const file = join('config', 'sharding', 'rbac.yaml');
+  const found = await readFile(join(dir, file), 'utf8').then(
+    () => true,
+    () => false,
+  );
+  if (!found) throw fail(`${join(dir, file)} not found: a sharded chaos run needs its RBAC (run opkit generate)`);
+  return manifests(dir, file);
+}
+
 /** The chaos run of the opkit project in `dir` (see the module comment). */
-export async function projectChaos(dir: string): Promise<ProjectChaos> {
+export async function projectChaos(dir: string, options: { readonly sharding?: boolean } = {}): Promise<ProjectChaos> {
   const crdDir = join('config', 'crd', 'bases');
   if ((await yamlFiles(dir, crdDir)).length === 0)
     throw fail(`${join(dir, crdDir)} holds no CRD: run opkit generate (and opkit create api) first`);
+  const sharding = options.sharding ?? (await installedSharded(dir));
   const rbac = (await Promise.all((await yamlFiles(dir, join('config', 'rbac'))).map((f) => manifests(dir, f)))).flat();
+  if (sharding) rbac.push(...(await shardingRbac(dir)));
   const webhooks = (await Promise.all((await yamlFiles(dir, join('config', 'webhook'))).map((f) => manifests(dir, f))))
     .flat()
     .filter((o) => o.kind === 'MutatingWebhookConfiguration' || o.kind === 'ValidatingWebhookConfiguration');
@@ -110,6 +137,7 @@ export async function projectChaos(dir: string): Promise<ProjectChaos> {
     crds: [join(dir, crdDir)],
     rbac,
     webhooks,
+    sharding,
     ...out,
   };
 }

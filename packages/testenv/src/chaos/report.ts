@@ -25,8 +25,8 @@ export interface ReportedViolation extends Violation {
 }
 
 /** The command that runs that trial again (after its scenario's fault-free run), or only a fault-free run. */
-export function replayCommand(r: TrialResult, seed: number, command: string): string {
-  return `${command} --trial '${r.id}' --seed ${seed}`;
+export function replayCommand(r: TrialResult, report: Pick<ChaosReport, 'seed' | 'sharded'>, command: string): string {
+  return `${command} --trial '${r.id}' --seed ${report.seed}${report.sharded ? ' --sharding' : ''}`;
 }
 
 /** Every violation of the report, with where and how to replay. */
@@ -40,7 +40,7 @@ export function violations(report: ChaosReport, command = 'npx opkit chaos'): Re
         ...(r.fault ? { fault: `${describeFault(r.fault)} in step ${r.fault.step + 1}` } : {}),
         ...(step ? { stepDescription: step.description } : {}),
         writes: step?.writes ?? [],
-        replay: replayCommand(r, report.seed, command),
+        replay: replayCommand(r, report, command),
       };
     }),
   );
@@ -101,6 +101,7 @@ export function reportJson(report: ChaosReport, command = 'npx opkit chaos'): st
   return `${JSON.stringify(
     {
       seed: report.seed,
+      sharded: report.sharded,
       faults: report.faults,
       planned: report.planned,
       leftOut: report.leftOut,

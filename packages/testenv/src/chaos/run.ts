@@ -1,7 +1,7 @@
 /**
  * @module chaos/run
  * `runChaos`: an operator's chaos run. It starts the system under test (chaos/system: a control plane, the
- * operator's CRDs and RBAC, two replicas with leader election through fault proxies), runs each scenario once without
+ * operator's CRDs and RBAC, two replicas with leader election through fault proxies, or three sharded), runs each scenario once without
  * a fault (its **fault-free run**: the write points, the children and statuses the trials are compared with, and
  * already judged by every invariant that needs no comparison), then the trials chaos/plan makes from those write
  * points, one at a time, each in a namespace of its own, until they are done, `trials` ran or the time `budgetMs`
@@ -59,8 +59,13 @@ export interface ChaosOptions {
   readonly convergeTimeoutMs?: number;
   /** Status fields that differ between correct runs (dotted paths, `status.lastScheduleTime`). */
   readonly ignoreFields?: readonly string[];
-  /** Default 2. */
+  /** Default 2, or 3 when sharded. */
   readonly replicas?: number;
+  /**
+   * Run the operator sharded (`SHARDING=true`; the RBAC must hold config/sharding's): every replica reconciles the
+   * shards it holds, and `shard-owner-only` judges the writes against the shards' fences instead of `leader-only`.
+   */
+  readonly sharding?: boolean;
   /** A control plane to run on, left running (default: one of its own, stopped at the end). */
   readonly environment?: Environment;
   /** One line per run as it ends. */
@@ -87,6 +92,8 @@ export interface ChaosReport {
   readonly noTrials: readonly string[];
   /** The whole run, control plane included. */
   readonly durationMs: number;
+  /** Whether the operator ran sharded. */
+  readonly sharded: boolean;
 }
 
 /** Kinds the built-in controllers make of a kind an operator creates: `group/plural` → its descendants. */
@@ -146,6 +153,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     crds: crds.map((c) => c.object),
     rbac: options.rbac,
     ...(options.replicas ? { replicas: options.replicas } : {}),
+    ...(options.sharding ? { sharding: true } : {}),
     ...(options.log ? { log: options.log } : {}),
     ...(options.environment ? { environment: options.environment } : {}),
     ...(options.webhooks ? { webhooks: options.webhooks } : {}),
@@ -229,6 +237,7 @@ async function runAll(system: ChaosSystem, settings: TrialSettings, options: Cha
     leftOut,
     noTrials,
     durationMs: Date.now() - started,
+    sharded: system.sharded,
   };
 }
 

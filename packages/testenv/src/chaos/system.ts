@@ -29,10 +29,14 @@ import { TestenvError } from '../errors.ts';
 import { makeKubeconfig, writeKubeconfig } from '../kubeconfig.ts';
 import { freePorts } from '../ports.ts';
 import { ApiFaultProxy, type ProxyAnswer } from './api-proxy.ts';
+import { LeaseBook, type LeaseHolder, replicaName } from './leases.ts';
 import { type Manifest, Objects } from './objects.ts';
+import { installRbac } from './rbac.ts';
 import { Replica } from './replicas.ts';
 import type { RequestInfo } from './request-info.ts';
 import { type Endpoint, WebhookService } from './service.ts';
+
+export { type LeaseHolder, replicaName };
 
 /** How the operator runs: its command, where, and environment variables of its own. */
 export interface OperatorCommand {
@@ -53,8 +57,10 @@ export interface SystemOptions {
   readonly crds: readonly CrdInput[];
   /** The ServiceAccount, roles and bindings the operator runs with. */
   readonly rbac: readonly Manifest[];
-  /** Default 2. */
+  /** Default 2, or 3 when sharded. */
   readonly replicas?: number;
+  /** Run it sharded (`SHARDING=true`: every replica reconciles the shards it holds), as docs/sharding.md tells. */
+  readonly sharding?: boolean;
   /**
    * A control plane to use (its CRDs are installed as it runs, and it is left running at the end), instead of one of
    * its own; a test that runs several operators shares one this way.
@@ -75,15 +81,6 @@ export interface OperatorWrite {
   readonly at: number;
 }
 
-/** A holder of the Lease, as the watch saw it. */
-export interface LeaseHolder {
-  /** `chaos-0_<uuid>`; '' when released. */
-  readonly identity: string;
-  /** The replica whose `POD_NAME` the identity starts with, if any. */
-  readonly replica: number | undefined;
-  readonly at: number;
-}
-
 /** What a trial puts into the replicas' requests. */
 export interface WriteHooks {
   /** An answer of the proxy instead of the apiserver's, for a write. */
@@ -95,8 +92,6 @@ export interface WriteHooks {
 /** Lease timings of the replicas: a failover within about 5 s. */
 export const CHAOS_LEASE = { duration: '5s', renewDeadline: '3s', retryPeriod: '500ms', durationMs: 5_000 } as const;
 
-export const replicaName = (i: number): string => `chaos-${i}`;
-
 /** The running system; see the module comment. */
 export class ChaosSystem {
   readonly env: Environment;
@@ -106,7 +101,10 @@ export class ChaosSystem {
   /** The operator's ServiceAccount, and the user name the apiserver knows it by. */
   readonly serviceAccount: { readonly namespace: string; readonly name: string; readonly user: string };
   readonly writes: OperatorWrite[] = [];
-  readonly holders: LeaseHolder[] = [];
+  /** Who held the leader-election Lease and, when sharded, each shard's fence (chaos/leases). */
+  readonly leases: LeaseBook;
+  /** Whether the replicas run sharded. */
+  readonly sharded: boolean;
   hooks: WriteHooks | undefined;
   readonly #watch = new AbortController();
   #ownsEnvironment = true;
@@ -117,8 +115,11 @@ export class ChaosSystem {
     sa: ChaosSystem['serviceAccount'],
     replicas: readonly Replica[],
     proxies: readonly ApiFaultProxy[],
+    sharded: boolean,
   ) {
     this.env = env;
+    this.leases = new LeaseBook(replicas.length);
+    this.sharded = sharded;
     this.objects = new Objects(env.api);
     this.serviceAccount = sa;
     this.replicas = replicas;
@@ -152,7 +153,7 @@ export class ChaosSystem {
     await mkdir(dir, { recursive: true });
     const pki = await createLoopbackServingPki(dir);
     const serving = { caPem: pki.ca.certPem, certPem: pki.serving.certPem, keyPem: pki.serving.keyPem };
-    const count = options.replicas ?? 2;
+    const count = options.replicas ?? (options.sharding ? 3 : 2);
     const webhookPorts = await freePorts(count);
     const replicas: Replica[] = [];
     const endpoints = () => replicas.map((r, i) => ({ port: webhookPorts[i] ?? 0, up: () => r.running && !r.paused }));
@@ -180,10 +181,11 @@ export class ChaosSystem {
         certDir,
         webhookPort: webhookPorts[i] ?? 0,
         webhooks: !!webhooks,
+        sharding: options.sharding === true,
       };
       replicas.push(new Replica(replicaSpec(options.operator, i, at)));
     }
-    system = new ChaosSystem(env, sa, replicas, proxies);
+    system = new ChaosSystem(env, sa, replicas, proxies, options.sharding === true);
     system.#webhooks = webhooks;
     system.#watchLeases();
     for (const r of replicas) r.start();
@@ -197,16 +199,45 @@ export class ChaosSystem {
     await this.hooks?.applied?.(replica, info);
   }
 
+  /** The leader-election Lease's holders, in order. */
+  get holders(): readonly LeaseHolder[] {
+    return this.leases.leader;
+  }
+
   /** The current holder of the Lease, if it is a replica's process that runs now and is not paused. */
   leader(): { readonly replica: number; readonly since: number } | undefined {
     const h = this.holders.at(-1);
-    if (h?.replica === undefined) return undefined;
+    return h === undefined ? undefined : this.#live(h);
+  }
+
+  /**
+   * Whether the operator is in charge: unsharded, a replica leads (`leader()`); sharded, every shard's fence is held by
+   * a replica's process that runs now and is not paused. `since`: when that last changed.
+   */
+  inCharge(): { readonly since: number } | undefined {
+    if (!this.sharded) return this.leader();
+    const fences = [...this.leases.fences.values()];
+    let since = 0;
+    for (const history of fences) {
+      const h = history.at(-1);
+      if (h === undefined || this.#live(h) === undefined) return undefined;
+      since = Math.max(since, h.at);
+    }
+    return fences.length > 0 ? { since } : undefined;
+  }
+
+  /** `h` as the replica's process that runs now (its identity first seen after the process started), if it is. */
+  #live(h: LeaseHolder): { readonly replica: number; readonly since: number } | undefined {
+    if (h.replica === undefined) return undefined;
     const r = this.replicas[h.replica];
-    const startedAt = r?.starts.at(-1) ?? Number.POSITIVE_INFINITY;
     if (r === undefined || !r.running || r.paused) return undefined;
-    // the holder is this replica's current process only if the identity first appeared after the process started
-    const first = this.holders.find((x) => x.identity === h.identity)?.at ?? 0;
-    return first >= startedAt ? { replica: h.replica, since: first } : undefined;
+    const first = this.leases.firstSeen(h.identity);
+    return first >= (r.starts.at(-1) ?? Number.POSITIVE_INFINITY) ? { replica: h.replica, since: first } : undefined;
+  }
+
+  /** The loopback Service in front of the replicas' webhook servers, when the project has webhooks. */
+  get webhookService(): WebhookService | undefined {
+    return this.#webhooks?.service;
   }
 
   /** Stops the replicas, the proxies, the Lease watch and the control plane (unless it was given). */
@@ -220,19 +251,18 @@ export class ChaosSystem {
 
   #watchLeases(): void {
     const path = `/apis/coordination.k8s.io/v1/namespaces/${this.serviceAccount.namespace}/leases?watch=1`;
-    const observe = (identity: string) => {
-      if (this.holders.at(-1)?.identity === identity) return;
-      const replica = this.replicas.findIndex((_, i) => identity.startsWith(`${replicaName(i)}_`));
-      this.holders.push({ identity, replica: replica < 0 ? undefined : replica, at: Date.now() });
+    const observe = (o: { metadata?: { name?: string; labels?: Record<string, string> }; spec?: unknown }) => {
+      const name = o.metadata?.name ?? '';
+      const holder = String((o.spec as { holderIdentity?: string } | undefined)?.holderIdentity ?? '');
+      this.leases.observe({ name, labels: o.metadata?.labels ?? {}, holder }, Date.now());
     };
     const loop = async () => {
       while (!this.#watch.signal.aborted) {
         await this.env.api
-          .watch(
-            path,
-            (e) => observe(String((e.object.spec as { holderIdentity?: string } | undefined)?.holderIdentity ?? '')),
-            { signal: this.#watch.signal, unref: true },
-          )
+          .watch(path, (e) => observe(e.object as Parameters<typeof observe>[0]), {
+            signal: this.#watch.signal,
+            unref: true,
+          })
           .catch(() => sleep(200));
       }
     };
@@ -243,6 +273,8 @@ export class ChaosSystem {
 /** The webhooks as the replicas serve them: where their certificate is, and how to stop serving them. */
 interface ServedWebhooks {
   readonly certDir: string;
+  /** The Service (set once the apiserver's webhooks were installed). */
+  readonly service: WebhookService | undefined;
   /** Resolves once some replica's webhook server accepts connections (60 s at most). */
   listening(endpoints: readonly Endpoint[]): Promise<void>;
   stop(): Promise<void>;
@@ -275,6 +307,9 @@ async function serveWebhooks(
   });
   return {
     certDir: installed.certDir,
+    get service() {
+      return service;
+    },
     async listening(list) {
       const deadline = Date.now() + 60_000;
       while (!(await Promise.all(list.map((e) => accepts(e.port)))).some(Boolean)) {
@@ -309,7 +344,14 @@ function accepts(port: number): Promise<boolean> {
 function replicaSpec(
   op: OperatorCommand,
   i: number,
-  at: { namespace: string; kubeconfig: string; certDir: string; webhookPort: number; webhooks: boolean },
+  at: {
+    namespace: string;
+    kubeconfig: string;
+    certDir: string;
+    webhookPort: number;
+    webhooks: boolean;
+    sharding: boolean;
+  },
 ) {
   return {
     name: replicaName(i),
@@ -331,64 +373,8 @@ function replicaSpec(
       WEBHOOK_CERT_DIR: at.certDir,
       // kubebuilder's switch (a scaffolded main.ts serves its webhooks unless it is false)
       ...(at.webhooks ? { ENABLE_WEBHOOKS: 'true' } : {}),
+      // the Lease timings above are the member Leases' too: shards move within about 5 s
+      ...(at.sharding ? { SHARDING: 'true' } : {}),
     },
   };
-}
-
-/**
- * Applies the RBAC objects (their namespaces first) and waits until the authorizer allows what each role's first rule
- * grants; resolves to the one ServiceAccount.
- */
-async function installRbac(env: Environment, objects: Objects, rbac: readonly Manifest[]) {
-  const accounts = rbac.filter((o) => o.kind === 'ServiceAccount');
-  const sa = accounts[0];
-  if (accounts.length !== 1 || sa?.metadata.name === undefined || sa.metadata.namespace === undefined)
-    throw new TestenvError(
-      'ChaosInput',
-      `the operator's RBAC must hold exactly one ServiceAccount with a name and namespace (config/rbac/service_account.yaml), found ${accounts.length}`,
-    );
-  const namespaces = new Set(rbac.flatMap((o) => (o.metadata.namespace ? [o.metadata.namespace] : [])));
-  for (const ns of namespaces)
-    await objects.apply({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } }, 'the RBAC');
-  for (const o of rbac) await objects.apply(o, 'the RBAC');
-  const user = `system:serviceaccount:${sa.metadata.namespace}:${sa.metadata.name}`;
-  for (const role of rbac.filter((o) => o.kind === 'Role' || o.kind === 'ClusterRole'))
-    await effective(env, user, role);
-  return { namespace: sa.metadata.namespace, name: sa.metadata.name, user };
-}
-
-interface Rule {
-  readonly apiGroups?: readonly string[];
-  readonly resources?: readonly string[];
-  readonly verbs?: readonly string[];
-}
-
-/** Waits (up to 10 s) until a SubjectAccessReview allows `user` the first rule of `role`. */
-async function effective(env: Environment, user: string, role: Manifest): Promise<void> {
-  const rule = (role.rules as readonly Rule[] | undefined)?.[0];
-  const [group, resource, verb] = [rule?.apiGroups?.[0], rule?.resources?.[0], rule?.verbs?.[0]];
-  if (group === undefined || resource === undefined || verb === undefined) return;
-  const attributes = {
-    group: group === '*' ? '' : group,
-    resource: resource === '*' ? 'pods' : resource,
-    verb: verb === '*' ? 'get' : verb,
-    ...(role.metadata.namespace ? { namespace: role.metadata.namespace } : {}),
-  };
-  for (let i = 0; i < 100; i++) {
-    const review = await env.api.must<{ status?: { allowed?: boolean } }>({
-      method: 'POST',
-      path: '/apis/authorization.k8s.io/v1/subjectaccessreviews',
-      body: {
-        apiVersion: 'authorization.k8s.io/v1',
-        kind: 'SubjectAccessReview',
-        spec: { user, resourceAttributes: attributes },
-      },
-    });
-    if (review.status?.allowed) return;
-    await sleep(100);
-  }
-  throw new TestenvError(
-    'ChaosInput',
-    `${role.kind} ${role.metadata.name}: ${user} was still not allowed to ${attributes.verb} ${attributes.resource} 10 s after the RBAC was applied (is it bound to the ServiceAccount?)`,
-  );
 }

@@ -3,19 +3,21 @@
  * One run of a scenario, in a namespace of its own, with or without a fault, judged by the invariants that need
  * nothing from the user, and the user's own. Each step: the change is made (as the user, server-side apply or
  * delete), the fault (if this is its step) acts, and the step is judged once the operator **settled**: a replica holds
- * the Lease and has for the settle period, the fault has been over for the settle period, and for the settle period
+ * the Lease (sharded: every shard's fence is held by a running replica) and has for the settle period, the fault has been over for the settle period, and for the settle period
  * neither the operator wrote to the trial's objects nor did anything in the namespace change (a pod's status from
  * its node, a Job's from its controller: what the operator may still react to). After a delete, the garbage collector gets up to 20 s to remove the owner's descendants.
  * Then:
  * - `settles`: the operator settled within the time allowed (else: the objects it kept writing, or that no replica led;
  *   the run ends with that step, as what follows would only repeat it);
+ * - `bounded-events`: in the window it was judged quiet in, the operator did not keep recording Events (5 or more);
  * - `status-caught-up`: a status with `observedGeneration` has the object's `generation`;
  * - `one-controller`: no object has two controller references;
  * - `no-orphans`: no descendant outlived a root that is gone, at any depth (a Job's pods too);
  * - `same-children`, `same-status`: the children by role, and each root's status, match the fault-free run's;
  * - the user's invariants.
  * Over the whole trial: `leader-only` (no replica wrote while another held the Lease, after 1 s of slack for the
- * watch that sees the Lease), `no-crash-loop` (no replica exited by itself twice; in the fault-free run, not once).
+ * watch that sees the Lease; sharded, `shard-owner-only`: no replica wrote to an object while another held the fence
+ * of its shard), `no-crash-loop` (no replica exited by itself twice; in the fault-free run, not once).
  *
  * Guarantees: a step the apiserver refuses, or an invariant that throws, is a `ChaosInput` error naming the scenario's
  * file and step, never a violation; the trial's namespace is deleted after it, whatever happened.
@@ -39,7 +41,7 @@ import type { Manifest } from './objects.ts';
 import { describeRequest } from './request-info.ts';
 import { type ChaosScenario, describeStep, type ScenarioStep } from './scenario.ts';
 import type { ChaosSystem, OperatorWrite } from './system.ts';
-import { crashLoops, leaderOnly, sameObjects, unsettled } from './verdicts.ts';
+import { crashLoops, eventsWhileQuiet, leaderOnly, sameObjects, shardOwnerOnly, unsettled } from './verdicts.ts';
 
 /** A kind the trial reads: `root` for the project's own kinds, whose children are compared. */
 export interface WatchedKind {
@@ -142,6 +144,8 @@ interface TrialState {
   readonly violations: Violation[];
   readonly steps: StepResult[];
   readonly firstWrite: number;
+  /** Each object's shard (`resource/name` → its `opkit.dev/shard` label), as seen in the steps' objects. */
+  readonly shards: Map<string, number>;
 }
 
 /** Runs `scenario` in `namespace` with `fault` (none: the fault-free run); see the module comment. */
@@ -163,6 +167,7 @@ export async function runTrial(
     violations: [],
     steps: [],
     firstWrite: system.writes.length,
+    shards: new Map(),
   };
   const exitsBefore = system.replicas.map((r) => r.exits.length);
   let fired = false;
@@ -183,7 +188,9 @@ export async function runTrial(
       .catch(() => {});
   }
   state.violations.push(
-    ...leaderOnly(system, run.namespace, state.firstWrite),
+    ...(system.sharded
+      ? shardOwnerOnly(system, run.namespace, state.firstWrite, state.shards)
+      : leaderOnly(system, run.namespace, state.firstWrite)),
     ...crashLoops(system, exitsBefore, run.fault === undefined),
   );
   for (const r of system.replicas) r.takeLog(); // the output is kept per exit (its tail); the rest is let go
@@ -226,7 +233,7 @@ async function runStep(state: TrialState, i: number, step: ScenarioStep, armed: 
   const settled = await settle(state, started, mark, armed);
   armed?.end();
   system.hooks = undefined;
-  if (!settled.ok) state.violations.push(...settled.violations.map((v) => ({ ...v, step: i })));
+  state.violations.push(...settled.violations.map((v) => ({ ...v, step: i })));
   const live = await snapshot(state, step.delete !== undefined);
   const writes = system.writes
     .slice(mark)
@@ -258,10 +265,10 @@ async function settle(state: TrialState, started: number, mark: number, armed: A
     const current = await fingerprint(state);
     if (current !== seen || armed?.busy === true) [seen, changed] = [current, now];
     const last = system.writes.slice(mark).findLast((w) => counts(w.info, namespace))?.at ?? started;
-    const leader = system.leader();
+    const leader = system.inCharge();
     const quietFrom = Math.max(last, changed, leader?.since ?? Number.POSITIVE_INFINITY);
     if (leader !== undefined && armed?.busy !== true && now - quietFrom >= settings.settleMs)
-      return { ok: true, violations: [] };
+      return { ok: true, violations: eventsWhileQuiet(system, namespace, { from: quietFrom, to: now }) };
     if (now - started > settings.convergeTimeoutMs && armed?.busy !== true)
       return {
         ok: false,
@@ -292,6 +299,7 @@ async function snapshot(state: TrialState, deleted: boolean): Promise<Manifest[]
 
 async function judge(state: TrialState, i: number, live: Manifest[], writes: string[], what: string) {
   const rootKinds = new Set(state.settings.kinds.filter((k) => k.root).map((k) => `${k.apiVersion}/${k.kind}`));
+  if (state.system.sharded) noteShards(state, live);
   const roots = live.filter((o) => rootKinds.has(`${o.apiVersion}/${o.kind}`));
   for (const r of roots) if (r.metadata.uid) state.roots.set(r.metadata.uid, r);
   const unowned = new Map<string, number>();
@@ -339,6 +347,20 @@ async function judge(state: TrialState, i: number, live: Manifest[], writes: str
   state.steps.push({ description, writes, shape, status, unowned });
 }
 
+/** Records the shard label of each object in `live`, by `resource/name`, for `shard-owner-only`. */
+function noteShards(state: TrialState, live: readonly Manifest[]): void {
+  const resources = new Map(state.settings.kinds.map((k) => [`${k.apiVersion}/${k.kind}`, k.resource]));
+  for (const o of live) {
+    const shard = (o.metadata.labels as Record<string, string> | undefined)?.[SHARD_LABEL];
+    const resource = resources.get(`${o.apiVersion}/${o.kind}`);
+    if (shard !== undefined && /^\d+$/.test(shard) && resource !== undefined)
+      state.shards.set(`${resource}/${o.metadata.name}`, Number(shard));
+  }
+}
+
+/** The label a sharded operator puts on each object: its shard (docs/sharding.md). */
+const SHARD_LABEL = 'opkit.dev/shard';
+
 /** Roots the scenario deleted that still exist, and objects that lost every owner (chaos/lineage). */
 function orphaned(state: TrialState, live: readonly Manifest[]): LineageViolation[] {
   const stuck = live
@@ -354,5 +376,5 @@ function orphaned(state: TrialState, live: readonly Manifest[]): LineageViolatio
 /** Waits until a replica leads (a trial starts only then); a Lease nobody takes is a violation of the next step. */
 async function waitForLeader(system: ChaosSystem, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  while (system.leader() === undefined && Date.now() < deadline) await sleep(100);
+  while (system.inCharge() === undefined && Date.now() < deadline) await sleep(100);
 }

@@ -2,15 +2,16 @@
  * @module chaos/verdicts
  * The invariants a trial judges from its records rather than from the objects: why a step did not settle (the objects
  * the operator kept writing), `same-objects` (the objects without an owner, counted by kind), `leader-only` (the
- * writes against the Lease's holders) and `no-crash-loop` (the replicas' own exits).
+ * writes against the Lease's holders), `shard-owner-only` (a sharded operator's writes against its shards' fences) and `no-crash-loop` (the replicas' own exits).
  *
  * Guarantees: each verdict names the object, the replica or the kind, and says what was seen and what was expected.
  */
 import type { AuditEvent } from '../audit-log.ts';
 import { type ConvergenceViolation, writesWhileSettled } from './convergence.ts';
 import { counts } from './faults.ts';
+import { LeaseBook, replicaName } from './leases.ts';
 import { describeRequest } from './request-info.ts';
-import type { ChaosSystem } from './system.ts';
+import type { ChaosSystem, OperatorWrite } from './system.ts';
 import type { Violation } from './trial.ts';
 
 /** Why a step did not settle: the objects written in its last 10 s, or that no replica led. */
@@ -42,9 +43,11 @@ export function unsettled(
   return [
     {
       invariant: 'settles',
-      object: leaderless ? 'the Lease' : 'the operator',
+      object: leaderless ? (system.sharded ? "the shards' fences" : 'the Lease') : 'the operator',
       message: leaderless
-        ? `no replica held the Lease (or its holder was not running) for ${seconds} s`
+        ? system.sharded
+          ? `some shard's fence Lease was not held by a running replica for ${seconds} s`
+          : `no replica held the Lease (or its holder was not running) for ${seconds} s`
         : `the operator did not settle within ${seconds} s`,
     },
   ];
@@ -65,26 +68,68 @@ export function sameObjects(baseline: ReadonlyMap<string, number>, trial: Readon
  * after the write (slack for the watch that sees the Lease).
  */
 export function leaderOnly(system: ChaosSystem, namespace: string, firstWrite: number): Violation[] {
-  const out: Violation[] = [];
-  for (const w of system.writes.slice(firstWrite)) {
-    if (!counts(w.info, namespace)) continue;
+  return system.writes.slice(firstWrite).flatMap((w) => {
+    if (!counts(w.info, namespace)) return [];
     const started = system.replicas[w.replica]?.starts.findLast((s) => s <= w.at) ?? 0;
-    const from = w.at - 1_000;
-    const before = system.holders.findLast((h) => h.at <= from);
-    // the watch sees a takeover a moment after it: a holder seen up to 1 s after the write counts too
-    const during = system.holders.filter((h) => h.at > from && h.at <= w.at + 1_000);
-    const held = [...(before ? [before] : []), ...during].some((h) => {
-      const first = system.holders.find((x) => x.identity === h.identity)?.at ?? 0;
-      return h.replica === w.replica && first >= started;
-    });
-    if (!held)
-      out.push({
-        invariant: 'leader-only',
-        object: `chaos-${w.replica}`,
-        message: `chaos-${w.replica} wrote (${describeRequest(w.info)}) at ${new Date(w.at).toISOString()} while it did not hold the Lease (${before?.identity || 'nobody'} did)`,
-      });
-  }
-  return out;
+    if (system.leases.heldBy(system.holders, w.replica, started, w.at, 1_000)) return [];
+    const then = LeaseBook.holderAt(system.holders, w.at - 1_000)?.identity || 'nobody';
+    return [unfenced(w, `while it did not hold the Lease (${then} did)`, 'leader-only')];
+  });
+}
+
+/**
+ * Sharded: writes of the trial by a replica whose process did not hold the fence of the object's shard then (within
+ * 1 s, as for `leaderOnly`). `shardOf` gives an object's shard from its label (`resource/name` → shard); a write it
+ * cannot place (a create by `generateName`, an object never seen with its label) is not judged.
+ */
+export function shardOwnerOnly(
+  system: ChaosSystem,
+  namespace: string,
+  firstWrite: number,
+  shardOf: ReadonlyMap<string, number>,
+): Violation[] {
+  return system.writes.slice(firstWrite).flatMap((w) => {
+    if (!counts(w.info, namespace) || w.info.name === undefined) return [];
+    const shard = shardOf.get(`${w.info.resource}/${w.info.name}`);
+    if (shard === undefined) return [];
+    const fence = system.leases.fences.get(shard) ?? [];
+    const started = system.replicas[w.replica]?.starts.findLast((s) => s <= w.at) ?? 0;
+    if (system.leases.heldBy(fence, w.replica, started, w.at, 1_000)) return [];
+    const then = LeaseBook.holderAt(fence, w.at - 1_000)?.identity || 'nobody';
+    return [unfenced(w, `while it did not hold the fence of shard ${shard} (${then} did)`, 'shard-owner-only')];
+  });
+}
+
+const unfenced = (w: OperatorWrite, why: string, invariant: string): Violation => ({
+  invariant,
+  object: replicaName(w.replica),
+  message: `${replicaName(w.replica)} wrote (${describeRequest(w.info)}) at ${new Date(w.at).toISOString()} ${why}`,
+});
+
+/** How many Event writes in one settle window make a loop rather than the Events of the reconcile that just ended. */
+export const EVENTS_WHILE_QUIET = 5;
+
+/**
+ * `bounded-events`: the operator kept recording Events about the trial's objects while nothing else changed (the
+ * window the step was judged quiet in): an Event on every pass of a reconcile that never stops, which fills etcd.
+ */
+export function eventsWhileQuiet(
+  system: ChaosSystem,
+  namespace: string,
+  window: { readonly from: number; readonly to: number },
+): Violation[] {
+  const events = system.writes.filter(
+    (w) => w.info.resource === 'events' && w.info.namespace === namespace && w.at > window.from && w.at <= window.to,
+  );
+  if (events.length < EVENTS_WHILE_QUIET) return [];
+  const seconds = ((window.to - window.from) / 1000).toFixed(1);
+  return [
+    {
+      invariant: 'bounded-events',
+      object: 'Events',
+      message: `the operator wrote ${events.length} Events in the ${seconds} s its objects were quiet (${[...new Set(events.map((w) => replicaName(w.replica)))].join(', ')}): an Event on every pass of a reconcile that keeps running?`,
+    },
+  ];
 }
 
 /** Replicas that exited by themselves: twice in a trial, or once in the fault-free run. */
