@@ -5,7 +5,14 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { type Environment, start } from '@opkit/testenv';
-import { type ChaosReport, type ProjectChaos, projectChaos, runChaos, violations } from '@opkit/testenv/chaos';
+import {
+  type ChaosReport,
+  type ChaosScenario,
+  type ProjectChaos,
+  projectChaos,
+  runChaos,
+  violations,
+} from '@opkit/testenv/chaos';
 
 const DIR = fileURLToPath(new URL('..', import.meta.url));
 
@@ -33,6 +40,7 @@ after(async () => {
 function run(bug: string, fixed: boolean, ...trials: string[]): Promise<ChaosReport> {
   return runChaos({
     ...project,
+    sharding: false,
     operator: { ...project.operator, env: { PLANTED_BUG: bug, PLANTED_FIXED: String(fixed) } },
     environment: env,
     only: trials,
@@ -61,4 +69,41 @@ describe('the planted bugs: each caught by the generic invariants, each fix pass
       );
     });
   }
+});
+
+/** Six Widgets, so that with three replicas some are in shards that different replicas hold; then one deleted. */
+const SPREAD: ChaosScenario = {
+  name: 'spread',
+  steps: [
+    ...['a', 'b', 'c', 'd', 'e', 'f'].map((n) => ({
+      apply: { apiVersion: 'planted.example.com/v1', kind: 'Widget', metadata: { name: n }, spec: { replicas: 1 } },
+    })),
+    { delete: { apiVersion: 'planted.example.com/v1', kind: 'Widget', name: 'a' } },
+  ],
+};
+
+test('cross-shard: run sharded, writes to other shards’ Widgets break shard-owner-only; the fix passes', async () => {
+  const sharded = await projectChaos(DIR, { sharding: true });
+  const once = async (fixed: boolean) =>
+    violations(
+      await runChaos({
+        ...sharded,
+        scenarios: [SPREAD],
+        operator: { ...sharded.operator, env: { PLANTED_BUG: 'cross-shard', PLANTED_FIXED: String(fixed) } },
+        environment: env,
+        only: ['spread:fault-free'],
+        convergeTimeoutMs: 15_000,
+      }),
+    );
+  const buggy = await once(false);
+  assert.ok(
+    buggy.some((v) => v.invariant === 'shard-owner-only' && / wrote \(patch widgets chaos-.*\/[a-f]\)/.test(v.message)),
+    `expected shard-owner-only, got: ${buggy.map((v) => `${v.invariant}: ${v.message}`).join('\n') || 'none'}`,
+  );
+  assert.ok(buggy[0]?.replay.endsWith(' --sharding'), 'the replay runs sharded too');
+  assert.deepEqual(
+    (await once(true)).map((v) => `${v.invariant}: ${v.message}`),
+    [],
+    'the fixed version passes',
+  );
 });

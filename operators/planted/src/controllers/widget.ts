@@ -8,6 +8,7 @@
 import { type Manager, type Permission, permission } from '@opkit/runtime';
 import { ConfigMaps, Jobs } from '@opkit/runtime/kinds';
 import { Widgets } from '../api/v1/widget.ts';
+import { crossShard } from './planted/cross-shard.ts';
 import { finalizerLeak } from './planted/finalizer-leak.ts';
 import { intermediateState } from './planted/intermediate-state.ts';
 import { notIdempotent } from './planted/not-idempotent.ts';
@@ -23,6 +24,7 @@ export const PLANTED: Readonly<Record<string, PlantedBug>> = {
   'orphan-delete': orphanDelete,
   'status-timestamp': statusTimestamp,
   'intermediate-state': intermediateState,
+  'cross-shard': crossShard,
 };
 
 export const permissions: readonly Permission[] = [
