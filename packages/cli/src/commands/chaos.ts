@@ -30,21 +30,24 @@ import { CliError } from '../errors.ts';
 import { readProject } from '../project/project.ts';
 
 export const CHAOS_HELP = `Usage: opkit chaos [--dir DIR] [--budget DUR] [--trials N] [--seed N] [--faults LIST]
-                   [--trial ID]... [--sharding] [--json FILE]
+                   [--trial ID]... [--no-generated] [--sharding] [--json FILE]
 
 Runs the operator (node src/main.ts, two replicas with leader election, its CRDs and RBAC from config/) on a local
-control plane, drives scenarios (config/samples: applied, edited, deleted; test/chaos/*.ts), and puts one fault into
-each trial. After every step it checks that the operator settles, that every object has one controller, that
+control plane, drives scenarios (config/samples: applied, edited, deleted; per kind, changes generated within its
+schema; test/chaos/*.ts), and puts one fault into each trial. After every step it checks that the operator settles, that every object has one controller, that
 deleting an owner leaves no orphans, that the children and status match a fault-free run, that only the leader
 writes, that no replica crash-loops, and your invariants. Exits 1 on a violation, with a command that replays it.
 
 Options:
   --budget DUR    the whole run's time, control plane included (default 5m)
   --trials N      at most N trials (default: as many as the budget allows)
-  --seed N        the order of the trials (default: from the clock; the report gives it)
+  --seed N        the order of the trials and the generated changes (default: from the clock; the report
+                  gives it)
   --faults LIST   comma-separated, of ${FAULT_KINDS.join(', ')} (default: all)
   --trial ID      run only this trial (an id from a report, e.g. samples:2:crash@1); repeatable
   --settle DUR    how long the operator and the namespace must be quiet to count as settled (default 2s)
+  --no-generated  no generated scenarios (by default each kind gets one: its sample, then one spec property
+                  changed per step to a value its schema and rules allow, checked offline; the seed picks them)
   --sharding      run three replicas sharded, with config/sharding's RBAC; each write is judged against the
                   fence of its object's shard (default: when config/default includes ../sharding)
   --json FILE     write the report as JSON too
@@ -69,6 +72,7 @@ function options(argv: readonly string[]) {
   const { values } = parseArgs({
     args: [...argv],
     strict: true,
+    allowNegative: true,
     options: {
       dir: { type: 'string', default: '.' },
       budget: { type: 'string', default: '5m' },
@@ -78,6 +82,7 @@ function options(argv: readonly string[]) {
       trial: { type: 'string', multiple: true },
       settle: { type: 'string', default: '2s' },
       sharding: { type: 'boolean' },
+      generated: { type: 'boolean', default: true },
       json: { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
@@ -111,6 +116,7 @@ function options(argv: readonly string[]) {
     only: values.trial ?? [],
     json: values.json,
     sharding: values.sharding,
+    generated: values.generated,
   };
 }
 
@@ -123,7 +129,12 @@ export async function chaosCommand(argv: readonly string[], out: (line: string) 
   }
   const { dir } = o;
   await readProject(dir);
-  const project = await projectChaos(dir, o.sharding !== undefined ? { sharding: o.sharding } : {});
+  // the seed is chosen first: it picks the generated scenarios' changes as well as the trials
+  const seed = o.seed ?? Date.now() % 2_147_483_647;
+  const project = await projectChaos(dir, {
+    ...(o.sharding !== undefined ? { sharding: o.sharding } : {}),
+    ...(o.generated ? { generated: { seed, log: (l: string) => out(`  ${l}`) } } : {}),
+  });
   const { scenarios } = project;
   checkReplay(scenarios, o.only);
   checkLoads(dir);
@@ -136,7 +147,7 @@ export async function chaosCommand(argv: readonly string[], out: (line: string) 
     budgetMs: o.budgetMs,
     settleMs: o.settleMs,
     ...(o.trials !== undefined ? { trials: o.trials } : {}),
-    ...(o.seed !== undefined ? { seed: o.seed } : {}),
+    seed,
     ...(o.faults ? { faults: o.faults } : {}),
     only: o.only,
     progress: (l) => out(`  ${l}`),

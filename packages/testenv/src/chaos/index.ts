@@ -9,9 +9,18 @@
  */
 export type { Fault, FaultKind } from './faults.ts';
 export { FAULT_KINDS } from './faults.ts';
+export {
+  type AdmissionAnswer,
+  type AdmissionCheck,
+  admissionCheck,
+  type GeneratedScenario,
+  type GenerateOptions,
+  generatedScenarios,
+  loadAdmissionCheck,
+} from './generate.ts';
 export type { Manifest, ObjectKey } from './objects.ts';
 export { seeded } from './plan.ts';
-export { type ProjectChaos, projectChaos } from './project.ts';
+export { type ProjectChaos, type ProjectChaosOptions, projectChaos } from './project.ts';
 export { formatReport, type ReportedViolation, reportJson, violations } from './report.ts';
 export type { RequestInfo } from './request-info.ts';
 export { type ChaosOptions, type ChaosReport, checkReplay, runChaos } from './run.ts';

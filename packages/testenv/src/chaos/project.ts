@@ -3,7 +3,8 @@
  * An opkit project as a chaos run needs it (`projectChaos(dir)`): the operator's command (`node src/main.ts` in the
  * project), its CRDs (`config/crd/bases`), its RBAC (`config/rbac/*.yaml`), its webhook configurations
  * (`config/webhook/*.yaml`), and its scenarios and invariants: the
- * samples (`config/samples/*.yaml`: applied, edited, deleted) and the files `test/chaos/*.ts`, each of which may
+ * samples (`config/samples/*.yaml`: applied, edited, deleted), when asked one scenario per kind generated within its
+ * schema (chaos/generate, `{ generated: { seed } }`), and the files `test/chaos/*.ts`, each of which may
  * export `scenarios` (an array of `{ name, steps }`), `invariants` (an array of `{ name, check }`) and `ignoreFields`
  * (status paths that differ between correct runs). What `opkit chaos` runs, and what a test passes to `runChaos`.
  * Sharded when asked (`{ sharding: true }`) or when the project's install is (`../sharding` among the components of
@@ -17,7 +18,9 @@ import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import yaml from 'js-yaml';
+import { loadCrds } from '../crds.ts';
 import { TestenvError } from '../errors.ts';
+import { generatedScenarios, loadAdmissionCheck } from './generate.ts';
 import type { Manifest } from './objects.ts';
 import type { ChaosOptions } from './run.ts';
 import { type ChaosScenario, checkScenario, samplesScenario } from './scenario.ts';
@@ -108,8 +111,19 @@ async function shardingRbac(dir: string): Promise<Manifest[]> {
   return manifests(dir, file);
 }
 
+/** How `projectChaos` reads a project. */
+export interface ProjectChaosOptions {
+  /** Run it sharded (default: as `config/default` installs it). */
+  readonly sharding?: boolean;
+  /**
+   * One generated scenario per kind (chaos/generate), from this seed (the run's: a replay needs the same); it loads
+   * the offline validator (about 1.5 s and 460 MiB). Default: none.
+   */
+  readonly generated?: { readonly seed: number; readonly changes?: number; readonly log?: (line: string) => void };
+}
+
 /** The chaos run of the opkit project in `dir` (see the module comment). */
-export async function projectChaos(dir: string, options: { readonly sharding?: boolean } = {}): Promise<ProjectChaos> {
+export async function projectChaos(dir: string, options: ProjectChaosOptions = {}): Promise<ProjectChaos> {
   const crdDir = join('config', 'crd', 'bases');
   if ((await yamlFiles(dir, crdDir)).length === 0)
     throw fail(`${join(dir, crdDir)} holds no CRD: run opkit generate (and opkit create api) first`);
@@ -126,6 +140,11 @@ export async function projectChaos(dir: string, options: { readonly sharding?: b
     invariants: [],
     ignoreFields: [],
   };
+  if (options.generated !== undefined) {
+    const crds = (await loadCrds([join(dir, crdDir)])).map((c) => c.object);
+    const check = await loadAdmissionCheck();
+    (out.scenarios as ChaosScenario[]).push(...generatedScenarios({ crds, samples, check, ...options.generated }));
+  }
   const own = (await readdir(join(dir, 'test', 'chaos')).catch(() => [] as string[]))
     .filter((n) => n.endsWith('.ts') && !n.endsWith('.test.ts') && !n.endsWith('.d.ts'))
     .sort();

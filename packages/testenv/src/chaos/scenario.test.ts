@@ -45,12 +45,19 @@ test('checkScenario: names the file and the step of what it refuses', () => {
       /step 1: metadata.name is missing/,
     ],
     [{ name: 'x', steps: [{ delete: { apiVersion: 'v1', kind: 'A' } }] }, /step 1: name is missing/],
+    [{ name: 'x', steps: [{ apply: sample, note: 3 }] }, /step 1: note, if given, is a string/],
   ];
   for (const [s, message] of cases)
     assert.throws(
       () => checkScenario(s, 'f.ts'),
       (e) => isTestenvError(e) && e.code === 'ChaosInput' && message.test(e.message),
     );
+});
+
+test('describeStep: a step in words, with its note', () => {
+  const widget = { apiVersion: 'v1', kind: 'Widget', metadata: { name: 'w' } };
+  assert.equal(describeStep({ apply: widget, note: 'spec.replicas: 3 → 2' }), 'apply Widget w (spec.replicas: 3 → 2)');
+  assert.equal(describeStep({ delete: { apiVersion: 'v1', kind: 'Widget', name: 'w' } }), 'delete Widget w');
 });
 
 test('counts: the operator writes of the trial namespace and cluster-scoped ones, never Leases, Events or reads', () => {

@@ -15,9 +15,13 @@ import { TestenvError } from '../errors.ts';
 import { keyOf, type Manifest, type ObjectKey } from './objects.ts';
 
 /** One desired state: an object applied (created or changed), or deleted. */
-export type ScenarioStep =
+export type ScenarioStep = (
   | { readonly apply: Manifest; readonly delete?: undefined }
-  | { readonly delete: ObjectKey; readonly apply?: undefined };
+  | { readonly delete: ObjectKey; readonly apply?: undefined }
+) & {
+  /** What the step changes, in words, for the report (`spec.replicas: 3 → 2`). */
+  readonly note?: string;
+};
 
 /** A named sequence of steps; `source` is the file it came from (for messages). */
 export interface ChaosScenario {
@@ -29,9 +33,10 @@ export interface ChaosScenario {
   readonly source?: string;
 }
 
-/** A step in words: `apply AppService demo`, `delete AppService demo`. */
+/** A step in words: `apply AppService demo`, `delete AppService demo`, with its note: `(spec.replicas: 3 → 2)`. */
 export function describeStep(step: ScenarioStep): string {
-  return step.apply !== undefined ? `apply ${keyOf(step.apply)}` : `delete ${keyOf(step.delete)}`;
+  const what = step.apply !== undefined ? `apply ${keyOf(step.apply)}` : `delete ${keyOf(step.delete)}`;
+  return step.note ? `${what} (${step.note})` : what;
 }
 
 /** The label and annotation the samples scenario changes, as a user editing an object would. */
@@ -71,9 +76,10 @@ export function checkScenario(s: unknown, source: string): asserts s is ChaosSce
   if (!Array.isArray(steps) || steps.length === 0) throw fail(`scenario "${name}" needs at least one step`);
   steps.forEach((step: unknown, i) => {
     const at = `scenario "${name}", step ${i + 1}`;
-    const { apply, delete: del } = (step ?? {}) as { apply?: unknown; delete?: unknown };
+    const { apply, delete: del, note } = (step ?? {}) as { apply?: unknown; delete?: unknown; note?: unknown };
     if ((apply === undefined) === (del === undefined))
       throw fail(`${at}: a step is { apply: object } or { delete: { apiVersion, kind, name } }, one of them`);
+    if (note !== undefined && typeof note !== 'string') throw fail(`${at}: note, if given, is a string`);
     const o = (apply ?? del) as Record<string, unknown> | null;
     const meta = apply !== undefined ? ((o?.metadata ?? {}) as Record<string, unknown>) : o;
     for (const [field, value] of [
