@@ -38,8 +38,9 @@ after(async () => {
 test("a scaffolded project's chaos run passes: every trial, and its JSON report", { timeout: 600_000 }, async () => {
   const r = opkit(dir, ['chaos', '--trials', '3', '--seed', '5', '--json', 'chaos.json']);
   assert.equal(r.code, 0, r.out);
-  assert.match(r.out, /\[1\/1\] fault-free samples:fault-free ✓/);
-  assert.match(r.out, /✓ no violation: 1 fault-free run and 3 of \d+ trials/);
+  assert.match(r.out, /\[1\/2\] fault-free samples:fault-free ✓/);
+  assert.match(r.out, /\[2\/2\] fault-free generated:Gizmo:fault-free ✓/);
+  assert.match(r.out, /✓ no violation: 2 fault-free runs and 3 of \d+ trials/);
   const report = JSON.parse(await readFile(join(dir, 'chaos.json'), 'utf8')) as { seed: number; trials: unknown[] };
   assert.equal(report.seed, 5);
   assert.equal(report.trials.length, 3);
@@ -54,7 +55,7 @@ test('a controller that writes a new status on every reconcile fails, naming the
   assert.notEqual(stamped, source, 'the scaffolded controller has the line this test edits');
   await writeFile(controller, stamped);
   try {
-    const r = opkit(dir, ['chaos', '--trials', '2']);
+    const r = opkit(dir, ['chaos', '--trials', '2', '--no-generated']);
     assert.equal(r.code, 1, r.out);
     assert.match(r.out, /✗ settles — samples:fault-free, no fault, after step 1 \(apply Gizmo gizmo-sample\)/);
     assert.match(r.out, /gizmos\/status chaos-[0-9a-f]+-1\/gizmo-sample: \d+ writes \(patch\)/);
