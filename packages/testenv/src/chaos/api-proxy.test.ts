@@ -235,3 +235,29 @@ test('holdWatches(which) holds only the watches it picks; the others flow', asyn
     watchResponse = undefined;
   });
 });
+
+test('resetConnections resets every client mid-request and mid-watch, ends the upstream ones, and serves new ones', async () => {
+  let reset = () => {};
+  await withProxy({ onApplied: () => reset() }, async (proxy) => {
+    reset = () => proxy.resetConnections();
+    const watchError = new Promise<string>((resolve) => {
+      const req = request(`${proxy.url}/api/v1/namespaces/ns/pods?watch=true`, { ca: proxy.caPem }, (res) => {
+        res.on('data', () => {});
+        res.on('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? err.message));
+        res.on('end', () => resolve('ended'));
+      });
+      req.on('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? err.message));
+      req.end();
+    });
+    while (watchResponse === undefined) await sleep(10);
+    const upstreamWatch = watchResponse;
+    const upstreamClosed = new Promise<void>((resolve) => upstreamWatch.once('close', () => resolve()));
+    // the write is applied, then every connection is reset before its answer reaches the client
+    await assert.rejects(call(proxy, 'POST', '/api/v1/namespaces/ns/configmaps', '{}'), { code: 'ECONNRESET' });
+    assert.equal(await watchError, 'ECONNRESET', 'the watch sees ECONNRESET');
+    await upstreamClosed;
+    reset = () => {};
+    assert.equal((await call(proxy, 'GET', '/api/v1/namespaces/ns/configmaps/cm')).status, 200, 'new ones are served');
+    watchResponse = undefined;
+  });
+});

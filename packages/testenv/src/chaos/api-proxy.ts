@@ -9,6 +9,9 @@
  * - **A stale view.** `holdWatches()` holds the events of every watch, open and new (or of those it picks, by
  *   resource), until `releaseWatches()`; then they are delivered in order, or coalesced per object (`coalesce: true`):
  *   what a client sees that missed the states in between (an object added and deleted while held is never seen).
+ * - **Connections dropped.** `resetConnections()` drops every connection open now, both sides: each client's (it
+ *   sees its connection end mid-request or mid-watch: ECONNRESET, or a hang-up over TLS) and each to the apiserver
+ *   (what was on its way ends there).
  *
  * It terminates TLS with a serving certificate of its own CA (`caPem`, for 127.0.0.1) and forwards each request over
  * TLS to the apiserver, trusting the apiserver's CA. A bearer token passes through; a client certificate cannot (give
@@ -17,12 +20,15 @@
  * Guarantees: a request that is passed reaches the apiserver with its method, path, headers and body unchanged, except
  * that a watch asks for JSON (so its events can be read) and `Host` names the apiserver; a held watch loses no event
  * and reorders none unless coalescing was asked for; a request answered by the proxy never reaches the apiserver;
- * `close()` ends every connection, and after it nothing of the proxy keeps the event loop alive.
+ * connections made after `resetConnections()` are served as before; `close()` ends every connection, and after it
+ * nothing of the proxy keeps the event loop alive.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer, Agent as HttpsAgent, request, type Server } from 'node:https';
 import type { Socket } from 'node:net';
+import { TLSSocket } from 'node:tls';
 import { TestenvError } from '../errors.ts';
+import { resetSocket } from '../fault-link.ts';
 import { listenOnLoopback } from '../ports.ts';
 import { isWrite, type RequestInfo, requestInfo } from './request-info.ts';
 
@@ -247,6 +253,19 @@ export class ApiFaultProxy {
   releaseWatches(options: { readonly coalesce?: boolean } = {}): void {
     this.#holding = undefined;
     for (const gate of this.#gates) this.#coalescedAway += gate.release(options.coalesce === true);
+  }
+
+  /**
+   * Drops every connection open now: each client's (a plain TCP one with an RST; a TLS one is destroyed, which the
+   * client sees as its connection ending, whatever it was doing), then each to the apiserver (its requests and watches
+   * end there too).
+   */
+  resetConnections(): void {
+    const open = [...this.#sockets];
+    for (const socket of open) if (!(socket instanceof TLSSocket)) resetSocket(socket);
+    for (const socket of open) socket.destroy();
+    const upstream = [...Object.values(this.#agent.sockets), ...Object.values(this.#agent.freeSockets)];
+    for (const socket of upstream.flat()) socket?.destroy();
   }
 
   /** Ends every connection and stops listening. */

@@ -4,7 +4,9 @@
  * - `crash@k`: the replica that made the step's k-th write is killed (SIGKILL) right after the apiserver applied it,
  *   before the replica has the answer: the state between two writes of a reconcile is what the next leader finds.
  * - `stale`: the standby's watches are held from the start of the step; the leader is killed after its first write,
- *   so the standby takes over with a view that misses the step, and sees it 2 s later.
+ *   so the standby takes over with a view that misses the step, and sees it 2 s after it leads. Sharded: the other
+ *   replicas' watches are held from the writer's first write; the writer is killed, and they see what they missed 2 s
+ *   after its shards moved to them.
  * - `unobserved`: from the step's first write, the writer's watches of every kind but the project's own (its
  *   children's) are held for 3 s, then delivered coalesced per object: it reconciles on its own objects' events while
  *   it does not see what it made (one informer lags behind another), and never sees the states in between.
@@ -12,24 +14,74 @@
  *   over), then continued: it must notice before it writes again.
  * - `conflict@k`, `throttle@k`: the step's k-th write is answered 409 Conflict, or 429 Too Many Requests, by the
  *   proxy; the apiserver never sees it.
+ * - `apiserver-restart`: after the step's first write was applied, the kube-apiserver is stopped, kept down for 2 s
+ *   and started again: every replica's requests fail meanwhile, its Lease cannot be renewed, and its watches break
+ *   and must resume from where they were. The fault is busy until the control plane itself recovered
+ *   (chaos/recovery: the CRDs served again, the controller-manager restarted, a canary pod scheduled, Ready and
+ *   removed), so a step is judged on the operator's recovery, not on the built-in controllers'.
+ * - `compaction`: after the step's first write, etcd is compacted to its current revision and the apiserver restarted
+ *   (as above, its watch cache emptied): the watches resume from a compacted resourceVersion, get 410 Gone and must
+ *   list again.
+ * - `disconnect`: the writer's proxy drops every connection it has open, to the replica and to the apiserver, as
+ *   the step's first write was applied and before its answer: the replica sees that write fail (applied, its answer
+ *   lost), and its other requests and every watch end.
+ * - `webhook-down`: once the step's change was made, the webhook Service is down for 3 s (its connections closed,
+ *   new ones closed at once): the apiserver refuses the writes that need an admission webhook (`failurePolicy:
+ *   Fail`) and the reads that need a conversion. It stays busy 5 s after the Service is back, for the operator's
+ *   retries after its back-off. Only for a project with webhooks (the plan leaves it out otherwise).
  *
  * Only the operator's writes of the trial's own namespace (and of cluster-scoped objects) count, never a Lease or an
- * Event. Guarantees: a fault fires at most once per trial; it is `busy` while an action it took is going on (a
- * replica paused, watches held), so the runner judges a step only after its fault ended, and `end()` continues what
- * is paused and releases what is held, whatever happened.
+ * Event. Guarantees: a fault fires at most once per trial, and no action starts after `end()`; it is `busy` while an
+ * action it took is going on (a replica paused, watches held, the apiserver restarting until it is ready, the webhook
+ * Service down), so the runner judges a step only after its fault ended; `end()` continues what is paused, releases
+ * what is held and brings the webhook Service back, whatever happened. Caveat: a restart of the apiserver cannot be
+ * undone; `end()` leaves one that is still under way to finish (it runs only when a step failed before its fault
+ * was over).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ProxyAnswer } from './api-proxy.ts';
 import { BOOKKEEPING_RESOURCES } from './convergence.ts';
+import { controlPlaneRecovered } from './recovery.ts';
 import type { RequestInfo } from './request-info.ts';
 import { isWrite } from './request-info.ts';
+import type { WebhookService } from './service.ts';
 import { CHAOS_LEASE, type ChaosSystem, type WriteHooks } from './system.ts';
 
 /** A fault's kind; `crash`, `conflict` and `throttle` are aimed at the k-th write of a step. */
-export type FaultKind = 'crash' | 'stale' | 'unobserved' | 'pause' | 'conflict' | 'throttle';
+export type FaultKind =
+  | 'crash'
+  | 'stale'
+  | 'unobserved'
+  | 'pause'
+  | 'conflict'
+  | 'throttle'
+  | 'apiserver-restart'
+  | 'compaction'
+  | 'disconnect'
+  | 'webhook-down';
 
 /** Every kind, in the order trials of a short budget cover them. */
-export const FAULT_KINDS: readonly FaultKind[] = ['crash', 'stale', 'unobserved', 'pause', 'conflict', 'throttle'];
+export const FAULT_KINDS: readonly FaultKind[] = [
+  'crash',
+  'stale',
+  'unobserved',
+  'pause',
+  'conflict',
+  'throttle',
+  'apiserver-restart',
+  'compaction',
+  'disconnect',
+  'webhook-down',
+];
+
+/** The kinds that need the project to have webhooks (a webhook configuration or a conversion webhook). */
+export const WEBHOOK_FAULT_KINDS: ReadonlySet<FaultKind> = new Set(['webhook-down']);
+
+/** How long `apiserver-restart` and `compaction` keep the apiserver down, and `webhook-down` the Service. */
+const APISERVER_DOWN_MS = 2_000;
+const WEBHOOK_DOWN_MS = 3_000;
+/** How long `webhook-down` stays busy once the Service is back: an operator's back-off after the refused requests. */
+const RETRY_GRACE_MS = 5_000;
 
 /** One fault of a trial: its kind, the scenario step (0-based) and, for counted kinds, which write (1-based). */
 export interface Fault {
@@ -57,9 +109,12 @@ export interface ArmedFault {
   begin(): void;
   /** Whether it fired. */
   readonly fired: boolean;
-  /** Whether an action of it is still going on (a replica paused, watches held); the step is not judged meanwhile. */
+  /**
+   * Whether an action of it is still going on (a replica paused, watches held, the apiserver restarting, the webhook
+   * Service down); the step is not judged meanwhile.
+   */
   readonly busy: boolean;
-  /** Ends what is still going on (continues a paused replica, releases held watches). */
+  /** Ends what is still going on (continues a paused replica, releases held watches, brings the webhooks back). */
   end(): void;
 }
 
@@ -70,7 +125,7 @@ interface Tools {
   readonly all: readonly number[];
   /** Whether `info` is the write the fault aims at (the k-th that counts; the first when it has no k). */
   aimed(info: RequestInfo): boolean;
-  /** Runs an action of the fault (it fired; busy until the action is over). */
+  /** Runs an action of the fault (it fired; busy until the action is over); none once the fault ended. */
   act(action: () => Promise<unknown>): Promise<void>;
   /** The resources (plurals) of the project's own kinds. */
   readonly roots: ReadonlySet<string>;
@@ -79,8 +134,23 @@ interface Tools {
   fire(): void;
 }
 
+/** What a kind does: the hooks the system calls, and what it does once the step's change was made. */
+interface Behaviour {
+  readonly hooks: WriteHooks;
+  readonly begin: () => void;
+}
+
+/** Runs `action` for the replica that made the aimed write, once the apiserver applied it, without holding its answer. */
+const afterAimed = (t: Tools, action: (replica: number) => Promise<unknown>): Behaviour => ({
+  hooks: { applied: (r, info) => void (t.aimed(info) && t.act(() => action(r))) },
+  begin: () => {},
+});
+
+/** The kinds that act on the platform (the control plane, the connections, the webhook Service). */
+type PlatformKind = Extract<FaultKind, 'apiserver-restart' | 'compaction' | 'disconnect' | 'webhook-down'>;
+
 /** The hooks of each kind, and what it does when the step's change was made. */
-function behaviour(t: Tools): { hooks: WriteHooks; begin: () => void } {
+function behaviour(t: Tools): Behaviour {
   const { system, fault, all } = t;
   switch (fault.kind) {
     case 'crash':
@@ -98,35 +168,81 @@ function behaviour(t: Tools): { hooks: WriteHooks; begin: () => void } {
       };
       return { hooks: { answer: aimedAt }, begin: () => {} };
     }
-    case 'pause': {
-      const pause = async (r: number) => {
+    case 'pause':
+      return afterAimed(t, async (r) => {
         await sleep(0); // the write's answer first: the replica stops after it has it
         system.replicas[r]?.pause();
         await sleep(CHAOS_LEASE.durationMs + 2_000);
         system.replicas[r]?.resume();
-      };
-      return { hooks: { applied: (r, info) => void (t.aimed(info) && t.act(() => pause(r))) }, begin: () => {} };
-    }
-    case 'unobserved': {
-      const lag = async (r: number) => {
+      });
+    case 'unobserved':
+      return afterAimed(t, async (r) => {
         t.hold([r], (info) => !t.roots.has(info.resource ?? ''));
         await sleep(3_000);
         t.release(true);
-      };
-      return { hooks: { applied: (r, info) => void (t.aimed(info) && t.act(() => lag(r))) }, begin: () => {} };
-    }
+      });
     case 'stale': {
       const failover = async (r: number) => {
+        // sharded, the writer is known only now: the others miss what it wrote from here on
+        if (system.sharded) t.hold(all.filter((i) => i !== r));
+        const shards = system.sharded ? heldShards(system, r) : [];
         await system.replicas[r]?.kill();
         const deadline = Date.now() + 4 * CHAOS_LEASE.durationMs;
-        while (Date.now() < deadline && [undefined, r].includes(system.leader()?.replica)) await sleep(100);
+        const moved = () =>
+          system.sharded
+            ? shards.every((s) => ![undefined, r].includes(system.leases.fences.get(s)?.at(-1)?.replica))
+            : ![undefined, r].includes(system.leader()?.replica);
+        while (Date.now() < deadline && !moved()) await sleep(100);
         await sleep(2_000);
         t.release(false);
       };
       return {
         hooks: { applied: (r, info) => (t.aimed(info) ? t.act(() => failover(r)) : undefined) },
-        begin: () => t.hold(all.filter((i) => i !== system.leader()?.replica)),
+        begin: () => (system.sharded ? undefined : t.hold(all.filter((i) => i !== system.leader()?.replica))),
       };
+    }
+    default:
+      return platformBehaviour(t, fault.kind);
+  }
+}
+
+/** The shards whose fence replica `r` holds now. */
+const heldShards = (system: ChaosSystem, r: number): number[] =>
+  [...system.leases.fences].filter(([, history]) => history.at(-1)?.replica === r).map(([shard]) => shard);
+
+/** The platform's faults: the apiserver restarted (etcd compacted first), connections reset, the webhooks down. */
+function platformBehaviour(t: Tools, kind: PlatformKind): Behaviour {
+  const { env, proxies } = t.system;
+  const restart = async () => {
+    await env.restart('kube-apiserver', { downMs: APISERVER_DOWN_MS });
+    await controlPlaneRecovered(env);
+  };
+  switch (kind) {
+    case 'apiserver-restart':
+      return afterAimed(t, async () => {
+        await sleep(0); // the write's answer first
+        await restart();
+      });
+    case 'compaction':
+      return afterAimed(t, async () => {
+        await sleep(0);
+        await env.compactEtcd();
+        await restart(); // the watch cache, which still covers the compacted revisions, goes with it
+      });
+    case 'disconnect':
+      return afterAimed(t, async (r) => proxies[r]?.resetConnections()); // at once: the write's answer is lost too
+    case 'webhook-down': {
+      const outage = async (service: WebhookService) => {
+        service.down(true);
+        await sleep(WEBHOOK_DOWN_MS);
+        service.down(false);
+        await sleep(RETRY_GRACE_MS); // the retries of what was refused, after the operator's back-off
+      };
+      const begin = () => {
+        const service = t.system.webhookService;
+        if (service !== undefined) void t.act(() => outage(service));
+      };
+      return { hooks: {}, begin };
     }
   }
 }
@@ -136,6 +252,7 @@ export function arm(system: ChaosSystem, fault: Fault, namespace: string, roots:
   const all = system.replicas.map((_, i) => i);
   let seen = 0;
   let fired = false;
+  let ended = false;
   let running = 0;
   let held: readonly number[] = [];
   const release = (coalesce: boolean) => {
@@ -149,6 +266,7 @@ export function arm(system: ChaosSystem, fault: Fault, namespace: string, roots:
     roots,
     aimed: (info) => !fired && counts(info, namespace) && ++seen === (fault.k ?? 1),
     act: (action) => {
+      if (ended) return Promise.resolve();
       fired = true;
       running++;
       return action().then(
@@ -175,8 +293,10 @@ export function arm(system: ChaosSystem, fault: Fault, namespace: string, roots:
       return running > 0;
     },
     end() {
+      ended = true;
       for (const i of all) system.replicas[i]?.resume();
       release(false);
+      system.webhookService?.down(false);
     },
   };
 }

@@ -7,7 +7,8 @@
  * Guarantees: a kind the apiserver does not serve, or a write it refuses, is a `TestenvError` `ChaosInput` naming the
  * object and the apiserver's words; a list of a kind that is not served is empty (a child kind may not be served yet).
  */
-import type { ApiClient } from '../api.ts';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { ApiClient, ApiRequest, ApiResponse } from '../api.ts';
 import { TestenvError } from '../errors.ts';
 
 /** An object of any kind, as a manifest or as the apiserver returns it. */
@@ -132,12 +133,16 @@ export class Objects {
     return `${root}${k.namespaced && namespace ? `/namespaces/${encodeURIComponent(namespace)}` : ''}/${k.plural}`;
   }
 
-  /** Server-side apply of `o` (its whole content, forced) as the user; resolves to the stored object. */
-  async apply(o: Manifest, what: string): Promise<Manifest> {
+  /**
+   * Server-side apply of `o` (its whole content, forced) as the user; resolves to the stored object. An answer that
+   * may pass when tried again (5xx, 429, none) is tried again for up to `retryMs`, then `Unavailable` is thrown; any
+   * other refusal is the input's fault (`ChaosInput`).
+   */
+  async apply(o: Manifest, what: string, retryMs = 0): Promise<Manifest> {
     const name = o.metadata.name;
     if (!name) throw new TestenvError('ChaosInput', `${what}: ${keyOf(o)} has no metadata.name (apply needs a name)`);
     const collection = await this.#collection(o.apiVersion, o.kind, o.metadata.namespace, what);
-    const res = await this.#api.request<Manifest>({
+    const res = await this.#retried<Manifest>(`apply ${keyOf(o)}`, retryMs, {
       method: 'PATCH',
       path: `${collection}/${encodeURIComponent(name)}?fieldManager=${this.#fieldManager}&force=true`,
       body: o,
@@ -147,15 +152,32 @@ export class Objects {
     return res.body;
   }
 
-  /** Deletes the object (background propagation, the default of `kubectl delete`); gone already is fine. */
-  async delete(key: ObjectKey, what: string): Promise<void> {
+  /** Deletes the object (background propagation, the default of `kubectl delete`); gone already is fine. As `apply` retries. */
+  async delete(key: ObjectKey, what: string, retryMs = 0): Promise<void> {
     const collection = await this.#collection(key.apiVersion, key.kind, key.namespace, what);
-    const res = await this.#api.request({
+    const res = await this.#retried(`delete ${keyOf(key)}`, retryMs, {
       method: 'DELETE',
       path: `${collection}/${encodeURIComponent(key.name)}`,
       body: { kind: 'DeleteOptions', apiVersion: 'v1', propagationPolicy: 'Background' },
     });
     if (res.status >= 300 && res.status !== 404) throw refused(what, `delete ${keyOf(key)}`, res.status, res.text);
+  }
+
+  /** `req`, tried again every 500 ms while its answer may change (5xx, 429, none) and `retryMs` allows. */
+  async #retried<T>(action: string, retryMs: number, req: ApiRequest): Promise<ApiResponse<T>> {
+    const deadline = Date.now() + retryMs;
+    for (;;) {
+      const res = await this.#api.request<T>(req).catch((err: Error) => err);
+      if (!(res instanceof Error) && res.status < 500 && res.status !== 429) return res;
+      const why = res instanceof Error ? res.message : `(${res.status}) ${reasonOf(res.text)}`;
+      if (retryMs === 0) {
+        if (res instanceof Error) throw res;
+        return res;
+      }
+      if (Date.now() >= deadline)
+        throw new Unavailable(`the apiserver did not ${action} for ${Math.round(retryMs / 1000)} s: ${why}`);
+      await sleep(500);
+    }
   }
 
   /** The objects of a kind in `namespace` (every namespace when undefined); none when the kind is not served. */
@@ -186,10 +208,18 @@ export class Objects {
   }
 }
 
-function refused(what: string, action: string, status: number, text: string): TestenvError {
-  let reason = text.slice(0, 400);
+/** A change the apiserver could not take for a while (an outage, a webhook that does not answer): not the input's fault. */
+export class Unavailable extends Error {}
+
+/** The message of a `Status` answer, else the start of its text. */
+function reasonOf(text: string): string {
   try {
-    reason = (JSON.parse(text) as { message?: string }).message ?? reason;
-  } catch {}
-  return new TestenvError('ChaosInput', `${what}: the apiserver refused to ${action} (${status}): ${reason}`);
+    return (JSON.parse(text) as { message?: string }).message ?? text.slice(0, 400);
+  } catch {
+    return text.slice(0, 400);
+  }
+}
+
+function refused(what: string, action: string, status: number, text: string): TestenvError {
+  return new TestenvError('ChaosInput', `${what}: the apiserver refused to ${action} (${status}): ${reasonOf(text)}`);
 }

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { FAULT_KINDS } from './faults.ts';
 import { parseTrialId, planTrials, seeded, trialId } from './plan.ts';
 
 const points = [
@@ -8,7 +9,7 @@ const points = [
 ];
 
 test('planTrials: a crash at every write point, conflict and throttle on the first and last write, one of each other kind per step', () => {
-  const trials = planTrials(points, ['crash', 'stale', 'unobserved', 'pause', 'conflict', 'throttle'], 7);
+  const trials = planTrials(points, FAULT_KINDS, 7, { webhooks: true });
   const ids = trials.map((t) => t.id);
   assert.equal(new Set(ids).size, ids.length, 'ids are unique');
   const of = (kind: string) => ids.filter((id) => id.includes(`:${kind}`)).sort();
@@ -27,7 +28,8 @@ test('planTrials: a crash at every write point, conflict and throttle on the fir
     'scale:1:conflict@1',
     'scale:1:conflict@2',
   ]);
-  assert.deepEqual(of('stale'), ['samples:1:stale', 'samples:3:stale', 'scale:1:stale']);
+  for (const kind of ['stale', 'unobserved', 'pause', 'apiserver-restart', 'compaction', 'disconnect', 'webhook-down'])
+    assert.deepEqual(of(kind), [`samples:1:${kind}`, `samples:3:${kind}`, `scale:1:${kind}`]);
   assert.ok(!ids.some((id) => id.startsWith('samples:2:')), 'a step without writes has no trial');
 });
 
@@ -53,15 +55,51 @@ test('planTrials: the kinds take turns, and the same seed gives the same order',
   );
 });
 
+test('planTrials: each platform fault once per step with writes; webhook-down only for a project with webhooks', () => {
+  const platform = ['apiserver-restart', 'compaction', 'disconnect', 'webhook-down'] as const;
+  const withWebhooks = planTrials(points, platform, 3, { webhooks: true }).map((t) => t.id);
+  for (const kind of platform)
+    assert.deepEqual(
+      withWebhooks.filter((id) => id.endsWith(`:${kind}`)).sort(),
+      [`samples:1:${kind}`, `samples:3:${kind}`, `scale:1:${kind}`],
+      kind,
+    );
+  assert.deepEqual(
+    withWebhooks.slice(0, 4).map((id) => id.split(':')[2]),
+    ['apiserver-restart', 'compaction', 'disconnect', 'webhook-down'],
+    'the kinds take turns in the order of FAULT_KINDS',
+  );
+  for (const without of [planTrials(points, platform, 3, { webhooks: false }), planTrials(points, platform, 3)]) {
+    assert.ok(!without.some((t) => t.fault.kind === 'webhook-down'), 'no webhook-down without webhooks');
+    assert.equal(without.length, 9);
+  }
+});
+
 test('trial ids round-trip; what is not one is refused', () => {
   for (const fault of [
     { kind: 'crash', step: 1, k: 2 },
     { kind: 'stale', step: 0 },
+    { kind: 'apiserver-restart', step: 1 },
+    { kind: 'webhook-down', step: 0 },
   ] as const) {
     const id = trialId('my:scenario', fault);
     assert.deepEqual(parseTrialId(id), { scenario: 'my:scenario', fault });
   }
-  for (const bad of ['samples', 'samples:0:crash@1', 'samples:1:melt', 'samples:1:crash@x', 'samples:fault-free'])
+  assert.deepEqual(parseTrialId('samples:2:apiserver-restart'), {
+    scenario: 'samples',
+    fault: { kind: 'apiserver-restart', step: 1 },
+  });
+  for (const bad of [
+    'samples',
+    'samples:0:crash@1',
+    'samples:1:melt',
+    'samples:1:crash@x',
+    'samples:fault-free',
+    'samples:1:webhook-',
+    'samples:1:-down',
+    'samples:1:webhook--down',
+    'samples:1:apiserver-melt',
+  ])
     assert.equal(parseTrialId(bad), undefined, bad);
 });
 

@@ -1,14 +1,17 @@
 /**
  * @module chaos/plan
  * Which trials a chaos run makes, from what the fault-free run of each scenario showed: for each step with writes,
- * a `crash` after every write (each write point), `conflict` and `throttle` on the first and the last write, and a
- * `stale`, an `unobserved` and a `pause` fault. The order is seeded: each kind's trials are shuffled by the seed, then
- * the kinds take turns (crash, stale, unobserved, pause, conflict, throttle), so a run cut short by `--trials` or the
- * budget still tries each kind. A trial's id (`samples:2:crash@1`: scenario, step from 1, fault) names it for a replay.
+ * a `crash` after every write (each write point), `conflict` and `throttle` on the first and the last write, and one
+ * fault of each other kind (`stale`, `unobserved`, `pause`, `apiserver-restart`, `compaction`, `disconnect`, and
+ * `webhook-down` when the project has webhooks). The order is seeded: each kind's trials are shuffled by the seed,
+ * then the kinds take turns in the order of `FAULT_KINDS`, so a run cut short by `--trials` or the budget still tries
+ * each kind. A trial's id (`samples:2:crash@1`, `samples:1:webhook-down`: scenario, step from 1, fault) names it for
+ * a replay.
  *
- * Guarantees: the same seed and the same write counts give the same trials in the same order; ids are unique.
+ * Guarantees: the same seed and the same write counts give the same trials in the same order; ids are unique; no
+ * `webhook-down` trial for a project without webhooks.
  */
-import { describeFault, FAULT_KINDS, type Fault, type FaultKind } from './faults.ts';
+import { describeFault, FAULT_KINDS, type Fault, type FaultKind, WEBHOOK_FAULT_KINDS } from './faults.ts';
 
 /** One trial: a scenario run with one fault in one step. */
 export interface PlannedTrial {
@@ -21,6 +24,15 @@ export interface PlannedTrial {
 export interface WritePoints {
   readonly scenario: string;
   readonly writesPerStep: readonly number[];
+}
+
+/** What the plan needs to know of the project. */
+export interface PlanOptions {
+  /**
+   * Whether it has webhooks (configurations or conversions) the replicas serve (`ChaosSystem.webhookService`); without
+   * (the default), no `webhook-down` trials.
+   */
+  readonly webhooks?: boolean;
 }
 
 /** A trial's id: `scenario:step:fault`, the step counted from 1. */
@@ -51,10 +63,18 @@ function faultsOf(kind: FaultKind, step: number, writes: number): Fault[] {
   }
 }
 
-/** The trials of `points` for the faults `kinds`, in the seeded order of the module comment. */
-export function planTrials(points: readonly WritePoints[], kinds: readonly FaultKind[], seed: number): PlannedTrial[] {
+/** The trials of `points` for the faults `kinds` (those `project` allows), in the seeded order of the module comment. */
+export function planTrials(
+  points: readonly WritePoints[],
+  kinds: readonly FaultKind[],
+  seed: number,
+  project: PlanOptions = {},
+): PlannedTrial[] {
   const random = seeded(seed);
-  const byKind = FAULT_KINDS.filter((k) => kinds.includes(k)).map((kind) => {
+  const planned = FAULT_KINDS.filter(
+    (k) => kinds.includes(k) && (project.webhooks === true || !WEBHOOK_FAULT_KINDS.has(k)),
+  );
+  const byKind = planned.map((kind) => {
     const trials = points.flatMap((p) =>
       p.writesPerStep.flatMap((writes, step) =>
         writes === 0
@@ -81,9 +101,9 @@ export function planTrials(points: readonly WritePoints[], kinds: readonly Fault
   return out;
 }
 
-/** Parses a trial id back (`samples:2:crash@1`); undefined when it is not one. */
+/** Parses a trial id back (`samples:2:crash@1`, `samples:1:webhook-down`); undefined when it is not one. */
 export function parseTrialId(id: string): { scenario: string; fault: Fault } | undefined {
-  const m = /^(.+):(\d+):([a-z]+)(?:@(\d+))?$/.exec(id);
+  const m = /^(.+):(\d+):([a-z]+(?:-[a-z]+)*)(?:@(\d+))?$/.exec(id);
   if (m === null) return undefined;
   const [, scenario, step, kind, k] = m;
   if (scenario === undefined || !FAULT_KINDS.includes(kind as FaultKind) || Number(step) < 1) return undefined;

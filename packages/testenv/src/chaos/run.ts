@@ -213,7 +213,7 @@ async function runAll(system: ChaosSystem, settings: TrialSettings, options: Cha
           const parsed = parseTrialId(id);
           return parsed && !noTrials.includes(parsed.scenario) ? [{ id, ...parsed }] : [];
         })
-      : planTrials(points, faults, seed);
+      : planTrials(points, faults, seed, { webhooks: system.webhookService !== undefined });
   const budget = options.budgetMs ?? 300_000;
   const slowest = Math.max(0, ...faultFree.map((r) => r.durationMs)) + 2 * CHAOS_LEASE.durationMs;
   const trials: TrialResult[] = [];

@@ -2,12 +2,17 @@
  * @module chaos/trial
  * One run of a scenario, in a namespace of its own, with or without a fault, judged by the invariants that need
  * nothing from the user, and the user's own. Each step: the change is made (as the user, server-side apply or
- * delete), the fault (if this is its step) acts, and the step is judged once the operator **settled**: a replica holds
- * the Lease (sharded: every shard's fence is held by a running replica) and has for the settle period, the fault has been over for the settle period, and for the settle period
- * neither the operator wrote to the trial's objects nor did anything in the namespace change (a pod's status from
- * its node, a Job's from its controller: what the operator may still react to). After a delete, the garbage collector gets up to 20 s to remove the owner's descendants.
+ * delete; chaos/settle), the fault (if this is its step) acts, and the step is judged once the operator **settled**:
+ * a replica holds the Lease (sharded: every shard's fence is held by a running replica) and has for the settle
+ * period, the fault has been over for the settle period, and for the settle period neither the operator wrote to the
+ * trial's objects nor did anything in the namespace change (a pod's status from its node, a Job's from its
+ * controller: what the operator may still react to). After a delete, the garbage collector gets up to 20 s to remove
+ * the owner's descendants.
  * Then:
- * - `settles`: the operator settled within the time allowed (else: the objects it kept writing, or that no replica led;
+ * - `change-accepted`: the apiserver took the step's change within the time a step may take (an answer that may
+ *   pass when tried again, such as a webhook of the operator that does not answer, is tried again meanwhile);
+ * - `settles`: the operator settled within the time allowed (30 s from the change, or from the end of the fault's
+ *   actions, such as a restart of the apiserver) (else: the objects it kept writing, or that no replica led;
  *   the run ends with that step, as what follows would only repeat it);
  * - `bounded-events`: in the window it was judged quiet in, the operator did not keep recording Events (5 or more);
  * - `status-caught-up`: a status with `observedGeneration` has the object's `generation`;
@@ -40,8 +45,9 @@ import {
 import type { Manifest } from './objects.ts';
 import { describeRequest } from './request-info.ts';
 import { type ChaosScenario, describeStep, type ScenarioStep } from './scenario.ts';
+import { change, settle, waitForLeader } from './settle.ts';
 import type { ChaosSystem, OperatorWrite } from './system.ts';
-import { crashLoops, eventsWhileQuiet, leaderOnly, sameObjects, shardOwnerOnly, unsettled } from './verdicts.ts';
+import { crashLoops, leaderOnly, sameObjects, shardOwnerOnly } from './verdicts.ts';
 
 /** A kind the trial reads: `root` for the project's own kinds, whose children are compared. */
 export interface WatchedKind {
@@ -131,7 +137,8 @@ export interface TrialSettings {
   readonly ignoreFields: readonly string[];
 }
 
-interface TrialState {
+/** What a trial keeps as it runs. */
+export interface TrialState {
   readonly system: ChaosSystem;
   readonly settings: TrialSettings;
   readonly namespace: string;
@@ -224,10 +231,12 @@ async function runStep(state: TrialState, i: number, step: ScenarioStep, armed: 
   const started = Date.now();
   system.hooks = armed?.hooks;
   const placed = await inNamespace(state, step);
-  if (placed.apply !== undefined) await system.objects.apply(placed.apply, what);
-  else {
-    await system.objects.delete(placed.delete, what);
-    state.deleted.add(`${placed.delete.kind} ${placed.delete.name}`);
+  const accepted = await change(state, placed, what);
+  if (accepted !== undefined) {
+    armed?.end();
+    system.hooks = undefined;
+    state.violations.push({ ...accepted, step: i });
+    return false;
   }
   armed?.begin();
   const settled = await settle(state, started, mark, armed);
@@ -241,45 +250,6 @@ async function runStep(state: TrialState, i: number, step: ScenarioStep, armed: 
     .map((w) => `chaos-${w.replica} ${describeRequest(w.info)}`);
   await judge(state, i, live, writes, what);
   return settled.ok;
-}
-
-/** The namespace's objects of the watched kinds, as uid@resourceVersion: it changes with any write, by anyone. */
-async function fingerprint(state: TrialState): Promise<string> {
-  const { objects } = state.system;
-  const lists = await Promise.all(state.settings.kinds.map((k) => objects.list(k.apiVersion, k.kind, state.namespace)));
-  const rv = (o: Manifest) => (o.metadata as { resourceVersion?: string }).resourceVersion;
-  return lists
-    .flat()
-    .map((o) => `${o.metadata.uid}@${rv(o)}`)
-    .sort()
-    .join(',');
-}
-
-/** Waits until the operator settled (see the module comment) or the time allowed ran out. */
-async function settle(state: TrialState, started: number, mark: number, armed: ArmedFault | undefined) {
-  const { system, settings, namespace } = state;
-  let seen = '';
-  let changed = started; // when the namespace's objects last changed, or the fault last acted
-  for (;;) {
-    const now = Date.now();
-    const current = await fingerprint(state);
-    if (current !== seen || armed?.busy === true) [seen, changed] = [current, now];
-    const last = system.writes.slice(mark).findLast((w) => counts(w.info, namespace))?.at ?? started;
-    const leader = system.inCharge();
-    const quietFrom = Math.max(last, changed, leader?.since ?? Number.POSITIVE_INFINITY);
-    if (leader !== undefined && armed?.busy !== true && now - quietFrom >= settings.settleMs)
-      return { ok: true, violations: eventsWhileQuiet(system, namespace, { from: quietFrom, to: now }) };
-    if (now - started > settings.convergeTimeoutMs && armed?.busy !== true)
-      return {
-        ok: false,
-        violations: unsettled(
-          system,
-          { namespace, mark, now, timeoutMs: settings.convergeTimeoutMs },
-          leader === undefined,
-        ),
-      };
-    await sleep(250);
-  }
 }
 
 /** The live objects of the watched kinds; after a delete, after the garbage collector removed the orphans (≤ 20 s). */
@@ -304,7 +274,8 @@ async function judge(state: TrialState, i: number, live: Manifest[], writes: str
   for (const r of roots) if (r.metadata.uid) state.roots.set(r.metadata.uid, r);
   const unowned = new Map<string, number>();
   for (const o of live)
-    if ((o.metadata.ownerReferences ?? []).length === 0) unowned.set(o.kind, (unowned.get(o.kind) ?? 0) + 1);
+    if ((o.metadata.ownerReferences ?? []).length === 0 && !CONTROL_PLANE_MADE.has(`${o.kind}/${o.metadata.name}`))
+      unowned.set(o.kind, (unowned.get(o.kind) ?? 0) + 1);
   const unplaced = roots.map(({ metadata: { namespace: _, ...metadata }, ...r }) => ({ ...r, metadata }));
   const shape = childShape(state.lineage, unplaced, live);
   const status = endState(roots, live, state.settings.ignoreFields);
@@ -358,6 +329,12 @@ function noteShards(state: TrialState, live: readonly Manifest[]): void {
   }
 }
 
+/**
+ * What the controller-manager makes in every namespace, in its own time (later after an apiserver restart): not the
+ * operator's, so `same-objects` leaves it out.
+ */
+const CONTROL_PLANE_MADE: ReadonlySet<string> = new Set(['ConfigMap/kube-root-ca.crt', 'ServiceAccount/default']);
+
 /** The label a sharded operator puts on each object: its shard (docs/sharding.md). */
 const SHARD_LABEL = 'opkit.dev/shard';
 
@@ -371,10 +348,4 @@ function orphaned(state: TrialState, live: readonly Manifest[]): LineageViolatio
       message: `${describeObject(o)} was deleted but still exists (finalizers: ${(o.metadata.finalizers ?? []).join(', ') || 'none'}): a finalizer that never finished?`,
     }));
   return [...stuck, ...ownerless(state.lineage, live)];
-}
-
-/** Waits until a replica leads (a trial starts only then); a Lease nobody takes is a violation of the next step. */
-async function waitForLeader(system: ChaosSystem, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (system.inCharge() === undefined && Date.now() < deadline) await sleep(100);
 }
