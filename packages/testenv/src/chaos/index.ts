@@ -1,11 +1,13 @@
 /**
  * @module @opkit/testenv/chaos
  * Find an operator's bugs before production: `runChaos` runs the operator as it ships (its CRDs, its RBAC, two
- * replicas with leader election) on a local control plane, drives scenarios (desired states, as a user changes
- * them), and puts one fault into each trial: a crash right after a write, a stale view and a failover, events
- * coalesced, a pause past the Lease, 409 and 429 answers. After every step it checks invariants that need nothing from
- * the user (it settles, one controller per object, no orphans, the same children and status as a fault-free run, only
- * the leader writes, no crash loop) and the user's own. `opkit chaos` runs it for a project; docs/chaos.md tells how.
+ * replicas with leader election, or three sharded) on a local control plane, drives scenarios (desired states, as a
+ * user changes them: the samples, changes generated within each CRD's schema, your own), and puts one fault into each
+ * trial: a crash right after a write, a stale view and a failover, events coalesced, a pause past the Lease, 409 and
+ * 429 answers, an apiserver restart or an etcd compaction, dropped connections, the webhooks down. After every step
+ * it checks invariants that need nothing from the user (it settles, one controller per object, no orphans, the same
+ * children and status as a fault-free run, only the leader or the shard's owner writes, no crash loop, no stream of
+ * Events) and the user's own. `opkit chaos` runs it for a project; docs/chaos.md tells how.
  */
 export type { Fault, FaultKind } from './faults.ts';
 export { FAULT_KINDS } from './faults.ts';
