@@ -135,8 +135,8 @@ export class Objects {
 
   /**
    * Server-side apply of `o` (its whole content, forced) as the user; resolves to the stored object. An answer that
-   * may pass when tried again (5xx, 429, none) is tried again for up to `retryMs`, then `Unavailable` is thrown; any
-   * other refusal is the input's fault (`ChaosInput`).
+   * may pass when tried again (5xx, 429, none) is tried again for up to `retryMs`, then `ApiRequestFailed` is thrown;
+   * any other refusal is the input's fault (`ChaosInput`).
    */
   async apply(o: Manifest, what: string, retryMs = 0): Promise<Manifest> {
     const name = o.metadata.name;
@@ -175,7 +175,10 @@ export class Objects {
         return res;
       }
       if (Date.now() >= deadline)
-        throw new Unavailable(`the apiserver did not ${action} for ${Math.round(retryMs / 1000)} s: ${why}`);
+        throw new TestenvError(
+          'ApiRequestFailed',
+          `the apiserver did not ${action} for ${Math.round(retryMs / 1000)} s: ${why}`,
+        );
       await sleep(500);
     }
   }
@@ -207,9 +210,6 @@ export class Objects {
     return path;
   }
 }
-
-/** A change the apiserver could not take for a while (an outage, a webhook that does not answer): not the input's fault. */
-export class Unavailable extends Error {}
 
 /** The message of a `Status` answer, else the start of its text. */
 function reasonOf(text: string): string {

@@ -8,9 +8,10 @@
  * a step is never judged while its fault is busy, nor while the namespace cannot be read.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
+import { isTestenvError } from '../errors.ts';
 import type { ArmedFault } from './faults.ts';
 import { counts } from './faults.ts';
-import { type Manifest, Unavailable } from './objects.ts';
+import type { Manifest } from './objects.ts';
 import { describeStep, type ScenarioStep } from './scenario.ts';
 import type { ChaosSystem } from './system.ts';
 import type { TrialState, Violation } from './trial.ts';
@@ -32,7 +33,7 @@ export async function change(state: TrialState, placed: ScenarioStep, what: stri
     }
     return undefined;
   } catch (err) {
-    if (!(err instanceof Unavailable)) throw err;
+    if (!isTestenvError(err) || err.code !== 'ApiRequestFailed') throw err;
     return { invariant: 'change-accepted', object: describeStep(placed), message: err.message };
   }
 }
