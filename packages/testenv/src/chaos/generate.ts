@@ -41,6 +41,7 @@ import type { ChaosScenario, ScenarioStep } from './scenario.ts';
 
 /** The apiserver's answer to a write: whether it stores `object` (as it would: defaults applied), and why not. */
 export interface AdmissionAnswer {
+  /** Whether the apiserver would store it. */
   readonly allowed: boolean;
   /** The object as it would be stored (pruned, defaulted). */
   readonly object: Json;
