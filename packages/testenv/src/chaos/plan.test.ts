@@ -112,3 +112,11 @@ test('seeded: reproducible numbers in [0, 1)', () => {
     assert.ok(x >= 0 && x < 1);
   }
 });
+
+test('planTrials: write points breadth first; the platform’s faults in the first round, then one round in three', () => {
+  const points = [{ scenario: 's', writesPerStep: [3, 2, 3] }];
+  const crashes = planTrials(points, ['crash'], 9).map((t) => t.fault.k);
+  assert.deepEqual(crashes, [1, 1, 1, 2, 2, 2, 3, 3], 'every first write before any second');
+  const kinds = planTrials(points, ['stale', 'apiserver-restart'], 4).map((t) => t.fault.kind);
+  assert.deepEqual(kinds, ['stale', 'apiserver-restart', 'stale', 'stale', 'apiserver-restart', 'apiserver-restart']);
+});

@@ -3,9 +3,11 @@
  * Which trials a chaos run makes, from what the fault-free run of each scenario showed: for each step with writes,
  * a `crash` after every write (each write point), `conflict` and `throttle` on the first and the last write, and one
  * fault of each other kind (`stale`, `unobserved`, `pause`, `apiserver-restart`, `compaction`, `disconnect`, and
- * `webhook-down` when the project has webhooks). The order is seeded: each kind's trials are shuffled by the seed,
- * then the kinds take turns in the order of `FAULT_KINDS`, so a run cut short by `--trials` or the budget still tries
- * each kind. A trial's id (`samples:2:crash@1`, `samples:1:webhook-down`: scenario, step from 1, fault) names it for
+ * `webhook-down` when the project has webhooks). The order is seeded: each kind's trials are shuffled by the seed and
+ * taken breadth first (every step's first write point before any step's second: a crash right after a reconcile's
+ * first write finds most intermediate states), then the kinds take turns in the order of `FAULT_KINDS`, the
+ * platform's faults (slow: a restart or an outage each) in the first round and one round in three after it; so a run
+ * cut short by `--trials` or the budget still tries each kind. A trial's id (`samples:2:crash@1`, `samples:1:webhook-down`: scenario, step from 1, fault) names it for
  * a replay.
  *
  * Guarantees: the same seed and the same write counts give the same trials in the same order; ids are unique; no
@@ -90,16 +92,30 @@ export function planTrials(
       const j = Math.floor(random() * (i + 1));
       [trials[i], trials[j]] = [trials[j] as PlannedTrial, trials[i] as PlannedTrial];
     }
-    return trials;
+    // breadth first: every step's first write before any step's second (a stable sort keeps the seeded order within)
+    return { kind, trials: trials.sort((a, b) => (a.fault.k ?? 1) - (b.fault.k ?? 1)) };
   });
   const out: PlannedTrial[] = [];
-  for (let round = 0; byKind.some((t) => t.length > round); round++)
-    for (const trials of byKind) {
-      const t = trials[round];
+  const taken = new Map<FaultKind, number>();
+  for (let round = 0; byKind.some(({ kind, trials }) => trials.length > (taken.get(kind) ?? 0)); round++)
+    for (const { kind, trials } of byKind) {
+      if (PLATFORM_KINDS.has(kind) && round % PLATFORM_EVERY !== 0) continue;
+      const n = taken.get(kind) ?? 0;
+      const t = trials[n];
       if (t !== undefined) out.push(t);
+      taken.set(kind, n + 1);
     }
   return out;
 }
+
+/** The platform's faults: each costs a restart or an outage (20–40 s), so they take a turn one round in three. */
+const PLATFORM_KINDS: ReadonlySet<FaultKind> = new Set([
+  'apiserver-restart',
+  'compaction',
+  'disconnect',
+  'webhook-down',
+]);
+const PLATFORM_EVERY = 3;
 
 /** Parses a trial id back (`samples:2:crash@1`, `samples:1:webhook-down`); undefined when it is not one. */
 export function parseTrialId(id: string): { scenario: string; fault: Fault } | undefined {
