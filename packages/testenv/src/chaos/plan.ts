@@ -6,8 +6,8 @@
  * `webhook-down` when the project has webhooks). The order is seeded: each kind's trials are shuffled by the seed and
  * taken breadth first (every step's first write point before any step's second: a crash right after a reconcile's
  * first write finds most intermediate states), then the kinds take turns in the order of `FAULT_KINDS`, the
- * platform's faults (slow: a restart or an outage each) in the first round and one round in three after it; so a run
- * cut short by `--trials` or the budget still tries each kind. A trial's id (`samples:2:crash@1`, `samples:1:webhook-down`: scenario, step from 1, fault) names it for
+ * platform's faults (slow: a restart or an outage each) at the end of the second round and one round in three after
+ * it; so a run of more than two rounds tries each kind (`--faults` picks kinds). A trial's id (`samples:2:crash@1`, `samples:1:webhook-down`: scenario, step from 1, fault) names it for
  * a replay.
  *
  * Guarantees: the same seed and the same write counts give the same trials in the same order; ids are unique; no
@@ -99,7 +99,7 @@ export function planTrials(
   const taken = new Map<FaultKind, number>();
   for (let round = 0; byKind.some(({ kind, trials }) => trials.length > (taken.get(kind) ?? 0)); round++)
     for (const { kind, trials } of byKind) {
-      if (PLATFORM_KINDS.has(kind) && round % PLATFORM_EVERY !== 0) continue;
+      if (PLATFORM_KINDS.has(kind) && round % PLATFORM_EVERY !== 1) continue;
       const n = taken.get(kind) ?? 0;
       const t = trials[n];
       if (t !== undefined) out.push(t);
@@ -108,7 +108,10 @@ export function planTrials(
   return out;
 }
 
-/** The platform's faults: each costs a restart or an outage (20–40 s), so they take a turn one round in three. */
+/**
+ * The platform's faults: each costs a restart or an outage (20–40 s), so they take a turn one round in three, from the
+ * second round on (the first has the faults that find most bugs of an operator's own logic).
+ */
 const PLATFORM_KINDS: ReadonlySet<FaultKind> = new Set([
   'apiserver-restart',
   'compaction',
