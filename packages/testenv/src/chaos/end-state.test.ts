@@ -54,3 +54,18 @@ test('endState: another value is reported with both; ignored fields are left out
     /AppService demo: gone, but there in the fault-free run/,
   );
 });
+
+test('end state: the trial’s namespace inside a message is not a difference; the report shows where they differ', () => {
+  const root = (ns: string, message: string) => ({
+    apiVersion: 'x/v1',
+    kind: 'Store',
+    metadata: { name: 's', namespace: ns },
+    status: { message },
+  });
+  const a = endState([root('chaos-1-2', 'PATCH /namespaces/chaos-1-2/pvcs refused')], [], []);
+  const b = endState([root('chaos-1-7', 'PATCH /namespaces/chaos-1-7/pvcs refused')], [], []);
+  assert.deepEqual(compareEndStates(a, b), []);
+  const long = (tail: string) => endState([root('chaos-1-3', `${'x'.repeat(600)}${tail}`)], [], []);
+  const [d] = compareEndStates(long('one'), long('two'));
+  assert.match(d?.message ?? '', /…x+two"\}, the fault-free run's …x+one"\}/);
+});

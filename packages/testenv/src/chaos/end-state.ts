@@ -2,7 +2,8 @@
  * @module chaos/end-state
  * The end state of a step, comparable across runs: each root object's `status`, with what differs between two correct
  * runs taken out. Times (RFC 3339) become `<time>`, uids `<uid>`, the name of a live child becomes `<Kind>` (names from
- * `generateName` differ in every run), arrays of such values are sorted, and the fields the user declares
+ * `generateName` differ in every run), the trial's namespace within a string `<namespace>` (each run has its own),
+ * arrays of such values are sorted, and the fields the user declares
  * non-deterministic (dotted paths under the object, such as `status.lastScheduleTime`) are dropped.
  *
  * Guarantees: two statuses that differ only in those ways compare equal; any other difference is reported with the
@@ -16,14 +17,15 @@ export type EndState = ReadonlyMap<string, string>;
 const TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
 const UID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
-function normalize(value: unknown, names: ReadonlyMap<string, string>): unknown {
+function normalize(value: unknown, names: ReadonlyMap<string, string>, namespace: string): unknown {
   if (typeof value === 'string') {
     if (TIME.test(value)) return '<time>';
     if (UID.test(value)) return '<uid>';
-    return names.get(value) ?? value;
+    const named = names.get(value) ?? value;
+    return namespace === '' ? named : named.split(namespace).join('<namespace>');
   }
   if (Array.isArray(value)) {
-    const items = value.map((v) => normalize(v, names));
+    const items = value.map((v) => normalize(v, names, namespace));
     return items.every((v) => typeof v !== 'object' || v === null)
       ? items
           .map((v) => JSON.stringify(v))
@@ -35,7 +37,7 @@ function normalize(value: unknown, names: ReadonlyMap<string, string>): unknown 
     return Object.fromEntries(
       Object.entries(value)
         .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-        .map(([k, v]) => [k, normalize(v, names)]),
+        .map(([k, v]) => [k, normalize(v, names, namespace)]),
     );
   return value;
 }
@@ -59,13 +61,24 @@ export function endState(roots: readonly Manifest[], live: readonly Manifest[], 
   for (const root of roots) {
     const copy = structuredClone({ status: root.status }) as Record<string, unknown>;
     for (const path of ignore) drop(copy, path.split('.'));
-    out.set(`${root.kind} ${root.metadata.name}`, JSON.stringify(normalize(copy.status ?? null, names)));
+    const namespace = root.metadata.namespace ?? '';
+    out.set(`${root.kind} ${root.metadata.name}`, JSON.stringify(normalize(copy.status ?? null, names, namespace)));
   }
   return out;
 }
 
-/** A long status shortened for a message. */
-const clip = (json: string) => (json.length > 400 ? `${json.slice(0, 400)}…` : json);
+/** A long status shortened for a message, around `at` (where it differs from the other). */
+const clip = (json: string, at: number) => {
+  const from = Math.max(0, Math.min(at - 150, json.length - 400));
+  return `${from > 0 ? '…' : ''}${json.slice(from, from + 400)}${from + 400 < json.length ? '…' : ''}`;
+};
+
+/** The index of the first character where `a` and `b` differ. */
+function firstDifference(a: string, b: string): number {
+  let i = 0;
+  while (i < a.length && a[i] === b[i]) i++;
+  return i;
+}
 
 /** Where `trial` differs from `baseline`: one line per root. */
 export function compareEndStates(baseline: EndState, trial: EndState): { object: string; message: string }[] {
@@ -78,7 +91,7 @@ export function compareEndStates(baseline: EndState, trial: EndState): { object:
       message:
         want === undefined || got === undefined
           ? `${root}: ${got === undefined ? 'gone' : 'there'}, but ${want === undefined ? 'not there' : 'there'} in the fault-free run`
-          : `${root}: status ${clip(got)}, the fault-free run's ${clip(want)}`,
+          : `${root}: status ${clip(got, firstDifference(got, want))}, the fault-free run's ${clip(want, firstDifference(got, want))}`,
     });
   }
   return out;
