@@ -1,7 +1,8 @@
 /**
  * @module chaos/system
  * The operator under test as it runs in production, on a local control plane: its CRDs, its RBAC (the ServiceAccount,
- * roles and bindings `opkit generate` writes), and N replicas (default 2) of its command with leader election, each
+ * roles and bindings `opkit generate` writes), and N replicas (default 2) of its command with leader election (or
+ * sharded, `SHARDING=true`, default 3, with the same Lease timings for their member Leases), each
  * authenticating as that ServiceAccount through an `ApiFaultProxy` of its own, named by `POD_NAME` (`chaos-0`, …) in
  * `POD_NAMESPACE` (the ServiceAccount's). A supervisor (chaos/replicas) plays the kubelet. The replicas run with
  * metrics and health probes off, a shorter Lease (5 s, renewed within 3 s, tried every 500 ms, so a failover takes
@@ -10,11 +11,11 @@
  * (chaos/service), as a Deployment's webhook Service routes to its ready pods.
  *
  * It records every write a replica made (`writes`: which replica, what, when, as the proxy saw the apiserver apply
- * it) and every holder of the leader-election Lease (`holders`, from a watch), and lets a trial put faults into the
- * replicas' requests (`hooks`).
+ * it) and every holder of the leader-election Lease and of each shard's fence (`leases`, from a watch;
+ * chaos/leases), and lets a trial put faults into the replicas' requests (`hooks`).
  *
  * Guarantees: `start()` resolves once the apiserver's authorizer allows what the roles grant (so a Forbidden is the
- * operator's own) and both replicas run; `stop()` ends the replicas, the proxies and the control plane, also after a
+ * operator's own) and every replica runs; `stop()` ends the replicas, the proxies and the control plane, also after a
  * failed start.
  */
 import { randomBytes } from 'node:crypto';
