@@ -149,6 +149,14 @@ const afterAimed = (t: Tools, action: (replica: number) => Promise<unknown>): Be
 /** The kinds that act on the platform (the control plane, the connections, the webhook Service). */
 type PlatformKind = Extract<FaultKind, 'apiserver-restart' | 'compaction' | 'disconnect' | 'webhook-down'>;
 
+/** The platform's kinds (their trials are planned more sparsely: chaos/plan). */
+export const PLATFORM_FAULT_KINDS: ReadonlySet<FaultKind> = new Set<PlatformKind>([
+  'apiserver-restart',
+  'compaction',
+  'disconnect',
+  'webhook-down',
+]);
+
 /** The hooks of each kind, and what it does when the step's change was made. */
 function behaviour(t: Tools): Behaviour {
   const { system, fault, all } = t;

@@ -35,9 +35,12 @@ export const replicaName = (i: number): string => `chaos-${i}`;
 
 /** The replica an identity names (`chaos-1_…`, `chaos-1-…`), if any of `count`. */
 export function replicaOf(identity: string, count: number): number | undefined {
-  for (let i = 0; i < count; i++) if (new RegExp(`^${replicaName(i)}[_-]`).test(identity)) return i;
-  return undefined;
+  const i = Number(REPLICA_IDENTITY.exec(identity)?.[1] ?? Number.NaN);
+  return Number.isInteger(i) && i < count ? i : undefined;
 }
+
+/** `chaos-<i>_…` (leader election) or `chaos-<i>-…` (sharding), `<i>` without leading zeros. */
+const REPLICA_IDENTITY = /^chaos-(0|[1-9]\d*)[_-]/;
 
 /** Each Lease's holders over time; see the module comment. */
 export class LeaseBook {

@@ -13,7 +13,14 @@
  * Guarantees: the same seed and the same write counts give the same trials in the same order; ids are unique; no
  * `webhook-down` trial for a project without webhooks.
  */
-import { describeFault, FAULT_KINDS, type Fault, type FaultKind, WEBHOOK_FAULT_KINDS } from './faults.ts';
+import {
+  describeFault,
+  FAULT_KINDS,
+  type Fault,
+  type FaultKind,
+  PLATFORM_FAULT_KINDS,
+  WEBHOOK_FAULT_KINDS,
+} from './faults.ts';
 
 /** One trial: a scenario run with one fault in one step. */
 export interface PlannedTrial {
@@ -99,7 +106,7 @@ export function planTrials(
   const taken = new Map<FaultKind, number>();
   for (let round = 0; byKind.some(({ kind, trials }) => trials.length > (taken.get(kind) ?? 0)); round++)
     for (const { kind, trials } of byKind) {
-      if (PLATFORM_KINDS.has(kind) && round % PLATFORM_EVERY !== 1) continue;
+      if (PLATFORM_FAULT_KINDS.has(kind) && round % PLATFORM_EVERY !== 1) continue;
       const n = taken.get(kind) ?? 0;
       const t = trials[n];
       if (t !== undefined) out.push(t);
@@ -112,12 +119,6 @@ export function planTrials(
  * The platform's faults: each costs a restart or an outage (20–40 s), so they take a turn one round in three, from the
  * second round on (the first has the faults that find most bugs of an operator's own logic).
  */
-const PLATFORM_KINDS: ReadonlySet<FaultKind> = new Set([
-  'apiserver-restart',
-  'compaction',
-  'disconnect',
-  'webhook-down',
-]);
 const PLATFORM_EVERY = 3;
 
 /** Parses a trial id back (`samples:2:crash@1`, `samples:1:webhook-down`); undefined when it is not one. */

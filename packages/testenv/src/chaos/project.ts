@@ -14,6 +14,7 @@
  * are a `ChaosInput` error naming the file (and the step); so is a project without CRDs or without scenarios, and a
  * sharded run of a project without `config/sharding/rbac.yaml`.
  */
+import { existsSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -103,11 +104,8 @@ async function installedSharded(dir: string): Promise<boolean> {
 /** The RBAC of a sharded run: the project's, and config/sharding's. */
 async function shardingRbac(dir: string): Promise<Manifest[]> {
   const file = join('config', 'sharding', 'rbac.yaml');
-  const found = await readFile(join(dir, file), 'utf8').then(
-    () => true,
-    () => false,
-  );
-  if (!found) throw fail(`${join(dir, file)} not found: a sharded chaos run needs its RBAC (run opkit generate)`);
+  if (!existsSync(join(dir, file)))
+    throw fail(`${join(dir, file)} not found: a sharded chaos run needs its RBAC (run opkit generate)`);
   return manifests(dir, file);
 }
 

@@ -10,8 +10,8 @@
  * Guarantees: resolves once all of that was seen, or after `timeoutMs` (default 60 s) whatever was not; it never
  * touches the operator's namespaces or objects. The canary's namespace (`chaos-canary`) is created once per system.
  */
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Environment } from '../environment.ts';
+import { waitFor } from '../wait.ts';
 
 const CANARY_NAMESPACE = 'chaos-canary';
 
@@ -23,14 +23,12 @@ interface Crd {
   };
 }
 
-/** Polls `check` every 200 ms until it holds or `deadline` passes; whether it held. */
-async function until(deadline: number, check: () => Promise<boolean>): Promise<boolean> {
-  while (Date.now() < deadline) {
-    if (await check().catch(() => false)) return true;
-    await sleep(200);
-  }
-  return false;
-}
+/** Polls `check` until it holds or `deadline` passes (testenv's `waitFor`); whether it held. */
+const until = (deadline: number, check: () => Promise<boolean>): Promise<boolean> =>
+  waitFor('the control plane to recover', check, Math.max(0, deadline - Date.now()), 200).then(
+    () => true,
+    () => false,
+  );
 
 /** Whether the apiserver serves every version of every CRD it has. */
 async function crdsServed(env: Environment): Promise<boolean> {
