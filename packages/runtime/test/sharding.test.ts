@@ -188,16 +188,32 @@ describe('sharding between managers', () => {
   test('a graceful stop hands its shards off at once; nothing is reconciled twice at a time, no child made twice', async () => {
     const b = replicas.get('b');
     assert.ok(b);
+    const bShards = held('b');
+    assert.ok(bShards.length > 0);
+    const fencesOfB = async () =>
+      (await client.list(Leases, { namespace: NS, labelSelector: 'opkit.dev/shard-role=shard' })).items.filter((l) =>
+        bShards.some((n) => l.metadata.name?.endsWith(`-shard-${n}`)),
+      );
     const stoppedAt = Date.now();
     b.stop.abort();
     await b.run;
-    await waitFor('a and c to hold every shard', async () => balanced(['a', 'c']), 15_000);
-    assert.ok(
-      Date.now() - stoppedAt < TIMINGS.leaseDurationMs,
-      'released shards are taken without waiting for the lease',
+    // the stop returned once every fence was freed and the member Lease deleted: nothing is left to expire
+    assert.deepEqual(
+      (await fencesOfB()).filter((l) => l.spec?.holderIdentity === 'b').map((l) => l.metadata.name),
+      [],
+      "b's fences are released when its stop returns",
     );
     const members = (await client.list(Leases, { namespace: NS, labelSelector: 'opkit.dev/shard-role=member' })).items;
     assert.deepEqual(members.map((m) => m.spec?.holderIdentity).sort(), ['a', 'c']);
+    await waitFor('a and c to hold every shard', async () => balanced(['a', 'c']), 15_000);
+    // when the takers wrote the fences (their acquireTime), not when this test saw it: a free fence is taken at once
+    for (const fence of await fencesOfB()) {
+      const takenAfter = Date.parse(fence.spec?.acquireTime ?? '') - stoppedAt;
+      assert.ok(
+        takenAfter < TIMINGS.leaseDurationMs,
+        `${fence.metadata.name} taken by ${fence.spec?.holderIdentity} ${takenAfter} ms after the stop: released shards are taken without waiting for the lease`,
+      );
+    }
     for (let i = 0; i < 24; i++)
       await client.patch(Widgets, { namespace: NS, name: `w-${i}` }, { spec: { color: 'green' } });
     await waitFor('a and c to reconcile every Widget', () => converged('green'), 60_000);
