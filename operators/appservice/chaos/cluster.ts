@@ -4,10 +4,11 @@
  * and webhook configurations from the generated install manifests, and two operator replicas with leader election,
  * each authenticating as the operator's ServiceAccount through its own fault proxy and named by POD_NAME (so the audit
  * log tells them apart by user agent). The replicas serve the admission and conversion webhooks themselves (one
- * serving certificate, from a CA of the harness, as a mounted Secret would give them), behind a Service (chaos/service)
- * that routes to the ready ones; the webhook configurations and the CRD's conversion call that Service
- * (`failurePolicy: Fail`). A supervisor plays the kubelet: a replica that exits is started again after a short
- * back-off, and every exit is recorded with the replica's log.
+ * serving certificate, from a CA of the harness, as a mounted Secret would give them), behind the library's webhook
+ * Service (@opkit/testenv/chaos `WebhookService`), which routes to the ones whose `/readyz` answers; the webhook
+ * configurations and the CRD's conversion call that Service (`failurePolicy: Fail`). The library's `Replica` plays
+ * the kubelet: a replica that exits is started again after a short back-off, every exit is recorded with the
+ * replica's log, and the output is watched for the ServiceAccount token.
  * `sharded: true` runs the replicas with `--sharding` instead (every replica active, each on its own buckets; no
  * leader election; the RBAC of config/sharding added, as a sharded install does), serving plain-HTTP /metrics on a
  * port of their own, and records the bodies of the operator's writes to leases, pods, AppServices and Events in the
@@ -16,7 +17,6 @@
  * `Replica.pause()` stops a replica's process where it stands (SIGSTOP) and `resume()` continues it (the `pause`
  * fault, chaos/pause); the supervisor sees no exit, as a kubelet sees none for a stalled process.
  */
-import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -27,9 +27,9 @@ import type { KubeObject } from '@opkit/runtime';
 import { Applier, Client, loadConfig, parseManifests, resource } from '@opkit/runtime/client';
 import { type Lease, Leases, Namespaces } from '@opkit/runtime/kinds';
 import { type Environment, FaultProxy, start, targetOf } from '@opkit/testenv';
+import { type ReplicaSpec, Replica as SupervisedReplica, WebhookService } from '@opkit/testenv/chaos';
 import { installApiAndRbac, installObjects, NAME, NAMESPACE } from '../src/install.ts';
 import { shardedAuditPolicy } from './audit-bodies.ts';
-import { Service } from './service.ts';
 
 export const MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
 /** The operator runs from this repository's sources: the workspace packages' source export condition, alone. */
@@ -44,17 +44,9 @@ export const RESTART_DELAY_MS = 1_000;
 /** How a replica runs: with leader election (one active), or sharded (all active, each on its buckets). */
 export type ReplicaMode = 'leader' | 'sharded';
 
-export interface Exit {
-  readonly code: number | null;
-  readonly signal: NodeJS.Signals | null;
-  readonly at: number;
-  /** Exits the harness caused (kill, SIGTERM) are expected; others are the operator's own decision. */
-  readonly caused: boolean;
-}
-
 /** Where a replica serves: its webhook and health ports (fixed across restarts, as a pod's), its certificate. */
 export interface Serving {
-  readonly service: Service;
+  readonly service: WebhookService;
   readonly webhookPort: number;
   readonly healthPort: number;
   /** `tls.crt` and `tls.key`. */
@@ -63,215 +55,61 @@ export interface Serving {
   readonly metricsPort?: number;
 }
 
-export class Replica {
-  readonly name: string;
+/**
+ * One AppService replica: the library's supervised replica (@opkit/testenv/chaos `Replica`: restarts, exits, pause,
+ * the token watched for in its output, its webhook endpoint kept up to date) running `src/main.ts` in `mode`, with the
+ * fault proxy it reaches the apiserver through.
+ */
+export class Replica extends SupervisedReplica {
   readonly proxy: FaultProxy;
   readonly kubeconfig: string;
   readonly serving: Serving;
-  proc: ChildProcessWithoutNullStreams | undefined;
-  /** What the replica printed since the last `takeLog()`, across restarts. */
-  #log = '';
-  readonly exits: Exit[] = [];
-  /** When each of its processes started (ms since the epoch). */
-  readonly starts: number[] = [];
   readonly mode: ReplicaMode;
-  /** Strings that must never appear in the output (the ServiceAccount token); `leaks` lists any that did. */
-  readonly secrets: string[] = [];
-  readonly #leaked = new Set<string>();
-  #tail = '';
-  #causing = false;
-  #stopped = false;
-  #paused = false;
 
-  constructor(name: string, proxy: FaultProxy, kubeconfig: string, serving: Serving, mode: ReplicaMode = 'leader') {
-    this.name = name;
-    this.mode = mode;
+  constructor(name: string, proxy: FaultProxy, kubeconfig: string, serving: Serving, mode: ReplicaMode, token: string) {
+    super(replicaSpec(name, kubeconfig, serving, mode), {
+      restartDelayMs: RESTART_DELAY_MS,
+      secrets: [token],
+      events: serving.service.events(name),
+    });
     this.proxy = proxy;
     this.kubeconfig = kubeconfig;
     this.serving = serving;
-    serving.service.add(name, serving.webhookPort, serving.healthPort);
-  }
-
-  /** The secrets seen in the output, shortened to their first 6 characters. */
-  get leaks(): string[] {
-    return [...this.#leaked].map((s) => `${s.slice(0, 6)}…`);
-  }
-
-  /** The complete lines output since the last call (each trial checks its own); a partial last line waits. */
-  takeLog(): string {
-    const end = this.#log.lastIndexOf('\n') + 1;
-    const log = this.#log.slice(0, end);
-    this.#log = this.#log.slice(end);
-    return log;
-  }
-
-  /** The output since the last `takeLog()`, left in place. */
-  peekLog(): string {
-    return this.#log;
-  }
-
-  get running(): boolean {
-    return this.proc !== undefined && this.proc.exitCode === null && this.proc.signalCode === null;
-  }
-
-  /**
-   * Whether a process runs, once the supervisor had its chance: a replica that exited is waited for until
-   * `RESTART_DELAY_MS` + `slackMs` after that exit (an exit at the end of a trial is still in its back-off).
-   */
-  async runningAgain(slackMs = 5_000): Promise<boolean> {
-    const deadline = (this.exits.at(-1)?.at ?? 0) + RESTART_DELAY_MS + slackMs;
-    while (!this.running && !this.#stopped && Date.now() < deadline) await sleep(50);
-    return this.running;
-  }
-
-  /** Its last exit, for a report: `exit 1 at 12:00:01.234Z`, or `no exit`. */
-  lastExit(): string {
-    const e = this.exits.at(-1);
-    return e === undefined ? 'no exit' : `exit ${e.code ?? e.signal} at ${new Date(e.at).toISOString()}`;
-  }
-
-  /** Whether its process is stopped by `pause()`. */
-  get paused(): boolean {
-    return this.#paused;
-  }
-
-  /**
-   * Stops the operator's process where it stands (SIGSTOP), as a long GC, a blocked event loop or a VM migration
-   * would: its timers keep their deadlines, its sockets stay open, and what arrives waits in the kernel. The process
-   * signalled is the operator's own node process (spawned directly, no shell or wrapper: checked by its command
-   * line), all its threads with it; resolves once the kernel reports it stopped. Its webhook endpoint leaves the
-   * Service at once (chaos/service `paused`). Throws if it is not running.
-   */
-  async pause(): Promise<void> {
-    const pid = this.running ? this.proc?.pid : undefined;
-    if (pid === undefined) throw new Error(`${this.name}: no running process to pause`);
-    const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => undefined);
-    if (cmdline !== undefined && !cmdline.split('\0').includes(MAIN))
-      throw new Error(`${this.name}: pid ${pid} is not the operator's node process (${cmdline.replace(/\0/g, ' ')})`);
-    this.proc?.kill('SIGSTOP');
-    this.#paused = true;
-    this.serving.service.paused(this.name, true);
-    for (let i = 0; cmdline !== undefined && (await processState(pid)) !== 'T'; i++) {
-      if (i >= 100) throw new Error(`${this.name}: pid ${pid} not stopped 1 s after SIGSTOP`);
-      await sleep(10);
-    }
-  }
-
-  /** Continues a process stopped by `pause()` (SIGCONT); routed to by the Service again once its probe passes. */
-  resume(): void {
-    if (!this.#paused) return;
-    this.#paused = false;
-    this.proc?.kill('SIGCONT');
-    this.serving.service.paused(this.name, false);
+    this.mode = mode;
   }
 
   /** The metrics URL of a sharded replica. */
   get metricsUrl(): string | undefined {
     return this.serving.metricsPort ? `http://127.0.0.1:${this.serving.metricsPort}/metrics` : undefined;
   }
-
-  /** Starts a process (again, after `retire()`): the supervisor restarts it until `retire()` or `stop()`. */
-  start(): void {
-    this.#stopped = false;
-    this.starts.push(Date.now());
-    const mode =
-      this.mode === 'sharded'
-        ? ['--sharding', '--metrics-bind-address', `127.0.0.1:${this.serving.metricsPort}`, '--metrics-secure=false']
-        : ['--leader-elect', '--leader-election-namespace', NAMESPACE, '--metrics-bind-address', '0'];
-    const proc = spawn(
-      process.execPath,
-      [
-        MAIN,
-        '--kubeconfig',
-        this.kubeconfig,
-        ...mode,
-        '--health-probe-bind-address',
-        `127.0.0.1:${this.serving.healthPort}`,
-        '--webhook-bind-address',
-        `127.0.0.1:${this.serving.webhookPort}`,
-        '--webhook-cert-dir',
-        this.serving.certDir,
-        '--log-level',
-        'debug',
-      ],
-      {
-        env: {
-          ...process.env,
-          POD_NAME: this.name,
-          POD_NAMESPACE: NAMESPACE,
-          NODE_OPTIONS: SOURCE_CONDITION,
-          ENABLE_WEBHOOKS: 'true',
-        },
-        stdio: ['pipe', 'pipe', 'pipe'],
-      },
-    );
-    this.proc = proc;
-    this.serving.service.started(this.name);
-    const add = (text: string) => {
-      this.#log += text;
-      const window = this.#tail + text; // a secret split across two chunks is still seen
-      for (const s of this.secrets) if (window.includes(s)) this.#leaked.add(s);
-      this.#tail = window.slice(-4096);
-    };
-    proc.stdout.setEncoding('utf8').on('data', add);
-    proc.stderr.setEncoding('utf8').on('data', add);
-    proc.once('exit', (code, signal) => {
-      this.#paused = false;
-      this.serving.service.exited(this.name);
-      this.exits.push({ code, signal, at: Date.now(), caused: this.#causing });
-      this.#causing = false;
-      if (this.#stopped) return;
-      // the kubelet's part: start it again (a short back-off, so trials stay short)
-      void sleep(RESTART_DELAY_MS).then(() => {
-        if (!this.#stopped && !this.running) this.start();
-      });
-    });
-  }
-
-  /**
-   * Sends `signal` as a fault (the supervisor starts the replica again). SIGTERM is a pod's deletion: the Service
-   * stops routing to the replica `endpointsLagMs` later (default at once), as the endpoints learn of it.
-   */
-  async signal(signal: NodeJS.Signals, options: { readonly endpointsLagMs?: number } = {}): Promise<void> {
-    if (!this.running || !this.proc) return;
-    this.#causing = true;
-    const exited = new Promise((r) => this.proc?.once('exit', r));
-    if (signal === 'SIGTERM') this.serving.service.terminating(this.name, options.endpointsLagMs ?? 0);
-    this.proc.kill(signal);
-    this.resume(); // a stopped process handles the signal once continued (SIGKILL needs no SIGCONT)
-    await exited;
-  }
-
-  /**
-   * Stops it gracefully, as a scale-down does: SIGTERM (SIGKILL after `timeoutMs`), not started again until
-   * `start()`. Whether it exited in time.
-   */
-  async retire(timeoutMs = 10_000): Promise<boolean> {
-    this.#stopped = true;
-    if (!this.running || !this.proc) return true;
-    this.#causing = true;
-    const exited = new Promise((r) => this.proc?.once('exit', r));
-    this.serving.service.terminating(this.name, 0);
-    this.proc.kill('SIGTERM');
-    this.resume(); // a stopped process handles its SIGTERM once continued
-    const inTime = await Promise.race([exited.then(() => true), sleep(timeoutMs).then(() => false)]);
-    if (!inTime) {
-      this.proc?.kill('SIGKILL');
-      await exited;
-    }
-    return inTime;
-  }
-
-  async stop(): Promise<void> {
-    await this.retire();
-    await this.proxy.close();
-  }
 }
 
-/** The state letter of a process in /proc (`R`, `S`, `T` stopped, …); undefined if it is gone. */
-async function processState(pid: number): Promise<string | undefined> {
-  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => undefined);
-  return stat?.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+/** The operator's command line: its own node process (no wrapper), in `mode`, serving on the ports of `serving`. */
+function replicaSpec(name: string, kubeconfig: string, serving: Serving, mode: ReplicaMode): ReplicaSpec {
+  const modeArgs =
+    mode === 'sharded'
+      ? ['--sharding', '--metrics-bind-address', `127.0.0.1:${serving.metricsPort}`, '--metrics-secure=false']
+      : ['--leader-elect', '--leader-election-namespace', NAMESPACE, '--metrics-bind-address', '0'];
+  return {
+    name,
+    command: process.execPath,
+    args: [
+      MAIN,
+      '--kubeconfig',
+      kubeconfig,
+      ...modeArgs,
+      '--health-probe-bind-address',
+      `127.0.0.1:${serving.healthPort}`,
+      '--webhook-bind-address',
+      `127.0.0.1:${serving.webhookPort}`,
+      '--webhook-cert-dir',
+      serving.certDir,
+      '--log-level',
+      'debug',
+    ],
+    cwd: process.cwd(),
+    env: { POD_NAME: name, POD_NAMESPACE: NAMESPACE, NODE_OPTIONS: SOURCE_CONDITION, ENABLE_WEBHOOKS: 'true' },
+  };
 }
 
 export interface ChaosCluster {
@@ -280,7 +118,7 @@ export interface ChaosCluster {
   readonly auditLog: string;
   readonly replicas: readonly Replica[];
   /** The webhook Service in front of the replicas (admission and conversion, `failurePolicy: Fail`). */
-  readonly webhooks: Service;
+  readonly webhooks: WebhookService;
   /** The replica holding the Lease now (by its holderIdentity), if any. */
   leader(): Promise<Replica | undefined>;
   lease(): Promise<Lease | undefined>;
@@ -361,7 +199,7 @@ const SHARDING_RBAC = new URL('../config/sharding/rbac.yaml', import.meta.url);
  * The operator's API, RBAC (and the sharding component's, if `sharded`) and webhook configurations (calling
  * `service`), the chaos namespace, the RBAC in effect.
  */
-async function install(env: Environment, service: Service, sharded: boolean): Promise<Installed> {
+async function install(env: Environment, service: WebhookService, sharded: boolean): Promise<Installed> {
   const admin = new Client(await loadConfig({ path: env.kubeconfigPath }), { name: 'chaos-admin' });
   await installApiAndRbac(admin, { webhooks: 'none' });
   if (sharded)
@@ -383,7 +221,7 @@ async function install(env: Environment, service: Service, sharded: boolean): Pr
 /** A replica named `name` behind a fault proxy of its own, started. */
 async function startReplica(
   env: Environment,
-  service: Service,
+  service: WebhookService,
   installed: Installed,
   name: string,
   mode: ReplicaMode,
@@ -398,8 +236,8 @@ async function startReplica(
     certDir: installed.certDir,
     ...(mode === 'sharded' ? { metricsPort: await freePort() } : {}),
   };
-  const r = new Replica(name, proxy, kubeconfig, serving, mode);
-  r.secrets.push(installed.token);
+  service.add({ name, port: serving.webhookPort, healthPort: serving.healthPort });
+  const r = new Replica(name, proxy, kubeconfig, serving, mode, installed.token);
   r.start();
   return r;
 }
@@ -418,9 +256,14 @@ export async function chaosCluster(options: ChaosClusterOptions = {}): Promise<C
   });
   const replicas: Replica[] = [];
   const spawned: Replica[] = [];
-  const service = await Service.start();
+  const service = await WebhookService.start();
   const stopAll = async () => {
-    await Promise.all([...replicas, ...spawned].map((r) => r.stop()));
+    await Promise.all(
+      [...replicas, ...spawned].map(async (r) => {
+        await r.close(10_000);
+        await r.proxy.close();
+      }),
+    );
     await service.close();
     await env.stop();
     if (policyDir) await rm(policyDir, { recursive: true, force: true });

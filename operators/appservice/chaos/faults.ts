@@ -34,8 +34,8 @@ import { CHAOS_NAMESPACE, type ChaosCluster, OPERATOR_USER } from './cluster.ts'
 import { overshootEvidence } from './evidence.ts';
 import type { Monitor, Violation } from './monitor.ts';
 import { leaderStepsDown, pausePastLease, RESUME_STOP_GOAL_SECONDS, workUnderWay } from './pause.ts';
+import { acrossWebhookResets } from './resets.ts';
 import type { Rng } from './rng.ts';
-import { acrossWebhookResets } from './service.ts';
 
 export const FAULT_KINDS = [
   'freeze',
@@ -356,7 +356,7 @@ export class TrialRunner {
         leader.proxy.setMode({ kind: 'pass' });
         break;
       case 'kill': {
-        await leader.signal('SIGKILL');
+        await leader.kill();
         harnessExits = 1;
         const s = await leaseUntil(c, successorOf(leaderIdentity), 40_000);
         if (s === undefined) violations.push({ invariant: 'not-settled', detail: 'no failover within 40 s' });
@@ -364,7 +364,7 @@ export class TrialRunner {
         break;
       }
       case 'webhook-down': {
-        await c.webhooks.down();
+        c.webhooks.down(true);
         await sleep(rng.int(500, 2_000));
         const refused = await c.admin
           .create(
@@ -385,7 +385,7 @@ export class TrialRunner {
             detail: `a write while the webhook was down was not refused naming the webhook: ${refused.slice(0, 300)}`,
           });
         await sleep(rng.int(1_000, 6_000));
-        await c.webhooks.up();
+        c.webhooks.down(false);
         break;
       }
       case 'rolling-update': {
@@ -393,14 +393,9 @@ export class TrialRunner {
         const writes = webhookWrites(c, 4);
         await sleep(rng.int(300, 1_000));
         const term = performance.now();
-        const stopped = target.signal('SIGTERM', { endpointsLagMs: rng.int(0, 1_500) });
         harnessExits = 1;
-        const exitedInTime = await Promise.race([stopped.then(() => true), sleep(10_000).then(() => false)]);
-        if (!exitedInTime) {
+        if (!(await target.stop(10_000, { endpointsLagMs: rng.int(0, 1_500) })))
           violations.push({ invariant: 'crash-loop', detail: `${target.name} still running 10 s after SIGTERM` });
-          target.proc?.kill('SIGKILL');
-          await stopped;
-        }
         extra.stopSeconds = (performance.now() - term) / 1000;
         extra.stopPhases = stopPhases(target.peekLog());
         const exit = target.exits[target.exits.length - 1];
@@ -475,13 +470,14 @@ export class TrialRunner {
         break;
       }
       case 'handover': {
-        const stopped = leader.signal('SIGTERM');
+        // SIGKILL once the successor was waited for (20 s at most) and 10 s more passed: a stop that hangs
+        const stopped = leader.stop(60_000);
         harnessExits = 1;
         const s = await leaseUntil(c, successorOf(leaderIdentity), 20_000);
-        const exitedInTime = await Promise.race([stopped.then(() => true), sleep(10_000).then(() => false)]);
+        const exitedInTime = await Promise.race([stopped, sleep(10_000).then(() => false)]);
         if (!exitedInTime) {
           violations.push({ invariant: 'crash-loop', detail: `${leader.name} still running 10 s after SIGTERM` });
-          leader.proc?.kill('SIGKILL');
+          await leader.kill();
           await stopped;
         }
         if (s === undefined)

@@ -138,7 +138,7 @@ async function holdings(x: FaultContext, r: Replica): Promise<Holdings> {
 export async function replicaKill(x: FaultContext, target: Replica): Promise<void> {
   const lost = await holdings(x, target);
   const t0 = performance.now();
-  await target.signal('SIGKILL');
+  await target.kill();
   await rebalanced(x, { ...lost, at: Date.now() }, t0, `SIGKILL of ${target.name}`, target.name);
   await rejoined(x, target.name, lost.id, t0);
 }

@@ -22,6 +22,7 @@ import { IMAGES, logViolations, randomChange, settle } from './faults.ts';
 import { BUCKETS, type FenceFindings, fenceCheck, SHARD_LABEL } from './fences.ts';
 import type { Monitor, Violation } from './monitor.ts';
 import { workUnderWay } from './pause.ts';
+import { acrossWebhookResets } from './resets.ts';
 import {
   heldBy,
   identityOf,
@@ -34,7 +35,6 @@ import {
   until,
 } from './ring.ts';
 import type { Rng } from './rng.ts';
-import { acrossWebhookResets } from './service.ts';
 import {
   type FaultContext,
   type FaultFigures,

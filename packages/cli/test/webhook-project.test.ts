@@ -2,7 +2,8 @@
  * A project with webhooks, made as a user makes one, outside the repository (opkit init → create api → create
  * webhook, its packages linked as npm would install them), against a local control plane without cert-manager:
  * `opkit deploy` and `opkit deploy --helm` check the cluster before they write, a write that fails part-way says what
- * was applied, and two `opkit run`s of the project never take each other's webhooks away.
+ * was applied, two `opkit run`s of the project never take each other's webhooks away, and `opkit chaos` runs it with
+ * its webhooks served by the replicas.
  */
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
@@ -353,5 +354,18 @@ describe('two opkit runs of the same project', () => {
     assert.equal(after[1], 'ValidatingWebhookConfiguration absent', 'the first run removed its own configuration');
     const crd = await admin.get(CustomResourceDefinitions, { name: 'gadgets.toys.example.org' });
     assert.equal(crd.metadata.annotations?.['opkit.dev/run-id'], undefined);
+  });
+});
+
+describe('opkit chaos of a project with webhooks', () => {
+  test('its replicas serve the webhooks behind the loopback Service; with the Service down a while, nothing breaks', {
+    timeout: 300_000,
+  }, () => {
+    // the chaos run starts a control plane of its own; the webhooks (failurePolicy: Fail) admit every Gadget it writes
+    const r = opkit(dir, ['chaos', '--faults', 'webhook-down,crash', '--trials', '4', '--no-generated', '--seed', '3']);
+    assert.equal(r.code, 0, r.out);
+    assert.match(r.out, /fault-free samples:fault-free ✓/);
+    assert.match(r.out, /trial samples:\d+:webhook-down ✓/);
+    assert.match(r.out, /✓ no violation: 1 fault-free run and \d of \d trials/);
   });
 });

@@ -179,7 +179,8 @@ function behaviour(t: Tools): Behaviour {
     case 'pause':
       return afterAimed(t, async (r) => {
         await sleep(0); // the write's answer first: the replica stops after it has it
-        system.replicas[r]?.pause();
+        const replica = system.replicas[r];
+        if (replica?.running) await replica.pause();
         await sleep(CHAOS_LEASE.durationMs + 2_000);
         system.replicas[r]?.resume();
       });

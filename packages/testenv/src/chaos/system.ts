@@ -7,8 +7,9 @@
  * `POD_NAMESPACE` (the ServiceAccount's). A supervisor (chaos/replicas) plays the kubelet. The replicas run with
  * metrics and health probes off, a shorter Lease (5 s, renewed within 3 s, tried every 500 ms, so a failover takes
  * seconds, not the default 15 s), and their webhooks served on a loopback port each: when the project has webhook
- * configurations or conversion webhooks, those are pointed at a loopback Service in front of the replicas that are up
- * (chaos/service), as a Deployment's webhook Service routes to its ready pods.
+ * configurations or conversion webhooks, those are pointed at a loopback Service in front of the replicas whose
+ * webhook port accepts connections (chaos/service, a `tcpSocket` readiness probe), as a Deployment's webhook Service
+ * routes to its ready pods. The supervisor watches each replica's output for the ServiceAccount token.
  *
  * It records every write a replica made (`writes`: which replica, what, when, as the proxy saw the apiserver apply
  * it) and every holder of the leader-election Lease and of each shard's fence (`leases`, from a watch;
@@ -20,7 +21,6 @@
  */
 import { randomBytes } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
-import { connect } from 'node:net';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createLoopbackServingPki } from '../certs.ts';
@@ -35,7 +35,7 @@ import { type Manifest, Objects } from './objects.ts';
 import { installRbac } from './rbac.ts';
 import { Replica } from './replicas.ts';
 import type { RequestInfo } from './request-info.ts';
-import { type Endpoint, WebhookService } from './service.ts';
+import { WebhookService } from './service.ts';
 
 export { type LeaseHolder, replicaName };
 
@@ -156,9 +156,8 @@ export class ChaosSystem {
     const serving = { caPem: pki.ca.certPem, certPem: pki.serving.certPem, keyPem: pki.serving.keyPem };
     const count = options.replicas ?? (options.sharding ? 3 : 2);
     const webhookPorts = await freePorts(count);
+    const webhooks = await serveWebhooks(env, options);
     const replicas: Replica[] = [];
-    const endpoints = () => replicas.map((r, i) => ({ port: webhookPorts[i] ?? 0, up: () => r.running && !r.paused }));
-    const webhooks = await serveWebhooks(env, options, endpoints);
     const proxies: ApiFaultProxy[] = [];
     let system: ChaosSystem | undefined;
     for (let i = 0; i < count; i++) {
@@ -175,22 +174,24 @@ export class ChaosSystem {
         kubeconfig,
         makeKubeconfig({ name: 'chaos', server: proxy.url, caPem: proxy.caPem, ...user }),
       );
-      const certDir = webhooks?.certDir ?? dir;
       const at = {
         namespace: sa.namespace,
         kubeconfig,
-        certDir,
+        certDir: webhooks?.certDir ?? dir,
         webhookPort: webhookPorts[i] ?? 0,
         webhooks: !!webhooks,
         sharding: options.sharding === true,
       };
-      replicas.push(new Replica(replicaSpec(options.operator, i, at)));
+      const spec = replicaSpec(options.operator, i, at);
+      webhooks?.service.add({ name: spec.name, port: at.webhookPort });
+      const events = webhooks?.service.events(spec.name);
+      replicas.push(new Replica(spec, { secrets: [token], ...(events ? { events } : {}) }));
     }
     system = new ChaosSystem(env, sa, replicas, proxies, options.sharding === true);
     system.#webhooks = webhooks;
     system.#watchLeases();
     for (const r of replicas) r.start();
-    if (webhooks !== undefined) await webhooks.listening(endpoints());
+    await webhooks?.listening();
     return system;
   }
 
@@ -271,13 +272,12 @@ export class ChaosSystem {
   }
 }
 
-/** The webhooks as the replicas serve them: where their certificate is, and how to stop serving them. */
+/** The webhooks as the replicas serve them: where their certificate is, the Service, and how to stop serving them. */
 interface ServedWebhooks {
   readonly certDir: string;
-  /** The Service (set once the apiserver's webhooks were installed). */
-  readonly service: WebhookService | undefined;
+  readonly service: WebhookService;
   /** Resolves once some replica's webhook server accepts connections (60 s at most). */
-  listening(endpoints: readonly Endpoint[]): Promise<void>;
+  listening(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -285,11 +285,7 @@ interface ServedWebhooks {
  * The project's webhook configurations and the conversions of its CRDs pointed at a `WebhookService` in front of the
  * replicas (nothing when it has neither).
  */
-async function serveWebhooks(
-  env: Environment,
-  options: SystemOptions,
-  endpoints: () => readonly Endpoint[],
-): Promise<ServedWebhooks | undefined> {
+async function serveWebhooks(env: Environment, options: SystemOptions): Promise<ServedWebhooks | undefined> {
   const conversions = (await loadCrds(options.crds))
     .filter(
       (c) => (c.object as { spec?: { conversion?: { strategy?: string } } }).spec?.conversion?.strategy === 'Webhook',
@@ -297,48 +293,30 @@ async function serveWebhooks(
     .map((c) => c.name);
   const configurations = options.webhooks ?? [];
   if (conversions.length === 0 && configurations.length === 0) return undefined;
-  let service: WebhookService | undefined;
-  const installed = await env.installWebhooks({
-    configurations,
-    conversions,
-    serve: async () => {
-      service = await WebhookService.start(endpoints);
-      return service.port;
-    },
-  });
-  return {
-    certDir: installed.certDir,
-    get service() {
-      return service;
-    },
-    async listening(list) {
-      const deadline = Date.now() + 60_000;
-      while (!(await Promise.all(list.map((e) => accepts(e.port)))).some(Boolean)) {
-        if (Date.now() > deadline)
+  const service = await WebhookService.start();
+  try {
+    const installed = await env.installWebhooks({ configurations, conversions, port: service.port });
+    return {
+      certDir: installed.certDir,
+      service,
+      async listening() {
+        await service.waitReady(1, 60_000).catch((cause: unknown) => {
           throw new TestenvError(
             'ChaosInput',
             `no replica serves its webhooks (on WEBHOOK_BIND_ADDRESS, with WEBHOOK_CERT_DIR) 60 s after it started, though the project has ${configurations.length > 0 ? 'webhook configurations' : 'conversion webhooks'}: does src/main.ts register them?`,
+            { cause },
           );
-        await sleep(200);
-      }
-    },
-    async stop() {
-      await installed.uninstall().catch(() => {});
-      await service?.close();
-    },
-  };
-}
-
-/** Whether something accepts a TCP connection on 127.0.0.1:`port`. */
-function accepts(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect(port, '127.0.0.1');
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-  });
+        });
+      },
+      async stop() {
+        await installed.uninstall().catch(() => {});
+        await service.close();
+      },
+    };
+  } catch (err) {
+    await service.close();
+    throw err;
+  }
 }
 
 /** The environment of replica `i`: leader election in the ServiceAccount's namespace, servers off or on loopback. */

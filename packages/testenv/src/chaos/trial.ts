@@ -22,7 +22,8 @@
  * - the user's invariants.
  * Over the whole trial: `leader-only` (no replica wrote while another held the Lease, after 1 s of slack for the
  * watch that sees the Lease; sharded, `shard-owner-only`: no replica wrote to an object while another held the fence
- * of its shard), `no-crash-loop` (no replica exited by itself twice; in the fault-free run, not once).
+ * of its shard), `no-crash-loop` (no replica exited by itself twice; in the fault-free run, not once),
+ * `token-not-logged` (no replica printed its ServiceAccount token).
  *
  * Guarantees: a step the apiserver refuses, or an invariant that throws, is a `ChaosInput` error naming the scenario's
  * file and step, never a violation; the trial's namespace is deleted after it, whatever happened.
@@ -47,7 +48,7 @@ import { describeRequest } from './request-info.ts';
 import { type ChaosScenario, describeStep, type ScenarioStep } from './scenario.ts';
 import { change, settle, waitForLeader } from './settle.ts';
 import type { ChaosSystem, OperatorWrite } from './system.ts';
-import { crashLoops, leaderOnly, sameObjects, shardOwnerOnly } from './verdicts.ts';
+import { crashLoops, leaderOnly, sameObjects, shardOwnerOnly, tokensLogged } from './verdicts.ts';
 
 /** A kind the trial reads: `root` for the project's own kinds, whose children are compared. */
 export interface WatchedKind {
@@ -177,6 +178,7 @@ export async function runTrial(
     shards: new Map(),
   };
   const exitsBefore = system.replicas.map((r) => r.exits.length);
+  const leaksBefore = system.replicas.map((r) => r.leaks.length);
   let fired = false;
   await system.objects.apply({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: run.namespace } }, 'the trial');
   try {
@@ -199,6 +201,7 @@ export async function runTrial(
       ? shardOwnerOnly(system, run.namespace, state.firstWrite, state.shards)
       : leaderOnly(system, run.namespace, state.firstWrite)),
     ...crashLoops(system, exitsBefore, run.fault === undefined),
+    ...tokensLogged(system, leaksBefore),
   );
   for (const r of system.replicas) r.takeLog(); // the output is kept per exit (its tail); the rest is let go
   return {

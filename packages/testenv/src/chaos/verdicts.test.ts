@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import { LeaseBook } from './leases.ts';
 import type { ReplicaExit } from './replicas.ts';
 import type { ChaosSystem, OperatorWrite } from './system.ts';
-import { crashLoops, eventsWhileQuiet, leaderOnly, sameObjects, shardOwnerOnly } from './verdicts.ts';
+import { crashLoops, eventsWhileQuiet, leaderOnly, sameObjects, shardOwnerOnly, tokensLogged } from './verdicts.ts';
 
 const NS = 'chaos-1';
 const write = (replica: number, at: number): OperatorWrite => ({
@@ -116,6 +116,20 @@ test('no-crash-loop: two exits of its own in a trial, or one in a fault-free run
   assert.match(v?.message ?? '', /chaos-0 exited by itself 2 times, last with 1:\nboom/);
   assert.deepEqual(crashLoops(system([], [], [[exit(1, false)], []]), [0, 0], false), [], 'one exit after a fault');
   assert.equal(crashLoops(system([], [], [[exit(1, false)], []]), [0, 0], true).length, 1, 'one in a fault-free run');
+});
+
+test('token-not-logged: a replica whose output held its token for the first time in the trial', () => {
+  const replicas = [
+    { spec: { name: 'chaos-0' }, leaks: ['eyJhbG…'] },
+    { spec: { name: 'chaos-1' }, leaks: [] },
+  ];
+  const sys = { replicas } as unknown as ChaosSystem;
+  const [v, ...rest] = tokensLogged(sys, [0, 0]);
+  assert.equal(rest.length, 0);
+  assert.equal(v?.invariant, 'token-not-logged');
+  assert.equal(v?.object, 'chaos-0');
+  assert.match(v?.message ?? '', /chaos-0 printed its ServiceAccount token \(eyJhbG…\)/);
+  assert.deepEqual(tokensLogged(sys, [1, 0]), [], 'seen in an earlier trial: reported there');
 });
 
 test('same-objects: a kind with more or fewer objects without an owner than the fault-free run', () => {

@@ -2,7 +2,8 @@
  * @module chaos/verdicts
  * The invariants a trial judges from its records rather than from the objects: why a step did not settle (the objects
  * the operator kept writing), `same-objects` (the objects without an owner, counted by kind), `leader-only` (the
- * writes against the Lease's holders), `shard-owner-only` (a sharded operator's writes against its shards' fences) and `no-crash-loop` (the replicas' own exits).
+ * writes against the Lease's holders), `shard-owner-only` (a sharded operator's writes against its shards' fences), `no-crash-loop` (the replicas' own
+ * exits) and `token-not-logged` (the replicas' output against their ServiceAccount token).
  *
  * Guarantees: each verdict names the object, the replica or the kind, and says what was seen and what was expected.
  */
@@ -146,4 +147,19 @@ export function crashLoops(system: ChaosSystem, before: readonly number[], fault
       },
     ];
   });
+}
+
+/** Replicas whose output held their ServiceAccount token for the first time in this trial (`before`: `leaks` then). */
+export function tokensLogged(system: ChaosSystem, before: readonly number[]): Violation[] {
+  return system.replicas.flatMap((r, i) =>
+    r.leaks.length > (before[i] ?? 0)
+      ? [
+          {
+            invariant: 'token-not-logged',
+            object: r.spec.name,
+            message: `${r.spec.name} printed its ServiceAccount token (${r.leaks.join(', ')}): whoever reads the logs can act as the operator; log the request, not its headers or the kubeconfig`,
+          },
+        ]
+      : [],
+  );
 }
