@@ -135,8 +135,12 @@ func (s *strategy) ValidateUpdate(ctx context.Context, obj, old runtime.Object) 
 }
 
 // withRules adds the CEL rules' errors, or, when an earlier error means the rules cannot run on this object, the
-// apiserver's note saying so.
+// apiserver's note saying so; a schema without rules adds nothing, as the apiserver's strategy has no CEL validator
+// then.
 func (s *strategy) withRules(ctx context.Context, errs field.ErrorList, obj, old any, opts ...structuralschemacel.Option) field.ErrorList {
+	if s.cel == nil {
+		return errs
+	}
 	for _, e := range errs {
 		switch e.Type {
 		case field.ErrorTypeNotSupported, field.ErrorTypeRequired, field.ErrorTypeTooLong, field.ErrorTypeTooMany,
