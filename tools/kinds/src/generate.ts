@@ -12,6 +12,7 @@ import { type Definition, type EmitContext, emitFile, emitIndex, type FileExport
 import { ENTRY_DOC } from './entry.ts';
 import { assignNames, placeOf, resourceConstName } from './names.ts';
 import { KindsGenError, type OpenApiDocuments, type Schema } from './openapi.ts';
+import { emitSchemaFiles, type SchemaFiles } from './schema-files.ts';
 import { GROUP_VERSIONS, type GroupVersion, type SelectedKind, selectKinds } from './select.ts';
 import { isInline, refId } from './types.ts';
 
@@ -54,12 +55,21 @@ function summaryOf(file: string, gvs: readonly GroupVersion[]): string {
   return `The kinds of ${names.join(' and ')} and the types of their fields, in their JSON form.`;
 }
 
-/** The generated files of `docs` (keyed by discovery path) for Kubernetes `version`. */
+/** The generated kinds files of `docs` (keyed by discovery path) for Kubernetes `version`. */
 export function generate(
   docs: OpenApiDocuments,
   version: string,
   gvs: readonly GroupVersion[] = GROUP_VERSIONS,
 ): GeneratedFiles {
+  return generateAll(docs, version, gvs).kinds;
+}
+
+/** The generated kinds files and schema files (tools/kinds/schema-files) of `docs` for Kubernetes `version`. */
+export function generateAll(
+  docs: OpenApiDocuments,
+  version: string,
+  gvs: readonly GroupVersion[] = GROUP_VERSIONS,
+): { readonly kinds: GeneratedFiles; readonly schemas: SchemaFiles } {
   const schemas = new Map<string, Schema>();
   for (const doc of docs.values())
     for (const [id, s] of Object.entries(doc.components?.schemas ?? {})) if (!schemas.has(id)) schemas.set(id, s);
@@ -96,5 +106,5 @@ export function generate(
     });
   }
   files.set('index.ts', emitIndex(version, ENTRY_DOC, exports));
-  return files;
+  return { kinds: files, schemas: emitSchemaFiles(ctx) };
 }

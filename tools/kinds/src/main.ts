@@ -1,15 +1,15 @@
 /**
  * @module tools/kinds/main
- * `npm run kinds`: regenerates packages/runtime/src/client/kinds/ from the OpenAPI v3 documents of the pinned Kubernetes
+ * `npm run kinds`: regenerates packages/runtime/src/client/kinds/ and their schemas (packages/runtime/src/client/schemas/) from the OpenAPI v3 documents of the pinned Kubernetes
  * version, read from its own kube-apiserver (a testenv control plane without nodes, started and stopped here), or with
  * `--openapi-dir <dir>` from a folder laid out as k8s.io/kubernetes' `api/openapi-spec/v3/` of the version given by
  * `--version <vX.Y.Z>`. `--check` writes nothing and exits 1 when the committed files are not current.
  */
 import { parseArgs } from 'node:util';
 import { start } from '@opkit/testenv';
-import { generate } from './generate.ts';
+import { generateAll } from './generate.ts';
 import { discoveryPath, type OpenApiDocuments, readFromApiserver, readFromDirectory } from './openapi.ts';
-import { REGENERATE, staleKinds, writeKinds } from './output.ts';
+import { REGENERATE, SCHEMAS_DIR, staleKinds, writeKinds } from './output.ts';
 import { GROUP_VERSIONS } from './select.ts';
 
 /** The discovery paths of every generated group version. */
@@ -40,15 +40,21 @@ async function main(): Promise<number> {
     dir === undefined
       ? await fromTestenv()
       : { docs: await readFromDirectory(dir, PATHS), version: values.version as string };
-  const files = generate(docs, version);
+  const { kinds, schemas } = generateAll(docs, version);
   if (values.check) {
-    const stale = await staleKinds(files);
+    const stale = [
+      ...(await staleKinds(kinds)),
+      ...(await staleKinds(schemas.files, SCHEMAS_DIR)).map((p) => `schemas/${p}`),
+    ];
     if (stale.length === 0) return 0;
     process.stderr.write(`the generated kinds are not current (run \`${REGENERATE}\`):\n  ${stale.join('\n  ')}\n`);
     return 1;
   }
-  await writeKinds(files);
-  process.stdout.write(`wrote ${files.size} files of Kubernetes ${version} kinds\n`);
+  await writeKinds(kinds);
+  await writeKinds(schemas.files, SCHEMAS_DIR);
+  process.stdout.write(
+    `wrote ${kinds.size} files of Kubernetes ${version} kinds and ${schemas.files.size} of their schemas\n`,
+  );
   return 0;
 }
 

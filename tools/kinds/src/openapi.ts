@@ -23,6 +23,10 @@ export interface Schema {
   readonly properties?: Readonly<Record<string, Schema>>;
   readonly additionalProperties?: Schema | boolean;
   readonly required?: readonly string[];
+  readonly default?: unknown;
+  readonly 'x-kubernetes-list-type'?: string;
+  readonly 'x-kubernetes-list-map-keys'?: readonly string[];
+  readonly 'x-kubernetes-map-type'?: string;
   readonly 'x-kubernetes-int-or-string'?: boolean;
   readonly 'x-kubernetes-preserve-unknown-fields'?: boolean;
   readonly 'x-kubernetes-group-version-kind'?: readonly GroupVersionKind[];

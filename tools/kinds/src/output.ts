@@ -1,7 +1,7 @@
 /**
  * @module tools/kinds/output
- * Where the generated kinds live (packages/runtime/src/client/kinds/, with its entry `index.ts`) and how they are written
- * and compared. A file of that folder is generated when its first line is `GENERATED_LINE`.
+ * Where the generated kinds live (packages/runtime/src/client/kinds/, with its entry `index.ts`), and their schemas
+ * (packages/runtime/src/client/schemas/), and how they are written and compared. A file of that folder is generated when its first line is `GENERATED_LINE`.
  *
  * Guarantees: `writeKinds` replaces the generated files and removes the generated files the generator no longer
  * writes, never a hand-written one; `staleKinds` names every file that differs, is missing or is left over.
@@ -16,6 +16,8 @@ import type { GeneratedFiles } from './generate.ts';
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 /** The folder of the generated kinds. */
 export const KINDS_DIR = join(ROOT, 'packages/runtime/src/client/kinds');
+/** The folder of the generated schemas (tools/kinds/schema-files). */
+export const SCHEMAS_DIR = join(ROOT, 'packages/runtime/src/client/schemas');
 /** The command that regenerates them. */
 export const REGENERATE = 'npm run kinds';
 

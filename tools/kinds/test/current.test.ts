@@ -1,18 +1,19 @@
 /**
- * The committed built-in kinds (packages/runtime/src/client/kinds/) are what the generator writes from the OpenAPI v3
- * documents of the pinned kube-apiserver, read from a running one: a Kubernetes upgrade, or a change of the
- * generator, fails here until `npm run kinds` is run and its output committed.
+ * The committed built-in kinds (packages/runtime/src/client/kinds/) and their schemas (…/schemas/) are what the
+ * generator writes from the OpenAPI v3 documents of the pinned kube-apiserver, read from a running one: a Kubernetes
+ * upgrade, or a change of the generator, fails here until `npm run kinds` is run and its output committed.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { KUBERNETES_VERSION } from '@opkit/testenv';
-import { generate } from '../src/generate.ts';
+import { generateAll } from '../src/generate.ts';
 import { fromTestenv } from '../src/main.ts';
-import { REGENERATE, staleKinds } from '../src/output.ts';
+import { REGENERATE, SCHEMAS_DIR, staleKinds } from '../src/output.ts';
 
-test('the committed kinds are generated from the pinned apiserver’s OpenAPI', async () => {
+test('the committed kinds and their schemas are generated from the pinned apiserver’s OpenAPI', async () => {
   const { docs, version } = await fromTestenv();
   assert.equal(version, KUBERNETES_VERSION, 'the apiserver testenv runs is the pinned version');
-  const stale = await staleKinds(generate(docs, version));
+  const { kinds, schemas } = generateAll(docs, version);
+  const stale = [...(await staleKinds(kinds)), ...(await staleKinds(schemas.files, SCHEMAS_DIR))];
   assert.deepEqual(stale, [], `the generated kinds are not current: run \`${REGENERATE}\` and commit the result`);
 });

@@ -217,7 +217,10 @@ export function apiFile(p: Project, api: ApiEntry): string {
 /**
  * The ${api.kind} API (\`${apiGroup(p, api)}/${api.version}\`). This TypeBox schema is the single source of the
  * CustomResourceDefinition (\`opkit generate\`) and of the TypeScript types. Add your fields; validation keywords
- * (minimum, pattern, maxLength, …) and CEL rules (\`'x-kubernetes-validations'\`) are enforced by the apiserver.
+ * (minimum, pattern, maxLength, …) and CEL rules (\`'x-kubernetes-validations'\`) are enforced by the apiserver. A
+ * field of a built-in type (a pod template, a container's resources) takes Kubernetes' own schema from
+ * \`@opkit/runtime/schemas/<group>\` (\`PodTemplateSpecSchema\`, \`ResourceRequirementsSchema\`), and the apiserver
+ * validates it as it validates a Pod's.
  */
 import { Defaulted, defineKind, type ObjectOf } from '@opkit/runtime';
 import { ConditionsSchema } from '@opkit/runtime/crd';

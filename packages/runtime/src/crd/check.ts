@@ -1,7 +1,7 @@
 /**
  * @module crd/check
  * The checks of a kind's definition that need no schema: group, version, kind, plural, singular, list kind, short
- * names, categories, scope, description and printer columns, with the defaults filled in (`singular`, `listKind`,
+ * names, categories, scope, description, `maxDescLen` and printer columns, with the defaults filled in (`singular`, `listKind`,
  * `scope`).
  *
  * Guarantees: a definition that passes has names the apiserver accepts (DNS labels and subdomains, UpperCamelCase
@@ -49,6 +49,9 @@ export function normalize<Spec extends TSchema, Status extends TSchema>(
   for (const [i, c] of (def.printerColumns ?? []).entries()) printerColumn(c, `printerColumns[${i}]`);
   if (def.description !== undefined && typeof def.description !== 'string') {
     invalid('description', 'must be a string');
+  }
+  if (def.maxDescLen !== undefined && (!Number.isInteger(def.maxDescLen) || def.maxDescLen < 0)) {
+    invalid('maxDescLen', `${show(def.maxDescLen)} must be a non-negative integer (0 leaves the descriptions out)`);
   }
   return Object.freeze({ ...def, singular, listKind, scope });
 }

@@ -20,6 +20,7 @@ import { type Static, type TSchema, Type } from '@sinclair/typebox';
 import type { CustomResourceDefinition } from '../client/builtins.ts';
 import { type Kind, type KubeObject, type ObjectMeta, resource } from '../client/resource.ts';
 import { invalid, normalize, show } from './check.ts';
+import { trimDescriptions } from './descriptions.ts';
 import type { KindInput } from './input.ts';
 import { structuralSchema } from './schema.ts';
 import {
@@ -99,6 +100,13 @@ export interface KindDefinition<Spec extends TSchema, Status extends TSchema> {
   scope?: 'Namespaced' | 'Cluster';
   /** Description of the resource (the schema root's `description`, shown by `kubectl explain`). */
   description?: string;
+  /**
+   * The CRD's descriptions longer than this many characters are cut (controller-gen's `crd:maxDescLen`): after the
+   * last sentence end within it, else at the last space with `...`; 0 leaves them out. Default: kept whole. A kind
+   * that embeds built-in types (`@opkit/runtime/schemas/*`) carries their upstream descriptions, which `kubectl explain`
+   * shows; `maxDescLen: 0` keeps its CRD small, as kubebuilder's CronJob CRD is made.
+   */
+  maxDescLen?: number;
   /** The TypeBox schema of `spec` (an object schema): the CRD's structural schema and the type of `obj.spec`. */
   spec: Spec;
   /** The TypeBox schema of `status` (an object schema), required for the status subresource. */
@@ -251,7 +259,11 @@ export function buildCrd(def: KindDefinition<TSchema, TSchema>): CustomResourceD
     name: def.version,
     served: true,
     storage: true,
-    schema: { openAPIV3Schema: root as JSONSchemaProps },
+    schema: {
+      openAPIV3Schema: (def.maxDescLen === undefined
+        ? root
+        : trimDescriptions(root, def.maxDescLen)) as JSONSchemaProps,
+    },
     ...(Object.keys(subresources).length > 0 ? { subresources } : {}),
     additionalPrinterColumns: columns.map(columnJson),
   };

@@ -1,7 +1,7 @@
 /**
- * The example of docs/runtime.md's "Quantities" section is run: its block is written to a temporary file with the
- * package's public specifiers pointed at their sources (and the others resolved from here), and imported, so each
- * `assert` in it holds.
+ * The examples of docs/runtime.md's "Quantities" and "Embedding built-in types" sections are run: each block is
+ * written to a temporary file with the package's public specifiers pointed at their sources (and the others resolved
+ * from here), and imported, so each `assert` in it holds.
  */
 import assert from 'node:assert/strict';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -24,12 +24,18 @@ function sectionBlock(markdown: string, heading: string): string {
   return m[1];
 }
 
-test('docs/runtime.md: the Quantities example runs and its assertions hold', async () => {
-  const code = sectionBlock(await readFile(RUNTIME_MD, 'utf8'), 'Quantities (`@opkit/runtime/quantity`)');
-  const sources: Record<string, string> = {
-    '@opkit/runtime': join(SRC, 'index.ts'),
-    '@opkit/runtime/quantity': join(SRC, 'quantity/index.ts'),
-  };
+const SOURCES: Record<string, string> = {
+  '@opkit/runtime': join(SRC, 'index.ts'),
+  '@opkit/runtime/crd': join(SRC, 'crd/index.ts'),
+  '@opkit/runtime/quantity': join(SRC, 'quantity/index.ts'),
+  '@opkit/runtime/schemas/batch': join(SRC, 'client/schemas/batch.ts'),
+  '@opkit/runtime/schemas/core': join(SRC, 'client/schemas/core.ts'),
+};
+
+/** Runs the first ts block of the section headed `heading`: each `assert` in it must hold. */
+async function runSection(heading: string): Promise<void> {
+  const code = sectionBlock(await readFile(RUNTIME_MD, 'utf8'), heading);
+  const sources = SOURCES;
   // The temporary file resolves nothing itself: each specifier becomes the URL it has from here.
   const runnable = code.replace(/from '([^']+)'/g, (_whole, spec: string) => {
     const path = sources[spec];
@@ -47,4 +53,12 @@ test('docs/runtime.md: the Quantities example runs and its assertions hold', asy
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
+}
+
+test('docs/runtime.md: the Quantities example runs and its assertions hold', async () => {
+  await runSection('Quantities (`@opkit/runtime/quantity`)');
+});
+
+test('docs/runtime.md: the example of embedding built-in types runs and its assertions hold', async () => {
+  await runSection('Embedding built-in types (`@opkit/runtime/schemas/*`)');
 });
