@@ -1,6 +1,6 @@
 // The KVStore controller end to end on testenv: the StatefulSet with a PVC per pod, the headless Service, the
 // credentials Secret made once (never in the log, an Event or the status), status and conditions, and a version
-// upgrade rolled one pod at a time through the partition.
+// upgrade (with new resources, compared by value) rolled one pod at a time through the partition.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { getCondition } from '@opkit/runtime';
@@ -77,13 +77,14 @@ test('a KVStore gets its StatefulSet, PVCs, Service and Secret, and reports Read
   }
 });
 
-test('a version upgrade rolls one pod at a time, each Ready before the next', async () => {
+test('a version upgrade (with new resources) rolls one pod at a time, each Ready before the next', async () => {
   const { op } = await startOperator(env);
   try {
     const ns = await namespace(op, 'upgrade');
+    // '0.1' is stored in the pod template as '100m': compared by value, it is no change (else the store never settles)
     await op.client.create(KVStores, {
       metadata: { namespace: ns, name: 'db' },
-      spec: { replicas: 3, version: '1.36' },
+      spec: { replicas: 3, version: '1.36', resources: { requests: { cpu: '0.1', memory: '32Mi' } } },
     });
     await storeReady(op, ns, 'db');
     const seen: { partition: number; notReady: number; updated: number }[] = [];
@@ -114,7 +115,8 @@ test('a version upgrade rolls one pod at a time, each Ready before the next', as
         await new Promise((r) => setTimeout(r, 25));
       }
     })();
-    await op.client.patch(KVStores, { namespace: ns, name: 'db' }, { spec: { version: '1.37' } });
+    const resources = { requests: { cpu: '200m', memory: '32Mi' } };
+    await op.client.patch(KVStores, { namespace: ns, name: 'db' }, { spec: { version: '1.37', resources } });
     const done = await op.eventually(
       'version 1.37 everywhere',
       async () => {
@@ -163,6 +165,10 @@ test('a version upgrade rolls one pod at a time, each Ready before the next', as
     );
     const pods = (await op.client.list(Pods, { namespace: ns, labelSelector: 'app.kubernetes.io/instance=db' })).items;
     assert.ok(pods.every((p) => p.spec?.containers[0]?.image === 'docker.io/library/busybox:1.37'));
+    assert.deepEqual(
+      pods.map((p) => p.spec?.containers[0]?.resources?.requests),
+      pods.map(() => resources.requests),
+    );
   } finally {
     await op.stop();
   }

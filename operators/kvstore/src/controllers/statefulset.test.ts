@@ -9,6 +9,7 @@ import {
   desiredService,
   desiredStatefulSet,
   planRollout,
+  sameResources,
   stepEvent,
   templateImage,
 } from './statefulset.ts';
@@ -119,4 +120,33 @@ test('each rollout step is an Event of its own, even when the store did not chan
     { verb: 'create', note: 'pod db-2 → version 1.37 (partition 3 → 2)' },
     { verb: 'create', note: 'pod db-1 → version 1.37 (partition 2 → 1)' },
   ]);
+});
+
+test('resources: the pods get spec.resources; the same values written otherwise (0.5 for 500m) change nothing', () => {
+  const s = store({ resources: { requests: { cpu: '500m', memory: '64Mi' }, limits: { memory: '128Mi' } } });
+  const set = desiredStatefulSet(s, 3);
+  assert.deepEqual(set.spec?.template.spec?.containers[0]?.resources, s.spec.resources);
+  assert.equal(desiredStatefulSet(store(), 3).spec?.template.spec?.containers[0]?.resources, undefined);
+  // the apiserver stores quantities in canonical form: what the spec says is compared by value, never as text
+  const stored = store({ resources: { requests: { cpu: 0.5, memory: '65536Ki' }, limits: { memory: '0.125Gi' } } });
+  const p = planRollout(s, sts(stored, { replicas: 3 }), 3);
+  assert.deepEqual([p.patch, p.converged], [undefined, true]);
+  assert.equal(sameResources({ requests: { cpu: '1' } }, { requests: { cpu: '1', memory: '1Gi' } }), false);
+  assert.equal(sameResources({ limits: { cpu: '2' } }, { requests: { cpu: '2' } }), false);
+});
+
+test('new resources roll the pods as a new version does: partition raised, the whole container, resources left out when unset', () => {
+  const before = store({ resources: { requests: { cpu: '100m' } } });
+  const after = store({ resources: { requests: { cpu: '200m' } } });
+  const p = planRollout(after, sts(before, { replicas: 3 }), 3);
+  assert.equal(p.rolling, true);
+  const spec = p.patch?.spec;
+  assert.deepEqual(spec?.updateStrategy, { type: 'RollingUpdate', rollingUpdate: { partition: 3 } });
+  const c = spec?.template?.spec?.containers?.[0];
+  assert.deepEqual(c?.resources, { requests: { cpu: '200m' } });
+  assert.equal(c?.image, IMAGE('1.36'), 'the image is kept');
+  assert.deepEqual(c?.volumeMounts, [{ name: 'data', mountPath: '/data' }], 'the rest of the container is kept');
+  const unset = planRollout(store(), sts(before, { replicas: 3 }), 3);
+  assert.equal(unset.patch?.spec?.template?.spec?.containers?.[0]?.resources, undefined);
+  assert.equal(unset.rolling, true);
 });

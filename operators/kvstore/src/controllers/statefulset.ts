@@ -2,17 +2,26 @@
  * @module controllers/statefulset
  * The store's StatefulSet, Service and Secret as pure functions, and the partitioned rollout of a version change.
  *
- * Rollout (the StatefulSet's `RollingUpdate` with a `partition`, driven by the operator): a new version sets the pod
- * template's image and raises the partition to the replica count, so no pod changes yet; then, one step per
+ * Rollout (the StatefulSet's `RollingUpdate` with a `partition`, driven by the operator): a new version or new
+ * resources (compared by value: `0.5` is `500m`) set the pod template's container and raise the partition to the
+ * replica count, so no pod changes yet; then, one step per
  * reconcile, the partition is lowered by one only when the StatefulSet controller has seen the last change
  * (`observedGeneration`), every pod at or above the partition runs the new revision (`updatedReplicas`) and every pod
  * is Ready. The StatefulSet controller replaces the pods from the highest ordinal down, so exactly one pod is
- * replaced at a time, and none while another is not Ready. A version change in the middle of a rollout starts it
- * over from the top.
+ * replaced at a time, and none while another is not Ready. A change in the middle of a rollout starts it over from
+ * the top.
  */
 import type { MergePatch } from '@opkit/runtime/controller';
 import { type EventOptions, objectReference } from '@opkit/runtime/helpers';
-import { type EnvVar, type Secret, type Service, type StatefulSet, StatefulSets } from '@opkit/runtime/kinds';
+import {
+  type EnvVar,
+  type ResourceRequirements,
+  type Secret,
+  type Service,
+  type StatefulSet,
+  StatefulSets,
+} from '@opkit/runtime/kinds';
+import { Quantity } from '@opkit/runtime/quantity';
 import type { KVStore } from '../api/v1alpha1/kvstore.ts';
 import { DATA_VOLUME, imageOf, PORT, secretName, selectorLabels, serviceName, statefulSetName } from './names.ts';
 
@@ -61,6 +70,7 @@ export function desiredStatefulSet(store: KVStore, replicas: number, partition =
               env: credentialsEnv(store),
               volumeMounts: [{ name: DATA_VOLUME, mountPath: '/data' }],
               readinessProbe: { tcpSocket: { port: PORT }, periodSeconds: 5 },
+              ...(store.spec.resources !== undefined ? { resources: store.spec.resources } : {}),
             },
           ],
         },
@@ -92,9 +102,26 @@ export function templateImage(sts: StatefulSet): string | undefined {
   return sts.spec?.template.spec?.containers[0]?.image;
 }
 
-/** The next step for `sts` toward `replicas` pods of `store.spec.version` (see the module comment). */
+/**
+ * Whether two containers' resources are the same: the same names in `requests` and `limits`, each the same quantity
+ * by value (the apiserver stores `0.5` as `500m`, `1024Mi` as `1Gi`), and the same `claims`.
+ */
+export function sameResources(a: ResourceRequirements | undefined, b: ResourceRequirements | undefined): boolean {
+  const sameList = (x: Record<string, string | number> = {}, y: Record<string, string | number> = {}) => {
+    const keys = Object.keys(x);
+    if (keys.length !== Object.keys(y).length) return false;
+    return keys.every(
+      (k) => y[k] !== undefined && Quantity.parse(x[k] as string | number).cmp(y[k] as string | number) === 0,
+    );
+  };
+  const claims = (r: ResourceRequirements | undefined) => JSON.stringify(r?.claims ?? []);
+  return sameList(a?.requests, b?.requests) && sameList(a?.limits, b?.limits) && claims(a) === claims(b);
+}
+
+/** The next step for `sts` toward `replicas` pods of `store.spec.version` and `spec.resources` (see the module comment). */
 export function planRollout(store: KVStore, sts: StatefulSet, replicas: number): RolloutPlan {
   const image = imageOf(store.spec.version);
+  const resources = store.spec.resources;
   const current = sts.spec?.replicas ?? 0;
   const partition = sts.spec?.updateStrategy?.rollingUpdate?.partition ?? 0;
   const s = sts.status;
@@ -107,11 +134,16 @@ export function planRollout(store: KVStore, sts: StatefulSet, replicas: number):
       ...(fields.partition !== undefined
         ? { updateStrategy: { type: 'RollingUpdate', rollingUpdate: { partition: fields.partition } } }
         : {}),
-      ...(fields.image !== undefined ? { template: { spec: { containers: [{ ...container(sts), image }] } } } : {}),
+      ...(fields.image !== undefined ? { template: { spec: { containers: [newContainer(fields.image)] } } } : {}),
     },
   });
-  if (templateImage(sts) !== image) {
-    // a new version: raise the partition first, so that no pod changes until the operator lowers it
+  // the whole container: a merge patch replaces the list; resources left out of the spec are left out of the pods
+  const newContainer = (img: string) => {
+    const { resources: _old, ...rest } = container(sts);
+    return { ...rest, image: img, ...(resources !== undefined ? { resources } : {}) };
+  };
+  if (templateImage(sts) !== image || !sameResources(container(sts).resources, resources)) {
+    // a new pod template: raise the partition first, so that no pod changes until the operator lowers it
     const top = Math.max(current, replicas);
     return { patch: spec({ image, partition: top, replicas }), rolling: true, step: undefined, converged: false };
   }

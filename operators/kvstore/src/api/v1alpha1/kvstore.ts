@@ -2,13 +2,15 @@
 /**
  * @module api/v1alpha1/kvstore
  * The KVStore API (`kv.example.com/v1alpha1`): a replicated key-value store of `spec.replicas` pods, each with a
- * volume of `spec.storage`, running `spec.version`, optionally created from a KVSnapshot (`spec.restoreFrom`).
+ * volume of `spec.storage` and the CPU and memory of `spec.resources`, running `spec.version`, optionally created from
+ * a KVSnapshot (`spec.restoreFrom`).
  * The status says what runs (readyReplicas, currentVersion), how a restore went (`status.restore`, which is what
  * makes a restore happen once across operator restarts) and the Ready and Progressing conditions.
  */
 import { Defaulted, defineKind, type ObjectOf } from '@opkit/runtime';
 import { ConditionsSchema, Validated } from '@opkit/runtime/crd';
 import { QuantitySchema } from '@opkit/runtime/quantity';
+import { ResourceRequirementsSchema } from '@opkit/runtime/schemas/core';
 import { CloneType, type Static, Type } from '@sinclair/typebox';
 import { SnapshotPhase } from './kvsnapshot.ts';
 
@@ -38,6 +40,9 @@ export const KVStoreSpec = Validated(
         ),
         '1Gi',
       ),
+      // each pod's CPU and memory, a built-in type embedded whole: the apiserver validates it (quantities, claims)
+      // and kubectl explain documents it with Kubernetes' own text; a change rolls the pods one at a time
+      resources: Type.Optional(ResourceRequirementsSchema),
       restoreFrom: Type.Optional(
         Type.String({
           minLength: 1,
