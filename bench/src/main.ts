@@ -19,6 +19,7 @@ import { type ConvergeResult, convergeScenario, type SystemName } from './scenar
 import { envStart, envStartMarkdown } from './scenarios/env-start.ts';
 import { type InformerResult, informerScenario } from './scenarios/informer.ts';
 import { restartLimitMarkdown, restartLimitScenario } from './scenarios/restart-limit.ts';
+import { schemaImportMarkdown, schemaImportScenario } from './scenarios/schema-import.ts';
 import { type ShardResult, shardMarkdown, shardScenario } from './scenarios/shard.ts';
 import { suitesMarkdown, suitesScenario } from './scenarios/suites.ts';
 import { webhookMarkdown, webhookScenario } from './scenarios/webhook.ts';
@@ -27,6 +28,9 @@ const USAGE = `Usage: npm run bench -- <scenario> [--repeat N] [--json FILE]
 
 Scenarios:
   env-start   warm start time and memory of the local control plane, and the recorded cold build time
+  schema-import
+              what importing the built-in types' schemas adds to an operator's start-up (the runtime compiled as
+              published): import time and RSS, against @opkit/runtime alone, --repeat N processes each
   informer    opkit's informer vs @kubernetes/client-node's: sync time, heap per object, CPU per event (--objects N)
   converge    the AppService operator from zero: --crs N --replicas R [--workers W] [--idle-seconds S]
   compare     opkit vs Go controller-runtime vs kubernetes-fluent-client vs client-node vs the floor, side by side,
@@ -130,6 +134,12 @@ switch (scenario) {
     const r = await suitesScenario({ kubebuilder: values.kubebuilder, repeat, log });
     result = r;
     table = suitesMarkdown(r);
+    break;
+  }
+  case 'schema-import': {
+    const r = await schemaImportScenario({ repeat, log });
+    result = r;
+    table = schemaImportMarkdown(r);
     break;
   }
   case 'env-start': {
