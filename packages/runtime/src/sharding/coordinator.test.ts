@@ -112,12 +112,19 @@ interface Replica {
   readonly held: Set<number>;
 }
 
-function replica(world: World, id: string, clock: PausableClock | FakeClock = world.clock): Replica {
+function replica(
+  world: World,
+  id: string,
+  clock: PausableClock | FakeClock = world.clock,
+  o: { stuckStarting?: boolean } = {},
+): Replica {
   const conn = { hang: false };
   const held = new Set<number>();
   const never = new AbortController().signal;
   const host: ShardHost = {
-    async acquire(b) {
+    async acquire(b, signal) {
+      // a shard whose caches never list: its start is under way until the stop aborts it
+      if (o.stuckStarting) return await new Promise<boolean>((r) => signal.addEventListener('abort', () => r(false)));
       const other = world.running.get(b);
       if (other !== undefined && other !== id) world.violations.push(`${id} started shard ${b} while ${other} ran it`);
       world.running.set(b, id);
@@ -245,6 +252,26 @@ test('a graceful stop drains, then frees each fence: the others take the shards 
   assert.ok(last - stoppedAt <= DRAIN_MS + 2 * T.retryPeriodMs * 1.2, `taken ${last - stoppedAt} ms after the stop`);
   assert.deepEqual(w.violations, []);
   for (const r of rs) r.stop.abort();
+  await w.advance(5_000);
+});
+
+test('a graceful stop while shards are still starting frees their fences too: none is left to expire', async () => {
+  const w = new World();
+  const a = replica(w, 'a');
+  await w.advance(5_000);
+  const d = replica(w, 'd', w.clock, { stuckStarting: true });
+  await w.advance(6_000); // d took the fences of its shards; their starts hang
+  const named = () => [...w.store.items.values()].filter((l) => l.spec?.holderIdentity === 'd').length;
+  assert.ok(named() > 0, 'd wrote the fences of the shards it owns');
+  assert.equal(d.held.size, 0, 'none of them runs yet');
+  d.stop.abort();
+  await w.advance(6_000);
+  await d.done;
+  assert.equal(named(), 0, 'the stop freed every fence naming d');
+  await w.advance(2 * T.retryPeriodMs * 1.2);
+  assert.ok(covered([a]), 'a takes them within a retry period, not after the lease duration');
+  assert.deepEqual(w.violations, []);
+  a.stop.abort();
   await w.advance(5_000);
 });
 

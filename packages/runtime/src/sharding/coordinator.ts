@@ -26,8 +26,9 @@
  *   (and so has not seen the holder long enough to judge it) takes them at once.
  * - After losing its Lease, or a stop, a replica takes shards again only through the fences, like any other.
  *
- * A join or a leave moves few shards (ring.ts); a graceful stop releases every shard (drained) and deletes the member
- * Lease, so the others take them within a retry period. Member Leases dead for ten lease durations are deleted.
+ * A join or a leave moves few shards (ring.ts); a graceful stop releases every shard (drained), frees every fence that
+ * may name it (an acquire the stop cut short, a write whose answer was lost) and deletes the member Lease, so the
+ * others take them within a retry period. Member Leases dead for ten lease durations are deleted.
  */
 
 import { type Lease, Leases } from '../client/builtins.ts';
@@ -78,6 +79,7 @@ export class ShardCoordinator {
   readonly #shards: ShardState[] = Array.from({ length: SHARD_COUNT }, () => ({
     phase: 'free' as ShardPhase,
     wroteAt: Number.NEGATIVE_INFINITY,
+    claimed: false,
   }));
   readonly #view: MemberView;
   readonly #member: MemberLease;
@@ -113,7 +115,7 @@ export class ShardCoordinator {
     return this.#member.name;
   }
 
-  /** Runs rounds until `signal` aborts, then releases every shard (drained) and leaves. Never rejects. */
+  /** Runs rounds until `signal` aborts, then releases every shard (drained), frees its fences and leaves. Never rejects. */
   async run(signal: AbortSignal): Promise<void> {
     const { clock, retryPeriodMs } = this.#o;
     while (!signal.aborted) {
@@ -144,10 +146,6 @@ export class ShardCoordinator {
     if (!this.holds()) throw new DOMException('sharding: the member Lease is not fresh', 'AbortError');
   }
 
-  get #fresh(): boolean {
-    return this.#member.check();
-  }
-
   async #round(stop: AbortSignal): Promise<void> {
     await this.#member.renew(stop, this.#view.judgedDead());
     let leases: Lease[];
@@ -173,7 +171,7 @@ export class ShardCoordinator {
     }
     const live = this.#observe(members);
     this.#members = live.length;
-    if (!this.#fresh || stop.aborted) {
+    if (!this.holds() || stop.aborted) {
       this.#o.observer.round?.(this.#heldShards().length, live.length);
       return;
     }
@@ -188,7 +186,7 @@ export class ShardCoordinator {
   #observe(members: readonly Lease[]): string[] {
     this.#view.observe(members);
     const live = this.#view.live();
-    return this.#fresh ? [...live, this.#o.identity] : live;
+    return this.holds() ? [...live, this.#o.identity] : live;
   }
 
   /** Carries out the step plan.ts decides for shard `b` this round. */
@@ -261,7 +259,7 @@ export class ShardCoordinator {
     try {
       const write = (signal: AbortSignal) => this.#writeFence(b, fence, this.#o.identity, signal);
       const written = await withTimeout(this.#o.renewDeadlineMs, write, this.#o.clock, stop);
-      if (!written || !this.#fresh || ctl.signal.aborted || stop.aborted) return;
+      if (!written || !this.holds() || ctl.signal.aborted || stop.aborted) return;
       state.phase = 'starting';
       this.#o.log.info({ shard: b, ...(from ? { from } : {}) }, 'sharding: shard acquired');
       this.#o.observer.handoff?.(b, 'acquired', written, from || undefined);
@@ -308,6 +306,7 @@ export class ShardCoordinator {
         async (signal) => {
           const fence = await client.get(Leases, { namespace, name: `${ring}-shard-${b}` }, { signal });
           if (fence.spec?.holderIdentity === identity) await this.#writeFence(b, fence, '', signal);
+          else this.#state(b).claimed = false;
         },
         clock,
       );
@@ -332,10 +331,13 @@ export class ShardCoordinator {
     const { client, namespace, ring, leaseDurationMs } = this.#o;
     const spec = holderSpec(fence?.spec, holder, leaseDurationMs, this.#o.wallClock(), fence === undefined);
     const metadata = { namespace, name: `${ring}-shard-${b}`, labels: { [RING_LABEL]: ring, [ROLE_LABEL]: 'shard' } };
+    const state = this.#state(b);
+    if (holder === this.#o.identity) state.claimed = true; // before it is sent: its answer may never come
     const written = fence
       ? await client.update(Leases, { ...fence, spec }, { signal })
       : await client.create(Leases, { metadata, spec }, { signal });
-    this.#state(b).wroteAt = this.#o.clock.now();
+    state.wroteAt = this.#o.clock.now();
+    if (holder === '') state.claimed = false;
     return written;
   }
 
@@ -380,14 +382,16 @@ export class ShardCoordinator {
     }
   }
 
-  /** Graceful stop: every shard released (drained) and freed, then the member Lease deleted. */
+  /** Graceful stop: every shard released (drained) and freed, every `claimed` fence freed, the member Lease deleted. */
   async #leave(): Promise<void> {
     for (const state of this.#shards) state.abort?.abort();
     await Promise.allSettled(this.#shards.map((state) => state.task));
     const held = this.#heldShards();
     for (const b of held) this.#task(b, 'releasing', this.#release(b));
-    await Promise.allSettled(held.map((b) => this.#state(b).task));
+    const claimed = this.#shards.flatMap((s, b) => (s.claimed && !held.includes(b) ? [b] : []));
+    for (const b of claimed) this.#task(b, 'freeing', this.#free(b));
+    await Promise.allSettled([...held, ...claimed].map((b) => this.#state(b).task));
     await this.#member.delete();
-    this.#o.log.info({ released: held.length }, 'sharding: left the ring');
+    this.#o.log.info({ released: held.length, freed: claimed.length }, 'sharding: left the ring');
   }
 }

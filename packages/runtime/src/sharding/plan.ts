@@ -33,6 +33,11 @@ export interface ShardState {
   abort?: AbortController | undefined;
   /** When our last write of the fence returned (monotonic): a list started before it cannot show it. */
   wroteAt: number;
+  /**
+   * A write naming this replica was sent since the fence was last seen or written free: the fence may name us (also
+   * when the write's answer was lost, or its acquire cut short before the shard ran). A graceful stop frees it.
+   */
+  claimed: boolean;
 }
 
 /** What the coordinator does next for a shard. */
