@@ -6,8 +6,9 @@
  * The OpenAPI node becomes what the apiserver accepts inside a CRD and what controller-gen writes:
  * - a reference is the referenced schema's constant (a field's own description spread over it);
  * - an int-or-string is `x-kubernetes-int-or-string` with `anyOf: [integer, string]`; a quantity too, with
- *   controller-gen's pattern; `Time` and `MicroTime` are `date-time` strings; `RawExtension`, `FieldsV1` and an object
- *   without properties keep unknown fields (`x-kubernetes-preserve-unknown-fields`), as their types are records;
+ *   controller-gen's pattern; `Time` and `MicroTime` are `date-time` strings; `RawExtension` and `FieldsV1` keep
+ *   unknown fields (`x-kubernetes-preserve-unknown-fields`), as their types are records; an empty struct (a marker
+ *   such as `WorkloadPodGroupAllDisruptionMode`) is an object with no fields, as controller-gen writes it;
  * - `x-kubernetes-list-type`, `-list-map-keys` and `-map-type` are kept; a map list one of whose keys is neither
  *   required nor defaulted (which a CRD refuses) becomes `atomic`; the patch strategies, group-version-kinds, unions
  *   and enums are left out (the committed OpenAPI of Kubernetes has no enums either: they are not an API guarantee);
@@ -152,7 +153,6 @@ function objectNode(s: Schema, x: SchemaContext, owner: string): Code {
     out.properties = props;
     if (s.required && s.required.length > 0) out.required = [...s.required];
   } else if (typeof extra === 'object') out.additionalProperties = node(extra, x, '', '');
-  else out['x-kubernetes-preserve-unknown-fields'] = true;
   if (s['x-kubernetes-map-type'] !== undefined) out['x-kubernetes-map-type'] = s['x-kubernetes-map-type'];
   return out;
 }

@@ -67,7 +67,7 @@ export const CustomResourceSubresourceScaleSchema = Type.Unsafe<CustomResourceSu
  * The schema of `CustomResourceSubresourceStatus`. CustomResourceSubresourceStatus defines how to serve the status
  * subresource for CustomResources.
  */
-export const CustomResourceSubresourceStatusSchema = Type.Unsafe<CustomResourceSubresourceStatus>({ type: "object", 'x-kubernetes-preserve-unknown-fields': true, description: "CustomResourceSubresourceStatus defines how to serve the status subresource for CustomResources. Status is represented by the `.status` JSON path inside of a CustomResource. When set, * exposes a /status subresource for the custom resource * PUT requests to the /status subresource take a custom resource object, and ignore changes to anything except the status stanza * PUT/POST/PATCH requests to the custom resource ignore changes to the status stanza" });
+export const CustomResourceSubresourceStatusSchema = Type.Unsafe<CustomResourceSubresourceStatus>({ type: "object", description: "CustomResourceSubresourceStatus defines how to serve the status subresource for CustomResources. Status is represented by the `.status` JSON path inside of a CustomResource. When set, * exposes a /status subresource for the custom resource * PUT requests to the /status subresource take a custom resource object, and ignore changes to anything except the status stanza * PUT/POST/PATCH requests to the custom resource ignore changes to the status stanza" });
 
 /**
  * The schema of `CustomResourceSubresources`. CustomResourceSubresources defines the status and scale subresources for

@@ -23,19 +23,19 @@ export const TopologyConstraintSchema = Type.Unsafe<TopologyConstraint>({ type: 
  * The schema of `WorkloadPodGroupAllDisruptionMode`. WorkloadPodGroupAllDisruptionMode indicates that all pods in the
  * group must be disrupted together.
  */
-export const WorkloadPodGroupAllDisruptionModeSchema = Type.Unsafe<WorkloadPodGroupAllDisruptionMode>({ type: "object", 'x-kubernetes-preserve-unknown-fields': true, description: "WorkloadPodGroupAllDisruptionMode indicates that all pods in the group must be disrupted together." });
+export const WorkloadPodGroupAllDisruptionModeSchema = Type.Unsafe<WorkloadPodGroupAllDisruptionMode>({ type: "object", description: "WorkloadPodGroupAllDisruptionMode indicates that all pods in the group must be disrupted together." });
 
 /**
  * The schema of `WorkloadPodGroupBasicSchedulingPolicy`. WorkloadPodGroupBasicSchedulingPolicy indicates standard
  * Kubernetes scheduling behavior.
  */
-export const WorkloadPodGroupBasicSchedulingPolicySchema = Type.Unsafe<WorkloadPodGroupBasicSchedulingPolicy>({ type: "object", 'x-kubernetes-preserve-unknown-fields': true, description: "WorkloadPodGroupBasicSchedulingPolicy indicates standard Kubernetes scheduling behavior." });
+export const WorkloadPodGroupBasicSchedulingPolicySchema = Type.Unsafe<WorkloadPodGroupBasicSchedulingPolicy>({ type: "object", description: "WorkloadPodGroupBasicSchedulingPolicy indicates standard Kubernetes scheduling behavior." });
 
 /**
  * The schema of `WorkloadPodGroupSingleDisruptionMode`. WorkloadPodGroupSingleDisruptionMode indicates that individual
  * pods can be disrupted independently.
  */
-export const WorkloadPodGroupSingleDisruptionModeSchema = Type.Unsafe<WorkloadPodGroupSingleDisruptionMode>({ type: "object", 'x-kubernetes-preserve-unknown-fields': true, description: "WorkloadPodGroupSingleDisruptionMode indicates that individual pods can be disrupted independently." });
+export const WorkloadPodGroupSingleDisruptionModeSchema = Type.Unsafe<WorkloadPodGroupSingleDisruptionMode>({ type: "object", description: "WorkloadPodGroupSingleDisruptionMode indicates that individual pods can be disrupted independently." });
 
 /**
  * The schema of `WorkloadPodGroupDisruptionMode`. WorkloadPodGroupDisruptionMode defines how individual pods within a
