@@ -16,8 +16,9 @@
  * chaos/leases), and lets a trial put faults into the replicas' requests (`hooks`).
  *
  * Guarantees: `start()` resolves once the apiserver's authorizer allows what the roles grant (so a Forbidden is the
- * operator's own) and every replica runs; `stop()` ends the replicas, the proxies and the control plane, also after a
- * failed start.
+ * operator's own) and every replica runs; a start that fails part-way stops what it started (replicas, proxies, the
+ * webhook Service, with its configurations uninstalled); `stop()` ends the replicas, the proxies and the control
+ * plane.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
@@ -159,13 +160,44 @@ export class ChaosSystem {
     const webhooks = await serveWebhooks(env, options);
     const replicas: Replica[] = [];
     const proxies: ApiFaultProxy[] = [];
-    let system: ChaosSystem | undefined;
-    for (let i = 0; i < count; i++) {
+    const system = new ChaosSystem(env, sa, replicas, proxies, options.sharding === true);
+    system.#webhooks = webhooks;
+    try {
+      await ChaosSystem.#replicas(system, { options, dir, serving, webhookPorts, count, token, replicas, proxies });
+      system.#watchLeases();
+      for (const r of replicas) r.start();
+      await webhooks?.listening();
+      return system;
+    } catch (err) {
+      await system.#release(); // what was started of it; the control plane is the caller's
+      throw err;
+    }
+  }
+
+  /** Makes each replica: its fault proxy, its kubeconfig, its webhook endpoint (not started). */
+  static async #replicas(
+    system: ChaosSystem,
+    o: {
+      options: SystemOptions;
+      dir: string;
+      serving: { caPem: string; certPem: string; keyPem: string };
+      webhookPorts: readonly number[];
+      count: number;
+      token: string;
+      /** The system's arrays, filled here. */
+      replicas: Replica[];
+      proxies: ApiFaultProxy[];
+    },
+  ): Promise<void> {
+    const { env, serviceAccount: sa } = system;
+    const { options, dir, serving, webhookPorts, token, replicas, proxies } = o;
+    const webhooks = system.#webhooks;
+    for (let i = 0; i < o.count; i++) {
       const proxy = await ApiFaultProxy.start({
         target: { url: env.server, caPem: env.caPem },
         serving,
-        answer: (info) => system?.hooks?.answer?.(i, info),
-        onApplied: (info) => system?.record(i, info),
+        answer: (info) => system.hooks?.answer?.(i, info),
+        onApplied: (info) => system.record(i, info),
       });
       proxies.push(proxy);
       const kubeconfig = join(dir, `kubeconfig-${replicaName(i)}`);
@@ -187,12 +219,6 @@ export class ChaosSystem {
       const events = webhooks?.service.events(spec.name);
       replicas.push(new Replica(spec, { secrets: [token], ...(events ? { events } : {}) }));
     }
-    system = new ChaosSystem(env, sa, replicas, proxies, options.sharding === true);
-    system.#webhooks = webhooks;
-    system.#watchLeases();
-    for (const r of replicas) r.start();
-    await webhooks?.listening();
-    return system;
   }
 
   /** Called by a proxy once the apiserver applied a write: recorded, then the trial's hook awaited. */
@@ -244,11 +270,16 @@ export class ChaosSystem {
 
   /** Stops the replicas, the proxies, the Lease watch and the control plane (unless it was given). */
   async stop(): Promise<void> {
+    await this.#release();
+    if (this.#ownsEnvironment) await this.env.stop();
+  }
+
+  /** Stops the Lease watch, the replicas, the proxies and the webhooks (their configurations uninstalled). */
+  async #release(): Promise<void> {
     this.#watch.abort();
     await Promise.all(this.replicas.map((r) => r.close()));
     await Promise.all(this.proxies.map((p) => p.close()));
     await this.#webhooks?.stop();
-    if (this.#ownsEnvironment) await this.env.stop();
   }
 
   #watchLeases(): void {
