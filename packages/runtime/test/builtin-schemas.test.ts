@@ -2,7 +2,8 @@
  * A custom resource that embeds a real job template (`JobTemplateSpecSchema`, as the kubebuilder book's CronJob does),
  * against a real apiserver and the offline validator (@opkit/testenv/cel): the CRD is accepted; `kubectl explain`
  * prints upstream's text inside the template; a template whose `containers` is not a list is refused by both, naming
- * `spec.jobTemplate.spec.template.spec.containers`; labels inside the template survive pruning; and 240 generated
+ * `spec.jobTemplate.spec.template.spec.containers`; labels inside the template survive pruning; a CEL rule over the
+ * template's containers is over the cost budget until `withLimits` bounds them; and 240 generated
  * templates, valid and invalid (wrong types, missing required fields, duplicate keys of map lists, bad quantities,
  * unknown fields, defaults), get the same answer from both — allowed or refused, the same causes, the same object
  * stored. The apiserver's writes are server-side dry runs.
@@ -15,6 +16,8 @@ import { loadValidator, type Validator } from '@opkit/testenv/cel';
 import { Type } from '@sinclair/typebox';
 import { JobTemplateSpecSchema } from '../src/client/schemas/batch.ts';
 import { defineKind } from '../src/crd/kind.ts';
+import { withLimits } from '../src/crd/limits.ts';
+import { Validated } from '../src/crd/rules.ts';
 import { cronJob, templates } from './fixtures/pod-templates.ts';
 import { waitFor } from './support.ts';
 
@@ -58,6 +61,32 @@ describe('a custom resource embedding a job template', () => {
 
   test('the apiserver and the offline validator accept its CRD', () => {
     assert.deepEqual(validator.checkCrd(CronJobs), { ok: true, problems: [] });
+  });
+
+  test('a CEL rule over the template: over the cost budget unbounded, accepted with withLimits', () => {
+    const rule = {
+      rule: "self.spec.template.spec.containers.all(c, c.image.startsWith('registry.example.com/') && c.env.all(e, e.name != 'DEBUG'))",
+      message: 'images come from registry.example.com, and no container debugs',
+    };
+    const kind = (template: typeof JobTemplateSpecSchema) =>
+      defineKind({
+        group: 'batch.example.com',
+        version: 'v1',
+        kind: 'Nightly',
+        plural: 'nightlies',
+        maxDescLen: 0,
+        spec: Type.Object({ jobTemplate: Validated(template, [rule]) }),
+      });
+    const unbounded = validator.checkCrd(kind(JobTemplateSpecSchema));
+    assert.equal(unbounded.ok, false);
+    assert.match(unbounded.problems[0]?.detail ?? '', /estimated rule cost exceeds budget/);
+    const bounded = withLimits(JobTemplateSpecSchema, {
+      'spec.template.spec.containers': { maxItems: 8 },
+      'spec.template.spec.containers[].image': { maxLength: 256 },
+      'spec.template.spec.containers[].env': { maxItems: 32 },
+      'spec.template.spec.containers[].env[].name': { maxLength: 128 },
+    });
+    assert.deepEqual(validator.checkCrd(kind(bounded)), { ok: true, problems: [] });
   });
 
   test('containers that is not a list is refused by both, naming the field', async () => {
