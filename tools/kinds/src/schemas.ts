@@ -79,9 +79,9 @@ export interface SchemaContext {
   readonly ctx: EmitContext;
   /** The ids with a schema (the recursive ones left out). */
   readonly emitted: ReadonlySet<string>;
-  /** `<definition id>.<field>` of every map list's key. */
+  /** `<definition id>.<field>` of every map list's key that its item does not require (mapKeysOf). */
   readonly mapKeys: ReadonlySet<string>;
-  /** Records the constant a node uses: its id. */
+  /** Records that a node uses definition `id`, and answers the name of its constant. */
   readonly use: (id: string) => string;
 }
 
