@@ -24,10 +24,11 @@ test('withLimits bounds the fields named, through lists and maps, and changes no
   };
   const spec = out.properties.template.properties.spec.properties;
   assert.equal(spec.containers?.maxItems, 8);
-  const env = (spec.containers?.items as { properties: { env: { maxItems: number } } }).properties.env;
-  assert.equal(env.maxItems, 64);
+  const items = spec.containers?.items as { properties: { env: { maxItems: number } } } | undefined;
+  assert.equal(items?.properties.env.maxItems, 64);
   assert.equal(spec.nodeSelector?.maxProperties, 16);
-  assert.equal((spec.nodeSelector?.additionalProperties as { maxLength: number }).maxLength, 253);
+  const values = spec.nodeSelector?.additionalProperties as { maxLength: number } | undefined;
+  assert.equal(values?.maxLength, 253);
   assert.equal(spec.initContainers?.maxItems, undefined, 'the others are as they were');
 });
 
