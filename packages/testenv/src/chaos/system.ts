@@ -118,9 +118,10 @@ export class ChaosSystem {
     replicas: readonly Replica[],
     proxies: readonly ApiFaultProxy[],
     sharded: boolean,
+    count: number,
   ) {
     this.env = env;
-    this.leases = new LeaseBook(replicas.length);
+    this.leases = new LeaseBook(count); // the replicas are made into `replicas` after this
     this.sharded = sharded;
     this.objects = new Objects(env.api);
     this.serviceAccount = sa;
@@ -160,7 +161,7 @@ export class ChaosSystem {
     const webhooks = await serveWebhooks(env, options);
     const replicas: Replica[] = [];
     const proxies: ApiFaultProxy[] = [];
-    const system = new ChaosSystem(env, sa, replicas, proxies, options.sharding === true);
+    const system = new ChaosSystem(env, sa, replicas, proxies, options.sharding === true, count);
     system.#webhooks = webhooks;
     try {
       await ChaosSystem.#replicas(system, { options, dir, serving, webhookPorts, count, token, replicas, proxies });
