@@ -70,7 +70,8 @@ export class Replica extends SupervisedReplica {
     super(replicaSpec(name, kubeconfig, serving, mode), {
       restartDelayMs: RESTART_DELAY_MS,
       secrets: [token],
-      events: serving.service.events(name),
+      // its endpoint in the webhook Service (probed on its health port)
+      events: serving.service.add({ name, port: serving.webhookPort, healthPort: serving.healthPort }),
     });
     this.proxy = proxy;
     this.kubeconfig = kubeconfig;
@@ -236,7 +237,6 @@ async function startReplica(
     certDir: installed.certDir,
     ...(mode === 'sharded' ? { metricsPort: await freePort() } : {}),
   };
-  service.add({ name, port: serving.webhookPort, healthPort: serving.healthPort });
   const r = new Replica(name, proxy, kubeconfig, serving, mode, installed.token);
   r.start();
   return r;

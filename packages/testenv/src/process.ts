@@ -1,7 +1,7 @@
 /**
  * @module process
- * Child-process helpers: run a command to completion with its output captured line by line, and check whether a pid
- * is alive. Long-running components are supervised by `component.ts`.
+ * Child-process helpers: run a command to completion with its output captured line by line, check whether a pid
+ * is alive, and read its state. Long-running components are supervised by `component.ts`.
  */
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -18,11 +18,17 @@ export function isProcessAlive(pid: number): boolean {
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'EPERM') return false;
   }
+  const state = processState(pid);
+  return state === undefined ? process.platform !== 'linux' : state !== 'Z';
+}
+
+/** The state letter of `pid` in /proc (`R`, `S`, `T` stopped, `Z` zombie, …); undefined if it is gone or not Linux. */
+export function processState(pid: number): string | undefined {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
   } catch {
-    return process.platform !== 'linux';
+    return undefined;
   }
 }
 

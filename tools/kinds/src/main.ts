@@ -9,7 +9,7 @@ import { parseArgs } from 'node:util';
 import { start } from '@opkit/testenv';
 import { generateAll } from './generate.ts';
 import { discoveryPath, type OpenApiDocuments, readFromApiserver, readFromDirectory } from './openapi.ts';
-import { REGENERATE, SCHEMAS_DIR, staleKinds, writeKinds } from './output.ts';
+import { REGENERATE, SCHEMAS_DIR, staleGenerated, writeKinds } from './output.ts';
 import { GROUP_VERSIONS } from './select.ts';
 
 /** The discovery paths of every generated group version. */
@@ -42,10 +42,7 @@ async function main(): Promise<number> {
       : { docs: await readFromDirectory(dir, PATHS), version: values.version as string };
   const { kinds, schemas } = generateAll(docs, version);
   if (values.check) {
-    const stale = [
-      ...(await staleKinds(kinds)),
-      ...(await staleKinds(schemas.files, SCHEMAS_DIR)).map((p) => `schemas/${p}`),
-    ];
+    const stale = await staleGenerated(kinds, schemas.files);
     if (stale.length === 0) return 0;
     process.stderr.write(`the generated kinds are not current (run \`${REGENERATE}\`):\n  ${stale.join('\n  ')}\n`);
     return 1;

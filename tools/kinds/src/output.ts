@@ -50,3 +50,8 @@ export async function staleKinds(files: GeneratedFiles, dir = KINDS_DIR): Promis
   for (const name of committed.keys()) if (!files.has(name)) problems.push(`${name} is no longer generated`);
   return problems;
 }
+
+/** What differs between the generated kinds and schemas and what their folders hold (empty when current). */
+export async function staleGenerated(kinds: GeneratedFiles, schemas: GeneratedFiles): Promise<string[]> {
+  return [...(await staleKinds(kinds)), ...(await staleKinds(schemas, SCHEMAS_DIR)).map((p) => `schemas/${p}`)];
+}

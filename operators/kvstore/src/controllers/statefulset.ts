@@ -111,7 +111,7 @@ export function sameResources(a: ResourceRequirements | undefined, b: ResourceRe
     const keys = Object.keys(x);
     if (keys.length !== Object.keys(y).length) return false;
     return keys.every(
-      (k) => y[k] !== undefined && Quantity.parse(x[k] as string | number).cmp(y[k] as string | number) === 0,
+      (k) => y[k] !== undefined && Quantity.parse(x[k] as string | number).equals(y[k] as string | number),
     );
   };
   const claims = (r: ResourceRequirements | undefined) => JSON.stringify(r?.claims ?? []);

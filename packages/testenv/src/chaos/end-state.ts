@@ -86,12 +86,13 @@ export function compareEndStates(baseline: EndState, trial: EndState): { object:
   for (const root of new Set([...baseline.keys(), ...trial.keys()])) {
     const [want, got] = [baseline.get(root), trial.get(root)];
     if (want === got) continue;
+    const at = want === undefined || got === undefined ? 0 : firstDifference(got, want);
     out.push({
       object: root,
       message:
         want === undefined || got === undefined
           ? `${root}: ${got === undefined ? 'gone' : 'there'}, but ${want === undefined ? 'not there' : 'there'} in the fault-free run`
-          : `${root}: status ${clip(got, firstDifference(got, want))}, the fault-free run's ${clip(want, firstDifference(got, want))}`,
+          : `${root}: status ${clip(got, at)}, the fault-free run's ${clip(want, at)}`,
     });
   }
   return out;

@@ -35,11 +35,21 @@ async function crdsServed(env: Environment): Promise<boolean> {
   const crds = await env.api.must<{ items: Crd[] }>({
     path: '/apis/apiextensions.k8s.io/v1/customresourcedefinitions',
   });
-  for (const { spec } of crds.items)
-    for (const v of spec.versions.filter((x) => x.served !== false)) {
-      const res = await env.api.request<{ resources?: { name: string }[] }>({ path: `/apis/${spec.group}/${v.name}` });
-      if (res.status !== 200 || !res.body.resources?.some((r) => r.name === spec.names.plural)) return false;
+  // each group version's discovery document once, for every CRD of it
+  const served = new Map<string, Promise<readonly string[] | undefined>>();
+  const resourcesOf = (path: string) => {
+    let got = served.get(path);
+    if (got === undefined) {
+      got = env.api
+        .request<{ resources?: { name: string }[] }>({ path })
+        .then((res) => (res.status === 200 ? (res.body.resources ?? []).map((r) => r.name) : undefined));
+      served.set(path, got);
     }
+    return got;
+  };
+  for (const { spec } of crds.items)
+    for (const v of spec.versions.filter((x) => x.served !== false))
+      if (!(await resourcesOf(`/apis/${spec.group}/${v.name}`))?.includes(spec.names.plural)) return false;
   return true;
 }
 

@@ -15,9 +15,9 @@
  * keeps the event loop alive after.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { TestenvError } from '../errors.ts';
+import { processState } from '../process.ts';
 import type { EndpointEvents } from './service.ts';
 
 /** How to run one replica: the operator's command, where, and its environment (merged over this process's). */
@@ -218,7 +218,7 @@ export class Replica {
     this.#group('SIGSTOP');
     this.#events?.paused(true);
     for (let i = 0; ; i++) {
-      const state = await processState(pid);
+      const state = processState(pid);
       if (state === undefined || state === 'T' || this.#proc?.pid !== pid) return;
       if (i >= 100)
         throw new TestenvError('NotRunning', `${this.spec.name} (pid ${pid}) not stopped 1 s after SIGSTOP`);
@@ -291,10 +291,4 @@ export class Replica {
     await sleep(this.#options.restartDelayMs, undefined, { ref: false });
     if (!this.#closed && !this.#retired) this.start();
   }
-}
-
-/** The state letter of a process in /proc (`R`, `S`, `T` stopped, …); undefined if it is gone or not Linux. */
-async function processState(pid: number): Promise<string | undefined> {
-  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => undefined);
-  return stat?.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
 }

@@ -23,10 +23,10 @@
  */
 import { request } from 'node:http';
 import { connect, createServer, type Server, type Socket } from 'node:net';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { TestenvError } from '../errors.ts';
 import { resetSocket } from '../fault-link.ts';
 import { listenOnLoopback } from '../ports.ts';
+import { waitFor } from '../wait.ts';
 
 /** One replica's webhook server, as the Service routes to it. */
 export interface EndpointSpec {
@@ -115,8 +115,8 @@ export class WebhookService {
     return { routed: { ...this.#routed }, reset: this.#reset, resets: [...this.#resets] };
   }
 
-  /** Adds a replica's endpoint, not yet running (its supervisor calls `events(name).started()`). */
-  add(spec: EndpointSpec): void {
+  /** Adds a replica's endpoint, not yet running: the calls its supervisor makes (`events(spec.name)`). */
+  add(spec: EndpointSpec): EndpointEvents {
     if (this.#endpoints.some((e) => e.name === spec.name))
       throw new TestenvError('ChaosInput', `the webhook Service has an endpoint ${spec.name} already`);
     this.#endpoints.push({
@@ -128,6 +128,7 @@ export class WebhookService {
       probed: false,
       generation: 0,
     });
+    return this.events(spec.name);
   }
 
   /** The calls a replica's supervisor makes for endpoint `name` (see `EndpointEvents`). */
@@ -166,15 +167,11 @@ export class WebhookService {
 
   /** Resolves once `count` endpoints are ready; rejects (`WaitTimeout`) after `timeoutMs`. */
   async waitReady(count: number, timeoutMs: number): Promise<void> {
-    const deadline = performance.now() + timeoutMs;
-    while (this.ready().length < count) {
-      if (performance.now() > deadline)
-        throw new TestenvError(
-          'WaitTimeout',
-          `the webhook Service had ${this.ready().length} ready endpoints, not ${count}, after ${timeoutMs / 1000} s`,
-        );
-      await sleep(100);
-    }
+    await waitFor(
+      `${count} ready endpoints of the webhook Service`,
+      async () => this.ready().length >= count,
+      timeoutMs,
+    );
   }
 
   /**

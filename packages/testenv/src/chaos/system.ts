@@ -164,7 +164,7 @@ export class ChaosSystem {
     const system = new ChaosSystem(env, sa, replicas, proxies, options.sharding === true, count);
     system.#webhooks = webhooks;
     try {
-      await ChaosSystem.#replicas(system, { options, dir, serving, webhookPorts, count, token, replicas, proxies });
+      await ChaosSystem.#replicas(system, { options, dir, serving, webhookPorts, token, replicas, proxies });
       system.#watchLeases();
       for (const r of replicas) r.start();
       await webhooks?.listening();
@@ -182,8 +182,8 @@ export class ChaosSystem {
       options: SystemOptions;
       dir: string;
       serving: { caPem: string; certPem: string; keyPem: string };
+      /** One per replica. */
       webhookPorts: readonly number[];
-      count: number;
       token: string;
       /** The system's arrays, filled here. */
       replicas: Replica[];
@@ -193,7 +193,7 @@ export class ChaosSystem {
     const { env, serviceAccount: sa } = system;
     const { options, dir, serving, webhookPorts, token, replicas, proxies } = o;
     const webhooks = system.#webhooks;
-    for (let i = 0; i < o.count; i++) {
+    for (let i = 0; i < webhookPorts.length; i++) {
       const proxy = await ApiFaultProxy.start({
         target: { url: env.server, caPem: env.caPem },
         serving,
@@ -216,8 +216,7 @@ export class ChaosSystem {
         sharding: options.sharding === true,
       };
       const spec = replicaSpec(options.operator, i, at);
-      webhooks?.service.add({ name: spec.name, port: at.webhookPort });
-      const events = webhooks?.service.events(spec.name);
+      const events = webhooks?.service.add({ name: spec.name, port: at.webhookPort });
       replicas.push(new Replica(spec, { secrets: [token], ...(events ? { events } : {}) }));
     }
   }
