@@ -1,14 +1,20 @@
 /**
  * Status writes against a real apiserver: a field dropped from the desired status — nested ones too — is removed
  * from the server, through `updateStatusIfChanged` and `ctx.status` alike, and a status the server has is not
- * written again.
+ * written again. A custom kind's status is written by update, leaving everything else of the object and its field
+ * ownership as they were; a stale object's update falls back to a merge patch at once, and so does a kind whose
+ * status the RBAC lets be patched only.
  */
 import assert from 'node:assert/strict';
 import { before, describe, test } from 'node:test';
+import { Type } from '@sinclair/typebox';
 import { Cache } from '../src/cache/index.ts';
 import { CustomResourceDefinitions, Namespaces } from '../src/client/builtins.ts';
-import { type Client, resource } from '../src/client/index.ts';
+import { type Client, Client as KubeClient, loadConfig, resource } from '../src/client/index.ts';
+import { RoleBindings, Roles } from '../src/client/kinds/rbac.ts';
+import type { Transport } from '../src/client/transport.ts';
 import { ControllerBuilder } from '../src/controller/index.ts';
+import { defineKind } from '../src/crd/kind.ts';
 import { updateStatusIfChanged } from '../src/helpers/index.ts';
 import { done, type KubeObject } from '../src/index.ts';
 import { waitFor, widgetControlPlane } from './support.ts';
@@ -76,6 +82,35 @@ async function installProbeCrd(client: Client): Promise<void> {
   });
 }
 
+const Gauges = defineKind({
+  group: 'test.opkit.dev',
+  version: 'v1',
+  kind: 'Gauge',
+  plural: 'gauges',
+  spec: Type.Object({ size: Type.Integer(), tags: Type.Optional(Type.Array(Type.String())) }),
+  status: Type.Object({ level: Type.Optional(Type.Integer()), note: Type.Optional(Type.String()) }),
+  subresources: { status: true },
+});
+
+/** The methods of the status requests `client` sends from now on, with their answers' codes. */
+function statusRequests(client: Client): string[] {
+  const seen: string[] = [];
+  const transport = client.transport as Transport;
+  const request = transport.request.bind(transport);
+  transport.request = async <T>(req: Parameters<Transport['request']>[0]): Promise<T> => {
+    const status = req.path.endsWith('/status');
+    try {
+      const out = await request<T>(req);
+      if (status) seen.push(req.method);
+      return out;
+    } catch (err) {
+      if (status) seen.push(`${req.method} ${(err as { code?: string }).code}`);
+      throw err;
+    }
+  };
+  return seen;
+}
+
 describe('status writes against a real apiserver', () => {
   const plane = widgetControlPlane();
   let client: Client;
@@ -133,5 +168,87 @@ describe('status writes against a real apiserver', () => {
     await new Promise((r) => setTimeout(r, 300));
     assert.equal(writes, written, 'the status the server has is not written again');
     stop.abort();
+  });
+
+  test("a custom kind's status is updated: nothing else of the object changes, a stale object falls back to a merge patch", async () => {
+    await client.create(CustomResourceDefinitions, Gauges.crd());
+    await waitFor('the Gauge CRD to be served', async () => {
+      try {
+        await client.list(Gauges, { namespace: 'default' });
+        return true;
+      } catch {
+        return false;
+      }
+    });
+    await client.create(Namespaces, { metadata: { name: 'status-update' } });
+    const ref = { namespace: 'status-update', name: 'g' };
+    const created = await client.create(
+      Gauges,
+      {
+        metadata: { ...ref, labels: { a: 'b' }, annotations: { n: 'ñ ✓' }, finalizers: ['test.opkit.dev/keep'] },
+        spec: { size: 3, tags: ['x'] },
+      },
+      { fieldManager: 'author' },
+    );
+    const seen = statusRequests(client);
+    const written = await updateStatusIfChanged(client, Gauges, created, { level: 1, note: 'first' });
+    assert.deepEqual(seen, ['PUT'], 'an update of the status subresource');
+    const read = await client.get(Gauges, ref);
+    assert.deepEqual(read.status, { level: 1, note: 'first' });
+    assert.deepEqual(read.spec, { size: 3, tags: ['x'] });
+    assert.deepEqual(read.metadata.labels, { a: 'b' });
+    assert.deepEqual(read.metadata.annotations, { n: 'ñ ✓' });
+    assert.deepEqual(read.metadata.finalizers, ['test.opkit.dev/keep']);
+    const owners = (read.metadata.managedFields ?? []).map((m) => `${m.manager}:${m.subresource ?? ''}`);
+    assert.ok(owners.includes('author:'), `the author still owns its fields: ${owners.join(', ')}`);
+    const author = read.metadata.managedFields?.find((m) => m.manager === 'author');
+    assert.match(JSON.stringify(author?.fieldsV1), /f:size/, "the spec is still the author's");
+    assert.equal(written?.metadata.resourceVersion, read.metadata.resourceVersion);
+
+    // a second write from the same (now older) object uses the resourceVersion its first write made
+    assert.ok(await updateStatusIfChanged(client, Gauges, created, { level: 2 }));
+    assert.deepEqual(seen, ['PUT', 'PUT']);
+    assert.deepEqual((await client.get(Gauges, ref)).status, { level: 2 }, 'note removed: the status is replaced');
+
+    // someone else moved the object on: the update meets a Conflict and a merge patch writes the status at once
+    const stale = await client.get(Gauges, ref);
+    await client.patch(Gauges, ref, { spec: { size: 4 } });
+    assert.ok(await updateStatusIfChanged(client, Gauges, stale, { level: 3, note: 'late' }));
+    assert.deepEqual(seen, ['PUT', 'PUT', 'PUT Conflict', 'PATCH']);
+    const after = await client.get(Gauges, ref);
+    assert.deepEqual(after.status, { level: 3, note: 'late' });
+    assert.equal(after.spec.size, 4);
+    await client.patch(Gauges, ref, { metadata: { finalizers: null } });
+  });
+
+  test('a kind whose status the RBAC lets be patched only is merge-patched after one Forbidden update', async () => {
+    await client.create(Namespaces, { metadata: { name: 'status-rbac' } });
+    const ref = { namespace: 'status-rbac', name: 'g' };
+    await client.create(Roles, {
+      metadata: { namespace: ref.namespace, name: 'gauge-status-patch' },
+      rules: [
+        { apiGroups: ['test.opkit.dev'], resources: ['gauges'], verbs: ['get', 'create'] },
+        { apiGroups: ['test.opkit.dev'], resources: ['gauges/status'], verbs: ['patch'] },
+      ],
+    });
+    await client.create(RoleBindings, {
+      metadata: { namespace: ref.namespace, name: 'gauge-status-patch' },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'gauge-status-patch' },
+      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'patcher' }],
+    });
+    const base = await loadConfig({ path: plane.env.kubeconfigPath });
+    const patcher = new KubeClient({ ...base, impersonate: { user: 'patcher' } });
+    try {
+      const created = await waitFor('the Role to take effect', () =>
+        patcher.create(Gauges, { metadata: ref, spec: { size: 1 } }).catch(() => undefined),
+      );
+      const seen = statusRequests(patcher);
+      assert.ok(await updateStatusIfChanged(patcher, Gauges, created, { level: 1 }));
+      assert.ok(await updateStatusIfChanged(patcher, Gauges, await patcher.get(Gauges, ref), { level: 2 }));
+      assert.deepEqual(seen, ['PUT Forbidden', 'PATCH', 'PATCH'], 'one Forbidden update, then merge patches');
+      assert.deepEqual((await client.get(Gauges, ref)).status, { level: 2 });
+    } finally {
+      patcher.close();
+    }
   });
 });

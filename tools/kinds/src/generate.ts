@@ -8,7 +8,7 @@
  * Guarantees: a pure function of the documents and the version (no clock, no file system): the same documents give the
  * same bytes, which is what the check of the committed output (tools/kinds/test) relies on.
  */
-import { type Definition, type EmitContext, emitFile, emitIndex, type FileExports } from './emit.ts';
+import { asciiSource, type Definition, type EmitContext, emitFile, emitIndex, type FileExports } from './emit.ts';
 import { ENTRY_DOC } from './entry.ts';
 import { assignNames, placeOf, resourceConstName } from './names.ts';
 import { KindsGenError, type OpenApiDocuments, type Schema } from './openapi.ts';
@@ -106,5 +106,11 @@ export function generateAll(
     });
   }
   files.set('index.ts', emitIndex(version, ENTRY_DOC, exports));
-  return { kinds: files, schemas: emitSchemaFiles(ctx) };
+  const schemaFiles = emitSchemaFiles(ctx);
+  return { kinds: ascii(files), schemas: { ...schemaFiles, files: ascii(schemaFiles.files) } };
+}
+
+/** Every file of `files` in ASCII (`asciiSource`). */
+function ascii(files: ReadonlyMap<string, string>): Map<string, string> {
+  return new Map([...files].map(([name, text]) => [name, asciiSource(text)]));
 }

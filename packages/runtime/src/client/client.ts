@@ -12,8 +12,8 @@
  * patches and deletes `PartialObjectMetadata`; its whole-object writes throw a `UsageError` (`InvalidArgument`) before
  * any request, as does a write of an object without a name, or a server-side apply without a field manager.
  * Gets, lists and watches of built-in kinds ask for protobuf, with JSON as the apiserver's fallback (`protobuf: false`
- * asks for JSON only); the objects are the same either way (client/protobuf/codec.ts). Custom resources, writes and
- * the answers to writes are JSON.
+ * asks for JSON only), and so do their writes for their answers (client/writes.ts: never sent twice); the objects
+ * are the same either way (client/protobuf/codec.ts). Custom resources and request bodies are JSON.
  * Errors are `ApiError`s. A client made by `withSignal(signal)` shares the connection and aborts every request it
  * makes when `signal` does (a reconcile's client: a stopping controller cuts its hung requests short without each
  * call passing the signal); one made by `withGuard(guard)` asks `guard` right before each attempt goes out, and
@@ -36,7 +36,6 @@ import {
   type ObjectOf,
   type ObjectRef,
   objectPath,
-  refOf,
 } from './resource.ts';
 import { Transport, type TransportRequest } from './transport.ts';
 import type {
@@ -50,7 +49,7 @@ import type {
   WriteOptions,
 } from './types.ts';
 import { checkWatchRequest, type WatchEvent, type WatchRequest, watchEvents } from './watch.ts';
-import { CONTENT_TYPES, deleteBody, wholeObject, withType, writeQuery } from './writes.ts';
+import { answerOf, CONTENT_TYPES, deleteBody, wholeObject, withType, writeQuery, writtenRef } from './writes.ts';
 
 /**
  * The typed Kubernetes client: reads and writes of any `Kind`, subresources, paginated lists and watches, all
@@ -219,37 +218,25 @@ export class Client {
     wholeObject(r, 'create');
     const input = obj as KubeObject;
     const namespace = r.namespaced ? (input.metadata.namespace ?? this.defaultNamespace) : undefined;
-    return this.transport.request<ObjectOf<R>>({
+    const ref = input.metadata.name ? writtenRef(r, input, namespace ?? '') : undefined;
+    return this.#write(r, ref, options, {
       method: 'POST',
       path: collectionPath(r, namespace),
       query: writeQuery(options),
       body: withType(r, input),
-      ...this.#signal(options),
     });
   }
 
   /** Replaces the object (optimistic concurrency: a stale `metadata.resourceVersion` fails with Conflict). */
   update<T extends KubeObject>(r: Kind<T>, obj: T, options: WriteOptions = {}): Promise<T> {
     wholeObject(r, 'update');
-    return this.transport.request<T>({
-      method: 'PUT',
-      path: objectPath(r, this.#ref(r, obj)),
-      query: writeQuery(options),
-      body: withType(r, obj),
-      ...this.#signal(options),
-    });
+    return this.#put(r, obj, options, undefined);
   }
 
   /** Replaces the status through the status subresource. */
   updateStatus<T extends KubeObject>(r: Kind<T>, obj: T, options: WriteOptions = {}): Promise<T> {
     wholeObject(r, 'updateStatus');
-    return this.transport.request<T>({
-      method: 'PUT',
-      path: objectPath(r, this.#ref(r, obj), 'status'),
-      query: writeQuery(options),
-      body: withType(r, obj),
-      ...this.#signal(options),
-    });
+    return this.#put(r, obj, options, 'status');
   }
 
   /**
@@ -294,9 +281,10 @@ export class Client {
    */
   async delete<T extends KubeObject>(r: Kind<T>, ref: ObjectRef, options: DeleteOptions = {}): Promise<void> {
     const body = deleteBody(options);
+    const path = objectPath(r, ref);
     await this.transport.request<unknown>({
       method: 'DELETE',
-      path: objectPath(r, ref),
+      path,
       ...(body ? { body } : {}),
       ...this.#signal(options),
     });
@@ -355,6 +343,29 @@ export class Client {
     return loading ? loading.then(send) : send();
   }
 
+  #ref(r: Kind, obj: KubeObject): ObjectRef {
+    return writtenRef(r, obj, this.defaultNamespace);
+  }
+
+  /** Replaces the object, or its subresource `sub`. */
+  #put<T extends KubeObject>(r: Kind<T>, obj: T, options: WriteOptions, sub: string | undefined): Promise<T> {
+    const ref = this.#ref(r, obj);
+    const path = objectPath(r, ref, sub);
+    return this.#write(r, ref, options, { method: 'PUT', path, query: writeQuery(options), body: withType(r, obj) });
+  }
+
+  /** A write of the object `ref` (see `answerOf` for how it asks for its answer), with `options`' signal. */
+  #write<T>(
+    r: Kind,
+    ref: ObjectRef | undefined,
+    options: WriteOptions,
+    req: Omit<TransportRequest, 'accept'>,
+  ): Promise<T> {
+    return answerOf(r, ref, this.#protobuf).then((a) =>
+      this.transport.request<T>({ ...req, ...a, ...this.#signal(options) }),
+    );
+  }
+
   /** The request's own signal and the client's bound one (the transport follows both). */
   #signal(options: { signal?: AbortSignal | undefined }): Pick<TransportRequest, 'signal' | 'bound' | 'guard'> {
     return {
@@ -362,13 +373,6 @@ export class Client {
       ...(this.#bound && this.#bound !== options.signal ? { bound: this.#bound } : {}),
       ...(this.#guard ? { guard: this.#guard } : {}),
     };
-  }
-
-  #ref(r: Kind, obj: KubeObject): ObjectRef {
-    const ref = refOf(obj);
-    if (!ref.name) throw new UsageError('InvalidArgument', `the ${r.kind} has no metadata.name`);
-    if (r.namespaced && !ref.namespace) return { namespace: this.defaultNamespace, name: ref.name };
-    return ref;
   }
 
   #patch<T extends KubeObject>(
@@ -384,17 +388,12 @@ export class Client {
     }
     if (type === 'apply' || sub !== undefined)
       wholeObject(r, type === 'apply' ? 'server-side apply' : `a ${sub} patch`);
-    return this.transport.request<T>({
+    return this.#write(r, ref, options, {
       method: 'PATCH',
       path: objectPath(r, ref, sub),
-      accept: acceptOf(r),
-      query: {
-        fieldManager: options.fieldManager,
-        force: type === 'apply' && options.force ? true : undefined,
-      },
+      query: { fieldManager: options.fieldManager, force: type === 'apply' && options.force ? true : undefined },
       body: patch,
       contentType: CONTENT_TYPES[type],
-      ...this.#signal(options),
     });
   }
 }

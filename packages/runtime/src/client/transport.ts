@@ -19,7 +19,8 @@
  *   connection dropped up to 3 times; writes are never replayed. Everything else becomes an `ApiError`. A caller that
  *   retries on its own (the metrics endpoint's reviews) leaves the throttled answers to this layer.
  * - A 2xx answer in protobuf that cannot be decoded (client/protobuf/codec.ts: `Malformed`) is asked for once more in
- *   JSON, so a decoder that lags the apiserver costs a request, never a result.
+ *   JSON, so a decoder that lags the apiserver costs a request, never a result. A write is never sent twice: its
+ *   object is read back in JSON (`readBack`), or without one the write fails with `Malformed`.
  * - Connections keep alive, send TCP keep-alive probes after 15 s of silence, and move to a new pool when the client
  *   certificate rotates (client/pool.ts).
  */
@@ -91,6 +92,8 @@ export interface TransportRequest {
   readonly timeoutMs?: number;
   /** The fields a protobuf answer is decoded with (default: all). A JSON answer is parsed whole. */
   readonly mask?: FieldMask | undefined;
+  /** A write's object: where to read it in JSON when the write's 2xx answer is protobuf this client cannot decode. */
+  readonly readBack?: string | undefined;
 }
 
 /** What one exchange sends: the URL, headers, TLS options and payload of a request. */
@@ -181,9 +184,13 @@ export class Transport {
         try {
           return parseBody<T>(res, body, req.mask);
         } catch (err) {
-          // a protobuf body this client cannot read: the same GET once more, in JSON
+          // a protobuf body this client cannot read: the same GET once more in JSON, or a write's object read back
           if (!(err instanceof ApiError) || err.code !== 'Malformed' || !req.accept?.startsWith(PROTOBUF)) throw err;
-          req = { ...req, accept: 'application/json', mask: undefined };
+          if (req.method === 'GET') req = { ...req, accept: 'application/json', mask: undefined };
+          else if (req.readBack !== undefined) {
+            const { signal: own, bound, guard } = req;
+            req = { method: 'GET', path: req.readBack, accept: 'application/json', signal: own, bound, guard };
+          } else throw err;
           retry -= 1;
           continue;
         }

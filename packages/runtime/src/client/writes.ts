@@ -3,12 +3,17 @@
  * What the client's writes send besides the object: the Content-Type of each patch format, the query of a write, the
  * body of a delete, and the checks every whole-object write passes before any request.
  *
+ * A write of a built-in kind asks for its answer in protobuf (with `protobuf` on), once its decoders are loaded, and
+ * names where its object is read back in JSON should that answer not decode (`readBack`); any other write asks for JSON.
+ *
  * Guarantees: a whole-object write through a metadata-only type is refused with a `UsageError` (`InvalidArgument`)
  * before any request; an object sent without `apiVersion` and `kind` gets its kind's, on a copy (the caller's object
  * is never changed).
  */
 import { UsageError } from '../errors.ts';
-import type { Kind, KubeObject } from './resource.ts';
+import { hasDecoder, load } from './protobuf/codec.ts';
+import { acceptOf, type Kind, type KubeObject, type ObjectRef, objectPath, refOf } from './resource.ts';
+import type { TransportRequest } from './transport.ts';
 import type { DeleteOptions, PatchType, WriteOptions } from './types.ts';
 
 /** The Content-Type of each patch format. */
@@ -32,6 +37,29 @@ export function wholeObject(r: Kind<KubeObject, unknown>, what: string): void {
 /** `obj`, or a copy of it with the kind's `apiVersion` and `kind` when it lacks them. */
 export function withType<T extends KubeObject>(r: Kind<KubeObject, unknown>, obj: T): T {
   return obj.apiVersion && obj.kind ? obj : { ...obj, apiVersion: r.apiVersion, kind: r.kind };
+}
+
+/**
+ * How a write of the object `ref` (`undefined`: named only by its answer, a create with `generateName`) asks for its
+ * answer: see the module comment.
+ */
+export async function answerOf(
+  r: Kind,
+  ref: ObjectRef | undefined,
+  protobuf: boolean,
+): Promise<Pick<TransportRequest, 'accept' | 'readBack'>> {
+  if (ref === undefined || !protobuf || r.metadataOnly || !hasDecoder(r.apiVersion, r.kind))
+    return { accept: acceptOf(r) };
+  await load(r.apiVersion, r.kind);
+  return { accept: acceptOf(r, false, true), readBack: objectPath(r, ref) };
+}
+
+/** The object `obj` names, in `defaultNamespace` when its kind is namespaced and it names none. */
+export function writtenRef(r: Kind<KubeObject, unknown>, obj: KubeObject, defaultNamespace: string): ObjectRef {
+  const ref = refOf(obj);
+  if (!ref.name) throw new UsageError('InvalidArgument', `the ${r.kind} has no metadata.name`);
+  if (r.namespaced && !ref.namespace) return { namespace: defaultNamespace, name: ref.name };
+  return ref;
 }
 
 /** The query of a write: its field manager, and `dryRun=All` for a dry run. */

@@ -19,6 +19,7 @@
 import { type Static, type TSchema, Type } from '@sinclair/typebox';
 import type { CustomResourceDefinition } from '../client/builtins.ts';
 import { type Kind, type KubeObject, type ObjectMeta, resource } from '../client/resource.ts';
+import { markStatusSubresource } from '../internal/custom-kinds.ts';
 import { invalid, normalize, show } from './check.ts';
 import { trimDescriptions } from './descriptions.ts';
 import type { KindInput } from './input.ts';
@@ -228,11 +229,12 @@ function defineSingleVersion<Spec extends TSchema, Status extends TSchema>(
 ): CustomKind<KindObject<Spec, Status>, KindInput<Spec, Status>> {
   const definition = normalize(def);
   const json = JSON.stringify(buildCrd(definition));
-  return Object.freeze({
+  const kind = Object.freeze({
     ...resourceOf<KindObject<Spec, Status>, KindInput<Spec, Status>>(definition, definition.version),
     definition,
     crd: (): CustomResourceDefinition => JSON.parse(json) as CustomResourceDefinition,
   });
+  return definition.subresources?.status === true ? markStatusSubresource(kind) : kind;
 }
 
 /** The `Kind` of one version of a normalized definition. */

@@ -23,6 +23,7 @@ import type { Static, TSchema } from '@sinclair/typebox';
 import type { CustomResourceDefinition } from '../client/builtins.ts';
 import type { Kind, KubeObject, ObjectMeta } from '../client/resource.ts';
 import { OpkitError } from '../errors.ts';
+import { markStatusSubresource } from '../internal/custom-kinds.ts';
 import { normalize } from './check.ts';
 import type { InputStatic } from './input.ts';
 import {
@@ -180,9 +181,12 @@ export function defineVersionedKind<V extends VersionMap, S extends keyof V & st
   const base = buildCrd(storageDef);
   const json = JSON.stringify({ ...base, spec: { ...base.spec, versions: entries } });
   const resources = Object.fromEntries(
-    names.map((name) => [name, resourceOf<KubeObject, unknown>(storageDef, name)]),
+    names.map((name) => {
+      const r = resourceOf<KubeObject, unknown>(storageDef, name);
+      return [name, def.versions[name]?.subresources?.status === true ? markStatusSubresource(r) : r];
+    }),
   ) as { [K in keyof V]: Kind<VersionObject<V[K]>, VersionInput<V[K]>> };
-  return Object.freeze({
+  const kind = Object.freeze({
     ...resourceOf<VersionObject<V[S]>, VersionInput<V[S]>>(storageDef, def.storage),
     definition: storageDef,
     storageVersion: def.storage,
@@ -191,6 +195,7 @@ export function defineVersionedKind<V extends VersionMap, S extends keyof V & st
     crd: (options: CrdOptions = {}) =>
       withConversion(JSON.parse(json) as CustomResourceDefinition, storageDef, names.length, options),
   });
+  return storageDef.subresources?.status === true ? markStatusSubresource(kind) : kind;
 }
 
 /** Throws `CrdSchemaError` unless the versions, the storage version and the conversions fit together. */

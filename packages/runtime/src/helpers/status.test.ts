@@ -40,7 +40,7 @@ test('read-your-own-writes: a status just written is not written again from a ca
   const client = {
     patchStatus: async (_r: unknown, _ref: unknown, patch: unknown) => {
       patches.push(patch);
-      return {} as Widget;
+      return { metadata: { name: 'w' } } as Widget;
     },
   } as unknown as Client;
   const cached: Widget = {
@@ -129,7 +129,7 @@ test('a status written for an object the cache no longer holds is not kept (no c
   const client = {
     patchStatus: async () => {
       patches += 1;
-      return {} as Widget;
+      return { metadata: { name: 'w' } } as Widget;
     },
   } as unknown as Client;
   // what an informer's store holds: the objects, replaced on every update and dropped on delete

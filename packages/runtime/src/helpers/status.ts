@@ -6,15 +6,25 @@
  * controller reconciling in a loop writes nothing while nothing changes (the hot loop of status patches with no real
  * change cannot happen).
  *
- * The write is an RFC 7386 JSON merge patch of the status subresource (`mergePatch`): it sets every field of the
+ * How it writes. For a custom kind made by `defineKind` with the status subresource (each of its versions), an
+ * update (PUT) of the status subresource whose body is the object's name, namespace and newest known resourceVersion
+ * and the desired status: the apiserver's status strategy for custom resources keeps everything but the status from
+ * the stored object, so nothing else is sent, and an update costs the apiserver about half of a merge patch's CPU
+ * (docs/benchmarks.md, "What issue 45 changed"). A Conflict (the object moved on since that resourceVersion) is not
+ * retried with backoff: the same status is written at once by a merge patch instead, as every other kind's is. An
+ * update the RBAC forbids (the operator is granted `patch` on the status subresource and not `update`) makes that
+ * kind's status writes merge patches for the rest of the process; any other refusal (an admission webhook's or
+ * policy's) is the caller's error, as the patch's would be.
+ *
+ * The merge patch is an RFC 7386 JSON merge patch of the status subresource (`mergePatch`): it sets every field of the
  * desired status and removes (null) every field the known status has and the desired one no longer has, at any depth;
  * arrays are replaced whole. Applied to the known status it gives exactly the desired one (for statuses without null
  * members: in a merge patch, null means "remove"). It sets the unchanged fields too, unlike controller-runtime's
  * `client.MergeFrom` (which sends only the differences), so a patch computed from a cache a moment behind still leaves
- * every field it names as desired. It carries no resourceVersion: a status computed from a cache that is a moment
- * behind is not refused with a Conflict (which would cost a rate-limited retry); it is written, and the next reconcile
- * — triggered by whatever made the cache move — writes the correction. Status is the controller's own observation, so
- * last-writer-wins is the right rule for it.
+ * every field it names as desired. It carries no resourceVersion. Either way, a status computed from a cache that is
+ * a moment behind is never refused with a Conflict (which would cost a rate-limited retry); it is written, and the
+ * next reconcile — triggered by whatever made the cache move — writes the correction. Status is the controller's own
+ * observation, so last-writer-wins is the right rule for it.
  *
  * Read-your-own-writes: "what the server has" is the object's status, unless a status was written from that very
  * object — the object the cache handed out, which it replaces with a new one on every change it sees. Then the
@@ -26,13 +36,20 @@
  * status.
  */
 import type { Client } from '../client/client.ts';
+import { ApiError } from '../client/errors.ts';
 import { type Kind, type KubeObject, refOf } from '../client/resource.ts';
+import { hasCustomStatus } from '../internal/custom-kinds.ts';
 
 /** The status type of a kind's objects. */
 export type StatusOf<T> = T extends { status?: infer S } ? NonNullable<S> : never;
 
-/** The status last written from an object the cache handed out, attached to that object. */
-const written = new WeakMap<KubeObject, { readonly status: unknown }>();
+/** The status last written from an object the cache handed out, and the resourceVersion it made, on that object. */
+const written = new WeakMap<KubeObject, { readonly status: unknown; readonly resourceVersion: string | undefined }>();
+
+/** The custom kinds (`apiVersion kind`) whose status update the RBAC forbids: their status is merge-patched. */
+const patchOnly = new Set<string>();
+/** How the apiserver's RBAC authorizer words a denied update (an admission webhook's refusal is also Forbidden). */
+const RBAC_DENIAL = /cannot update resource/;
 
 /** Deep equality of JSON values (object key order ignored; undefined members count as absent). */
 export function jsonEqual(a: unknown, b: unknown): boolean {
@@ -86,9 +103,42 @@ export async function updateStatusIfChanged<T extends KubeObject>(
   const mine = written.get(obj);
   const current = mine ? mine.status : (obj as { status?: unknown }).status;
   if (jsonEqual(current, status)) return undefined;
-  const out = await client.patchStatus(r, refOf(obj), statusPatch(current, status));
-  written.set(obj, { status: structuredClone(status) });
+  const resourceVersion = mine ? mine.resourceVersion : obj.metadata.resourceVersion;
+  const out =
+    (await updateStatus(client, r, obj, resourceVersion, status)) ??
+    (await client.patchStatus(r, refOf(obj), statusPatch(current, status)));
+  written.set(obj, { status: structuredClone(status), resourceVersion: out.metadata.resourceVersion });
   return out;
+}
+
+/**
+ * The status update of a custom kind (see the module comment); `undefined` when the kind's status is merge-patched
+ * instead, or the update met a Conflict or was Forbidden.
+ */
+async function updateStatus<T extends KubeObject>(
+  client: Client,
+  r: Kind<T, unknown>,
+  obj: T,
+  resourceVersion: string | undefined,
+  status: unknown,
+): Promise<T | undefined> {
+  const key = `${r.apiVersion} ${r.kind}`;
+  if (!hasCustomStatus(r) || resourceVersion === undefined || patchOnly.has(key)) return undefined;
+  const { name, namespace } = obj.metadata;
+  const body = {
+    apiVersion: r.apiVersion,
+    kind: r.kind,
+    metadata: { name, ...(namespace !== undefined ? { namespace } : {}), resourceVersion },
+    status,
+  } as KubeObject as T;
+  try {
+    return await client.updateStatus(r, body);
+  } catch (err) {
+    if (!(err instanceof ApiError)) throw err;
+    if (err.code === 'Forbidden' && RBAC_DENIAL.test(err.message)) patchOnly.add(key);
+    else if (err.code !== 'Conflict') throw err;
+    return undefined;
+  }
 }
 
 function isJsonObject(v: unknown): v is Record<string, unknown> {

@@ -3,6 +3,7 @@
  * and request spans (status, resends, errors) against a scripted HTTP server on loopback.
  */
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { PerformanceObserver } from 'node:perf_hooks';
@@ -287,3 +288,21 @@ function register(): { exporter: InMemorySpanExporter } {
   return registered;
 }
 let registered: { exporter: InMemorySpanExporter } | undefined;
+
+test('an operator that never registers anything with @opentelemetry/api never loads it', () => {
+  // a fresh process: the runtime's entry, a transport request path, and the off-path calls, with every resolve recorded
+  const code = `
+    import { registerHooks } from 'node:module';
+    const seen = [];
+    registerHooks({ resolve: (s, c, next) => { const r = next(s, c); seen.push(r.url); return r; } });
+    const spans = await import(${JSON.stringify(new URL('./spans.ts', import.meta.url).href)});
+    await import(${JSON.stringify(new URL('../index.ts', import.meta.url).href)});
+    spans.detachedFromTrace(() => spans.startRequestSpan('GET', '/api/v1/pods', new URL('https://x')));
+    if (spans.runtimeTracer() !== undefined || Object.keys(spans.traceContextAnnotations()).length > 0) process.exit(3);
+    console.log(JSON.stringify(seen.filter((u) => u.includes('@opentelemetry'))));`;
+  const r = spawnSync(process.execPath, ['--conditions=@opkit/source', '--input-type=module', '-e', code], {
+    encoding: 'utf8',
+  });
+  assert.equal(r.status, 0, r.stderr);
+  assert.deepEqual(JSON.parse(r.stdout), [], 'no module of @opentelemetry loaded');
+});

@@ -24,27 +24,18 @@
  *   controller built with `traceContextFromAnnotations` links the reconcile span to that context (a link, not a
  *   parent: the reconcile may serve several changes). A malformed annotation is ignored.
  *
+ * - `@opentelemetry/api` is loaded only once something has registered with it (a TracerProvider, a context manager:
+ *   its global entry exists), or when a caller asks for trace context itself (`spanContextFromAnnotations`): an
+ *   operator without tracing never loads its modules (51 of them, measured in docs/benchmarks.md). The API keeps its
+ *   state in that global, so the copy loaded here and the application's are one.
+ *
  * Caveats: watches are not traced (they last minutes; their events reach reconciles through the queue, whose wait is
  * recorded instead). The traceparent is parsed here, per the W3C Trace Context spec (version 00 and later
  * versions' leading fields), so the runtime depends on nothing beyond the API package.
  */
-import {
-  context,
-  createTraceState,
-  isValidSpanId,
-  isValidTraceId,
-  type Link,
-  ProxyTracerProvider,
-  ROOT_CONTEXT,
-  type Span,
-  type SpanContext,
-  SpanKind,
-  SpanStatusCode,
-  TraceFlags,
-  type Tracer,
-  type TracerProvider,
-  trace,
-} from '@opentelemetry/api';
+import { createRequire } from 'node:module';
+import type * as OtelApi from '@opentelemetry/api';
+import type { Context, Link, Span, SpanContext, Tracer, TracerProvider } from '@opentelemetry/api';
 import { VERSION } from '../version.ts';
 
 export type { Span };
@@ -78,8 +69,26 @@ export const ATTR = {
   group: 'k8s.request.group',
 } as const;
 
-/** The API's own no-op provider: what the global proxy delegates to while no SDK is registered. */
-const NOOP_PROVIDER: TracerProvider = new ProxyTracerProvider().getDelegate();
+/** Where `@opentelemetry/api` 1.x keeps its registrations (providers, context manager, propagator). */
+const OTEL_GLOBAL = Symbol.for('opentelemetry.js.api.1');
+
+let api: { readonly otel: typeof OtelApi; readonly noop: TracerProvider } | undefined;
+
+/** The API, loaded now if need be. */
+function loadApi(): NonNullable<typeof api> {
+  if (api === undefined) {
+    const otel = createRequire(import.meta.url)('@opentelemetry/api') as typeof OtelApi;
+    // the API's own no-op provider: what the global proxy delegates to while no SDK is registered
+    api = { otel, noop: new otel.ProxyTracerProvider().getDelegate() };
+  }
+  return api;
+}
+
+/** The API when anything has registered with it; `undefined` (and nothing loaded) while nothing has. */
+function registered(): NonNullable<typeof api> | undefined {
+  if (api !== undefined) return api;
+  return (globalThis as Record<symbol, unknown>)[OTEL_GLOBAL] === undefined ? undefined : loadApi();
+}
 
 interface Delegating {
   getDelegate(): TracerProvider;
@@ -89,9 +98,11 @@ let cached: { readonly delegate: TracerProvider; readonly tracer: Tracer } | und
 
 /** The runtime's tracer, or `undefined` while no TracerProvider is registered (then trace nothing). */
 export function runtimeTracer(): Tracer | undefined {
-  const global: TracerProvider & Partial<Delegating> = trace.getTracerProvider();
+  const a = registered();
+  if (a === undefined) return undefined;
+  const global: TracerProvider & Partial<Delegating> = a.otel.trace.getTracerProvider();
   const delegate = typeof global.getDelegate === 'function' ? global.getDelegate() : global;
-  if (delegate === NOOP_PROVIDER) return undefined;
+  if (delegate === a.noop) return undefined;
   if (cached?.delegate !== delegate) cached = { delegate, tracer: delegate.getTracer(TRACER_NAME, VERSION) };
   return cached.tracer;
 }
@@ -115,10 +126,11 @@ export function startReconcileSpan(tracer: Tracer, input: ReconcileSpanInput): S
   const links: Link[] = linked
     ? [{ context: linked, attributes: { 'opkit.link.source': TRACEPARENT_ANNOTATION } }]
     : [];
+  const { otel } = loadApi();
   return tracer.startSpan(
     `reconcile ${input.controller}`,
     {
-      kind: SpanKind.INTERNAL,
+      kind: otel.SpanKind.INTERNAL,
       root: true,
       links,
       attributes: {
@@ -130,7 +142,7 @@ export function startReconcileSpan(tracer: Tracer, input: ReconcileSpanInput): S
         ...(input.queueWaitMs !== undefined ? { [ATTR.queueWaitMs]: input.queueWaitMs } : {}),
       },
     },
-    ROOT_CONTEXT,
+    otel.ROOT_CONTEXT,
   );
 }
 
@@ -141,7 +153,8 @@ export function withActiveSpan<A extends unknown[], R>(
   thisArg: unknown,
   ...args: A
 ): R {
-  return context.with(trace.setSpan(ROOT_CONTEXT, span), fn, thisArg, ...args);
+  const { otel } = loadApi();
+  return otel.context.with(otel.trace.setSpan(otel.ROOT_CONTEXT, span), fn, thisArg, ...args);
 }
 
 /**
@@ -150,7 +163,9 @@ export function withActiveSpan<A extends unknown[], R>(
  * instead of nesting under whichever span happened to be active when they started.
  */
 export function detachedFromTrace<R>(fn: () => R): R {
-  return context.with(ROOT_CONTEXT, fn);
+  const a = registered();
+  // nothing registered: no context manager, so no context to leave
+  return a === undefined ? fn() : a.otel.context.with(a.otel.ROOT_CONTEXT, fn);
 }
 
 /** How a reconcile ended: a result (`requeueAfterMs` when requeued), or a throw of any value (`undefined` too). */
@@ -229,10 +244,13 @@ export function requestInfo(method: string, path: string): RequestInfo {
  * even if that span has ended meanwhile; `undefined` otherwise.
  */
 export function startRequestSpan(method: string, path: string, server: URL): Span | undefined {
-  const active = context.active();
-  const parent = trace.getSpan(active);
+  const a = registered();
+  if (a === undefined) return undefined;
+  const { otel } = a;
+  const active = otel.context.active();
+  const parent = otel.trace.getSpan(active);
   // a sampled parent, even one that has ended (an Event written in the background after its reconcile returned)
-  if (parent === undefined || (parent.spanContext().traceFlags & TraceFlags.SAMPLED) === 0) return undefined;
+  if (parent === undefined || (parent.spanContext().traceFlags & otel.TraceFlags.SAMPLED) === 0) return undefined;
   const tracer = runtimeTracer();
   if (!tracer) return undefined;
   const info = requestInfo(method, path);
@@ -240,7 +258,7 @@ export function startRequestSpan(method: string, path: string, server: URL): Spa
   return tracer.startSpan(
     info.resource ? `${info.verb} ${info.resource}` : `${method} ${path}`,
     {
-      kind: SpanKind.CLIENT,
+      kind: otel.SpanKind.CLIENT,
       attributes: {
         [ATTR.method]: method,
         [ATTR.verb]: info.verb,
@@ -283,14 +301,18 @@ function failSpan(span: Span, error: unknown): void {
   const code = field(error, 'code');
   const message = error instanceof Error ? error.message : describe(error);
   span.setAttribute(ATTR.errorType, typeof code === 'string' ? code : error instanceof Error ? error.name : 'unknown');
-  span.setStatus({ code: SpanStatusCode.ERROR, message });
+  span.setStatus({ code: loadApi().otel.SpanStatusCode.ERROR, message });
   if (error instanceof Error) span.recordException(error);
 }
 
 /** The `traceparent` (and `tracestate`) annotations for the span context active now (or `ctx`'s); `{}` if none. */
-export function traceContextAnnotations(ctx = context.active()): Record<string, string> {
-  const sc = trace.getSpanContext(ctx);
-  if (!sc || !isValidTraceId(sc.traceId) || !isValidSpanId(sc.spanId)) return {};
+export function traceContextAnnotations(ctx?: Context): Record<string, string> {
+  // nothing registered and no context given: no span can be active
+  const a = ctx === undefined ? registered() : loadApi();
+  if (a === undefined) return {};
+  const { otel } = a;
+  const sc = otel.trace.getSpanContext(ctx ?? otel.context.active());
+  if (!sc || !otel.isValidTraceId(sc.traceId) || !otel.isValidSpanId(sc.spanId)) return {};
   const flags = (sc.traceFlags & 0xff).toString(16).padStart(2, '0');
   const state = sc.traceState?.serialize();
   return {
@@ -310,13 +332,14 @@ export function spanContextFromAnnotations(annotations: Readonly<Record<string, 
   const [, version = '', traceId = '', spanId = '', flags = '', extra] = m;
   // version ff is invalid; version 00 has exactly four fields; later versions may append fields
   if (version === 'ff' || (version === '00' && extra !== undefined)) return undefined;
-  if (!isValidTraceId(traceId) || !isValidSpanId(spanId)) return undefined;
+  const { otel } = loadApi();
+  if (!otel.isValidTraceId(traceId) || !otel.isValidSpanId(spanId)) return undefined;
   const state = annotations[TRACESTATE_ANNOTATION];
   return {
     traceId,
     spanId,
     traceFlags: Number.parseInt(flags, 16) & 0x01,
     isRemote: true,
-    ...(state ? { traceState: createTraceState(state) } : {}),
+    ...(state ? { traceState: otel.createTraceState(state) } : {}),
   };
 }
