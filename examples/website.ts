@@ -20,7 +20,7 @@ export type Website = ObjectOf<typeof Websites>;
 // Everything the controller does with the API: `opkit generate` writes exactly this as its RBAC.
 export const permissions = [
   permission(Websites, ['list', 'watch']),
-  permission(Websites, ['patch'], { subresource: 'status' }),
+  permission(Websites, ['patch', 'update'], { subresource: 'status' }),
   permission(Deployments, ['list', 'watch', 'create', 'patch']),
 ];
 

@@ -1,6 +1,8 @@
 /**
  * There is no container engine on the machines this project is built on, so the Dockerfile is checked structurally:
- * pinned base, multi-stage, production dependencies only, non-root user, and every COPY source exists.
+ * pinned base, multi-stage, the operator bundled in the build stage and only it with the production dependencies in
+ * the image, non-root user, and every COPY source exists. What the build stage makes is run for real by the
+ * benchmarks (bench/src/peers.ts) and by the scaffold's test (packages/cli/test/scaffold.test.ts).
  */
 import assert from 'node:assert/strict';
 import { access, readFile } from 'node:fs/promises';
@@ -10,46 +12,52 @@ import { fileURLToPath } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 
-test('the operator Dockerfile is multi-stage, pinned, production-only and non-root', async () => {
+test('the operator Dockerfile bundles the operator, and ships the bundle with production dependencies, non-root', async () => {
   const text = await readFile(join(ROOT, 'operators/appservice/Dockerfile'), 'utf8');
   const lines = text.split('\n').filter((l) => l.trim() && !l.trim().startsWith('#'));
   const arg = /^ARG NODE_IMAGE=(\S+)$/m.exec(text)?.[1] ?? '';
   assert.match(arg, /^node:24\.\d+\.\d+-[a-z]+-slim$/, 'the base image is pinned to a Node 24 patch release');
-  assert.equal(lines.filter((l) => l.startsWith('FROM ')).length, 2, 'two stages');
-  assert.match(text, /npm ci --omit=dev --ignore-scripts/);
+  const stages = lines.filter((l) => l.startsWith('FROM '));
+  const from = `FROM \${NODE_IMAGE}`;
+  assert.deepEqual(stages, [`${from} AS build`, `${from} AS deps`, from]);
+  const final = lines.findLastIndex((l) => l.startsWith('FROM '));
+  const deps = lines.indexOf(`${from} AS deps`);
+  assert.ok(
+    lines.some((l, i) => i < deps && l.includes('main.ts build --js --dir operators/appservice')),
+    'the build stage bundles the operator with `opkit build --js`',
+  );
+  assert.ok(
+    lines.some((l, i) => i > deps && i < final && /npm ci --omit=dev --ignore-scripts/.test(l)),
+    'the deps stage installs the production dependencies only',
+  );
   const user = /^USER (\S+)$/m.exec(text)?.[1] ?? '';
   assert.match(user, /^[1-9]\d*:[1-9]\d*$/, 'a numeric non-root user (runAsNonRoot can verify it)');
-  assert.ok(
-    lines.indexOf(`USER ${user}`) > lines.findLastIndex((l) => l.startsWith('FROM ')),
-    'USER is in the final stage',
-  );
+  assert.ok(lines.indexOf(`USER ${user}`) > final, 'USER is in the final stage');
   for (const line of lines.filter((l) => l.startsWith('COPY ') && !l.includes('--from='))) {
     const parts = line.split(/\s+/).slice(1, -1);
     for (const src of parts) await access(join(ROOT, src)); // throws if a COPY source is missing
   }
-  assert.match(text, /ENTRYPOINT \["node", "operators\/appservice\/src\/main\.ts"\]/);
-  // The workspace's runtime ships unbuilt in this image: its sources are reached through the workspace condition.
-  const finalEnv = lines.filter(
-    (l, i) => l.startsWith('ENV ') && i > lines.findLastIndex((f) => f.startsWith('FROM ')),
-  );
+  // the image carries the bundle and the production node_modules, no sources
+  const copied = lines.slice(final).filter((l) => l.startsWith('COPY '));
+  assert.ok(copied.includes('COPY --from=deps /app/node_modules ./node_modules'));
   assert.ok(
-    finalEnv.some((l) => l.includes('NODE_OPTIONS=--conditions=@opkit/source')),
-    'the final stage sets the condition',
+    copied.includes('COPY --from=build /app/operators/appservice/dist/operator operators/appservice/dist/operator'),
   );
-  // Every workspace's package.json is in the deps stage, or npm ci refuses the lock file.
+  assert.ok(!copied.some((l) => l.includes('/src')), `no sources in the image: ${copied.join('; ')}`);
+  assert.match(text, /ENTRYPOINT \["node", "operators\/appservice\/dist\/operator\/main\.mjs"\]/);
+  // Every workspace's package.json is in the install stages, or npm ci refuses the lock file.
   const root = JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')) as { workspaces: string[] };
-  for (const w of root.workspaces)
-    assert.ok(text.includes(`COPY ${w}/package.json ${w}/`), `the deps stage copies ${w}/package.json`);
-  // The compile cache is warmed in the final stage, from the entry point, and readable by the non-root user.
+  for (const w of root.workspaces) {
+    const copies = lines.filter((l, i) => i < final && l === `COPY ${w}/package.json ${w}/`).length;
+    assert.equal(copies, 2, `the build and deps stages copy ${w}/package.json`);
+  }
+  // The compile cache is warmed in the final stage, from the bundle, and readable by the non-root user.
   const cache = /NODE_COMPILE_CACHE=(\S+)/.exec(text)?.[1] ?? '';
   assert.ok(cache.startsWith('/app/'), 'NODE_COMPILE_CACHE is set in the image');
-  const warm = lines.findIndex((l) => l.startsWith('RUN node operators/appservice/src/main.ts --help'));
-  assert.ok(warm > lines.findLastIndex((l) => l.startsWith('FROM ')) && warm < lines.indexOf(`USER ${user}`));
+  const warm = lines.findIndex((l) => l.startsWith('RUN node operators/appservice/dist/operator/main.mjs --help'));
+  assert.ok(warm > final && warm < lines.indexOf(`USER ${user}`));
   assert.ok(lines[warm]?.includes(`chmod -R a+rX ${cache}`), 'the cache is readable by the runtime user');
-  assert.ok(
-    lines[warm]?.includes("'./packages/runtime/src/client/protobuf/messages/'"),
-    'the warm-up loads the protobuf decoders, which the client loads lazily',
-  );
   const ignore = await readFile(join(ROOT, '.dockerignore'), 'utf8');
   for (const p of ['**/node_modules', '**/*.test.ts', '.git']) assert.ok(ignore.includes(p), `.dockerignore has ${p}`);
+  assert.ok(ignore.includes('dist/operator'), '.dockerignore keeps a local bundle out of the build context');
 });

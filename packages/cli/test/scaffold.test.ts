@@ -138,12 +138,17 @@ describe('opkit init → create api → generate → a working operator', () => 
     await new Applier(admin, 'test').applyAll(sample, { namespace: 'default' });
     const sa = await env.kubeconfigFor({ namespace: 'gadget-operator-system', name: 'gadget-operator' });
     const auditFrom = (await readFile(env.auditLogPath as string, 'utf8')).length;
+    // the operator as its image runs it: bundled into one program (the Dockerfile's build stage)
+    const bundled = opkit(dir, ['build', '--js']);
+    assert.equal(bundled.code, 0, bundled.out);
+    assert.match(bundled.out, /bundled src\/main\.ts into dist\/operator\/main\.mjs/);
+    assert.match(await readFile(join(dir, '.gitignore'), 'utf8'), /^dist\/operator\/$/m);
     const op = spawnSync(
       process.execPath,
       [
         '-e',
         `const { spawn } = await import('node:child_process');
-         const p = spawn(process.execPath, ['src/main.ts', '--kubeconfig', ${JSON.stringify(sa.path)}, '--metrics-bind-address', '0', '--health-probe-bind-address', '0', '--leader-elect', '--leader-election-namespace', 'gadget-operator-system'], { stdio: 'inherit' });
+         const p = spawn(process.execPath, ['dist/operator/main.mjs', '--kubeconfig', ${JSON.stringify(sa.path)}, '--metrics-bind-address', '0', '--health-probe-bind-address', '0', '--leader-elect', '--leader-election-namespace', 'gadget-operator-system'], { stdio: 'inherit' });
          setTimeout(() => p.kill('SIGTERM'), 8000);
          p.on('exit', (c) => process.exit(c ?? 1));`,
       ],

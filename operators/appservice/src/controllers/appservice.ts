@@ -49,7 +49,7 @@ import {
 /** What this controller does with the API: the generated ClusterRole grants exactly this (plus the manager's own). */
 export const permissions: readonly Permission[] = [
   permission(AppServices, ['get', 'list', 'watch']),
-  permission(AppServices, ['patch'], { subresource: 'status' }),
+  permission(AppServices, ['patch', 'update'], { subresource: 'status' }),
   permission(Pods, ['list', 'watch', 'create', 'patch', 'delete']),
 ];
 

@@ -28,7 +28,7 @@ export const SNAPSHOT_FINALIZER = 'kv.example.com/snapshot-data';
 
 export const permissions: readonly Permission[] = [
   permission(KVSnapshots, ['get', 'list', 'watch', 'patch']),
-  permission(KVSnapshots, ['patch'], { subresource: 'status' }),
+  permission(KVSnapshots, ['patch', 'update'], { subresource: 'status' }),
   permission(KVStores, ['list', 'watch']),
   permission(Jobs, ['list', 'watch', 'create']),
   permission(ConfigMaps, ['create', 'delete']),

@@ -39,7 +39,7 @@ import { storeStatus, type VolumesState } from './store-status.ts';
 
 export const permissions: readonly Permission[] = [
   permission(KVStores, ['get', 'list', 'watch']),
-  permission(KVStores, ['patch'], { subresource: 'status' }),
+  permission(KVStores, ['patch', 'update'], { subresource: 'status' }),
   permission(KVSnapshots, ['list', 'watch']),
   permission(StatefulSets, ['list', 'watch', 'create', 'patch']),
   permission(Services, ['list', 'watch', 'create']),

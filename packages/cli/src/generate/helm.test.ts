@@ -89,7 +89,7 @@ test('the chart: CRDs under crds/, values for image, replicas, resources, leader
       pullPolicy: 'IfNotPresent',
     },
     replicas: 2,
-    resources: { requests: { cpu: '50m', memory: '96Mi' }, limits: { cpu: '1', memory: '256Mi' } },
+    resources: { requests: { cpu: '50m', memory: '64Mi' }, limits: { cpu: '1', memory: '128Mi' } },
     leaderElection: { enabled: true, namespace: '' },
     sharding: { enabled: false },
     metrics: { secure: true },

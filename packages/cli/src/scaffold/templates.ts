@@ -44,7 +44,7 @@ export function initFiles(p: Project): Map<string, string> {
     ['src/tracing.ts', tracingFile()],
     ['Dockerfile', dockerfile()],
     ['.dockerignore', `${YOURS_YAML}\nnode_modules\ntest\n**/*.test.ts\n.git\n`],
-    ['.gitignore', `${YOURS_YAML}\nnode_modules/\n`],
+    ['.gitignore', `${YOURS_YAML}\nnode_modules/\ndist/operator/\n`],
     ['README.md', readmeFile(p)],
     ['test/setup.ts', testSetupFile()],
   ]);
@@ -165,14 +165,21 @@ try {
 `;
 }
 
-/** Dockerfile: the image: production dependencies only, non-root, a warm compile cache. */
+/** Dockerfile: the image: the operator bundled into one program, production dependencies only, non-root. */
 function dockerfile(): string {
   return `# syntax=docker/dockerfile:1
 ${YOURS_YAML}
-# Node 24 runs your TypeScript sources directly (type stripping); the dependencies from the registry are compiled
-# JavaScript. No build step, production dependencies only, non-root. The image carries a warm Node compile cache, so
-# pods neither strip types nor compile at start (about 30 MiB less RSS).
+# The image runs your operator bundled into one JavaScript program (\`opkit build --js\`, in the build stage): a
+# fraction of the memory and start-up time of loading each of its modules. The packages it loads only on demand
+# (tracing, certificates) come from the production dependencies. Non-root, with a warm Node compile cache.
 ARG NODE_IMAGE=node:24.21.0-bookworm-slim
+
+FROM \${NODE_IMAGE} AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --ignore-scripts --no-audit --no-fund
+COPY src ./src
+RUN npx opkit build --js
 
 FROM \${NODE_IMAGE} AS deps
 WORKDIR /app
@@ -184,11 +191,11 @@ ENV NODE_ENV=production NODE_COMPILE_CACHE=/app/.node-compile-cache
 WORKDIR /app
 COPY --from=deps /app/node_modules ./node_modules
 COPY package.json ./
-COPY src ./src
-RUN node src/main.ts --help > /dev/null && chmod -R a+rX /app/.node-compile-cache
+COPY --from=build /app/dist/operator ./dist/operator
+RUN node dist/operator/main.mjs --help > /dev/null && chmod -R a+rX /app/.node-compile-cache
 USER 65532:65532
 EXPOSE 8443 8081
-ENTRYPOINT ["node", "src/main.ts"]
+ENTRYPOINT ["node", "dist/operator/main.mjs"]
 `;
 }
 
@@ -278,7 +285,7 @@ import { type ${k}, ${kindsName(k)} } from '../api/${api.version}/${lower(k)}.ts
 
 export const permissions: readonly Permission[] = [
   permission(${kindsName(k)}, ['list', 'watch']),
-  permission(${kindsName(k)}, ['patch'], { subresource: 'status' }),
+  permission(${kindsName(k)}, ['patch', 'update'], { subresource: 'status' }),
 ];
 
 export async function reconcile${k}(obj: ${k}, ctx: ObjectContext<${k}>) {

@@ -33,7 +33,7 @@ export const SCHEDULED_AT = 'batch.tutorial.kubebuilder.io/scheduled-at';
 
 export const permissions: readonly Permission[] = [
   permission(CronJobs, ['list', 'watch']),
-  permission(CronJobs, ['patch'], { subresource: 'status' }),
+  permission(CronJobs, ['patch', 'update'], { subresource: 'status' }),
   permission(Jobs, ['list', 'watch', 'create', 'delete']),
 ];
 
