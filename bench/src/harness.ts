@@ -199,7 +199,8 @@ export async function waitUntil(
 ): Promise<void> {
   const t0 = performance.now();
   while (!done()) {
-    if (proc && proc.exitCode !== null) throw new Error(`${what}: the system exited (${proc.exitCode})`);
+    if (proc && (proc.exitCode !== null || proc.signalCode !== null))
+      throw new Error(`${what}: the system exited (${proc.exitCode ?? proc.signalCode})`);
     if (performance.now() - t0 > timeoutMs) throw new Error(`${what}: not done after ${timeoutMs / 1000} s`);
     await sleep(250);
   }

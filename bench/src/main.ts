@@ -18,6 +18,7 @@ import {
 import { type ConvergeResult, convergeScenario, type SystemName } from './scenarios/converge.ts';
 import { envStart, envStartMarkdown } from './scenarios/env-start.ts';
 import { type InformerResult, informerScenario } from './scenarios/informer.ts';
+import { limitsMarkdown, limitsScenario } from './scenarios/limits.ts';
 import { restartLimitMarkdown, restartLimitScenario } from './scenarios/restart-limit.ts';
 import { schemaImportMarkdown, schemaImportScenario } from './scenarios/schema-import.ts';
 import { type ShardResult, shardMarkdown, shardScenario } from './scenarios/shard.ts';
@@ -44,6 +45,10 @@ Scenarios:
                         --steady-idle-seconds S (300) --restarts K (3)
               scale:    --sizes A,B,C cached pods (1000,10000,30000)
               all: --workers W (4)
+  limits      the operator inside kubebuilder's default resources: opkit and Go controller-runtime each alone in a
+              memory cgroup (--limit-mib M, 128, no swap) converging --crs N (1000) AppServices × --replicas R (3)
+              pods, then --rest-seconds S (30) at rest: converge time, peak and resting RSS, limit hits, OOM
+              kills; --repeat N runs each in rotating order
   restart-limit
               restart to synced: opkit, Go controller-runtime and a bare Node process doing only the lists, the watch
               and one status write (the limit), --repeat N rounds in rotating order, with --steady-crs N (3000)
@@ -88,6 +93,8 @@ const { values, positionals } = parseArgs({
     restarts: { type: 'string', default: '3' },
     sizes: { type: 'string', default: '1000,10000,30000' },
     'rate-seconds': { type: 'string', default: '10' },
+    'limit-mib': { type: 'string', default: '128' },
+    'rest-seconds': { type: 'string', default: '30' },
     kubebuilder: { type: 'string' },
     help: { type: 'boolean', short: 'h', default: false },
   },
@@ -117,7 +124,9 @@ type WholeOption =
   | 'steady-pods'
   | 'steady-idle-seconds'
   | 'restarts'
-  | 'pods-per-cr';
+  | 'pods-per-cr'
+  | 'limit-mib'
+  | 'rest-seconds';
 function whole(name: WholeOption, min: number): number {
   const v = Number(values[name] ?? (name === 'replicas' ? '3' : undefined));
   if (!Number.isInteger(v) || v < min) fail(`--${name} must be a whole number ≥ ${min}, got "${values[name]}"`);
@@ -157,6 +166,20 @@ switch (scenario) {
     const r = await informerScenario({ objects, repeat, log });
     result = r;
     table = informerMarkdown(r);
+    break;
+  }
+  case 'limits': {
+    const r = await limitsScenario({
+      crs: whole('crs', 1),
+      replicas: whole('replicas', 1),
+      limitMiB: whole('limit-mib', 32),
+      restSeconds: whole('rest-seconds', 0),
+      repeat,
+      workers: whole('workers', 1),
+      log,
+    });
+    result = r;
+    table = limitsMarkdown(r);
     break;
   }
   case 'restart-limit': {

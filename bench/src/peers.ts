@@ -2,8 +2,9 @@
  * @module peers
  * The systems the comparison benchmarks run side by side, each started as its own process authenticated as the same
  * ServiceAccount under the same RBAC, with the same worker count and no client-side rate limit:
- * - `opkit`: operators/appservice (this repository), with the environment of its generated Deployment (NODE_OPTIONS,
- *   malloc tuning) and, as its image has, a warm Node compile cache;
+ * - `opkit`: operators/appservice (this repository) as its image runs it: bundled (`opkit build --js`, made afresh
+ *   once per benchmark process), with the environment of its generated Deployment (NODE_OPTIONS, malloc tuning) and
+ *   a warm Node compile cache;
  * - `go`: the same operator written with Go controller-runtime (bench/peers/go-controller-runtime), built here from Go
  *   modules with the local Go the first time (cached in the user cache);
  * - `clientNode`: the same operator written with @kubernetes/client-node's informers (bench/peers/client-node), with
@@ -12,7 +13,7 @@
  *   bench/peers/kfc), with a warm compile cache too.
  * The floor (the minimum writes, at full concurrency) runs in the benchmark process itself: see floor.ts.
  */
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { type ChildProcess, type SpawnOptions, spawn, spawnSync } from 'node:child_process';
 import { mkdir, rename, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -22,7 +23,10 @@ import { cacheRoot, findGo } from '@opkit/testenv';
 export type PeerName = 'opkit' | 'go' | 'kfc' | 'clientNode';
 export const PEERS: readonly PeerName[] = ['opkit', 'go', 'kfc', 'clientNode'];
 
-const OPKIT_MAIN = fileURLToPath(new URL('./main.ts', import.meta.resolve('@opkit/appservice')));
+const OPKIT_DIR = fileURLToPath(new URL('../', import.meta.resolve('@opkit/appservice')));
+/** What the operator's image runs: its bundle (`opkit build --js`, as the Dockerfile's build stage makes it). */
+const OPKIT_BUNDLE = join(OPKIT_DIR, 'dist', 'operator', 'main.mjs');
+const CLI_MAIN = fileURLToPath(new URL('./main.ts', import.meta.resolve('@opkit/cli')));
 const CLIENT_NODE = fileURLToPath(new URL('../peers/client-node/operator.ts', import.meta.url));
 const KFC = fileURLToPath(new URL('../peers/kfc/operator.ts', import.meta.url));
 const GO_DIR = fileURLToPath(new URL('../peers/go-controller-runtime/', import.meta.url));
@@ -64,20 +68,21 @@ export async function goBinary(dir: string, name: string, log: (line: string) =>
 const COMPILE_CACHE = join(cacheRoot(), 'bench', 'node-compile-cache');
 let warmed = false;
 
-/** The runtime's protobuf decoders, which the client loads lazily (on its first read of a built-in kind). */
-const DECODERS = fileURLToPath(new URL('./client/protobuf/messages/', import.meta.resolve('@opkit/runtime')));
-
 /**
- * Fills the Node compile cache for the Node peers, as the operator image does at build time: each is loaded once
- * (opkit with --help, then the protobuf decoders; client-node and kfc with no cluster, so they exit after loading).
+ * Bundles the AppService operator, and fills the Node compile cache for the Node peers, as the operator image does at
+ * build time: each is loaded once (opkit's bundle with --help; client-node and kfc with no cluster, so they exit after
+ * loading).
  */
 export function warmCompileCache(): void {
   if (warmed) return;
   warmed = true;
   const env = { ...process.env, NODE_COMPILE_CACHE: COMPILE_CACHE };
-  spawnSync(process.execPath, [OPKIT_MAIN, '--help'], { env, stdio: 'ignore', timeout: 60_000 });
-  const decoders = `import { readdirSync } from 'node:fs'; const d = ${JSON.stringify(DECODERS)}; await Promise.all(readdirSync(d).map((f) => import(d + f)));`;
-  spawnSync(process.execPath, ['--input-type=module', '-e', decoders], { env, stdio: 'ignore', timeout: 60_000 });
+  const bundled = spawnSync(process.execPath, [CLI_MAIN, 'build', '--js', '--dir', OPKIT_DIR], {
+    encoding: 'utf8',
+    timeout: 120_000,
+  });
+  if (bundled.status !== 0) throw new Error(`bundling the AppService operator failed: ${bundled.stderr}`);
+  spawnSync(process.execPath, [OPKIT_BUNDLE, '--help'], { env, stdio: 'ignore', timeout: 60_000 });
   for (const peer of [CLIENT_NODE, KFC])
     spawnSync(process.execPath, [peer, '--kubeconfig', '/nonexistent'], { env, stdio: 'ignore', timeout: 60_000 });
 }
@@ -127,6 +132,22 @@ export interface OpkitExtras {
   readonly healthPort?: number;
   readonly args?: readonly string[];
   readonly env?: Readonly<Record<string, string>>;
+  /**
+   * A cgroup's `cgroup.procs` file (any system): the process joins it before it starts, as a container's process
+   * starts in its cgroup, so every page it touches is charged there.
+   */
+  readonly cgroupProcs?: string;
+}
+
+/** `spawn(file, args, options)`, through a shell that first moves itself into `cgroupProcs` (then execs `file`). */
+function spawnIn(
+  cgroupProcs: string | undefined,
+  file: string,
+  args: readonly string[],
+  options: SpawnOptions,
+): ChildProcess {
+  if (cgroupProcs === undefined) return spawn(file, args, options);
+  return spawn('/bin/sh', ['-c', 'echo $$ > "$0" && exec "$@"', cgroupProcs, file, ...args], options);
 }
 
 export async function startPeer(
@@ -143,13 +164,15 @@ export async function startPeer(
   switch (name) {
     case 'opkit': {
       const diag = diagnosis();
-      return spawn(
+      return spawnIn(
+        extras.cgroupProcs,
         process.execPath,
         [
-          // the workspace's sources (the Deployment's NODE_OPTIONS below replace the environment's)
+          // for the diagnosis' preloaded recorder, a workspace source (the Deployment's NODE_OPTIONS below replace the
+          // environment's); the bundle itself resolved its packages when it was built
           '--conditions=@opkit/source',
           ...diag.args,
-          OPKIT_MAIN,
+          OPKIT_BUNDLE,
           ...common,
           ...endpointArgs(extras),
           '--log-level',
@@ -169,7 +192,7 @@ export async function startPeer(
       return spawn(process.execPath, [KFC, ...common], { stdio, env });
     case 'go':
       if (!goBinary) throw new Error('the Go peer binary is missing');
-      return spawn(goBinary, [...common, '--zap-log-level', 'error'], { stdio });
+      return spawnIn(extras.cgroupProcs, goBinary, [...common, '--zap-log-level', 'error'], { stdio });
   }
 }
 

@@ -198,6 +198,11 @@ func main() {
 	cfg := ctrl.GetConfigOrDie()
 	cfg.QPS = -1 // no client-side rate limit, as the other peers
 	cfg.UserAgent = "appservice-go-controller-runtime"
+	if os.Getenv("APPSERVICE_GO_JSON") == "1" {
+		// an experiment (bench docs, "What issue 45 changed"): built-in kinds in JSON, as opkit wrote them before
+		cfg.ContentType = "application/json"
+		cfg.AcceptContentTypes = "application/json"
+	}
 	scheme := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(scheme)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{

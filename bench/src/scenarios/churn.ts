@@ -51,6 +51,12 @@ export interface ChurnRate {
   readonly serverWriteMs: { readonly p50: number; readonly p99: number };
   /** The apiserver's time per write by verb and resource (audit log), to tell which write is slow. */
   readonly serverWriteMsByVerb: Record<string, { readonly p50: number; readonly p99: number }>;
+  /**
+   * kube-apiserver's CPU (/proc) from this rate's first change until every change was observed, in milliseconds per
+   * change: what one change costs the apiserver (its watches and the control plane's own work included, the same
+   * for every system).
+   */
+  readonly apiserverCpuMsPerChange: number | null;
   readonly sustained: boolean;
 }
 
@@ -115,6 +121,7 @@ export async function churnScenario(o: ChurnOptions): Promise<ChurnResult> {
     observed.addEventHandler({ update: (_old, a) => check(a) });
     const rss = sampleRss(pid);
     const cpu0 = pid ? await cpuSeconds(pid) : 0;
+    const apiserver = bench.env.pids['kube-apiserver'];
     let cursor = 0;
     const rates: ChurnRate[] = [];
     // with BENCH_HOPS, the operator's hop recorder writes one file per period: converge, then each rate
@@ -125,6 +132,7 @@ export async function churnScenario(o: ChurnOptions): Promise<ChurnResult> {
       pending.clear();
       const offset0 = await auditLogSize(bench.auditLog);
       const total = rate * o.seconds;
+      const apiserverCpu0 = apiserver ? await cpuSeconds(apiserver) : 0;
       const start = performance.now();
       const inFlight: Promise<void>[] = [];
       for (let i = 0; i < total; i++) {
@@ -156,6 +164,7 @@ export async function churnScenario(o: ChurnOptions): Promise<ChurnResult> {
       await Promise.all(inFlight);
       const sent = (performance.now() - start) / 1000;
       await waitUntil('every change observed', () => pending.size === 0, 30_000).catch(() => {});
+      const apiserverCpu = apiserver ? (await cpuSeconds(apiserver)) - apiserverCpu0 : null;
       const writes = (await readAuditLog(bench.auditLog, { from: offset0, username: USER })).events.filter(
         (e) => WRITE_VERBS.has(e.verb) && e.objectRef?.resource !== 'leases',
       );
@@ -180,11 +189,12 @@ export async function churnScenario(o: ChurnOptions): Promise<ChurnResult> {
         writesPerChangeByVerb: byVerb,
         serverWriteMs: { p50: quantile(ms, 0.5), p99: quantile(ms, 0.99) },
         serverWriteMsByVerb,
+        apiserverCpuMsPerChange: apiserverCpu === null ? null : round((apiserverCpu * 1000) / total, 2),
         sustained: pending.size === 0 && p99 <= SUSTAINED_P99_SECONDS,
       };
       rates.push(point);
       o.log(
-        `churn ${o.system} at ${rate}/s: ${total} changes sent in ${sent.toFixed(1)} s, p50 ${point.latencyP50Seconds} s, p99 ${p99} s, max ${point.latencyMaxSeconds} s, unobserved ${point.unobserved}, ${point.writesPerChange} writes/change, apiserver time per write p50 ${point.serverWriteMs.p50} ms p99 ${point.serverWriteMs.p99} ms (${Object.entries(
+        `churn ${o.system} at ${rate}/s: ${total} changes sent in ${sent.toFixed(1)} s, p50 ${point.latencyP50Seconds} s, p99 ${p99} s, max ${point.latencyMaxSeconds} s, unobserved ${point.unobserved}, ${point.writesPerChange} writes/change, apiserver CPU ${point.apiserverCpuMsPerChange} ms/change, apiserver time per write p50 ${point.serverWriteMs.p50} ms p99 ${point.serverWriteMs.p99} ms (${Object.entries(
           serverWriteMsByVerb,
         )
           .map(([k, v]) => `${k} ${v.p50}/${v.p99}`)

@@ -124,8 +124,10 @@ export interface ConvergeFigures {
   requestsPerCRByVerb: Record<string, number>;
   peakRssMiB: number | null;
   cpuSeconds: number | null;
+  /** kube-apiserver's CPU per converged AppService (ms; median): what the system costs the apiserver. */
+  apiserverCpuMsPerCR: number | null;
   idleWrites: number;
-  spread: { seconds: Summary; peakRssMiB: Summary | null };
+  spread: { seconds: Summary; peakRssMiB: Summary | null; apiserverCpuMsPerCR: Summary | null };
   runs: ConvergeResult[];
 }
 
@@ -141,6 +143,9 @@ async function converge(o: CompareOptions, goBinary: string): Promise<ScenarioFi
   const f = perSystem(systems, (system): ConvergeFigures => {
     const rs = runs.get(system) ?? [];
     const rss = rs.every((r) => r.peakRssMiB !== null) ? summarize(rs.map((r) => r.peakRssMiB as number)) : null;
+    const apiserver = rs.every((r) => typeof r.apiserverCpuMsPerCR === 'number')
+      ? summarize(rs.map((r) => r.apiserverCpuMsPerCR as number))
+      : null;
     const byVerb: Record<string, number> = {};
     for (const verb of new Set(rs.flatMap((r) => Object.keys(r.requestsPerCRByVerb))))
       byVerb[verb] = med(rs, (r) => r.requestsPerCRByVerb[verb] ?? 0);
@@ -152,8 +157,9 @@ async function converge(o: CompareOptions, goBinary: string): Promise<ScenarioFi
       requestsPerCRByVerb: byVerb,
       peakRssMiB: rss ? round(rss.median, 1) : null,
       cpuSeconds: rs.every((r) => r.cpuSeconds !== null) ? med(rs, (r) => r.cpuSeconds as number) : null,
+      apiserverCpuMsPerCR: apiserver ? round(apiserver.median, 2) : null,
       idleWrites: Math.max(...rs.map((r) => r.idleWrites)),
-      spread: { seconds: summarize(rs.map((r) => r.seconds)), peakRssMiB: rss },
+      spread: { seconds: summarize(rs.map((r) => r.seconds)), peakRssMiB: rss, apiserverCpuMsPerCR: apiserver },
       runs: rs,
     };
   });
@@ -168,6 +174,7 @@ async function converge(o: CompareOptions, goBinary: string): Promise<ScenarioFi
       opkitOverKfc: ratio(f.opkit?.seconds, f.kfc?.seconds),
       opkitOverClientNode: ratio(f.opkit?.seconds, f.clientNode?.seconds),
       rssOpkitOverGo: ratio(f.opkit?.peakRssMiB, f.go?.peakRssMiB),
+      apiserverCpuOpkitOverGo: ratio(f.opkit?.apiserverCpuMsPerCR, f.go?.apiserverCpuMsPerCR),
       requestsOpkitOverGo: ratio(f.opkit?.requestsPerCR, f.go?.requestsPerCR),
     },
   };
@@ -184,6 +191,8 @@ export interface ChurnRateFigures {
   unobserved: number;
   writesPerChange: number;
   writesPerChangeByVerb: Record<string, number>;
+  /** kube-apiserver's CPU per change (ms; median), when measured. */
+  apiserverCpuMsPerChange: number | null;
   /** Sustained in the majority of the repetitions that ran it. */
   sustained: boolean;
   spread: { latencyP99Seconds: Summary };
@@ -226,6 +235,9 @@ async function churn(o: CompareOptions, goBinary: string): Promise<ScenarioFigur
             unobserved: Math.max(...at.map((x) => x.unobserved)),
             writesPerChange: med(at, (x) => x.writesPerChange),
             writesPerChangeByVerb: byVerb,
+            apiserverCpuMsPerChange: at.every((x) => typeof x.apiserverCpuMsPerChange === 'number')
+              ? med(at, (x) => x.apiserverCpuMsPerChange as number)
+              : null,
             sustained: at.filter((x) => x.sustained).length * 2 > rs.length,
             spread: { latencyP99Seconds: summarize(at.map((x) => x.latencyP99Seconds)) },
           },
@@ -249,6 +261,10 @@ async function churn(o: CompareOptions, goBinary: string): Promise<ScenarioFigur
   for (const x of both) {
     ratios[`p99OpkitOverGoAt${x.rate}`] = ratio(p99(f.opkit, x.rate), p99(f.go, x.rate));
     ratios[`p50OpkitOverGoAt${x.rate}`] = ratio(p50(f.opkit, x.rate), p50(f.go, x.rate));
+    ratios[`apiserverCpuOpkitOverGoAt${x.rate}`] = ratio(
+      f.opkit?.rates.find((r) => r.rate === x.rate)?.apiserverCpuMsPerChange,
+      f.go?.rates.find((r) => r.rate === x.rate)?.apiserverCpuMsPerChange,
+    );
   }
   return {
     name: 'churn',
@@ -406,15 +422,15 @@ function section(s: ScenarioFigures<unknown>): { title: string; table: string; c
         const verbs = Object.entries(x.requestsPerCRByVerb)
           .map(([v, n]) => `${v} ${n}`)
           .join(', ');
-        return `| ${LABEL[sys]} | ${x.seconds} (${range(x.spread.seconds)}) | ${x.latencyP50Seconds} / ${x.latencyP99Seconds} | ${x.requestsPerCR} (${verbs}) | ${cell(x.peakRssMiB)} | ${cell(x.cpuSeconds)} | ${x.idleWrites} |`;
+        return `| ${LABEL[sys]} | ${x.seconds} (${range(x.spread.seconds)}) | ${x.latencyP50Seconds} / ${x.latencyP99Seconds} | ${x.requestsPerCR} (${verbs}) | ${cell(x.peakRssMiB)} | ${cell(x.cpuSeconds)} | ${cell(x.apiserverCpuMsPerCR)} | ${x.idleWrites} |`;
       };
       return {
         title: `converge — ${p.crs} AppServices × ${p.replicas} pods from zero`,
         table: [
           `${p.workers} workers, median of ${c.repetitions} runs per system (rotating order, a fresh control plane each); idle writes over ${p.idleSeconds} s after converging.`,
           '',
-          '| system | wall time (s), median (min–max) | create → converged p50 / p99 (s) | requests per AppService | peak RSS (MiB) | CPU (s) | idle writes |',
-          '| --- | --- | --- | --- | --- | --- | --- |',
+          '| system | wall time (s), median (min–max) | create → converged p50 / p99 (s) | requests per AppService | peak RSS (MiB) | CPU (s) | apiserver CPU per AppService (ms) | idle writes |',
+          '| --- | --- | --- | --- | --- | --- | --- | --- |',
           ...rowsOf(c).map(row),
           '',
           ratioLine([
@@ -424,6 +440,7 @@ function section(s: ScenarioFigures<unknown>): { title: string; table: string; c
             ['opkit / client-node', c.ratios.opkitOverClientNode],
             ['RSS opkit / Go', c.ratios.rssOpkitOverGo],
             ['requests opkit / Go', c.ratios.requestsOpkitOverGo, '≤ 1'],
+            ['apiserver CPU opkit / Go', c.ratios.apiserverCpuOpkitOverGo, '≤ 1.0'],
           ]),
         ].join('\n'),
         chart: barChart(
@@ -441,13 +458,14 @@ function section(s: ScenarioFigures<unknown>): { title: string; table: string; c
         const r = x.rates.find((y) => y.rate === rate);
         if (!r) return 'not run';
         const mark = r.sustained ? '' : ' ✗';
-        return `${r.latencyP50Seconds} / ${r.latencyP99Seconds}${mark}`;
+        const cpu = r.apiserverCpuMsPerChange === null ? '' : `, ${r.apiserverCpuMsPerChange} ms`;
+        return `${r.latencyP50Seconds} / ${r.latencyP99Seconds}${cpu}${mark}`;
       };
       const writes = (x: ChurnFigures) => {
         const r = x.rates.find((y) => y.sustained) ?? x.rates[0];
         return r ? `${r.writesPerChange} at ${r.rate}/s` : '—';
       };
-      const atRates = (q: 'p50' | 'p99') =>
+      const atRates = (q: 'p50' | 'p99' | 'apiserverCpu') =>
         Object.entries(c.ratios)
           .filter(([k, v]) => k.startsWith(`${q}OpkitOverGoAt`) && v !== null)
           .map(([k, v]) => `${k.slice(`${q}OpkitOverGoAt`.length)}/s ${v}×`)
@@ -455,9 +473,9 @@ function section(s: ScenarioFigures<unknown>): { title: string; table: string; c
       return {
         title: `churn — a rate sweep (${rates.join(', ')} spec changes per second, ${p.seconds} s each) on ${p.crs} AppServices at rest`,
         table: [
-          `Each change flips one AppService between 1 and 2 replicas; latency is change → a status reporting the new count for that generation, seen by a watching client. A rate is sustained when p99 ≤ ${SUSTAINED_P99_SECONDS} s and every change was observed; each sweep stops after its first unsustained rate (✗). ${p.workers} workers, median of ${c.repetitions} sweeps per system, each on a fresh control plane.`,
+          `Each change flips one AppService between 1 and 2 replicas; latency is change → a status reporting the new count for that generation, seen by a watching client. Each cell is p50 / p99 and, after the comma, kube-apiserver's CPU per change (ms, from /proc over the rate). A rate is sustained when p99 ≤ ${SUSTAINED_P99_SECONDS} s and every change was observed; each sweep stops after its first unsustained rate (✗). ${p.workers} workers, median of ${c.repetitions} sweeps per system, each on a fresh control plane.`,
           '',
-          `| system | highest sustained rate (/s), median (min–max) | ${rates.map((r) => `p50 / p99 at ${r}/s (s)`).join(' | ')} | writes per change | peak RSS (MiB) | CPU (s) |`,
+          `| system | highest sustained rate (/s), median (min–max) | ${rates.map((r) => `p50 / p99 (s), apiserver CPU at ${r}/s`).join(' | ')} | writes per change | peak RSS (MiB) | CPU (s) |`,
           `| --- | --- |${' --- |'.repeat(rates.length + 3)}`,
           ...rowsOf(c).map(
             ([sys, x]) =>
@@ -469,7 +487,7 @@ function section(s: ScenarioFigures<unknown>): { title: string; table: string; c
               ['sustained rate opkit / Go', c.ratios.opkitOverGo, '≥ 1.0'],
               ['opkit / kubernetes-fluent-client', c.ratios.sustainedOpkitOverKfc],
             ],
-            `; at the rates both opkit and Go sustain (goal ≤ 1.0), p50 opkit / Go ${atRates('p50')}, p99 opkit / Go ${atRates('p99')}`,
+            `; at the rates both opkit and Go sustain (goal ≤ 1.0), p50 opkit / Go ${atRates('p50')}, p99 opkit / Go ${atRates('p99')}, apiserver CPU per change opkit / Go (goal ≤ 1.0) ${atRates('apiserverCpu')}`,
           ),
         ].join('\n'),
         chart: lineChart(

@@ -46,6 +46,10 @@ export interface ConvergeResult {
   readonly serverMsByRequest: Record<string, { readonly p50: number; readonly p99: number }>;
   readonly peakRssMiB: number | null;
   readonly cpuSeconds: number | null;
+  /** kube-apiserver's CPU seconds (/proc) from the first create until every AppService converged. */
+  readonly apiserverCpuSeconds: number | null;
+  /** The same, in milliseconds per converged AppService: what the system costs the apiserver. */
+  readonly apiserverCpuMsPerCR: number | null;
   readonly idleSeconds: number;
   readonly idleWrites: number;
 }
@@ -85,6 +89,8 @@ export async function convergeScenario(o: ConvergeOptions): Promise<ConvergeResu
     await floor?.synced();
     await sleep(2_000); // the system is up and synced
     const cpu0 = pid ? await cpuSeconds(pid) : 0;
+    const apiserver = bench.env.pids['kube-apiserver'];
+    const apiserverCpu0 = apiserver ? await cpuSeconds(apiserver) : 0;
     const offset0 = await auditLogSize(bench.auditLog);
     const t0 = performance.now();
     const profile = apiserverProfile(bench, o.system, 15, o.log);
@@ -100,6 +106,7 @@ export async function convergeScenario(o: ConvergeOptions): Promise<ConvergeResu
     o.log(`${o.system}: created ${o.crs} AppServices in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
     await waitUntil(`${o.system} converging`, () => convergedAt.size >= o.crs, 20 * 60_000, proc);
     const seconds = (performance.now() - t0) / 1000;
+    const apiserverCpu = apiserver ? (await cpuSeconds(apiserver)) - apiserverCpu0 : null;
     await profile;
     // with BENCH_HOPS, the operator's hop recorder writes its file for the start and the converge
     if (o.system === 'opkit' && pid && process.env.BENCH_HOPS) process.kill(pid, 'SIGUSR2');
@@ -112,7 +119,7 @@ export async function convergeScenario(o: ConvergeOptions): Promise<ConvergeResu
     const busy = (await readAuditLog(bench.auditLog, { from: offset0, to: offset1, username: USER })).events;
     const byRequest = serverMsByRequest(busy);
     o.log(
-      `${o.system}: converged in ${seconds.toFixed(1)} s; apiserver time per request p50/p99 (ms): ${Object.entries(
+      `${o.system}: converged in ${seconds.toFixed(1)} s, apiserver CPU ${apiserverCpu?.toFixed(2)} s; apiserver time per request p50/p99 (ms): ${Object.entries(
         byRequest,
       )
         .map(([k, v]) => `${k} ${v.p50}/${v.p99}`)
@@ -138,6 +145,8 @@ export async function convergeScenario(o: ConvergeOptions): Promise<ConvergeResu
       serverMsByRequest: byRequest,
       peakRssMiB: pid ? round(rss.peak() / 2 ** 20, 1) : null,
       cpuSeconds: cpu === null ? null : round(cpu, 2),
+      apiserverCpuSeconds: apiserverCpu === null ? null : round(apiserverCpu, 2),
+      apiserverCpuMsPerCR: apiserverCpu === null ? null : round((apiserverCpu * 1000) / o.crs, 2),
       idleSeconds: o.idleSeconds,
       idleWrites,
     };
