@@ -17,6 +17,7 @@ import { auditLogSize, readAuditLog, WRITE_VERBS } from '@opkit/testenv';
 import { requestKey, serverMs, serverMsByRequest } from '../audit.ts';
 import { floorWriter } from '../floor.ts';
 import {
+  apiserverProfile,
   BENCH_NAMESPACE,
   benchEnv,
   createAppServices,
@@ -133,6 +134,8 @@ export async function churnScenario(o: ChurnOptions): Promise<ChurnResult> {
       const offset0 = await auditLogSize(bench.auditLog);
       const total = rate * o.seconds;
       const apiserverCpu0 = apiserver ? await cpuSeconds(apiserver) : 0;
+      // with BENCH_APISERVER_PROF, a CPU profile of kube-apiserver over this rate's churn
+      const profile = apiserverProfile(bench, `${o.system}-churn-${rate}`, o.seconds, o.log);
       const start = performance.now();
       const inFlight: Promise<void>[] = [];
       for (let i = 0; i < total; i++) {
@@ -162,6 +165,7 @@ export async function churnScenario(o: ChurnOptions): Promise<ChurnResult> {
         inFlight.push(change);
       }
       await Promise.all(inFlight);
+      await profile;
       const sent = (performance.now() - start) / 1000;
       await waitUntil('every change observed', () => pending.size === 0, 30_000).catch(() => {});
       const apiserverCpu = apiserver ? (await cpuSeconds(apiserver)) - apiserverCpu0 : null;

@@ -13,7 +13,7 @@ import { ApiError } from '../src/client/errors.ts';
 import type { Client } from '../src/client/index.ts';
 import { ConditionsSchema } from '../src/crd/index.ts';
 import { defineKind, setCondition } from '../src/index.ts';
-import { startEnv, waitFor } from './support.ts';
+import { startEnv, waitServed } from './support.ts';
 
 const Gauges = defineKind({
   group: 'conditions.opkit.dev',
@@ -33,14 +33,7 @@ describe('ConditionsSchema on a real apiserver', () => {
     ({ env, client } = await startEnv());
     await client.create(CustomResourceDefinitions, Gauges.crd());
     await client.create(Namespaces, { metadata: { name: 'cond' } });
-    await waitFor('the Gauge CRD to be served', async () => {
-      try {
-        await client.list(Gauges, { namespace: 'cond' });
-        return true;
-      } catch {
-        return false;
-      }
-    });
+    await waitServed(client, Gauges, 'cond');
   });
   after(async () => {
     client?.close();

@@ -17,7 +17,7 @@ import { ControllerBuilder } from '../src/controller/index.ts';
 import { defineKind } from '../src/crd/kind.ts';
 import { updateStatusIfChanged } from '../src/helpers/index.ts';
 import { done, type KubeObject } from '../src/index.ts';
-import { waitFor, widgetControlPlane } from './support.ts';
+import { waitFor, waitServed, widgetControlPlane } from './support.ts';
 
 interface Probe extends KubeObject {
   spec?: { secondary?: boolean };
@@ -72,14 +72,7 @@ async function installProbeCrd(client: Client): Promise<void> {
       ],
     },
   });
-  await waitFor('the Probe CRD to be served', async () => {
-    try {
-      await client.list(Probes, { namespace: 'default' });
-      return true;
-    } catch {
-      return false;
-    }
-  });
+  await waitServed(client, Probes);
 }
 
 const Gauges = defineKind({
@@ -172,14 +165,7 @@ describe('status writes against a real apiserver', () => {
 
   test("a custom kind's status is updated: nothing else of the object changes, a stale object falls back to a merge patch", async () => {
     await client.create(CustomResourceDefinitions, Gauges.crd());
-    await waitFor('the Gauge CRD to be served', async () => {
-      try {
-        await client.list(Gauges, { namespace: 'default' });
-        return true;
-      } catch {
-        return false;
-      }
-    });
+    await waitServed(client, Gauges);
     await client.create(Namespaces, { metadata: { name: 'status-update' } });
     const ref = { namespace: 'status-update', name: 'g' };
     const created = await client.create(

@@ -7,7 +7,7 @@
 import { after, before } from 'node:test';
 import { type Environment, start, waitFor } from '@opkit/testenv';
 import { CustomResourceDefinitions } from '../src/client/builtins.ts';
-import { Client, type ConnectionConfig, loadConfig, resource } from '../src/client/index.ts';
+import { Client, type ConnectionConfig, type Kind, loadConfig, resource } from '../src/client/index.ts';
 import type { KubeObject } from '../src/index.ts';
 import type { LogFields, Logger } from '../src/manager/index.ts';
 
@@ -83,9 +83,14 @@ export async function installWidgetCrd(client: Client): Promise<void> {
       ],
     },
   });
-  await waitFor('the Widget CRD to be served', async () => {
+  await waitServed(client, Widgets);
+}
+
+/** Resolves once the apiserver serves `kind` (its CRD established): a list of it in `namespace` succeeds. */
+export async function waitServed(client: Client, kind: Kind, namespace = 'default'): Promise<void> {
+  await waitFor(`${kind.kind} to be served`, async () => {
     try {
-      await client.list(Widgets, { namespace: 'default' });
+      await client.list(kind, { namespace });
       return true;
     } catch {
       return false;

@@ -107,7 +107,9 @@ export function generateAll(
   }
   files.set('index.ts', emitIndex(version, ENTRY_DOC, exports));
   const schemaFiles = emitSchemaFiles(ctx);
-  return { kinds: ascii(files), schemas: { ...schemaFiles, files: ascii(schemaFiles.files) } };
+  // the schemas are loaded by operators that embed them: ASCII, so V8 keeps them at a byte a character (the kinds'
+  // typographic punctuation is in their doc comments, which a bundle drops)
+  return { kinds: files, schemas: { ...schemaFiles, files: ascii(schemaFiles.files) } };
 }
 
 /** Every file of `files` in ASCII (`asciiSource`). */

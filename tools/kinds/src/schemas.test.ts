@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { asciiSource } from './emit.ts';
 import { generateAll } from './generate.ts';
 import type { OpenApiDocument, Schema } from './openapi.ts';
 import type { GroupVersion } from './select.ts';
@@ -148,4 +149,12 @@ test('embedded ObjectMeta keeps name, namespace, labels, annotations and finaliz
   const check = schemas.files.get('static.test.ts') ?? '';
   assert.match(check, /Same<Static<typeof core\.PodSpecSchema>, coreKinds\.PodSpec>,/);
   assert.equal(check.includes('JSONSchemaProps'), false);
+});
+
+test('asciiSource: every non-ASCII character becomes a \\u escape that evaluates to the same string', () => {
+  const text = 'const d = "the plugin’s name — “quoted” … ✓ 😀";';
+  const ascii = asciiSource(text);
+  assert.match(ascii, /^[\x20-\x7e]*$/, 'ASCII only');
+  const value = (src: string) => new Function(`${src} return d;`)() as string;
+  assert.equal(value(ascii), value(text));
 });

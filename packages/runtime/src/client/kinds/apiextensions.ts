@@ -182,7 +182,7 @@ export interface CustomResourceDefinitionVersion {
   /** deprecationWarning overrides the default warning returned to API clients. */
   deprecationWarning?: string;
   /**
-   * name is the version name, e.g. "v1", "v2beta1", etc. The custom resources are served under this version at
+   * name is the version name, e.g. “v1”, “v2beta1”, etc. The custom resources are served under this version at
    * `/apis/<group>/<version>/...` if `served` is true.
    */
   name: string;

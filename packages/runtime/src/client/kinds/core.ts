@@ -498,7 +498,7 @@ export interface CSIPersistentVolumeSource {
   /** volumeAttributes of the volume to publish. */
   volumeAttributes?: Record<string, string>;
   /**
-   * volumeHandle is the unique volume name returned by the CSI volume plugin's CreateVolume to refer to the volume on
+   * volumeHandle is the unique volume name returned by the CSI volume plugin’s CreateVolume to refer to the volume on
    * all subsequent calls.
    */
   volumeHandle: string;

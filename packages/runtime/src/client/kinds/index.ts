@@ -3,13 +3,13 @@
 /**
  * @module @opkit/runtime/kinds
  * The built-in kinds of Kubernetes, generated from the OpenAPI v3 documents of the pinned Kubernetes version (the one
- * `@opkit/testenv` runs): for every stable kind a controller may own or watch - core, apps, batch, networking.k8s.io,
+ * `@opkit/testenv` runs): for every stable kind a controller may own or watch — core, apps, batch, networking.k8s.io,
  * policy, rbac.authorization.k8s.io, storage.k8s.io, coordination.k8s.io, discovery.k8s.io, autoscaling (v2, and v1
- * as `AutoscalingV1...`), admissionregistration.k8s.io, certificates.k8s.io, scheduling.k8s.io, node.k8s.io,
- * events.k8s.io (`EventsV1...`) and apiextensions' CustomResourceDefinition - a `Kind` constant named after its plural
+ * as `AutoscalingV1…`), admissionregistration.k8s.io, certificates.k8s.io, scheduling.k8s.io, node.k8s.io,
+ * events.k8s.io (`EventsV1…`) and apiextensions' CustomResourceDefinition — a `Kind` constant named after its plural
  * (`Pods`, `StatefulSets`, `PersistentVolumeClaims`, `NetworkPolicies`), the interface of its objects (`Pod`), and the
- * interfaces of every type its fields use (`PodSpec`, `Container`, `PodTemplateSpec`, ...); also the review kinds of
- * authentication.k8s.io and authorization.k8s.io (`TokenReviews`, `SubjectAccessReviews`, ...) and the subresource
+ * interfaces of every type its fields use (`PodSpec`, `Container`, `PodTemplateSpec`, …); also the review kinds of
+ * authentication.k8s.io and authorization.k8s.io (`TokenReviews`, `SubjectAccessReviews`, …) and the subresource
  * bodies `Scale`, `Eviction` and `TokenRequest`. `ObjectMeta` and `OwnerReference` are `@opkit/runtime/client`'s.
  *
  * The types are the JSON the API sends: timestamps are RFC 3339 strings, an int-or-string field is `number | string`,

@@ -3,7 +3,7 @@
 /**
  * @module kinds/meta
  * The types of apimachinery's meta/v1 that objects embed: `ObjectMeta`, `OwnerReference`, `LabelSelector`, `Condition`,
- * ....
+ * ….
  */
 
 /**
