@@ -2,7 +2,9 @@
  * @module cgroup
  * A memory cgroup for one process, as a container runtime makes one for a container with a memory limit: a child of
  * the bench's own memory cgroup (cgroup v2 where the unified hierarchy has the memory controller, else v1), with
- * `limitBytes` as its hard limit and no swap. Read back: the peak charge, how often the limit was hit and how many
+ * `limitBytes` as its hard limit and no swap where the kernel accounts swap (v1 `memsw`, v2 `swap.max`). On v2 the
+ * parent must delegate the memory controller to its children (`cgroup.subtree_control`), or the limit cannot be set
+ * and `memoryCgroup` says so. Read back: the peak charge, how often the limit was hit and how many
  * OOM kills the kernel made in it.
  *
  * Guarantees: `remove()` moves whatever is still in the cgroup out (to the parent) and deletes it, so a failed run
@@ -73,7 +75,11 @@ export async function memoryCgroup(name: string, limitBytes: number): Promise<Me
     }
   } catch (err) {
     await rmdir(path).catch(() => {});
-    throw new Error(`cannot limit the memory cgroup ${path}`, { cause: err });
+    const hint =
+      version === 2
+        ? ": cgroup v2 needs the memory controller enabled for it (the parent's cgroup.subtree_control)"
+        : '';
+    throw new Error(`cannot limit the memory cgroup ${path}${hint}`, { cause: err });
   }
   return {
     path,
@@ -94,7 +100,12 @@ export async function memoryCgroup(name: string, limitBytes: number): Promise<Me
     async remove() {
       const procs = (await readFile(join(path, 'cgroup.procs'), 'utf8').catch(() => '')).split('\n').filter(Boolean);
       for (const pid of procs) await writeFile(join(parent, 'cgroup.procs'), pid).catch(() => {});
-      await rmdir(path).catch(() => {});
+      try {
+        await rmdir(path);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'ENOENT')
+          throw new Error(`the memory cgroup ${path} could not be removed: remove it by hand (rmdir)`, { cause: err });
+      }
     },
   };
 }

@@ -110,7 +110,7 @@ async function once(system: LimitsSystem, o: LimitsOptions, goBinary: string, r:
     } catch (err) {
       ended = err instanceof Error ? err.message : String(err);
     }
-    const peak = await peakRssBytes(pid);
+    const peak = await peakRssBytes(pid); // 0 once the process is gone (killed): the cgroup's peak stands in
     let rest: number | null = null;
     if (convergeSeconds !== null) {
       await sleep(o.restSeconds * 1000);
@@ -121,7 +121,7 @@ async function once(system: LimitsSystem, o: LimitsOptions, goBinary: string, r:
       system,
       convergeSeconds,
       ended,
-      peakRssMiB: round(peak / MiB, 1),
+      peakRssMiB: round((peak > 0 ? peak : mem.peakBytes) / MiB, 1),
       restRssMiB: rest === null || rest === 0 ? null : round(rest / MiB, 1),
       cgroupPeakMiB: round(mem.peakBytes / MiB, 1),
       limitHits: mem.limitHits,

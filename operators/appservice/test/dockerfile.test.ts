@@ -34,9 +34,13 @@ test('the operator Dockerfile bundles the operator, and ships the bundle with pr
   const user = /^USER (\S+)$/m.exec(text)?.[1] ?? '';
   assert.match(user, /^[1-9]\d*:[1-9]\d*$/, 'a numeric non-root user (runAsNonRoot can verify it)');
   assert.ok(lines.indexOf(`USER ${user}`) > final, 'USER is in the final stage');
+  const ignored = dockerignored(await readFile(join(ROOT, '.dockerignore'), 'utf8'));
   for (const line of lines.filter((l) => l.startsWith('COPY ') && !l.includes('--from='))) {
     const parts = line.split(/\s+/).slice(1, -1);
-    for (const src of parts) await access(join(ROOT, src)); // throws if a COPY source is missing
+    for (const src of parts) {
+      await access(join(ROOT, src)); // throws if a COPY source is missing
+      assert.ok(!ignored(src), `${src} is in the build context (.dockerignore does not leave it out)`);
+    }
   }
   // the image carries the bundle and the production node_modules, no sources
   const copied = lines.slice(final).filter((l) => l.startsWith('COPY '));
@@ -62,3 +66,31 @@ test('the operator Dockerfile bundles the operator, and ships the bundle with pr
   for (const p of ['**/node_modules', '**/*.test.ts', '.git']) assert.ok(ignore.includes(p), `.dockerignore has ${p}`);
   assert.ok(ignore.includes('dist/operator'), '.dockerignore keeps a local bundle out of the build context');
 });
+
+/**
+ * Whether .dockerignore's `text` leaves `path` out of the build context, as Docker reads it: the last pattern that
+ * matches the path or one of its parent folders decides (`!` brings a path back), `*` within a name, `**` any depth.
+ */
+function dockerignored(text: string): (path: string) => boolean {
+  const rules = text
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '' && !l.startsWith('#'))
+    .map((l) => {
+      const keep = l.startsWith('!');
+      const glob = (keep ? l.slice(1) : l).replace(/^\/+|\/+$/g, '');
+      const re = glob
+        .split('/')
+        .map((part) => (part === '**' ? '.*' : part.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '[^/]*')))
+        .join('/')
+        .replace(/\.\*\//g, '(?:.*/)?');
+      return { keep, re: new RegExp(`^${re}$`) };
+    });
+  return (path) => {
+    const parts = path.replace(/\/+$/, '').split('/');
+    const prefixes = parts.map((_, i) => parts.slice(0, i + 1).join('/'));
+    let out = false;
+    for (const r of rules) if (prefixes.some((p) => r.re.test(p))) out = !r.keep;
+    return out;
+  };
+}

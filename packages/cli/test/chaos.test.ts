@@ -58,7 +58,7 @@ test('a controller that writes a new status on every reconcile fails, naming the
     const r = opkit(dir, ['chaos', '--trials', '2', '--no-generated']);
     assert.equal(r.code, 1, r.out);
     assert.match(r.out, /✗ settles — samples:fault-free, no fault, after step 1 \(apply Gizmo gizmo-sample\)/);
-    assert.match(r.out, /gizmos\/status chaos-[0-9a-f]+-1\/gizmo-sample: \d+ writes \(patch\)/);
+    assert.match(r.out, /gizmos\/status chaos-[0-9a-f]+-1\/gizmo-sample: \d+ writes \((update|patch)[^)]*\)/);
     assert.match(r.out, /replay: npx opkit chaos --trial 'samples:fault-free' --seed \d+/);
     assert.match(r.out, /no trials for samples: the fault-free run already broke an invariant/);
   } finally {

@@ -13,16 +13,19 @@
  *   `node_modules`, so the image keeps its production dependencies.
  * - Lazy imports stay lazy: each dynamically imported module (the runtime's protobuf decoders, one per API group
  *   version) is a chunk loaded on its first use.
- * - The output folder is replaced whole only once the bundle is built: a failed build (a syntax or resolution error,
- *   reported with its file and line) leaves the previous bundle as it was.
+ * - The output folder is replaced only once the bundle is built: a failed build (a syntax or resolution error,
+ *   reported with its file and line) leaves the previous bundle as it was. The staging folder of a build that was
+ *   interrupted is removed by the next one.
  */
-import { mkdir, mkdtemp, rename, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, rename, rm } from 'node:fs/promises';
 import { dirname, join, relative } from 'node:path';
 import { build } from 'esbuild';
 import { CliError } from '../errors.ts';
 
 /** Where the bundle goes, under the project. */
 export const BUNDLE_DIR = join('dist', 'operator');
+/** The prefix of the folder a bundle is built in, beside `BUNDLE_DIR`, before it takes its place. */
+const STAGING = '.operator-';
 /** Packages left to node_modules (see the module comment). */
 export const EXTERNAL = ['@opentelemetry/api', 'node-forge', '@kubernetes/client-node'] as const;
 
@@ -46,7 +49,10 @@ export function runningConditions(
 export async function bundleOperator(dir: string, out: (line: string) => void): Promise<string> {
   const target = join(dir, BUNDLE_DIR);
   await mkdir(dirname(target), { recursive: true });
-  const staging = await mkdtemp(join(dirname(target), '.operator-'));
+  // what an interrupted build left behind
+  for (const name of await readdir(dirname(target)))
+    if (name.startsWith(STAGING)) await rm(join(dirname(target), name), { recursive: true, force: true });
+  const staging = await mkdtemp(join(dirname(target), STAGING));
   try {
     const result = await build({
       absWorkingDir: dir, // errors name files from the project's root

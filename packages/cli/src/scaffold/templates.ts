@@ -44,7 +44,7 @@ export function initFiles(p: Project): Map<string, string> {
     ['src/tracing.ts', tracingFile()],
     ['Dockerfile', dockerfile()],
     ['.dockerignore', `${YOURS_YAML}\nnode_modules\ntest\n**/*.test.ts\n.git\n`],
-    ['.gitignore', `${YOURS_YAML}\nnode_modules/\ndist/operator/\n`],
+    ['.gitignore', `${YOURS_YAML}\nnode_modules/\ndist/operator/\ndist/.operator-*/\n`],
     ['README.md', readmeFile(p)],
     ['test/setup.ts', testSetupFile()],
   ]);

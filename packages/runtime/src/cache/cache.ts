@@ -28,7 +28,7 @@ import { detachedFromTrace } from '../tracing/spans.ts';
 import { type Index, IndexError, type IndexQuery } from './indexes.ts';
 import { Informer } from './informer.ts';
 import type { IndexFunc } from './store.ts';
-import { dropManagedFields, type Transform, thenDropManagedFields } from './transform.ts';
+import { dropManagedFields, markingPartial, type Transform, thenDropManagedFields } from './transform.ts';
 
 /**
  * One resource's cache settings (`CacheOptions.byResource`), in place of the cache-wide ones; fixed when its informer
@@ -159,7 +159,9 @@ export class Cache {
       const custom = (this.#transforms.get(key) ?? (r.metadataOnly ? undefined : per?.transform)) as
         | ((obj: T) => T)
         | undefined;
-      const transform = drop ? thenDropManagedFields(custom) : custom;
+      const base = drop ? thenDropManagedFields(custom) : custom;
+      // what a custom transform made may lack stored fields: its status is merge-patched (helpers/status.ts)
+      const transform = custom && base ? markingPartial(base) : base;
       const own = per?.namespace !== undefined || per?.namespaces !== undefined;
       const namespace = r.namespaced ? (own ? per?.namespace : o.namespace) : undefined;
       const namespaces = r.namespaced ? (own ? per?.namespaces : o.namespaces) : undefined;

@@ -15,6 +15,7 @@
 import type { FieldMask } from '../client/protobuf/codec.ts';
 import type { KubeObject } from '../client/resource.ts';
 import { UsageError } from '../errors.ts';
+import { markPartial } from '../internal/partial.ts';
 
 /** Applied to each object of a resource before it is stored; it may change and return the object it is given. */
 export type Transform<T extends KubeObject = KubeObject> = (obj: T) => T;
@@ -36,6 +37,14 @@ export function dropManagedFields<T extends KubeObject>(obj: T): T {
 const NO_MANAGED_FIELDS: FieldMask = { rest: true, fields: new Map([['managedFields', false]]) };
 const DROP_MANAGED_FIELDS: FieldMask = { rest: true, fields: new Map([['metadata', NO_MANAGED_FIELDS]]) };
 masks.set(dropManagedFields, DROP_MANAGED_FIELDS);
+
+/** `fn`, with every object it returns marked as partial (internal/partial.ts), and its mask. */
+export function markingPartial<T extends KubeObject>(fn: Transform<T>): Transform<T> {
+  const marked = (obj: T) => markPartial(fn(obj));
+  const mask = masks.get(fn);
+  if (mask !== undefined) masks.set(marked, mask);
+  return marked;
+}
 
 /**
  * `fn` then `dropManagedFields`, as one transform whose mask is both (`fn`'s mask, or none when it has none, and

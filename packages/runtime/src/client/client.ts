@@ -361,7 +361,8 @@ export class Client {
     options: WriteOptions,
     req: Omit<TransportRequest, 'accept'>,
   ): Promise<T> {
-    return answerOf(r, ref, this.#protobuf).then((a) =>
+    // a dry run's answer is not stored anywhere to read back: it asks for JSON
+    return answerOf(r, options.dryRun ? undefined : ref, this.#protobuf).then((a) =>
       this.transport.request<T>({ ...req, ...a, ...this.#signal(options) }),
     );
   }

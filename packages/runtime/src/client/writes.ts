@@ -40,8 +40,9 @@ export function withType<T extends KubeObject>(r: Kind<KubeObject, unknown>, obj
 }
 
 /**
- * How a write of the object `ref` (`undefined`: named only by its answer, a create with `generateName`) asks for its
- * answer: see the module comment.
+ * How a write of the object `ref` (`undefined`: named only by its answer, a create with `generateName`, or a dry run,
+ * whose answer is stored nowhere) asks for its answer: see the module comment. A read-back that fails is the write's
+ * error, though the write was applied.
  */
 export async function answerOf(
   r: Kind,

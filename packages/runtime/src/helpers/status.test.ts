@@ -5,6 +5,8 @@ import { runInNewContext } from 'node:vm';
 import fc from 'fast-check';
 import type { Client } from '../client/client.ts';
 import { type KubeObject, resource } from '../client/resource.ts';
+import { markStatusSubresource } from '../internal/custom-kinds.ts';
+import { markPartial } from '../internal/partial.ts';
 import { jsonEqual, mergePatch, statusPatch, updateStatusIfChanged } from './status.ts';
 
 interface Widget extends KubeObject {
@@ -148,4 +150,31 @@ test('a status written for an object the cache no longer holds is not kept (no c
   gc();
   const kept = process.memoryUsage().heapUsed - base;
   assert.ok(kept < 4_000_000, `${(kept / 1e6).toFixed(1)} MB kept after 2,000 deletes`);
+});
+
+test("a custom kind's status is updated with the object as read (no managedFields); an object a cache transform made is merge-patched", async () => {
+  const calls: { method: string; body: unknown }[] = [];
+  const client = {
+    updateStatus: async (_r: unknown, body: Widget) => {
+      calls.push({ method: 'PUT', body });
+      return { metadata: { name: 'w', resourceVersion: '11' } } as Widget;
+    },
+    patchStatus: async (_r: unknown, _ref: unknown, body: unknown) => {
+      calls.push({ method: 'PATCH', body });
+      return { metadata: { name: 'w', resourceVersion: '12' } } as Widget;
+    },
+  } as unknown as Client;
+  const Custom = markStatusSubresource(resource<Widget>({ ...Widgets }));
+  const meta = { name: 'w', namespace: 'ns', uid: 'u1', resourceVersion: '10', labels: { a: 'b' } };
+  const read: Widget = { metadata: { ...meta, managedFields: [{ manager: 'author' }] } };
+  await updateStatusIfChanged(client, Custom, read, { n: 1 });
+  assert.deepEqual(calls[0], {
+    method: 'PUT',
+    body: { apiVersion: Custom.apiVersion, kind: Custom.kind, metadata: meta, status: { n: 1 } },
+  });
+  const transformed = markPartial<Widget>({ metadata: { ...meta } });
+  await updateStatusIfChanged(client, Custom, transformed, { n: 1 });
+  assert.equal(calls[1]?.method, 'PATCH', 'a transformed object may lack stored fields');
+  await updateStatusIfChanged(client, Widgets, { metadata: { ...meta } }, { n: 1 });
+  assert.equal(calls[2]?.method, 'PATCH', 'a kind not made by defineKind');
 });

@@ -7,14 +7,17 @@
  * change cannot happen).
  *
  * How it writes. For a custom kind made by `defineKind` with the status subresource (each of its versions), an
- * update (PUT) of the status subresource whose body is the object's name, namespace and newest known resourceVersion
- * and the desired status: the apiserver's status strategy for custom resources keeps everything but the status from
- * the stored object, so nothing else is sent, and an update costs the apiserver about half of a merge patch's CPU
+ * update (PUT) of the status subresource: the object as read, with the desired status, its newest known
+ * resourceVersion and no managedFields (the apiserver keeps the stored ones). The apiserver keeps everything but the
+ * status from the stored object; its field manager compares the object sent with the stored one, so the object is
+ * sent whole, or other managers would lose the metadata fields it lacks (labels, annotations, finalizers). An update
+ * costs the apiserver less CPU than a merge patch, which it must apply to the stored object and decode again
  * (docs/benchmarks.md, "What issue 45 changed"). A Conflict (the object moved on since that resourceVersion) is not
- * retried with backoff: the same status is written at once by a merge patch instead, as every other kind's is. An
- * update the RBAC forbids (the operator is granted `patch` on the status subresource and not `update`) makes that
- * kind's status writes merge patches for the rest of the process; any other refusal (an admission webhook's or
- * policy's) is the caller's error, as the patch's would be.
+ * retried with backoff: the same status is written at once by a merge patch instead, as every other kind's is, and
+ * as an object a cache transform made is (it may lack stored fields: internal/partial.ts). An update the RBAC forbids
+ * (the operator is granted `patch` on the status subresource and not `update`) makes that kind's status writes merge
+ * patches for the rest of the process; any other refusal (an admission webhook's or policy's) is the caller's error,
+ * as the patch's would be.
  *
  * The merge patch is an RFC 7386 JSON merge patch of the status subresource (`mergePatch`): it sets every field of the
  * desired status and removes (null) every field the known status has and the desired one no longer has, at any depth;
@@ -39,6 +42,7 @@ import type { Client } from '../client/client.ts';
 import { ApiError } from '../client/errors.ts';
 import { type Kind, type KubeObject, refOf } from '../client/resource.ts';
 import { hasCustomStatus } from '../internal/custom-kinds.ts';
+import { isPartial } from '../internal/partial.ts';
 
 /** The status type of a kind's objects. */
 export type StatusOf<T> = T extends { status?: infer S } ? NonNullable<S> : never;
@@ -104,10 +108,12 @@ export async function updateStatusIfChanged<T extends KubeObject>(
   const current = mine ? mine.status : (obj as { status?: unknown }).status;
   if (jsonEqual(current, status)) return undefined;
   const resourceVersion = mine ? mine.resourceVersion : obj.metadata.resourceVersion;
-  const out =
-    (await updateStatus(client, r, obj, resourceVersion, status)) ??
-    (await client.patchStatus(r, refOf(obj), statusPatch(current, status)));
-  written.set(obj, { status: structuredClone(status), resourceVersion: out.metadata.resourceVersion });
+  const updated = await updateStatus(client, r, obj, resourceVersion, status);
+  const out = updated ?? (await client.patchStatus(r, refOf(obj), statusPatch(current, status)));
+  // after its own update the object as read is the stored one but for the status, at the version the update made;
+  // after a merge patch others may have changed it, so a next write from it does not claim that version
+  const next = updated === undefined ? undefined : out.metadata.resourceVersion;
+  written.set(obj, { status: structuredClone(status), resourceVersion: next });
   return out;
 }
 
@@ -123,14 +129,9 @@ async function updateStatus<T extends KubeObject>(
   status: unknown,
 ): Promise<T | undefined> {
   const key = `${r.apiVersion} ${r.kind}`;
-  if (!hasCustomStatus(r) || resourceVersion === undefined || patchOnly.has(key)) return undefined;
-  const { name, namespace } = obj.metadata;
-  const body = {
-    apiVersion: r.apiVersion,
-    kind: r.kind,
-    metadata: { name, ...(namespace !== undefined ? { namespace } : {}), resourceVersion },
-    status,
-  } as KubeObject as T;
+  if (!hasCustomStatus(r) || resourceVersion === undefined || patchOnly.has(key) || isPartial(obj)) return undefined;
+  const { managedFields: _stored, ...metadata } = obj.metadata;
+  const body = { ...obj, apiVersion: r.apiVersion, kind: r.kind, metadata: { ...metadata, resourceVersion }, status };
   try {
     return await client.updateStatus(r, body);
   } catch (err) {

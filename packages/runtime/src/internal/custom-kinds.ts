@@ -2,7 +2,7 @@
  * @module internal/custom-kinds
  * Which `Kind`s are custom resources with a status subresource, as `defineKind` made them (each version's `Kind`
  * too): the apiserver's status strategy for custom resources keeps everything but the status from the stored object,
- * so their status can be written by an update that sends nothing else (helpers/status.ts). A `Kind` made any other way
+ * so their status can be written by an update of the object as read (helpers/status.ts). A `Kind` made any other way
  * (`resource()`, a copy) is not marked, and its status is merge-patched.
  */
 const marked = new WeakSet<object>();

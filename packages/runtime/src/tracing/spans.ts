@@ -87,7 +87,13 @@ function loadApi(): NonNullable<typeof api> {
 /** The API when anything has registered with it; `undefined` (and nothing loaded) while nothing has. */
 function registered(): NonNullable<typeof api> | undefined {
   if (api !== undefined) return api;
-  return (globalThis as Record<symbol, unknown>)[OTEL_GLOBAL] === undefined ? undefined : loadApi();
+  if ((globalThis as Record<symbol, unknown>)[OTEL_GLOBAL] === undefined) return undefined;
+  try {
+    return loadApi();
+  } catch {
+    // registered by a copy this process cannot resolve from here (a bundle without node_modules): trace nothing
+    return undefined;
+  }
 }
 
 interface Delegating {
