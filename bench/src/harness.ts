@@ -15,7 +15,7 @@ import { Cache, type Informer } from '@opkit/runtime/cache';
 import { Client, loadConfig } from '@opkit/runtime/client';
 import { ClusterRoleBindings, ClusterRoles, Namespaces } from '@opkit/runtime/kinds';
 import { type Environment, start } from '@opkit/testenv';
-import { rssBytes } from './proc.ts';
+import { cpuSeconds, rssBytes } from './proc.ts';
 
 /** The audit-log user every system runs as. */
 export const USER = `system:serviceaccount:${NAMESPACE}:${NAME}`;
@@ -188,6 +188,17 @@ export async function createAppServices(
       }
     }),
   );
+}
+
+/**
+ * Starts reading kube-apiserver's CPU (/proc): resolves with a function giving its CPU seconds since then (`null`
+ * when the control plane does not report its pid).
+ */
+export async function apiserverCpuSince(bench: Bench): Promise<() => Promise<number | null>> {
+  const pid = bench.env.pids['kube-apiserver'];
+  if (pid === undefined) return async () => null;
+  const from = await cpuSeconds(pid);
+  return async () => (await cpuSeconds(pid)) - from;
 }
 
 /** Polls `done` every 250 ms; fails when the process exits or `timeoutMs` passes. */

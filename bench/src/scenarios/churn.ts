@@ -17,6 +17,7 @@ import { auditLogSize, readAuditLog, WRITE_VERBS } from '@opkit/testenv';
 import { requestKey, serverMs, serverMsByRequest } from '../audit.ts';
 import { floorWriter } from '../floor.ts';
 import {
+  apiserverCpuSince,
   apiserverProfile,
   BENCH_NAMESPACE,
   benchEnv,
@@ -122,7 +123,6 @@ export async function churnScenario(o: ChurnOptions): Promise<ChurnResult> {
     observed.addEventHandler({ update: (_old, a) => check(a) });
     const rss = sampleRss(pid);
     const cpu0 = pid ? await cpuSeconds(pid) : 0;
-    const apiserver = bench.env.pids['kube-apiserver'];
     let cursor = 0;
     const rates: ChurnRate[] = [];
     // with BENCH_HOPS, the operator's hop recorder writes one file per period: converge, then each rate
@@ -133,7 +133,7 @@ export async function churnScenario(o: ChurnOptions): Promise<ChurnResult> {
       pending.clear();
       const offset0 = await auditLogSize(bench.auditLog);
       const total = rate * o.seconds;
-      const apiserverCpu0 = apiserver ? await cpuSeconds(apiserver) : 0;
+      const apiserverCpuNow = await apiserverCpuSince(bench);
       // with BENCH_APISERVER_PROF, a CPU profile of kube-apiserver over this rate's churn
       const profile = apiserverProfile(bench, `${o.system}-churn-${rate}`, o.seconds, o.log);
       const start = performance.now();
@@ -168,7 +168,7 @@ export async function churnScenario(o: ChurnOptions): Promise<ChurnResult> {
       await profile;
       const sent = (performance.now() - start) / 1000;
       await waitUntil('every change observed', () => pending.size === 0, 30_000).catch(() => {});
-      const apiserverCpu = apiserver ? (await cpuSeconds(apiserver)) - apiserverCpu0 : null;
+      const apiserverCpu = await apiserverCpuNow();
       const writes = (await readAuditLog(bench.auditLog, { from: offset0, username: USER })).events.filter(
         (e) => WRITE_VERBS.has(e.verb) && e.objectRef?.resource !== 'leases',
       );

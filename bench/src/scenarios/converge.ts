@@ -15,6 +15,7 @@ import { auditLogSize, readAuditLog, WRITE_VERBS } from '@opkit/testenv';
 import { serverMsByRequest } from '../audit.ts';
 import { floorWriter } from '../floor.ts';
 import {
+  apiserverCpuSince,
   apiserverProfile,
   benchEnv,
   createAppServices,
@@ -89,8 +90,7 @@ export async function convergeScenario(o: ConvergeOptions): Promise<ConvergeResu
     await floor?.synced();
     await sleep(2_000); // the system is up and synced
     const cpu0 = pid ? await cpuSeconds(pid) : 0;
-    const apiserver = bench.env.pids['kube-apiserver'];
-    const apiserverCpu0 = apiserver ? await cpuSeconds(apiserver) : 0;
+    const apiserverCpuNow = await apiserverCpuSince(bench);
     const offset0 = await auditLogSize(bench.auditLog);
     const t0 = performance.now();
     const profile = apiserverProfile(bench, o.system, 15, o.log);
@@ -106,7 +106,7 @@ export async function convergeScenario(o: ConvergeOptions): Promise<ConvergeResu
     o.log(`${o.system}: created ${o.crs} AppServices in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
     await waitUntil(`${o.system} converging`, () => convergedAt.size >= o.crs, 20 * 60_000, proc);
     const seconds = (performance.now() - t0) / 1000;
-    const apiserverCpu = apiserver ? (await cpuSeconds(apiserver)) - apiserverCpu0 : null;
+    const apiserverCpu = await apiserverCpuNow();
     await profile;
     // with BENCH_HOPS, the operator's hop recorder writes its file for the start and the converge
     if (o.system === 'opkit' && pid && process.env.BENCH_HOPS) process.kill(pid, 'SIGUSR2');

@@ -28,6 +28,7 @@ import type { Client } from '@opkit/runtime/client';
 import { Pods } from '@opkit/runtime/kinds';
 import { auditLogSize, readAuditLog, WRITE_VERBS } from '@opkit/testenv';
 import {
+  apiserverCpuSince,
   BENCH_NAMESPACE,
   type Bench,
   benchEnv,
@@ -162,9 +163,8 @@ async function shardRun(o: ShardOptions, count: number, mode: ShardRun['mode'], 
 async function workload(bench: Bench, o: ShardOptions, replicas: readonly Replica[], signal: AbortSignal) {
   const observed = await watchAppServices(bench.admin, signal);
   const from = await auditLogSize(bench.auditLog);
-  const apiserver = bench.env.pids['kube-apiserver'];
   const cpu0 = await Promise.all(replicas.map((r) => cpuSeconds(r.proc.pid ?? 0)));
-  const apiserverCpu0 = apiserver ? await cpuSeconds(apiserver) : 0;
+  const apiserverCpuNow = await apiserverCpuSince(bench);
   const start = performance.now();
   await createAppServices(bench.admin, o.crs, () => o.podsPerCR);
   const createSeconds = round((performance.now() - start) / 1000, 2);
@@ -176,7 +176,8 @@ async function workload(bench: Bench, o: ShardOptions, replicas: readonly Replic
   await waitUntil(`${replicas.length} replicas converging`, converged, 30 * 60_000);
   const convergeSeconds = round((performance.now() - start) / 1000, 2);
   const cpu1 = await Promise.all(replicas.map((r) => cpuSeconds(r.proc.pid ?? 0)));
-  const apiserverCpuSeconds = apiserver ? round((await cpuSeconds(apiserver)) - apiserverCpu0, 1) : null;
+  const apiserverCpu = await apiserverCpuNow();
+  const apiserverCpuSeconds = apiserverCpu === null ? null : round(apiserverCpu, 1);
   const to = await auditLogSize(bench.auditLog);
   const cpuSecondsOf = cpu1.map((c, i) => c - (cpu0[i] ?? 0));
   return { createSeconds, convergeSeconds, cpuSeconds: cpuSecondsOf, apiserverCpuSeconds, audit: { from, to } };

@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { access, readFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { join, matchesGlob } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
@@ -76,21 +76,12 @@ function dockerignored(text: string): (path: string) => boolean {
     .split('\n')
     .map((l) => l.trim())
     .filter((l) => l !== '' && !l.startsWith('#'))
-    .map((l) => {
-      const keep = l.startsWith('!');
-      const glob = (keep ? l.slice(1) : l).replace(/^\/+|\/+$/g, '');
-      const re = glob
-        .split('/')
-        .map((part) => (part === '**' ? '.*' : part.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '[^/]*')))
-        .join('/')
-        .replace(/\.\*\//g, '(?:.*/)?');
-      return { keep, re: new RegExp(`^${re}$`) };
-    });
+    .map((l) => ({ keep: l.startsWith('!'), glob: l.replace(/^!/, '').replace(/^\/+|\/+$/g, '') }));
   return (path) => {
     const parts = path.replace(/\/+$/, '').split('/');
     const prefixes = parts.map((_, i) => parts.slice(0, i + 1).join('/'));
     let out = false;
-    for (const r of rules) if (prefixes.some((p) => r.re.test(p))) out = !r.keep;
+    for (const r of rules) if (prefixes.some((p) => matchesGlob(p, r.glob))) out = !r.keep;
     return out;
   };
 }
