@@ -1,8 +1,9 @@
 /**
  * @module tools/protobuf/bench
  * `node tools/protobuf/bench.ts [pods]`: the client-side cost of reading a pod list, per object, as JSON
- * (`JSON.parse` of the UTF-8 body, as the client did before) and as protobuf (the generated decoders, whole and with
- * the cache's default mask that skips managedFields). It starts a testenv control plane, creates the pods (kwok runs
+ * (`JSON.parse` of the UTF-8 body, as the client did before) and as protobuf: the generated decoders, whole and with
+ * the cache's default mask that skips managedFields, and `@bufbuild/protobuf` over core/v1's descriptor set
+ * (src/bufbuild.ts), to messages and then to protobuf's JSON mapping. It starts a testenv control plane, creates the pods (kwok runs
  * them, so they carry status and managedFields as a real cluster's do), fetches the list once in each encoding, and
  * decodes each body repeatedly in this process (medians of 15 rounds after 5 of warm-up). Prints one JSON line.
  * `OPKIT_BENCH_DUMP=FILE` also writes the protobuf body to FILE, for a profile of the decoders alone.
@@ -13,6 +14,7 @@ import { dropManagedFields, maskOf } from '../../packages/runtime/src/cache/tran
 import { Pods } from '../../packages/runtime/src/client/builtins.ts';
 import { Client, loadConfig } from '../../packages/runtime/src/client/index.ts';
 import { decodeEnvelope, load, PROTOBUF } from '../../packages/runtime/src/client/protobuf/codec.ts';
+import { bufbuildDecoder } from './src/bufbuild.ts';
 
 const count = Number(process.argv[2] ?? 2000);
 const env = await start({ nodes: 2, log: () => {} });
@@ -71,12 +73,29 @@ try {
   const jsonUs = time(() => JSON.parse(json.toString('utf8')));
   const protoUs = time(() => decodeEnvelope(proto));
   const maskedUs = time(() => decodeEnvelope(proto, listMask));
+  const bufbuild = bufbuildDecoder('PodList');
+  const bufbuildItems = ((bufbuild.decode(proto) as { items?: unknown[] }).items ?? []).length;
+  if (bufbuildItems !== items)
+    throw new Error(`@bufbuild/protobuf decoded ${bufbuildItems} pods, the decoders ${items}`);
+  const bufbuildUs = time(() => bufbuild.decode(proto));
+  const bufbuildJsonUs = time(() => bufbuild.decodeToJson(proto));
   process.stdout.write(
     `${JSON.stringify({
       pods: items,
       bytesPerPod: { json: Math.round(json.length / items), protobuf: Math.round(proto.length / items) },
-      usPerPod: { json: +jsonUs.toFixed(2), protobuf: +protoUs.toFixed(2), protobufMasked: +maskedUs.toFixed(2) },
-      ratio: { protobuf: +(protoUs / jsonUs).toFixed(3), protobufMasked: +(maskedUs / jsonUs).toFixed(3) },
+      usPerPod: {
+        json: +jsonUs.toFixed(2),
+        protobuf: +protoUs.toFixed(2),
+        protobufMasked: +maskedUs.toFixed(2),
+        bufbuild: +bufbuildUs.toFixed(2),
+        bufbuildToJson: +bufbuildJsonUs.toFixed(2),
+      },
+      ratio: {
+        protobuf: +(protoUs / jsonUs).toFixed(3),
+        protobufMasked: +(maskedUs / jsonUs).toFixed(3),
+        bufbuild: +(bufbuildUs / jsonUs).toFixed(3),
+        bufbuildToJson: +(bufbuildJsonUs / jsonUs).toFixed(3),
+      },
     })}\n`,
   );
 } finally {
