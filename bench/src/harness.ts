@@ -64,9 +64,10 @@ export async function benchEnv(pods: number): Promise<Bench> {
 
 /**
  * The peers write status with an update (PUT), as kubebuilder's and client-node's examples do, and their Events to
- * core/v1 (controller-runtime's `GetEventRecorderFor`, client-node's and kfc's Event kinds); opkit's operator patches
- * status and writes events.k8s.io/v1. The shared ServiceAccount gets those extra rules, so every system runs under the
- * same identity and every system's Events are really written (a refused Event would cost the apiserver less).
+ * core/v1 (controller-runtime's `GetEventRecorderFor`, client-node's and kfc's Event kinds); opkit's operator has its
+ * own rules for its status writes and events.k8s.io/v1 Events. The shared ServiceAccount gets those extra rules, so
+ * every system runs under the same identity and every system's Events are really written (a refused Event would cost
+ * the apiserver less).
  */
 async function grantPeerStatusUpdates(admin: Client): Promise<void> {
   const name = 'bench-peers-status-update';

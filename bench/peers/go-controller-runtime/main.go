@@ -1,8 +1,9 @@
 // The AppService operator written with Go controller-runtime: the benchmark peer of opkit's operator. Same API, same
 // behaviour (owner-referenced pods named by generateName with the same labels, Failed/Succeeded pods replaced,
-// status replicas/readyReplicas/podNames/selector/observedGeneration written only when changed, one Event per
-// scaling action), same worker count, no client-side rate limit. Written the way kubebuilder users write it: no
-// expectations (controller-runtime has none).
+// status replicas/readyReplicas/podNames/selector/observedGeneration and the conditions Available, Progressing and
+// ReplicaFailure, with opkit's reasons and messages, written only when changed; one Event per scaling action), same
+// worker count, no client-side rate limit. Written the way kubebuilder users write it: conditions set with
+// meta.SetStatusCondition, no expectations (controller-runtime has none).
 package main
 
 import (
@@ -16,6 +17,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -120,6 +122,8 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		if err := r.Create(ctx, pod); err != nil {
 			r.recorder.Event(app, corev1.EventTypeWarning, "FailedCreate", err.Error())
+			// the status says so (ReplicaFailure), as opkit's does, before the error is retried
+			_ = r.writeStatus(ctx, app, live, labels, desired, err)
 			return ctrl.Result{}, err
 		}
 		live = append(live, pod)
@@ -140,6 +144,11 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	} else if deleted > 0 {
 		r.recorder.Event(app, corev1.EventTypeNormal, "ScalingDown", fmt.Sprintf("deleted %d pods (want %d)", deleted, desired))
 	}
+	return ctrl.Result{}, r.writeStatus(ctx, app, live, labels, desired, nil)
+}
+
+// writeStatus updates the AppService's status when it changed: the counts, the pod names, and the three conditions.
+func (r *reconciler) writeStatus(ctx context.Context, app *unstructured.Unstructured, live []*corev1.Pod, labels map[string]string, desired int64, failure error) error {
 	names := make([]interface{}, 0, len(live))
 	readyCount := int64(0)
 	sorted := make([]string, 0, len(live))
@@ -157,27 +166,78 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	for _, k := range []string{"app.kubernetes.io/name", "app.kubernetes.io/instance", "app.kubernetes.io/managed-by"} {
 		sel = append(sel, k+"="+labels[k])
 	}
+	generation := app.GetGeneration()
+	maxUnavailable, found, _ := unstructured.NestedInt64(app.Object, "spec", "maxUnavailable")
+	if !found {
+		maxUnavailable = 1
+	}
+	minAvailable := desired - max(1, maxUnavailable)
+	if minAvailable < 0 {
+		minAvailable = 0
+	}
+	count := int64(len(live))
+	converged := count == desired && readyCount == desired
+	var conditions []metav1.Condition
+	if raw, ok, _ := unstructured.NestedSlice(app.Object, "status", "conditions"); ok {
+		for _, c := range raw {
+			var cond metav1.Condition
+			if m, ok := c.(map[string]interface{}); ok && runtime.DefaultUnstructuredConverter.FromUnstructured(m, &cond) == nil {
+				conditions = append(conditions, cond)
+			}
+		}
+	}
+	changed := false
+	set := func(t string, ok bool, yes, no, message string) {
+		status := metav1.ConditionFalse
+		reason := no
+		if ok {
+			status, reason = metav1.ConditionTrue, yes
+		}
+		if meta.SetStatusCondition(&conditions, metav1.Condition{Type: t, Status: status, Reason: reason, Message: message, ObservedGeneration: generation}) {
+			changed = true
+		}
+	}
+	set("Available", readyCount >= minAvailable, "MinimumReplicasAvailable", "MinimumReplicasUnavailable",
+		fmt.Sprintf("%d of %d pods ready (at least %d needed)", readyCount, desired, minAvailable))
+	progress := fmt.Sprintf("%d of %d pods updated, %d ready", count, desired, readyCount)
+	if converged {
+		progress = fmt.Sprintf("%d pods of the current template are ready", desired)
+	}
+	set("Progressing", true, map[bool]string{true: "Complete", false: "Scaling"}[converged], "", progress)
+	failureText := "pods are created and deleted as needed"
+	if failure != nil {
+		failureText = failure.Error()
+	}
+	set("ReplicaFailure", failure != nil, "FailedCreate", "NoFailure", failureText)
 	status := map[string]interface{}{
-		"replicas":           int64(len(live)),
+		"replicas":           count,
 		"readyReplicas":      readyCount,
-		"updatedReplicas":    int64(len(live)),
+		"updatedReplicas":    count,
 		"podNames":           names,
 		"selector":           strings.Join(sel, ","),
-		"observedGeneration": app.GetGeneration(),
+		"observedGeneration": generation,
 	}
 	current, _, _ := unstructured.NestedMap(app.Object, "status")
-	if !reflect.DeepEqual(normalize(current), normalize(status)) {
-		if err := unstructured.SetNestedMap(app.Object, status, "status"); err != nil {
-			return ctrl.Result{}, err
-		}
-		if err := r.Status().Update(ctx, app); err != nil {
-			return ctrl.Result{}, err
-		}
+	if !changed && reflect.DeepEqual(normalize(current), normalize(status)) {
+		return nil
 	}
-	return ctrl.Result{}, nil
+	list := make([]interface{}, 0, len(conditions))
+	for i := range conditions {
+		c, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&conditions[i])
+		if err != nil {
+			return err
+		}
+		list = append(list, c)
+	}
+	status["conditions"] = list
+	if err := unstructured.SetNestedMap(app.Object, status, "status"); err != nil {
+		return err
+	}
+	return r.Status().Update(ctx, app)
 }
 
-// normalize makes a status comparable: JSON numbers decode as int64, conditions and the like are left out.
+// normalize makes a status's counts comparable: JSON numbers decode as int64 (conditions are compared by
+// meta.SetStatusCondition).
 func normalize(m map[string]interface{}) map[string]interface{} {
 	out := map[string]interface{}{}
 	for _, k := range []string{"replicas", "readyReplicas", "updatedReplicas", "podNames", "selector", "observedGeneration"} {
