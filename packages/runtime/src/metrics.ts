@@ -47,6 +47,8 @@ export class Metrics {
    * controller.
    */
   readonly terminalReconcileErrors: Counter<'controller'>;
+  /** `controller_runtime_reconcile_timeouts_total`: reconciles that ran past `reconcileTimeoutMs`, per controller. */
+  readonly reconcileTimeouts: Counter<'controller'>;
   /** `controller_runtime_reconcile_time_seconds`: how long reconciles take, per controller. */
   readonly reconcileTime: Histogram<'controller'>;
   /** `controller_runtime_max_concurrent_reconciles`: each controller's number of workers. */
@@ -72,6 +74,7 @@ export class Metrics {
     this.reconcileTotal = reconcile.total;
     this.reconcileErrors = reconcile.errors;
     this.terminalReconcileErrors = reconcile.terminalErrors;
+    this.reconcileTimeouts = reconcile.timeouts;
     this.reconcileTime = reconcile.time;
     this.maxConcurrentReconciles = reconcile.maxConcurrent;
     this.activeWorkers = reconcile.activeWorkers;
@@ -137,12 +140,13 @@ export class Metrics {
     };
   }
 
-  /** Creates a controller's series at 0 (results success, error, requeue, requeue_after; errors; workers). */
+  /** Creates a controller's series at 0 (results success, error, requeue, requeue_after; errors; timeouts; workers). */
   initController(controller: string, workers: number): void {
     for (const result of ['success', 'error', 'requeue', 'requeue_after'])
       this.reconcileTotal.inc({ controller, result }, 0);
     this.reconcileErrors.inc({ controller }, 0);
     this.terminalReconcileErrors.inc({ controller }, 0);
+    this.reconcileTimeouts.inc({ controller }, 0);
     this.maxConcurrentReconciles.set({ controller }, workers);
     this.activeWorkers.set({ controller }, 0);
   }
@@ -187,6 +191,11 @@ function reconcileSeries(r: Registry) {
     help: 'Total number of terminal reconciliation errors per controller',
     labelNames: ['controller'],
   });
+  const timeouts = r.counter({
+    name: 'controller_runtime_reconcile_timeouts_total',
+    help: 'Total number of reconciliation timeouts per controller',
+    labelNames: ['controller'],
+  });
   const time = r.histogram({
     name: 'controller_runtime_reconcile_time_seconds',
     help: 'Length of time per reconciliation per controller',
@@ -203,7 +212,7 @@ function reconcileSeries(r: Registry) {
     help: 'Number of currently used workers per controller',
     labelNames: ['controller'],
   });
-  return { total, errors, terminalErrors, time, maxConcurrent, activeWorkers };
+  return { total, errors, terminalErrors, timeouts, time, maxConcurrent, activeWorkers };
 }
 
 /** The work queue series, per queue; `probes` report each queue's unfinished work and longest running processor. */

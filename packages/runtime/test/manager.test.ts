@@ -3,6 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import { type Environment, FaultProxy, targetOf } from '@opkit/testenv';
 import { type ConfigMap, ConfigMaps, EventsV1Events, Namespaces } from '../src/client/builtins.ts';
 import { type Client, resource } from '../src/client/index.ts';
+import { generationChanged } from '../src/controller/index.ts';
 import { finalizer, objectReference, updateStatusIfChanged } from '../src/helpers/index.ts';
 import { done, getCondition, isApiError, Manager, ManagerError, setCondition } from '../src/index.ts';
 import { fieldErrors, validator } from '../src/webhook/admission.ts';
@@ -248,6 +249,62 @@ describe('manager against a real apiserver', () => {
         .map((e) => e.reason);
       assert.deepEqual(reasons, ['Later']);
     } finally {
+      via.close();
+      await proxy.close();
+    }
+  });
+
+  test('reconcile timeout: a reconcile hung on the network is cut at the deadline, counted, logged and retried', async () => {
+    await client.create(Namespaces, { metadata: { name: 'rt' } });
+    const proxy = await FaultProxy.start({ target: targetOf(env.server) });
+    const via = await clientVia(env, proxy.url);
+    const log = recordingLogger();
+    const mgr = await Manager.create({
+      name: 'timeout-op',
+      client: via,
+      log,
+      metrics: { bindAddress: '127.0.0.1:0', secure: false },
+      health: { bindAddress: '127.0.0.1:0' },
+      cache: { namespace: 'rt' },
+      controllers: { reconcileTimeoutMs: 1_500 },
+    });
+    const started: number[] = [];
+    mgr
+      .controller()
+      .for(Widgets, generationChanged) // its own status writes start no reconcile
+      .complete(async (req, ctx) => {
+        started.push(performance.now());
+        // the first reconcile's request hangs (the connection is frozen); the retry finds it back
+        proxy.setMode({ kind: started.length === 1 ? 'freeze' : 'pass' });
+        const w = await ctx.rawClient.get(Widgets, req);
+        await ctx.rawClient.updateStatus(Widgets, { ...w, status: { phase: `reconciled ${started.length}` } });
+        return done();
+      });
+    const stop = new AbortController();
+    const running = mgr.start(stop.signal);
+    try {
+      await client.create(Widgets, { metadata: { name: 'slow', namespace: 'rt' }, spec: { replicas: 1 } });
+      // without the timeout the hung request would wait for the client's own deadline (60 s)
+      const phase = await waitFor(
+        'the retry to write the status',
+        async () => (await client.get(Widgets, { namespace: 'rt', name: 'slow' })).status?.phase,
+        15_000,
+      );
+      assert.equal(phase, 'reconciled 2');
+      const cut = (started[1] as number) - (started[0] as number);
+      assert.ok(cut >= 1_400 && cut < 5_000, `the retry came ${cut} ms after the hung reconcile began`);
+      const metrics = parseMetrics((await get(mgr.metricsAddress, '/metrics')).text);
+      assert.equal(sumOf(metrics, 'controller_runtime_reconcile_timeouts_total', { controller: 'widget' }), 1);
+      assert.ok(
+        log.entries.some(
+          (e) => e.level === 'warn' && /ran past its timeout/.test(e.message) && e.fields.timeoutMs === 1_500,
+        ),
+        'the timeout is logged with its limit',
+      );
+    } finally {
+      proxy.setMode({ kind: 'pass' });
+      stop.abort();
+      await running;
       via.close();
       await proxy.close();
     }

@@ -24,6 +24,8 @@
  *   create without an answer (`ctx.expect.maybeCreated`) is first looked for in the apiserver.
  *   Every event of a watched kind is shown to the expectations (see expectations.ts).
  * - `ctx.rawClient` aborts its requests when `ctx.signal` does, so a hung request cannot outlast the drain.
+ * - With `reconcileTimeoutMs`, a reconcile's `ctx.signal` also aborts at its deadline; it is then counted, logged and
+ *   retried through the error policy as a `ReconcileTimeoutError` (controller/deadline.ts).
  * - An `Aborted` error means "stopping" only when the controller is stopping; a reconcile that aborted a call of its
  *   own (say with `AbortSignal.timeout`) is retried with backoff like any failure.
  * - With a `gate` (sharding), each request is reconciled only if the gate admits it then (else it is dropped, or
@@ -39,7 +41,6 @@
 import { randomUUID } from 'node:crypto';
 import { CacheError } from '../cache/cache.ts';
 import type { Informer } from '../cache/informer.ts';
-import { isApiError } from '../client/errors.ts';
 import { type Kind, type KubeObject, keyOf, objectKey, parseKey } from '../client/resource.ts';
 import { messageOf, UsageError } from '../errors.ts';
 import { EventRecorder } from '../helpers/events.ts';
@@ -47,11 +48,12 @@ import { allGuards, passes } from '../internal/guards.ts';
 import { type Logger, silentLogger } from '../logger.ts';
 import { endReconcileSpan, runtimeTracer, startReconcileSpan, withActiveSpan } from '../tracing/spans.ts';
 import { LOW_PRIORITY, realClock, WorkQueue } from '../workqueue/index.ts';
+import { startDeadline } from './deadline.ts';
 import { Expectations, expectFor } from './expectations.ts';
 import type { MapFunc } from './handlers.ts';
 import { MapRunner } from './mapping.ts';
 import type { ControllerOptions, WatchRole } from './options.ts';
-import { defaultErrorPolicy, type ErrorAction, retryWithBackoff } from './policy.ts';
+import { handleFailure } from './policy.ts';
 import { allow, type Predicate } from './predicates.ts';
 import {
   type ReconcileContext,
@@ -289,6 +291,31 @@ export class Controller {
     }
   }
 
+  /** The context of one reconcile of `key`, whose signal aborts with `signal` or at the deadline, if there is one. */
+  #context(key: string, request: ReconcileRequest, signal: AbortSignal, guard: (() => void) | undefined) {
+    const reconcileID = randomUUID();
+    const log = this.#log.child({
+      ...(request.namespace ? { namespace: request.namespace } : {}),
+      name: request.name,
+      reconcileID,
+    });
+    const clock = this.#o.clock ?? realClock;
+    const deps = { controller: this.name, clock, metrics: this.#o.metrics, log };
+    const deadline = startDeadline(this.#o.reconcileTimeoutMs, signal, deps);
+    const client = this.#o.client.withSignal(deadline?.signal ?? signal);
+    const ctx: ReconcileContext = {
+      log,
+      signal: deadline?.signal ?? signal,
+      reconcileID,
+      rawClient: guard ? client.withGuard(guard) : client,
+      cache: this.#o.cache,
+      events: this.#events,
+      fieldManager: this.#o.fieldManager ?? this.name,
+      expect: expectFor(this.expectations, key, this.#o.cache),
+    };
+    return { ctx, deadline };
+  }
+
   async #admitted(key: string, priority: number, signal: AbortSignal, guard: (() => void) | undefined): Promise<void> {
     if (this.expectations.unsure(key)) {
       try {
@@ -303,22 +330,8 @@ export class Controller {
       return;
     }
     const request = parseKey(key);
-    const reconcileID = randomUUID();
-    const log = this.#log.child({
-      ...(request.namespace ? { namespace: request.namespace } : {}),
-      name: request.name,
-      reconcileID,
-    });
-    const ctx: ReconcileContext = {
-      log,
-      signal,
-      reconcileID,
-      rawClient: guard ? this.#o.client.withSignal(signal).withGuard(guard) : this.#o.client.withSignal(signal),
-      cache: this.#o.cache,
-      events: this.#events,
-      fieldManager: this.#o.fieldManager ?? this.name,
-      expect: expectFor(this.expectations, key, this.#o.cache),
-    };
+    const { ctx, deadline } = this.#context(key, request, signal, guard);
+    const { log, reconcileID } = ctx;
     const m = this.#o.metrics;
     const tracer = runtimeTracer();
     const span =
@@ -342,10 +355,14 @@ export class Controller {
         ? withActiveSpan(span, this.#reconciler.reconcile, this.#reconciler, request, ctx)
         : this.#reconciler.reconcile(request, ctx));
       refuseRenamedFields(result);
-    } catch (err) {
+      const late = deadline?.settle(undefined); // past the deadline: never taken for success
+      if (late) throw late;
+    } catch (thrown) {
+      const err = deadline ? deadline.settle(thrown) : thrown;
       m?.reconcileTime.observe({ controller: this.name }, (performance.now() - started) / 1000);
       if (span) endReconcileSpan(span, { failed: true, error: err });
-      this.#failed(key, priority, err, log, signal, ctx);
+      const sink = { controller: this.name, queue: this.queue, metrics: m, policy: this.#o.errorPolicy };
+      handleFailure(sink, { key, priority, err, stopping: signal.aborted }, log, ctx);
       return;
     }
     m?.reconcileTime.observe({ controller: this.name }, (performance.now() - started) / 1000);
@@ -357,43 +374,6 @@ export class Controller {
       this.queue.addAfter(key, result.requeueAfterMs, requeuePriority(result, priority, log));
     } else {
       m?.reconcileTotal.inc({ controller: this.name, result: 'success' });
-    }
-  }
-
-  #failed(
-    key: string,
-    priority: number,
-    err: unknown,
-    log: Logger,
-    stopping: AbortSignal,
-    ctx: ReconcileContext,
-  ): void {
-    const m = this.#o.metrics;
-    m?.reconcileTotal.inc({ controller: this.name, result: 'error' });
-    m?.reconcileErrors.inc({ controller: this.name });
-    const retries = this.queue.numRequeues(key);
-    const info = { request: parseKey(key), retries, stopping: stopping.aborted, ctx };
-    let action: ErrorAction;
-    try {
-      action = (this.#o.errorPolicy ?? defaultErrorPolicy)(err, info);
-    } catch (policyErr) {
-      log.error({ err: messageOf(policyErr) }, 'the error policy threw: retrying with backoff');
-      action = retryWithBackoff();
-    }
-    const fields = { err: messageOf(err), retries, ...(isApiError(err) ? { code: err.code } : {}) };
-    if (action.retry === 'never') {
-      if (action.terminal) m?.terminalReconcileErrors.inc({ controller: this.name });
-      log[action.log](fields, action.message ?? 'reconcile failed: not retrying');
-      this.queue.forget(key);
-    } else if (action.retry === 'after') {
-      log[action.log](
-        { ...fields, retryInMs: action.afterMs },
-        action.message ?? 'reconcile failed: retrying after a delay',
-      );
-      this.queue.addAfter(key, action.afterMs, priority);
-    } else {
-      log[action.log](fields, action.message ?? 'reconcile failed: retrying with backoff');
-      this.queue.addRateLimited(key, priority);
     }
   }
 }

@@ -5,7 +5,7 @@
  * the object-first one) and its adapter `objectReconciler`, event handlers and mappers (`referencing`, `byIndex`: watch A,
  * reconcile the Bs that reference it), predicates (`generationChanged`, …),
  * expectations and the error policy (`defaultErrorPolicy`, `retryWithBackoff`, `retryAfter`, `giveUp`: what
- * `.onError(…)` answers).
+ * `.onError(…)` answers; `ReconcileTimeoutError`, what a reconcile past `reconcileTimeoutMs` ends as).
  */
 export {
   type BuilderEnding,
@@ -16,6 +16,7 @@ export {
   type ObjectErrorPolicy,
 } from './builder.ts';
 export { Controller, type ControllerOptions } from './controller.ts';
+export { ReconcileTimeoutError, type ReconcileTimeoutErrorCode } from './deadline.ts';
 export { Expectations, type LiveSource } from './expectations.ts';
 export { type CacheReader, type MapContext, type MapFunc, requestForObject, requestsForOwner } from './handlers.ts';
 export {

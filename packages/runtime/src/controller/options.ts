@@ -38,6 +38,12 @@ export interface ControllerOptions {
    * `controllers.gracefulShutdownTimeoutMs`, the `--graceful-shutdown-timeout` flag).
    */
   readonly gracefulShutdownTimeoutMs?: number;
+  /**
+   * How long one reconcile may run before its `ctx.signal` aborts and it is retried as a `ReconcileTimeoutError`
+   * (default: no limit; the manager's `controllers.reconcileTimeoutMs`, the `--reconcile-timeout` flag). See
+   * controller/deadline.ts.
+   */
+  readonly reconcileTimeoutMs?: number;
   /** Expectation timeout (default 60 s). */
   readonly expectationTimeoutMs?: number;
   /** Enqueue every object of the primary kind this often (default: never; the informers are the source of truth). */

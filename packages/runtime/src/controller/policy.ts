@@ -7,17 +7,23 @@
  * | error | action | logged at |
  * | --- | --- | --- |
  * | `TerminalError` | give up (counted as terminal) | error |
+ * | `ReconcileTimeoutError` (the controller's `reconcileTimeoutMs` passed) | backoff | warn |
  * | Conflict (409: the object changed meanwhile) | backoff | debug |
  * | TooManyRequests with Retry-After | after the server's delay | warn |
  * | anything while the controller is stopping | give up (the successor redoes it) | debug |
  * | anything else | backoff | error |
  *
  * Guarantees: a policy never sees an error before the reconcile ended, and whatever it answers, a request is never
- * reconciled by two workers at once. A policy that throws is treated as `backoff`.
+ * reconciled by two workers at once. A policy that throws is treated as `backoff`. `handleFailure` applies the answer:
+ * it counts the failure (and a terminal one), logs it at the level asked, and forgets, delays or backs off the request.
  */
 import { isApiError } from '../client/errors.ts';
-import { UsageError } from '../errors.ts';
-import type { LogLevel } from '../logger.ts';
+import { parseKey } from '../client/resource.ts';
+import { messageOf, UsageError } from '../errors.ts';
+import type { Logger, LogLevel } from '../logger.ts';
+import type { Metrics } from '../metrics.ts';
+import type { WorkQueue } from '../workqueue/index.ts';
+import { ReconcileTimeoutError } from './deadline.ts';
 import { isTerminalError, type ReconcileContext, type ReconcileRequest } from './reconcile.ts';
 
 /** What to do with a failed request, the level it is logged at and, optionally, the log line's text. */
@@ -74,6 +80,8 @@ export const defaultErrorPolicy: ErrorPolicy = (err, info) => {
       message: 'reconcile failed with a terminal error: not retrying',
     };
   }
+  if (err instanceof ReconcileTimeoutError)
+    return retryWithBackoff('warn', 'reconcile timed out: retrying with backoff');
   if (isApiError(err, 'Conflict')) {
     return retryWithBackoff('debug', 'conflict (the object changed meanwhile): retrying with fresh state');
   }
@@ -83,3 +91,48 @@ export const defaultErrorPolicy: ErrorPolicy = (err, info) => {
   if (info.stopping) return giveUp('debug', 'reconcile ended by the stop (not retried)');
   return retryWithBackoff('error');
 };
+
+/** Where a controller's failed requests go: its name (metrics), its queue and its policy. */
+export interface FailureSink {
+  readonly controller: string;
+  readonly queue: WorkQueue<string>;
+  readonly metrics: Metrics | undefined;
+  readonly policy: ErrorPolicy | undefined;
+}
+
+/** A failed reconcile of `key` (handed out at `priority`): counted, decided by the policy, logged, requeued as told. */
+export function handleFailure(
+  sink: FailureSink,
+  failure: { key: string; priority: number; err: unknown; stopping: boolean },
+  log: Logger,
+  ctx: ReconcileContext,
+): void {
+  const { controller, queue, metrics: m } = sink;
+  const { key, priority, err } = failure;
+  m?.reconcileTotal.inc({ controller, result: 'error' });
+  m?.reconcileErrors.inc({ controller });
+  const retries = queue.numRequeues(key);
+  const info = { request: parseKey(key), retries, stopping: failure.stopping, ctx };
+  let action: ErrorAction;
+  try {
+    action = (sink.policy ?? defaultErrorPolicy)(err, info);
+  } catch (policyErr) {
+    log.error({ err: messageOf(policyErr) }, 'the error policy threw: retrying with backoff');
+    action = retryWithBackoff();
+  }
+  const fields = { err: messageOf(err), retries, ...(isApiError(err) ? { code: err.code } : {}) };
+  if (action.retry === 'never') {
+    if (action.terminal) m?.terminalReconcileErrors.inc({ controller });
+    log[action.log](fields, action.message ?? 'reconcile failed: not retrying');
+    queue.forget(key);
+  } else if (action.retry === 'after') {
+    log[action.log](
+      { ...fields, retryInMs: action.afterMs },
+      action.message ?? 'reconcile failed: retrying after a delay',
+    );
+    queue.addAfter(key, action.afterMs, priority);
+  } else {
+    log[action.log](fields, action.message ?? 'reconcile failed: retrying with backoff');
+    queue.addRateLimited(key, priority);
+  }
+}

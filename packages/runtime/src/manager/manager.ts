@@ -185,15 +185,15 @@ export class Manager {
       elector: () => this.#elector,
     };
     const fence = replicaFence(replica);
+    const { maxConcurrentReconciles, cacheSyncTimeoutMs, reconcileTimeoutMs, traceContextFromAnnotations } =
+      this.#o.controllers ?? {};
     const defaults: BuilderOptions = {
-      ...(this.#o.controllers?.maxConcurrentReconciles
-        ? { maxConcurrentReconciles: this.#o.controllers.maxConcurrentReconciles }
-        : {}),
-      ...(this.#o.controllers?.cacheSyncTimeoutMs
-        ? { cacheSyncTimeoutMs: this.#o.controllers.cacheSyncTimeoutMs }
-        : {}),
+      // a value of 0 (or false) is the controller's own default
+      ...(maxConcurrentReconciles ? { maxConcurrentReconciles } : {}),
+      ...(cacheSyncTimeoutMs ? { cacheSyncTimeoutMs } : {}),
       gracefulShutdownTimeoutMs: this.#drainMs,
-      ...(this.#o.controllers?.traceContextFromAnnotations ? { traceContextFromAnnotations: true } : {}),
+      ...(reconcileTimeoutMs ? { reconcileTimeoutMs } : {}),
+      ...(traceContextFromAnnotations ? { traceContextFromAnnotations: true } : {}),
       events: fence ? this.#recorders.fenced(this.name, fence) : this.eventRecorder(),
       fieldManager: this.name,
       ...(this.#sharding ? { gate: this.#sharding.gate, needLeaderElection: false } : fence ? { fence } : {}),

@@ -79,6 +79,11 @@ export interface ManagerOptions {
      * plus 1 s (see the module comment).
      */
     readonly gracefulShutdownTimeoutMs?: number;
+    /**
+     * How long one reconcile may run before its signal aborts and it is retried (default: no limit), as
+     * controller-runtime's `ReconciliationTimeout`; counted in `controller_runtime_reconcile_timeouts_total`.
+     */
+    readonly reconcileTimeoutMs?: number;
     /** Link reconcile spans to the W3C trace context in objects' `opkit.dev/traceparent` annotation (default off). */
     readonly traceContextFromAnnotations?: boolean;
   };

@@ -18,10 +18,14 @@ export type Str = (flag: string, variable: string) => [string | undefined, strin
 /** Parsed flag values by name. */
 export type ParsedValues = Record<string, string | boolean | undefined>;
 
-/** The controllers' settings: `--max-concurrent-reconciles` and `--graceful-shutdown-timeout`. */
+/**
+ * The controllers' settings: `--max-concurrent-reconciles`, `--graceful-shutdown-timeout` and `--reconcile-timeout`
+ * (`0` for no limit).
+ */
 export function controllerSettings(str: Str): {
   maxConcurrentReconciles?: number;
   gracefulShutdownTimeoutMs?: number;
+  reconcileTimeoutMs?: number;
 } {
   const [mcr, mcrFrom] = str('max-concurrent-reconciles', 'MAX_CONCURRENT_RECONCILES');
   const maxConcurrentReconciles = mcr === undefined ? undefined : Number(mcr);
@@ -32,9 +36,12 @@ export function controllerSettings(str: Str): {
     throw new SettingsError(`${mcrFrom}: "${mcr}" is not a whole number ≥ 1`);
   const [gst, gstFrom] = str('graceful-shutdown-timeout', 'GRACEFUL_SHUTDOWN_TIMEOUT');
   const gracefulShutdownTimeoutMs = gst === undefined ? undefined : parseDuration(gst, gstFrom);
+  const [rt, rtFrom] = str('reconcile-timeout', 'RECONCILE_TIMEOUT');
+  const reconcileTimeoutMs = rt === undefined ? undefined : parseDuration(rt, rtFrom);
   return {
     ...(maxConcurrentReconciles ? { maxConcurrentReconciles } : {}),
     ...(gracefulShutdownTimeoutMs !== undefined ? { gracefulShutdownTimeoutMs } : {}),
+    ...(reconcileTimeoutMs !== undefined ? { reconcileTimeoutMs } : {}),
   };
 }
 

@@ -43,6 +43,15 @@ test('flags win over environment variables, which win over defaults', () => {
   assert.equal(settingsFromArgs(base, [], {}).leaderElection?.enabled, undefined);
 });
 
+test("--reconcile-timeout (or RECONCILE_TIMEOUT) sets the controllers' reconcile timeout; 0 lifts one set in code", () => {
+  assert.equal(settingsFromArgs(base, [], {}).controllers?.reconcileTimeoutMs, undefined);
+  assert.equal(settingsFromArgs(base, ['--reconcile-timeout', '30s'], {}).controllers?.reconcileTimeoutMs, 30_000);
+  assert.equal(settingsFromArgs(base, [], { RECONCILE_TIMEOUT: '2m' }).controllers?.reconcileTimeoutMs, 120_000);
+  const inCode = { ...base, controllers: { reconcileTimeoutMs: 10_000 } };
+  assert.equal(settingsFromArgs(inCode, [], {}).controllers?.reconcileTimeoutMs, 10_000);
+  assert.equal(settingsFromArgs(inCode, ['--reconcile-timeout=0'], {}).controllers?.reconcileTimeoutMs, 0);
+});
+
 test('--kube-api-content-type (or KUBE_API_CONTENT_TYPE) chooses protobuf or JSON for built-in kinds', () => {
   assert.equal(settingsFromArgs(base, [], {}).protobuf, undefined, 'the client default (protobuf) when unset');
   assert.equal(settingsFromArgs(base, ['--kube-api-content-type', 'application/json'], {}).protobuf, false);
@@ -59,6 +68,8 @@ test('bad values name the flag or variable and what it accepts', () => {
     [['--max-concurrent-reconciles', '0'], {}, /--max-concurrent-reconciles: "0" is not a whole number/],
     [[], { MAX_CONCURRENT_RECONCILES: 'x' }, /MAX_CONCURRENT_RECONCILES: "x"/],
     [['--graceful-shutdown-timeout', 'soon'], {}, /is not a duration/],
+    [['--reconcile-timeout', '1 minute'], {}, /--reconcile-timeout: "1 minute" is not a duration/],
+    [[], { RECONCILE_TIMEOUT: '-5s' }, /RECONCILE_TIMEOUT: "-5s" is not a duration/],
     [['--log-level', 'loud'], {}, /--log-level: "loud" is not one of/],
     [[], { LEADER_ELECT: 'maybe' }, /LEADER_ELECT: "maybe"/],
     [['--kube-api-content-type', 'yaml'], {}, /--kube-api-content-type: "yaml" is not application\/vnd/],
