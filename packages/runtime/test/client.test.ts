@@ -73,6 +73,43 @@ describe('client against a real apiserver', () => {
     );
   });
 
+  test('fieldValidation: Strict fails a typo naming the field; Warn drops it and warns; Ignore drops it silently', async () => {
+    const heard: string[] = [];
+    const config = await loadConfig({ path: env.kubeconfigPath });
+    const strict = new RuntimeClient(config, { fieldValidation: 'Strict', onWarning: (text) => heard.push(text) });
+    try {
+      // an unstructured write with a typo (and a non-ASCII one), as a cast or a JavaScript caller sends it
+      const typo = (name: string) =>
+        ({ metadata: { name, namespace: 'c' }, spec: { replcas: 3, färbe: 'rot' } }) as never;
+      await assert.rejects(strict.create(Widgets, typo('strict')), (e) => {
+        assert.ok(isApiError(e, 'BadRequest'), String(e));
+        assert.match(e.message, /unknown field "spec\.replcas"/);
+        assert.match(e.message, /unknown field "spec\.färbe"/);
+        return true;
+      });
+      await assert.rejects(client.get(Widgets, { namespace: 'c', name: 'strict' }), (e) => isApiError(e, 'NotFound'));
+      // a patch too, and the per-call setting wins over the client's
+      const w = await strict.create(Widgets, { metadata: { name: 'ok', namespace: 'c' }, spec: { replicas: 1 } });
+      await assert.rejects(strict.patch(Widgets, w.metadata as never, { spec: { colour: 'red' } }), (e) => {
+        assert.ok(isApiError(e, 'Invalid'), String(e)); // a patch's strict error is a 422, naming the patch
+        assert.match(e.message, /patch: strict decoding error: unknown field "spec\.colour"$/);
+        assert.ok(e.message.length < 200, `without the patched object: ${e.message}`);
+        return true;
+      });
+      await strict.patch(Widgets, w.metadata as never, { spec: { colour: 'red' } }, { fieldValidation: 'Ignore' });
+      assert.deepEqual(heard, [], 'Ignore: no warning');
+      await strict.create(Widgets, typo('warned'), { fieldValidation: 'Warn' });
+      assert.deepEqual(
+        (await client.get(Widgets, { namespace: 'c', name: 'warned' })).spec,
+        {},
+        'the unknown fields were dropped',
+      );
+      assert.deepEqual(heard.sort(), ['unknown field "spec.färbe"', 'unknown field "spec.replcas"']);
+    } finally {
+      strict.close();
+    }
+  });
+
   test('merge, JSON and strategic merge patches, and server-side apply with a field manager', async () => {
     await client.create(ConfigMaps, { metadata: { name: 'p', namespace: 'c', labels: { a: '1' } }, data: { x: '1' } });
     const ref = { namespace: 'c', name: 'p' };

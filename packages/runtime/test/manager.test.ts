@@ -254,6 +254,34 @@ describe('manager against a real apiserver', () => {
     }
   });
 
+  test("the manager's client writes Strict by default, and logs each distinct warning of the apiserver once", async () => {
+    const log = recordingLogger();
+    const mgr = await Manager.create({ name: 'strict-op', kubeconfig: { path: env.kubeconfigPath }, log });
+    try {
+      const typo = (name: string) => ({ metadata: { name, namespace: 'mx' }, spec: { replcas: 2 } }) as never;
+      await assert.rejects(mgr.client.create(Widgets, typo('strict')), (e) => {
+        assert.ok(isApiError(e, 'BadRequest'));
+        assert.match(e.message, /unknown field "spec\.replcas"/);
+        return true;
+      });
+      await mgr.client.create(Widgets, typo('warned-1'), { fieldValidation: 'Warn' });
+      await mgr.client.create(Widgets, typo('warned-2'), { fieldValidation: 'Warn' });
+      const warned = log.entries.filter((e) => e.level === 'warn' && /the apiserver warns/.test(e.message));
+      assert.deepEqual(
+        warned.map((e) => [e.message, e.fields.component, e.fields.request]),
+        [
+          [
+            'the apiserver warns: unknown field "spec.replcas"',
+            'client',
+            'POST /apis/test.opkit.dev/v1/namespaces/mx/widgets',
+          ],
+        ],
+      );
+    } finally {
+      mgr.client.close();
+    }
+  });
+
   test('reconcile timeout: a reconcile hung on the network is cut at the deadline, counted, logged and retried', async () => {
     await client.create(Namespaces, { metadata: { name: 'rt' } });
     const proxy = await FaultProxy.start({ target: targetOf(env.server) });

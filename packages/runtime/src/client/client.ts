@@ -21,6 +21,7 @@
  */
 
 import { UsageError } from '../errors.ts';
+import { defined } from '../internal/defined.ts';
 import { allGuards } from '../internal/guards.ts';
 import { VERSION } from '../version.ts';
 import { ApiError } from './errors.ts';
@@ -40,6 +41,7 @@ import {
 import { Transport, type TransportRequest } from './transport.ts';
 import type {
   APIResource,
+  ApplyOptions,
   ClientOptions,
   DeleteOptions,
   ListOptions,
@@ -82,13 +84,11 @@ export class Client {
       this.#protobuf = config.#protobuf;
       return;
     }
+    const { qps, burst, timeoutMs, metrics, fieldValidation, onWarning } = options;
     this.transport = new Transport({
       config,
       userAgent: `opkit/${VERSION}${options.name ? ` (${options.name})` : ''}`,
-      ...(options.qps !== undefined ? { qps: options.qps } : {}),
-      ...(options.burst !== undefined ? { burst: options.burst } : {}),
-      ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
-      ...(options.metrics ? { metrics: options.metrics } : {}),
+      ...defined({ qps, burst, timeoutMs, metrics, fieldValidation, onWarning }),
     });
     this.defaultNamespace = config.namespace;
     this.#bound = options.bound;
@@ -258,20 +258,12 @@ export class Client {
   }
 
   /** Server-side apply of `obj` (its name and namespace say which object) as `fieldManager`. */
-  apply<T extends KubeObject>(
-    r: Kind<T>,
-    obj: T,
-    options: { fieldManager: string; force?: boolean; signal?: AbortSignal },
-  ): Promise<T> {
+  apply<T extends KubeObject>(r: Kind<T>, obj: T, options: ApplyOptions): Promise<T> {
     return this.#patch(r, this.#ref(r, obj), undefined, withType(r, obj), { ...options, type: 'apply' });
   }
 
   /** Server-side apply of the status subresource. */
-  applyStatus<T extends KubeObject>(
-    r: Kind<T>,
-    obj: T,
-    options: { fieldManager: string; force?: boolean; signal?: AbortSignal },
-  ): Promise<T> {
+  applyStatus<T extends KubeObject>(r: Kind<T>, obj: T, options: ApplyOptions): Promise<T> {
     return this.#patch(r, this.#ref(r, obj), 'status', withType(r, obj), { ...options, type: 'apply' });
   }
 
@@ -392,7 +384,7 @@ export class Client {
     return this.#write(r, ref, options, {
       method: 'PATCH',
       path: objectPath(r, ref, sub),
-      query: { fieldManager: options.fieldManager, force: type === 'apply' && options.force ? true : undefined },
+      query: writeQuery(options),
       body: patch,
       contentType: CONTENT_TYPES[type],
     });

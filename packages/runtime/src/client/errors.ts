@@ -6,7 +6,8 @@
  * ApiErrors too (`Network`, `Timeout`), with the original error as `cause`; a watch that stayed silent past its
  * inactivity deadline is `Inactive`; a request its caller aborted is `Aborted`. `toApiError` normalises anything thrown.
  * The message is the server's, except that the field `<nil>` (Go's word for no field: the error of a CEL rule on the
- * object as a whole, without `fieldPath`) is written as what it means.
+ * object as a whole, without `fieldPath`) is written as what it means, and a patch's strict decoding error leaves out
+ * the whole patched object the apiserver quotes before the unknown fields it names.
  *
  * Retryable: Conflict, TooManyRequests, Timeout, ServerTimeout, Unavailable, InternalError, Network, Inactive,
  * Gone (by relisting). Not retryable: NotFound, AlreadyExists, Forbidden, Unauthorized, Invalid, BadRequest, MethodNotAllowed.
@@ -199,7 +200,7 @@ export class ApiError extends OpkitError<ApiErrorCode> {
     const retryAfterSeconds = s?.details?.retryAfterSeconds ?? (Number.isFinite(headerRetry) ? headerRetry : undefined);
     const text = s?.message ?? (typeof body === 'string' && body.length > 0 ? body.slice(0, 500) : `HTTP ${status}`);
     const causes = s?.details?.causes;
-    return new ApiError(code, `${request}: ${explainNoField(text, causes)}`, {
+    return new ApiError(code, `${request}: ${withoutPatchedObject(explainNoField(text, causes))}`, {
       status,
       ...(s?.reason ? { reason: s.reason } : {}),
       ...(causes ? { causes } : {}),
@@ -221,6 +222,15 @@ const NO_FIELD_MEANING = '(the object as a whole: a rule without fieldPath)';
 function explainNoField(message: string, causes: readonly StatusCause[] | undefined): string {
   if (!causes?.some((c) => c.field === NO_FIELD)) return message;
   return message.replace(/(is invalid: \[?|, )<nil>: /g, `$1${NO_FIELD_MEANING}: `);
+}
+
+/**
+ * A message that ends in a strict decoding error (a patch with `fieldValidation: 'Strict'` and a field the schema
+ * lacks) without the whole patched object the apiserver puts before it: `patch: strict decoding error: unknown field
+ * "spec.colour"`, the part that says what to fix.
+ */
+function withoutPatchedObject(message: string): string {
+  return message.replace(/(patch: )Invalid value: "(?:[^"\\]|\\.)*": (strict decoding error: )/, '$1$2');
 }
 
 function isStatus(body: unknown): body is Status {

@@ -2,7 +2,8 @@
  * @module @opkit/runtime/client
  * Talking to the apiserver: `Client` (typed CRUD, patch kinds, server-side apply, status/scale subresources, paginated
  * lists, watches), `loadConfig` (kubeconfig or in-cluster), `Applier` for manifests, label selectors, and the
- * resource descriptions and object helpers, and `toApiError` (a Status as the `ApiError` the client throws).
+ * resource descriptions and object helpers, `toApiError` (a Status as the `ApiError` the client throws), and the
+ * apiserver's warnings (`onWarning`, `loggedOnce`).
  * `ApiError` and all its predicates (`isNotFound`, `isConflict`, `isAlreadyExists`, `isGone`, …) live in
  * `@opkit/runtime`; the built-in kinds in `@opkit/runtime/kinds`.
  */
@@ -46,8 +47,10 @@ export {
 } from './resource.ts';
 export type {
   APIResource,
+  ApplyOptions,
   ClientOptions,
   DeleteOptions,
+  FieldValidation,
   ListOptions,
   ObjectList,
   PatchOptions,
@@ -55,4 +58,5 @@ export type {
   ScaleObject,
   WriteOptions,
 } from './types.ts';
+export { loggedOnce, type WarningHandler } from './warnings.ts';
 export type { WatchEvent, WatchEventType } from './watch.ts';

@@ -153,6 +153,31 @@ test('a rotated client certificate lets requests in flight finish on the old con
   t.close();
 });
 
+test("fieldValidation: the client's default on every POST, PUT and PATCH that names none; warnings reach onWarning", async () => {
+  const { url, requests } = await serve((_req, res) =>
+    json(res, 200, {}, { warning: Buffer.from('299 - "unknown field \\"spec.färbe\\""', 'utf8').toString('latin1') }),
+  );
+  const heard: [string, string][] = [];
+  const client = new Client(config(url), {
+    fieldValidation: 'Strict',
+    onWarning: (text, request) => heard.push([text, request]),
+    protobuf: false,
+  });
+  const cm = { metadata: { name: 'c', namespace: 'ns' } };
+  await client.create(ConfigMaps, cm);
+  await client.update(ConfigMaps, cm, { fieldValidation: 'Ignore' });
+  await client.patch(ConfigMaps, cm.metadata, { data: { a: 'b' } });
+  await client.apply(ConfigMaps, cm, { fieldManager: 'me' });
+  await client.get(ConfigMaps, cm.metadata);
+  await client.delete(ConfigMaps, cm.metadata);
+  const asked = requests.map((r) => `${r.method} ${new URL(r.url ?? '', url).searchParams.get('fieldValidation')}`);
+  assert.deepEqual(asked, ['POST Strict', 'PUT Ignore', 'PATCH Strict', 'PATCH Strict', 'GET null', 'DELETE null']);
+  assert.equal(new URL(requests[3]?.url ?? '', url).searchParams.get('force'), null, 'no force unless asked');
+  assert.equal(heard.length, 6, 'one warning per answer, every verb');
+  assert.deepEqual(heard[0], ['unknown field "spec.färbe"', 'POST /api/v1/namespaces/ns/configmaps']);
+  client.close();
+});
+
 test('impersonation is sent as Impersonate-* headers on every request', async () => {
   const { url, requests } = await serve((_req, res) => json(res, 200, {}));
   const t = transport(url, {

@@ -23,6 +23,8 @@
  *   object is read back in JSON (`readBack`), or without one the write fails with `Malformed`.
  * - Connections keep alive, send TCP keep-alive probes after 15 s of silence, and move to a new pool when the client
  *   certificate rotates (client/pool.ts).
+ * - With `fieldValidation`, every POST, PUT and PATCH that names none asks for it; every answer's warnings go to
+ *   `onWarning` (client/warnings.ts).
  */
 import type { IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
@@ -34,11 +36,14 @@ import { ATTR, endRequestSpan, type Span, startRequestSpan } from '../tracing/sp
 import type { Credentials } from './auth.ts';
 import { aborted, cutOff, errorAnswer, parseBody, readBody } from './body.ts';
 import { ApiError } from './errors.ts';
-import type { ConnectionConfig, Impersonation } from './kubeconfig.ts';
+import { impersonationHeaders } from './impersonation.ts';
+import type { ConnectionConfig } from './kubeconfig.ts';
 import { ConnectionPools, KEEPALIVE_MS, type Lease } from './pool.ts';
 import { PROTOBUF } from './protobuf/codec.ts';
 import type { FieldMask } from './protobuf/reader.ts';
 import { answerRetryDelayMs, droppedRetryDelayMs, pause } from './retry.ts';
+import type { FieldValidation } from './types.ts';
+import { reportWarnings, type WarningHandler } from './warnings.ts';
 
 /** Where the transport reports each finished request (controller-runtime's `rest_client_*` metrics). */
 export interface RequestMetrics {
@@ -60,10 +65,16 @@ export interface TransportOptions {
   readonly timeoutMs?: number;
   /** Where each finished request is reported. */
   readonly metrics?: RequestMetrics;
+  /** The `fieldValidation` of every POST, PUT and PATCH that names none (default: none, the apiserver's `Warn`). */
+  readonly fieldValidation?: FieldValidation;
+  /** Hears each warning the apiserver answers with (client/warnings.ts). */
+  readonly onWarning?: WarningHandler;
 }
 
 /** The HTTP methods the client sends. */
 export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+/** The methods that write an object, and take `fieldValidation`. */
+const WRITES: ReadonlySet<Method> = new Set(['POST', 'PUT', 'PATCH']);
 
 /** One request to the apiserver. */
 export interface TransportRequest {
@@ -277,6 +288,9 @@ export class Transport {
     const cfg = this.#options.config;
     const url = new URL(this.server.href.replace(/\/$/, '') + req.path);
     for (const [k, v] of Object.entries(req.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
+    const validation = this.#options.fieldValidation;
+    if (validation && WRITES.has(req.method) && !url.searchParams.has('fieldValidation'))
+      url.searchParams.set('fieldValidation', validation);
     const payload =
       req.body === undefined ? undefined : typeof req.body === 'string' ? req.body : JSON.stringify(req.body);
     const headers: Record<string, string | string[]> = {
@@ -321,6 +335,7 @@ export class Transport {
           { method: req.method, agent: lease.agent, headers, ...tls, ...(signal ? { signal } : {}) },
           (res) => {
             metrics?.request(String(res.statusCode ?? 0), req.method, host, (performance.now() - started) / 1000);
+            if (this.#options.onWarning) reportWarnings(res, this.#options.onWarning, describeOf(req));
             res.once('close', lease.release);
             resolve(res);
           },
@@ -361,32 +376,4 @@ export class Transport {
       if (!req.guard) write();
     });
   }
-}
-
-/**
- * The Impersonate-* headers for a kubeconfig's `as`, `as-uid`, `as-groups` and `as-user-extra`. Values go on the wire
- * as UTF-8 bytes, as kubectl sends them (Node writes header strings as Latin-1, so they are given as such); an extra's
- * key is percent-encoded down to header-name characters.
- */
-function impersonationHeaders(imp: Impersonation | undefined): Record<string, string | string[]> {
-  if (!imp) return {};
-  const bytes = (v: string) => Buffer.from(v, 'utf8').toString('latin1');
-  const out: Record<string, string | string[]> = { 'impersonate-user': bytes(imp.user) };
-  if (imp.uid) out['impersonate-uid'] = bytes(imp.uid);
-  if (imp.groups && imp.groups.length > 0) out['impersonate-group'] = imp.groups.map(bytes);
-  for (const [key, values] of Object.entries(imp.extra ?? {})) {
-    if (values.length > 0) out[`impersonate-extra-${headerKey(key)}`] = values.map(bytes);
-  }
-  return out;
-}
-
-/** `key` lower-cased, with every byte outside [a-z0-9-_.~] percent-encoded (a valid HTTP header name). */
-function headerKey(key: string): string {
-  return [...Buffer.from(key.toLowerCase(), 'utf8')]
-    .map((b) =>
-      /[a-z0-9\-_.~]/.test(String.fromCharCode(b))
-        ? String.fromCharCode(b)
-        : `%${b.toString(16).toUpperCase().padStart(2, '0')}`,
-    )
-    .join('');
 }

@@ -8,6 +8,7 @@
 import type { ConnectionConfig } from './kubeconfig.ts';
 import type { KubeObject } from './resource.ts';
 import type { RequestMetrics } from './transport.ts';
+import type { WarningHandler } from './warnings.ts';
 
 /** The metadata of a list answer. */
 export interface ListMeta {
@@ -65,14 +66,30 @@ export interface PatchOptions {
   readonly fieldManager?: string;
   /** Server-side apply: take ownership of conflicting fields. */
   readonly force?: boolean;
+  /** Unknown or duplicate fields: fail, warn or ignore (default: the client's `fieldValidation`, else `Warn`). */
+  readonly fieldValidation?: FieldValidation;
   /** Aborts the request (it rejects with `ApiError` `Aborted`). */
   readonly signal?: AbortSignal;
 }
+
+/**
+ * What the apiserver does with a field the kind's schema does not have (or a field given twice), as kubectl's
+ * `--validate`: `Strict` fails the write (BadRequest, naming the field), `Warn` drops the field and answers with a
+ * warning (the apiserver's default), `Ignore` drops it silently.
+ */
+export type FieldValidation = 'Strict' | 'Warn' | 'Ignore';
+
+/** Options of a server-side apply: its field manager (required), and whether it takes conflicting fields over. */
+export type ApplyOptions = Pick<PatchOptions, 'force' | 'fieldValidation' | 'signal'> & {
+  readonly fieldManager: string;
+};
 
 /** Options of a create, update or subresource write. */
 export interface WriteOptions {
   /** The field manager the write is recorded under in `managedFields`. */
   readonly fieldManager?: string;
+  /** Unknown or duplicate fields: fail, warn or ignore (default: the client's `fieldValidation`, else `Warn`). */
+  readonly fieldValidation?: FieldValidation;
   /** Validate and admit the write, but do not store it (`dryRun=All`): the answer is what would have been stored. */
   readonly dryRun?: boolean;
   /** Aborts the request (it rejects with `ApiError` `Aborted`). */
@@ -111,6 +128,16 @@ export interface ClientOptions {
   readonly timeoutMs?: number;
   /** Request counts and latencies are reported here when set (controller-runtime's `rest_client_*` metrics). */
   readonly metrics?: RequestMetrics;
+  /**
+   * The `fieldValidation` of every write that names none (default: none, so the apiserver's `Warn`; a manager's
+   * client: `Strict`).
+   */
+  readonly fieldValidation?: FieldValidation;
+  /**
+   * Hears each warning the apiserver answers with (its text and the request), as client-go's `WarningHandler`
+   * (default: none; a manager's client logs each distinct text once).
+   */
+  readonly onWarning?: WarningHandler;
   /**
    * Whether gets, lists and watches of built-in kinds ask for the protobuf encoding (default `true`, as client-go's
    * clients for built-in kinds do): the apiserver encodes and the client decodes it at a fraction of JSON's cost, and

@@ -14,7 +14,7 @@ import { UsageError } from '../errors.ts';
 import { hasDecoder, load } from './protobuf/codec.ts';
 import { acceptOf, type Kind, type KubeObject, type ObjectRef, objectPath, refOf } from './resource.ts';
 import type { TransportRequest } from './transport.ts';
-import type { DeleteOptions, PatchType, WriteOptions } from './types.ts';
+import type { DeleteOptions, PatchOptions, PatchType, WriteOptions } from './types.ts';
 
 /** The Content-Type of each patch format. */
 export const CONTENT_TYPES: Readonly<Record<PatchType, string>> = {
@@ -63,9 +63,12 @@ export function writtenRef(r: Kind<KubeObject, unknown>, obj: KubeObject, defaul
   return ref;
 }
 
-/** The query of a write: its field manager, and `dryRun=All` for a dry run. */
-export function writeQuery(options: WriteOptions): Record<string, string | undefined> {
-  return { fieldManager: options.fieldManager, dryRun: options.dryRun ? 'All' : undefined };
+/** The query of a write: its field manager and field validation, `dryRun=All` for a dry run, `force` for an apply. */
+export function writeQuery(options: WriteOptions & PatchOptions): Record<string, string | boolean | undefined> {
+  const { fieldManager, fieldValidation, dryRun, force, type } = options;
+  // `force` only on a forced apply: the apiserver refuses it (even false) on any other write
+  const forced = type === 'apply' && force ? true : undefined;
+  return { fieldManager, fieldValidation, dryRun: dryRun ? 'All' : undefined, force: forced };
 }
 
 /** The body of a DELETE with `options` (a `DeleteOptions`), or undefined when they ask for nothing. */

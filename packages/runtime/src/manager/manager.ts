@@ -41,9 +41,8 @@
  */
 
 import { randomUUID } from 'node:crypto';
-import { hostname } from 'node:os';
 import { Cache } from '../cache/cache.ts';
-import { Client } from '../client/client.ts';
+import type { Client } from '../client/client.ts';
 import { type Kind, type KubeObject, resourceId } from '../client/resource.ts';
 import { type BuilderOptions, ControllerBuilder, type ControllerBuilderFor } from '../controller/builder.ts';
 import { type Controller, DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT_MS } from '../controller/controller.ts';
@@ -55,6 +54,7 @@ import { Metrics } from '../metrics.ts';
 import { Sharding } from '../sharding/sharded.ts';
 import { FileCertificates } from '../tls/sources.ts';
 import { WebhookServer } from '../webhook/server.ts';
+import { instanceName, managerClient } from './client.ts';
 import { ManagerEndpoints } from './endpoints.ts';
 import { ManagerError } from './errors.ts';
 import { replicaFence } from './fence.ts';
@@ -148,21 +148,15 @@ export class Manager {
 
   /**
    * A manager with a client from `options.client`, or the kubeconfig (as kubectl), or the in-cluster config; a client
-   * made here reports `rest_client_requests_total` and names the replica in its user agent
-   * (`opkit/<v> (<operator>; <instance>)`), so audit logs tell replicas apart.
+   * made here reports `rest_client_requests_total`, names the replica in its user agent
+   * (`opkit/<v> (<operator>; <instance>)`, so audit logs tell replicas apart), writes with `fieldValidation` (default
+   * `Strict`) and logs each distinct warning of the apiserver once.
    */
   static async create(options: ManagerOptions): Promise<Manager> {
     const metrics = new Metrics();
-    const client =
-      options.client ??
-      (await Client.create({
-        name: `${options.name}; ${instanceName()}`,
-        metrics: metrics.requests(),
-        ...(options.kubeconfig?.path ? { path: options.kubeconfig.path } : {}),
-        ...(options.kubeconfig?.context ? { context: options.kubeconfig.context } : {}),
-        ...(options.protobuf !== undefined ? { protobuf: options.protobuf } : {}),
-      }));
-    return new Manager({ ...options, client, metricsRegistry: metrics });
+    const log = options.log ?? createLogger({ name: options.name });
+    const client = options.client ?? (await managerClient(options, metrics, log));
+    return new Manager({ ...options, log, client, metricsRegistry: metrics });
   }
 
   /**
@@ -392,9 +386,4 @@ export class Manager {
 function oneLine(err: unknown): string {
   const text = err instanceof Error ? err.message : String(err);
   return text.split('\n')[0] ?? text;
-}
-
-/** This replica's name: `$POD_NAME` (the Deployment sets it from the downward API), else the hostname. */
-function instanceName(): string {
-  return process.env.POD_NAME || hostname();
 }

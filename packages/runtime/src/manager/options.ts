@@ -6,6 +6,7 @@
 
 import type { CacheOptions } from '../cache/cache.ts';
 import type { Client } from '../client/client.ts';
+import type { FieldValidation } from '../client/types.ts';
 import type { Logger } from '../logger.ts';
 import type { ShardingSettings } from '../sharding/sharded.ts';
 import type { WebhookServerOptions } from '../webhook/server.ts';
@@ -49,6 +50,13 @@ export interface ManagerOptions {
    * `ClientOptions.protobuf`). `false` reads everything as JSON. A client given in `client` keeps its own setting.
    */
   readonly protobuf?: boolean;
+  /**
+   * What the apiserver does with a field a write sends that the kind's schema lacks (see `FieldValidation`), for the
+   * client `Manager.create` makes (default `Strict`: a typo or a field of another version fails the write, naming the
+   * field, instead of being dropped; `--field-validation`). Its warnings are logged once per distinct text. A client
+   * given in `client` keeps its own settings.
+   */
+  readonly fieldValidation?: FieldValidation;
   /** Where the manager and its parts log (default: JSON lines at `info` on stderr, with `name`). */
   readonly log?: Logger;
   /** Leader election (default off). */

@@ -2,7 +2,7 @@
  * @module manager/settings-groups
  * The manager settings of one concern each, as manager/settings reads them from a flag or its environment variable:
  * the controllers' workers and drain, the leader-election Lease's timings, logging, the kubeconfig, the content type
- * of reads, the namespaces to watch.
+ * of reads, the field validation of writes, the namespaces to watch.
  *
  * Guarantees: a bad value is a `SettingsError` naming the flag (or variable) and what it accepts; an absent one leaves
  * the manager's default.
@@ -109,6 +109,15 @@ export function contentType(str: Str): Pick<ManagerOptions, 'protobuf'> {
   if (protobuf === undefined)
     throw new SettingsError(`${from}: "${type}" is not application/vnd.kubernetes.protobuf or application/json`);
   return { protobuf };
+}
+
+/** `--field-validation`, else `FIELD_VALIDATION`: `Strict`, `Warn` or `Ignore` (any case), for the manager's writes. */
+export function fieldValidation(str: Str): Pick<ManagerOptions, 'fieldValidation'> {
+  const [value, from] = str('field-validation', 'FIELD_VALIDATION');
+  if (value === undefined) return {};
+  const found = (['Strict', 'Warn', 'Ignore'] as const).find((v) => v.toLowerCase() === value.trim().toLowerCase());
+  if (!found) throw new SettingsError(`${from}: "${value}" is not Strict, Warn or Ignore`);
+  return { fieldValidation: found };
 }
 
 /** `--namespace` / WATCH_NAMESPACE: one namespace, or a comma-separated list of them. */

@@ -21,6 +21,7 @@
  * | `--graceful-shutdown-timeout` | `GRACEFUL_SHUTDOWN_TIMEOUT` | e.g. `2s`, `30s` (default 2s) |
  * | `--reconcile-timeout` | `RECONCILE_TIMEOUT` | how long one reconcile may run before its signal aborts and it is retried, e.g. `30s` (default: no limit; `0`: none) |
  * | `--kubeconfig`, `--context` | `KUBECONFIG` | which cluster (default: as kubectl, or in-cluster) |
+ * | `--field-validation` | `FIELD_VALIDATION` | what a write's unknown fields do: `Strict` (the default: the write fails naming the field), `Warn` or `Ignore` |
  * | `--kube-api-content-type` | `KUBE_API_CONTENT_TYPE` | how built-in kinds are read: `application/vnd.kubernetes.protobuf` (default) or `application/json` |
  * | `--log-level` | `LOG_LEVEL` | debug, info, warn, error (default info) |
  * | `--log-format` | `LOG_FORMAT` | json (default) or pretty |
@@ -69,6 +70,7 @@ import type { ManagerOptions } from './options.ts';
 import {
   contentType,
   controllerSettings,
+  fieldValidation,
   kubeconfigSettings,
   leaseTimings,
   logSettings,
@@ -110,6 +112,8 @@ export const SETTINGS_HELP = `Manager options:
   --reconcile-timeout DUR            a reconcile's signal aborts after this long, and it is retried
                                      (default: no limit)
   --kubeconfig FILE, --context NAME  which cluster (default: as kubectl, or in-cluster)
+  --field-validation MODE            a write with a field the schema lacks: Strict (fails, the default),
+                                     Warn or Ignore (dropped)
   --kube-api-content-type TYPE       how built-in kinds are read: application/vnd.kubernetes.protobuf (default)
                                      or application/json
   --log-level LEVEL                  debug, info, warn, error (default info)
@@ -136,6 +140,7 @@ const MANAGER_FLAGS = {
   kubeconfig: { type: 'string' },
   context: { type: 'string' },
   'kube-api-content-type': { type: 'string' },
+  'field-validation': { type: 'string' },
   'log-level': { type: 'string' },
   'log-format': { type: 'string' },
   'webhook-bind-address': { type: 'string' },
@@ -251,6 +256,7 @@ function managerOptions(base: ManagerOptions, parsed: ParsedFlags, env: NodeJS.P
     ...logSettings(base, str),
     ...kubeconfigSettings(base, values),
     ...contentType(str),
+    ...fieldValidation(str),
     metrics: { ...base.metrics, ...served.options, ...(metrics !== undefined ? { bindAddress: metrics } : {}) },
     health: { ...base.health, ...(health !== undefined ? { bindAddress: health } : {}) },
     webhook: {
