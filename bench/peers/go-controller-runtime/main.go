@@ -1,7 +1,8 @@
 // The AppService operator written with Go controller-runtime: the benchmark peer of opkit's operator. Same API, same
 // behaviour (owner-referenced pods named by generateName with the same labels, Failed/Succeeded pods replaced,
 // status replicas/readyReplicas/podNames/selector/observedGeneration and the conditions Available, Progressing and
-// ReplicaFailure, with opkit's reasons and messages, written only when changed; one Event per scaling action), same
+// ReplicaFailure, with opkit's reasons and messages on the benchmark's paths (a failed delete is only retried, and
+// failure texts are not cut to 500 characters), written only when changed; one Event per scaling action), same
 // worker count, no client-side rate limit. Written the way kubebuilder users write it: conditions set with
 // meta.SetStatusCondition, no expectations (controller-runtime has none).
 package main

@@ -25,6 +25,8 @@ import { FileDescriptorSetSchema } from '@bufbuild/protobuf/wkt';
 const here = dirname(fileURLToPath(import.meta.url));
 const SET = join(here, '..', 'data', 'k8s-core-v1.binpb.gz');
 const BUF = '@bufbuild/buf@1.75.0';
+/** The envelope's first four bytes, `k8s\0`. */
+const MAGIC = Buffer.from([0x6b, 0x38, 0x73, 0x00]);
 /** The proto files compiled: core/v1 and, transitively, everything it imports. */
 const FILES = [
   ['k8s.io/api', 'core/v1'],
@@ -56,15 +58,20 @@ export function bufbuildDecoder(kind: string): BufbuildDecoder {
   const unknown = message('k8s.io.apimachinery.pkg.runtime.Unknown');
   const target = message(`k8s.io.api.core.v1.${kind}`);
   const decode = (body: Uint8Array): Message => {
+    if (Buffer.compare(Buffer.from(body.subarray(0, 4)), MAGIC) !== 0) throw new Error('not a k8s protobuf envelope');
     const envelope = fromBinary(unknown, body.subarray(4)) as Message & { raw?: Uint8Array };
     return fromBinary(target, envelope.raw ?? new Uint8Array());
   };
   return { decode, decodeToJson: (body) => toJson(target, decode(body)) };
 }
 
+/** Where Go's module cache holds `path` at the version tools/protobuf/go pins (downloaded first if need be). */
 function moduleDir(path: string): string {
   const go = join(here, '..', 'go');
-  return execFileSync('go', ['list', '-m', '-f', '{{.Dir}}', path], { cwd: go, encoding: 'utf8' }).trim();
+  execFileSync('go', ['mod', 'download', path], { cwd: go, stdio: 'inherit' });
+  const dir = execFileSync('go', ['list', '-m', '-f', '{{.Dir}}', path], { cwd: go, encoding: 'utf8' }).trim();
+  if (!dir) throw new Error(`go list found no source of ${path} for tools/protobuf/go: is it in its go.mod?`);
+  return dir;
 }
 
 function main(): void {

@@ -24,8 +24,8 @@
  *   create without an answer (`ctx.expect.maybeCreated`) is first looked for in the apiserver.
  *   Every event of a watched kind is shown to the expectations (see expectations.ts).
  * - `ctx.rawClient` aborts its requests when `ctx.signal` does, so a hung request cannot outlast the drain.
- * - With `reconcileTimeoutMs`, a reconcile's `ctx.signal` also aborts at its deadline; it is then counted, logged and
- *   retried through the error policy as a `ReconcileTimeoutError` (controller/deadline.ts).
+ * - With `reconcileTimeoutMs`, a reconcile's `ctx.signal` also aborts at its deadline, which is counted and logged; an
+ *   error the abort caused reaches the error policy as a `ReconcileTimeoutError` (controller/deadline.ts).
  * - An `Aborted` error means "stopping" only when the controller is stopping; a reconcile that aborted a call of its
  *   own (say with `AbortSignal.timeout`) is retried with backoff like any failure.
  * - With a `gate` (sharding), each request is reconciled only if the gate admits it then (else it is dropped, or
@@ -97,6 +97,9 @@ export class Controller {
   readonly #tombstones = new Map<string, KubeObject>();
 
   constructor(options: ControllerOptions, reconciler: Reconciler) {
+    const limit = options.reconcileTimeoutMs;
+    if (limit !== undefined && !(limit >= 0))
+      throw new UsageError('InvalidArgument', `controller ${options.name}: reconcileTimeoutMs ${limit} is not ≥ 0`);
     this.#o = options;
     this.name = options.name;
     this.#reconciler = reconciler;
@@ -350,13 +353,13 @@ export class Controller {
     const started = performance.now();
     // biome-ignore lint/suspicious/noConfusingVoidType: what a reconciler may return
     let result: Result | undefined | void;
+    deadline?.arm();
     try {
       result = await (span
         ? withActiveSpan(span, this.#reconciler.reconcile, this.#reconciler, request, ctx)
         : this.#reconciler.reconcile(request, ctx));
       refuseRenamedFields(result);
-      const late = deadline?.settle(undefined); // past the deadline: never taken for success
-      if (late) throw late;
+      deadline?.settle(undefined);
     } catch (thrown) {
       const err = deadline ? deadline.settle(thrown) : thrown;
       m?.reconcileTime.observe({ controller: this.name }, (performance.now() - started) / 1000);

@@ -1,19 +1,21 @@
 /**
  * The per-reconcile timeout with a fake clock and no apiserver (requests are queued by hand): the signal aborts at the
- * deadline, the timeout is counted and the request goes to the error policy as a `ReconcileTimeoutError`, whatever the
- * reconcile returned. The same against a real apiserver (a hung request): test/reconcile-timeout.test.ts.
+ * deadline, the timeout is counted, and what the abort caused goes to the error policy as a `ReconcileTimeoutError`;
+ * anything else the reconcile ended with is kept. The same against a real apiserver (a request hung on a frozen
+ * connection): the reconcile-timeout test in test/manager.test.ts.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Cache } from '../cache/cache.ts';
 import { Client } from '../client/client.ts';
 import { objectKey } from '../client/resource.ts';
+import { UsageError } from '../errors.ts';
 import { Metrics } from '../metrics.ts';
 import { FakeClock } from '../workqueue/index.ts';
 import { Controller } from './controller.ts';
 import { ReconcileTimeoutError } from './deadline.ts';
 import { type ErrorInfo, retryWithBackoff } from './policy.ts';
-import type { ReconcileContext } from './reconcile.ts';
+import { type ReconcileContext, TerminalError } from './reconcile.ts';
 
 async function settle(): Promise<void> {
   for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
@@ -38,6 +40,7 @@ function harness(reconcileTimeoutMs: number | undefined, body: (ctx: ReconcileCo
       cache: new Cache({ client }),
       clock,
       metrics,
+      gracefulShutdownTimeoutMs: 50,
       ...(reconcileTimeoutMs !== undefined ? { reconcileTimeoutMs } : {}),
       errorPolicy: (err, info) => {
         seen.push({ err, info });
@@ -67,6 +70,7 @@ function harness(reconcileTimeoutMs: number | undefined, body: (ctx: ReconcileCo
     timeouts: () => sample('controller_runtime_reconcile_timeouts_total'),
     successes: () => sample('controller_runtime_reconcile_total'),
     async close() {
+      if (stop.signal.aborted) return;
       stop.abort();
       await running;
       client.close();
@@ -105,53 +109,76 @@ test('at the deadline the signal aborts, the timeout is counted, and the error p
   }
 });
 
-test('a reconcile that ignores its signal and returns after the deadline is not taken for success', async () => {
+test('a reconcile that ignores its signal keeps its worker; what it returns after the deadline is kept', async () => {
   let finish: () => void = () => {};
-  const h = harness(500, () => new Promise<void>((resolve) => (finish = resolve)));
+  let nth = 0;
+  const h = harness(500, async () => {
+    if (++nth === 1) await new Promise<void>((resolve) => (finish = resolve));
+  });
   try {
     h.controller.queue.add(key);
     await settle();
     h.clock.advance(600);
     await settle();
-    assert.equal(h.seen.length, 0, 'the worker waits for the reconcile: never two of one request at once');
     assert.equal(h.timeouts(), 1, 'counted when the deadline passed, while it still runs');
+    h.controller.queue.add(key);
+    await settle();
+    assert.equal(h.contexts.length, 1, 'never two reconciles of one request at once');
     finish();
     await settle();
-    assert.equal(h.seen.length, 1);
-    const err = h.seen[0]?.err;
-    assert.ok(err instanceof ReconcileTimeoutError);
-    assert.equal(err.cause, undefined, 'it threw nothing');
-    assert.equal(h.successes(), 0);
+    assert.equal(h.seen.length, 0, 'a normal return is a success, as in controller-runtime');
+    assert.equal(h.successes(), 2, 'then the request added meanwhile');
   } finally {
     await h.close();
   }
 });
 
-test('what a late reconcile threw is the cause; one that ends in time is not touched by the timer', async () => {
+test('an error the abort caused becomes a ReconcileTimeoutError with it as cause; a TerminalError stays terminal', async () => {
   let nth = 0;
   const h = harness(500, async (ctx) => {
     nth++;
-    if (nth === 1) {
-      await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve));
-      throw new Error('my request was cut off');
-    }
+    await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve));
+    if (nth === 1) throw new Error('my request was cut off', { cause: ctx.signal.reason });
+    throw new TerminalError('bad input, found after the deadline');
   });
   try {
     h.controller.queue.add(key);
     await settle();
     h.clock.advance(500);
     await settle();
-    const err = h.seen[0]?.err;
-    assert.ok(err instanceof ReconcileTimeoutError);
-    assert.match(String((err.cause as Error).message), /cut off/);
-    h.clock.advance(10); // the backoff (5 ms): the second reconcile ends at once
+    const first = h.seen[0]?.err;
+    assert.ok(first instanceof ReconcileTimeoutError);
+    assert.match(String((first.cause as Error).message), /cut off/);
+    h.clock.advance(10); // the backoff: the second reconcile
     await settle();
-    assert.equal(nth, 2);
+    h.clock.advance(500);
+    await settle();
+    assert.ok(h.seen[1]?.err instanceof TerminalError, 'not turned into a timeout');
+    assert.equal(h.timeouts(), 2);
+  } finally {
+    await h.close();
+  }
+});
+
+test('a reconcile that ends in time cancels its timer; a stop before the deadline is not a timeout', async () => {
+  let nth = 0;
+  const h = harness(500, async (ctx) => {
+    nth++;
+    if (nth === 2) await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve));
+  });
+  try {
+    h.controller.queue.add(key);
+    await settle();
     assert.equal(h.successes(), 1);
     h.clock.advance(10_000);
     await settle();
-    assert.equal(h.timeouts(), 1, "the second reconcile's timer was cancelled");
-    assert.equal(h.contexts[1]?.signal.aborted, false);
+    assert.equal(h.timeouts(), 0, "the first reconcile's timer was cancelled");
+    h.controller.queue.add(key);
+    await settle();
+    assert.equal(nth, 2);
+    await h.close(); // the drain (50 ms, real time) aborts the reconcile's signal: the stop comes first
+    h.clock.advance(10_000);
+    assert.equal(h.timeouts(), 0, 'the stop came first');
   } finally {
     await h.close();
   }
@@ -173,4 +200,24 @@ test('without a limit no timer runs: a long reconcile keeps its signal', async (
   } finally {
     await h.close();
   }
+});
+
+test('a negative or non-numeric reconcileTimeoutMs is refused when the controller is made, naming it', () => {
+  const client = new Client({
+    server: 'http://127.0.0.1:9',
+    auth: { credentials: async () => ({ headers: {} }), invalidate() {} },
+    namespace: 'ns',
+    contextName: 'test',
+  });
+  for (const bad of [-1, Number.NaN]) {
+    assert.throws(
+      () =>
+        new Controller(
+          { name: 'c', client, cache: new Cache({ client }), reconcileTimeoutMs: bad },
+          { reconcile: async () => {} },
+        ),
+      (e) => e instanceof UsageError && /reconcileTimeoutMs/.test(e.message),
+    );
+  }
+  client.close();
 });

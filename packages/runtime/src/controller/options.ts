@@ -39,9 +39,9 @@ export interface ControllerOptions {
    */
   readonly gracefulShutdownTimeoutMs?: number;
   /**
-   * How long one reconcile may run before its `ctx.signal` aborts and it is retried as a `ReconcileTimeoutError`
-   * (default: no limit; the manager's `controllers.reconcileTimeoutMs`, the `--reconcile-timeout` flag). See
-   * controller/deadline.ts.
+   * How long one reconcile may run before its `ctx.signal` aborts (default: no limit; the manager's
+   * `controllers.reconcileTimeoutMs`, the `--reconcile-timeout` flag); an error the abort caused is retried as a
+   * `ReconcileTimeoutError`. See controller/deadline.ts.
    */
   readonly reconcileTimeoutMs?: number;
   /** Expectation timeout (default 60 s). */

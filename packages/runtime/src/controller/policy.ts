@@ -7,10 +7,10 @@
  * | error | action | logged at |
  * | --- | --- | --- |
  * | `TerminalError` | give up (counted as terminal) | error |
- * | `ReconcileTimeoutError` (the controller's `reconcileTimeoutMs` passed) | backoff | warn |
  * | Conflict (409: the object changed meanwhile) | backoff | debug |
  * | TooManyRequests with Retry-After | after the server's delay | warn |
  * | anything while the controller is stopping | give up (the successor redoes it) | debug |
+ * | `ReconcileTimeoutError` (the controller's `reconcileTimeoutMs` passed) | backoff | warn |
  * | anything else | backoff | error |
  *
  * Guarantees: a policy never sees an error before the reconcile ended, and whatever it answers, a request is never
@@ -80,8 +80,6 @@ export const defaultErrorPolicy: ErrorPolicy = (err, info) => {
       message: 'reconcile failed with a terminal error: not retrying',
     };
   }
-  if (err instanceof ReconcileTimeoutError)
-    return retryWithBackoff('warn', 'reconcile timed out: retrying with backoff');
   if (isApiError(err, 'Conflict')) {
     return retryWithBackoff('debug', 'conflict (the object changed meanwhile): retrying with fresh state');
   }
@@ -89,6 +87,8 @@ export const defaultErrorPolicy: ErrorPolicy = (err, info) => {
     return retryAfter(err.retryAfterSeconds * 1000, 'warn', 'throttled by the apiserver');
   }
   if (info.stopping) return giveUp('debug', 'reconcile ended by the stop (not retried)');
+  if (err instanceof ReconcileTimeoutError)
+    return retryWithBackoff('warn', 'reconcile timed out: retrying with backoff');
   return retryWithBackoff('error');
 };
 

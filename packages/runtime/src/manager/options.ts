@@ -88,8 +88,9 @@ export interface ManagerOptions {
      */
     readonly gracefulShutdownTimeoutMs?: number;
     /**
-     * How long one reconcile may run before its signal aborts and it is retried (default: no limit), as
-     * controller-runtime's `ReconciliationTimeout`; counted in `controller_runtime_reconcile_timeouts_total`.
+     * How long one reconcile may run before its signal aborts (default: no limit), as controller-runtime's
+     * `ReconciliationTimeout`; counted in `controller_runtime_reconcile_timeouts_total`, and an error the abort caused
+     * is retried as a `ReconcileTimeoutError`.
      */
     readonly reconcileTimeoutMs?: number;
     /** Link reconcile spans to the W3C trace context in objects' `opkit.dev/traceparent` annotation (default off). */

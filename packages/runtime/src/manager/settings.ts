@@ -19,7 +19,7 @@
  * | `--namespace` | `WATCH_NAMESPACE` | watch one namespace, or a comma-separated list of them (default: all) |
  * | `--max-concurrent-reconciles` | `MAX_CONCURRENT_RECONCILES` | workers per controller (default 1) |
  * | `--graceful-shutdown-timeout` | `GRACEFUL_SHUTDOWN_TIMEOUT` | e.g. `2s`, `30s` (default 2s) |
- * | `--reconcile-timeout` | `RECONCILE_TIMEOUT` | how long one reconcile may run before its signal aborts and it is retried, e.g. `30s` (default: no limit; `0`: none) |
+ * | `--reconcile-timeout` | `RECONCILE_TIMEOUT` | how long one reconcile may run before its signal aborts, e.g. `30s` (default: no limit; `0` lifts `controllers.reconcileTimeoutMs`; a controller's own `reconcileTimeoutMs` wins) |
  * | `--kubeconfig`, `--context` | `KUBECONFIG` | which cluster (default: as kubectl, or in-cluster) |
  * | `--field-validation` | `FIELD_VALIDATION` | what a write's unknown fields do: `Strict` (the default: the write fails naming the field), `Warn` or `Ignore` |
  * | `--kube-api-content-type` | `KUBE_API_CONTENT_TYPE` | how built-in kinds are read: `application/vnd.kubernetes.protobuf` (default) or `application/json` |
@@ -109,8 +109,8 @@ export const SETTINGS_HELP = `Manager options:
   --max-concurrent-reconciles N      workers per controller (default 1)
   --graceful-shutdown-timeout DUR    drain time of a graceful stop: in-flight reconciles get it, webhooks keep
                                      serving for it; the stop's phases share twice it + 1s (default 2s)
-  --reconcile-timeout DUR            a reconcile's signal aborts after this long, and it is retried
-                                     (default: no limit)
+  --reconcile-timeout DUR            a reconcile's signal aborts after this long (default: no limit;
+                                     a controller's own reconcileTimeoutMs wins)
   --kubeconfig FILE, --context NAME  which cluster (default: as kubectl, or in-cluster)
   --field-validation MODE            a write with a field the schema lacks: Strict (fails, the default),
                                      Warn or Ignore (dropped)
