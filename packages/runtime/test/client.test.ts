@@ -1,10 +1,20 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Environment } from '@opkit/testenv';
-import { ConfigMaps, Deployments, Namespaces, Pods } from '../src/client/builtins.ts';
+import {
+  ClusterRoleBindings,
+  ClusterRoles,
+  ConfigMaps,
+  Deployments,
+  Namespaces,
+  Pods,
+  Secrets,
+  ServiceAccounts,
+} from '../src/client/builtins.ts';
 import { type Client, loadConfig, Client as RuntimeClient } from '../src/client/index.ts';
-import { ApiError, isApiError } from '../src/index.ts';
-import { installWidgetCrd, startEnv, Widgets } from './support.ts';
+import { rbacManifests } from '../src/helpers/index.ts';
+import { ApiError, isApiError, permission } from '../src/index.ts';
+import { installWidgetCrd, startEnv, Widgets, waitFor } from './support.ts';
 
 describe('client against a real apiserver', () => {
   let env: Environment;
@@ -260,6 +270,37 @@ describe('client against a real apiserver', () => {
     const ev = await client.create(ConfigMaps, { metadata: { name: 'ua', namespace: 'c' }, data: { a: '1' } });
     const manager = ev.metadata.managedFields?.[0]?.manager;
     assert.equal(manager, 'opkit', 'the apiserver derives the field manager from the user agent');
+  });
+
+  test('permission resourceNames: the generated RBAC lets the operator read and write its Secret, and no other', async () => {
+    const { clusterRole, clusterRoleBinding, serviceAccount } = rbacManifests('narrow', 'c', [
+      permission(Secrets, ['get', 'update', 'patch'], { resourceNames: ['app-cfg'] }),
+    ]);
+    await client.create(ServiceAccounts, serviceAccount as never);
+    await client.create(ClusterRoles, clusterRole as never);
+    await client.create(ClusterRoleBindings, clusterRoleBinding as never);
+    for (const name of ['app-cfg', 'someone-elses']) {
+      await client.create(Secrets, { metadata: { name, namespace: 'c' }, stringData: { k: 'v' } });
+    }
+    const sa = await env.kubeconfigFor({ namespace: 'c', name: 'narrow' });
+    const narrow = await RuntimeClient.create({ path: sa.path });
+    try {
+      const mine = await waitFor('the binding to take effect', async () =>
+        narrow.get(Secrets, { namespace: 'c', name: 'app-cfg' }).catch(() => undefined),
+      );
+      await narrow.patch(Secrets, { namespace: 'c', name: 'app-cfg' }, { metadata: { labels: { seen: 'yes' } } });
+      assert.ok(mine.data?.k);
+      for (const denied of [
+        () => narrow.get(Secrets, { namespace: 'c', name: 'someone-elses' }),
+        () => narrow.patch(Secrets, { namespace: 'c', name: 'someone-elses' }, { metadata: { labels: { x: 'y' } } }),
+        () => narrow.list(Secrets, { namespace: 'c' }),
+        () => narrow.create(Secrets, { metadata: { name: 'new', namespace: 'c' } }),
+      ]) {
+        await assert.rejects(denied(), (e) => isApiError(e, 'Forbidden'));
+      }
+    } finally {
+      narrow.close();
+    }
   });
 
   test('an optional client-side rate limit spaces requests (off by default)', async () => {

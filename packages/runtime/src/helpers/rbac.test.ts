@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { test } from 'node:test';
-import { Pods } from '../client/builtins.ts';
+import { Pods, Secrets } from '../client/builtins.ts';
+import { UsageError } from '../errors.ts';
 import { managerPermissions, permission, policyRules, rbacManifests } from './rbac.ts';
 
 test('rules merge by group and verb set, sorted and byte-stable', () => {
@@ -39,5 +40,30 @@ test('rule order is the same under every locale (code-unit order): Danish, Lithu
     });
     assert.equal(r.status, 0, r.stderr);
     assert.deepEqual(JSON.parse(r.stdout), expected, `under ${locale}`);
+  }
+});
+
+test('resourceNames: a rule of their own per name set, right after the resource rule without; bad names refused', () => {
+  const perms = [
+    permission(Secrets, ['get', 'update'], { resourceNames: ['tls', 'app-cfg', 'tls'] }),
+    permission(Secrets, ['patch'], { resourceNames: ['app-cfg', 'tls'] }),
+    permission(Secrets, ['list', 'watch']),
+    permission(Secrets, ['get'], { resourceNames: ['другой'] }),
+  ];
+  assert.deepEqual(policyRules(perms), [
+    { apiGroups: [''], resources: ['secrets'], verbs: ['list', 'watch'] },
+    { apiGroups: [''], resources: ['secrets'], resourceNames: ['app-cfg', 'tls'], verbs: ['get', 'update', 'patch'] },
+    { apiGroups: [''], resources: ['secrets'], resourceNames: ['другой'], verbs: ['get'] },
+  ]);
+  for (const [verbs, names, message] of [
+    [['create'], ['x'], /cannot limit create to names/],
+    [['get', 'deletecollection'], ['x'], /cannot limit deletecollection/],
+    [['get'], [], /at least one name/],
+    [['get'], [''], /no empty one/],
+  ] as const) {
+    assert.throws(
+      () => permission(Secrets, verbs, { resourceNames: names }),
+      (e) => e instanceof UsageError && message.test(e.message) && /permission\(Secret/.test(e.message),
+    );
   }
 });

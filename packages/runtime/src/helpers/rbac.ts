@@ -9,6 +9,7 @@
  */
 import { type ClusterRoleBinding, EventsV1Events, Leases, type RoleBinding } from '../client/builtins.ts';
 import type { Kind, KubeObject } from '../client/resource.ts';
+import { UsageError } from '../errors.ts';
 
 /** A Kubernetes API verb a permission grants. */
 export type Verb = 'get' | 'list' | 'watch' | 'create' | 'update' | 'patch' | 'delete' | 'deletecollection';
@@ -26,12 +27,21 @@ export interface Permission {
   readonly verbs: readonly Verb[];
   /** `cluster` (default): everywhere the operator watches; `namespace`: only the operator's own namespace. */
   readonly scope?: 'cluster' | 'namespace';
+  /** Only the objects of these names (RBAC's `resourceNames`); absent: every object of the resource. */
+  readonly resourceNames?: readonly string[];
 }
 
 /**
  * What the operator needs on kind `r`: `verbs` on its resource, or on `options.subresource` (`status`, `scale`,
- * `finalizers`), everywhere it watches or (`scope: 'namespace'`) only in its own namespace. `opkit generate` turns
- * a controller's exported `permissions` into its RBAC.
+ * `finalizers`), everywhere it watches or (`scope: 'namespace'`) only in its own namespace, on every object of it or
+ * (`resourceNames`, as kubebuilder's RBAC marker) only on the objects of those names. `opkit generate` turns a
+ * controller's exported `permissions` into its RBAC.
+ *
+ * RBAC checks a name only when the request names one: `get`, `update`, `patch` and `delete` of that object, and a
+ * `list` or `watch` that selects it (`fieldSelector: metadata.name=…`); never a `create` (its name is not known when
+ * it is authorized) nor a `deletecollection`, which `permission` refuses with names (`UsageError`), as it refuses an
+ * empty list or an empty name. An informer lists every object of a kind, so a kind the operator caches needs its
+ * `list` and `watch` without names.
  *
  * @example
  * ```ts
@@ -48,13 +58,26 @@ export interface Permission {
 export function permission(
   r: Kind<KubeObject>,
   verbs: readonly Verb[],
-  options: { subresource?: string; scope?: 'cluster' | 'namespace' } = {},
+  options: { subresource?: string; scope?: 'cluster' | 'namespace'; resourceNames?: readonly string[] } = {},
 ): Permission {
+  const names = options.resourceNames;
+  if (names !== undefined) {
+    const what = `permission(${r.kind}, [${verbs.join(', ')}], { resourceNames })`;
+    if (names.length === 0 || names.some((n) => typeof n !== 'string' || n === ''))
+      throw new UsageError('InvalidArgument', `${what}: resourceNames needs at least one name, and no empty one`);
+    const unnamed = verbs.filter((v) => v === 'create' || v === 'deletecollection');
+    if (unnamed.length > 0)
+      throw new UsageError(
+        'InvalidArgument',
+        `${what}: RBAC cannot limit ${unnamed.join(' or ')} to names (the request names no object): grant it in a permission without resourceNames`,
+      );
+  }
   return {
     group: r.group,
     resource: options.subresource ? `${r.plural}/${options.subresource}` : r.plural,
     verbs,
     ...(options.scope ? { scope: options.scope } : {}),
+    ...(names ? { resourceNames: [...new Set(names)].sort(byCodeUnit) } : {}),
   };
 }
 
@@ -121,31 +144,40 @@ export interface PolicyRule {
   resources: string[];
   /** The verbs it allows. */
   verbs: string[];
+  /** Only on the objects of these names (absent: on every object). */
+  resourceNames?: string[];
 }
 
 const VERB_ORDER: readonly Verb[] = ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete', 'deletecollection'];
 
-/** Merged, sorted rules: one per (group, verb set), resources sorted. */
+/** Merged, sorted rules: one per (group, resource names, verb set), resources sorted. */
 export function policyRules(perms: readonly Permission[]): PolicyRule[] {
+  const SEP = '\u0000';
   const byResource = new Map<string, Set<Verb>>();
   for (const p of perms) {
-    const key = `${p.group}\u0000${p.resource}`;
+    const key = [p.group, p.resource, ...(p.resourceNames ?? [])].join(SEP);
     const verbs = byResource.get(key) ?? new Set<Verb>();
     for (const v of p.verbs) verbs.add(v);
     byResource.set(key, verbs);
   }
-  const byVerbs = new Map<string, { group: string; verbs: Verb[]; resources: string[] }>();
+  const byVerbs = new Map<string, { group: string; verbs: Verb[]; resources: string[]; names: string[] }>();
   for (const [key, verbs] of byResource) {
-    const [group = '', resource = ''] = key.split('\u0000');
+    const [group = '', resource = '', ...names] = key.split(SEP);
     const sorted = VERB_ORDER.filter((v) => verbs.has(v));
-    const k = `${group}\u0000${sorted.join(',')}`;
-    const rule = byVerbs.get(k) ?? { group, verbs: sorted, resources: [] };
+    const k = [group, sorted.join(','), ...names].join(SEP);
+    const rule = byVerbs.get(k) ?? { group, verbs: sorted, resources: [], names };
     rule.resources.push(resource);
     byVerbs.set(k, rule);
   }
-  const key = (r: PolicyRule) => `${r.apiGroups[0]}/${r.resources[0]}`;
+  // a rule with names sorts right after the same resource's rule without (the order of rules without is unchanged)
+  const key = (r: PolicyRule) => `${r.apiGroups[0]}/${r.resources[0]}${r.resourceNames ? SEP + r.resourceNames : ''}`;
   return [...byVerbs.values()]
-    .map((r) => ({ apiGroups: [r.group], resources: r.resources.sort(), verbs: r.verbs }))
+    .map((r) => ({
+      apiGroups: [r.group],
+      resources: r.resources.sort(),
+      ...(r.names.length > 0 ? { resourceNames: r.names } : {}),
+      verbs: r.verbs,
+    }))
     .sort((a, b) => byCodeUnit(key(a), key(b)));
 }
 
