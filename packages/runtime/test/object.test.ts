@@ -323,6 +323,50 @@ describe('object-first reconcilers against a real apiserver', () => {
     );
   });
 
+  test('ctx.apply with force: false is a Conflict on a field another manager owns; forced, it takes it; each reconcile is logged at debug', async () => {
+    await client.create(Namespaces, { metadata: { name: 'obj-apply' } });
+    // someone else set data.v with their own field manager
+    await client.apply(
+      ConfigMaps,
+      {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { name: 'a-cfg', namespace: 'obj-apply' },
+        data: { v: 'theirs' },
+      },
+      { fieldManager: 'someone-else' },
+    );
+    const outcome: { unforced?: unknown; forced?: ConfigMap } = {};
+    const log = recordingLogger();
+    const c = new ControllerBuilder({ client, cache: new Cache({ client, namespace: 'obj-apply' }), log })
+      .named('applier')
+      .for(Widgets)
+      .reconcile(async (w, ctx) => {
+        if (outcome.forced) return done();
+        const desired = { metadata: { name: `${w.metadata.name}-cfg` }, data: { v: 'ours' } };
+        outcome.unforced = await ctx
+          .apply(ConfigMaps, desired, { owned: false, force: false })
+          .catch((err: unknown) => err);
+        outcome.forced = await ctx.apply(ConfigMaps, desired, { owned: false });
+        return done();
+      });
+    void c.start(stopper());
+    await client.create(Widgets, { metadata: { name: 'a', namespace: 'obj-apply' }, spec: { replicas: 1 } });
+    await waitFor('both applies', async () => outcome.forced);
+    assert.ok(isApiError(outcome.unforced, 'Conflict'), String(outcome.unforced));
+    assert.match((outcome.unforced as Error).message, /someone-else/);
+    assert.match((outcome.unforced as Error).message, /\.data\.v/);
+    assert.equal(outcome.forced?.data?.v, 'ours');
+    const reconciled = await waitFor('the debug line', async () =>
+      log.entries.find((e) => e.level === 'debug' && e.message === 'reconciled'),
+    );
+    assert.equal(reconciled.fields.controller, 'applier');
+    assert.equal(reconciled.fields.name, 'a');
+    assert.equal(reconciled.fields.namespace, 'obj-apply');
+    assert.equal(typeof reconciled.fields.durationMs, 'number');
+    assert.equal(typeof reconciled.fields.reconcileID, 'string');
+  });
+
   test('finalize: the finalizer is added first, cleanup runs once on delete, then the object goes', async () => {
     await client.create(Namespaces, { metadata: { name: 'fin' } });
     const cleaned: string[] = [];

@@ -48,7 +48,7 @@ export function childWrites<T extends KubeObject>(
       const desired = own.set(r, input, options.owned);
       const informer = own.followed(r);
       const existed = informer?.store.get(refKey(r, desired, owner)) !== undefined;
-      const applied = await c.apply(r, desired, { fieldManager: ctx.fieldManager, force: true });
+      const applied = await c.apply(r, desired, { fieldManager: ctx.fieldManager, force: options.force ?? true });
       if (informer && !existed) ctx.expect.created(informer.resource, applied);
       return applied as ObjectOf<typeof r>;
     },

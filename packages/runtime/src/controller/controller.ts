@@ -34,6 +34,8 @@
  *   primary object's last state is shown to the gate until its request was reconciled.
  * - With a `fence` (leader election; not asked when `needLeaderElection` is false), a request is reconciled only
  *   while it lets this replica act, and each request its reconcile sends asks it first.
+ * - Each reconcile that ends without an error is logged at debug level (`reconciled`, with the request, its
+ *   `reconcileID`, `durationMs` and any `requeueAfterMs`); a failed one at the level its error policy says.
  * - Stopping (the `start` signal aborts): no new work is taken; in-flight reconciles may finish for
  *   `gracefulShutdownTimeoutMs` (default 2 s), after which their `ctx.signal` aborts, and with it their requests.
  */
@@ -368,7 +370,10 @@ export class Controller {
       handleFailure(sink, { key, priority, err, stopping: signal.aborted }, log, ctx);
       return;
     }
-    m?.reconcileTime.observe({ controller: this.name }, (performance.now() - started) / 1000);
+    const seconds = (performance.now() - started) / 1000;
+    m?.reconcileTime.observe({ controller: this.name }, seconds);
+    const requeue = result?.requeueAfterMs ? { requeueAfterMs: result.requeueAfterMs } : {};
+    log.debug({ durationMs: Math.round(seconds * 1000), ...requeue }, 'reconciled');
     if (span) endReconcileSpan(span, { requeueAfterMs: result?.requeueAfterMs });
     this.queue.forget(key);
     this.#tombstones.delete(key);

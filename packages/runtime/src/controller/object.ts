@@ -45,7 +45,8 @@
  * - `ctx.update` replaces the object with `obj`'s `metadata.resourceVersion` as its precondition (one is required: a
  *   stale one fails with Conflict, which the default error policy retries with fresh state); `ctx.patch` sends an
  *   RFC 7386 JSON merge patch to `obj`'s namespace and name (put a `metadata.resourceVersion` in the patch for
- *   optimistic locking); `ctx.apply` is a server-side apply as the controller's field manager (forced);
+ *   optimistic locking); `ctx.apply` is a server-side apply as the controller's field manager (forced unless
+ *   `force: false`);
  *   `ctx.delete` deletes with a uid precondition (never a successor with the same name) and, unless told otherwise,
  *   `propagationPolicy: 'Background'`, as kubectl does: the garbage collector then deletes the child's own dependents
  *   (a batch/v1 Job's pods, which the apiserver would orphan by default, as a v1 ReplicationController's). An
@@ -139,11 +140,15 @@ export interface ObjectContext<T extends KubeObject> extends ReconcileContext {
     obj: InputOf<R>,
     options?: { readonly owned?: boolean },
   ): Promise<ObjectOf<R>>;
-  /** Server-side apply of `obj` as the controller's field manager, controlled by this object (unless `owned: false`). */
+  /**
+   * Server-side apply of `obj` as the controller's field manager, controlled by this object (unless `owned: false`);
+   * forced by default (the controller takes the fields it sets), or with `force: false` a field another manager owns
+   * is a Conflict naming it, not a takeover.
+   */
   apply<R extends Kind<KubeObject, unknown>>(
     r: R,
     obj: InputOf<R>,
-    options?: { readonly owned?: boolean },
+    options?: { readonly owned?: boolean; readonly force?: boolean },
   ): Promise<ObjectOf<R>>;
   /**
    * Replaces `obj` (its `metadata.resourceVersion` is the precondition: Conflict when stale), keeping this object's
