@@ -67,14 +67,14 @@ test('params, match conditions, variables, audit annotations, selectors and acti
     failurePolicy: 'Ignore',
     params: { kind: ConfigMaps, name: 'widget-limits', namespace: 'shop' },
     validationActions: ['Warn', 'Audit'],
-  }).manifests() as unknown as [{ spec: Record<string, unknown> }, { spec: Record<string, unknown> }];
-  assert.deepEqual(policy.spec.paramKind, { apiVersion: 'v1', kind: 'ConfigMap' });
-  assert.equal(policy.spec.failurePolicy, 'Ignore');
-  assert.deepEqual((policy.spec.matchConstraints as { namespaceSelector: unknown }).namespaceSelector, {
+  }).manifests(); // typed: ValidatingAdmissionPolicy and its binding, no cast
+  assert.deepEqual(policy.spec?.paramKind, { apiVersion: 'v1', kind: 'ConfigMap' });
+  assert.equal(policy.spec?.failurePolicy, 'Ignore');
+  assert.deepEqual(policy.spec?.matchConstraints?.namespaceSelector, {
     matchLabels: { env: 'prod' },
   });
-  assert.equal((policy.spec.variables as unknown[]).length, 1);
-  assert.equal((policy.spec.auditAnnotations as unknown[]).length, 1);
+  assert.equal(policy.spec?.variables?.length, 1);
+  assert.equal(policy.spec?.auditAnnotations?.length, 1);
   assert.deepEqual(binding.spec, {
     policyName: 'limits',
     validationActions: ['Warn', 'Audit'],
@@ -143,11 +143,7 @@ test('the manifests are what was checked: changing the definition afterwards cha
   const validations = [{ expression: 'object.spec.replicas <= 5' }];
   const policy = definePolicy({ name: 'frozen', match: [{ kind: Widgets }], validations });
   validations[0] = { expression: '' };
-  assert.equal(
-    (policy.manifests()[0] as unknown as { spec: { validations: { expression: string }[] } }).spec.validations[0]
-      ?.expression,
-    'object.spec.replicas <= 5',
-  );
+  assert.equal(policy.manifests()[0].spec?.validations?.[0]?.expression, 'object.spec.replicas <= 5');
   assert.throws(() => {
     (policy.definition.validations as { expression: string }[]).push({ expression: 'true' });
   }, TypeError);

@@ -11,6 +11,12 @@
  * apiserver compiles them. The manifests are byte-stable: keys in a fixed order, the binding named `<name>-binding`,
  * `matchPolicy: Equivalent` (a write of another version of a matched kind is converted and checked too).
  */
+import type {
+  ValidatingAdmissionPolicy,
+  ValidatingAdmissionPolicyBinding,
+  ValidatingAdmissionPolicySpec,
+} from '../client/kinds/admissionregistration.ts';
+import type { MetaV1LabelSelector } from '../client/kinds/meta.ts';
 import type { LabelSelector } from '../client/labels.ts';
 import type { Kind, KubeObject } from '../client/resource.ts';
 import { OpkitError } from '../errors.ts';
@@ -83,7 +89,7 @@ export interface Policy {
   /** The definition, checked. */
   readonly definition: PolicyDefinition;
   /** The ValidatingAdmissionPolicy and its ValidatingAdmissionPolicyBinding. */
-  manifests(): [policy: KubeObject, binding: KubeObject];
+  manifests(): [policy: ValidatingAdmissionPolicy, binding: ValidatingAdmissionPolicyBinding];
 }
 
 /** What a `PolicyError` is about. */
@@ -128,8 +134,8 @@ function copy(def: PolicyDefinition): PolicyDefinition {
     match: Array.isArray(def.match)
       ? def.match.map((m) => ({ ...m, ...(m?.operations ? { operations: [...m.operations] } : {}) }))
       : def.match,
-    ...(def.namespaceSelector !== undefined ? { namespaceSelector: data(def.namespaceSelector) } : {}),
-    ...(def.objectSelector !== undefined ? { objectSelector: data(def.objectSelector) } : {}),
+    ...(def.namespaceSelector !== undefined ? { namespaceSelector: selectorOf(def.namespaceSelector) } : {}),
+    ...(def.objectSelector !== undefined ? { objectSelector: selectorOf(def.objectSelector) } : {}),
     ...(def.matchConditions !== undefined ? { matchConditions: data(def.matchConditions) } : {}),
     ...(def.variables !== undefined ? { variables: data(def.variables) } : {}),
     ...(def.validations !== undefined ? { validations: data(def.validations) } : {}),
@@ -255,13 +261,29 @@ function resourceRules(match: readonly PolicyMatch[]): object[] {
   return [...rules.values()];
 }
 
-function policyObject(def: PolicyDefinition): KubeObject {
-  const spec: Record<string, unknown> = {
+/** A selector as the API types hold it (mutable copies of its lists). */
+function selectorOf(s: LabelSelector): MetaV1LabelSelector {
+  return {
+    ...(s.matchLabels ? { matchLabels: { ...s.matchLabels } } : {}),
+    ...(s.matchExpressions
+      ? {
+          matchExpressions: s.matchExpressions.map((e) => ({
+            key: e.key,
+            operator: e.operator,
+            ...(e.values ? { values: [...e.values] } : {}),
+          })),
+        }
+      : {}),
+  };
+}
+
+function policyObject(def: PolicyDefinition): ValidatingAdmissionPolicy {
+  const spec: ValidatingAdmissionPolicySpec = {
     failurePolicy: def.failurePolicy ?? 'Fail',
     matchConstraints: {
       matchPolicy: 'Equivalent',
-      ...(def.namespaceSelector ? { namespaceSelector: def.namespaceSelector } : {}),
-      ...(def.objectSelector ? { objectSelector: def.objectSelector } : {}),
+      ...(def.namespaceSelector ? { namespaceSelector: selectorOf(def.namespaceSelector) } : {}),
+      ...(def.objectSelector ? { objectSelector: selectorOf(def.objectSelector) } : {}),
       resourceRules: resourceRules(def.match),
     },
   };
@@ -275,10 +297,10 @@ function policyObject(def: PolicyDefinition): KubeObject {
     kind: 'ValidatingAdmissionPolicy',
     metadata: { name: def.name },
     spec,
-  } as KubeObject;
+  };
 }
 
-function bindingObject(def: PolicyDefinition): KubeObject {
+function bindingObject(def: PolicyDefinition): ValidatingAdmissionPolicyBinding {
   const p = def.params;
   return {
     apiVersion: 'admissionregistration.k8s.io/v1',
@@ -292,11 +314,11 @@ function bindingObject(def: PolicyDefinition): KubeObject {
             paramRef: {
               ...(p.name !== undefined ? { name: p.name } : {}),
               ...(p.namespace !== undefined ? { namespace: p.namespace } : {}),
-              ...(p.selector !== undefined ? { selector: p.selector } : {}),
+              ...(p.selector !== undefined ? { selector: selectorOf(p.selector) } : {}),
               parameterNotFoundAction: p.parameterNotFoundAction ?? 'Deny',
             },
           }
         : {}),
     },
-  } as KubeObject;
+  };
 }
