@@ -315,6 +315,8 @@ function informerMarkdown(r: InformerResult): string {
     '',
     `opkit keeping managedFields (as the peer does): sync ${r.oursKeepingManagedFields.syncSeconds} s, ` +
       `${r.oursKeepingManagedFields.heapBytesPerObject} bytes per object.`,
+    `opkit_cache_bytes estimates ${r.cacheBytesMetric.estimatedBytesPerObject} bytes per cached pod (its JSON); the heap ` +
+      `holds ${r.cacheBytesMetric.heapPerEstimatedByte}× that.`,
     `Work queue (in-process): ${r.queueOpsPerSecond} add+get+done cycles per second.`,
     `Update events never delivered: opkit ${r.missedEvents.ours}, client-node ${r.missedEvents.peer}.`,
   ].join('\n');

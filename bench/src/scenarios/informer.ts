@@ -2,8 +2,8 @@
  * @module scenarios/informer
  * opkit's informer against @kubernetes/client-node's, on the same objects in the same run: N pods (bound to a kwok
  * node, so they are real Running pods with status and managedFields) in one namespace. Each informer runs in its own
- * child process, alternating order, and reports its time to sync, heap bytes per cached object (after a forced GC),
- * and CPU per watch event while the parent patches 2,000 pods (or all, if fewer). Also the in-process throughput of the work queue.
+ * child process, alternating order, and reports its time to sync, heap bytes per cached object (after a forced GC;
+ * for ours also what the `opkit_cache_bytes` metric estimates, and the heap per estimated byte), and CPU per watch event while the parent patches 2,000 pods (or all, if fewer). Also the in-process throughput of the work queue.
  * Goal: ours ≤ 1.0× the peer on sync time and on heap per object.
  */
 import { Cache } from '@opkit/runtime/cache';
@@ -18,6 +18,8 @@ interface Synced {
   objects: number;
   syncSeconds: number;
   heapBytesPerObject: number;
+  /** What opkit's `opkit_cache_bytes` estimates per object (ours only). */
+  estimatedBytesPerObject?: number;
   rssBytes: number;
 }
 interface Churned {
@@ -43,6 +45,11 @@ export interface InformerResult {
   };
   /** Ours with managedFields kept, i.e. the same objects as the peer stores. */
   readonly oursKeepingManagedFields: { syncSeconds: number; heapBytesPerObject: number };
+  /**
+   * What `opkit_cache_bytes` estimates per cached object (their JSON size), and the heap they take per estimated
+   * byte: how to read the metric against the heap.
+   */
+  readonly cacheBytesMetric: { estimatedBytesPerObject: number; heapPerEstimatedByte: number };
   readonly ratios: { syncSeconds: number; heapBytesPerObject: number; cpuMicrosPerEvent: number };
   readonly queueOpsPerSecond: number;
   /** Update events not delivered, summed over the runs (a correct informer misses none). */
@@ -82,14 +89,17 @@ export async function informerScenario(options: {
         await child.exit();
         runs[who].push({ ...synced, ...churned });
         log(
-          `${who.padEnd(4)} run ${i + 1}: sync ${synced.syncSeconds.toFixed(2)} s, ${Math.round(synced.heapBytesPerObject)} B/object, ` +
+          `${who.padEnd(4)} run ${i + 1}: sync ${synced.syncSeconds.toFixed(2)} s, ${Math.round(synced.heapBytesPerObject)} B/object` +
+            `${synced.estimatedBytesPerObject ? ` (opkit_cache_bytes: ${Math.round(synced.estimatedBytesPerObject)} B/object)` : ''}, ` +
             `${churned.cpuMicrosPerEvent.toFixed(0)} µs CPU/event${churned.missed > 0 ? `, MISSED ${churned.missed} events` : ''}`,
         );
       }
     }
-    const med = (who: keyof typeof runs, f: keyof Run) => summarize(runs[who].map((r) => r[f]));
+    const med = (who: keyof typeof runs, f: Exclude<keyof Run, 'estimatedBytesPerObject'>) =>
+      summarize(runs[who].map((r) => r[f]));
     const queueOpsPerSecond = await measureQueue();
     log(`work queue: ${Math.round(queueOpsPerSecond)} add+get+done per second`);
+    const estimate = summarize(runs.ours.map((r) => r.estimatedBytesPerObject ?? Number.NaN));
     const ours = {
       sync: med('ours', 'syncSeconds'),
       heap: med('ours', 'heapBytesPerObject'),
@@ -118,6 +128,10 @@ export async function informerScenario(options: {
       oursKeepingManagedFields: {
         syncSeconds: round(med('keep', 'syncSeconds').median, 3),
         heapBytesPerObject: Math.round(med('keep', 'heapBytesPerObject').median),
+      },
+      cacheBytesMetric: {
+        estimatedBytesPerObject: Math.round(estimate.median),
+        heapPerEstimatedByte: round(ours.heap.median / estimate.median, 2),
       },
       ratios: {
         syncSeconds: round(ours.sync.median / peer.sync.median, 2),

@@ -6,6 +6,7 @@
  * (RequestMetrics, WorkQueueMetrics, WatchMetrics), which `Metrics` implements.
  */
 
+import { estimatedBytes } from './cache/size.ts';
 import type { RequestMetrics } from './client/transport.ts';
 import { type Counter, type Gauge, type Histogram, Registry, registerProcessMetrics } from './prometheus.ts';
 import type { WorkQueueMetrics } from './workqueue/index.ts';
@@ -99,16 +100,25 @@ export class Metrics {
   }
 
   /**
-   * Reports `opkit_cache_objects{resource}` — the objects each informer holds — from `informers` (by informer key),
-   * read when scraped.
+   * Reports `opkit_cache_objects{resource}` — the objects each informer holds — and `opkit_cache_bytes{resource}` —
+   * their estimated size as JSON (cache/size.ts) — from `informers` (by informer key), read when scraped.
    */
-  cacheObjects(informers: () => Iterable<[string, { readonly store: { readonly size: number } }]>): void {
+  cacheObjects(informers: () => Iterable<[string, { readonly store: CachedObjects }]>): void {
     this.registry.gauge({
       name: 'opkit_cache_objects',
       help: 'Objects held in the cache per resource (a sharded replica holds only its buckets)',
       labelNames: ['resource'],
       collect: (g) => {
         for (const [resource, inf] of informers()) g.set({ resource }, inf.store.size);
+      },
+    });
+    this.registry.gauge({
+      name: 'opkit_cache_bytes',
+      help: 'Estimated size of the objects held in the cache per resource, as JSON (a sample of them, times their number)',
+      labelNames: ['resource'],
+      collect: (g) => {
+        for (const [resource, inf] of informers())
+          g.set({ resource }, estimatedBytes(inf.store.values(), inf.store.size));
       },
     });
   }
@@ -172,6 +182,12 @@ export class Metrics {
   text(): string {
     return this.registry.metrics();
   }
+}
+
+/** What the cache metrics read of an informer's store. */
+interface CachedObjects {
+  readonly size: number;
+  values(): Iterable<unknown>;
 }
 
 /** The reconcile series, per controller. */

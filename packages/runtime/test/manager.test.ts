@@ -119,6 +119,14 @@ describe('manager against a real apiserver', () => {
         'status writes are counted',
       );
       assert.ok(sumOf(m, 'opkit_watch_events_total', { resource: 'widgets.test.opkit.dev' }) >= 3);
+      // the cached Widget's size as JSON (one object: the estimate is exact), once the cache holds its last write
+      await waitFor("opkit_cache_bytes to be the cached Widget's JSON size", async () => {
+        const now = parseMetrics((await get(mgr.metricsAddress, '/metrics')).text);
+        const cached = mgr.cache.informer(Widgets).store.list();
+        const bytes = cached.reduce((n, w) => n + Buffer.byteLength(JSON.stringify(w)), 0);
+        const widgets = { resource: 'widgets.test.opkit.dev' };
+        return sumOf(now, 'opkit_cache_objects', widgets) === 1 && sumOf(now, 'opkit_cache_bytes', widgets) === bytes;
+      });
       for (const name of [
         'workqueue_depth',
         'workqueue_queue_duration_seconds_count',
