@@ -6,8 +6,8 @@
  * (RequestMetrics, WorkQueueMetrics, WatchMetrics), which `Metrics` implements.
  */
 
-import { estimatedBytes } from './cache/size.ts';
 import type { RequestMetrics } from './client/transport.ts';
+import { estimatedBytes } from './internal/size.ts';
 import { type Counter, type Gauge, type Histogram, Registry, registerProcessMetrics } from './prometheus.ts';
 import type { WorkQueueMetrics } from './workqueue/index.ts';
 
@@ -101,7 +101,7 @@ export class Metrics {
 
   /**
    * Reports `opkit_cache_objects{resource}` — the objects each informer holds — and `opkit_cache_bytes{resource}` —
-   * their estimated size as JSON (cache/size.ts) — from `informers` (by informer key), read when scraped.
+   * their estimated size as JSON (internal/size.ts) — from `informers` (by informer key), read when scraped.
    */
   cacheObjects(informers: () => Iterable<[string, { readonly store: CachedObjects }]>): void {
     this.registry.gauge({

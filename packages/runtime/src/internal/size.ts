@@ -1,5 +1,5 @@
 /**
- * @module cache/size
+ * @module internal/size
  * What a store's objects weigh, estimated for `opkit_cache_bytes`: the mean size of a sample of them as UTF-8 JSON,
  * times their number.
  *
