@@ -12,7 +12,7 @@ import { type Client, metadataOnly } from '../src/client/index.ts';
 import { ControllerBuilder, giveUp } from '../src/controller/index.ts';
 import { UsageError } from '../src/errors.ts';
 import { controllerOf, OwnerReferenceError } from '../src/helpers/index.ts';
-import { defineIndex, done, isApiError } from '../src/index.ts';
+import { defineIndex, done, isApiError, requeueAfter } from '../src/index.ts';
 import { clientVia, recordingLogger, Widgets, waitFor, widgetControlPlane } from './support.ts';
 
 /** The ConfigMaps in `namespace` that `owner` controls, read from the server, those being deleted left out. */
@@ -84,6 +84,50 @@ describe('object-first reconcilers against a real apiserver', () => {
       await running;
       await proxy.close();
       slow.close();
+    }
+  });
+
+  test('read-your-writes: with a cache 300 ms behind, ctx.update never reads back an older version (raw writes do)', async () => {
+    await client.create(Namespaces, { metadata: { name: 'ryw' } });
+    const proxy = await FaultProxy.start({ target: targetOf(env.server), mode: { kind: 'delay', ms: 300 } });
+    const slow = await clientVia(env, proxy.url);
+    const stale = { ctx: 0, raw: 0 };
+    const c = new ControllerBuilder({ client, cache: new Cache({ client: slow, namespace: 'ryw' }) })
+      .for(Widgets)
+      .owns(ConfigMaps)
+      .reconcile(async (w, ctx) => {
+        const [child] = await ctx.owned(ConfigMaps);
+        if (!child) {
+          await ctx.create(ConfigMaps, { metadata: { name: `${w.metadata.name}-n` }, data: { n: '0' } });
+          return done();
+        }
+        const n = Number(child.data?.n);
+        if (n >= 8) return done();
+        const next = { ...child, data: { n: String(n + 1) } };
+        const raw = w.metadata.name === 'raw';
+        try {
+          // the cached copy's resourceVersion is the precondition: a stale read is a Conflict
+          if (raw) await ctx.rawClient.update(ConfigMaps, next);
+          else await ctx.update(ConfigMaps, next);
+        } catch (err) {
+          if (!isApiError(err, 'Conflict')) throw err;
+          stale[raw ? 'raw' : 'ctx'] += 1;
+        }
+        return requeueAfter(10); // at once again, as a busy controller would
+      });
+    void c.start(stopper());
+    try {
+      for (const name of ['ctx', 'raw'])
+        await client.create(Widgets, { metadata: { name, namespace: 'ryw' }, spec: { replicas: 1 } });
+      const n = async (name: string) =>
+        Number((await client.getIfExists(ConfigMaps, { namespace: 'ryw', name: `${name}-n` }))?.data?.n ?? -1);
+      await waitFor('both counters at 8', async () => (await n('ctx')) === 8 && (await n('raw')) === 8, 60_000);
+      assert.equal(stale.ctx, 0, 'ctx.update: the next reconcile waited for its own write');
+      assert.ok(stale.raw > 0, 'the control: a raw update read back the older version and was refused');
+    } finally {
+      proxy.setMode({ kind: 'pass' });
+      slow.close();
+      await proxy.close();
     }
   });
 

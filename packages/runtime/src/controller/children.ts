@@ -23,6 +23,12 @@ export function childWrites<T extends KubeObject>(
 ): ChildWrites {
   const c = ctx.rawClient;
   const own = ownership(kind, owner, ctx);
+  /** `obj`, as the API answered a write of it, declared written when the cache follows its kind. */
+  const written = <C extends KubeObject>(r: Kind<C>, obj: C): C => {
+    const informer = own.followed(r);
+    if (informer) ctx.expect.written(informer.resource, obj);
+    return obj;
+  };
   return {
     async create(r, input, options = {}) {
       const desired = own.set(r, input, options.owned);
@@ -49,7 +55,8 @@ export function childWrites<T extends KubeObject>(
       const informer = own.followed(r);
       const existed = informer?.store.get(refKey(r, desired, owner)) !== undefined;
       const applied = await c.apply(r, desired, { fieldManager: ctx.fieldManager, force: options.force ?? true });
-      if (informer && !existed) ctx.expect.created(informer.resource, applied);
+      if (informer && existed) ctx.expect.written(informer.resource, applied);
+      else if (informer) ctx.expect.created(informer.resource, applied);
       return applied as ObjectOf<typeof r>;
     },
     async update(r, child) {
@@ -59,10 +66,10 @@ export function childWrites<T extends KubeObject>(
           `ctx.update(${r.kind}) needs the object's metadata.resourceVersion, its precondition: update an object as read (ctx.cache, ctx.apiReader), or write with ctx.apply`,
         );
       }
-      return c.update(r, own.keep(r, child));
+      return written(r, await c.update(r, own.keep(r, child)));
     },
     async patch(r, child, patch) {
-      return c.patch(r, own.refOf(r, child), own.keepInPatch(r, child, patch));
+      return written(r, await c.patch(r, own.refOf(r, child), own.keepInPatch(r, child, patch)));
     },
     async delete(r, child, options) {
       const sent = childDeleteOptions(r, child, options);

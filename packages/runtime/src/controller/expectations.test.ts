@@ -161,3 +161,40 @@ test('a failed look-up keeps the unsure create until it succeeds or the timeout 
   assert.equal(e.unsure('ns/owner'), false, 'dropped at the timeout, with a warning');
   assert.equal(asked.length, 2, 'not listed once timed out');
 });
+
+test('a write is expected until the store holds the object at its resourceVersion or later, or not at all', () => {
+  const store = new Store<KubeObject>();
+  const e = new Expectations({ log: silentLogger });
+  store.upsert(pod('cfg', 'u1', '10'));
+  e.expectWritten('ns/owner', store, pod('cfg', 'u1', '12'));
+  assert.equal(e.satisfied('ns/owner'), false, 'the cache is still at 10');
+  store.upsert(pod('cfg', 'u1', '11')); // someone else's write, before ours arrives
+  assert.equal(e.satisfied('ns/owner'), false);
+  store.upsert(pod('cfg', 'u1', '13')); // a relist skipped ours, landing after it
+  assert.equal(e.satisfied('ns/owner'), true, 'a later decimal version counts');
+
+  e.expectWritten('ns/owner', store, pod('cfg', 'u1', '20'));
+  e.observe(pod('cfg', 'u1', '20'), false); // its event passed, then a newer one replaced it in the store
+  store.upsert(pod('cfg', 'u1', '21'));
+  assert.equal(e.satisfied('ns/owner'), true);
+
+  e.expectWritten('ns/owner', store, pod('cfg', 'u1', '30'));
+  store.remove(pod('cfg', 'u1', '21'));
+  assert.equal(e.satisfied('ns/owner'), true, 'gone: nothing older can be read');
+  store.upsert(pod('cfg', 'u2', '5'));
+  e.expectWritten('ns/owner', store, pod('cfg', 'u1', '40'));
+  assert.equal(e.satisfied('ns/owner'), true, 'replaced (another uid): nothing older of it can be read');
+});
+
+test('resourceVersions that are not decimal are only compared for equality', () => {
+  const store = new Store<KubeObject>();
+  const e = new Expectations({ log: silentLogger });
+  e.expectWritten('ns/owner', store, pod('cfg', 'u1', 'b7'));
+  store.upsert(pod('cfg', 'u1', 'c1'));
+  assert.equal(e.satisfied('ns/owner'), false, 'opaque: c1 may or may not be after b7');
+  store.upsert(pod('cfg', 'u1', 'b7'));
+  assert.equal(e.satisfied('ns/owner'), true);
+  e.expectWritten('ns/owner', store, pod('cfg', 'u1', '99999999999999999999999'));
+  store.upsert(pod('cfg', 'u1', '100000000000000000000000')); // beyond 2^53: compared exactly
+  assert.equal(e.satisfied('ns/owner'), true);
+});

@@ -1,10 +1,14 @@
 /**
  * @module controller/expectations
- * Read-your-own-writes for a controller's children (the ReplicaSet controller's "expectations", by UID). For each
- * request key it records the objects the controller just created or deleted. As in Kubernetes' `controller_utils.go`,
- * a create is observed once the cache has seen the object at all (present now, or any event for its UID since), and a
- * delete once the cache shows the object terminating (`deletionTimestamp` set), gone, or replaced — a pod in its
- * grace period does not hold its owner back.
+ * Read-your-own-writes for a controller's writes (the ReplicaSet controller's "expectations", by UID, and
+ * controller-runtime's read-your-writes for updates). For each request key it records the objects the controller just
+ * created, deleted or wrote. As in Kubernetes' `controller_utils.go`, a create is observed once the cache has seen the
+ * object at all (present now, or any event for its UID since), and a delete once the cache shows the object
+ * terminating (`deletionTimestamp` set), gone, or replaced — a pod in its grace period does not hold its owner back. A
+ * write (an update, a patch, an apply of an object that existed) is observed once the cache has seen the object at the
+ * written `resourceVersion` or later (later: a decimal resourceVersion above it, as etcd's are and as
+ * controller-runtime compares them; another form is only ever compared for equality), or gone, or replaced; so the
+ * next reconcile never reads an older version than the one it wrote.
  *
  * Guarantees: judged against the cache's current state and, through `observe()` (the controller feeds it every event
  * of its watched kinds), against what passed through the cache since the expectation was recorded — so a created
@@ -43,10 +47,12 @@ interface Unsure {
 }
 
 interface Pending {
-  readonly kind: 'create' | 'delete';
+  readonly kind: 'create' | 'delete' | 'write';
   readonly store: Store<KubeObject>;
   readonly objectKey: string;
   readonly uid: string;
+  /** A write's resourceVersion, as the API answered it. */
+  readonly rv?: string | undefined;
   readonly at: number;
   /** Set by `observe()` when an event shows the change. */
   seen: boolean;
@@ -81,6 +87,14 @@ export class Expectations {
   /** Records that the reconcile of `key` deleted `obj`, to be seen terminating or gone in `store`. */
   expectDeleted(key: string, store: Store<KubeObject>, obj: KubeObject): void {
     this.#add(key, 'delete', store, obj);
+  }
+
+  /**
+   * Records that the reconcile of `key` wrote `obj` (updated, patched or applied it; the object as the API answered,
+   * with its resourceVersion), to be seen at that version or later in `store`.
+   */
+  expectWritten(key: string, store: Store<KubeObject>, obj: KubeObject): void {
+    this.#add(key, 'write', store, obj);
   }
 
   /**
@@ -138,7 +152,8 @@ export class Expectations {
     const entries = this.#byUid.get(uid);
     if (!entries) return;
     for (const p of entries) {
-      if (p.kind === 'create' || deleted || obj.metadata.deletionTimestamp) p.seen = true;
+      if (p.kind === 'write') p.seen ||= deleted || atOrAfter(obj.metadata.resourceVersion, p.rv);
+      else if (p.kind === 'create' || deleted || obj.metadata.deletionTimestamp) p.seen = true;
     }
   }
 
@@ -151,7 +166,12 @@ export class Expectations {
       const current = p.store.get(p.objectKey);
       const same = current?.metadata.uid === p.uid;
       const observed =
-        p.seen || (p.kind === 'create' ? same : !same || current?.metadata.deletionTimestamp !== undefined);
+        p.seen ||
+        (p.kind === 'create'
+          ? same
+          : p.kind === 'write'
+            ? !same || atOrAfter(current?.metadata.resourceVersion, p.rv)
+            : !same || current?.metadata.deletionTimestamp !== undefined);
       if (observed) {
         this.#unindex(p);
         return false;
@@ -199,7 +219,8 @@ export class Expectations {
       );
     }
     const list = this.#pending.get(key) ?? [];
-    const p: Pending = { kind, store, objectKey: keyOf(obj), uid, at: this.#now(), seen: false };
+    const rv = kind === 'write' ? obj.metadata.resourceVersion : undefined;
+    const p: Pending = { kind, store, objectKey: keyOf(obj), uid, rv, at: this.#now(), seen: false };
     list.push(p);
     this.#pending.set(key, list);
     const byUid = this.#byUid.get(uid) ?? new Set<Pending>();
@@ -221,8 +242,21 @@ export function expectFor(e: Expectations, key: string, cache: Cache): Expect {
   return {
     created: (r, obj) => e.expectCreated(key, informer(r).store, obj),
     deleted: (r, obj) => e.expectDeleted(key, informer(r).store, obj),
+    written: (r, obj) => e.expectWritten(key, informer(r).store, obj),
     maybeCreated: (r, sent) => e.expectMaybeCreated(key, informer(r), sent),
   };
+}
+
+/**
+ * Whether the cache's `seen` resourceVersion is the `written` one or later: equal, or both decimal and above it (etcd's
+ * are, and controller-runtime compares them so); a write without a resourceVersion is seen by any version.
+ */
+function atOrAfter(seen: string | undefined, written: string | undefined): boolean {
+  if (written === undefined) return true;
+  if (seen === undefined) return false;
+  if (seen === written) return true;
+  const decimal = /^[0-9]{1,30}$/;
+  return decimal.test(seen) && decimal.test(written) && BigInt(seen) > BigInt(written);
 }
 
 /** Whether `obj` may be what a create of `sent` made: the same name, or (a generated name) the same controller. */

@@ -17,9 +17,9 @@
  * | `ctx.apiReader.get(kind, ref)` | API server | — | — | yes | `Promise<T \| undefined>`: the object, or `undefined` |
  * | `ctx.apiReader.list(kind, { namespace, labelSelector, fieldSelector })` | API server | — | — | yes | `Promise<T[]>` |
  * | `ctx.create(kind, obj)` | — | set (unless `{ owned: false }`) | create | yes | `Promise<T>`: the object as stored |
- * | `ctx.apply(kind, obj)` | — | set (unless `{ owned: false }`) | create, when the cache has no such object | yes | `Promise<T>`: the object as stored |
- * | `ctx.update(kind, obj)` | — | kept on a child it controls | — | yes | `Promise<T>`: the object as stored (Conflict when `obj`'s resourceVersion is stale) |
- * | `ctx.patch(kind, obj, mergePatch)` | — | kept on a child it controls | — | yes | `Promise<T>`: the object as stored |
+ * | `ctx.apply(kind, obj)` | — | set (unless `{ owned: false }`) | create, when the cache has no such object; else write | yes | `Promise<T>`: the object as stored |
+ * | `ctx.update(kind, obj)` | — | kept on a child it controls | write | yes | `Promise<T>`: the object as stored (Conflict when `obj`'s resourceVersion is stale) |
+ * | `ctx.patch(kind, obj, mergePatch)` | — | kept on a child it controls | write | yes | `Promise<T>`: the object as stored |
  * | `ctx.delete(kind, obj, { propagationPolicy, gracePeriodSeconds, preconditions })` | — | — | delete | yes | `Promise<boolean>`: `true`, or `false` when it was already gone or replaced |
  * | `ctx.status(status)` | — | — | — | yes | `Promise<boolean>`: `true` when it wrote |
  * | `ctx.events.normal` / `.warning(reason, message)`, `.event(kind, obj, …)` | — | — | — | — | `void` (written in the background) |

@@ -59,6 +59,12 @@ export interface Expect {
   /** Declares that this reconcile deleted `obj`. */
   deleted<T extends KubeObject>(r: Kind<T>, obj: T): void;
   /**
+   * Declares that this reconcile wrote `obj` (an update, a patch or an apply; the object as the API answered it): the
+   * next reconcile waits until the cache holds it at that resourceVersion or later. `ctx.update`, `ctx.patch` and
+   * `ctx.apply` declare this themselves.
+   */
+  written<T extends KubeObject>(r: Kind<T>, obj: T): void;
+  /**
    * Declares that this reconcile sent a create of `sent` that got no answer (the connection broke, or the request timed
    * out): it may have happened. Before the next reconcile, the kind is listed from the apiserver, and each object the
    * cache lacks that has `sent`'s name (or, for a `generateName`, its controller) is waited for as if declared created.
