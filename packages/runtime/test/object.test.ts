@@ -398,6 +398,10 @@ describe('object-first reconcilers against a real apiserver', () => {
     await client.create(Widgets, { metadata: { name: 'a', namespace: 'obj-apply' }, spec: { replicas: 1 } });
     await waitFor('both applies', async () => outcome.forced);
     assert.ok(isApiError(outcome.unforced, 'Conflict'), String(outcome.unforced));
+    assert.ok(
+      outcome.unforced.causes.some((c) => c.reason === 'FieldManagerConflict'),
+      'what the default error policy logs at error',
+    );
     assert.match((outcome.unforced as Error).message, /someone-else/);
     assert.match((outcome.unforced as Error).message, /\.data\.v/);
     assert.equal(outcome.forced?.data?.v, 'ours');

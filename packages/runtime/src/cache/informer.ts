@@ -12,6 +12,7 @@
  * `namespace`, `owner` (owner UIDs) and `controller` (the controlling owner's UID).
  */
 import type { Client } from '../client/client.ts';
+import { Selector } from '../client/labels.ts';
 import { type Kind, type KubeObject, resourceId } from '../client/resource.ts';
 import { UsageError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
@@ -75,6 +76,17 @@ export class Informer<T extends KubeObject> {
   readonly #handlers = new Set<EventHandler<T>>();
   readonly #log: Logger;
   #running: Promise<void> | undefined;
+
+  /**
+   * Whether an object like `obj` can be in this informer's store: its namespace is one the informer watches and its
+   * labels match the informer's label selector (a field selector is not judged: then true).
+   */
+  mayHold(obj: KubeObject): boolean {
+    const ns = obj.metadata.namespace;
+    if (this.namespaces && ns !== undefined && !this.namespaces.includes(ns)) return false;
+    const selector = this.#selectors.labelSelector;
+    return selector === undefined || Selector.from(selector).matches(obj.metadata.labels);
+  }
 
   constructor(client: Client, resource: Kind<T>, options: InformerOptions<T>) {
     this.resource = resource;

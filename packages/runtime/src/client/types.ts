@@ -74,8 +74,9 @@ export interface PatchOptions {
 
 /**
  * What the apiserver does with a field the kind's schema does not have (or a field given twice), as kubectl's
- * `--validate`: `Strict` fails the write (BadRequest, naming the field), `Warn` drops the field and answers with a
- * warning (the apiserver's default), `Ignore` drops it silently.
+ * `--validate`: `Strict` fails the write, naming the field (a create or update: BadRequest; a patch: Invalid), `Warn`
+ * drops the field and answers with a warning (the apiserver's default), `Ignore` drops it silently. A server-side
+ * apply refuses an unknown field whatever this says; for it the setting governs duplicate fields.
  */
 export type FieldValidation = 'Strict' | 'Warn' | 'Ignore';
 

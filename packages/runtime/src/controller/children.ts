@@ -47,7 +47,8 @@ export function childWrites<T extends KubeObject>(
         );
       }
       const informer = own.followed(r);
-      if (informer) ctx.expect.created(informer.resource, created);
+      // a child the cache can never hold (another namespace, outside its selector) is not waited for
+      if (informer?.mayHold(created)) ctx.expect.created(informer.resource, created);
       return created;
     },
     async apply(r, input, options = {}) {
@@ -56,7 +57,7 @@ export function childWrites<T extends KubeObject>(
       const existed = informer?.store.get(refKey(r, desired, owner)) !== undefined;
       const applied = await c.apply(r, desired, { fieldManager: ctx.fieldManager, force: options.force ?? true });
       if (informer && existed) ctx.expect.written(informer.resource, applied);
-      else if (informer) ctx.expect.created(informer.resource, applied);
+      else if (informer?.mayHold(applied)) ctx.expect.created(informer.resource, applied);
       return applied as ObjectOf<typeof r>;
     },
     async update(r, child) {
@@ -89,10 +90,12 @@ export function childWrites<T extends KubeObject>(
 
 /**
  * Whether a write that failed with `err` may have happened all the same: no answer came (the connection broke, the
- * client's deadline passed), or the apiserver said it could not tell (a server timeout, an internal error).
+ * client's deadline passed, a signal cut it off), or the apiserver said it could not tell (a server timeout, an
+ * internal error).
  */
 function answerLost(err: unknown): boolean {
-  return isApiError(err) && ['Network', 'Timeout', 'ServerTimeout', 'InternalError'].includes(err.code);
+  // Aborted too: a reconcile's deadline, or the drain, may cut a create off after it was sent
+  return isApiError(err) && ['Network', 'Timeout', 'ServerTimeout', 'InternalError', 'Aborted'].includes(err.code);
 }
 
 /**

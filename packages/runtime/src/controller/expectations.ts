@@ -7,8 +7,8 @@
  * terminating (`deletionTimestamp` set), gone, or replaced — a pod in its grace period does not hold its owner back. A
  * write (an update, a patch, an apply of an object that existed) is observed once the cache has seen the object at the
  * written `resourceVersion` or later (later: a decimal resourceVersion above it, as etcd's are and as
- * controller-runtime compares them; another form is only ever compared for equality), or gone, or replaced; so the
- * next reconcile never reads an older version than the one it wrote.
+ * controller-runtime compares them; another form is only ever compared for equality), or gone, or replaced; so while
+ * the cache holds the object, the next reconcile does not read an older version than the one it wrote.
  *
  * Guarantees: judged against the cache's current state and, through `observe()` (the controller feeds it every event
  * of its watched kinds), against what passed through the cache since the expectation was recorded — so a created

@@ -7,6 +7,7 @@
  * | error | action | logged at |
  * | --- | --- | --- |
  * | `TerminalError` | give up (counted as terminal) | error |
+ * | Conflict of an unforced server-side apply (another field manager owns a field it sets) | backoff | error |
  * | Conflict (409: the object changed meanwhile) | backoff | debug |
  * | TooManyRequests with Retry-After | after the server's delay | warn |
  * | anything while the controller is stopping | give up (the successor redoes it) | debug |
@@ -79,6 +80,10 @@ export const defaultErrorPolicy: ErrorPolicy = (err, info) => {
       log: 'error',
       message: 'reconcile failed with a terminal error: not retrying',
     };
+  }
+  if (isApiError(err, 'Conflict') && err.causes.some((c) => c.reason === 'FieldManagerConflict')) {
+    // an unforced apply: another manager owns a field it sets, which retrying alone will not change
+    return retryWithBackoff('error', 'server-side apply conflict: another field manager owns a field this apply sets');
   }
   if (isApiError(err, 'Conflict')) {
     return retryWithBackoff('debug', 'conflict (the object changed meanwhile): retrying with fresh state');

@@ -43,7 +43,7 @@ test('rule order is the same under every locale (code-unit order): Danish, Lithu
   }
 });
 
-test('resourceNames: a rule of their own per name set, right after the resource rule without; bad names refused', () => {
+test('resourceNames: a rule of their own per name set, after the resource rule without; bad names refused', () => {
   const perms = [
     permission(Secrets, ['get', 'update'], { resourceNames: ['tls', 'app-cfg', 'tls'] }),
     permission(Secrets, ['patch'], { resourceNames: ['app-cfg', 'tls'] }),
@@ -55,6 +55,20 @@ test('resourceNames: a rule of their own per name set, right after the resource 
     { apiGroups: [''], resources: ['secrets'], resourceNames: ['app-cfg', 'tls'], verbs: ['get', 'update', 'patch'] },
     { apiGroups: [''], resources: ['secrets'], resourceNames: ['другой'], verbs: ['get'] },
   ]);
+  // permissions built by hand: names in any order merge; an empty list is refused
+  const byHand = (names: string[]) => ({
+    group: '',
+    resource: 'secrets',
+    verbs: ['get'] as const,
+    resourceNames: names,
+  });
+  assert.deepEqual(policyRules([byHand(['b', 'a']), byHand(['a', 'b', 'a'])]), [
+    { apiGroups: [''], resources: ['secrets'], resourceNames: ['a', 'b'], verbs: ['get'] },
+  ]);
+  assert.throws(
+    () => policyRules([byHand([])]),
+    (e) => e instanceof UsageError && /empty resourceNames/.test(e.message),
+  );
   for (const [verbs, names, message] of [
     [['create'], ['x'], /cannot limit create to names/],
     [['get', 'deletecollection'], ['x'], /cannot limit deletecollection/],

@@ -150,12 +150,18 @@ export interface PolicyRule {
 
 const VERB_ORDER: readonly Verb[] = ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete', 'deletecollection'];
 
-/** Merged, sorted rules: one per (group, resource names, verb set), resources sorted. */
+/** Merged, sorted rules: one per (group, resource names, verb set), resources and names sorted and deduplicated. */
 export function policyRules(perms: readonly Permission[]): PolicyRule[] {
   const SEP = '\u0000';
   const byResource = new Map<string, Set<Verb>>();
   for (const p of perms) {
-    const key = [p.group, p.resource, ...(p.resourceNames ?? [])].join(SEP);
+    if (p.resourceNames !== undefined && p.resourceNames.length === 0)
+      throw new UsageError(
+        'InvalidArgument',
+        `the permission on ${p.resource} has an empty resourceNames: leave it out`,
+      );
+    const names = [...new Set(p.resourceNames ?? [])].sort(byCodeUnit);
+    const key = [p.group, p.resource, ...names].join(SEP);
     const verbs = byResource.get(key) ?? new Set<Verb>();
     for (const v of p.verbs) verbs.add(v);
     byResource.set(key, verbs);
@@ -169,7 +175,7 @@ export function policyRules(perms: readonly Permission[]): PolicyRule[] {
     rule.resources.push(resource);
     byVerbs.set(k, rule);
   }
-  // a rule with names sorts right after the same resource's rule without (the order of rules without is unchanged)
+  // by group, first resource, then names (a rule without names keeps the place it had before names existed)
   const key = (r: PolicyRule) => `${r.apiGroups[0]}/${r.resources[0]}${r.resourceNames ? SEP + r.resourceNames : ''}`;
   return [...byVerbs.values()]
     .map((r) => ({

@@ -23,3 +23,10 @@ test('estimatedBytes: serializes at most `sample` objects, spread over the whole
   const exact = 5_000 * Buffer.byteLength('{"n":"a"}') + 5_000 * Buffer.byteLength('{"n":"bbbbbbbbb"}');
   assert.ok(Math.abs(estimate - exact) / exact < 0.05, `${estimate} against ${exact}`);
 });
+
+test('estimatedBytes: a store just over the sample size is sampled over its whole length', () => {
+  const objects = Array.from({ length: 127 }, (_, i) => ({ n: i < 64 ? '' : 'x'.repeat(1_000) }));
+  const exact = objects.reduce((n, o) => n + Buffer.byteLength(JSON.stringify(o)), 0);
+  const estimate = estimatedBytes(objects, objects.length, 64);
+  assert.ok(Math.abs(estimate - exact) / exact < 0.05, `${estimate} against ${exact}`);
+});

@@ -118,6 +118,14 @@ test('a definition the apiserver would refuse is a PolicyError naming the field'
       'auditAnnotations[1].key',
     ],
     [{ auditAnnotations: [{ key: 'k'.repeat(64), valueExpression: "'x'" }] }, 'auditAnnotations[0].key'],
+    // a typo in a selector would select everything: refused
+    [{ namespaceSelector: { matchLabel: { team: 'shop' } } }, 'namespaceSelector.matchLabel'],
+    [{ objectSelector: { matchLabels: { team: 7 } } }, 'objectSelector.matchLabels.team'],
+    [
+      { objectSelector: { matchExpressions: [{ key: 'a', operator: 'Equals' }] } },
+      'objectSelector.matchExpressions[0].operator',
+    ],
+    [{ params: { kind: ConfigMaps, selector: { matchLables: {} } } }, 'params.selector.matchLables'],
   ];
   for (const [patch, path] of cases) {
     assert.throws(

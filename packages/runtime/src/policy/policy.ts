@@ -134,8 +134,8 @@ function copy(def: PolicyDefinition): PolicyDefinition {
     match: Array.isArray(def.match)
       ? def.match.map((m) => ({ ...m, ...(m?.operations ? { operations: [...m.operations] } : {}) }))
       : def.match,
-    ...(def.namespaceSelector !== undefined ? { namespaceSelector: selectorOf(def.namespaceSelector) } : {}),
-    ...(def.objectSelector !== undefined ? { objectSelector: selectorOf(def.objectSelector) } : {}),
+    ...(def.namespaceSelector !== undefined ? { namespaceSelector: data(def.namespaceSelector) } : {}),
+    ...(def.objectSelector !== undefined ? { objectSelector: data(def.objectSelector) } : {}),
     ...(def.matchConditions !== undefined ? { matchConditions: data(def.matchConditions) } : {}),
     ...(def.variables !== undefined ? { variables: data(def.variables) } : {}),
     ...(def.validations !== undefined ? { validations: data(def.validations) } : {}),
@@ -172,6 +172,12 @@ function check(def: PolicyDefinition): void {
       if (!OPERATIONS.has(op)) fail(`match[${i}].operations[${j}]`, `must be one of ${[...OPERATIONS].join(', ')}`);
     if (m.operations !== undefined && m.operations.length === 0) fail(`match[${i}].operations`, 'must not be empty');
   }
+  const selectors = [
+    ['namespaceSelector', def.namespaceSelector],
+    ['objectSelector', def.objectSelector],
+    ['params.selector', def.params?.selector],
+  ] as const;
+  for (const [path, selector] of selectors) if (selector !== undefined) checkSelector(selector, path, fail);
   const validations = def.validations ?? [];
   const annotations = def.auditAnnotations ?? [];
   if (validations.length === 0 && annotations.length === 0)
@@ -259,6 +265,34 @@ function resourceRules(match: readonly PolicyMatch[]): object[] {
     rules.set(key, rule);
   }
   return [...rules.values()];
+}
+
+const SELECTOR_OPERATORS: ReadonlySet<string> = new Set(['In', 'NotIn', 'Exists', 'DoesNotExist']);
+
+/**
+ * Refuses a label selector the apiserver would not read as written: a key other than `matchLabels` and
+ * `matchExpressions` (a typo would otherwise select everything), a label value that is not a string, an expression
+ * without a key or with an unknown operator.
+ */
+function checkSelector(selector: unknown, path: string, fail: (path: string, message: string) => never): void {
+  if (typeof selector !== 'object' || selector === null || Array.isArray(selector))
+    fail(path, 'must be a label selector ({ matchLabels, matchExpressions })');
+  const s = selector as Record<string, unknown>;
+  for (const key of Object.keys(s))
+    if (key !== 'matchLabels' && key !== 'matchExpressions')
+      fail(`${path}.${key}`, 'is not a field of a label selector (matchLabels, matchExpressions)');
+  const labels = s.matchLabels;
+  if (labels !== undefined && (typeof labels !== 'object' || labels === null || Array.isArray(labels)))
+    fail(`${path}.matchLabels`, 'must map label keys to values');
+  for (const [key, value] of Object.entries((labels ?? {}) as Record<string, unknown>))
+    if (typeof value !== 'string') fail(`${path}.matchLabels.${key}`, 'must be a string');
+  const expressions = s.matchExpressions;
+  if (expressions !== undefined && !Array.isArray(expressions)) fail(`${path}.matchExpressions`, 'must be a list');
+  for (const [i, e] of ((expressions ?? []) as Record<string, unknown>[]).entries()) {
+    if (typeof e?.key !== 'string' || e.key === '') fail(`${path}.matchExpressions[${i}].key`, 'must be a label key');
+    if (!SELECTOR_OPERATORS.has(String(e?.operator)))
+      fail(`${path}.matchExpressions[${i}].operator`, `must be one of ${[...SELECTOR_OPERATORS].join(', ')}`);
+  }
 }
 
 /** A selector as the API types hold it (mutable copies of its lists). */

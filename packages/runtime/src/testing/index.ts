@@ -25,7 +25,8 @@
  * RBAC `opkit generate` derives from `permissions` (the same `rbacManifests`, plus what every manager needs), and
  * starts a Manager that authenticates as that ServiceAccount, with metrics and health servers off and a drain time of
  * 250 ms (`gracefulShutdownTimeoutMs`; a Manager's default is 2 s). So a permission
- * missing from `permissions` fails the test with the apiserver's 403 named, not the deployment.
+ * missing from `permissions` fails the test with the apiserver's 403 named, not the deployment. Its client writes with
+ * `fieldValidation: 'Strict'`, as a deployed manager's does, so a field the CRD lacks fails the test too.
  *
  * `webhooks` serves the project's admission webhooks and conversions through the real apiserver, as main.ts serves
  * them:
@@ -84,6 +85,7 @@ import { Applier } from '../client/apply.ts';
 import { Client } from '../client/client.ts';
 import { loadConfig } from '../client/kubeconfig.ts';
 import type { KubeObject } from '../client/resource.ts';
+import { loggedOnce } from '../client/warnings.ts';
 import type { CustomKind } from '../crd/kind.ts';
 import { managerPermissions, type Permission, rbacManifests } from '../helpers/rbac.ts';
 import { type LogFields, type Logger, silentLogger } from '../logger.ts';
@@ -173,7 +175,12 @@ export async function startTestManager(cluster: TestCluster, options: TestManage
   try {
     await install(admin, options, namespace);
     const sa = await cluster.kubeconfigFor({ namespace, name: options.name });
-    operatorClient = new Client(await loadConfig({ path: sa.path }), { name: options.name });
+    // writes as a manager's own client does (Strict), so a field the CRD lacks fails the test as it fails in a cluster
+    operatorClient = new Client(await loadConfig({ path: sa.path }), {
+      name: options.name,
+      fieldValidation: 'Strict',
+      onWarning: loggedOnce((options.log ?? silentLogger).child({ component: 'client' })),
+    });
   } catch (err) {
     admin.close();
     throw err;
