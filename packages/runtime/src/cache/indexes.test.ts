@@ -2,10 +2,11 @@
  * `fieldIndex`: the values an object is found under (a string, a list's strings, nothing for '' or a missing or
  * non-string field), one handle per kind and path, and a name another index function holds refused by the cache.
  */
+
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ConfigMaps, type Pod, Pods } from '../client/builtins.ts';
-import { Client } from '../client/client.ts';
+import { offlineClient } from '../client/offline.fixture.ts';
 import { Cache } from './cache.ts';
 import { defineIndex, fieldIndex, IndexError } from './indexes.ts';
 
@@ -23,12 +24,7 @@ test('fieldIndex finds an object under its string field, or each string of a lis
 });
 
 test('the cache registers a field index once, and refuses another function under its name', () => {
-  const client = new Client({
-    server: 'http://127.0.0.1:9', // never asked: no informer is started
-    auth: { credentials: async () => ({ headers: {} }), invalidate() {} },
-    namespace: 'ns',
-    contextName: 'test',
-  });
+  const client = offlineClient();
   const cache = new Cache({ client });
   cache.addIndex(fieldIndex(Pods, 'spec.hostname'));
   cache.addIndex(fieldIndex(Pods, 'spec.hostname'));

@@ -1,16 +1,11 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ConfigMaps, Secrets } from '../client/builtins.ts';
-import { Client } from '../client/client.ts';
+import { offlineClient } from '../client/offline.fixture.ts';
 import { Cache } from './cache.ts';
 
 test("mayHold: only objects of a watched namespace that match the resource's label selector", () => {
-  const client = new Client({
-    server: 'http://127.0.0.1:9', // never asked: no informer is started
-    auth: { credentials: async () => ({ headers: {} }), invalidate() {} },
-    namespace: 'a',
-    contextName: 'test',
-  });
+  const client = offlineClient('a');
   const cache = new Cache({ client, namespaces: ['a', 'b'], byResource: { secrets: { labelSelector: 'app=web' } } });
   const cm = (namespace: string, labels?: Record<string, string>) => ({
     metadata: { name: 'x', namespace, ...(labels ? { labels } : {}) },

@@ -2,11 +2,12 @@
  * The builder's call order is a type error (each `@ts-expect-error` below fails the type check if the misuse ever
  * type-checks again), and each call leaves the builder it was called on as it was.
  */
+
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Cache } from '../cache/cache.ts';
 import { ConfigMaps, type Pod, Pods } from '../client/builtins.ts';
-import { Client } from '../client/client.ts';
+import { offlineClient } from '../client/offline.fixture.ts';
 import { UsageError } from '../errors.ts';
 import { ControllerBuilder, type ControllerBuilderFor, mergedOptions } from './builder.ts';
 import type { Controller } from './controller.ts';
@@ -14,12 +15,7 @@ import { retryWithBackoff } from './policy.ts';
 import { done } from './reconcile.ts';
 
 function builder(register?: (c: Controller) => void): ControllerBuilder {
-  const client = new Client({
-    server: 'http://127.0.0.1:9', // never asked: no controller is started
-    auth: { credentials: async () => ({ headers: {} }), invalidate() {} },
-    namespace: 'ns',
-    contextName: 'test',
-  });
+  const client = offlineClient();
   return new ControllerBuilder({ client, cache: new Cache({ client }), ...(register ? { register } : {}) });
 }
 

@@ -3,10 +3,11 @@
  * hand): at which priority retries and requeues come back. Reconciles against a real apiserver are tested in
  * test/controller.test.ts.
  */
+
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Cache } from '../cache/cache.ts';
-import { Client } from '../client/client.ts';
+import { offlineClient } from '../client/offline.fixture.ts';
 import { objectKey } from '../client/resource.ts';
 import { UsageError } from '../errors.ts';
 import { FakeClock, LOW_PRIORITY } from '../workqueue/index.ts';
@@ -26,12 +27,7 @@ const key = (name: string) => objectKey({ namespace: 'ns', name });
  */
 function harness(answer: (name: string, nth: number) => Result | Error | undefined) {
   const clock = new FakeClock(1_000_000);
-  const client = new Client({
-    server: 'http://127.0.0.1:9', // never asked: nothing is watched
-    auth: { credentials: async () => ({ headers: {} }), invalidate() {} },
-    namespace: 'ns',
-    contextName: 'test',
-  });
+  const client = offlineClient();
   const order: string[] = [];
   let release: () => void = () => {};
   const controller = new Controller(

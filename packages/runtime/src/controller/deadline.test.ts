@@ -4,10 +4,11 @@
  * anything else the reconcile ended with is kept. The same against a real apiserver (a request hung on a frozen
  * connection): the reconcile-timeout test in test/manager.test.ts.
  */
+
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Cache } from '../cache/cache.ts';
-import { Client } from '../client/client.ts';
+import { offlineClient } from '../client/offline.fixture.ts';
 import { objectKey } from '../client/resource.ts';
 import { UsageError } from '../errors.ts';
 import { Metrics } from '../metrics.ts';
@@ -24,12 +25,7 @@ async function settle(): Promise<void> {
 /** A one-worker controller with `reconcileTimeoutMs` whose reconcile is `body`, recording what its policy saw. */
 function harness(reconcileTimeoutMs: number | undefined, body: (ctx: ReconcileContext) => Promise<void>) {
   const clock = new FakeClock(1_000_000);
-  const client = new Client({
-    server: 'http://127.0.0.1:9', // never asked: nothing is watched
-    auth: { credentials: async () => ({ headers: {} }), invalidate() {} },
-    namespace: 'ns',
-    contextName: 'test',
-  });
+  const client = offlineClient();
   const metrics = new Metrics({ processMetrics: false });
   const seen: { err: unknown; info: ErrorInfo }[] = [];
   const contexts: ReconcileContext[] = [];
@@ -203,12 +199,7 @@ test('without a limit no timer runs: a long reconcile keeps its signal', async (
 });
 
 test('a negative or non-numeric reconcileTimeoutMs is refused when the controller is made, naming it', () => {
-  const client = new Client({
-    server: 'http://127.0.0.1:9',
-    auth: { credentials: async () => ({ headers: {} }), invalidate() {} },
-    namespace: 'ns',
-    contextName: 'test',
-  });
+  const client = offlineClient();
   for (const bad of [-1, Number.NaN]) {
     assert.throws(
       () =>

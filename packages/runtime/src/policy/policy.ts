@@ -18,7 +18,7 @@ import type {
 } from '../client/kinds/admissionregistration.ts';
 import type { MetaV1LabelSelector } from '../client/kinds/meta.ts';
 import type { LabelSelector } from '../client/labels.ts';
-import type { Kind, KubeObject } from '../client/resource.ts';
+import type { Kind } from '../client/resource.ts';
 import { OpkitError } from '../errors.ts';
 
 /** An operation a policy can match. */
