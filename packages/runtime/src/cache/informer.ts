@@ -69,6 +69,7 @@ export class Informer<T extends KubeObject> {
   readonly #newReflector: (namespace: string | undefined, partition?: string) => Reflector<T>;
   readonly #client: Client;
   readonly #selectors: { readonly labelSelector?: string; readonly fieldSelector?: string };
+  #parsedSelector: Selector | undefined;
   #partitionLabel: string | undefined;
   #signal: AbortSignal | undefined;
   /** The namespaces watched, when the informer watches some but not all. */
@@ -85,7 +86,9 @@ export class Informer<T extends KubeObject> {
     const ns = obj.metadata.namespace;
     if (this.namespaces && ns !== undefined && !this.namespaces.includes(ns)) return false;
     const selector = this.#selectors.labelSelector;
-    return selector === undefined || Selector.from(selector).matches(obj.metadata.labels);
+    if (selector === undefined) return true;
+    this.#parsedSelector ??= Selector.from(selector); // parsed once, on the first question
+    return this.#parsedSelector.matches(obj.metadata.labels);
   }
 
   constructor(client: Client, resource: Kind<T>, options: InformerOptions<T>) {

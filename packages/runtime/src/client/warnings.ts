@@ -54,7 +54,10 @@ export function warningsOf(headers: readonly string[] | undefined): string[] {
 
 /** Hands each warning of `res` to `handler` (never throws). */
 export function reportWarnings(res: IncomingMessage, handler: WarningHandler, request: string): void {
-  for (const text of warningsOf(res.headersDistinct.warning)) {
+  // `headers` (computed for every answer anyway) joins repeated Warning headers with ", ", which warningsOf reads as
+  // one list; `headersDistinct` would build a second header object per answer
+  const header = res.headers.warning;
+  for (const text of warningsOf(header === undefined ? undefined : [header])) {
     try {
       handler(text, request);
     } catch {
