@@ -40,26 +40,37 @@ after(() => {
 });
 
 test('no provider: the off path allocates nothing (a million calls, no garbage collection)', async () => {
-  const gcs: number[] = [];
-  const obs = new PerformanceObserver((list) => {
-    for (const e of list.getEntries()) gcs.push(e.startTime);
-  });
-  obs.observe({ entryTypes: ['gc'] });
+  // A path that allocates even 16 bytes a call fills the young generation many times over in a million calls, so
+  // every attempt would see a scavenge. A collection the loop did not cause (the JIT tiering the loop up, a heap
+  // left nearly full by the tests before) can land in one attempt, not in three warmed-up ones in a row.
   const url = new URL('https://127.0.0.1:6443');
   let seen = 0;
-  const from = performance.now();
-  for (let i = 0; i < 1_000_000; i++) {
-    if (runtimeTracer() !== undefined) seen++;
-    if (startRequestSpan('GET', '/api/v1/namespaces/ns/pods/p', url) !== undefined) seen++;
+  const calls = (n: number): void => {
+    for (let i = 0; i < n; i++) {
+      if (runtimeTracer() !== undefined) seen++;
+      if (startRequestSpan('GET', '/api/v1/namespaces/ns/pods/p', url) !== undefined) seen++;
+    }
+  };
+  calls(100_000);
+  const during: number[][] = [];
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const gcs: number[] = [];
+    const obs = new PerformanceObserver((list) => {
+      for (const e of list.getEntries()) gcs.push(e.startTime);
+    });
+    obs.observe({ entryTypes: ['gc'] });
+    const from = performance.now();
+    calls(1_000_000);
+    const to = performance.now();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    obs.disconnect();
+    during.push(gcs.filter((t) => t >= from && t <= to));
+    if (during.at(-1)?.length === 0) break;
   }
-  const to = performance.now();
-  await new Promise((resolve) => setTimeout(resolve, 50));
-  obs.disconnect();
   assert.equal(seen, 0);
-  assert.deepEqual(
-    gcs.filter((t) => t >= from && t <= to),
-    [],
-    'no garbage collection ran during the loop',
+  assert.ok(
+    during.some((g) => g.length === 0),
+    `no garbage collection ran during one of three loops (collections per loop: ${during.map((g) => g.length).join(', ')})`,
   );
 });
 
