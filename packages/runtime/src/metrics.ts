@@ -21,6 +21,8 @@ export interface WatchMetrics {
   event(type: string): void;
   /** A list or watch failed (reported, then retried with backoff). */
   failed(code: string): void;
+  /** The cache was found stale (behind the apiserver too long) and is relisted. */
+  stale?(): void;
 }
 
 const QUEUE_BUCKETS = [1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 0.01, 0.1, 1, 10, 100, 1000];
@@ -101,7 +103,8 @@ export class Metrics {
 
   /**
    * Reports `opkit_cache_objects{resource}` — the objects each informer holds — and `opkit_cache_bytes{resource}` —
-   * their estimated size as JSON (internal/size.ts) — from `informers` (by informer key), read when scraped.
+   * their estimated size as JSON (internal/size.ts) — from `informers` (by informer key), read when scraped: an
+   * informer that stopped (a dynamic watch released it) has no series.
    */
   cacheObjects(informers: () => Iterable<[string, { readonly store: CachedObjects }]>): void {
     this.registry.gauge({
@@ -109,6 +112,7 @@ export class Metrics {
       help: 'Objects held in the cache per resource (a sharded replica holds only its buckets)',
       labelNames: ['resource'],
       collect: (g) => {
+        g.reset();
         for (const [resource, inf] of informers()) g.set({ resource }, inf.store.size);
       },
     });
@@ -117,6 +121,7 @@ export class Metrics {
       help: 'Estimated size of the objects held in the cache per resource, as JSON (a sample of them, times their number)',
       labelNames: ['resource'],
       collect: (g) => {
+        g.reset();
         for (const [resource, inf] of informers())
           g.set({ resource }, estimatedBytes(inf.store.values(), inf.store.size));
       },
@@ -175,7 +180,16 @@ export class Metrics {
         this.#lastEventAt.set(resource, Date.now());
       },
       failed: (code) => this.#watch.errors.inc({ resource, code }),
+      stale: () => this.#watch.stale.inc({ resource }),
     };
+  }
+
+  /**
+   * An informer of `resource` stopped for good (a dynamic watch released it): its seconds-since-last-event series goes,
+   * so it does not grow like a hung watch's. Its counters stay, as counters do.
+   */
+  forgetWatch(resource: string): void {
+    this.#lastEventAt.delete(resource);
   }
 
   /** The exposition text (for /metrics). */
@@ -298,16 +312,22 @@ function watchSeries(r: Registry, lastEventAt: ReadonlyMap<string, number>) {
     help: 'Failed lists and watches per resource and error code (each is retried with backoff)',
     labelNames: ['resource', 'code'],
   });
+  const stale = r.counter({
+    name: 'opkit_watch_stale_total',
+    help: 'Caches found stale per resource (behind a resourceVersion the apiserver had longer than the stale bound) and relisted',
+    labelNames: ['resource'],
+  });
   r.gauge({
     name: 'opkit_watch_seconds_since_last_event',
     help: 'Seconds since the last watch event or bookmark per resource (a healthy watch stays below ~60 s)',
     labelNames: ['resource'],
     collect: (g) => {
       const now = Date.now();
+      g.reset();
       for (const [resource, at] of lastEventAt) g.set({ resource }, (now - at) / 1000);
     },
   });
-  return { restarts, relists, events, errors };
+  return { restarts, relists, events, errors, stale };
 }
 
 export { Counter, Gauge, Histogram, type Labels, type MetricOptions, Registry } from './prometheus.ts';

@@ -129,6 +129,11 @@ export class Gauge<L extends string = never> extends Metric<L, Gauge<L>> {
     this.inc(labels, -by);
   }
 
+  /** Removes every series (a `collect` callback that reports what exists now starts with it). */
+  reset(): void {
+    this.#values.clear();
+  }
+
   protected samples(): string {
     let out = '';
     for (const [k, v] of this.#values) out += line(this.name, k, v);

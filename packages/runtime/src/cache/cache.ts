@@ -9,6 +9,13 @@
  * merged behind the same API (as controller-runtime's `DefaultNamespaces`), which bounds memory for an operator that
  * needs a few namespaces of a big cluster. Cluster-scoped resources are always watched whole.
  *
+ * Lifetimes: an informer made by a controller's watch, an index or a read (`informer`, `get`, `list`) is kept for the
+ * life of the process. One made by `hold` — a watch added while the process runs (`ctx.watchKinds`) — is kept only
+ * while held: when its last hold is released, and nothing but holds used it, its watches stop and it and its objects
+ * are dropped (a later use starts it again, with the typed indexes registered for it). A read or an index of a held
+ * informer does not keep it; `informer(r)` does. Readiness (`synced`, `unsynced`, `waitForSync`) waits only for the
+ * informers kept for good: a kind a custom resource names must not take the pod out of service.
+ *
  * Guarantees: reads wait until that resource's informer has synced, so a read never sees a partial cache. A read
  * naming a namespace the cache does not watch throws `CacheError` `NamespaceNotCached` rather than answering "not
  * found" for an object it cannot see. By default `metadata.managedFields` is dropped before storing (often half of an
@@ -17,92 +24,51 @@
  * and watches never nest under a reconcile's span.
  * Caveat: a resource's informer config (namespaces, selectors) is fixed on first use.
  */
-import type { Client } from '../client/client.ts';
-import { Selector, type SelectorInput } from '../client/labels.ts';
+import { Selector } from '../client/labels.ts';
 import { type Kind, type KubeObject, type ObjectRef, objectKey, resourceId } from '../client/resource.ts';
 import { OpkitError } from '../errors.ts';
-import type { BackoffOptions } from '../internal/backoff.ts';
 import { type Logger, silentLogger } from '../logger.ts';
-import type { Metrics } from '../metrics.ts';
 import { detachedFromTrace } from '../tracing/spans.ts';
-import { type Index, IndexError, type IndexQuery } from './indexes.ts';
+import { type Index, IndexError } from './indexes.ts';
 import { Informer } from './informer.ts';
+import type { CacheListOptions, CacheOptions } from './options.ts';
 import type { IndexFunc } from './store.ts';
 import { dropManagedFields, markingPartial, type Transform, thenDropManagedFields } from './transform.ts';
 
-/**
- * One resource's cache settings (`CacheOptions.byResource`), in place of the cache-wide ones; fixed when its informer
- * is first used.
- */
-export interface ResourceCacheOptions {
-  /** Watch only this namespace for this resource (instead of the cache's namespaces). */
-  readonly namespace?: string;
-  /** Watch these namespaces (one watch each) for this resource. */
-  readonly namespaces?: readonly string[];
-  /** Store only the objects this label selector matches (e.g. `app=web`): the cache never sees the others. */
-  readonly labelSelector?: string;
-  /** Store only the objects this field selector matches (e.g. `spec.nodeName=node-1`). */
-  readonly fieldSelector?: string;
-  /**
-   * Applied to each object before it is stored (not to the resource's metadata-only form); `Cache.transform` sets a
-   * typed one.
-   */
-  readonly transform?: (obj: KubeObject) => KubeObject;
-}
-
-/** Options of a `Cache`; only `client` is required. */
-export interface CacheOptions {
-  /** The client the informers list and watch with. */
-  readonly client: Client;
-  /** Where informers log (as component `cache`); silent by default. */
-  readonly log?: Logger;
-  /** Watch health per informer is reported here when set. */
-  readonly metrics?: Metrics;
-  /** Watch only this namespace (for every namespaced resource). */
-  readonly namespace?: string;
-  /** Watch only these namespaces (for every namespaced resource): one watch each, merged in one store per resource. */
-  readonly namespaces?: readonly string[];
-  /** Drop `metadata.managedFields` before storing (default true). */
-  readonly dropManagedFields?: boolean;
-  /** Per-resource settings, by resource id (`pods`, `deployments.apps`, `appservices.app.example.com`). */
-  readonly byResource?: Readonly<Record<string, ResourceCacheOptions>>;
-  /** Deep-freeze stored objects, so code that changes a cached object throws (for tests; default false). */
-  readonly freeze?: boolean;
-  /** Longest tolerated silence on a watch before it is restarted (default: its server-side timeout + 15 s). */
-  readonly inactivityTimeoutMs?: number;
-  /** Range of the server-side watch timeout in seconds, picked at random per watch (default [30, 45)). */
-  readonly watchTimeoutSeconds?: readonly [number, number];
-  /** Pacing of list and watch retries after errors (default 800 ms doubling to 30 s, jitter 0.5). */
-  readonly backoff?: BackoffOptions;
-  /** Items per page of a paginated list (default 500). */
-  readonly pageSize?: number;
-  /** `stream` (default): streaming lists (WatchList), paginated where the server refuses; `paged`: pages only. */
-  readonly listMode?: 'stream' | 'paged';
-}
-
-/** What `Cache.list` narrows its answer by; every given option must hold. */
-export interface CacheListOptions<T extends KubeObject = KubeObject> {
-  /** Only objects of this namespace (it must be one the cache watches); undefined: every namespace. */
-  readonly namespace?: string | undefined;
-  /** Only objects whose labels this selector matches: a string (`app=web,tier!=db`), a `LabelSelector` or a record. */
-  readonly labelSelector?: SelectorInput;
-  /**
-   * Objects an index finds: a handle's query (`byInstance.is('web')`, see `defineIndex`), or a built-in index by name
-   * (`namespace`, `owner`, `controller` — each holding UIDs or names) as `{ name, value }`.
-   */
-  readonly index?: IndexQuery<T> | { readonly name: 'namespace' | 'owner' | 'controller'; readonly value: string };
-}
+export type { CacheListOptions, CacheOptions, ResourceCacheOptions } from './options.ts';
 
 /** Why the cache cannot answer a read, or take its options. */
 export type CacheErrorCode =
-  /** A controller's informers did not sync within its `cacheSyncTimeoutMs`: check its RBAC and the apiserver. */
+  /**
+   * A controller's informers, or a kind a reconcile named (`ctx.watchKinds`), did not sync within its
+   * `cacheSyncTimeoutMs`: check its RBAC and the apiserver.
+   */
   | 'CacheSyncTimeout'
   /** A read names a namespace the cache does not watch: add it to the cache's namespaces, or read with the client. */
   | 'NamespaceNotCached'
   /** The cache's options contradict each other, or a transform was set after the informer's first use. */
   | 'InvalidOptions'
-  /** The cache stopped before the informer of the read synced: the read has no answer (the process is stopping). */
-  | 'CacheStopped';
+  /**
+   * The cache stopped before the informer of the read synced: the read has no answer (the process is stopping); or the
+   * reconcile waiting for a kind it named (`ctx.watchKinds`) was aborted.
+   */
+  | 'CacheStopped'
+  /**
+   * The apiserver refused to list a kind a reconcile named (`ctx.watchKinds`): Forbidden (grant list and watch on it)
+   * or NotFound (it is not served).
+   */
+  | 'WatchRefused';
+
+/**
+ * A hold on a resource's informer (`Cache.hold`): the informer runs at least until `release`, which resolves once it
+ * has stopped if that was its last use.
+ */
+export interface CacheHold<T extends KubeObject> {
+  /** The resource's shared informer (started with the cache). */
+  readonly informer: Informer<T>;
+  /** Releases this hold (a second call does nothing). */
+  release(): Promise<void>;
+}
 
 /** A read the cache cannot answer, or cache options that contradict each other. */
 export class CacheError extends OpkitError<CacheErrorCode> {
@@ -112,6 +78,12 @@ export class CacheError extends OpkitError<CacheErrorCode> {
 export { dropManagedFields };
 
 /**
+ * Internal: the informer of `r` as the cache keeps it, without keeping a held one for good (what reads use; for the
+ * expectations of a reconcile's writes).
+ */
+export let informerOf: <T extends KubeObject>(cache: Cache, r: Kind<T>) => Informer<T>;
+
+/**
  * The shared informer cache of a process: one informer per resource, created on first use and shared by every
  * controller; reads are served from memory once that informer has synced. See the module comment for namespaces and
  * guarantees.
@@ -119,8 +91,16 @@ export { dropManagedFields };
  * @showModuleComment
  */
 export class Cache {
+  static {
+    informerOf = (cache, r) => cache.#use(r);
+  }
+
   readonly #options: CacheOptions;
   readonly #informers = new Map<string, Informer<KubeObject>>();
+  /** Informers made by `hold` and not used otherwise since: how many holds each has. Absent: kept for good. */
+  readonly #holds = new Map<string, number>();
+  /** Each informer's own stop, besides the cache's. */
+  readonly #stops = new Map<string, AbortController>();
   /** Typed indexes registered so far, by resource id and name. */
   readonly #indexes = new Map<string, IndexFunc<KubeObject>>();
   readonly #transforms = new Map<string, Transform>();
@@ -147,8 +127,55 @@ export class Cache {
     return this.#signal !== undefined;
   }
 
-  /** The shared informer of a resource (created on first use; started if the cache is started). */
+  /**
+   * The shared informer of a resource (created on first use; started if the cache is started), kept for the life of the
+   * process, also one a hold made.
+   */
   informer<T extends KubeObject>(r: Kind<T>): Informer<T> {
+    this.#holds.delete(informerKey(r));
+    return this.#use(r);
+  }
+
+  /**
+   * Holds the informer of `r` (created and started if needed) until `release`: an informer that only holds keep is
+   * stopped, and its objects dropped, when the last is released. An informer kept for good stays so.
+   */
+  hold<T extends KubeObject>(r: Kind<T>): CacheHold<T> {
+    const key = informerKey(r);
+    const existed = this.#informers.has(key);
+    const informer = this.#use(r);
+    const counted = !existed || this.#holds.has(key);
+    if (counted) this.#holds.set(key, (this.#holds.get(key) ?? 0) + 1);
+    let released = !counted;
+    return {
+      informer,
+      release: async () => {
+        if (released) return;
+        released = true;
+        await this.#release(key, informer as unknown as Informer<KubeObject>);
+      },
+    };
+  }
+
+  async #release(key: string, informer: Informer<KubeObject>): Promise<void> {
+    const left = (this.#holds.get(key) ?? 0) - 1;
+    if (!this.#holds.has(key) || this.#informers.get(key) !== informer) return; // kept for good since
+    if (left > 0) {
+      this.#holds.set(key, left);
+      return;
+    }
+    this.#holds.delete(key);
+    this.#informers.delete(key);
+    this.#stops.get(key)?.abort();
+    this.#stops.delete(key);
+    this.#options.metrics?.forgetWatch(key);
+    await informer.stopped();
+    informer.store.forget(() => true);
+    this.#log.info({ resource: key }, 'stopped an informer no watch holds any more');
+  }
+
+  /** The informer of `r`, as it is kept (held or for good), or a new one kept for good. */
+  #use<T extends KubeObject>(r: Kind<T>): Informer<T> {
     const id = resourceId(r);
     const key = informerKey(r);
     let inf = this.#informers.get(key) as Informer<T> | undefined;
@@ -178,15 +205,27 @@ export class Cache {
         inactivityTimeoutMs: o.inactivityTimeoutMs,
         watchTimeoutSeconds: o.watchTimeoutSeconds,
         backoff: o.backoff,
+        staleness: o.staleness,
         log: this.#log,
         metrics: o.metrics?.watch(key),
       });
+      // the typed indexes registered for it (an informer stopped by its last release and made again)
+      for (const [slot, fn] of this.#indexes)
+        if (slot.startsWith(`${key}\u0000`)) inf.addIndexer(slot.slice(key.length + 1), fn as IndexFunc<T>);
       this.#informers.set(key, inf as unknown as Informer<KubeObject>);
-      // started outside any trace: the first read of a kind may come from inside a reconcile's span
-      const [created, signal] = [inf, this.#signal];
-      if (signal) detachedFromTrace(() => created.start(signal));
+      this.#stops.set(key, new AbortController());
+      if (this.#signal) this.#run(key, inf as unknown as Informer<KubeObject>, this.#signal);
     }
     return inf;
+  }
+
+  /**
+   * Starts an informer until the cache's signal or its own stop aborts, outside any trace (the first read of a kind may
+   * come from inside a reconcile's span).
+   */
+  #run(key: string, inf: Informer<KubeObject>, signal: AbortSignal): void {
+    const own = this.#stops.get(key)?.signal;
+    detachedFromTrace(() => inf.start(own ? AbortSignal.any([signal, own]) : signal));
   }
 
   /**
@@ -233,7 +272,7 @@ export class Cache {
 
   /** Adds an index to a resource's informer (e.g. `label:app` → the label's value). Prefer `addIndex(handle)`. */
   indexField<T extends KubeObject>(r: Kind<T>, name: string, fn: IndexFunc<T>): void {
-    this.informer(r).addIndexer(name, fn);
+    this.#use(r).addIndexer(name, fn);
   }
 
   /** Registers a typed index (see `defineIndex`); reads through its handle also register it on first use. */
@@ -241,38 +280,47 @@ export class Cache {
     const slot = `${informerKey(index.resource)}\u0000${index.name}`;
     const known = this.#indexes.get(slot);
     if (known === index.fn) return;
-    if (known !== undefined || this.informer(index.resource).store.hasIndex(index.name)) {
+    if (known !== undefined || this.#use(index.resource).store.hasIndex(index.name)) {
       throw new IndexError(
         'IndexConflict',
         `${informerKey(index.resource)} already has an index named "${index.name}": give this one another name`,
       );
     }
     this.#indexes.set(slot, index.fn as IndexFunc<KubeObject>);
-    this.informer(index.resource).addIndexer(index.name, index.fn);
+    this.#use(index.resource).addIndexer(index.name, index.fn);
   }
 
   /** Starts every informer, now and later ones, until `signal` aborts. */
   start(signal: AbortSignal): void {
     if (this.#signal) return;
     this.#signal = signal;
-    detachedFromTrace(() => {
-      for (const inf of this.#informers.values()) inf.start(signal);
-    });
+    for (const [key, inf] of this.#informers) this.#run(key, inf, signal);
     for (const fn of this.#started.splice(0)) fn();
   }
 
-  /** Resolves true when every informer created so far has synced; false if `signal` aborts first. */
+  /**
+   * Resolves true when every informer kept for good created so far has synced; false if `signal` aborts first.
+   */
   async waitForSync(signal?: AbortSignal): Promise<boolean> {
-    const results = await Promise.all([...this.#informers.values()].map((i) => i.waitForSync(signal)));
+    const results = await Promise.all(this.#kept().map((i) => i.waitForSync(signal)));
     return results.every(Boolean);
   }
 
-  /** Whether every informer has synced (for readiness probes). */
+  /** Whether every informer kept for good has synced (for readiness probes). */
   get synced(): boolean {
-    return [...this.#informers.values()].every((i) => i.hasSynced);
+    return this.unsynced().length === 0;
   }
 
-  /** The informers created so far. */
+  /** The informers kept for good that have not synced yet (what readiness waits for). */
+  unsynced(): Informer<KubeObject>[] {
+    return this.#kept().filter((i) => !i.hasSynced);
+  }
+
+  #kept(): Informer<KubeObject>[] {
+    return [...this.#informers].filter(([key]) => !this.#holds.has(key)).map(([, inf]) => inf);
+  }
+
+  /** The informers running or to run (held ones included). */
   informers(): readonly Informer<KubeObject>[] {
     return [...this.#informers.values()];
   }
@@ -315,7 +363,7 @@ export class Cache {
   }
 
   async #synced<T extends KubeObject>(r: Kind<T>): Promise<Informer<T>> {
-    const inf = this.informer(r);
+    const inf = this.#use(r);
     if (inf.hasSynced) return inf;
     if (!this.#signal) await new Promise<void>((resolve) => this.#started.push(resolve));
     if (!(await inf.waitForSync(this.#signal))) {

@@ -7,6 +7,7 @@ export {
   Cache,
   CacheError,
   type CacheErrorCode,
+  type CacheHold,
   type CacheListOptions,
   type CacheOptions,
   type ResourceCacheOptions,

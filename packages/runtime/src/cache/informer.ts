@@ -12,6 +12,7 @@
  * `namespace`, `owner` (owner UIDs) and `controller` (the controlling owner's UID).
  */
 import type { Client } from '../client/client.ts';
+import type { ApiError } from '../client/errors.ts';
 import { Selector } from '../client/labels.ts';
 import { type Kind, type KubeObject, resourceId } from '../client/resource.ts';
 import { UsageError } from '../errors.ts';
@@ -147,6 +148,17 @@ export class Informer<T extends KubeObject> {
    */
   get hasSynced(): boolean {
     return this.#reflectors.every((r) => r.synced);
+  }
+
+  /** Before it has synced: why the last list or watch of a namespace not yet synced failed (e.g. Forbidden). */
+  get syncError(): ApiError | undefined {
+    return this.#reflectors.find((r) => !r.synced && r.syncError)?.syncError;
+  }
+
+  /** Whether a watch of it was found stale (cache/staleness.ts) and its relist is not stored yet. */
+  get stale(): boolean {
+    const partitions = [...this.#partitions.values()].flatMap((p) => p.reflectors);
+    return [...this.#reflectors, ...partitions].some((r) => r.stale);
   }
 
   /** The label a partitioned informer caches by, or undefined. */

@@ -16,8 +16,10 @@
  * The loop, as a state machine: LIST → WATCH → (server timeout: WATCH again at once) | (410 Gone, or a
  * resourceVersion too large for the server after an etcd restore: LIST again from scratch and replace the store
  * atomically) | (any other error, or a watch silent for longer than the inactivity deadline: wait with exponential
- * backoff and jitter, then WATCH again from the last resourceVersion). Only the caller's abort ends the loop: no error
- * stops it, and every error is reported (log + metric) before the retry.
+ * backoff and jitter, then WATCH again from the last resourceVersion) | (found stale by the probe of
+ * cache/staleness.ts — behind a resourceVersion the apiserver had 90 s before, though its watches end on time: LIST in
+ * pages at once, the current list or watch aborted). Only the caller's abort ends the loop: no error stops it, and
+ * every error is reported (log + metric) before the retry.
  *
  * Relists are paced as client-go paces list-and-watch cycles: the first relist after a healthy watch runs at once (a
  * compaction is routine), each further one without a healthy watch in between waits 800 ms, doubling up to 30 s, with
@@ -45,6 +47,7 @@ import { hop } from '../internal/hops.ts';
 import { sleep } from '../internal/sleep.ts';
 import type { Logger } from '../logger.ts';
 import type { WatchMetrics } from '../metrics.ts';
+import { probeStaleness, type StalenessOptions, type StaleTarget } from './staleness.ts';
 import type { Store } from './store.ts';
 import { maskOf } from './transform.ts';
 
@@ -72,6 +75,8 @@ export interface ReflectorOptions<T extends KubeObject> {
   readonly backoff?: BackoffOptions | undefined;
   /** Pacing of relists without a healthy watch between them (default 800 ms … 30 s, jitter 1.0). */
   readonly relistBackoff?: BackoffOptions | undefined;
+  /** Stale-cache detection (cache/staleness.ts; default on, every 30 s, stale after 90 s); `false` turns it off. */
+  readonly staleness?: StalenessOptions | false | undefined;
   readonly log: Logger;
   readonly metrics?: WatchMetrics | undefined;
 }
@@ -102,6 +107,12 @@ export class Reflector<T extends KubeObject> {
   /** When the current watch was accepted by the server (performance.now()), while it runs. */
   #watchOpenedAt: number | undefined;
   #synced = false;
+  /** The error of the last failed list or watch, until the first list is stored. */
+  #syncError: ApiError | undefined;
+  /** Found stale (cache/staleness.ts): a relist in pages is due, and readiness fails until it is stored. */
+  #stale = false;
+  /** Aborts the current list or watch when the cache is found stale. */
+  #cycle = new AbortController();
   #onSynced: (() => void)[] = [];
   /** Whether lists are streamed (`listMode: 'stream'`). */
   readonly #stream: boolean;
@@ -128,9 +139,19 @@ export class Reflector<T extends KubeObject> {
     return this.#synced;
   }
 
+  /** Before the first list is stored: why the last attempt failed (undefined once synced, or before any failure). */
+  get syncError(): ApiError | undefined {
+    return this.#syncError;
+  }
+
   /** The resourceVersion of the last list, event or bookmark. */
   get resourceVersion(): string | undefined {
     return this.#resourceVersion;
+  }
+
+  /** Whether it was found stale and its relist is not stored yet. */
+  get stale(): boolean {
+    return this.#stale;
   }
 
   /** Calls `fn` once the first list is stored (at once if it already is). */
@@ -142,11 +163,17 @@ export class Reflector<T extends KubeObject> {
   /** Runs until `signal` aborts. Never rejects. */
   async run(signal: AbortSignal): Promise<void> {
     const { log } = this.#o;
+    const probing = this.#probe(signal);
     while (!signal.aborted) {
+      const cycle = AbortSignal.any([signal, this.#cycle.signal]);
       try {
+        if (this.#stale) {
+          this.#resourceVersion = undefined; // found stale: relist in pages, the path watch events did not come by
+          this.#fallback = true;
+        }
         if (this.#resourceVersion === undefined && this.listMode === 'stream') {
           try {
-            await this.#watch(signal, true);
+            await this.#watch(cycle, true);
             continue;
           } catch (e) {
             if (signal.aborted) break;
@@ -163,11 +190,13 @@ export class Reflector<T extends KubeObject> {
             this.#o.metrics?.failed(err.code);
           }
         }
-        if (this.#resourceVersion === undefined) await this.#list(signal);
-        await this.#watch(signal, false);
+        if (this.#resourceVersion === undefined) await this.#list(cycle);
+        await this.#watch(cycle, false);
       } catch (e) {
         if (signal.aborted) break;
+        if (cycle.aborted) continue; // found stale while listing, watching or waiting: relist now
         const err = toApiError(e);
+        if (!this.#synced) this.#syncError = err;
         this.#o.metrics?.failed(err.code);
         // a watch that stayed open for a while was a good answer from the server, whatever ended it
         if (this.#watchOpenedAt !== undefined && performance.now() - this.#watchOpenedAt >= HEALTHY_WATCH_MS)
@@ -204,9 +233,36 @@ export class Reflector<T extends KubeObject> {
           log.warn({ ...fields, err: err.message }, 'list/watch failed: retrying');
           this.#o.metrics?.restarted('error');
         }
-        await sleep(delay, signal);
+        await sleep(delay, cycle);
       }
     }
+    await probing;
+  }
+
+  /** Probes for staleness until `signal` aborts (unless turned off); a stale cache is reported and relisted. */
+  async #probe(signal: AbortSignal): Promise<void> {
+    const o = this.#o;
+    if (o.staleness === false) return;
+    const target: StaleTarget = {
+      synced: () => this.#synced,
+      relisting: () => this.#stale,
+      resourceVersion: () => this.#resourceVersion,
+      stale: (verdict) => {
+        this.#stale = true;
+        o.metrics?.stale?.();
+        const behindSeconds = Math.round(verdict.behindMs / 1000);
+        const { cacheResourceVersion, serverResourceVersion } = verdict;
+        o.log.warn(
+          { cacheResourceVersion, serverResourceVersion, behindSeconds },
+          'the cache stopped advancing while the apiserver moved on: relisting in pages',
+        );
+        this.#cycle.abort();
+        this.#cycle = new AbortController();
+      },
+    };
+    const { client, namespace, log } = o;
+    const resource = o.resource as Kind<KubeObject>;
+    await probeStaleness(target, { client, resource, namespace, log, options: o.staleness ?? {} }, signal);
   }
 
   async #list(signal: AbortSignal): Promise<void> {
@@ -246,11 +302,13 @@ export class Reflector<T extends KubeObject> {
     const o = this.#o;
     this.#store.replace(items, o.namespace, o.partition);
     this.#resourceVersion = rv;
+    this.#stale = false;
     this.#backoff.reset();
     o.metrics?.relisted();
     o.log.debug({ items: items.length, resourceVersion: rv, mode: this.listMode }, 'listed');
     if (!this.#synced) {
       this.#synced = true;
+      this.#syncError = undefined;
       for (const fn of this.#onSynced.splice(0)) fn();
     }
   }

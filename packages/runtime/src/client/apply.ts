@@ -1,7 +1,7 @@
 /**
  * @module client/apply
  * Server-side apply of arbitrary manifests (a multi-document YAML, or objects), the way `kubectl apply
- * --server-side` does it: each object's resource is found by discovery (group/version → plural and scope, cached), so
+ * --server-side` does it: each object's resource is found by discovery (`kindFor`: group/version → plural and scope), so
  * any kind works, custom ones included once their CRD is served. Objects are applied in the order given; a CRD is
  * waited for until Established before the next object, so a file can carry a CRD and objects of its kind. `deleteAll`
  * removes manifests in reverse order and ignores what is already gone.
@@ -10,9 +10,9 @@
 import yaml from 'js-yaml';
 import { OpkitError } from '../errors.ts';
 import type { Client } from './client.ts';
+import { DiscoveryError, kindFor } from './discover.ts';
 import { isNotFound } from './errors.ts';
-import { type Kind, type KubeObject, resource } from './resource.ts';
-import type { APIResource } from './types.ts';
+import type { Kind, KubeObject } from './resource.ts';
 
 /** Why a manifest cannot be applied. */
 export type ManifestErrorCode =
@@ -56,31 +56,20 @@ export function parseManifests(text: string, source = 'manifest'): KubeObject[] 
 export class Applier {
   readonly #client: Client;
   readonly #fieldManager: string;
-  readonly #discovery = new Map<string, APIResource[]>();
 
   constructor(client: Client, fieldManager: string) {
     this.#client = client;
     this.#fieldManager = fieldManager;
   }
 
-  /** The Kind of `apiVersion`/`kind`, by discovery. */
-  async resourceFor(apiVersion: string, kind: string, refresh = false): Promise<Kind> {
-    if (refresh) this.#discovery.delete(apiVersion);
-    let list = this.#discovery.get(apiVersion);
-    if (!list) {
-      list = await this.#client.serverResources(apiVersion).catch((err: unknown) => {
-        if (isNotFound(err)) return [];
-        throw err;
-      });
-      this.#discovery.set(apiVersion, list);
+  /** The Kind of `apiVersion`/`kind`, by discovery (`kindFor`); one not served is a `ManifestError`. */
+  async resourceFor(apiVersion: string, kind: string): Promise<Kind> {
+    try {
+      return await kindFor(this.#client, apiVersion, kind);
+    } catch (err) {
+      if (err instanceof DiscoveryError) throw new ManifestError(err.message, { cause: err });
+      throw err;
     }
-    const found = list.find((r) => r.kind === kind);
-    if (!found) {
-      if (!refresh) return this.resourceFor(apiVersion, kind, true);
-      throw new ManifestError(`the apiserver does not serve kind ${kind} in ${apiVersion}`);
-    }
-    const [group, version] = apiVersion.includes('/') ? (apiVersion.split('/') as [string, string]) : ['', apiVersion];
-    return resource({ group, version, kind, plural: found.name, namespaced: found.namespaced });
   }
 
   /** Applies every object (server-side apply, forced), waiting for CRDs to be Established. */

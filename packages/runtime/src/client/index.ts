@@ -1,7 +1,8 @@
 /**
  * @module @opkit/runtime/client
  * Talking to the apiserver: `Client` (typed CRUD, patch kinds, server-side apply, status/scale subresources, paginated
- * lists, watches), `loadConfig` (kubeconfig or in-cluster), `Applier` for manifests, label selectors, and the
+ * lists, watches), `loadConfig` (kubeconfig or in-cluster), `Applier` for manifests, `kindFor` (the kind of an
+ * apiVersion and kind named at run time, by discovery), label selectors, and the
  * resource descriptions and object helpers, `toApiError` (a Status as the `ApiError` the client throws), and the
  * apiserver's warnings (`onWarning`, `loggedOnce`).
  * `ApiError` and all its predicates (`isNotFound`, `isConflict`, `isAlreadyExists`, `isGone`, …) live in
@@ -10,6 +11,7 @@
 export { Applier, ManifestError, type ManifestErrorCode, parseManifests } from './apply.ts';
 export type { Credentials } from './auth.ts';
 export { Client } from './client.ts';
+export { DiscoveryError, type DiscoveryErrorCode, kindFor } from './discover.ts';
 export { type Status, type StatusCause, toApiError } from './errors.ts';
 export {
   type ConnectionConfig,

@@ -34,6 +34,7 @@
  *   primary object's last state is shown to the gate until its request was reconciled.
  * - With a `fence` (leader election; not asked when `needLeaderElection` is false), a request is reconciled only
  *   while it lets this replica act, and each request its reconcile sends asks it first.
+ * - `ctx.watchKinds` adds and removes watches while it runs (controller/dynamic.ts); all go when it stops.
  * - Each reconcile that ends without an error is logged at debug level (`reconciled`, with the request, its
  *   `reconcileID`, `durationMs` and any `requeueAfterMs`); a failed one at the level its error policy says.
  * - Stopping (the `start` signal aborts): no new work is taken; in-flight reconciles may finish for
@@ -51,10 +52,11 @@ import { type Logger, silentLogger } from '../logger.ts';
 import { endReconcileSpan, runtimeTracer, startReconcileSpan, withActiveSpan } from '../tracing/spans.ts';
 import { LOW_PRIORITY, realClock, WorkQueue } from '../workqueue/index.ts';
 import { startDeadline } from './deadline.ts';
+import { DynamicWatches } from './dynamic.ts';
 import { Expectations, expectFor } from './expectations.ts';
 import type { MapFunc } from './handlers.ts';
 import { MapRunner } from './mapping.ts';
-import type { ControllerOptions, WatchRole } from './options.ts';
+import { type ControllerOptions, DEFAULT_CACHE_SYNC_TIMEOUT_MS, type WatchRole } from './options.ts';
 import { handleFailure } from './policy.ts';
 import { allow, type Predicate } from './predicates.ts';
 import {
@@ -84,6 +86,8 @@ export class Controller {
   readonly queue: WorkQueue<string>;
   /** The creates and deletes it waits to see in the cache before reconciling a request again. */
   readonly expectations: Expectations;
+  /** The kinds its requests name while it runs (`ctx.watchKinds`). */
+  readonly #dynamic: DynamicWatches;
   readonly #o: ControllerOptions;
   readonly #reconciler: Reconciler;
   readonly #log: Logger;
@@ -131,6 +135,10 @@ export class Controller {
       log: this.#log,
       ...(options.clock ? { now: () => options.clock?.now() ?? 0 } : {}),
       ...(options.expectationTimeoutMs !== undefined ? { timeoutMs: options.expectationTimeoutMs } : {}),
+    });
+    this.#dynamic = new DynamicWatches({
+      ...{ cache: options.cache, queue: this.queue, expectations: this.expectations, log: this.#log },
+      syncTimeoutMs: options.cacheSyncTimeoutMs ?? DEFAULT_CACHE_SYNC_TIMEOUT_MS,
     });
   }
 
@@ -186,6 +194,7 @@ export class Controller {
       },
       delete: (obj) => {
         if (primary && this.#o.gate) this.#tombstones.set(keyOf(obj), obj);
+        if (primary) void this.#dynamic.forget(keyOf(obj));
         this.expectations.observe(obj, true);
         if (allow(predicates, 'delete', undefined, obj)) lane.submit([obj], 0);
       },
@@ -216,7 +225,7 @@ export class Controller {
     const workers = this.#o.maxConcurrentReconciles ?? 1;
     this.#o.metrics?.initController(this.name, workers);
     this.#o.cache.start(signal);
-    const timeoutMs = this.#o.cacheSyncTimeoutMs ?? 120_000;
+    const timeoutMs = this.#o.cacheSyncTimeoutMs ?? DEFAULT_CACHE_SYNC_TIMEOUT_MS;
     const syncAbort = AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]);
     const synced = await Promise.all(this.#watched.map((i) => i.waitForSync(syncAbort)));
     if (signal.aborted) return this.#shutdown();
@@ -249,6 +258,7 @@ export class Controller {
     clearTimeout(timer);
     await Promise.all(loops);
     if (this.#ownEvents) await this.#events.flush(drainMs);
+    await this.#dynamic.stop();
     this.#shutdown();
   }
 
@@ -317,6 +327,7 @@ export class Controller {
       events: this.#events,
       fieldManager: this.#o.fieldManager ?? this.name,
       expect: expectFor(this.expectations, key, this.#o.cache),
+      watchKinds: (kinds) => this.#dynamic.set(key, kinds, ctx.signal),
     };
     return { ctx, deadline };
   }

@@ -23,7 +23,7 @@
  * entry stays (up to the timeout) and the reconcile waits.
  */
 
-import type { Cache } from '../cache/cache.ts';
+import { type Cache, informerOf } from '../cache/cache.ts';
 import type { Store } from '../cache/store.ts';
 import { type Kind, type KubeObject, keyOf } from '../client/resource.ts';
 import { UsageError } from '../errors.ts';
@@ -238,7 +238,7 @@ export class Expectations {
 
 /** The `ctx.expect` of a reconcile of `key`: what it declares is recorded in `e`, against the cache's informers. */
 export function expectFor(e: Expectations, key: string, cache: Cache): Expect {
-  const informer = (r: Kind) => cache.informer(r) as unknown as LiveSource;
+  const informer = (r: Kind) => informerOf(cache, r) as unknown as LiveSource;
   return {
     created: (r, obj) => e.expectCreated(key, informer(r).store, obj),
     deleted: (r, obj) => e.expectDeleted(key, informer(r).store, obj),

@@ -13,6 +13,9 @@ import type { Metrics } from '../metrics.ts';
 import type { Clock, RateLimiter } from '../workqueue/index.ts';
 import type { ErrorPolicy } from './policy.ts';
 
+/** How long informers may take to sync (`cacheSyncTimeoutMs`), unless configured. */
+export const DEFAULT_CACHE_SYNC_TIMEOUT_MS = 120_000;
+
 /** A controller's options; `name`, `client` and `cache` are required (the builder supplies them). */
 export interface ControllerOptions {
   /** The controller's name, unique per manager: in logs, metrics and its queue, and the default Event source. */
@@ -31,7 +34,7 @@ export interface ControllerOptions {
   readonly rateLimiter?: RateLimiter<string>;
   /** The clock of its queue, backoff and expectations (a `FakeClock` in tests; default real time). */
   readonly clock?: Clock;
-  /** How long informers may take to sync before `start` fails (default 2 min). */
+  /** How long informers may take to sync before `start` fails, and a kind `ctx.watchKinds` names (default 2 min). */
   readonly cacheSyncTimeoutMs?: number;
   /**
    * How long in-flight reconciles may finish after stop, before their `ctx.signal` aborts (default 2 s; the manager's

@@ -112,6 +112,14 @@ export interface ReconcileContext {
   readonly events: ReconcileEvents;
   /** The field manager server-side applies of this controller use. */
   readonly fieldManager: string;
+  /**
+   * Makes `kinds` the kinds whose changes reconcile this request (a dynamic watch, e.g. of kinds a custom resource
+   * names; find a kind named at run time with `kindFor`), and resolves once each has synced in `cache`. Kinds it named
+   * before and not now are unwatched; an informer no watch needs any more is stopped and its objects dropped. The kinds
+   * go when the primary object is deleted. Rejects with a `CacheError` naming a kind that cannot be watched (`WatchRefused`:
+   * Forbidden or not served; `CacheSyncTimeout`), which is then not watched; the others are.
+   */
+  watchKinds(kinds: readonly Kind[]): Promise<void>;
 }
 
 /** A request-based reconciler (controller-runtime's `Reconciler`): the layer below the object-first one. */

@@ -5,8 +5,8 @@
  *
  * `start(signal)`: serve /metrics, /healthz and /readyz (on every replica) → check that every watched resource is
  * served (a missing CRD fails at once, naming it) → start the cache (standbys keep warm caches) → campaign for the
- * Lease when leader election is on → run the controllers while leading. `/readyz` passes once every informer has
- * synced.
+ * Lease when leader election is on → run the controllers while leading. `/readyz` passes once every informer kept for
+ * good has synced (one only a dynamic watch holds does not count).
  *
  * An apiserver that cannot be reached for 30 s at start is fatal too (`ApiUnreachable`). With `sharding` on, the
  * controllers run on every replica, each reconciling and caching the shards it holds (sharding/sharded.ts).
@@ -135,9 +135,11 @@ export class Manager {
     }
     this.#readyz.add('informers', () => {
       if (!this.cache.started) throw new ManagerError('NotReady', 'the cache has not started');
-      const pending = this.cache.informers().filter((i) => !i.hasSynced);
-      if (pending.length > 0)
-        throw new ManagerError('NotReady', `not synced: ${pending.map((i) => resourceId(i.resource)).join(', ')}`);
+      const ids = (l: readonly { readonly resource: Kind }[]) => l.map((i) => resourceId(i.resource)).join(', ');
+      const pending = this.cache.unsynced();
+      if (pending.length > 0) throw new ManagerError('NotReady', `not synced: ${ids(pending)}`);
+      const stale = this.cache.informers().filter((i) => i.stale);
+      if (stale.length > 0) throw new ManagerError('NotReady', `stale, relisting: ${ids(stale)}`);
     });
   }
 
@@ -239,7 +241,8 @@ export class Manager {
 
   /**
    * Adds a readiness check, as `addHealthzCheck` for `/readyz`; built in: `shutdown` (fails once a stop began),
-   * `informers` (every informer synced) and `webhook` (once `webhookServer` is used).
+   * `informers` (every informer kept for good synced: not those only dynamic watches hold; and none found stale and
+   * relisting) and `webhook` (once `webhookServer` is used).
    */
   addReadyzCheck(name: string, check: Check): void {
     this.#readyz.add(name, check);

@@ -23,10 +23,15 @@
  * connections made after `resetConnections()` are served as before; `close()` ends every connection, and after it
  * nothing of the proxy keeps the event loop alive.
  */
+
+import { mkdtemp, rm } from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer, Agent as HttpsAgent, request, type Server } from 'node:https';
 import type { Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { TLSSocket } from 'node:tls';
+import { createLoopbackServingPki } from '../certs.ts';
 import { TestenvError } from '../errors.ts';
 import { resetSocket } from '../fault-link.ts';
 import { listenOnLoopback } from '../ports.ts';
@@ -34,6 +39,7 @@ import { isWrite, type RequestInfo, requestInfo } from './request-info.ts';
 
 /** An answer the proxy gives instead of the apiserver. */
 export interface ProxyAnswer {
+  /** 409 Conflict, 429 Too Many Requests or 500 Internal Error, each with its `Status` body. */
   readonly code: 409 | 429 | 500;
   /** For 429: the `Retry-After` header, in seconds (default 1). */
   readonly retryAfterSeconds?: number;
@@ -43,8 +49,8 @@ export interface ProxyAnswer {
 export interface ApiFaultProxyOptions {
   /** The apiserver: its URL (`https://127.0.0.1:6443`) and the CA that signed its serving certificate. */
   readonly target: { readonly url: string; readonly caPem: string };
-  /** The proxy's own CA and serving certificate for 127.0.0.1 (PEM). */
-  readonly serving: { readonly caPem: string; readonly certPem: string; readonly keyPem: string };
+  /** The proxy's own CA and serving certificate for 127.0.0.1 (PEM); by default a new one (see `caPem`). */
+  readonly serving?: { readonly caPem: string; readonly certPem: string; readonly keyPem: string };
   /** Called for each request before it is forwarded; an answer is given instead of the apiserver's. */
   readonly answer?: (info: RequestInfo) => ProxyAnswer | undefined;
   /** Awaited after the apiserver applied a write (2xx), before the client has the answer. */
@@ -59,8 +65,9 @@ export interface ApiFaultProxyStats {
   readonly applied: number;
   /** Requests the proxy answered itself, by code. */
   readonly answered: Readonly<Record<string, number>>;
-  /** Watch events delivered, and those coalesced away. */
+  /** Watch events delivered. */
   readonly watchEvents: number;
+  /** Held watch events dropped by a coalescing release (an older state of an object delivered later). */
   readonly coalescedAway: number;
 }
 
@@ -169,6 +176,17 @@ export function coalesced(lines: readonly string[]): string[] {
   return out;
 }
 
+/** A CA of its own and a serving certificate for 127.0.0.1 signed by it, made in a directory removed at once. */
+async function newServingPki(): Promise<{ caPem: string; certPem: string; keyPem: string }> {
+  const dir = await mkdtemp(join(tmpdir(), 'opkit-api-proxy-'));
+  try {
+    const { ca, serving } = await createLoopbackServingPki(dir);
+    return { caPem: ca.certPem, certPem: serving.certPem, keyPem: serving.keyPem };
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
 /** An HTTPS proxy in front of the apiserver that sees requests; see the module comment. */
 export class ApiFaultProxy {
   /** The port it listens on, on 127.0.0.1. */
@@ -195,17 +213,18 @@ export class ApiFaultProxy {
     const target = new URL(options.target.url);
     if (target.protocol !== 'https:')
       throw new TestenvError('InvalidOption', `the proxy's target must be an https URL, got ${options.target.url}`);
-    const server = createServer({ cert: options.serving.certPem, key: options.serving.keyPem });
+    const serving = options.serving ?? (await newServingPki());
+    const server = createServer({ cert: serving.certPem, key: serving.keyPem });
     const port = await listenOnLoopback(server, 'API proxy');
-    return new ApiFaultProxy(server, port, target, options);
+    return new ApiFaultProxy(server, port, target, options, serving.caPem);
   }
 
-  private constructor(server: Server, port: number, target: URL, options: ApiFaultProxyOptions) {
+  private constructor(server: Server, port: number, target: URL, options: ApiFaultProxyOptions, caPem: string) {
     this.#server = server;
     this.port = port;
     this.#target = target;
     this.#options = options;
-    this.caPem = options.serving.caPem;
+    this.caPem = caPem;
     this.#agent = new HttpsAgent({ keepAlive: true, ca: options.target.caPem });
     server.on('connection', (socket: Socket) => {
       this.#sockets.add(socket);

@@ -8,9 +8,16 @@
  * it checks invariants that need nothing from the user (it settles, one controller per object, no orphans, the same
  * children and status as a fault-free run, only the leader or the shard's owner writes, no crash loop, no stream of
  * Events, no token in the logs) and the user's own. `opkit chaos` runs it for a project; docs/chaos.md tells how.
- * `Replica` (a supervised replica process) and `WebhookService` (a loopback Service in front of the replicas' webhook
- * servers) are the building blocks of its system, for a harness of your own.
+ * `Replica` (a supervised replica process), `WebhookService` (a loopback Service in front of the replicas' webhook
+ * servers) and `ApiFaultProxy` (an HTTPS proxy in front of the apiserver that answers, holds watches and drops
+ * connections) are the building blocks of its system, for a harness of your own.
  */
+export {
+  ApiFaultProxy,
+  type ApiFaultProxyOptions,
+  type ApiFaultProxyStats,
+  type ProxyAnswer,
+} from './api-proxy.ts';
 export type { Fault, FaultKind } from './faults.ts';
 export { FAULT_KINDS } from './faults.ts';
 export {

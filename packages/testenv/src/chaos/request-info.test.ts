@@ -34,6 +34,9 @@ test('resource requests: verb, group, version, resource, subresource, namespace 
     name: 'app-0',
   });
   assert.equal(requestInfo('GET', '/api/v1/pods').group, '', 'the core group is ""');
+  assert.equal(requestInfo('GET', '/api/v1/pods?limit=1&continue=x').limit, 1, "a list's page size");
+  assert.equal(requestInfo('GET', '/api/v1/pods?limit=0').limit, undefined);
+  assert.equal(requestInfo('GET', '/api/v1/pods?watch=1&limit=5').limit, undefined, 'a watch has no pages');
 });
 
 test('other paths have no resource; their verb is the method', () => {

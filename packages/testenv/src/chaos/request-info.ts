@@ -5,7 +5,8 @@
  * API group and version, the resource and subresource, the namespace and the object's name.
  *
  * Guarantees: a path that is not a resource request (`/healthz`, `/version`, discovery such as `/apis/apps/v1`) has
- * no resource, and its verb is the method's lower case; a list with `watch=true` (or `watch=1`) is a `watch`.
+ * no resource, and its verb is the method's lower case; a list with `watch=true` (or `watch=1`) is a `watch`; a list's
+ * `limit`, when a positive integer, is its page size.
  */
 
 /** A request to the apiserver, by what it does. */
@@ -24,6 +25,8 @@ export interface RequestInfo {
   readonly namespace?: string;
   /** The object's name; none for a list, a watch or a create. */
   readonly name?: string;
+  /** A list's page size (`limit`), when it asks for one. */
+  readonly limit?: number;
 }
 
 /** A Namespace's own subresources: `namespaces/<name>/finalize` is not a resource `finalize` in that namespace. */
@@ -83,6 +86,7 @@ export function requestInfo(method: string, url: string): RequestInfo {
                 ? 'deletecollection'
                 : 'delete'
               : m.toLowerCase();
+  const limit = verb === 'list' ? Number(new URLSearchParams(query).get('limit') ?? '') : 0;
   return {
     verb,
     group,
@@ -91,6 +95,7 @@ export function requestInfo(method: string, url: string): RequestInfo {
     ...(subresource !== undefined ? { subresource } : {}),
     ...(namespace !== undefined ? { namespace } : {}),
     ...(name !== undefined ? { name } : {}),
+    ...(Number.isSafeInteger(limit) && limit > 0 ? { limit } : {}),
   };
 }
 
