@@ -112,8 +112,9 @@ export class Metrics {
       help: 'Objects held in the cache per resource (a sharded replica holds only its buckets)',
       labelNames: ['resource'],
       collect: (g) => {
+        const sizes = [...informers()].map(([resource, inf]) => [resource, inf.store.size] as const);
         g.reset();
-        for (const [resource, inf] of informers()) g.set({ resource }, inf.store.size);
+        for (const [resource, size] of sizes) g.set({ resource }, size);
       },
     });
     this.registry.gauge({
@@ -121,9 +122,12 @@ export class Metrics {
       help: 'Estimated size of the objects held in the cache per resource, as JSON (a sample of them, times their number)',
       labelNames: ['resource'],
       collect: (g) => {
+        // computed first: a throw leaves the last values, as a failing collect does
+        const bytes = [...informers()].map(
+          ([r, inf]) => [r, estimatedBytes(inf.store.values(), inf.store.size)] as const,
+        );
         g.reset();
-        for (const [resource, inf] of informers())
-          g.set({ resource }, estimatedBytes(inf.store.values(), inf.store.size));
+        for (const [resource, size] of bytes) g.set({ resource }, size);
       },
     });
   }

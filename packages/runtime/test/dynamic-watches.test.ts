@@ -3,15 +3,15 @@
  * annotation lists `apiVersion/Kind`s, its reconcile finds them by discovery (`kindFor`) and watches them
  * (`ctx.watchKinds`). A kind is watched, unwatched and watched again, with the cache's informers and
  * `opkit_cache_objects` checked each time; a change of a watched kind reconciles the Widgets naming it, and of an
- * unwatched kind none; the kinds go with the Widget; a kind the operator may not list fails at once, naming it, and a
- * kind not served fails naming it too. The controller runs as a user with RBAC on what it may watch.
+ * unwatched kind none, and of objects outside a request's label filter none; the kinds go with the Widget; a kind
+ * the operator may not list fails at once, naming it, and a kind not served fails naming it too. The controller runs as a user with RBAC on what it may watch.
  */
 import assert from 'node:assert/strict';
 import { before, describe, test } from 'node:test';
 import { Cache } from '../src/cache/index.ts';
 import { ClusterRoleBindings, ClusterRoles, Namespaces, Secrets } from '../src/client/builtins.ts';
 import { Client, type Kind, kindFor, loadConfig } from '../src/client/index.ts';
-import { ControllerBuilder } from '../src/controller/index.ts';
+import { ControllerBuilder, type DynamicWatch } from '../src/controller/index.ts';
 import { done } from '../src/index.ts';
 import { Metrics } from '../src/metrics.ts';
 import { parseMetrics } from './metrics-parse.ts';
@@ -72,13 +72,18 @@ describe('dynamic watches', () => {
         const name = w.metadata.name ?? '';
         reconciles.set(name, (reconciles.get(name) ?? 0) + 1);
         try {
+          // `apiVersion/Kind`, or `apiVersion/Kind|selector` for only the changes of objects it matches
           const named = (w.metadata.annotations?.[ANNOTATION] ?? '').split(',').filter(Boolean);
           const kinds: Kind[] = [];
+          const watches: DynamicWatch[] = [];
           for (const n of named) {
-            const at = n.lastIndexOf('/');
-            kinds.push(await kindFor(ctx.rawClient, n.slice(0, at), n.slice(at + 1)));
+            const [what = '', labelSelector] = n.split('|');
+            const at = what.lastIndexOf('/');
+            const kind = await kindFor(ctx.rawClient, what.slice(0, at), what.slice(at + 1));
+            kinds.push(kind);
+            watches.push(labelSelector ? { kind, labelSelector } : kind);
           }
-          await ctx.watchKinds(kinds);
+          await ctx.watchKinds(watches);
           const counts: Record<string, number> = {};
           for (const k of kinds) counts[k.plural] = (await ctx.cache.list(k, { namespace: NS })).length;
           seen.set(name, counts);
@@ -127,7 +132,10 @@ describe('dynamic watches', () => {
       assert.deepEqual(informers().sort(), ['secrets', 'services', 'widgets'], 'w2 still names Secrets');
 
       await client.delete(Widgets, { namespace: NS, name: 'w2' }); // its kinds go with it
-      await waitFor('the informers of Secrets and Services stopped', async () => informers().length === 1);
+      await waitFor(
+        'the informers of Secrets and Services stopped and emptied',
+        async () => informers().length === 1 && held?.store.size === 0,
+      );
       assert.deepEqual(informers(), ['widgets']);
       assert.deepEqual(cached(), { secrets: undefined, services: undefined, 'widgets.test.opkit.dev': 1 });
       assert.equal(held?.store.size, 0, 'the stopped informer dropped its objects');
@@ -151,10 +159,21 @@ describe('dynamic watches', () => {
         'a new informer',
       );
 
+      // a filter: only the changes of Secrets labelled tier=db reconcile w6
+      await widget('w6', 'v1/Secret|tier=db');
+      await expect('w6', { secrets: 4 });
+      const w6 = reconciles.get('w6') ?? 0;
+      await secret('s5'); // no label
+      await sleep(1_500);
+      assert.equal(reconciles.get('w6'), w6, 'a change outside the filter does not reconcile it');
+      await client.create(Secrets, { metadata: { namespace: NS, name: 's6', labels: { tier: 'db' } } });
+      await expect('w6', { secrets: 6 });
+      await client.delete(Widgets, { namespace: NS, name: 'w6' });
+
       // a kind the operator may not list fails at once, naming it; the kinds it may watch stay watched
       const t0 = performance.now();
       await widget('w3', 'v1/Secret,v1/ConfigMap');
-      await expect('w3', /^WatchRefused: configmaps: the apiserver refused to list it \(Forbidden/);
+      await expect('w3', /^WatchRefused: configmaps: the apiserver refused to list or watch it \(Forbidden/);
       assert.ok(performance.now() - t0 < 10_000, `refused after ${Math.round(performance.now() - t0)} ms`);
       assert.deepEqual(informers().sort(), ['secrets', 'widgets'], 'ConfigMaps are not watched; Secrets are');
       assert.equal(cache.synced, true, 'readiness does not wait for a kind a Widget named');

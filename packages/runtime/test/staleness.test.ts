@@ -19,7 +19,7 @@ import { type LogEntry, recordingLogger, Widgets, waitFor, widgetControlPlane } 
 const NS = 'stale';
 /** Short watches (bookmarks every few seconds) and a bound of two watch lifetimes, as the defaults are (45 s, 90 s). */
 const FAST = { watchTimeoutSeconds: [3, 4] as const, staleness: { intervalMs: 500, afterMs: 8_000 } };
-const STALE = 'the cache stopped advancing while the apiserver moved on: relisting in pages';
+const STALE = 'the cache stopped advancing while the apiserver moved on: relisted in pages';
 
 describe('stale-cache detection', () => {
   const plane = widgetControlPlane();
@@ -96,36 +96,41 @@ describe('stale-cache detection', () => {
       );
 
       proxy.holdWatches((info) => info.resource === 'widgets');
-      failLists = true; // the relist fails too at first: the cache stays flagged stale
+      failLists = true; // an outage of lists too, at first: the suspect cache cannot relist
       const heldAt = performance.now();
       await client.create(Widgets, { metadata: { namespace: NS, name: 'held' } });
-      await waitFor('the cache found stale', async () => informer.stale);
-      const foundAfter = (performance.now() - heldAt) / 1000;
-      assert.equal(informer.store.get(`${NS}/held`), undefined, 'the relist failed: still stale');
-      const logged = entries.find((e) => e.message === STALE);
-      assert.ok(logged, 'a warn line says so');
-      assert.equal(logged.level, 'warn');
-      const { serverResourceVersion, cacheResourceVersion } = logged.fields;
-      assert.ok(Number(serverResourceVersion) > Number(cacheResourceVersion), JSON.stringify(logged.fields));
+      await waitFor('a relist tried and refused', async () => (proxy.stats.answered['500'] ?? 0) > 0);
+      const suspectAfter = (performance.now() - heldAt) / 1000;
+      assert.equal(informer.store.get(`${NS}/held`), undefined);
+      assert.equal(informer.stale, false, 'an outage is not staleness: nothing flagged while the relist fails');
 
       failLists = false;
       await waitFor('the relist stored the change', async () => informer.store.get(`${NS}/held`) !== undefined);
       const seenAfter = (performance.now() - heldAt) / 1000;
-      assert.equal(informer.stale, false, 'the relist is stored: ready again');
-      const m = parseMetrics(metrics.text());
-      assert.ok((m.get('opkit_watch_stale_total{resource="widgets.test.opkit.dev"}') ?? 0) >= 1);
+      await waitFor('flagged', async () => informer.stale);
+      const logged = entries.find((e) => e.message === STALE);
+      assert.ok(logged, 'a warn line says so');
+      assert.equal(logged.level, 'warn');
+      const { serverResourceVersion, cacheResourceVersion, changed } = logged.fields;
+      assert.ok(Number(serverResourceVersion) > Number(cacheResourceVersion), JSON.stringify(logged.fields));
+      assert.equal(changed, 1, 'the relist added the Widget the cache had missed');
+      assert.ok(
+        (parseMetrics(metrics.text()).get('opkit_watch_stale_total{resource="widgets.test.opkit.dev"}') ?? 0) >= 1,
+      );
 
       // the probe off: the same proxy, the same hold — still without the change 25 s into it
       await new Promise((r) => setTimeout(r, Math.max(0, 25_000 - (performance.now() - heldAt))));
       assert.equal(controlInformer.store.get(`${NS}/held`), undefined, 'without the probe the cache stays stale');
+      assert.equal(informer.stale, true, 'flagged while its watch brings nothing');
       console.log(
-        `stale-cache figure: watches held; found stale after ${foundAfter.toFixed(1)} s, the change in the cache after ${seenAfter.toFixed(1)} s (relist failing until then); without the probe, not after 25 s`,
+        `stale-cache figure: watches held; suspect and relisted after ${suspectAfter.toFixed(1)} s (lists refused), the change in the cache ${seenAfter.toFixed(1)} s after it was made (lists let through); without the probe, not after 25 s`,
       );
       proxy.releaseWatches();
       await waitFor(
         'the control sees it once released',
         async () => controlInformer.store.get(`${NS}/held`) !== undefined,
       );
+      await waitFor('the flag cleared once its watch brings it forward', async () => !informer.stale);
     } finally {
       stop.abort();
       await Promise.all([informer.stopped(), controlInformer.stopped()]);

@@ -117,6 +117,13 @@ export class Cache {
       if (o.namespaces?.length === 0)
         throw new CacheError('InvalidOptions', `${where}: namespaces is empty (leave it out to watch all namespaces)`);
     }
+    const st = options.staleness;
+    for (const k of ['intervalMs', 'afterMs'] as const)
+      if (st && st[k] !== undefined && !(Number.isFinite(st[k]) && (st[k] ?? 0) > 0))
+        throw new CacheError(
+          'InvalidOptions',
+          `staleness.${k} must be a positive number of milliseconds, got ${st[k]}`,
+        );
     this.#options = options;
     this.#log = (options.log ?? silentLogger).child({ component: 'cache' });
     options.metrics?.cacheObjects(() => this.#informers.entries());
@@ -138,7 +145,8 @@ export class Cache {
 
   /**
    * Holds the informer of `r` (created and started if needed) until `release`: an informer that only holds keep is
-   * stopped, and its objects dropped, when the last is released. An informer kept for good stays so.
+   * stopped, and its objects dropped, when the last is released. An informer kept for good stays so. A kind cached by
+   * partition (sharding) holds only the partitions added to it.
    */
   hold<T extends KubeObject>(r: Kind<T>): CacheHold<T> {
     const key = informerKey(r);
@@ -168,9 +176,9 @@ export class Cache {
     this.#informers.delete(key);
     this.#stops.get(key)?.abort();
     this.#stops.delete(key);
-    this.#options.metrics?.forgetWatch(key);
     await informer.stopped();
     informer.store.forget(() => true);
+    if (!this.#informers.has(key)) this.#options.metrics?.forgetWatch(key); // not made again meanwhile
     this.#log.info({ resource: key }, 'stopped an informer no watch holds any more');
   }
 
@@ -311,6 +319,11 @@ export class Cache {
     return this.unsynced().length === 0;
   }
 
+  /** The informers kept for good found stale (cache/staleness.ts) and not brought forward by their watch since. */
+  stale(): Informer<KubeObject>[] {
+    return this.#kept().filter((i) => i.stale);
+  }
+
   /** The informers kept for good that have not synced yet (what readiness waits for). */
   unsynced(): Informer<KubeObject>[] {
     return this.#kept().filter((i) => !i.hasSynced);
@@ -363,13 +376,16 @@ export class Cache {
   }
 
   async #synced<T extends KubeObject>(r: Kind<T>): Promise<Informer<T>> {
-    const inf = this.#use(r);
-    if (inf.hasSynced) return inf;
     if (!this.#signal) await new Promise<void>((resolve) => this.#started.push(resolve));
-    if (!(await inf.waitForSync(this.#signal))) {
-      throw new CacheError('CacheStopped', `the cache stopped before ${resourceId(r)} synced`);
+    const signal = this.#signal as AbortSignal;
+    for (;;) {
+      const inf = this.#use(r);
+      if (inf.hasSynced) return inf;
+      // a held informer released before it synced stops: then read from the one made in its place
+      const own = this.#stops.get(informerKey(r))?.signal;
+      if (await inf.waitForSync(own ? AbortSignal.any([signal, own]) : signal)) return inf;
+      if (signal.aborted) throw new CacheError('CacheStopped', `the cache stopped before ${resourceId(r)} synced`);
     }
-    return inf;
   }
 }
 

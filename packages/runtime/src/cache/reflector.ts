@@ -16,7 +16,7 @@
  * The loop, as a state machine: LIST → WATCH → (server timeout: WATCH again at once) | (410 Gone, or a
  * resourceVersion too large for the server after an etcd restore: LIST again from scratch and replace the store
  * atomically) | (any other error, or a watch silent for longer than the inactivity deadline: wait with exponential
- * backoff and jitter, then WATCH again from the last resourceVersion) | (found stale by the probe of
+ * backoff and jitter, then WATCH again from the last resourceVersion) | (suspected stale by the probe of
  * cache/staleness.ts — behind a resourceVersion the apiserver had 90 s before, though its watches end on time: LIST in
  * pages at once, the current list or watch aborted). Only the caller's abort ends the loop: no error stops it, and
  * every error is reported (log + metric) before the retry.
@@ -47,7 +47,7 @@ import { hop } from '../internal/hops.ts';
 import { sleep } from '../internal/sleep.ts';
 import type { Logger } from '../logger.ts';
 import type { WatchMetrics } from '../metrics.ts';
-import { probeStaleness, type StalenessOptions, type StaleTarget } from './staleness.ts';
+import { type StalenessOptions, StaleWatch } from './staleness.ts';
 import type { Store } from './store.ts';
 import { maskOf } from './transform.ts';
 
@@ -109,9 +109,9 @@ export class Reflector<T extends KubeObject> {
   #synced = false;
   /** The error of the last failed list or watch, until the first list is stored. */
   #syncError: ApiError | undefined;
-  /** Found stale (cache/staleness.ts): a relist in pages is due, and readiness fails until it is stored. */
-  #stale = false;
-  /** Aborts the current list or watch when the cache is found stale. */
+  /** Stale-cache detection (cache/staleness.ts), unless turned off. */
+  readonly #staleness: StaleWatch | undefined;
+  /** Aborts the current list, watch or wait when the cache is suspected stale. */
   #cycle = new AbortController();
   #onSynced: (() => void)[] = [];
   /** Whether lists are streamed (`listMode: 'stream'`). */
@@ -128,6 +128,20 @@ export class Reflector<T extends KubeObject> {
     this.#relistBackoff = new Backoff({ initialMs: 800, maxMs: 30_000, jitter: 1, ...options.relistBackoff });
     this.#stream = (options.listMode ?? 'stream') === 'stream';
     this.#mask = maskOf(options.transform);
+    const { client, namespace, log } = options;
+    this.#staleness =
+      options.staleness === false
+        ? undefined
+        : new StaleWatch({
+            ...{ client, resource: options.resource as Kind<KubeObject>, namespace, log },
+            ...{ options: options.staleness ?? {}, counted: options.metrics?.stale?.bind(options.metrics) },
+            synced: () => this.#synced,
+            resourceVersion: () => this.#resourceVersion,
+            interrupt: () => {
+              this.#cycle.abort();
+              this.#cycle = new AbortController();
+            },
+          });
   }
 
   /** How the next (or current) list is made: `stream` or `paged`. */
@@ -149,9 +163,9 @@ export class Reflector<T extends KubeObject> {
     return this.#resourceVersion;
   }
 
-  /** Whether it was found stale and its relist is not stored yet. */
+  /** Whether it was found stale (a relist changed it) and its watch has not brought it forward since. */
   get stale(): boolean {
-    return this.#stale;
+    return this.#staleness?.stale ?? false;
   }
 
   /** Calls `fn` once the first list is stored (at once if it already is). */
@@ -163,12 +177,12 @@ export class Reflector<T extends KubeObject> {
   /** Runs until `signal` aborts. Never rejects. */
   async run(signal: AbortSignal): Promise<void> {
     const { log } = this.#o;
-    const probing = this.#probe(signal);
+    const probing = this.#staleness?.run(signal);
     while (!signal.aborted) {
       const cycle = AbortSignal.any([signal, this.#cycle.signal]);
       try {
-        if (this.#stale) {
-          this.#resourceVersion = undefined; // found stale: relist in pages, the path watch events did not come by
+        if (this.#staleness?.takeRelist()) {
+          this.#resourceVersion = undefined; // suspect: relist in pages, not the path watch events did not come by
           this.#fallback = true;
         }
         if (this.#resourceVersion === undefined && this.listMode === 'stream') {
@@ -183,6 +197,7 @@ export class Reflector<T extends KubeObject> {
             // client-go's rule: making progress beats waiting for a streaming list that may never come; for this
             // cycle only (the server may be another apiserver next time, or the same one upgraded)
             this.#fallback = true;
+            if (!this.#synced) this.#syncError = err; // a Forbidden watch, though a paged list may pass
             log.info(
               { code: err.code, err: err.message },
               'the streaming list failed: listing in pages for this cycle',
@@ -194,7 +209,7 @@ export class Reflector<T extends KubeObject> {
         await this.#watch(cycle, false);
       } catch (e) {
         if (signal.aborted) break;
-        if (cycle.aborted) continue; // found stale while listing, watching or waiting: relist now
+        if (cycle.aborted) continue; // suspect while listing, watching or waiting: relist now
         const err = toApiError(e);
         if (!this.#synced) this.#syncError = err;
         this.#o.metrics?.failed(err.code);
@@ -236,33 +251,8 @@ export class Reflector<T extends KubeObject> {
         await sleep(delay, cycle);
       }
     }
+    this.#staleness?.end();
     await probing;
-  }
-
-  /** Probes for staleness until `signal` aborts (unless turned off); a stale cache is reported and relisted. */
-  async #probe(signal: AbortSignal): Promise<void> {
-    const o = this.#o;
-    if (o.staleness === false) return;
-    const target: StaleTarget = {
-      synced: () => this.#synced,
-      relisting: () => this.#stale,
-      resourceVersion: () => this.#resourceVersion,
-      stale: (verdict) => {
-        this.#stale = true;
-        o.metrics?.stale?.();
-        const behindSeconds = Math.round(verdict.behindMs / 1000);
-        const { cacheResourceVersion, serverResourceVersion } = verdict;
-        o.log.warn(
-          { cacheResourceVersion, serverResourceVersion, behindSeconds },
-          'the cache stopped advancing while the apiserver moved on: relisting in pages',
-        );
-        this.#cycle.abort();
-        this.#cycle = new AbortController();
-      },
-    };
-    const { client, namespace, log } = o;
-    const resource = o.resource as Kind<KubeObject>;
-    await probeStaleness(target, { client, resource, namespace, log, options: o.staleness ?? {} }, signal);
   }
 
   async #list(signal: AbortSignal): Promise<void> {
@@ -300,9 +290,9 @@ export class Reflector<T extends KubeObject> {
   /** A full list is in: replace the store atomically, note its resourceVersion, report synced. */
   #listed(items: readonly T[], rv: string): void {
     const o = this.#o;
-    this.#store.replace(items, o.namespace, o.partition);
+    const changed = this.#store.replace(items, o.namespace, o.partition);
     this.#resourceVersion = rv;
-    this.#stale = false;
+    this.#staleness?.settle(changed);
     this.#backoff.reset();
     o.metrics?.relisted();
     o.log.debug({ items: items.length, resourceVersion: rv, mode: this.listMode }, 'listed');

@@ -137,9 +137,11 @@ export class Store<T extends KubeObject> {
 
   /**
    * Replaces the whole content — or, given `namespace`, that namespace's objects only, and given `label` (key, value)
-   * only the objects with that label value — with a fresh list (after a relist); see the module comment.
+   * only the objects with that label value — with a fresh list (after a relist); see the module comment. Answers how
+   * many objects it added, changed or removed.
    */
-  replace(items: readonly T[], namespace?: string, label?: readonly [string, string]): void {
+  replace(items: readonly T[], namespace?: string, label?: readonly [string, string]): number {
+    let changes = 0;
     const fresh = new Map<string, T>();
     for (const obj of items) fresh.set(keyOf(obj), obj);
     const byNamespace = namespace === undefined ? undefined : this.#indices.get('namespace');
@@ -155,6 +157,7 @@ export class Store<T extends KubeObject> {
         this.#items.delete(key);
         this.#reindex(key, old, undefined);
         this.listener?.delete(old);
+        changes += 1;
       }
     }
     for (const [key, obj] of fresh) {
@@ -167,6 +170,7 @@ export class Store<T extends KubeObject> {
         continue;
       }
       if (this.#freeze) deepFreeze(obj);
+      changes += 1;
       this.#items.set(key, obj);
       this.#reindex(key, old, obj);
       if (old) {
@@ -180,6 +184,7 @@ export class Store<T extends KubeObject> {
         this.listener?.add(obj);
       }
     }
+    return changes;
   }
 
   /**

@@ -62,10 +62,13 @@ export class Applier {
     this.#fieldManager = fieldManager;
   }
 
-  /** The Kind of `apiVersion`/`kind`, by discovery (`kindFor`); one not served is a `ManifestError`. */
-  async resourceFor(apiVersion: string, kind: string): Promise<Kind> {
+  /**
+   * The Kind of `apiVersion`/`kind`, by discovery (`kindFor`; `refresh`: ask the apiserver again); one not served is a
+   * `ManifestError`.
+   */
+  async resourceFor(apiVersion: string, kind: string, refresh = false): Promise<Kind> {
     try {
-      return await kindFor(this.#client, apiVersion, kind);
+      return await kindFor(this.#client, apiVersion, kind, { refresh });
     } catch (err) {
       if (err instanceof DiscoveryError) throw new ManifestError(err.message, { cause: err });
       throw err;

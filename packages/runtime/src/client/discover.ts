@@ -3,8 +3,9 @@
  * The `Kind` of an apiVersion and kind named at run time (in a custom resource that names what to watch, in a
  * manifest), found by discovery as kubectl finds it: the group version's resources give the plural and the scope.
  *
- * Guarantees: each group version is asked once per connection (its `Transport`) and asked again when a kind is not
- * among its resources (a CRD installed since), so a kind served later is found. A kind or group version the
+ * Guarantees: each group version is asked once per connection (its `Transport`) for 5 minutes, and asked again when a
+ * kind is not among its resources (a CRD installed since), when `refresh` says so, or once its answer is older: a kind
+ * served later is found, and a CRD made again with another scope is seen within 5 minutes. A kind or group version the
  * apiserver does not serve is a `DiscoveryError` (`KindNotServed`) naming it; every other failure (Forbidden, a network
  * error) is thrown as it came, and not remembered. A malformed apiVersion (`a/b/c`, empty) is refused before any
  * request (`InvalidApiVersion`).
@@ -29,7 +30,10 @@ export class DiscoveryError extends OpkitError<DiscoveryErrorCode> {
 }
 
 /** The resources of each group version, by connection: a `Client` made from another (`withSignal`) shares them. */
-const known = new WeakMap<Transport, Map<string, readonly APIResource[]>>();
+const known = new WeakMap<Transport, Map<string, { readonly at: number; readonly list: readonly APIResource[] }>>();
+
+/** How long a group version's resources are taken as known. */
+const KNOWN_MS = 5 * 60_000;
 
 /**
  * The `Kind` of `kind` in `apiVersion` (`v1`, `apps/v1`, `app.example.com/v1alpha1`), by discovery: e.g. for
@@ -39,7 +43,7 @@ export async function kindFor(
   client: Client,
   apiVersion: string,
   kind: string,
-  options: { readonly signal?: AbortSignal } = {},
+  options: { readonly signal?: AbortSignal; readonly refresh?: boolean } = {},
 ): Promise<Kind> {
   const parts = apiVersion.split('/');
   if (parts.length > 2 || parts.some((p) => p === '') || kind === '')
@@ -48,19 +52,20 @@ export async function kindFor(
       `"${apiVersion}" ${kind === '' ? 'with an empty kind ' : ''}does not name a kind: write the apiVersion as v1 or <group>/<version> (apps/v1) and the kind as it is (Deployment)`,
     );
   const [group, version] = parts.length === 2 ? (parts as [string, string]) : ['', apiVersion];
-  const cached = known.get(client.transport) ?? new Map<string, readonly APIResource[]>();
+  const cached = known.get(client.transport) ?? new Map();
   known.set(client.transport, cached);
+  const had = cached.get(apiVersion);
+  const asked = had !== undefined && !options.refresh && performance.now() - had.at < KNOWN_MS;
   const served = async (fresh: boolean): Promise<readonly APIResource[]> => {
-    const had = fresh ? undefined : cached.get(apiVersion);
-    if (had) return had;
-    const list = await client.serverResources(apiVersion, options).catch((err: unknown) => {
+    if (!fresh && asked && had) return had.list;
+    const signal = options.signal ? { signal: options.signal } : {};
+    const list = await client.serverResources(apiVersion, signal).catch((err: unknown) => {
       if (isNotFound(err)) return [];
       throw err;
     });
-    cached.set(apiVersion, list);
+    cached.set(apiVersion, { at: performance.now(), list });
     return list;
   };
-  const asked = cached.has(apiVersion);
   let found = (await served(false)).find((r) => r.kind === kind);
   if (!found && asked) found = (await served(true)).find((r) => r.kind === kind);
   if (!found)

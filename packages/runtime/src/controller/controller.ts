@@ -138,6 +138,7 @@ export class Controller {
     });
     this.#dynamic = new DynamicWatches({
       ...{ cache: options.cache, queue: this.queue, expectations: this.expectations, log: this.#log },
+      exists: (key) => this.#primary?.store.get(key) !== undefined || this.#tombstones.has(key),
       syncTimeoutMs: options.cacheSyncTimeoutMs ?? DEFAULT_CACHE_SYNC_TIMEOUT_MS,
     });
   }
@@ -194,7 +195,7 @@ export class Controller {
       },
       delete: (obj) => {
         if (primary && this.#o.gate) this.#tombstones.set(keyOf(obj), obj);
-        if (primary) void this.#dynamic.forget(keyOf(obj));
+        if (primary) this.#dynamic.forget(keyOf(obj));
         this.expectations.observe(obj, true);
         if (allow(predicates, 'delete', undefined, obj)) lane.submit([obj], 0);
       },
@@ -379,7 +380,7 @@ export class Controller {
       if (span) endReconcileSpan(span, { failed: true, error: err });
       const sink = { controller: this.name, queue: this.queue, metrics: m, policy: this.#o.errorPolicy };
       handleFailure(sink, { key, priority, err, stopping: signal.aborted }, log, ctx);
-      return;
+      return this.#dynamic.settled(key);
     }
     const seconds = (performance.now() - started) / 1000;
     m?.reconcileTime.observe({ controller: this.name }, seconds);
@@ -388,6 +389,7 @@ export class Controller {
     if (span) endReconcileSpan(span, { requeueAfterMs: result?.requeueAfterMs });
     this.queue.forget(key);
     this.#tombstones.delete(key);
+    this.#dynamic.settled(key);
     if (result?.requeueAfterMs !== undefined && result.requeueAfterMs > 0) {
       m?.reconcileTotal.inc({ controller: this.name, result: 'requeue_after' });
       this.queue.addAfter(key, result.requeueAfterMs, requeuePriority(result, priority, log));

@@ -6,30 +6,46 @@
  * Guarantees:
  * - `set(key, kinds)` makes the kinds of the request exactly `kinds`, and resolves once each has synced in the cache
  *   (the reconcile can read it then). A kind that does not sync is dropped from the request and `set` rejects naming
- *   it: at once when the apiserver refuses to list it (Forbidden, NotFound: a `CacheError` `WatchRefused` with the
- *   answer as `cause`), after the controller's `cacheSyncTimeoutMs` otherwise (`CacheSyncTimeout`), or when the reconcile's signal aborts
- *   (`CacheStopped`, caused by the abort). The other kinds stay.
+ *   it: at once when the apiserver refuses to list or watch it (Forbidden, NotFound, MethodNotAllowed: a `CacheError`
+ *   `WatchRefused` with the answer as `cause`), or after the controller's `cacheSyncTimeoutMs` (`CacheSyncTimeout`).
+ *   The other kinds stay. Caveat: with `listMode: 'paged'`, a watch refused after its list passed is not seen here
+ *   (the informer retries it with backoff and counts it in `opkit_watch_errors_total`, as any informer's).
  * - After a kind's initial list, each change (add, update, delete) of an object of it enqueues every request naming
- *   the kind, and is shown to the controller's expectations, as the events of its static watches are. The initial
- *   list enqueues nothing: the request that named the kind is reconciling, and reads it once `set` resolved.
+ *   the kind whose filter (`namespace`, `labelSelector`) the object passes, and is shown to the controller's
+ *   expectations, as the events of its static watches are. The initial list enqueues nothing: the request that named
+ *   the kind is reconciling, and reads it once `set` resolved.
  * - A kind no request names any more loses its handler at once, and the controller its hold on the kind's informer:
- *   the informer stops, and its objects are dropped, unless a static watch, a read or another hold keeps it
- *   (cache/cache.ts).
- * - A request's kinds are released when its primary object is deleted (the delete event), and every kind when the
- *   controller stops.
- * Caveat: a reconcile of an object already deleted that names kinds again holds them until the controller stops; name
- * kinds only for an object that exists.
+ *   the informer stops, and its objects are dropped, unless another controller still holds it, or a static watch, an
+ *   index or a read made it first (cache/cache.ts).
+ * - A request's kinds are released when its primary object is gone: at its delete event, after a reconcile of it
+ *   (`settled`: a reconcile may name kinds after the delete event), and when a change of a kind it names finds it gone
+ *   (a shard handed off drops objects without delete events); every kind when the controller stops.
+ * - A reconcile aborted while it waits (its deadline, a stop: `CacheStopped`, caused by the abort) keeps what it
+ *   named, so the informer goes on listing for the retry; a kind unwatched meanwhile (its object deleted) ends the
+ *   wait at once (`CacheStopped`).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type Cache, CacheError, type CacheHold } from '../cache/cache.ts';
+import { Selector } from '../client/labels.ts';
 import { type Kind, type KubeObject, resourceId } from '../client/resource.ts';
 import { messageOf } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import type { WorkQueue } from '../workqueue/index.ts';
 import type { Expectations } from './expectations.ts';
 
-/** The codes of a list that retrying will not fix soon: the kind is not served, or not granted. */
-const REFUSED: ReadonlySet<string> = new Set(['Forbidden', 'NotFound']);
+/** The codes of a list or watch that retrying will not fix soon: the kind is not served, not granted, not listable. */
+const REFUSED: ReadonlySet<string> = new Set(['Forbidden', 'NotFound', 'MethodNotAllowed']);
+
+/** A kind a request names, with what its changes must pass to reconcile the request. */
+export type DynamicWatch =
+  | Kind
+  | {
+      readonly kind: Kind;
+      /** Only changes of objects in this namespace reconcile the request. */
+      readonly namespace?: string;
+      /** Only changes of objects whose labels this selector matches (e.g. `app=web`) reconcile the request. */
+      readonly labelSelector?: string;
+    };
 
 /** What the dynamic watches of a controller need from it. */
 export interface DynamicWatchesOptions {
@@ -38,9 +54,17 @@ export interface DynamicWatchesOptions {
   readonly queue: Pick<WorkQueue<string>, 'add'>;
   /** The controller's expectations, shown each change. */
   readonly expectations: Pick<Expectations, 'observe'>;
+  /** Whether the primary object of a request key is still there (cached, or deleted and not yet reconciled). */
+  readonly exists: (key: string) => boolean;
   readonly log: Logger;
   /** Longest wait for a named kind to sync (the controller's `cacheSyncTimeoutMs`). */
   readonly syncTimeoutMs: number;
+}
+
+/** What a change must pass to reconcile one request. */
+interface Filter {
+  readonly namespace: string | undefined;
+  readonly selector: Selector | undefined;
 }
 
 /** One kind some request names: its informer's hold, its handler, and the requests naming it. */
@@ -48,7 +72,9 @@ interface Watched {
   readonly kind: Kind;
   readonly hold: CacheHold<KubeObject>;
   readonly off: () => void;
-  readonly claimants: Set<string>;
+  readonly claimants: Map<string, Filter>;
+  /** Aborts when the kind is unwatched: a wait for it to sync ends. */
+  readonly stop: AbortController;
 }
 
 /** The kinds the requests of one controller name (see the module comment). */
@@ -61,24 +87,27 @@ export class DynamicWatches {
     this.#o = options;
   }
 
-  /** The kinds the request of `key` names. */
-  kinds(key: string): Kind[] {
-    return [...this.#watched.values()].filter((w) => w.claimants.has(key)).map((w) => w.kind);
-  }
-
-  /** Makes the kinds of the request of `key` exactly `kinds`; see the module comment. */
-  async set(key: string, kinds: readonly Kind[], signal: AbortSignal): Promise<void> {
-    const wanted = new Map(kinds.map((k) => [idOf(k), k]));
+  /** Makes the kinds of the request of `key` exactly `watches`; see the module comment. */
+  async set(key: string, watches: readonly DynamicWatch[], signal: AbortSignal): Promise<void> {
+    const wanted = new Map<string, { kind: Kind; filter: Filter }>();
+    for (const w of watches) {
+      const kind = 'kind' in w && typeof w.kind === 'object' ? w.kind : (w as Kind);
+      const o = w as { namespace?: string; labelSelector?: string };
+      const selector = o.labelSelector === undefined ? undefined : Selector.from(o.labelSelector);
+      wanted.set(idOf(kind), { kind, filter: { namespace: o.namespace, selector } });
+    }
     const released: Promise<void>[] = [];
     for (const [id, w] of this.#watched) if (!wanted.has(id)) released.push(this.#unclaim(id, w, key));
-    const entries = [...wanted].map(([id, kind]) => this.#claim(id, kind, key));
+    const entries = [...wanted].map(([id, { kind, filter }]) => this.#claim(id, kind, key, filter));
     await Promise.all(released);
     const results = await Promise.allSettled(entries.map((w) => this.#synced(w, signal)));
     const failed = results.flatMap((r, i) =>
-      r.status === 'rejected' ? [{ w: entries[i] as Watched, err: r.reason }] : [],
+      r.status === 'rejected' ? [{ w: entries[i] as Watched, err: r.reason as unknown }] : [],
     );
     if (failed.length === 0) return;
-    await Promise.all(failed.map(({ w }) => this.#unclaim(idOf(w.kind), w, key)));
+    // aborted waits keep their kinds: the informer goes on listing for the retry
+    const given = failed.filter(({ err }) => !(err instanceof CacheError && err.code === 'CacheStopped'));
+    await Promise.all(given.map(({ w }) => this.#unclaim(idOf(w.kind), w, key)));
     const first = failed[0]?.err;
     if (failed.length === 1) throw first;
     throw new CacheError(
@@ -88,40 +117,61 @@ export class DynamicWatches {
     );
   }
 
-  /** Releases every kind the request of `key` names (its primary object was deleted). */
-  async forget(key: string): Promise<void> {
-    await Promise.all([...this.#watched].map(([id, w]) => this.#unclaim(id, w, key)));
+  /** Releases every kind the request of `key` names (its primary object was deleted); failures are logged. */
+  forget(key: string): void {
+    Promise.all([...this.#watched].map(([id, w]) => this.#unclaim(id, w, key))).catch((err: unknown) =>
+      this.#o.log.error({ key, err: messageOf(err) }, 'releasing the kinds a request named failed'),
+    );
+  }
+
+  /** After a reconcile of `key`: releases what it names if its primary object is gone. */
+  settled(key: string): void {
+    if (this.#o.exists(key) || ![...this.#watched.values()].some((w) => w.claimants.has(key))) return;
+    this.forget(key);
   }
 
   /** Releases every kind (the controller stops). */
   async stop(): Promise<void> {
     const all = [...this.#watched.values()];
     this.#watched.clear();
-    for (const w of all) w.off();
+    for (const w of all) {
+      w.off();
+      w.stop.abort();
+    }
     await Promise.all(all.map((w) => w.hold.release()));
   }
 
-  #claim(id: string, kind: Kind, key: string): Watched {
+  #claim(id: string, kind: Kind, key: string, filter: Filter): Watched {
     let w = this.#watched.get(id);
     if (!w) {
       const hold = this.#o.cache.hold(kind);
-      const claimants = new Set<string>();
+      const claimants = new Map<string, Filter>();
       const changed = (obj: KubeObject, deleted: boolean) => {
         this.#o.expectations.observe(obj, deleted);
-        for (const k of claimants) this.#o.queue.add(k, 0);
+        for (const [k, f] of claimants) {
+          if (!this.#o.exists(k)) this.forget(k);
+          else if (passes(f, obj)) this.#o.queue.add(k, 0);
+        }
       };
       const off = hold.informer.addEventHandler({
         add: (obj, initial) => {
           if (!initial) changed(obj, false);
         },
-        update: (_old, obj) => changed(obj, false),
+        update: (old, obj) => {
+          // an update that moves an object out of a filter reconciles too (as a static watch maps old and new)
+          this.#o.expectations.observe(obj, false);
+          for (const [k, f] of claimants) {
+            if (!this.#o.exists(k)) this.forget(k);
+            else if (passes(f, obj) || passes(f, old)) this.#o.queue.add(k, 0);
+          }
+        },
         delete: (obj) => changed(obj, true),
       });
-      w = { kind, hold, off, claimants };
+      w = { kind, hold, off, claimants, stop: new AbortController() };
       this.#watched.set(id, w);
       this.#o.log.info({ resource: id }, 'watching a kind a request named');
     }
-    w.claimants.add(key);
+    w.claimants.set(key, filter);
     return w;
   }
 
@@ -129,6 +179,7 @@ export class DynamicWatches {
     if (!w.claimants.delete(key) || w.claimants.size > 0 || this.#watched.get(id) !== w) return;
     this.#watched.delete(id);
     w.off();
+    w.stop.abort();
     this.#o.log.info({ resource: id }, 'no request names the kind any more: unwatching it');
     await w.hold.release();
   }
@@ -137,8 +188,7 @@ export class DynamicWatches {
     const inf = w.hold.informer;
     if (inf.hasSynced) return;
     const limitMs = this.#o.syncTimeoutMs;
-    const timeout = AbortSignal.timeout(limitMs);
-    const waiting = AbortSignal.any([signal, timeout]);
+    const waiting = AbortSignal.any([signal, w.stop.signal, AbortSignal.timeout(limitMs)]);
     const synced = inf.waitForSync(waiting);
     const name = resourceId(w.kind);
     const poll = new AbortController();
@@ -150,12 +200,14 @@ export class DynamicWatches {
         if (refused && REFUSED.has(refused.code))
           throw new CacheError(
             'WatchRefused',
-            `${name}: the apiserver refused to list it (${refused.code}: ${refused.message}); ${refused.code === 'Forbidden' ? 'grant the operator list and watch on it' : 'is it served (its CRD installed)?'}`,
+            `${name}: the apiserver refused to list or watch it (${refused.code}: ${refused.message}); ${refused.code === 'Forbidden' ? 'grant the operator list and watch on it' : 'is it served (its CRD installed), and can it be listed?'}`,
             { cause: refused },
           );
         if (ok === false) {
           if (signal.aborted)
             throw new CacheError('CacheStopped', `stopped waiting for ${name} to sync`, { cause: signal.reason });
+          if (w.stop.signal.aborted)
+            throw new CacheError('CacheStopped', `${name} was unwatched while the request waited for it to sync`);
           const last = inf.syncError ? ` (last error: ${inf.syncError.message})` : '';
           throw new CacheError('CacheSyncTimeout', `${name} did not sync within ${limitMs / 1000} s${last}`);
         }
@@ -164,6 +216,12 @@ export class DynamicWatches {
       poll.abort();
     }
   }
+}
+
+/** Whether a change of `obj` passes a request's filter. */
+function passes(f: Filter, obj: KubeObject): boolean {
+  if (f.namespace !== undefined && obj.metadata.namespace !== f.namespace) return false;
+  return f.selector === undefined || f.selector.matches(obj.metadata.labels);
 }
 
 /** A kind's id in the cache: a kind and its metadata-only form are watched apart. */

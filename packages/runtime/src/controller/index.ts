@@ -5,7 +5,8 @@
  * the object-first one) and its adapter `objectReconciler`, event handlers and mappers (`referencing`, `byIndex`: watch A,
  * reconcile the Bs that reference it), predicates (`generationChanged`, …),
  * expectations and the error policy (`defaultErrorPolicy`, `retryWithBackoff`, `retryAfter`, `giveUp`: what
- * `.onError(…)` answers; `ReconcileTimeoutError`, what a reconcile past `reconcileTimeoutMs` ends as).
+ * `.onError(…)` answers; `ReconcileTimeoutError`, what a reconcile past `reconcileTimeoutMs` ends as), and
+ * `DynamicWatch`, what `ctx.watchKinds` takes.
  */
 export {
   type BuilderEnding,
@@ -17,6 +18,7 @@ export {
 } from './builder.ts';
 export { Controller, type ControllerOptions } from './controller.ts';
 export { ReconcileTimeoutError, type ReconcileTimeoutErrorCode } from './deadline.ts';
+export type { DynamicWatch } from './dynamic.ts';
 export { Expectations, type LiveSource } from './expectations.ts';
 export { type CacheReader, type MapContext, type MapFunc, requestForObject, requestsForOwner } from './handlers.ts';
 export {

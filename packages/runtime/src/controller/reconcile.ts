@@ -14,6 +14,7 @@ import type { Kind, KubeObject, ObjectRef } from '../client/resource.ts';
 import { OpkitError, UsageError } from '../errors.ts';
 import type { EventOptions, EventType } from '../helpers/events.ts';
 import type { Logger } from '../logger.ts';
+import type { DynamicWatch } from './dynamic.ts';
 
 /** The object to reconcile: namespace (for namespaced kinds) and name. */
 export type ReconcileRequest = ObjectRef;
@@ -114,12 +115,14 @@ export interface ReconcileContext {
   readonly fieldManager: string;
   /**
    * Makes `kinds` the kinds whose changes reconcile this request (a dynamic watch, e.g. of kinds a custom resource
-   * names; find a kind named at run time with `kindFor`), and resolves once each has synced in `cache`. Kinds it named
-   * before and not now are unwatched; an informer no watch needs any more is stopped and its objects dropped. The kinds
-   * go when the primary object is deleted. Rejects with a `CacheError` naming a kind that cannot be watched (`WatchRefused`:
-   * Forbidden or not served; `CacheSyncTimeout`), which is then not watched; the others are.
+   * names; find a kind named at run time with `kindFor`), each optionally filtered (`{ kind, namespace, labelSelector }`:
+   * only changes that pass reconcile it), and resolves once each has synced in `cache`. Kinds it named before and not
+   * now are unwatched; an informer no watch needs any more is stopped and its objects dropped. The kinds go when the
+   * primary object is gone. Rejects with a `CacheError` naming a kind that cannot be watched (`WatchRefused`: Forbidden,
+   * not served or not listable; `CacheSyncTimeout`), which is then not watched while the others are; with
+   * `CacheStopped` when the reconcile's signal aborts first (what it named stays, for the retry).
    */
-  watchKinds(kinds: readonly Kind[]): Promise<void>;
+  watchKinds(kinds: readonly DynamicWatch[]): Promise<void>;
 }
 
 /** A request-based reconciler (controller-runtime's `Reconciler`): the layer below the object-first one. */

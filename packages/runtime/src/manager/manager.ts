@@ -6,7 +6,7 @@
  * `start(signal)`: serve /metrics, /healthz and /readyz (on every replica) → check that every watched resource is
  * served (a missing CRD fails at once, naming it) → start the cache (standbys keep warm caches) → campaign for the
  * Lease when leader election is on → run the controllers while leading. `/readyz` passes once every informer kept for
- * good has synced (one only a dynamic watch holds does not count).
+ * good has synced (one only a dynamic watch holds does not count) and none is stale (`cache-fresh`).
  *
  * An apiserver that cannot be reached for 30 s at start is fatal too (`ApiUnreachable`). With `sharding` on, the
  * controllers run on every replica, each reconciling and caching the shards it holds (sharding/sharded.ts).
@@ -70,6 +70,9 @@ import { type Check, CheckSet } from './server.ts';
 export { ManagerError, type ManagerErrorCode } from './errors.ts';
 export type { LeaderElectionSettings, ManagerOptions } from './options.ts';
 export type { Runnable } from './runnables.ts';
+
+/** The resources of informers, for a readiness message. */
+const ids = (l: readonly { readonly resource: Kind }[]) => l.map((i) => resourceId(i.resource)).join(', ');
 
 /**
  * Runs an operator: make one with `Manager.create`, register controllers with `controller()` (and other runnables
@@ -135,12 +138,15 @@ export class Manager {
     }
     this.#readyz.add('informers', () => {
       if (!this.cache.started) throw new ManagerError('NotReady', 'the cache has not started');
-      const ids = (l: readonly { readonly resource: Kind }[]) => l.map((i) => resourceId(i.resource)).join(', ');
       const pending = this.cache.unsynced();
       if (pending.length > 0) throw new ManagerError('NotReady', `not synced: ${ids(pending)}`);
-      const stale = this.cache.informers().filter((i) => i.stale);
-      if (stale.length > 0) throw new ManagerError('NotReady', `stale, relisting: ${ids(stale)}`);
     });
+    const staleness = options.cache?.staleness;
+    if (staleness !== false && staleness?.readiness !== false)
+      this.#readyz.add('cache-fresh', () => {
+        const stale = this.cache.stale();
+        if (stale.length > 0) throw new ManagerError('NotReady', `stale (its watch brings nothing): ${ids(stale)}`);
+      });
   }
 
   /** Time in-flight reconciles get on shutdown before their signal aborts. */
@@ -241,8 +247,9 @@ export class Manager {
 
   /**
    * Adds a readiness check, as `addHealthzCheck` for `/readyz`; built in: `shutdown` (fails once a stop began),
-   * `informers` (every informer kept for good synced: not those only dynamic watches hold; and none found stale and
-   * relisting) and `webhook` (once `webhookServer` is used).
+   * `informers` (every informer kept for good synced: not those only dynamic watches hold), `cache-fresh` (none found
+   * stale and not brought forward by its watch since; off with `cache.staleness` false or `{ readiness: false }`) and
+   * `webhook` (once `webhookServer` is used).
    */
   addReadyzCheck(name: string, check: Check): void {
     this.#readyz.add(name, check);

@@ -24,7 +24,8 @@
  *   is answered as controller-runtime answers it: inside an AdmissionReview (HTTP 200, `allowed: false`, `status.code`
  *   413 for the size, 400 otherwise, a one-line message), with the request's uid and apiVersion where they could be
  *   read (else `uid: ""` and v1). The apiserver checks a v1 answer's uid, so it counts an answer without one as a
- *   failed call (the `failurePolicy` decides) and one with the uid as a denial.
+ *   failed call (the `failurePolicy` decides) and one with the uid as a denial. The rest of a body too large to read
+ *   is drained unread (for at most 1 s) before the answer, so the apiserver gets the answer, not a broken pipe.
  * - A malformed conversion review gets a plain HTTP 400 with a one-line reason (413 for the size), as
  *   controller-runtime; a conversion handler that throws or runs out of time answers a `Failure` result (a body that
  *   does not arrive in time, the 504 above). Either way the apiserver fails the read or write that needed the
@@ -59,6 +60,7 @@ import { WebhookServerError } from './errors.ts';
 import { errorMessage, MAX_TIMEOUT_MS, parseTimeout, type Reply, text } from './review.ts';
 
 /** Options of a `WebhookServer`; only `certificates` is required. */
+
 export interface WebhookServerOptions {
   /** `host:port` or `:port` (default `:9443`); port 0 picks a free port. */
   readonly bindAddress?: string;
@@ -361,12 +363,21 @@ export class WebhookServer {
       this.#metrics?.inFlight.dec({ webhook });
       this.#metrics?.total.inc({ webhook, code: String(reply.status) });
       this.#metrics?.latency.observe({ webhook }, (performance.now() - started) / 1000);
-      if (res.headersSent) return;
-      res.writeHead(reply.status, {
-        'content-type': reply.contentType,
-        ...(reply.close || this.#draining ? { connection: 'close' } : {}),
+      const send = () => {
+        if (res.headersSent) return;
+        res.writeHead(reply.status, {
+          'content-type': reply.contentType,
+          ...(reply.close || this.#draining ? { connection: 'close' } : {}),
+        });
+        res.end(reply.body);
+      };
+      // a body refused unread is drained first (1 s at most): closing on a client still writing breaks its pipe
+      if (!reply.close || req.complete || req.destroyed) return send();
+      const drained = setTimeout(send, 1_000);
+      req.resume().once('end', () => {
+        clearTimeout(drained);
+        send();
       });
-      res.end(reply.body);
     };
     const budget = budgetOf(parseTimeout(url.searchParams.get('timeout')), started);
     this.#handle(req, webhook, route, budget).then(finish, (err: unknown) => {
