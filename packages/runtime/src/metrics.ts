@@ -21,7 +21,7 @@ export interface WatchMetrics {
   event(type: string): void;
   /** A list or watch failed (reported, then retried with backoff). */
   failed(code: string): void;
-  /** The cache was found stale (behind the apiserver too long) and is relisted. */
+  /** The cache was found stale: behind the apiserver too long, and its relist changed it. */
   stale?(): void;
 }
 
@@ -318,7 +318,7 @@ function watchSeries(r: Registry, lastEventAt: ReadonlyMap<string, number>) {
   });
   const stale = r.counter({
     name: 'opkit_watch_stale_total',
-    help: 'Caches found stale per resource (behind a resourceVersion the apiserver had longer than the stale bound) and relisted',
+    help: 'Caches found stale per resource: behind the apiserver longer than the stale bound, and their relist changed them',
     labelNames: ['resource'],
   });
   r.gauge({

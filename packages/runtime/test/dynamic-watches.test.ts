@@ -4,7 +4,8 @@
  * (`ctx.watchKinds`). A kind is watched, unwatched and watched again, with the cache's informers and
  * `opkit_cache_objects` checked each time; a change of a watched kind reconciles the Widgets naming it, and of an
  * unwatched kind none, and of objects outside a request's label filter none; the kinds go with the Widget; a kind
- * the operator may not list fails at once, naming it, and a kind not served fails naming it too. The controller runs as a user with RBAC on what it may watch.
+ * the operator may not list, or may list but not watch, fails at once, naming it, and a kind not served, or named
+ * twice, fails naming it too. The controller runs as a user with RBAC on what it may watch.
  */
 import assert from 'node:assert/strict';
 import { before, describe, test } from 'node:test';
@@ -34,6 +35,7 @@ describe('dynamic watches', () => {
       rules: [
         { apiGroups: ['test.opkit.dev'], resources: ['widgets'], verbs: ['get', 'list', 'watch'] },
         { apiGroups: [''], resources: ['secrets', 'services'], verbs: ['list', 'watch'] },
+        { apiGroups: [''], resources: ['podtemplates'], verbs: ['list'] }, // list, not watch
         { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
       ],
     });
@@ -177,6 +179,14 @@ describe('dynamic watches', () => {
       assert.ok(performance.now() - t0 < 10_000, `refused after ${Math.round(performance.now() - t0)} ms`);
       assert.deepEqual(informers().sort(), ['secrets', 'widgets'], 'ConfigMaps are not watched; Secrets are');
       assert.equal(cache.synced, true, 'readiness does not wait for a kind a Widget named');
+
+      // a kind it may list but not watch is refused too, as soon as its streaming list is
+      await widget('w7', 'v1/PodTemplate');
+      await expect('w7', /^WatchRefused: podtemplates: the apiserver refused to list or watch it \(Forbidden/);
+      assert.deepEqual(informers().sort(), ['secrets', 'widgets'], 'PodTemplates are not watched');
+      // a kind named twice in one call
+      await widget('w8', 'v1/Secret,v1/Secret|a=b');
+      await expect('w8', /^InvalidArgument: watchKinds names secrets twice/);
 
       // a kind the apiserver does not serve fails naming it, before any watch
       await widget('w4', 'example.com/v1/Nope');

@@ -49,13 +49,13 @@ export type CacheErrorCode =
   /** The cache's options contradict each other, or a transform was set after the informer's first use. */
   | 'InvalidOptions'
   /**
-   * The cache stopped before the informer of the read synced: the read has no answer (the process is stopping); or the
-   * reconcile waiting for a kind it named (`ctx.watchKinds`) was aborted.
+   * The cache stopped before the informer of the read synced: the read has no answer (the process is stopping); the
+   * reconcile waiting for a kind it named (`ctx.watchKinds`) was aborted; or the kind was unwatched before it synced.
    */
   | 'CacheStopped'
   /**
-   * The apiserver refused to list a kind a reconcile named (`ctx.watchKinds`): Forbidden (grant list and watch on it)
-   * or NotFound (it is not served).
+   * The apiserver refused to list or watch a kind a reconcile named (`ctx.watchKinds`): Forbidden (grant list and
+   * watch on it), NotFound (it is not served) or MethodNotAllowed (it cannot be listed).
    */
   | 'WatchRefused';
 
@@ -378,13 +378,18 @@ export class Cache {
   async #synced<T extends KubeObject>(r: Kind<T>): Promise<Informer<T>> {
     if (!this.#signal) await new Promise<void>((resolve) => this.#started.push(resolve));
     const signal = this.#signal as AbortSignal;
+    const key = informerKey(r);
     for (;;) {
       const inf = this.#use(r);
       if (inf.hasSynced) return inf;
-      // a held informer released before it synced stops: then read from the one made in its place
-      const own = this.#stops.get(informerKey(r))?.signal;
+      const own = this.#stops.get(key)?.signal;
       if (await inf.waitForSync(own ? AbortSignal.any([signal, own]) : signal)) return inf;
       if (signal.aborted) throw new CacheError('CacheStopped', `the cache stopped before ${resourceId(r)} synced`);
+      // a held informer released before it synced: read from one made in its place by a hold, never make one for good
+      if (!this.#informers.has(key))
+        throw new CacheError('CacheStopped', `${resourceId(r)} was unwatched before it synced`, {
+          cause: inf.syncError,
+        });
     }
   }
 }

@@ -155,7 +155,15 @@ export class Informer<T extends KubeObject> {
     return this.#reflectors.find((r) => !r.synced && r.syncError)?.syncError;
   }
 
-  /** Whether a watch of it was found stale (cache/staleness.ts) and its relist is not stored yet. */
+  /** A watch the apiserver refused (Forbidden) since its last watch that opened, though its list may have passed. */
+  get watchRefusal(): ApiError | undefined {
+    return this.#reflectors.find((r) => r.watchRefusal)?.watchRefusal;
+  }
+
+  /**
+   * Whether a watch of it was found stale (cache/staleness.ts: a relist changed it) and has not been brought past that
+   * relist since.
+   */
   get stale(): boolean {
     const partitions = [...this.#partitions.values()].flatMap((p) => p.reflectors);
     return [...this.#reflectors, ...partitions].some((r) => r.stale);
@@ -295,6 +303,7 @@ export class Informer<T extends KubeObject> {
   /** Resolves true once synced, false if `signal` aborts first. */
   waitForSync(signal?: AbortSignal): Promise<boolean> {
     if (this.hasSynced) return Promise.resolve(true);
+    if (signal?.aborted) return Promise.resolve(false);
     return new Promise((resolve) => {
       const onAbort = () => resolve(false);
       signal?.addEventListener('abort', onAbort, { once: true });

@@ -60,9 +60,10 @@ export interface CacheOptions {
   /** `stream` (default): streaming lists (WatchList), paginated where the server refuses; `paged`: pages only. */
   readonly listMode?: 'stream' | 'paged';
   /**
-   * Stale-cache detection (cache/staleness.ts): every `intervalMs` (default 30 s) each watch's cache is compared with
-   * the apiserver's resourceVersion; one behind for `afterMs` (default 90 s) is reported and relisted. `false` turns it
-   * off.
+   * Stale-cache detection (cache/staleness.ts): every `intervalMs` (default 30 s, at least 100 ms) each watch's cache
+   * is compared with the apiserver's resourceVersion; one behind for `afterMs` (default 90 s, at least 1 s) is
+   * relisted in pages, and reported as stale (and, with `readiness`, fails the manager's `cache-fresh` check) only if
+   * the relist changed it; a relist that changed nothing makes the bound grow. `false` turns it off.
    */
   readonly staleness?: StalenessOptions | false;
 }

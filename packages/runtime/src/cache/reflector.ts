@@ -109,6 +109,8 @@ export class Reflector<T extends KubeObject> {
   #synced = false;
   /** The error of the last failed list or watch, until the first list is stored. */
   #syncError: ApiError | undefined;
+  /** A Forbidden watch (a streaming list included), until a watch opens. */
+  #watchRefusal: ApiError | undefined;
   /** Stale-cache detection (cache/staleness.ts), unless turned off. */
   readonly #staleness: StaleWatch | undefined;
   /** Aborts the current list, watch or wait when the cache is suspected stale. */
@@ -151,6 +153,11 @@ export class Reflector<T extends KubeObject> {
 
   get synced(): boolean {
     return this.#synced;
+  }
+
+  /** A Forbidden watch since the last watch that opened (RBAC that grants list but not watch). */
+  get watchRefusal(): ApiError | undefined {
+    return this.#watchRefusal;
   }
 
   /** Before the first list is stored: why the last attempt failed (undefined once synced, or before any failure). */
@@ -197,12 +204,11 @@ export class Reflector<T extends KubeObject> {
             // client-go's rule: making progress beats waiting for a streaming list that may never come; for this
             // cycle only (the server may be another apiserver next time, or the same one upgraded)
             this.#fallback = true;
-            if (!this.#synced) this.#syncError = err; // a Forbidden watch, though a paged list may pass
+            this.#failed(err, true); // a Forbidden stream: a paged list may pass, a watch will not
             log.info(
               { code: err.code, err: err.message },
               'the streaming list failed: listing in pages for this cycle',
             );
-            this.#o.metrics?.failed(err.code);
           }
         }
         if (this.#resourceVersion === undefined) await this.#list(cycle);
@@ -211,8 +217,7 @@ export class Reflector<T extends KubeObject> {
         if (signal.aborted) break;
         if (cycle.aborted) continue; // suspect while listing, watching or waiting: relist now
         const err = toApiError(e);
-        if (!this.#synced) this.#syncError = err;
-        this.#o.metrics?.failed(err.code);
+        this.#failed(err, this.#resourceVersion !== undefined);
         // a watch that stayed open for a while was a good answer from the server, whatever ended it
         if (this.#watchOpenedAt !== undefined && performance.now() - this.#watchOpenedAt >= HEALTHY_WATCH_MS)
           this.#healthy();
@@ -253,6 +258,13 @@ export class Reflector<T extends KubeObject> {
     }
     this.#staleness?.end();
     await probing;
+  }
+
+  /** Records a failed list or watch (`watch`: of a watch): for readiness, dynamic watches and the metric. */
+  #failed(err: ApiError, watch: boolean): void {
+    if (!this.#synced) this.#syncError = err;
+    if (watch && err.code === 'Forbidden') this.#watchRefusal = err;
+    this.#o.metrics?.failed(err.code);
   }
 
   async #list(signal: AbortSignal): Promise<void> {
@@ -326,6 +338,7 @@ export class Reflector<T extends KubeObject> {
       inactivityTimeoutMs: o.inactivityTimeoutMs ?? (timeoutSeconds + 15) * 1000,
       onOpen: () => {
         this.#watchOpenedAt = performance.now();
+        this.#watchRefusal = undefined;
       },
       signal,
     };

@@ -16,13 +16,15 @@
  *   brings nothing). A silent connection alone is caught sooner by the watch's deadline (cache/reflector.ts).
  * - It is reported as stale only if the relist changed the store — the cache had missed something: counted in
  *   `opkit_watch_stale_total{resource}`, logged at warn level with both resourceVersions, how long and how many
- *   objects, and flagged (`stale`, the manager's `cache-fresh` readiness check) until its watch brings it past the
- *   resourceVersion of its last relist (an event or a bookmark: its watch path works again). A relist that changed nothing (an
+ *   objects, and flagged (`stale`, the manager's `cache-fresh` readiness check) until its watch (or a later relist)
+ *   brings it past the resourceVersion of its last relist: an event or a bookmark, its watch path works again. A
+ *   cache whose watches fail with errors while lists pass is stale in this sense too, and reported so. A relist that changed nothing (an
  *   apiserver whose bookmarks lag behind etcd: older versions, one apiserver of several behind a load balancer) is
  *   logged at debug level and doubles the bound, up to 16 times, until a relist finds something again: such a cache
  *   costs one paged list per bound, never a report.
  * - The probe reads nothing before the reflector has synced or while a relist is due; a failed read judges nothing
- *   (logged at debug level; a Forbidden read at info level, once: the probe is then off in effect). resourceVersions
+ *   (logged at debug level; a Forbidden read at info level, once: the probe is then off in effect), and neither does
+ *   a relist that fails (an outage of the apiserver flags nothing). resourceVersions
  *   that are not decimal integers turn the probe off, logged once.
  * Caveat: it costs one list request of one item per watch every `intervalMs`.
  */
@@ -155,6 +157,12 @@ export async function probeStaleness(
       judge.reset();
       continue;
     }
+    const before = target.resourceVersion();
+    if (flagged && listed !== undefined && before !== undefined && after(before, listed)) {
+      flagged = false; // judged before the read: a watch that works again needs nothing from the apiserver
+      target.flag(false);
+      o.log.info({ resourceVersion: before }, 'the cache advances by its watch again');
+    }
     let rv: string | undefined;
     try {
       rv = await o.read(signal);
@@ -166,14 +174,10 @@ export async function probeStaleness(
       } else o.log.debug({ err: messageOf(err) }, 'stale-cache probe: the read failed');
       continue;
     }
+    if (signal.aborted) return;
     if (rv === undefined) continue;
     const now = performance.now();
     const cacheRv = target.resourceVersion();
-    if (flagged && listed !== undefined && cacheRv !== undefined && after(cacheRv, listed)) {
-      flagged = false;
-      target.flag(false);
-      o.log.info({ resourceVersion: cacheRv }, 'the cache advances by its watch again');
-    }
     const verdict = judge.verdict(now, cacheRv);
     judge.observe(now, rv);
     if (judge.incomparable) {
@@ -222,6 +226,7 @@ export class StaleWatch implements StaleTarget {
   readonly #o: StaleWatchOptions;
   #suspicion: { readonly verdict: StaleVerdict; due: boolean; readonly resolve: (n?: number) => void } | undefined;
   #stale = false;
+  #ended = false;
 
   constructor(options: StaleWatchOptions) {
     this.#o = options;
@@ -252,6 +257,7 @@ export class StaleWatch implements StaleTarget {
   }
 
   suspect(verdict: StaleVerdict): Promise<number | undefined> {
+    if (this.#ended) return Promise.resolve(undefined);
     return new Promise((resolve) => {
       this.#suspicion = { verdict, due: true, resolve };
       this.#o.interrupt();
@@ -285,6 +291,7 @@ export class StaleWatch implements StaleTarget {
 
   /** The reflector stopped: a suspicion waiting for its relist is answered with nothing. */
   end(): void {
+    this.#ended = true;
     this.#suspicion?.resolve(undefined);
     this.#suspicion = undefined;
   }

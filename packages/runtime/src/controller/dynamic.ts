@@ -8,8 +8,10 @@
  *   (the reconcile can read it then). A kind that does not sync is dropped from the request and `set` rejects naming
  *   it: at once when the apiserver refuses to list or watch it (Forbidden, NotFound, MethodNotAllowed: a `CacheError`
  *   `WatchRefused` with the answer as `cause`), or after the controller's `cacheSyncTimeoutMs` (`CacheSyncTimeout`).
- *   The other kinds stay. Caveat: with `listMode: 'paged'`, a watch refused after its list passed is not seen here
- *   (the informer retries it with backoff and counts it in `opkit_watch_errors_total`, as any informer's).
+ *   The other kinds stay. A kind listed but not watchable (RBAC granting list only) is refused too, when its
+ *   streaming list was refused before a paged one passed; with `listMode: 'paged'` a watch refused after the list is
+ *   not seen here (the informer retries it with backoff and counts it in `opkit_watch_errors_total`). A kind named
+ *   twice in one call is a `UsageError`.
  * - After a kind's initial list, each change (add, update, delete) of an object of it enqueues every request naming
  *   the kind whose filter (`namespace`, `labelSelector`) the object passes, and is shown to the controller's
  *   expectations, as the events of its static watches are. The initial list enqueues nothing: the request that named
@@ -19,16 +21,18 @@
  *   index or a read made it first (cache/cache.ts).
  * - A request's kinds are released when its primary object is gone: at its delete event, after a reconcile of it
  *   (`settled`: a reconcile may name kinds after the delete event), and when a change of a kind it names finds it gone
- *   (a shard handed off drops objects without delete events); every kind when the controller stops.
+ *   (a shard handed off drops objects without delete events); every kind when the controller stops. So a request whose
+ *   object is not in the primary cache (enqueued by hand) holds what it names for its reconcile only (warned once).
  * - A reconcile aborted while it waits (its deadline, a stop: `CacheStopped`, caused by the abort) keeps what it
  *   named, so the informer goes on listing for the retry; a kind unwatched meanwhile (its object deleted) ends the
  *   wait at once (`CacheStopped`).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type Cache, CacheError, type CacheHold } from '../cache/cache.ts';
+import type { ApiError } from '../client/errors.ts';
 import { Selector } from '../client/labels.ts';
 import { type Kind, type KubeObject, resourceId } from '../client/resource.ts';
-import { messageOf } from '../errors.ts';
+import { messageOf, UsageError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import type { WorkQueue } from '../workqueue/index.ts';
 import type { Expectations } from './expectations.ts';
@@ -82,6 +86,8 @@ export class DynamicWatches {
   readonly #o: DynamicWatchesOptions;
   /** By informer id (a kind and its metadata-only form are apart). */
   readonly #watched = new Map<string, Watched>();
+  /** Keys warned about (named kinds for an object not cached), once each. */
+  readonly #warned = new Set<string>();
 
   constructor(options: DynamicWatchesOptions) {
     this.#o = options;
@@ -94,7 +100,16 @@ export class DynamicWatches {
       const kind = 'kind' in w && typeof w.kind === 'object' ? w.kind : (w as Kind);
       const o = w as { namespace?: string; labelSelector?: string };
       const selector = o.labelSelector === undefined ? undefined : Selector.from(o.labelSelector);
+      if (wanted.has(idOf(kind)))
+        throw new UsageError('InvalidArgument', `watchKinds names ${idOf(kind)} twice: name each kind once`);
       wanted.set(idOf(kind), { kind, filter: { namespace: o.namespace, selector } });
+    }
+    if (wanted.size > 0 && !this.#o.exists(key) && !this.#warned.has(key)) {
+      this.#warned.add(key);
+      this.#o.log.warn(
+        { key },
+        'watchKinds for a request whose object is not cached: what it names goes after this reconcile',
+      );
     }
     const released: Promise<void>[] = [];
     for (const [id, w] of this.#watched) if (!wanted.has(id)) released.push(this.#unclaim(id, w, key));
@@ -184,9 +199,15 @@ export class DynamicWatches {
     await w.hold.release();
   }
 
+  /** A synced kind whose watch was refused (RBAC that grants list, not watch) is refused too. */
+  #watchable(w: Watched): void {
+    const refused = w.hold.informer.watchRefusal;
+    if (refused) throw refusal(resourceId(w.kind), refused);
+  }
+
   async #synced(w: Watched, signal: AbortSignal): Promise<void> {
     const inf = w.hold.informer;
-    if (inf.hasSynced) return;
+    if (inf.hasSynced) return this.#watchable(w);
     const limitMs = this.#o.syncTimeoutMs;
     const waiting = AbortSignal.any([signal, w.stop.signal, AbortSignal.timeout(limitMs)]);
     const synced = inf.waitForSync(waiting);
@@ -195,14 +216,9 @@ export class DynamicWatches {
     try {
       for (;;) {
         const ok = await Promise.race([synced, sleep(100, undefined, { signal: poll.signal }).then(() => undefined)]);
-        if (ok === true) return;
+        if (ok === true) return this.#watchable(w);
         const refused = inf.syncError;
-        if (refused && REFUSED.has(refused.code))
-          throw new CacheError(
-            'WatchRefused',
-            `${name}: the apiserver refused to list or watch it (${refused.code}: ${refused.message}); ${refused.code === 'Forbidden' ? 'grant the operator list and watch on it' : 'is it served (its CRD installed), and can it be listed?'}`,
-            { cause: refused },
-          );
+        if (refused && REFUSED.has(refused.code)) throw refusal(name, refused);
         if (ok === false) {
           if (signal.aborted)
             throw new CacheError('CacheStopped', `stopped waiting for ${name} to sync`, { cause: signal.reason });
@@ -216,6 +232,19 @@ export class DynamicWatches {
       poll.abort();
     }
   }
+}
+
+/** A kind the apiserver will not let the operator list or watch. */
+function refusal(name: string, refused: ApiError): CacheError {
+  const hint =
+    refused.code === 'Forbidden'
+      ? 'grant the operator list and watch on it'
+      : 'is it served (its CRD installed), and can it be listed?';
+  return new CacheError(
+    'WatchRefused',
+    `${name}: the apiserver refused to list or watch it (${refused.code}: ${refused.message}); ${hint}`,
+    { cause: refused },
+  );
 }
 
 /** Whether a change of `obj` passes a request's filter. */

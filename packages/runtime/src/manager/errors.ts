@@ -24,7 +24,10 @@ export type ManagerErrorCode =
   | 'ProbeBindFailed'
   /** The metrics serving certificate cannot be read, or its key is not the certificate's: the message names the file. */
   | 'MetricsCertificateUnreadable'
-  /** A built-in readiness check fails (the manager is stopping, or an informer has not synced): `/readyz` shows why. */
+  /**
+   * A built-in readiness check fails (the manager is stopping, an informer has not synced, or a cache was found stale
+   * and its watch has not caught up since): `/readyz` shows why.
+   */
   | 'NotReady'
   /** A step of a graceful stop failed (the error, or an `AggregateError` of several, is the `cause`). */
   | 'StopFailed';

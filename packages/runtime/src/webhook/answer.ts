@@ -98,7 +98,8 @@ export async function answerAdmission(
   if (read.kind === 'malformed') {
     const reason = read.status === 413 ? 'RequestEntityTooLarge' : 'BadRequest';
     const status = { status: 'Failure' as const, code: read.status, reason, message: read.message };
-    return { ...admissionReview(apiVersion, { uid: read.uid, allowed: false, status }), close: read.status === 413 };
+    const big = read.status === 413;
+    return { ...admissionReview(apiVersion, { uid: read.uid, allowed: false, status }), close: big, drain: big };
   }
   const { request } = read;
   const uid = request.uid;
@@ -130,7 +131,10 @@ export async function answerConversion(
   if (read.kind === 'unread') {
     return late(a, path, '', `the conversion request to ${path} was not received ${within(budget)}`, true);
   }
-  if (read.kind === 'malformed') return { ...text(read.status, read.message), close: read.status === 413 };
+  if (read.kind === 'malformed') {
+    const big = read.status === 413;
+    return { ...text(read.status, read.message), close: big, drain: big };
+  }
   const { apiVersion, request } = read;
   const outcome = await runHandler(budget.deadline, (signal) => handler(request, { signal }));
   let response: ConversionResponse;

@@ -37,6 +37,8 @@ export interface Reply {
   readonly contentType: string;
   /** Close the connection after the reply (a client may still be sending a body the server will not read). */
   readonly close?: boolean;
+  /** Drain the rest of the body before the reply (one refused as too large, which the client is still sending). */
+  readonly drain?: boolean;
 }
 
 /** Why a request cannot be read as a review: answered with `status`, or (`unread`) with a 504 at once. */

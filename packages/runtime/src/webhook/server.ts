@@ -60,7 +60,6 @@ import { WebhookServerError } from './errors.ts';
 import { errorMessage, MAX_TIMEOUT_MS, parseTimeout, type Reply, text } from './review.ts';
 
 /** Options of a `WebhookServer`; only `certificates` is required. */
-
 export interface WebhookServerOptions {
   /** `host:port` or `:port` (default `:9443`); port 0 picks a free port. */
   readonly bindAddress?: string;
@@ -371,13 +370,14 @@ export class WebhookServer {
         });
         res.end(reply.body);
       };
-      // a body refused unread is drained first (1 s at most): closing on a client still writing breaks its pipe
-      if (!reply.close || req.complete || req.destroyed) return send();
-      const drained = setTimeout(send, 1_000);
-      req.resume().once('end', () => {
+      // a body too large is drained first (≤ 1 s, in the apiserver's timeout): closing on a writer breaks its pipe
+      if (!reply.drain || req.complete || req.destroyed) return send();
+      const drained = setTimeout(send, Math.max(0, Math.min(1_000, budget.deadline - performance.now())));
+      const done = () => {
         clearTimeout(drained);
         send();
-      });
+      };
+      req.resume().once('end', done).once('close', done);
     };
     const budget = budgetOf(parseTimeout(url.searchParams.get('timeout')), started);
     this.#handle(req, webhook, route, budget).then(finish, (err: unknown) => {
