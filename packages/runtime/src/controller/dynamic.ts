@@ -161,25 +161,19 @@ export class DynamicWatches {
     if (!w) {
       const hold = this.#o.cache.hold(kind);
       const claimants = new Map<string, Filter>();
-      const changed = (obj: KubeObject, deleted: boolean) => {
+      // an update also reconciles the requests whose filter its old state passed (as a static watch maps old and new)
+      const changed = (obj: KubeObject, deleted: boolean, old?: KubeObject) => {
         this.#o.expectations.observe(obj, deleted);
         for (const [k, f] of claimants) {
           if (!this.#o.exists(k)) this.forget(k);
-          else if (passes(f, obj)) this.#o.queue.add(k, 0);
+          else if (passes(f, obj) || (old !== undefined && passes(f, old))) this.#o.queue.add(k, 0);
         }
       };
       const off = hold.informer.addEventHandler({
         add: (obj, initial) => {
           if (!initial) changed(obj, false);
         },
-        update: (old, obj) => {
-          // an update that moves an object out of a filter reconciles too (as a static watch maps old and new)
-          this.#o.expectations.observe(obj, false);
-          for (const [k, f] of claimants) {
-            if (!this.#o.exists(k)) this.forget(k);
-            else if (passes(f, obj) || passes(f, old)) this.#o.queue.add(k, 0);
-          }
-        },
+        update: (old, obj) => changed(obj, false, old),
         delete: (obj) => changed(obj, true),
       });
       w = { kind, hold, off, claimants, stop: new AbortController() };
