@@ -104,7 +104,8 @@ export interface Rule {
 /**
  * Every (group, resource, verb) the rules grant that no successful request used. A streaming list (a watch with
  * `sendInitialEvents=true`) counts as a use of `list` too: it is the list, and `list` stays granted for the paginated
- * fallback where a server refuses streaming lists.
+ * fallback where a server refuses streaming lists. Likewise an update of a `status` subresource counts as a use of
+ * `patch` on it: the status writer merge-patches only after a Conflict (helpers/status.ts), which a run may not meet.
  */
 export function unusedPermissions(events: readonly AuditEvent[], rules: readonly Rule[]): string[] {
   const used = new Set(
@@ -118,7 +119,8 @@ export function unusedPermissions(events: readonly AuditEvent[], rules: readonly
         const key = (verb: string) => `${r?.apiGroup ?? ''}|${resource}|${verb}`;
         const streamingList =
           e.verb === 'watch' && /[?&]sendInitialEvents=true(&|$)/.test((e as { requestURI?: string }).requestURI ?? '');
-        return streamingList ? [key('watch'), key('list')] : [key(e.verb)];
+        if (streamingList) return [key('watch'), key('list')];
+        return e.verb === 'update' && r?.subresource === 'status' ? [key('update'), key('patch')] : [key(e.verb)];
       }),
   );
   const out: string[] = [];

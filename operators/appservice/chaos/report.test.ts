@@ -128,3 +128,19 @@ test('a streaming list (a watch with sendInitialEvents=true) counts as a use of 
     [],
   );
 });
+
+test("an update of a status counts as a use of patch on it (the status writer's fallback after a Conflict)", () => {
+  const rules = [{ apiGroups: ['app.example.com'], resources: ['appservices/status'], verbs: ['update', 'patch'] }];
+  const write = (verb: string, subresource?: string) =>
+    ({
+      verb,
+      user: { username: 'op' },
+      objectRef: { resource: 'appservices', apiGroup: 'app.example.com', ...(subresource ? { subresource } : {}) },
+      responseStatus: { code: 200 },
+    }) as AuditEvent;
+  assert.deepEqual(unusedPermissions([write('update', 'status')], rules), []);
+  assert.deepEqual(unusedPermissions([write('update')], rules), [
+    'update appservices/status.app.example.com',
+    'patch appservices/status.app.example.com',
+  ]);
+});
