@@ -31,14 +31,18 @@ export interface Bench {
 }
 
 /** A fresh control plane sized for `pods` pods on 3 kwok nodes, with the API, RBAC and namespace in place. */
-export async function benchEnv(pods: number): Promise<Bench> {
+export async function benchEnv(pods: number, o: { readonly featureGates?: string } = {}): Promise<Bench> {
+  const flags = [
+    // the apiserver's /debug/pprof, for apiserverProfile
+    ...(process.env.BENCH_APISERVER_PROF ? ['--profiling=true'] : []),
+    ...(o.featureGates ? [`--feature-gates=${o.featureGates}`] : []),
+  ];
   const env = await start({
     nodes: 3,
     podsPerNode: Math.ceil(pods / 3) + 100,
     auditLog: true,
     log: () => {},
-    // the apiserver's /debug/pprof, for apiserverProfile
-    ...(process.env.BENCH_APISERVER_PROF ? { apiserverArgs: ['--profiling=true'] } : {}),
+    ...(flags.length ? { apiserverArgs: flags } : {}),
   });
   try {
     const admin = new Client(await loadConfig({ path: env.kubeconfigPath }), { name: 'bench-writer' });

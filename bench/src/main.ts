@@ -58,7 +58,8 @@ Scenarios:
   shard       the operator split over N active replicas (--sharding) against one, on the converge workload, each
               replica count on a fresh control plane: --replicas A,B,C replica counts (1,2,3), --crs N (1000)
               --pods-per-cr P (10), --workers W per replica (4), --repeat N; with 1 among the counts, a sharded
-              1-replica run too (--no-sharded-single: only the default mode); the JSON is written after each
+              1-replica run too (--no-sharded-single: only the default mode); --shard-selectors: each sharded
+              run also with the apiserver's shard selectors (its ShardedListAndWatch gate on); the JSON is written after each
               run, and --resume keeps the runs already in it (same workload) instead of making them again
   suites      a user's test suite against its anchor: the kubebuilder book's CronJob tutorial tests
               (go test ./internal/..., envtest) and their opkit port's npm test (bench/peers/opkit-cronjob),
@@ -78,6 +79,7 @@ const { values, positionals } = parseArgs({
     replicas: { type: 'string' },
     'pods-per-cr': { type: 'string', default: '10' },
     'sharded-single': { type: 'boolean', default: true },
+    'shard-selectors': { type: 'boolean', default: false },
     resume: { type: 'boolean', default: false },
     workers: { type: 'string', default: '4' },
     'idle-seconds': { type: 'string', default: '60' },
@@ -226,6 +228,7 @@ switch (scenario) {
     const r = await shardScenario({
       replicaCounts: [...new Set(counts)].sort((a, b) => a - b),
       shardedSingle: values['sharded-single'],
+      shardSelectors: values['shard-selectors'],
       ...workload,
       repeat,
       log,

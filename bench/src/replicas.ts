@@ -35,6 +35,8 @@ export interface ReplicaSetOptions {
   readonly workers: number;
   /** Started with `--sharding`. */
   readonly sharding: boolean;
+  /** With `--sharding`: its `--sharding-filter` (default: the operator's, `auto`). */
+  readonly filter?: 'labels' | 'server';
   /** POD_NAME prefix. */
   readonly prefix: string;
 }
@@ -75,7 +77,7 @@ export async function startReplicas(o: ReplicaSetOptions): Promise<Replica[]> {
       const proc = await startPeer('opkit', o.kubeconfig, o.workers, undefined, {
         metricsPort,
         healthPort,
-        args: o.sharding ? ['--sharding'] : [],
+        args: o.sharding ? ['--sharding', ...(o.filter ? [`--sharding-filter=${o.filter}`] : [])] : [],
         env: { POD_NAME: name },
       });
       replicas.push({

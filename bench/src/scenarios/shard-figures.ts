@@ -40,8 +40,12 @@ export interface ReplicaFigures {
 
 export interface ShardRun {
   readonly replicas: number;
-  /** `single`: the default mode (no --sharding); `sharded`: every replica with --sharding. */
-  readonly mode: 'single' | 'sharded';
+  /**
+   * `single`: the default mode (no --sharding); `sharded`: every replica with --sharding, shards selected by label
+   * (`--sharding-filter=labels`); `sharded-server`: with the apiserver's shard selectors (its `ShardedListAndWatch`
+   * gate on, `--sharding-filter=server`).
+   */
+  readonly mode: 'single' | 'sharded' | 'sharded-server';
   readonly repetition: number;
   /** First create → every AppService's status reports its pods ready, seen by a watching client. */
   readonly convergeSeconds: number;

@@ -66,6 +66,8 @@ export interface ShardOptions {
   readonly replicaCounts: readonly number[];
   /** Also a sharded run with one replica (when 1 is among the counts). */
   readonly shardedSingle: boolean;
+  /** Each sharded run also with the apiserver's shard selectors (`sharded-server`, the gate on). */
+  readonly shardSelectors?: boolean;
   readonly crs: number;
   readonly podsPerCR: number;
   readonly workers: number;
@@ -85,6 +87,7 @@ export async function shardScenario(o: ShardOptions): Promise<ShardResult> {
   for (const n of o.replicaCounts) {
     if (n === 1) configs.push({ replicas: 1, mode: 'single' });
     if (n > 1 || o.shardedSingle) configs.push({ replicas: n, mode: 'sharded' });
+    if ((n > 1 || o.shardedSingle) && o.shardSelectors) configs.push({ replicas: n, mode: 'sharded-server' });
   }
   const runs: ShardRun[] = [...(o.done ?? [])];
   const failures: ShardFailure[] = [];
@@ -115,21 +118,24 @@ export async function shardScenario(o: ShardOptions): Promise<ShardResult> {
 }
 
 async function shardRun(o: ShardOptions, count: number, mode: ShardRun['mode'], rep: number): Promise<ShardRun> {
-  const bench = await benchEnv(o.crs * o.podsPerCR);
+  const server = mode === 'sharded-server';
+  const bench = await benchEnv(o.crs * o.podsPerCR, server ? { featureGates: 'ShardedListAndWatch=true' } : {});
   const ctl = new AbortController();
   let replicas: Replica[] = [];
+  const sharded = mode !== 'single';
   try {
-    if (mode === 'sharded') await installShardingRbac(bench.admin);
+    if (sharded) await installShardingRbac(bench.admin);
     const t0 = performance.now();
     replicas = await startReplicas({
       kubeconfig: bench.kubeconfig,
       count,
       workers: o.workers,
-      sharding: mode === 'sharded',
+      sharding: sharded,
+      ...(sharded ? { filter: server ? ('server' as const) : ('labels' as const) } : {}),
       prefix: `shard-${mode}-${count}-${rep}`,
     });
     await waitReady(replicas, 120_000);
-    if (mode === 'sharded') await waitBalanced(bench.admin, replicas, 120_000);
+    if (sharded) await waitBalanced(bench.admin, replicas, 120_000);
     const readySeconds = round((performance.now() - t0) / 1000, 2);
     await sleep(5_000); // settled: what an idle replica holds
     const idle = await Promise.all(replicas.map((r) => rssBytes(r.proc.pid ?? 0)));
@@ -246,7 +252,7 @@ async function replicaFigures(
   idle: readonly number[],
   cpu: (i: number) => number,
 ): Promise<Counted[]> {
-  const owners = mode === 'sharded' ? await shardOwners(admin, replicas) : undefined;
+  const owners = mode !== 'single' ? await shardOwners(admin, replicas) : undefined;
   let byApiserver: ((r: Replica) => Promise<number>) | undefined;
   return Promise.all(
     replicas.map(async (r, i): Promise<Counted> => {

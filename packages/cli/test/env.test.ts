@@ -28,9 +28,9 @@ describe('opkit env', () => {
     await rm(await stateRoot, { recursive: true, force: true });
   });
 
-  test('up starts a background cluster and prints export KUBECONFIG; status and down manage it', async () => {
+  test('up starts a background cluster (with the feature gates asked for) and prints export KUBECONFIG; status and down manage it', async () => {
     const env = { OPKIT_STATE_DIR: await stateRoot };
-    const upped = opkit(['env', 'up', '--nodes', '1'], env);
+    const upped = opkit(['env', 'up', '--nodes', '1', '--feature-gates', 'ShardedListAndWatch=true'], env);
     assert.equal(upped.code, 0, upped.stderr + upped.stdout);
     const kubeconfigPath = /^export KUBECONFIG=(.+)$/m.exec(upped.stdout)?.[1];
     assert.ok(kubeconfigPath, upped.stdout);
@@ -47,12 +47,18 @@ describe('opkit env', () => {
       },
     );
     const nodes = await client.must<{ items: unknown[] }>({ path: '/api/v1/nodes' });
-    client.close();
     assert.equal(nodes.items.length, 1);
+    // the gate is on: a list with a shard selector says which shard it answered
+    const range = "shardRange(object.metadata.uid, '0x0000000000000000', '0x10000000000000000')";
+    const path = `/api/v1/namespaces?shardSelector=${encodeURIComponent(range)}`;
+    const sharded = await client.must<{ metadata: { shardInfo?: { selector: string } } }>({ path });
+    client.close();
+    assert.equal(sharded.metadata.shardInfo?.selector, range);
 
-    const again = opkit(['env', 'up'], env);
+    const again = opkit(['env', 'up', '--feature-gates', 'ShardedListAndWatch=false'], env);
     assert.equal(again.code, 0);
     assert.match(again.stdout, /already running/);
+    assert.match(again.stdout, /keeps the feature gates it started with/);
 
     const status = opkit(['env', 'status'], env);
     assert.equal(status.code, 0, status.stdout);
@@ -110,6 +116,15 @@ test('usage errors exit 2 and name the problem', () => {
   const flag = opkit(['env', 'up', '--frob']);
   assert.equal(flag.code, 2);
   assert.match(flag.stderr, /--frob/);
+  const gates = opkit(['env', 'up', '--feature-gates', 'ShardedListAndWatch']);
+  assert.equal(gates.code, 2);
+  assert.match(
+    gates.stderr,
+    /--feature-gates must be Name=true or Name=false, comma-separated .* got "ShardedListAndWatch"/,
+  );
+  const gatesDown = opkit(['env', 'down', '--feature-gates', 'A=true']);
+  assert.equal(gatesDown.code, 2);
+  assert.match(gatesDown.stderr, /--feature-gates applies to opkit env up only/);
   const force = opkit(['env', 'up', '--force']);
   assert.equal(force.code, 2);
   assert.match(force.stderr, /--force applies to opkit env down only/);

@@ -59,6 +59,9 @@ Options:
                   "opkit run --cluster NAME" runs an operator against one
   --force         for "down": stop the cluster even though live "opkit run"s use it
   --nodes N       kwok fake nodes for "up" (default 3)
+  --feature-gates GATES
+                  kube-apiserver feature gates for "up", e.g. ShardedListAndWatch=true (comma-separated
+                  Name=true|false)
   --timeout SEC   how long "up" waits for readiness once the binaries exist (default 120)
   --from-source   build missing binaries from Go modules instead of downloading them (as OPKIT_TESTENV_SOURCE=go)
   -h, --help      show this help
@@ -81,6 +84,8 @@ interface EnvFlags {
   force: boolean;
   nodes: number;
   timeoutMs: number;
+  /** `--feature-gates` (`up` only): the apiserver's, as given. */
+  featureGates?: string;
   /** `go` with --from-source; otherwise OPKIT_TESTENV_SOURCE decides. */
   source?: 'go';
 }
@@ -94,6 +99,7 @@ export async function envCommand(argv: readonly string[], out: (line: string) =>
       name: { type: 'string' },
       nodes: { type: 'string', default: '3' },
       timeout: { type: 'string', default: '120' },
+      'feature-gates': { type: 'string' },
       'from-source': { type: 'boolean', default: false },
       force: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
@@ -123,12 +129,20 @@ export async function envCommand(argv: readonly string[], out: (line: string) =>
     throw new CliError('Usage', `--name must be lower-case letters, digits and '-', got "${name}"`);
   }
   if (values.force && sub !== 'down') throw new CliError('Usage', '--force applies to opkit env down only');
+  const gates = values['feature-gates'];
+  if (gates !== undefined && sub !== 'up') throw new CliError('Usage', '--feature-gates applies to opkit env up only');
+  if (gates !== undefined && !/^[A-Za-z0-9]+=(true|false)(,[A-Za-z0-9]+=(true|false))*$/.test(gates))
+    throw new CliError(
+      'Usage',
+      `--feature-gates must be Name=true or Name=false, comma-separated (e.g. ShardedListAndWatch=true), got "${gates}"`,
+    );
   const flags: EnvFlags = {
     name,
     named: values.name !== undefined,
     force: values.force,
     nodes,
     timeoutMs: timeout * 1000,
+    ...(gates !== undefined ? { featureGates: gates } : {}),
     ...(values['from-source'] ? { source: 'go' as const } : {}),
   };
   switch (sub) {
@@ -172,6 +186,8 @@ async function upLocked(flags: EnvFlags, out: (line: string) => void): Promise<n
     const st = await readJson<ClusterStatus>(files.status);
     if (st?.phase === 'ready') {
       out(`opkit: cluster "${flags.name}" is already running at ${st.server}`);
+      if (flags.featureGates !== undefined)
+        out(`opkit: it keeps the feature gates it started with; for ${flags.featureGates}: opkit env down, then up`);
       out(`export KUBECONFIG=${st.kubeconfigPath}`);
       return 0;
     }
@@ -184,7 +200,7 @@ async function upLocked(flags: EnvFlags, out: (line: string) => void): Promise<n
   await rm(dir, { recursive: true, force: true }); // a stale state dir of a dead daemon
   await mkdir(dir, { recursive: true });
   const log = await open(files.log, 'a');
-  const child = spawn(process.execPath, [DAEMON, dir, String(flags.nodes)], {
+  const child = spawn(process.execPath, [DAEMON, dir, String(flags.nodes), flags.featureGates ?? ''], {
     detached: true,
     stdio: ['ignore', log.fd, log.fd],
   });

@@ -2,15 +2,15 @@
  * @module env/daemon
  * The background process behind `opkit env up`: starts a testenv control plane in `<stateDir>/cluster`, records its
  * progress in `status.json`, and stops it cleanly on SIGTERM or SIGINT (`opkit env down`). If this process is killed,
- * testenv's watchdog ends the components. Run as: `node daemon.ts <stateDir> <nodes>`.
+ * testenv's watchdog ends the components. Run as: `node daemon.ts <stateDir> <nodes> [<apiserver feature gates>]`.
  */
 import { writeFile } from 'node:fs/promises';
 import { type Environment, start } from '@opkit/testenv';
 import { type ClusterStatus, paths } from './state.ts';
 
-const [dir, nodesArg] = process.argv.slice(2);
+const [dir, nodesArg, featureGates] = process.argv.slice(2);
 if (!dir) {
-  process.stderr.write('usage: daemon.ts <stateDir> <nodes>\n');
+  process.stderr.write('usage: daemon.ts <stateDir> <nodes> [<feature gates>]\n');
   process.exit(2);
 }
 const files = paths(dir);
@@ -33,7 +33,8 @@ process.on('SIGINT', () => void shutdown('SIGINT'));
 await writeStatus({ phase: 'starting' });
 const t0 = performance.now();
 try {
-  env = await start({ dir: files.cluster, nodes: Number(nodesArg ?? '3'), log });
+  const apiserverArgs = featureGates ? [`--feature-gates=${featureGates}`] : [];
+  env = await start({ dir: files.cluster, nodes: Number(nodesArg ?? '3'), apiserverArgs, log });
   await writeStatus({
     phase: 'ready',
     server: env.server,

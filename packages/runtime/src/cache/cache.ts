@@ -31,7 +31,7 @@ import { type Logger, silentLogger } from '../logger.ts';
 import { detachedFromTrace } from '../tracing/spans.ts';
 import { type Index, IndexError } from './indexes.ts';
 import { Informer } from './informer.ts';
-import type { CacheListOptions, CacheOptions } from './options.ts';
+import type { CacheListOptions, CacheOptions, Partitioning } from './options.ts';
 import type { IndexFunc } from './store.ts';
 import { dropManagedFields, markingPartial, type Transform, thenDropManagedFields } from './transform.ts';
 
@@ -104,8 +104,8 @@ export class Cache {
   /** Typed indexes registered so far, by resource id and name. */
   readonly #indexes = new Map<string, IndexFunc<KubeObject>>();
   readonly #transforms = new Map<string, Transform>();
-  /** Resources cached by partition (`partition`), by informer key: the label they are partitioned by. */
-  readonly #partitioned = new Map<string, string>();
+  /** Resources cached by partition (`partition`), by informer key: how they are partitioned. */
+  readonly #partitioned = new Map<string, Partitioning>();
   readonly #log: Logger;
   #signal: AbortSignal | undefined;
   #started: (() => void)[] = [];
@@ -206,7 +206,7 @@ export class Cache {
         labelSelector: per?.labelSelector,
         fieldSelector: per?.fieldSelector,
         transform,
-        partitionLabel: this.#partitioned.get(key),
+        partitioning: this.#partitioned.get(key),
         freeze: o.freeze,
         pageSize: o.pageSize,
         listMode: o.listMode,
@@ -237,21 +237,21 @@ export class Cache {
   }
 
   /**
-   * Caches `r` by partition: only the objects whose `label` has a value added with `informer(r).addPartition(value)`,
-   * each value listed and watched apart (sharding uses it). Before the resource's informer starts (an index added
-   * before is kept), with one label; else a `CacheError` (`InvalidOptions`).
+   * Caches `r` by partition (sharding): only the objects of the partitions added with `informer(r).addPartition(v)`,
+   * each listed and watched apart with `by`'s selectors. Before its informer starts (an index added before is kept),
+   * one way; else a `CacheError` (`InvalidOptions`).
    */
-  partition<T extends KubeObject>(r: Kind<T>, label: string): void {
+  partition<T extends KubeObject>(r: Kind<T>, by: Partitioning): void {
     const key = informerKey(r);
-    const existing = this.#informers.get(key);
-    if (this.#partitioned.get(key) === label) return;
-    if (this.#partitioned.has(key) || existing?.running)
+    const [existing, current] = [this.#informers.get(key), this.#partitioned.get(key)];
+    if (current === by) return;
+    if (current || existing?.running)
       throw new CacheError(
         'InvalidOptions',
-        `${key}: it is cached ${existing?.partitionLabel ? `by the label ${existing.partitionLabel}` : 'whole'} and running already, so it cannot be partitioned by ${label} (build sharded controllers before the cache starts)`,
+        `${key}: it is cached ${current ? `by ${current.describe}` : 'whole'} and running already, so it cannot be partitioned by ${by.describe} (build sharded controllers before the cache starts)`,
       );
-    existing?.partitionBy(label);
-    this.#partitioned.set(key, label);
+    existing?.partitionBy(by);
+    this.#partitioned.set(key, by);
   }
 
   /** The namespaces the cache watches `r` in (by its own settings or the cache's); undefined: all of them. */
@@ -264,7 +264,7 @@ export class Cache {
 
   /** The informers that cache by partition. */
   partitioned(): Informer<KubeObject>[] {
-    return [...this.#informers.values()].filter((i) => i.partitionLabel !== undefined);
+    return [...this.#informers.values()].filter((i) => i.partitioning !== undefined);
   }
 
   /**

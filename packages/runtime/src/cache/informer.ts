@@ -17,6 +17,7 @@ import { Selector } from '../client/labels.ts';
 import { type Kind, type KubeObject, resourceId } from '../client/resource.ts';
 import { UsageError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
+import type { Partitioning } from './partitioning.ts';
 import { Reflector, type ReflectorOptions } from './reflector.ts';
 import { type IndexFunc, indexers, Store } from './store.ts';
 
@@ -40,10 +41,10 @@ export interface InformerOptions<T extends KubeObject> extends Omit<ReflectorOpt
   /** Watch these namespaces (one watch each) instead of `namespace`; at least one. */
   readonly namespaces?: readonly string[] | undefined;
   /**
-   * Cache by partition: only the objects whose value of this label is one of the partitions added (`addPartition`),
-   * each listed and watched apart; none until one is added.
+   * Cache by partition: only the objects of the partitions added (`addPartition`), each listed and watched apart with
+   * its own selectors; none until one is added.
    */
-  readonly partitionLabel?: string | undefined;
+  readonly partitioning?: Partitioning | undefined;
 }
 
 /** One partition of a partitioned informer: its reflectors (one per namespace) and what stops them. */
@@ -65,13 +66,13 @@ export class Informer<T extends KubeObject> {
   /** The objects as last listed and watched, with the default indexes `namespace`, `owner` and `controller`. */
   readonly store: Store<T>;
   #reflectors: Reflector<T>[];
-  /** Partitions by label value (a partitioned informer's reflectors). */
+  /** Partitions by value (a partitioned informer's reflectors). */
   readonly #partitions = new Map<string, Partition<T>>();
   readonly #newReflector: (namespace: string | undefined, partition?: string) => Reflector<T>;
   readonly #client: Client;
   readonly #selectors: { readonly labelSelector?: string; readonly fieldSelector?: string };
   #parsedSelector: Selector | undefined;
-  #partitionLabel: string | undefined;
+  #partitioning: Partitioning | undefined;
   #signal: AbortSignal | undefined;
   /** The namespaces watched, when the informer watches some but not all. */
   readonly namespaces: readonly string[] | undefined;
@@ -124,21 +125,20 @@ export class Informer<T extends KubeObject> {
       update: (old, obj) => this.#emit((h) => h.update?.(old, obj)),
       delete: (obj) => this.#emit((h) => h.delete?.(obj)),
     };
-    this.#partitionLabel = options.partitionLabel;
-    this.#newReflector = (namespace, partition) => {
-      const scope =
-        partition === undefined || !options.partitionLabel ? undefined : ([options.partitionLabel, partition] as const);
-      const labelSelector = scope
-        ? [options.labelSelector, `${scope[0]}=${scope[1]}`].filter(Boolean).join(',')
-        : options.labelSelector;
-      const log = scope ? this.#log.child({ partition: scope[1] }) : this.#log;
-      return new Reflector<T>(
-        { ...options, labelSelector, partition: scope, namespace, client, resource, log },
-        this.store,
-      );
+    this.#partitioning = options.partitioning;
+    this.#newReflector = (namespace, value) => {
+      const by = value === undefined ? undefined : this.#partitioning;
+      if (!by || value === undefined)
+        return new Reflector<T>({ ...options, namespace, client, resource, log: this.#log }, this.store);
+      const selected = by.selectors(value);
+      const labelSelector = [options.labelSelector, selected.labelSelector].filter(Boolean).join(',') || undefined;
+      const partition = { has: (obj: KubeObject) => by.has(obj, value) };
+      const log = this.#log.child({ partition: value });
+      const scoped = { labelSelector, shardSelector: selected.shardSelector, partition, log };
+      return new Reflector<T>({ ...options, ...scoped, namespace, client, resource }, this.store);
     };
     const one = (namespace: string | undefined) => this.#newReflector(namespace);
-    this.#reflectors = options.partitionLabel ? [] : namespaces ? namespaces.map(one) : [one(undefined)];
+    this.#reflectors = options.partitioning ? [] : namespaces ? namespaces.map(one) : [one(undefined)];
   }
 
   /**
@@ -169,39 +169,35 @@ export class Informer<T extends KubeObject> {
     return [...this.#reflectors, ...partitions].some((r) => r.stale);
   }
 
-  /** The label a partitioned informer caches by, or undefined. */
-  get partitionLabel(): string | undefined {
-    return this.#partitionLabel;
+  /** How a partitioned informer caches, or undefined. */
+  get partitioning(): Partitioning | undefined {
+    return this.#partitioning;
   }
 
   /**
-   * Makes an informer that has not started cache by partition of `label` (as the option `partitionLabel`): it drops
-   * its whole-resource list and watch. A `UsageError` (`InvalidArgument`) once started, or partitioned by another.
+   * Makes an informer that has not started cache by partition (as the option `partitioning`): it drops its
+   * whole-resource list and watch. A `UsageError` (`InvalidArgument`) once started, or partitioned another way.
    */
-  partitionBy(label: string): void {
-    if (this.#partitionLabel === label) return;
-    if (this.running || this.#partitionLabel !== undefined)
-      throw new UsageError(
-        'InvalidArgument',
-        `${resourceId(this.resource)}: partition it before it starts, by one label`,
-      );
-    this.#partitionLabel = label;
+  partitionBy(by: Partitioning): void {
+    if (this.#partitioning === by) return;
+    if (this.running || this.#partitioning !== undefined)
+      throw new UsageError('InvalidArgument', `${resourceId(this.resource)}: partition it before it starts, one way`);
+    this.#partitioning = by;
     this.#reflectors = [];
   }
 
-  /** The partitions cached (label values). */
+  /** The partitions cached (their values). */
   get partitions(): string[] {
     return [...this.#partitions.keys()];
   }
 
   /**
-   * Caches the objects whose partition label has `value` (one list and watch per namespace): resolves true once
+   * Caches the objects of partition `value` (one list and watch per namespace): resolves true once
    * they are stored, false if `signal` or the informer's own stop aborts first. Adding a partition already cached
    * only waits for it.
    */
   async addPartition(value: string, signal?: AbortSignal): Promise<boolean> {
-    if (!this.#partitionLabel)
-      throw new UsageError('InvalidArgument', `${resourceId(this.resource)} is not partitioned`);
+    if (!this.#partitioning) throw new UsageError('InvalidArgument', `${resourceId(this.resource)} is not partitioned`);
     let p = this.#partitions.get(value);
     if (!p) {
       const reflectors = (this.namespaces ?? [undefined]).map((ns) => this.#newReflector(ns, value));
@@ -235,9 +231,9 @@ export class Informer<T extends KubeObject> {
     this.#partitions.delete(value);
     p.stop.abort();
     await p.running;
-    const label = this.#partitionLabel ?? '';
+    const by = this.#partitioning;
     // a partition added again meanwhile keeps its objects
-    if (!this.#partitions.has(value)) this.store.forget((o) => o.metadata.labels?.[label] === value);
+    if (by && !this.#partitions.has(value)) this.store.forget((o) => by.has(o, value));
   }
 
   #runPartition(p: Partition<T>, signal: AbortSignal): void {
@@ -254,7 +250,7 @@ export class Informer<T extends KubeObject> {
     const all = this.namespaces ?? [undefined];
     const scope =
       namespace === undefined ? all : this.namespaces && !this.namespaces.includes(namespace) ? [] : [namespace];
-    const label = this.#partitionLabel;
+    const by = this.#partitioning;
     const items: T[] = [];
     for (const ns of scope) {
       const list = await this.#client.list(this.resource, {
@@ -264,7 +260,7 @@ export class Informer<T extends KubeObject> {
       });
       items.push(...list.items);
     }
-    return label ? items.filter((o) => this.#partitions.has(o.metadata.labels?.[label] ?? '')) : items;
+    return by ? items.filter((o) => [...this.#partitions.keys()].some((v) => by.has(o, v))) : items;
   }
 
   /** Whether `start` was called. */

@@ -1,6 +1,7 @@
 /**
  * @module cache/options
- * What a `Cache` takes: cache-wide options, per-resource settings, and what a cached list narrows by.
+ * What a `Cache` takes: cache-wide options, per-resource settings, and what a cached list narrows by (and, from
+ * partitioning.ts, how a partitioned informer splits).
  */
 import type { Client } from '../client/client.ts';
 import type { SelectorInput } from '../client/labels.ts';
@@ -10,6 +11,8 @@ import type { Logger } from '../logger.ts';
 import type { Metrics } from '../metrics.ts';
 import type { IndexQuery } from './indexes.ts';
 import type { StalenessOptions } from './staleness.ts';
+
+export type { Partitioning } from './partitioning.ts';
 
 /**
  * One resource's cache settings (`CacheOptions.byResource`), in place of the cache-wide ones; fixed when its informer

@@ -56,9 +56,11 @@ export interface ReflectorOptions<T extends KubeObject> {
   readonly resource: Kind<T>;
   readonly namespace?: string | undefined;
   readonly labelSelector?: string | undefined;
-  /** A partition (label key and value, also in `labelSelector`): a relist replaces only the objects with that value. */
-  readonly partition?: readonly [string, string] | undefined;
+  /** A partition (its selectors are in these options): a relist replaces only the stored objects `has` says are in it. */
+  readonly partition?: { readonly has: (obj: KubeObject) => boolean } | undefined;
   readonly fieldSelector?: string | undefined;
+  /** A shard selector (`ListOptions.shardSelector`), on the list and the watch. */
+  readonly shardSelector?: string | undefined;
   /**
    * Applied to every object before it is stored (e.g. drop managedFields). The fields that `dropManagedFields` and
    * `keepFields` drop are skipped unread while a protobuf answer is decoded.
@@ -275,6 +277,7 @@ export class Reflector<T extends KubeObject> {
       ...(o.namespace ? { namespace: o.namespace } : {}),
       ...(o.labelSelector ? { labelSelector: o.labelSelector } : {}),
       ...(o.fieldSelector ? { fieldSelector: o.fieldSelector } : {}),
+      ...(o.shardSelector ? { shardSelector: o.shardSelector } : {}),
       ...(o.pageSize ? { pageSize: o.pageSize } : {}),
       [MASK]: this.#mask,
       signal,
@@ -296,7 +299,7 @@ export class Reflector<T extends KubeObject> {
     const p = this.#o.partition;
     if (!p) return true;
     const stored = this.#store.get(keyOf(gone));
-    return stored === undefined || stored.metadata.labels?.[p[0]] === p[1];
+    return stored === undefined || p.has(stored);
   }
 
   /** A full list is in: replace the store atomically, note its resourceVersion, report synced. */
@@ -332,6 +335,7 @@ export class Reflector<T extends KubeObject> {
       namespace: o.namespace,
       labelSelector: o.labelSelector,
       fieldSelector: o.fieldSelector,
+      shardSelector: o.shardSelector,
       resourceVersion: initial ? '' : (this.#resourceVersion ?? ''),
       sendInitialEvents: initial,
       timeoutSeconds,

@@ -136,11 +136,11 @@ export class Store<T extends KubeObject> {
   }
 
   /**
-   * Replaces the whole content — or, given `namespace`, that namespace's objects only, and given `label` (key, value)
-   * only the objects with that label value — with a fresh list (after a relist); see the module comment. Answers how
+   * Replaces the whole content — or, given `namespace`, that namespace's objects only, and given `within` only the
+   * objects it `has` (a partition's) — with a fresh list (after a relist); see the module comment. Answers how
    * many objects it added, changed or removed.
    */
-  replace(items: readonly T[], namespace?: string, label?: readonly [string, string]): number {
+  replace(items: readonly T[], namespace?: string, within?: { readonly has: (obj: T) => boolean }): number {
     let changes = 0;
     const fresh = new Map<string, T>();
     for (const obj of items) fresh.set(keyOf(obj), obj);
@@ -151,7 +151,7 @@ export class Store<T extends KubeObject> {
         : byNamespace
           ? [...(byNamespace.get(namespace) ?? [])].map((k) => [k, this.#items.get(k) as T] as const)
           : [...this.#items].filter(([, o]) => o.metadata.namespace === namespace);
-    const current = label ? inNamespace.filter(([, o]) => o.metadata.labels?.[label[0]] === label[1]) : inNamespace;
+    const current = within ? inNamespace.filter(([, o]) => within.has(o)) : inNamespace;
     for (const [key, old] of current) {
       if (!fresh.has(key)) {
         this.#items.delete(key);

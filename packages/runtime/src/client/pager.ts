@@ -27,6 +27,7 @@ export async function* pages<T extends KubeObject>(
     continue: cont,
     labelSelector: options.labelSelector,
     fieldSelector: options.fieldSelector,
+    shardSelector: options.shardSelector,
   });
   for (;;) {
     let page: ObjectList<T>;

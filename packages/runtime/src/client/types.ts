@@ -16,6 +16,11 @@ export interface ListMeta {
   readonly resourceVersion: string;
   /** The continue token of a page that has more after it. */
   readonly continue?: string;
+  /**
+   * Set when a shard selector filtered the list (`ListOptions.shardSelector`, KEP-5866): the selector applied, echoed
+   * back. Its absence after a list that asked for one means the apiserver does not serve shard selectors.
+   */
+  readonly shardInfo?: { readonly selector: string };
 }
 
 /** A list answer: the items and the list's metadata. */
@@ -36,6 +41,12 @@ export interface ListOptions {
   readonly labelSelector?: string;
   /** e.g. `spec.nodeName=n1` */
   readonly fieldSelector?: string;
+  /**
+   * e.g. `shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')`: the objects whose uid (or
+   * namespace) hashes into the ranges (KEP-5866, alpha behind the apiserver's `ShardedListAndWatch` gate; an
+   * apiserver without it ignores it and sends everything, without `metadata.shardInfo`).
+   */
+  readonly shardSelector?: string;
   /** Items per page (default 500). */
   readonly pageSize?: number;
   /** Aborts the request (it rejects with `ApiError` `Aborted`). */

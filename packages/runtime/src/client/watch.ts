@@ -32,6 +32,8 @@ export interface WatchRequest {
   readonly namespace?: string | undefined;
   readonly labelSelector?: string | undefined;
   readonly fieldSelector?: string | undefined;
+  /** A shard selector (see `ListOptions.shardSelector`). */
+  readonly shardSelector?: string | undefined;
   readonly resourceVersion: string;
   /**
    * A streaming list (KEP-3157 WatchList): the server first sends the current state as ADDED events, then a BOOKMARK
@@ -108,6 +110,7 @@ export async function* watchEvents<T extends KubeObject>(
         timeoutSeconds: req.timeoutSeconds,
         labelSelector: req.labelSelector,
         fieldSelector: req.fieldSelector,
+        shardSelector: req.shardSelector,
       },
       accept: acceptOf(r, false, req.protobuf),
       signal: local.signal,

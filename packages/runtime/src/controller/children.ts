@@ -156,8 +156,8 @@ function ownership<T extends KubeObject>(kind: Kind<T, unknown>, owner: T, ctx: 
     const cached = followed(r)?.store.get(refKey(r, child, owner));
     return uid !== undefined && [child, cached].some((o) => o !== undefined && controllerOf(o)?.uid === uid);
   };
-  /** The owner's shard label (sharding), which the children it controls carry too, so they land in its shard. */
-  const shard = owner.metadata.labels?.[SHARD_LABEL];
+  /** The owner's shard label value (sharding), which the children it controls carry, so they land in its shard. */
+  const shard = ctx.shardLabels[SHARD_LABEL];
   const control = <C extends KubeObject>(r: Kind<KubeObject, unknown>, child: C): C => {
     const controlled = setControllerReference(kind, owner, child, { objectType: r });
     if (shard !== undefined && controlled.metadata.labels?.[SHARD_LABEL] === undefined)

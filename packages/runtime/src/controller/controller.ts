@@ -56,7 +56,7 @@ import { DynamicWatches } from './dynamic.ts';
 import { Expectations, expectFor } from './expectations.ts';
 import type { MapFunc } from './handlers.ts';
 import { MapRunner } from './mapping.ts';
-import { type ControllerOptions, DEFAULT_CACHE_SYNC_TIMEOUT_MS, type WatchRole } from './options.ts';
+import { type Admission, type ControllerOptions, DEFAULT_CACHE_SYNC_TIMEOUT_MS, type WatchRole } from './options.ts';
 import { handleFailure } from './policy.ts';
 import { allow, type Predicate } from './predicates.ts';
 import {
@@ -164,8 +164,8 @@ export class Controller {
     predicates: readonly Predicate<T>[] = [],
     role: WatchRole = this.#primary ? 'other' : 'primary',
   ): void {
-    const label = this.#o.gate?.partitionLabel;
-    if (label !== undefined && role !== 'other') this.#o.cache.partition(r, label);
+    const by = role === 'other' ? undefined : this.#o.gate?.partitioning?.(role, r);
+    if (by) this.#o.cache.partition(r, by);
     const informer = this.#o.cache.informer(r);
     const primary = !this.#primary;
     if (primary) this.#primary = informer as unknown as Informer<KubeObject>;
@@ -301,22 +301,21 @@ export class Controller {
     const ticket = 'signal' in answer ? answer : undefined;
     const signal = ticket ? AbortSignal.any([stopping, ticket.signal]) : stopping;
     try {
-      await this.#admitted(key, priority, signal, allGuards(fence, ticket?.guard));
+      await this.#admitted(key, priority, signal, { guard: allGuards(fence, ticket?.guard), labels: ticket?.labels });
     } finally {
       ticket?.end();
     }
   }
 
   /** The context of one reconcile of `key`, whose signal aborts with `signal` or at the deadline, if there is one. */
-  #context(key: string, request: ReconcileRequest, signal: AbortSignal, guard: (() => void) | undefined) {
+  #context(key: string, request: ReconcileRequest, signal: AbortSignal, { guard, labels }: Admission) {
     const reconcileID = randomUUID();
     const log = this.#log.child({
       ...(request.namespace ? { namespace: request.namespace } : {}),
       name: request.name,
       reconcileID,
     });
-    const clock = this.#o.clock ?? realClock;
-    const deps = { controller: this.name, clock, metrics: this.#o.metrics, log };
+    const deps = { controller: this.name, clock: this.#o.clock ?? realClock, metrics: this.#o.metrics, log };
     const deadline = startDeadline(this.#o.reconcileTimeoutMs, signal, deps);
     const client = this.#o.client.withSignal(deadline?.signal ?? signal);
     const ctx: ReconcileContext = {
@@ -328,12 +327,13 @@ export class Controller {
       events: this.#events,
       fieldManager: this.#o.fieldManager ?? this.name,
       expect: expectFor(this.expectations, key, this.#o.cache),
+      shardLabels: labels ?? {},
       watchKinds: (kinds) => this.#dynamic.set(key, kinds, ctx.signal),
     };
     return { ctx, deadline };
   }
 
-  async #admitted(key: string, priority: number, signal: AbortSignal, guard: (() => void) | undefined): Promise<void> {
+  async #admitted(key: string, priority: number, signal: AbortSignal, admission: Admission): Promise<void> {
     if (this.expectations.unsure(key)) {
       try {
         await this.expectations.resolve(key, signal); // creates without an answer: did they happen?
@@ -347,7 +347,7 @@ export class Controller {
       return;
     }
     const request = parseKey(key);
-    const { ctx, deadline } = this.#context(key, request, signal, guard);
+    const { ctx, deadline } = this.#context(key, request, signal, admission);
     const { log, reconcileID } = ctx;
     const m = this.#o.metrics;
     const tracer = runtimeTracer();

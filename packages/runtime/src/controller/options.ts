@@ -5,8 +5,9 @@
  */
 
 import type { Cache } from '../cache/cache.ts';
+import type { Partitioning } from '../cache/partitioning.ts';
 import type { Client } from '../client/client.ts';
-import type { KubeObject } from '../client/resource.ts';
+import type { Kind, KubeObject } from '../client/resource.ts';
 import type { EventRecorder } from '../helpers/events.ts';
 import type { Logger } from '../logger.ts';
 import type { Metrics } from '../metrics.ts';
@@ -89,7 +90,15 @@ export interface ControllerOptions {
 export interface RequestTicket {
   readonly signal: AbortSignal;
   readonly guard?: () => void;
+  /** The labels a child of the admitted object carries (sharding: its shard's), as `ctx.shardLabels`. */
+  readonly labels?: Readonly<Record<string, string>>;
   end(): void;
+}
+
+/** What a reconcile is admitted with: the guard its requests ask first, and its `ctx.shardLabels`. */
+export interface Admission {
+  readonly guard: (() => void) | undefined;
+  readonly labels: Readonly<Record<string, string>> | undefined;
 }
 
 /** A gate's answer: a ticket, `retryAfterMs` (not now: queue it again after that), or undefined (drop it). */
@@ -107,10 +116,10 @@ export interface RequestGate {
    */
   admit(key: string, obj: KubeObject | undefined): GateAnswer;
   /**
-   * A label whose values partition the caches of the primary and owned kinds: each value is listed and watched
-   * apart, on demand (`Cache.partition`), so the replica caches only the partitions it works on.
+   * How the caches of the primary and owned kinds are partitioned: each partition is listed and watched apart, on
+   * demand (`Cache.partition`), so the replica caches only the partitions it works on.
    */
-  readonly partitionLabel?: string;
+  partitioning?(role: 'primary' | 'owned', kind: Kind): Partitioning;
 }
 
 /** How a kind is watched: the primary kind, a kind it owns, or another. */

@@ -114,6 +114,11 @@ export interface ReconcileContext {
   /** The field manager server-side applies of this controller use. */
   readonly fieldManager: string;
   /**
+   * The labels a child of this request's object must carry to land in its shard (sharding; `{}` otherwise).
+   * `ctx.create` and `ctx.apply` add them; spread them into a child written with `rawClient`.
+   */
+  readonly shardLabels: Readonly<Record<string, string>>;
+  /**
    * Makes `kinds` the kinds whose changes reconcile this request (a dynamic watch, e.g. of kinds a custom resource
    * names; find a kind named at run time with `kindFor`), each optionally filtered (`{ kind, namespace, labelSelector }`:
    * only changes that pass reconcile it), and resolves once each has synced in `cache`. Kinds it named before and not

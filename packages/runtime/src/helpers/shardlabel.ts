@@ -20,7 +20,8 @@ export function shardOfLabel(value: string | undefined): number | undefined {
 
 /**
  * The labels a child written outside `ctx.create` / `ctx.apply` (with `ctx.rawClient`, say) must carry so that it lands
- * in its owner's shard: `{ 'opkit.dev/shard': <the owner's> }`, or `{}` when the owner has none (not sharded).
+ * in its owner's shard, under the `labels` filter: `{ 'opkit.dev/shard': <the owner's> }`, or `{}` when the owner has
+ * none (not sharded). In a reconcile, `ctx.shardLabels` is the answer under either filter.
  */
 export function shardLabelsOf(owner: {
   readonly metadata: { readonly labels?: Readonly<Record<string, string>> };

@@ -104,6 +104,12 @@ test('the Lease timings of leader election: flags or variables, checked together
     'the same timings for the member Leases of a sharded operator',
   );
   assert.equal(settingsFromArgs(base, [], {}).leaderElection?.leaseDurationMs, undefined, 'the defaults when unset');
+  assert.equal(settingsFromArgs(base, ['--sharding-filter', 'server'], {}).sharding?.filter, 'server');
+  assert.equal(settingsFromArgs(base, [], { SHARDING_FILTER: 'labels' }).sharding?.filter, 'labels');
+  assert.throws(
+    () => settingsFromArgs(base, ['--sharding-filter=uid'], {}),
+    (e) => e instanceof SettingsError && /--sharding-filter: "uid" is not auto, labels or server/.test(e.message),
+  );
   assert.throws(
     () => settingsFromArgs(base, ['--leader-election-lease-duration', '4s'], {}),
     (e) =>

@@ -16,6 +16,7 @@
  * | `--leader-election-renew-deadline` | `LEADER_ELECTION_RENEW_DEADLINE` | a leader stops unless renewed within it (default 10s) |
  * | `--leader-election-retry-period` | `LEADER_ELECTION_RETRY_PERIOD` | between tries to acquire or renew (default 2s) |
  * | `--sharding` | `SHARDING` | `true` / `false` (default false): every replica reconciles its share (docs/sharding.md) |
+ * | `--sharding-filter` | `SHARDING_FILTER` | `auto` (default), `labels` or `server`: how a replica's caches select its shards |
  * | `--namespace` | `WATCH_NAMESPACE` | watch one namespace, or a comma-separated list of them (default: all) |
  * | `--max-concurrent-reconciles` | `MAX_CONCURRENT_RECONCILES` | workers per controller (default 1) |
  * | `--graceful-shutdown-timeout` | `GRACEFUL_SHUTDOWN_TIMEOUT` | e.g. `2s`, `30s` (default 2s) |
@@ -105,6 +106,8 @@ export const SETTINGS_HELP = `Manager options:
   --leader-election-retry-period DUR
                                      wait between tries to acquire or renew (default 2s)
   --sharding                         every replica runs the controllers, each on its share of the objects
+  --sharding-filter FILTER           how a replica's caches select its shards: auto (default), labels or
+                                     server (the apiserver's shard selectors)
   --namespace NS[,NS…]               watch only these namespaces (default: all)
   --max-concurrent-reconciles N      workers per controller (default 1)
   --graceful-shutdown-timeout DUR    drain time of a graceful stop: in-flight reconciles get it, webhooks keep
@@ -133,6 +136,7 @@ const MANAGER_FLAGS = {
   'leader-election-renew-deadline': { type: 'string' },
   'leader-election-retry-period': { type: 'string' },
   sharding: { type: 'boolean' },
+  'sharding-filter': { type: 'string' },
   namespace: { type: 'string' },
   'max-concurrent-reconciles': { type: 'string' },
   'graceful-shutdown-timeout': { type: 'string' },
@@ -249,6 +253,9 @@ function managerOptions(base: ManagerOptions, parsed: ParsedFlags, env: NodeJS.P
   const [leNamespace] = str('leader-election-namespace', 'POD_NAMESPACE');
   const [leId] = str('leader-election-id', 'LEADER_ELECTION_ID');
   const [watchNamespace] = str('namespace', 'WATCH_NAMESPACE');
+  const [filter] = str('sharding-filter', 'SHARDING_FILTER');
+  if (filter !== undefined && filter !== 'auto' && filter !== 'labels' && filter !== 'server')
+    throw new SettingsError(`--sharding-filter: "${filter}" is not auto, labels or server`);
   const controllers = controllerSettings(str);
   const timings = leaseTimings(str);
   return {
@@ -275,6 +282,7 @@ function managerOptions(base: ManagerOptions, parsed: ParsedFlags, env: NodeJS.P
     sharding: {
       ...base.sharding,
       ...(sharding !== undefined ? { enabled: sharding } : {}),
+      ...(filter !== undefined ? { filter } : {}),
       ...(leNamespace ? { namespace: leNamespace } : {}),
       ...timings,
     },

@@ -63,6 +63,8 @@ export interface ShardCoordinatorOptions {
   /** Default 2 s. */
   readonly retryPeriodMs?: number;
   readonly observer?: ShardObserver;
+  /** How this replica's caches select shards (scheme.ts; default `labels`): members of another filter share none. */
+  readonly filter?: () => string;
   /** A monotonic clock (default `performance.now()` and Node's timers). */
   readonly clock?: Clock;
   /** The wall clock, for the times written into Leases. */
@@ -92,6 +94,7 @@ export class ShardCoordinator {
       clock: monotonicClock,
       wallClock: () => new Date(),
       observer: {},
+      filter: () => 'labels',
       ...options,
     };
     const { leaseDurationMs: lease, renewDeadlineMs: renew, retryPeriodMs: retry } = this.#o;
@@ -175,7 +178,7 @@ export class ShardCoordinator {
       this.#o.observer.round?.(this.#heldShards().length, live.length);
       return;
     }
-    const owners = assignShards(live);
+    const owners = assignShards(this.#view.eligible(live, members, this.#o.filter(), this.#o.log));
     for (let b = 0; b < SHARD_COUNT; b++) this.#step(b, fences.get(b), owners[b], listedAt, stop);
     this.#balance(owners);
     this.#o.observer.round?.(this.#heldShards().length, live.length);

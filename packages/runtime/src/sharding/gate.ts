@@ -1,6 +1,6 @@
 /**
  * @module sharding/gate
- * Which requests this replica reconciles now: those whose object's shard (its `opkit.dev/shard` label) is active
+ * Which requests this replica reconciles now: those whose object's shard (by the scheme's rule, scheme.ts) is active
  * here, while this replica's member Lease is fresh. The gate is what a sharded controller asks before each reconcile
  * (`RequestGate`), what each request of an admitted reconcile asks right before it is sent (the ticket's `guard`), and
  * what a hand-off drains.
@@ -20,10 +20,12 @@
  *   promise settles (a child of theirs being given its label back), `maxMs` at most.
  */
 
-import type { KubeObject } from '../client/resource.ts';
+import type { Partitioning } from '../cache/partitioning.ts';
+import type { Kind, KubeObject } from '../client/resource.ts';
 import type { GateAnswer, RequestGate } from '../controller/controller.ts';
+import { SHARD_LABEL } from '../helpers/shardlabel.ts';
 import { type Clock, realClock } from '../workqueue/index.ts';
-import { SHARD_LABEL, shardOfLabel } from './ring.ts';
+import { LABELS, type ShardScheme } from './scheme.ts';
 
 /** What a gate is made with. */
 export interface ShardGateOptions {
@@ -33,6 +35,10 @@ export interface ShardGateOptions {
   readonly holdMs?: number;
   /** The monotonic clock the holds are timed on. */
   readonly clock?: Clock;
+  /** The scheme in force (default: `labels`); asked each time, as it is decided when sharding starts. */
+  readonly scheme?: () => ShardScheme;
+  /** How a kind's caches are partitioned in `role` (`RequestGate.partitioning`); default: the scheme's. */
+  readonly partitioning?: (role: 'primary' | 'owned', kind: Kind) => Partitioning;
 }
 
 /** Why the requests of a reconcile were refused: the Lease went stale, or its ticket was withdrawn. */
@@ -42,10 +48,11 @@ function refusal(why: string): DOMException {
 
 /** The shards active on this replica and the reconciles under way in each. */
 export class ShardGate implements RequestGate {
-  readonly partitionLabel = SHARD_LABEL;
   readonly #holds: () => boolean;
   readonly #holdMs: number;
   readonly #clock: Clock;
+  readonly #scheme: () => ShardScheme;
+  readonly #partitioning: (role: 'primary' | 'owned', kind: Kind) => Partitioning;
   readonly #active = new Map<number, AbortController>();
   /** Shards deactivated while reconciles of theirs were under way: what aborts those. */
   readonly #draining = new Map<number, AbortController>();
@@ -60,11 +67,23 @@ export class ShardGate implements RequestGate {
     this.#holds = options.holds ?? (() => true);
     this.#holdMs = options.holdMs ?? 3_000;
     this.#clock = options.clock ?? realClock;
+    this.#scheme = options.scheme ?? (() => LABELS);
+    this.#partitioning = options.partitioning ?? ((role) => this.scheme.partitioning(role));
   }
 
-  /** The shard an object is in, by its label; undefined when it has none. */
-  static shardOf(obj: KubeObject | undefined): number | undefined {
-    return shardOfLabel(obj?.metadata.labels?.[SHARD_LABEL]);
+  /** The scheme in force. */
+  get scheme(): ShardScheme {
+    return this.#scheme();
+  }
+
+  /** See `RequestGate.partitioning`. */
+  partitioning(role: 'primary' | 'owned', kind: Kind): Partitioning {
+    return this.#partitioning(role, kind);
+  }
+
+  /** The shard a primary object is in; undefined when it has none. */
+  shardOf(obj: KubeObject | undefined): number | undefined {
+    return this.#scheme().shardOf(obj);
   }
 
   /** Whether requests of shard `s` are admitted now (the Lease not asked). */
@@ -88,7 +107,7 @@ export class ShardGate implements RequestGate {
 
   /** Admits a request of an object in an active shard; see `RequestGate`. */
   admit(key: string, obj: KubeObject | undefined): GateAnswer {
-    const s = ShardGate.shardOf(obj);
+    const s = this.shardOf(obj);
     if (s === undefined || !this.#holds()) return undefined;
     const shardCtl = this.#active.get(s);
     if (!shardCtl) return undefined;
@@ -107,6 +126,7 @@ export class ShardGate implements RequestGate {
     let ended = false;
     return {
       signal,
+      labels: { [SHARD_LABEL]: this.scheme.labelValue(s) },
       guard: () => {
         if (!this.#holds()) throw refusal('the member Lease is not fresh');
         if (signal.aborted) throw signal.reason;

@@ -1,10 +1,10 @@
 /**
  * @module sharding/labeller
- * Gives each object of a sharded kind without a valid shard label (`opkit.dev/shard`) its shard: a metadata-only
- * watch of the objects without a valid one (`notin (0,…,31)`: few at any time, so it costs little memory), and a
- * rate-limited work queue whose workers label those in shards this replica runs. A primary object's shard is the
- * hash of its shard key (new objects); a child's is its controller owner's, as cached (a child created by hand without
- * it, or whose label was removed by a full update).
+ * Gives each object of a sharded kind without a valid shard label (`opkit.dev/shard`, by the scheme's values:
+ * scheme.ts) its shard: a metadata-only watch of the objects without a valid one (`notin (0,…,31)`: few at any time,
+ * so it costs little memory), and a rate-limited work queue whose workers label those in shards this replica runs.
+ * A primary object's shard is the hash of its shard key (new objects, `labels` filter only); a child's is its
+ * controller owner's, as cached (a child created by hand without it, or whose label was removed by a full update).
  *
  * Guarantees: at most `concurrency` label writes are in flight; a write that fails (429, a timeout, a Conflict) is
  * retried with per-object backoff, one that finds the object gone is dropped; an object in a shard this replica does
@@ -19,17 +19,17 @@ import type { Client } from '../client/client.ts';
 import { isApiError } from '../client/errors.ts';
 import { type Kind, type KubeObject, keyOf, metadataOnly, parseKey } from '../client/resource.ts';
 import { messageOf } from '../errors.ts';
-import { ALL_SHARD_VALUES, SHARD_LABEL } from '../helpers/shardlabel.ts';
+import { SHARD_LABEL } from '../helpers/shardlabel.ts';
 import type { Logger } from '../logger.ts';
 import { WorkQueue } from '../workqueue/index.ts';
-
-/** The selector of objects without a valid shard label. */
-export const UNLABELLED = `${SHARD_LABEL} notin (${ALL_SHARD_VALUES.join(',')})`;
+import type { ShardScheme } from './scheme.ts';
 
 /** What a labeller is made with. */
 export interface LabellerOptions {
   readonly client: Client;
   readonly kind: Kind;
+  /** The scheme whose labels it writes (its valid values, and the value of each shard). */
+  readonly scheme: ShardScheme;
   /** The namespaces to watch (undefined: all). */
   readonly namespaces: readonly string[] | undefined;
   readonly log: Logger;
@@ -57,7 +57,7 @@ export class Labeller {
     this.#o = options;
     const kind = metadataOnly(options.kind);
     this.#informer = new Informer<KubeObject>(options.client, kind, {
-      labelSelector: UNLABELLED,
+      labelSelector: options.scheme.unlabelled,
       namespaces: options.namespaces,
       log: options.log,
     });
@@ -105,7 +105,7 @@ export class Labeller {
       return;
     }
     try {
-      const patch = { metadata: { labels: { [SHARD_LABEL]: String(shard) } } };
+      const patch = { metadata: { labels: { [SHARD_LABEL]: this.#o.scheme.labelValue(shard) } } };
       const client = this.#o.client.withGuard(() => this.#o.guard(shard));
       this.#remember(key); // before the write: its watch event may come before its answer
       await client.patch(metadataOnly(this.#o.kind), ref, patch, { signal });

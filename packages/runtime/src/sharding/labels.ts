@@ -14,3 +14,8 @@ export const ROLE_LABEL = 'opkit.dev/shard-role';
  * that joined since cannot judge them yet, and leaves them out of the owners it computes.
  */
 export const DEAD_ANNOTATION = 'opkit.dev/shard-dead';
+/**
+ * The annotation of a member Lease naming how its replica's caches select shards (`labels` or `server`,
+ * sharding/scheme.ts); a Lease without it is a `labels` replica's.
+ */
+export const FILTER_ANNOTATION = 'opkit.dev/shard-filter';

@@ -15,7 +15,7 @@ import { holderSpec, LeaseHold } from '../lease/lease.ts';
 import type { Logger } from '../logger.ts';
 import type { Clock } from '../workqueue/index.ts';
 import type { ShardLeaseClient } from './host.ts';
-import { DEAD_ANNOTATION, RING_LABEL, ROLE_LABEL } from './labels.ts';
+import { DEAD_ANNOTATION, FILTER_ANNOTATION, RING_LABEL, ROLE_LABEL } from './labels.ts';
 
 /** What a member Lease is made with. */
 export interface MemberLeaseOptions {
@@ -29,6 +29,8 @@ export interface MemberLeaseOptions {
   readonly clock: Clock;
   readonly wallClock: () => Date;
   readonly log: Logger;
+  /** How this replica's caches select shards, announced on its Lease (`FILTER_ANNOTATION`). */
+  readonly filter: () => string;
   /** The renew deadline passed with no renewal: stop acting now. */
   readonly onStale: () => void;
 }
@@ -88,11 +90,14 @@ export class MemberLease {
   }
 
   async #write(signal: AbortSignal, dead: readonly string[]): Promise<Lease> {
-    const { client, namespace, ring, identity, leaseDurationMs } = this.#o;
+    const { client, namespace, ring, identity, leaseDurationMs, filter } = this.#o;
     const now = this.#o.wallClock();
     const renewed = (l: Lease, isNew = false): Lease => ({
       ...l,
-      metadata: { ...l.metadata, annotations: { ...l.metadata.annotations, [DEAD_ANNOTATION]: dead.join(',') } },
+      metadata: {
+        ...l.metadata,
+        annotations: { ...l.metadata.annotations, [DEAD_ANNOTATION]: dead.join(','), [FILTER_ANNOTATION]: filter() },
+      },
       spec: holderSpec(l.spec, identity, leaseDurationMs, now, isNew),
     });
     if (this.#lease) return client.update(Leases, renewed(this.#lease), { signal });

@@ -2,7 +2,8 @@
  * @module sharding/moves
  * Objects that change shard while this replica holds the shard they leave or enter: an owner relabelled (by hand, or
  * by a full update that dropped its label), or a child whose label a full update dropped. Each such move is one
- * object, one replica, and an owner with its children in one shard, again.
+ * object, one replica, and an owner with its children in one shard, again. Under the `server` filter (scheme.ts) an
+ * owner's shard is its uid's: owners never move, only children do.
  *
  * Guarantees:
  * - An owner (a primary object) that leaves a shard held here for one that is not has its reconcile aborted as soon
@@ -28,7 +29,7 @@ import { type Kind, type KubeObject, keyOf, metadataOnly, refOf } from '../clien
 import { messageOf } from '../errors.ts';
 import { SHARD_LABEL } from '../helpers/shardlabel.ts';
 import type { Logger } from '../logger.ts';
-import { ShardGate } from './gate.ts';
+import type { ShardGate } from './gate.ts';
 
 /** How long a child's owner is held back, at most, while the child's label is given back. */
 const SETTLE_MS = 3_000;
@@ -60,23 +61,26 @@ export class ShardMoves {
   /** Starts following the primary and owned kinds' events. */
   follow(): void {
     const { gate, cache } = this.#o;
+    // under the server filter a primary object's shard is its uid's: it arrives only by creation, leaves only by deletion
+    const moving = gate.scheme.primariesMove;
     for (const kind of this.#o.primaries)
       cache.informer(kind).addEventHandler({
         add: (obj) => {
-          const s = ShardGate.shardOf(obj);
+          if (!moving) return;
+          const s = gate.shardOf(obj);
           const key = keyOf(obj);
           if (s !== undefined && gate.isActive(s) && !this.#o.labelled(kind, key)) gate.arrived(key);
         },
         update: (old, obj) => {
-          const [from, to] = [ShardGate.shardOf(old), ShardGate.shardOf(obj)];
+          const [from, to] = [gate.shardOf(old), gate.shardOf(obj)];
           if (to === from) return;
           gate.left(keyOf(obj), to);
           if (from !== undefined && to !== undefined && !gate.isActive(to)) void this.#moveChildren(obj, from, to);
         },
         delete: (obj) => {
           gate.left(keyOf(obj), undefined);
-          const from = ShardGate.shardOf(obj);
-          if (from !== undefined && gate.isActive(from)) void this.#ownerLeft(kind, obj, from);
+          const from = gate.shardOf(obj);
+          if (moving && from !== undefined && gate.isActive(from)) void this.#ownerLeft(kind, obj, from);
         },
       });
     for (const kind of this.#o.owned)
@@ -87,7 +91,7 @@ export class ShardMoves {
   async #ownerLeft(kind: Kind, owner: KubeObject, from: number): Promise<void> {
     try {
       const now = await this.#o.client.getIfExists(metadataOnly(kind), refOf(owner));
-      const to = ShardGate.shardOf(now);
+      const to = this.#o.gate.shardOf(now);
       if (now?.metadata.uid !== owner.metadata.uid || to === undefined || to === from) return;
       await this.#moveChildren(owner, from, to);
     } catch (err) {
@@ -102,7 +106,7 @@ export class ShardMoves {
     const client = this.#o.client.withGuard(() => this.#o.gate.check(from));
     for (const kind of this.#o.owned) {
       const children = await this.#o.cache.list(kind, { index: { name: 'controller', value: uid } });
-      for (const child of children.filter((c) => ShardGate.shardOf(c) === from))
+      for (const child of children.filter((c) => this.#o.gate.scheme.childShardOf(c) === from))
         await this.#label(client, kind, child, to);
     }
   }
@@ -111,7 +115,7 @@ export class ShardMoves {
   #childLeft(kind: Kind, child: KubeObject): void {
     if (child.metadata.deletionTimestamp) return;
     const owner = this.ownerOf(child);
-    const s = ShardGate.shardOf(owner);
+    const s = this.#o.gate.shardOf(owner);
     if (!owner || s === undefined || !this.#o.gate.isActive(s)) return;
     const ownerKey = keyOf(owner);
     const settled = this.#giveBack(kind, child, s, () => this.#o.gate.left(ownerKey, undefined));
@@ -125,7 +129,7 @@ export class ShardMoves {
   async #giveBack(kind: Kind, child: KubeObject, s: number, exists: () => void): Promise<void> {
     try {
       const now = await this.#o.client.getIfExists(metadataOnly(kind), refOf(child));
-      if (!now || now.metadata.uid !== child.metadata.uid || ShardGate.shardOf(now) === s) return;
+      if (!now || now.metadata.uid !== child.metadata.uid || this.#o.gate.scheme.childShardOf(now) === s) return;
       exists();
       await this.#label(
         this.#o.client.withGuard(() => this.#o.gate.check(s)),
@@ -145,7 +149,7 @@ export class ShardMoves {
 
   /** Writes `child`'s shard label `to` (a merge patch of the label alone); a child gone meanwhile is let be. */
   async #label(client: Client, kind: Kind, child: KubeObject, to: number): Promise<void> {
-    const patch = { metadata: { labels: { [SHARD_LABEL]: String(to) } } };
+    const patch = { metadata: { labels: { [SHARD_LABEL]: this.#o.gate.scheme.labelValue(to) } } };
     try {
       await client.patch(metadataOnly(kind), refOf(child), patch);
       this.#o.log.debug({ kind: kind.kind, ...refOf(child), shard: to }, 'sharding: moved a child to its owner');

@@ -2,11 +2,13 @@
  * @module sharding/sharded
  * A manager's sharding: the coordinator (coordinator.ts) decides which shards this replica holds; this module runs
  * them. Taking a shard caches its objects (one list and watch per partitioned kind: the controllers' primary and
- * owned kinds, by their `opkit.dev/shard` label), then admits its requests (gate.ts) and enqueues its objects.
- * Handing one off stops admitting, drains the reconciles under way (for the drain time, then aborts them), and drops
- * its objects from the cache. The labellers (labeller.ts) give each primary object without a valid label its shard,
- * from the hash of its shard key (ring.ts), and each child without one its owner's; children written through
- * `ctx.create` / `ctx.apply` carry their owner's label from the start. Objects that change shard are moves.ts's.
+ * owned kinds, by their `opkit.dev/shard` label, or a primary kind by the apiserver's shard selector on the uid
+ * under the `server` filter, scheme.ts, decided as it starts), then admits its requests (gate.ts) and enqueues its
+ * objects. Handing one off stops admitting, drains the reconciles under way (for the drain time, then aborts them),
+ * and drops its objects from the cache. The labellers (labeller.ts) give each primary object without a valid label
+ * its shard, from the hash of its shard key (ring.ts; `labels` filter only), and each child without one its owner's;
+ * children written through `ctx.create` / `ctx.apply` carry their owner's label from the start. Objects that change
+ * shard are moves.ts's.
  *
  * Guarantees:
  * - A shard's requests are admitted only once every partitioned kind has listed it, and only while the member Lease
@@ -40,9 +42,10 @@ import type { Metrics } from '../metrics.ts';
 import { LOW_PRIORITY } from '../workqueue/index.ts';
 import { ShardCoordinator, type ShardHost } from './coordinator.ts';
 import { ShardGate } from './gate.ts';
-import { Labeller, UNLABELLED } from './labeller.ts';
+import { Labeller } from './labeller.ts';
 import { ShardMoves } from './moves.ts';
 import { SHARD_LABEL, shardOf } from './ring.ts';
+import { SchemeChoice, type ShardScheme } from './scheme.ts';
 
 /** How long past the abort a hand-off waits for reconciles to return (their requests have aborted). */
 const ABORT_MARGIN_MS = 1_000;
@@ -67,6 +70,13 @@ export interface ShardingSettings {
    * (a namespace's objects stay together, for operators that read across objects of a namespace).
    */
   readonly key?: 'name' | 'namespace';
+  /**
+   * How a replica's caches select a shard (docs/sharding.md): `labels` (every apiserver: each primary object is
+   * labelled with its shard), `server` (the apiserver's shard selectors on the uid, KEP-5866: no label on primary
+   * objects; the start fails where the apiserver does not serve them), or `auto` (default: `server` where the
+   * apiserver serves them and `key` is `name`, else `labels`). Every replica of a ring must end up with the same.
+   */
+  readonly filter?: 'auto' | 'labels' | 'server';
   /** How long others wait, after a member's Lease last changed, before taking its shards (default 15 s). */
   readonly leaseDurationMs?: number;
   /** How long a replica keeps working without renewing its Lease before it stops every shard (default 10 s). */
@@ -120,15 +130,27 @@ export class Sharding implements ShardHost {
   readonly #identity: string;
   readonly #labellers: Labeller[] = [];
   readonly #metrics: ReturnType<typeof shardSeries>;
+  /** The filter: decided when sharding starts (`labels` until then). */
+  readonly #choice = new SchemeChoice();
 
   constructor(parts: ShardingParts) {
     this.#p = parts;
-    this.gate = new ShardGate({ holds: () => this.coordinator.holds(), holdMs: parts.drainMs + ABORT_MARGIN_MS });
+    this.gate = new ShardGate({
+      ...{ holds: () => this.coordinator.holds(), holdMs: parts.drainMs + ABORT_MARGIN_MS },
+      ...{ scheme: () => this.#choice.scheme, partitioning: (role, kind) => this.#choice.partitioning(role, kind) },
+    });
     this.#log = parts.log.child({ component: 'sharding' });
     this.#metrics = shardSeries(parts.metrics);
     const s = parts.settings;
     if (s.key !== undefined && s.key !== 'name' && s.key !== 'namespace')
       throw new UsageError('InvalidArgument', `sharding.key: "${String(s.key)}" is not name or namespace`);
+    if (s.filter !== undefined && !['auto', 'labels', 'server'].includes(s.filter))
+      throw new UsageError('InvalidArgument', `sharding.filter: "${String(s.filter)}" is not auto, labels or server`);
+    if (s.filter === 'server' && s.key === 'namespace')
+      throw new UsageError(
+        'InvalidArgument',
+        "sharding.filter: server shards by uid, not by namespace (the apiserver's hash of similar namespace names puts them in one shard): use key name, or filter labels",
+      );
     this.#ring = s.name ?? parts.managerName;
     this.#namespace = s.namespace ?? process.env.POD_NAMESPACE ?? parts.defaultNamespace;
     this.#identity = s.identity ?? shardIdentity(parts.instance);
@@ -143,17 +165,25 @@ export class Sharding implements ShardHost {
       ...(s.renewDeadlineMs !== undefined ? { renewDeadlineMs: s.renewDeadlineMs } : {}),
       ...(s.retryPeriodMs !== undefined ? { retryPeriodMs: s.retryPeriodMs } : {}),
       observer: this.#observer(),
+      filter: () => this.#scheme().filter,
     });
   }
 
   /** Labels what needs it, then runs the coordinator until `signal` aborts (it releases every shard then). */
   async start(signal: AbortSignal): Promise<void> {
+    const { filter = 'auto', key = 'name' } = this.#p.settings;
+    const decided = { client: this.#p.client, namespace: this.#namespace, log: this.#log, signal };
+    this.#log.info(
+      { filter: (await this.#choice.decide(filter, key, decided)).filter },
+      'sharding: caches select shards by',
+    );
     await this.#labelChildren(signal);
     const primaries = this.#primaryKinds();
     const owned = this.#ownedInformers(primaries).map((i) => i.resource);
     const labeller = (kind: Kind, of: (obj: KubeObject) => number | undefined) => {
       const l = new Labeller({
         ...{ client: this.#p.client, kind, namespaces: this.#p.cache.namespacesOf(kind), log: this.#log },
+        scheme: this.#scheme(),
         ...{ shardOf: of, runs: (b: number) => this.gate.isActive(b), guard: (b: number) => this.gate.check(b) },
       });
       l.start(signal);
@@ -161,17 +191,18 @@ export class Sharding implements ShardHost {
       return l;
     };
     const newObjects = new Map<string, Labeller>();
-    for (const kind of primaries)
-      newObjects.set(
-        resourceId(kind),
-        labeller(kind, (obj) => shardOf(this.#keyOf(obj.metadata.namespace, obj.metadata.name ?? ''))),
-      );
+    if (this.#scheme().primariesMove)
+      for (const kind of primaries)
+        newObjects.set(
+          resourceId(kind),
+          labeller(kind, (obj) => shardOf(this.#keyOf(obj.metadata.namespace, obj.metadata.name ?? ''))),
+        );
     const moves = new ShardMoves({
       ...{ gate: this.gate, cache: this.#p.cache, client: this.#p.client, log: this.#log, primaries, owned },
       labelled: (kind, key) => newObjects.get(resourceId(kind))?.labelled(key) ?? false,
     });
     moves.follow();
-    for (const kind of owned) labeller(kind, (child) => ShardGate.shardOf(moves.ownerOf(child)));
+    for (const kind of owned) labeller(kind, (child) => this.gate.shardOf(moves.ownerOf(child)));
     await this.coordinator.run(signal);
   }
 
@@ -197,7 +228,7 @@ export class Sharding implements ShardHost {
       const [primary] = c.resources();
       if (!primary) continue;
       for (const obj of this.#p.cache.informer(primary).store.values())
-        if (ShardGate.shardOf(obj) === shard) c.enqueue(refOf(obj), LOW_PRIORITY);
+        if (this.gate.shardOf(obj) === shard) c.enqueue(refOf(obj), LOW_PRIORITY);
     }
     for (const l of this.#labellers) l.rescan();
     return true;
@@ -222,6 +253,11 @@ export class Sharding implements ShardHost {
   lose(): void {
     this.gate.abortAll(new DOMException('the member Lease went stale', 'AbortError'));
     for (const i of this.#p.cache.partitioned()) for (const v of i.partitions) void i.removePartition(v);
+  }
+
+  /** The scheme in force (scheme.ts). */
+  #scheme(): ShardScheme {
+    return this.#choice.scheme;
   }
 
   #primaryKinds(): Kind[] {
@@ -256,12 +292,12 @@ export class Sharding implements ShardHost {
       for (const namespace of this.#p.cache.namespacesOf(inf.resource) ?? [undefined]) {
         const kind = metadataOnly(inf.resource);
         try {
-          const options = { labelSelector: UNLABELLED, signal, ...(namespace ? { namespace } : {}) };
+          const options = { labelSelector: this.#scheme().unlabelled, signal, ...(namespace ? { namespace } : {}) };
           for await (const page of this.#p.client.listPages(kind, options))
             for (const child of page.items) {
               const shard = await shardOfOwner(child);
               if (shard === undefined) continue;
-              const patch = { metadata: { labels: { [SHARD_LABEL]: String(shard) } } };
+              const patch = { metadata: { labels: { [SHARD_LABEL]: this.#scheme().labelValue(shard) } } };
               await this.#p.client.patch(kind, refOf(child), patch, { signal }).catch((err: unknown) => {
                 if (!isApiError(err, 'NotFound')) throw err;
               });
@@ -290,7 +326,10 @@ export class Sharding implements ShardHost {
       if (cached !== undefined) return cached;
       const at = { ...(child.metadata.namespace ? { namespace: child.metadata.namespace } : {}), name: ref.name };
       const owner = await this.#p.client.getIfExists(metadataOnly(kind), at, { signal });
-      const shard = ShardGate.shardOf(owner) ?? shardOf(this.#keyOf(child.metadata.namespace, ref.name));
+      const shard =
+        this.gate.shardOf(owner) ??
+        (this.#scheme().primariesMove ? shardOf(this.#keyOf(child.metadata.namespace, ref.name)) : undefined);
+      if (shard === undefined) return undefined;
       known.set(ref.uid, shard);
       return shard;
     };

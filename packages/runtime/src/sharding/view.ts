@@ -11,8 +11,9 @@
  */
 import type { Lease } from '../client/builtins.ts';
 import { LeaseJudge } from '../lease/lease.ts';
+import type { Logger } from '../logger.ts';
 import type { Clock } from '../workqueue/index.ts';
-import { DEAD_ANNOTATION } from './labels.ts';
+import { DEAD_ANNOTATION, FILTER_ANNOTATION } from './labels.ts';
 
 /** The other members of a ring, as this replica has seen their Leases. */
 export class MemberView {
@@ -25,6 +26,8 @@ export class MemberView {
   readonly #absent = new Map<string, number>();
   /** Members reported dead by live members, as of the last `observe`. */
   #reported = new Set<string>();
+  /** Whether this replica owned nothing last round because live members use another filter. */
+  #deferred = false;
 
   constructor(me: string, leaseDurationMs: number, clock: Clock) {
     this.#me = me;
@@ -86,4 +89,32 @@ export class MemberView {
   #alive(id: string): boolean {
     return this.#judge.has(id) && !this.#judge.dead(id, this.#leaseMs);
   }
+
+  /** The live members that may own shards (`sameFilter`); logs when this replica starts or stops being left out. */
+  eligible(live: readonly string[], members: readonly Lease[], filter: string, log: Logger): string[] {
+    const eligible = sameFilter(live, members, this.#me, filter);
+    const deferred = !eligible.includes(this.#me);
+    // a replica not live itself (its Lease not fresh) owns nothing anyway: nothing to say
+    if (!live.includes(this.#me) || deferred === this.#deferred) return eligible;
+    this.#deferred = deferred;
+    if (deferred)
+      log.warn({ filter }, 'sharding: live members select shards by another filter: owning none until they leave');
+    else log.info({ filter }, 'sharding: every live member selects shards by this filter now');
+    return eligible;
+  }
+}
+
+/**
+ * The live members that may own shards: all one filter's (scheme.ts), as two filters put an object in different
+ * shards. `labels` leads while any live member uses it (every apiserver serves it, and a replica of an opkit without
+ * the annotation uses it); a `server` replica then owns nothing until none is left. Every replica computes the same.
+ */
+export function sameFilter(live: readonly string[], members: readonly Lease[], me: string, mine: string): string[] {
+  const filterOf = new Map(
+    members.map((l) => [l.spec?.holderIdentity ?? '', l.metadata.annotations?.[FILTER_ANNOTATION] ?? 'labels']),
+  );
+  filterOf.set(me, mine);
+  const of = (id: string) => filterOf.get(id) ?? 'labels';
+  const leading = live.some((id) => of(id) === 'labels') ? 'labels' : mine;
+  return live.filter((id) => of(id) === leading);
 }
