@@ -26,6 +26,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { AppServices } from '@opkit/appservice';
 import type { Client } from '@opkit/runtime/client';
 import { Pods } from '@opkit/runtime/kinds';
+import { uidShard } from '@opkit/runtime/sharding';
 import { auditLogSize, readAuditLog, WRITE_VERBS } from '@opkit/testenv';
 import {
   apiserverCpuSince,
@@ -261,7 +262,7 @@ async function replicaFigures(
       const metric = total(samples, 'opkit_cache_objects');
       let cachedObjects = metric;
       if (cachedObjects === undefined) {
-        byApiserver ??= apiserverCounter(admin, owners?.byReplica);
+        byApiserver ??= apiserverCounter(admin, owners?.byReplica, mode === 'sharded-server');
         cachedObjects = await byApiserver(r);
       }
       const heap = total(samples, 'nodejs_heap_size_used_bytes');
@@ -287,9 +288,14 @@ async function replicaFigures(
 
 /**
  * The fallback for a runtime without `opkit_cache_objects`: what a replica should cache, counted from the apiserver —
- * every AppService and pod for a single replica, those labelled with a bucket it holds when sharded.
+ * every AppService and pod for a single replica, those in a bucket it holds when sharded (by their label; with the
+ * apiserver's shard selectors, an AppService's bucket is its uid's hash and a pod's label is `u<bucket>`).
  */
-function apiserverCounter(admin: Client, held: Record<string, number[]> | undefined): (r: Replica) => Promise<number> {
+function apiserverCounter(
+  admin: Client,
+  held: Record<string, number[]> | undefined,
+  server: boolean,
+): (r: Replica) => Promise<number> {
   const everything = Promise.all([admin.list(AppServices), admin.list(Pods)]).then(([a, p]) => [
     ...a.items,
     ...p.items,
@@ -297,8 +303,13 @@ function apiserverCounter(admin: Client, held: Record<string, number[]> | undefi
   return async (r) => {
     const objects = await everything;
     if (!held) return objects.length;
-    const mine = new Set((held[r.name] ?? []).map(String));
-    return objects.filter((obj) => mine.has(obj.metadata.labels?.[SHARD_LABEL] ?? '')).length;
+    const mine = new Set(held[r.name] ?? []);
+    const bucketOf = (obj: (typeof objects)[number]) => {
+      if (server && obj.kind === 'AppService') return uidShard(obj.metadata.uid ?? '');
+      const label = obj.metadata.labels?.[SHARD_LABEL] ?? '';
+      return Number(server ? label.slice(1) : label);
+    };
+    return objects.filter((obj) => mine.has(bucketOf(obj))).length;
   };
 }
 

@@ -30,6 +30,7 @@ import { type Environment, FaultProxy, start, targetOf } from '@opkit/testenv';
 import { type ReplicaSpec, Replica as SupervisedReplica, WebhookService } from '@opkit/testenv/chaos';
 import { installApiAndRbac, installObjects, NAME, NAMESPACE } from '../src/install.ts';
 import { shardedAuditPolicy } from './audit-bodies.ts';
+import type { ShardFilter } from './fences.ts';
 
 export const MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
 /** The operator runs from this repository's sources: the workspace packages' source export condition, alone. */
@@ -66,8 +67,16 @@ export class Replica extends SupervisedReplica {
   readonly serving: Serving;
   readonly mode: ReplicaMode;
 
-  constructor(name: string, proxy: FaultProxy, kubeconfig: string, serving: Serving, mode: ReplicaMode, token: string) {
-    super(replicaSpec(name, kubeconfig, serving, mode), {
+  constructor(
+    name: string,
+    proxy: FaultProxy,
+    kubeconfig: string,
+    serving: Serving,
+    mode: ReplicaMode,
+    token: string,
+    filter: ShardFilter = 'labels',
+  ) {
+    super(replicaSpec(name, kubeconfig, serving, mode, filter), {
       restartDelayMs: RESTART_DELAY_MS,
       secrets: [token],
       // its endpoint in the webhook Service (probed on its health port)
@@ -86,10 +95,17 @@ export class Replica extends SupervisedReplica {
 }
 
 /** The operator's command line: its own node process (no wrapper), in `mode`, serving on the ports of `serving`. */
-function replicaSpec(name: string, kubeconfig: string, serving: Serving, mode: ReplicaMode): ReplicaSpec {
+function replicaSpec(
+  name: string,
+  kubeconfig: string,
+  serving: Serving,
+  mode: ReplicaMode,
+  filter: ShardFilter,
+): ReplicaSpec {
+  const metrics = ['--metrics-bind-address', `127.0.0.1:${serving.metricsPort}`, '--metrics-secure=false'];
   const modeArgs =
     mode === 'sharded'
-      ? ['--sharding', '--metrics-bind-address', `127.0.0.1:${serving.metricsPort}`, '--metrics-secure=false']
+      ? ['--sharding', `--sharding-filter=${filter}`, ...metrics]
       : ['--leader-elect', '--leader-election-namespace', NAMESPACE, '--metrics-bind-address', '0'];
   return {
     name,
@@ -116,6 +132,8 @@ function replicaSpec(name: string, kubeconfig: string, serving: Serving, mode: R
 export interface ChaosCluster {
   readonly env: Environment;
   readonly admin: Client;
+  /** Sharded: how the replicas select their shards. */
+  readonly filter: ShardFilter;
   readonly auditLog: string;
   readonly replicas: readonly Replica[];
   /** The webhook Service in front of the replicas (admission and conversion, `failurePolicy: Fail`). */
@@ -181,6 +199,11 @@ export interface ChaosClusterOptions {
   readonly replicas?: number;
   /** Run them with `--sharding` (see the module comment; default false: leader election). */
   readonly sharded?: boolean;
+  /**
+   * Sharded: how the replicas select their shards (`--sharding-filter`, default `labels`); `server` turns the
+   * apiserver's `ShardedListAndWatch` gate on.
+   */
+  readonly filter?: ShardFilter;
 }
 
 const NAMES = ['chaos-a', 'chaos-b', 'chaos-c', 'chaos-d', 'chaos-e', 'chaos-f'];
@@ -191,6 +214,7 @@ interface Installed {
   readonly kubeconfigText: string;
   readonly token: string;
   readonly certDir: string;
+  readonly filter: ShardFilter;
 }
 
 /** The sharding component's RBAC (Leases list and delete, patch of AppServices), as a sharded install adds it. */
@@ -200,7 +224,12 @@ const SHARDING_RBAC = new URL('../config/sharding/rbac.yaml', import.meta.url);
  * The operator's API, RBAC (and the sharding component's, if `sharded`) and webhook configurations (calling
  * `service`), the chaos namespace, the RBAC in effect.
  */
-async function install(env: Environment, service: WebhookService, sharded: boolean): Promise<Installed> {
+async function install(
+  env: Environment,
+  service: WebhookService,
+  sharded: boolean,
+  filter: ShardFilter,
+): Promise<Installed> {
   const admin = new Client(await loadConfig({ path: env.kubeconfigPath }), { name: 'chaos-admin' });
   await installApiAndRbac(admin, { webhooks: 'none' });
   if (sharded)
@@ -216,7 +245,8 @@ async function install(env: Environment, service: WebhookService, sharded: boole
   await admin.create(Namespaces, { metadata: { name: CHAOS_NAMESPACE } });
   const sa = await env.kubeconfigFor({ namespace: NAMESPACE, name: NAME });
   await rbacEffective(admin, sharded ? 'list' : 'get');
-  return { admin, kubeconfigText: await readFile(sa.path, 'utf8'), token: sa.token, certDir: hooks.certDir };
+  const { certDir } = hooks;
+  return { admin, kubeconfigText: await readFile(sa.path, 'utf8'), token: sa.token, certDir, filter };
 }
 
 /** A replica named `name` behind a fault proxy of its own, started. */
@@ -237,13 +267,14 @@ async function startReplica(
     certDir: installed.certDir,
     ...(mode === 'sharded' ? { metricsPort: await freePort() } : {}),
   };
-  const r = new Replica(name, proxy, kubeconfig, serving, mode, installed.token);
+  const r = new Replica(name, proxy, kubeconfig, serving, mode, installed.token, installed.filter);
   r.start();
   return r;
 }
 
 export async function chaosCluster(options: ChaosClusterOptions = {}): Promise<ChaosCluster> {
   const mode: ReplicaMode = options.sharded ? 'sharded' : 'leader';
+  const filter = options.filter ?? 'labels';
   const policyDir = options.sharded ? await mkdtemp(join(tmpdir(), 'chaos-audit-')) : undefined;
   if (policyDir) await writeFile(join(policyDir, 'audit-policy.yaml'), shardedAuditPolicy(OPERATOR_USER));
   const env = await start({
@@ -251,8 +282,11 @@ export async function chaosCluster(options: ChaosClusterOptions = {}): Promise<C
     podsPerNode: 500,
     auditLog: true,
     log: () => {},
-    // a later flag wins: the sharded policy replaces the default one
-    ...(policyDir ? { apiserverArgs: [`--audit-policy-file=${join(policyDir, 'audit-policy.yaml')}`] } : {}),
+    apiserverArgs: [
+      // a later flag wins: the sharded policy replaces the default one
+      ...(policyDir ? [`--audit-policy-file=${join(policyDir, 'audit-policy.yaml')}`] : []),
+      ...(filter === 'server' ? ['--feature-gates=ShardedListAndWatch=true'] : []),
+    ],
   });
   const replicas: Replica[] = [];
   const spawned: Replica[] = [];
@@ -269,7 +303,7 @@ export async function chaosCluster(options: ChaosClusterOptions = {}): Promise<C
     if (policyDir) await rm(policyDir, { recursive: true, force: true });
   };
   try {
-    const installed = await install(env, service, options.sharded ?? false);
+    const installed = await install(env, service, options.sharded ?? false, filter);
     const { admin } = installed;
     for (const name of NAMES.slice(0, options.replicas ?? (options.sharded ? 3 : 2)))
       replicas.push(await startReplica(env, service, installed, name, mode));
@@ -278,6 +312,7 @@ export async function chaosCluster(options: ChaosClusterOptions = {}): Promise<C
     return {
       env,
       admin,
+      filter,
       auditLog: env.auditLogPath as string,
       replicas,
       webhooks: service,

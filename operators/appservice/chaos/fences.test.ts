@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { uidShard } from '@opkit/runtime/sharding';
 import { replicaOf } from './audit.ts';
 import { type BodyEvent, slimEvent } from './audit-bodies.ts';
 import { fenceCheck, fenceName, fenceTimeline, holdersAt, memberName, micros } from './fences.ts';
@@ -270,4 +271,40 @@ test('slimEvent keeps what fenceCheck reads: the same findings from a fraction o
     metadata: { name: fenceName(3) },
     spec: { holderIdentity: '' },
   });
+});
+
+test('server filter: an AppService write is tied to its uid hash’s bucket, a pod to its u-label; a wrong holder is caught', () => {
+  const uid = 'a6c1b7a2-58f4-4d0e-9d3c-5f1f0e2a7b10';
+  const b = uidShard(uid);
+  const app = { kind: 'AppService', metadata: { name: 'app-1', uid } };
+  const child = { kind: 'Pod', metadata: { name: 'app-1-x', uid: 'uid-x', labels: { 'opkit.dev/shard': `u${b}` } } };
+  const log = [
+    member('chaos-a', 'chaos-a-abcde', 0, 'create'),
+    member('chaos-b', 'chaos-b-fghij', 0, 'create'),
+    fence('chaos-a', b, 'chaos-a-abcde', 1),
+    ev({
+      by: 'chaos-a',
+      verb: 'update',
+      resource: 'appservices',
+      subresource: 'status',
+      name: 'app-1',
+      s: 2,
+      res: app,
+    }),
+    ev({ by: 'chaos-a', verb: 'create', resource: 'pods', name: '', s: 2.5, res: child }),
+    // chaos-b never held the bucket: its write is a fence violation, not an untied one
+    ev({ by: 'chaos-b', verb: 'update', resource: 'appservices', name: 'app-1', s: 3, res: app }),
+  ];
+  const found = fenceCheck(log, { filter: 'server' });
+  assert.equal(found.checked, 3);
+  assert.deepEqual(
+    found.violations.map((v) => v.invariant),
+    ['fence'],
+  );
+  assert.match(found.violations[0]?.detail ?? '', new RegExp(`chaos-b update appservices/app-1 \\(bucket ${b}\\)`));
+  // under the labels filter the same log has nothing to tie the AppService writes to
+  assert.deepEqual(
+    fenceCheck(log).violations.map((v) => v.invariant),
+    ['shard-label', 'shard-label', 'shard-label'],
+  );
 });

@@ -14,7 +14,7 @@
  *   to "" by another process) was taken only after the holder's own member Lease writes had stopped for the lease
  *   duration (less `slackMs`);
  * - shard-label: every such write can be tied to a bucket (the `opkit.dev/shard` label of the object, or of the pod
- *   or AppService an Event is about).
+ *   or AppService an Event is about; under the `server` filter an AppService's bucket is its uid's hash).
  * A replica is named by its user agent (audit.ts `replicaOf`), a process by its identity (`<replica>-<5 chars>`), and
  * which process of a replica made a write by its own lease writes (a member Lease or fence naming its identity),
  * cut at each process start the harness recorded.
@@ -22,14 +22,21 @@
  * holding it releases it, any other acquires it for some process of that replica, and processes of one replica are
  * not told apart. Timestamps are the apiserver's, read to the microsecond.
  */
+import { uidShard } from '@opkit/runtime/sharding';
 import { replicaOf } from './audit.ts';
-import { type Body, type BodyEvent, body, isOperatorWrite } from './audit-bodies.ts';
+import { type BodyEvent, body, isOperatorWrite } from './audit-bodies.ts';
 import type { Violation } from './monitor.ts';
 
 /** The shard ring of the AppService operator, as the runtime's sharding contract names it. */
 export const RING = 'appservice-operator';
 export const BUCKETS = 32;
 export const SHARD_LABEL = 'opkit.dev/shard';
+/**
+ * How the replicas select their shards (`--sharding-filter`): `labels` (an object's bucket is its label, a child's its
+ * owner's) or `server` (an AppService's bucket is its uid's hash, `uidShard`, and it carries no label; a pod carries
+ * `u<bucket>`).
+ */
+export type ShardFilter = 'labels' | 'server';
 /** The runtime's default membership timings. */
 export const TIMINGS = { leaseSeconds: 15, renewDeadlineSeconds: 10, retrySeconds: 2 } as const;
 export const fenceName = (bucket: number): string => `${RING}-shard-${bucket}`;
@@ -99,24 +106,35 @@ export function fenceTimeline(events: readonly BodyEvent[]): Map<number, FenceCh
   return out;
 }
 
-const bucketLabel = (b: Body | undefined): number | undefined => {
-  const v = b?.metadata?.labels?.[SHARD_LABEL];
-  const n = Number(v);
-  return v !== undefined && v !== '' && Number.isInteger(n) && n >= 0 && n < BUCKETS ? n : undefined;
-};
+/** A label value's bucket: `"<n>"` under the labels filter, `"u<n>"` under server; undefined for anything else. */
+export function labelBucket(v: string | undefined, filter: ShardFilter = 'labels'): number | undefined {
+  const digits = filter === 'server' ? (v?.startsWith('u') ? v.slice(1) : undefined) : v;
+  const n = Number(digits);
+  return digits !== undefined && /^\d+$/.test(digits) && n < BUCKETS ? n : undefined;
+}
+
+/** The bucket of an object of `resource`: an AppService's uid hash under `server`, else its label's. */
+export function bucketOfObject(
+  resource: string,
+  o: { readonly metadata?: { readonly uid?: string; readonly labels?: Readonly<Record<string, string>> } } | undefined,
+  filter: ShardFilter = 'labels',
+): number | undefined {
+  if (filter === 'server' && resource === 'appservices') return o?.metadata?.uid ? uidShard(o.metadata.uid) : undefined;
+  return labelBucket(o?.metadata?.labels?.[SHARD_LABEL], filter);
+}
 const nameKey = (resource: string, namespace: string | undefined, name: string | undefined) =>
   `${resource}/${namespace ?? ''}/${name ?? ''}`;
 const RESOURCE_OF_KIND: Record<string, string> = { Pod: 'pods', AppService: 'appservices' };
 const SHARDED = new Set(['pods', 'appservices']);
 
 /** Every pod's and AppService's bucket, by UID and by `resource/namespace/name`, from the labels the bodies show. */
-export function objectBuckets(events: readonly BodyEvent[]): Map<string, number> {
+export function objectBuckets(events: readonly BodyEvent[], filter: ShardFilter = 'labels'): Map<string, number> {
   const out = new Map<string, number>();
   for (const e of events) {
     const resource = e.objectRef?.resource ?? '';
     if (!SHARDED.has(resource)) continue;
     for (const o of [body(e.responseObject), body(e.requestObject)]) {
-      const b = bucketLabel(o);
+      const b = bucketOfObject(resource, o, filter);
       if (b === undefined) continue;
       if (o?.metadata?.uid) out.set(o.metadata.uid, b);
       const name = o?.metadata?.name || e.objectRef?.name;
@@ -130,6 +148,7 @@ export function objectBuckets(events: readonly BodyEvent[]): Map<string, number>
 export function subjectOf(
   e: BodyEvent,
   buckets: ReadonlyMap<string, number>,
+  filter: ShardFilter = 'labels',
 ): { readonly what: string; readonly bucket: number | undefined } | undefined {
   const r = e.objectRef;
   const resource = r?.resource ?? '';
@@ -139,8 +158,8 @@ export function subjectOf(
     const name = r?.name || res?.metadata?.name || req?.metadata?.name || '?';
     const uid = res?.metadata?.uid ?? req?.metadata?.uid;
     const bucket =
-      bucketLabel(res) ??
-      bucketLabel(req) ??
+      bucketOfObject(resource, res, filter) ??
+      bucketOfObject(resource, req, filter) ??
       (uid ? buckets.get(uid) : undefined) ??
       buckets.get(nameKey(resource, r?.namespace, name));
     return { what: `${e.verb} ${resource}${r?.subresource ? `/${r.subresource}` : ''}/${name}`, bucket };
@@ -180,6 +199,8 @@ export interface FenceCheckOptions {
   readonly slackMs?: number;
   /** The member lease duration (default `TIMINGS.leaseSeconds`). */
   readonly leaseSeconds?: number;
+  /** How the replicas select their shards (default `labels`): what an object's bucket is. */
+  readonly filter?: ShardFilter;
 }
 
 export interface Handoffs {
@@ -205,7 +226,8 @@ export interface FenceFindings {
 export function fenceCheck(events: readonly BodyEvent[], options: FenceCheckOptions = {}): FenceFindings {
   const slack = (options.slackMs ?? 100) * 1000;
   const timeline = fenceTimeline(events);
-  const buckets = objectBuckets(events);
+  const filter = options.filter ?? 'labels';
+  const buckets = objectBuckets(events, filter);
   const identities = announcedIdentities(events);
   const violations: Violation[] = [];
   let checked = 0;
@@ -213,7 +235,7 @@ export function fenceCheck(events: readonly BodyEvent[], options: FenceCheckOpti
     .filter(isOperatorWrite)
     .sort((a, b) => micros(a.requestReceivedTimestamp) - micros(b.requestReceivedTimestamp));
   for (const e of writes) {
-    const subject = subjectOf(e, buckets);
+    const subject = subjectOf(e, buckets, filter);
     if (!subject) continue;
     const who = replicaOf(e) as string;
     const at = micros(e.requestReceivedTimestamp);

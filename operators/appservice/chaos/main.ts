@@ -17,7 +17,8 @@ import { SHARD_FAULT_KINDS, type ShardFaultKind } from './sharded.ts';
 
 const USAGE = `Usage: npm run chaos -- [--trials N] [--seed S] [--kinds KIND,…] [--fuzz N] [--json FILE]
        npm run chaos -- --merge FILE --merge FILE … [--json FILE]
-       npm run chaos -- --sharded [--trials N] [--seed S] [--kinds KIND,…] [--apps N] [--heal H] [--json FILE]
+       npm run chaos -- --sharded [--trials N] [--seed S] [--kinds KIND,…] [--apps N] [--heal H]
+                         [--shard-filter F] [--json FILE]
 
   --sharded    run the operator sharded (--sharding: three active replicas, each on its own buckets, a fourth
                joining and leaving in replica-add) with the sharded fault kinds: ${SHARD_FAULT_KINDS.join(', ')};
@@ -25,6 +26,9 @@ const USAGE = `Usage: npm run chaos -- [--trials N] [--seed S] [--kinds KIND,…
   --apps N     sharded: AppServices to start with (default 12)
   --heal H     sharded: how a replica-cutoff heals: reset (default; what the cut-off replica sent is discarded) or
                pass (delivered late, on the same connections)
+  --shard-filter F
+               sharded: how the replicas select their shards: labels (default) or server (the apiserver's shard
+               selectors, its ShardedListAndWatch gate on; an AppService's bucket is its uid's hash)
   --trials N   trials of each fault kind (default 50; sharded 10)
   --seed S     seed of the trials, faults and fuzz bodies (default 1)
   --kinds      fault kinds to run (default all): ${FAULT_KINDS.join(', ')}
@@ -56,6 +60,7 @@ function parse() {
       sharded: { type: 'boolean', default: false },
       apps: { type: 'string' },
       heal: { type: 'string' },
+      'shard-filter': { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
@@ -144,8 +149,11 @@ async function runSharded() {
   if (unknown) fail(`--kinds: unknown sharded fault kind "${unknown}"`);
   const heal = values.heal ?? 'reset';
   if (heal !== 'reset' && heal !== 'pass') fail(`--heal must be reset or pass, got "${heal}"`);
+  const filter = values['shard-filter'] ?? 'labels';
+  if (filter !== 'labels' && filter !== 'server') fail(`--shard-filter must be labels or server, got "${filter}"`);
   return runShardedChaos({
     heal,
+    filter,
     trials: whole('trials', 0),
     seed: whole('seed', 0),
     apps: whole('apps', 1),
@@ -154,7 +162,7 @@ async function runSharded() {
   });
 }
 
-const shardedOnly = (['apps', 'heal'] as const).find((k) => values[k] !== undefined);
+const shardedOnly = (['apps', 'heal', 'shard-filter'] as const).find((k) => values[k] !== undefined);
 if (!values.sharded && shardedOnly) fail(`--${shardedOnly} applies to --sharded only`);
 const [report, text] = values.sharded
   ? await runSharded().then((r) => [r, shardMarkdown(r)] as const)

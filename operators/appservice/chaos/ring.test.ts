@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Lease, Pod } from '@opkit/runtime/kinds';
+import { uidShard } from '@opkit/runtime/sharding';
 import type { AppService } from '../src/api/v1alpha1/appservice.ts';
 import { BUCKETS, fenceName, memberName } from './fences.ts';
 import { heldBy, identityOf, metric, parseMetrics, ringOf, ringProblems, shardLabelProblems } from './ring.ts';
@@ -86,7 +87,22 @@ test('shardLabelProblems: an AppService without a bucket, a pod in another bucke
     [
       'AppService b: opkit.dev/shard=(none)',
       'AppService c: opkit.dev/shard=32',
-      'pod a-2: opkit.dev/shard=4, its AppService a has 3',
+      'pod a-2: opkit.dev/shard=4, its AppService a is in 3',
+    ],
+  );
+  // server: the AppService's bucket is its uid's hash, and it carries no label; its pods carry u<bucket>
+  const b = uidShard('u-a');
+  const server = shardLabelProblems(
+    [app('a'), app('d', '3')],
+    [pod('a-1', 'a', `u${b}`), pod('a-2', 'a', String(b)), pod('a-3', 'a')],
+    'server',
+  );
+  assert.deepEqual(
+    server.map((x) => x.detail),
+    [
+      'AppService d: opkit.dev/shard=3',
+      `pod a-2: opkit.dev/shard=${b}, its AppService a is in u${b}`,
+      `pod a-3: opkit.dev/shard=(none), its AppService a is in u${b}`,
     ],
   );
 });

@@ -2,7 +2,7 @@
  * @module chaos/ring
  * The harness's view of the AppService operator's shard ring, read from outside the operator: the fence Leases (who
  * holds each bucket now), the member Leases (which process of each replica is a live member), each replica's own
- * /metrics, and the shard labels of AppServices and their pods. The judgements (`ringProblems`,
+ * /metrics, and the shard labels of AppServices and their pods (by the filter the replicas run). The judgements (`ringProblems`,
  * `shardLabelProblems`, `parseMetrics`) are pure; `readRing`, `scrape` and `until` do the reading and waiting.
  * Caveats: a member is live while its Lease's renewTime is less than its leaseDurationSeconds old by the harness's
  * clock (the same host's as the apiserver's); a view is read with one list, so it is one moment of the apiserver's.
@@ -12,7 +12,18 @@ import type { Client } from '@opkit/runtime/client';
 import { type Lease, Leases, type Pod } from '@opkit/runtime/kinds';
 import type { AppService } from '../src/api/v1alpha1/appservice.ts';
 import { NAMESPACE } from '../src/install.ts';
-import { BUCKETS, fenceBucket, micros, podOf, RING, SHARD_LABEL, TIMINGS } from './fences.ts';
+import {
+  BUCKETS,
+  bucketOfObject,
+  fenceBucket,
+  labelBucket,
+  micros,
+  podOf,
+  RING,
+  SHARD_LABEL,
+  type ShardFilter,
+  TIMINGS,
+} from './fences.ts';
 import type { Violation } from './monitor.ts';
 
 export const RING_LABEL = 'opkit.dev/shard-ring';
@@ -157,23 +168,33 @@ export async function until<T>(
 
 const live = (p: Pod) => !p.metadata.deletionTimestamp;
 
-/** Every AppService carries a bucket label, and every live pod it controls the same one. */
-export function shardLabelProblems(apps: readonly AppService[], pods: readonly Pod[]): Violation[] {
+/**
+ * Labels `filter`: every AppService carries a bucket label, and every live pod it controls the same one. Server: no
+ * AppService carries one (none is ever written), and every live pod carries `u<bucket>` of its AppService's uid.
+ */
+export function shardLabelProblems(
+  apps: readonly AppService[],
+  pods: readonly Pod[],
+  filter: ShardFilter = 'labels',
+): Violation[] {
   const out: Violation[] = [];
   const byUid = new Map(apps.map((a) => [a.metadata.uid as string, a]));
   for (const a of apps) {
     const b = a.metadata.labels?.[SHARD_LABEL];
-    if (a.metadata.deletionTimestamp || (b !== undefined && Number(b) >= 0 && Number(b) < BUCKETS)) continue;
+    const valid = filter === 'server' ? b === undefined : labelBucket(b) !== undefined;
+    if (a.metadata.deletionTimestamp || valid) continue;
     out.push({ invariant: 'shard-label', detail: `AppService ${a.metadata.name}: ${SHARD_LABEL}=${b ?? '(none)'}` });
   }
   for (const p of pods.filter(live)) {
     const owner = byUid.get(p.metadata.ownerReferences?.find((r) => r.controller)?.uid ?? '');
-    const want = owner?.metadata.labels?.[SHARD_LABEL];
+    if (!owner) continue;
+    const bucket = bucketOfObject('appservices', owner, filter);
+    const want = bucket === undefined ? undefined : filter === 'server' ? `u${bucket}` : String(bucket);
     const got = p.metadata.labels?.[SHARD_LABEL];
-    if (owner && got !== want)
+    if (got !== want)
       out.push({
         invariant: 'shard-label',
-        detail: `pod ${p.metadata.name}: ${SHARD_LABEL}=${got ?? '(none)'}, its AppService ${owner.metadata.name} has ${want ?? '(none)'}`,
+        detail: `pod ${p.metadata.name}: ${SHARD_LABEL}=${got ?? '(none)'}, its AppService ${owner.metadata.name} is in ${want ?? '(none)'}`,
       });
   }
   return out;

@@ -5,7 +5,9 @@
  * owns some, then `trials` trials of each sharded fault kind (chaos/sharded; interleaved, so kinds meet each other's
  * after-effects). Returns the figures (chaos/shard-report); `passed` says whether every invariant held.
  */
+
 import { chaosCluster } from './cluster.ts';
+import type { ShardFilter } from './fences.ts';
 import { Monitor } from './monitor.ts';
 import type { RunViolation } from './report.ts';
 import { Rng } from './rng.ts';
@@ -20,6 +22,8 @@ export interface ShardChaosOptions {
   readonly apps?: number;
   /** How a `replica-cutoff` cut heals (default `reset`; see chaos/shard-faults). */
   readonly heal?: 'reset' | 'pass';
+  /** How the replicas select their shards (default `labels`; `server`: the apiserver's shard selectors). */
+  readonly filter?: ShardFilter;
   readonly log?: (line: string) => void;
 }
 
@@ -48,7 +52,7 @@ export async function runShardedChaos(o: ShardChaosOptions): Promise<ShardReport
   const rng = new Rng(o.seed);
   const kinds = o.kinds ?? SHARD_FAULT_KINDS;
   log('control plane + three sharded operator replicas behind fault proxies, serving the webhooks behind a Service…');
-  const c = await chaosCluster({ sharded: true });
+  const c = await chaosCluster({ sharded: true, filter: o.filter ?? 'labels' });
   const ctl = new AbortController();
   try {
     const m = new Monitor(c.admin, ctl.signal);

@@ -19,7 +19,7 @@ import { type AppService, AppServices } from '../src/api/v1alpha1/appservice.ts'
 import { type BodyEvent, fenceRelevant, slimEvent } from './audit-bodies.ts';
 import { CHAOS_NAMESPACE, type ChaosCluster, OPERATOR_USER, type Replica } from './cluster.ts';
 import { IMAGES, logViolations, randomChange, settle } from './faults.ts';
-import { BUCKETS, type FenceFindings, fenceCheck, SHARD_LABEL } from './fences.ts';
+import { BUCKETS, bucketOfObject, type FenceFindings, fenceCheck } from './fences.ts';
 import type { Monitor, Violation } from './monitor.ts';
 import { workUnderWay } from './pause.ts';
 import { acrossWebhookResets } from './resets.ts';
@@ -82,6 +82,11 @@ export class ShardTrialRunner {
   readonly #heal: 'reset' | 'pass';
 
   /** `heal`: how a `replica-cutoff` cut heals (chaos/shard-faults; default `reset`). */
+  /** An AppService's bucket, by the filter the replicas run. */
+  #bucket(a: AppService): number | undefined {
+    return bucketOfObject('appservices', a, this.#c.filter);
+  }
+
   constructor(c: ChaosCluster, m: Monitor, rng: Rng, heal: 'reset' | 'pass' = 'reset') {
     this.#c = c;
     this.#m = m;
@@ -109,12 +114,12 @@ export class ShardTrialRunner {
     const left = [...(await settle(this.#m, 180_000)), ...(await this.#ringSettled())];
     for (let i = count; i < 16 && left.length === 0; i++) {
       const view = await readRing(this.#c.admin);
-      const owners = new Set(this.#m.apps().map((a) => view.holders[Number(a.metadata.labels?.[SHARD_LABEL])]));
+      const owners = new Set(this.#m.apps().map((a) => view.holders[this.#bucket(a) ?? -1]));
       if (this.#c.replicas.every((r) => owners.has(identityOf(view, r.name)))) break;
       await this.#createApp(i);
       left.push(...(await settle(this.#m)));
     }
-    left.push(...shardLabelProblems(this.#m.apps(), this.#m.pods()));
+    left.push(...shardLabelProblems(this.#m.apps(), this.#m.pods(), this.#c.filter));
     left.push(...(await this.#audit()).violations, ...this.#m.violations.splice(0));
     for (const r of this.#all()) left.push(...logViolations(r.name, r.takeLog()));
     return left;
@@ -133,7 +138,7 @@ export class ShardTrialRunner {
     return this.#members()
       .map((r) => {
         const held = new Set(heldBy(view, identityOf(view, r)));
-        const apps = this.#m.apps().filter((a) => held.has(Number(a.metadata.labels?.[SHARD_LABEL])));
+        const apps = this.#m.apps().filter((a) => held.has(this.#bucket(a) ?? -1));
         return `${r}: ${apps.map((a) => a.metadata.name).join(' ') || 'none'}`;
       })
       .join('; ');
@@ -217,7 +222,7 @@ export class ShardTrialRunner {
   async #change(identity: string | undefined, buckets?: readonly number[]): Promise<string> {
     const view = await readRing(this.#c.admin);
     const apps = this.#m.apps().filter((a) => !a.metadata.deletionTimestamp);
-    const bucket = (a: AppService) => Number(a.metadata.labels?.[SHARD_LABEL]);
+    const bucket = (a: AppService) => this.#bucket(a) ?? -1;
     const mine = (b: number) => (buckets ? buckets.includes(b) : view.holders[b] === identity);
     const owned = identity || buckets ? apps.filter((a) => mine(bucket(a))) : [];
     const first = this.#rng.pick(owned.length > 0 ? owned : apps);
@@ -264,7 +269,10 @@ export class ShardTrialRunner {
     violations.push(...left, ...(await this.#ringSettled()));
     const recoverySeconds = (performance.now() - t) / 1000;
     await sleep(1_500); // late audit events are written; a replica that exited is waited for in #health
-    violations.push(...(await this.#health(exitsBefore)), ...shardLabelProblems(this.#m.apps(), this.#m.pods()));
+    violations.push(
+      ...(await this.#health(exitsBefore)),
+      ...shardLabelProblems(this.#m.apps(), this.#m.pods(), this.#c.filter),
+    );
     const own = await this.#ownCounts();
     violations.push(...own.violations);
     const audit = await this.#audit();
@@ -329,7 +337,7 @@ export class ShardTrialRunner {
     this.#auditFrom = end;
     for (const e of events) if (fenceRelevant(e)) this.#events.push(slimEvent(e as BodyEvent));
     const starts = new Map(this.#all().map((r) => [r.name, r.starts]));
-    const found = fenceCheck(this.#events, { starts });
+    const found = fenceCheck(this.#events, { starts, filter: this.#c.filter });
     const fresh = found.violations.filter((v) => !this.#reported.has(v.detail));
     for (const v of fresh) this.#reported.add(v.detail);
     const was = this.#seen.handoffs;

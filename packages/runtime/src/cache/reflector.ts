@@ -56,7 +56,7 @@ export interface ReflectorOptions<T extends KubeObject> {
   readonly resource: Kind<T>;
   readonly namespace?: string | undefined;
   readonly labelSelector?: string | undefined;
-  /** A partition (its selectors are in these options): a relist replaces only the stored objects `has` says are in it. */
+  /** A partition (selectors in these options): a relist replaces its objects only; others are never stored. */
   readonly partition?: { readonly has: (obj: KubeObject) => boolean } | undefined;
   readonly fieldSelector?: string | undefined;
   /** A shard selector (`ListOptions.shardSelector`), on the list and the watch. */
@@ -284,7 +284,8 @@ export class Reflector<T extends KubeObject> {
     };
     for await (const page of o.client.listPages(o.resource, options)) {
       if (page.restart) items.length = 0;
-      for (const item of page.items) items.push(o.transform ? o.transform(item) : item);
+      for (const item of page.items)
+        if (o.partition?.has(item) ?? true) items.push(o.transform ? o.transform(item) : item);
       rv = page.metadata.resourceVersion;
     }
     this.#listed(items, rv);
@@ -364,11 +365,12 @@ export class Reflector<T extends KubeObject> {
       const key = () => ({ resource, type: event.type, key: keyOf(event.object) });
       hop('event', key);
       const obj = o.transform ? o.transform(event.object) : event.object;
+      const gone = event.type === 'DELETED' || (o.partition !== undefined && !o.partition.has(obj));
       if (collecting) {
-        if (event.type !== 'DELETED') collecting.push(obj);
+        if (!gone) collecting.push(obj);
         continue;
       }
-      if (event.type !== 'DELETED') this.#store.upsert(obj);
+      if (!gone) this.#store.upsert(obj);
       else if (this.#mine(obj)) this.#store.remove(obj);
       hop('stored', key);
       if (rv) this.#resourceVersion = rv;

@@ -160,7 +160,8 @@ function ownership<T extends KubeObject>(kind: Kind<T, unknown>, owner: T, ctx: 
   const shard = ctx.shardLabels[SHARD_LABEL];
   const control = <C extends KubeObject>(r: Kind<KubeObject, unknown>, child: C): C => {
     const controlled = setControllerReference(kind, owner, child, { objectType: r });
-    if (shard !== undefined && controlled.metadata.labels?.[SHARD_LABEL] === undefined)
+    // the shard's label, whatever the child was given (a label copied from an owner under another filter, say)
+    if (shard !== undefined && controlled.metadata.labels?.[SHARD_LABEL] !== shard)
       controlled.metadata.labels = { ...controlled.metadata.labels, [SHARD_LABEL]: shard };
     return controlled;
   };

@@ -60,7 +60,10 @@ class LeaseStore {
 }
 
 /** One replica's connection: answers from the store, or hangs until the request's signal aborts. */
-function connection(store: LeaseStore, state: { hang: boolean }): ShardLeaseClient {
+function connection(
+  store: LeaseStore,
+  state: { hang: boolean; blind?: ((l: Lease) => boolean) | undefined },
+): ShardLeaseClient {
   const serve = <T>(signal: AbortSignal | undefined, answer: () => T): Promise<T> => {
     if (state.hang)
       return new Promise((_resolve, reject) => {
@@ -77,7 +80,8 @@ function connection(store: LeaseStore, state: { hang: boolean }): ShardLeaseClie
   type O = { signal?: AbortSignal; labelSelector?: string; preconditions?: { resourceVersion?: string } };
   const client = {
     get: (_r: unknown, ref: ObjectRef, o: O = {}) => serve(o.signal, () => store.get(ref)),
-    list: (_r: unknown, o: O = {}) => serve(o.signal, () => ({ items: store.list(o.labelSelector ?? '') })),
+    list: (_r: unknown, o: O = {}) =>
+      serve(o.signal, () => ({ items: store.list(o.labelSelector ?? '').filter((l) => !state.blind?.(l)) })),
     create: (_r: unknown, l: Lease, o: O = {}) => serve(o.signal, () => store.create(l)),
     update: (_r: unknown, l: Lease, o: O = {}) => serve(o.signal, () => store.update(l)),
     delete: (_r: unknown, ref: ObjectRef, o: O = {}) =>
@@ -92,6 +96,8 @@ class World {
   /** Which replica's host runs each shard now. */
   readonly running = new Map<number, string>();
   readonly violations: string[] = [];
+  /** Each replica's filter. */
+  readonly filters = new Map<string, string>();
   /** When each replica's host started or stopped a shard: [time, replica, shard, what]. */
   readonly log: [number, string, number, 'start' | 'stop' | 'lose'][] = [];
 
@@ -106,7 +112,7 @@ class World {
 interface Replica {
   readonly id: string;
   readonly coordinator: ShardCoordinator;
-  readonly conn: { hang: boolean };
+  readonly conn: { hang: boolean; blind?: ((l: Lease) => boolean) | undefined };
   readonly stop: AbortController;
   readonly done: Promise<void>;
   readonly held: Set<number>;
@@ -116,9 +122,10 @@ function replica(
   world: World,
   id: string,
   clock: PausableClock | FakeClock = world.clock,
-  o: { stuckStarting?: boolean } = {},
+  o: { stuckStarting?: boolean; filter?: string } = {},
 ): Replica {
-  const conn = { hang: false };
+  const conn: Replica['conn'] = { hang: false };
+  const filter = o.filter ?? 'labels';
   const held = new Set<number>();
   const never = new AbortController().signal;
   const host: ShardHost = {
@@ -127,6 +134,9 @@ function replica(
       if (o.stuckStarting) return await new Promise<boolean>((r) => signal.addEventListener('abort', () => r(false)));
       const other = world.running.get(b);
       if (other !== undefined && other !== id) world.violations.push(`${id} started shard ${b} while ${other} ran it`);
+      for (const [c, by] of world.running)
+        if (world.filters.get(by) !== filter)
+          world.violations.push(`${id} (${filter}) started shard ${b} while ${by} (${world.filters.get(by)}) ran ${c}`);
       world.running.set(b, id);
       held.add(b);
       world.log.push([world.clock.now(), id, b, 'start']);
@@ -154,8 +164,10 @@ function replica(
     host,
     log: silentLogger,
     clock,
+    filter: () => filter,
     ...T,
   });
+  world.filters.set(id, filter);
   const stop = new AbortController();
   return { id, coordinator, conn, stop, held, done: coordinator.run(stop.signal) };
 }
@@ -365,4 +377,49 @@ test('a replica resumed after a pause past its Lease acts on nothing: its first 
   a.stop.abort();
   b.stop.abort();
   await w.advance(5_000);
+});
+
+test('two filters never run at once: a take waits for every fence to carry its filter, even with views that disagree', async () => {
+  const w = new World();
+  const s1 = replica(w, 's1', w.clock, { filter: 'server' });
+  const s2 = replica(w, 's2', w.clock, { filter: 'server' });
+  await w.advance(20_000);
+  assert.ok(covered([s1, s2]), `held: ${holdings([s1, s2])}`);
+  assert.ok(
+    w.store
+      .list('opkit.dev/shard-role=shard')
+      .every((f) => f.metadata.annotations?.['opkit.dev/shard-filter'] === 'server'),
+    'the server replicas marked every fence',
+  );
+  // a labels replica joins, but the server replicas cannot see its member Lease: both sides think they lead
+  const notL = (l: Lease) => l.spec?.holderIdentity === 'l';
+  s1.conn.blind = notL;
+  s2.conn.blind = notL;
+  const l = replica(w, 'l', w.clock, { filter: 'labels' });
+  await w.advance(20_000);
+  assert.equal(l.coordinator.held.length, 0, 'the fences are held under the other filter: the labels replica waits');
+  assert.equal(l.coordinator.members, 3);
+  // s1 leaves: its fences come free, and both the labels replica and the blind s2 (which thinks it owns them all)
+  // mark them for their own filter; whoever wins, never both run
+  s1.stop.abort();
+  await w.advance(20_000);
+  await s1.done;
+  assert.ok(l.coordinator.held.length === 0 || s2.coordinator.held.length === 0, `${holdings([l, s2])}`);
+  assert.deepEqual(w.violations, []);
+  // s2 sees again: labels lead, s2 hands every shard over and stands by
+  s2.conn.blind = undefined;
+  await w.advance(30_000);
+  assert.equal(l.coordinator.held.length, SHARD_COUNT);
+  assert.equal(s2.coordinator.held.length, 0);
+  const roles = w.store.list('opkit.dev/shard-role=standby').map((m) => m.spec?.holderIdentity);
+  assert.deepEqual(roles, ['s2'], 'the left-out server replica is a standby member, which older replicas do not count');
+  // the labels replica leaves: the server replica takes every shard back
+  l.stop.abort();
+  await w.advance(30_000);
+  await l.done;
+  assert.equal(s2.coordinator.held.length, SHARD_COUNT);
+  assert.deepEqual(w.violations, []);
+  s2.stop.abort();
+  await w.advance(5_000);
+  await s2.done;
 });

@@ -3,8 +3,9 @@
  * Membership and hand-off of shards between the replicas of a sharded operator, on `coordination.k8s.io/v1` Leases:
  * each replica renews a member Lease (`<ring>-member-<identity>`); each shard has a fence Lease (`<ring>-shard-<b>`)
  * whose `holderIdentity` is the replica that may act on the shard's objects ("" when free). Every retry period a
- * replica renews, lists the ring's Leases, computes the owners over the live members (ring.ts) and moves towards
- * them: it releases a shard it holds but no longer owns; it takes one it owns once the fence is free or its holder dead.
+ * replica renews, lists the ring's Leases, computes the owners over the live members of the leading filter (ring.ts,
+ * view.ts; the others are `standby` members and own nothing) and moves towards them: it releases a shard it holds but
+ * no longer owns; it takes one it owns once the fence is free or its holder dead, and every fence carries its filter.
  *
  * Guarantees (never two owners at once):
  * - A shard changes hands only by a write to its fence with the resourceVersion last read: two replicas never both
@@ -25,10 +26,12 @@
  *   judges a holder dead that way frees its fences even when it does not own them, so an owner that joined since
  *   (and so has not seen the holder long enough to judge it) takes them at once.
  * - After losing its Lease, or a stop, a replica takes shards again only through the fences, like any other.
+ * - Never two filters at once (their shards differ): a take waits until every fence carries the taker's filter, and a
+ *   fence is re-marked only while free (marks.ts).
  *
  * A join or a leave moves few shards (ring.ts); a graceful stop releases every shard (drained), frees every fence that
- * may name it (an acquire the stop cut short, a write whose answer was lost) and deletes the member Lease, so the
- * others take them within a retry period. Member Leases dead for ten lease durations are deleted.
+ * may name it (a take the stop cut short, a write whose answer was lost) and deletes the member Lease. Member Leases
+ * dead for ten lease durations are deleted.
  */
 
 import { type Lease, Leases } from '../client/builtins.ts';
@@ -40,7 +43,8 @@ import type { Logger } from '../logger.ts';
 import type { Clock } from '../workqueue/index.ts';
 import type { ShardHost, ShardLeaseClient, ShardObserver } from './host.ts';
 import { RING_LABEL, ROLE_LABEL } from './labels.ts';
-import { MemberLease } from './member.ts';
+import { fenceMetadata, marked } from './marks.ts';
+import { collectDead, MemberLease } from './member.ts';
 import { isHeld, nextStep, type ShardPhase, type ShardState } from './plan.ts';
 import { assignShards, SHARD_COUNT } from './ring.ts';
 import { MemberView } from './view.ts';
@@ -99,7 +103,9 @@ export class ShardCoordinator {
     };
     const { leaseDurationMs: lease, renewDeadlineMs: renew, retryPeriodMs: retry } = this.#o;
     checkLeaseTimings('sharding', lease, renew, retry);
-    this.#member = new MemberLease({ ...this.#o, onStale: () => this.#lose() });
+    // a replica starts as a standby unless it selects by labels, which lead (view.ts `sameFilter`)
+    const role = () => ((this.#view.leftOut ?? this.#o.filter() !== 'labels') ? 'standby' : 'member');
+    this.#member = new MemberLease({ ...this.#o, onStale: () => this.#lose(), role });
     this.#view = new MemberView(this.#o.identity, lease, this.#o.clock);
   }
 
@@ -166,7 +172,7 @@ export class ShardCoordinator {
     const members: Lease[] = [];
     for (const l of leases) {
       const role = l.metadata.labels?.[ROLE_LABEL];
-      if (role === 'member') members.push(l);
+      if (role === 'member' || role === 'standby') members.push(l);
       else if (role === 'shard') {
         const b = Number(l.metadata.name?.slice(`${this.#o.ring}-shard-`.length));
         if (Number.isInteger(b) && b >= 0 && b < SHARD_COUNT) fences.set(b, l);
@@ -178,11 +184,16 @@ export class ShardCoordinator {
       this.#o.observer.round?.(this.#heldShards().length, live.length);
       return;
     }
-    const owners = assignShards(this.#view.eligible(live, members, this.#o.filter(), this.#o.log));
-    for (let b = 0; b < SHARD_COUNT; b++) this.#step(b, fences.get(b), owners[b], listedAt, stop);
+    const eligible = this.#view.eligible(live, members, this.#o.filter(), this.#o.log);
+    const owners = assignShards(eligible);
+    const { client, namespace, ring, log, leaseDurationMs } = this.#o;
+    const marks = { client, namespace, ring, log, filter: this.#o.filter(), signal: stop };
+    // takes wait until every fence carries this replica's filter (marks.ts); one left out marks nothing
+    const ready = eligible.includes(this.#o.identity) && (await marked(fences, marks));
+    for (let b = 0; b < SHARD_COUNT; b++) this.#step(b, fences.get(b), owners[b], listedAt, stop, ready);
     this.#balance(owners);
     this.#o.observer.round?.(this.#heldShards().length, live.length);
-    await this.#collect(members);
+    await collectDead(members, this.#view, { client, namespace, leaseDurationMs });
   }
 
   /** Takes in the member Leases; answers the live members (this one included when fresh). */
@@ -193,7 +204,7 @@ export class ShardCoordinator {
   }
 
   /** Carries out the step plan.ts decides for shard `b` this round. */
-  #step(b: number, fence: Lease | undefined, owner: string | undefined, listedAt: number, stop: AbortSignal): void {
+  #step(b: number, fence: Lease | undefined, owner: string | undefined, at: number, stop: AbortSignal, ready: boolean) {
     const state = this.#state(b);
     const me = this.#o.identity;
     const holder = fence?.spec?.holderIdentity;
@@ -203,7 +214,7 @@ export class ShardCoordinator {
       owner,
       me,
       holderDead: () => this.#view.dead(holder ?? ''),
-      listedSinceWrite: state.wroteAt < listedAt,
+      listedSinceWrite: state.wroteAt < at,
     });
     switch (step) {
       case 'drop':
@@ -217,6 +228,7 @@ export class ShardCoordinator {
         this.#task(b, 'releasing', this.#release(b));
         return;
       case 'acquire':
+        if (!ready) return;
         this.#task(b, 'acquiring', this.#acquire(b, fence, holder ?? '', stop));
         return;
       case 'free':
@@ -333,7 +345,7 @@ export class ShardCoordinator {
   async #writeFence(b: number, fence: Lease | undefined, holder: string, signal: AbortSignal): Promise<Lease> {
     const { client, namespace, ring, leaseDurationMs } = this.#o;
     const spec = holderSpec(fence?.spec, holder, leaseDurationMs, this.#o.wallClock(), fence === undefined);
-    const metadata = { namespace, name: `${ring}-shard-${b}`, labels: { [RING_LABEL]: ring, [ROLE_LABEL]: 'shard' } };
+    const metadata = fenceMetadata(namespace, ring, b, this.#o.filter());
     const state = this.#state(b);
     if (holder === this.#o.identity) state.claimed = true; // before it is sent: its answer may never come
     const written = fence
@@ -368,20 +380,6 @@ export class ShardCoordinator {
     else if (this.#unbalancedSince !== undefined) {
       this.#o.observer.rebalanced?.((now - this.#unbalancedSince) / 1000);
       this.#unbalancedSince = undefined;
-    }
-  }
-
-  /** Deletes member Leases dead for ten lease durations (checked against their resourceVersion). */
-  async #collect(members: readonly Lease[]): Promise<void> {
-    for (const l of members) {
-      const rv = this.#view.deadFor(l.spec?.holderIdentity ?? '', 10 * this.#o.leaseDurationMs);
-      if (rv === undefined || !l.metadata.name) continue;
-      try {
-        const ref = { namespace: this.#o.namespace, name: l.metadata.name };
-        await this.#o.client.delete(Leases, ref, { preconditions: { resourceVersion: rv } });
-      } catch {
-        // gone already, or renewed after all: nothing to do
-      }
     }
   }
 

@@ -17,7 +17,7 @@
 import { Informer } from '../cache/informer.ts';
 import type { Client } from '../client/client.ts';
 import { isApiError } from '../client/errors.ts';
-import { type Kind, type KubeObject, keyOf, metadataOnly, parseKey } from '../client/resource.ts';
+import { type Kind, type KubeObject, keyOf, metadataOnly, parseKey, refOf } from '../client/resource.ts';
 import { messageOf } from '../errors.ts';
 import { SHARD_LABEL } from '../helpers/shardlabel.ts';
 import type { Logger } from '../logger.ts';
@@ -76,6 +76,34 @@ export class Labeller {
   /** Queues every object still without a label (a shard started here). */
   rescan(): void {
     for (const key of this.#informer.store.keys()) this.#queue.add(key);
+  }
+
+  /** The kind it labels. */
+  get kind(): Kind {
+    return this.#o.kind;
+  }
+
+  /**
+   * Labels now the objects without a valid label that belong in `shard` (children labelled for another filter, after
+   * a switch), before the shard starts here (so not asking `runs`): each write asks `guard` first. Answers the objects
+   * as written; one that fails is left to the workers.
+   */
+  async labelNow(shard: number, guard: () => void, signal: AbortSignal): Promise<KubeObject[]> {
+    if (!(await this.#informer.waitForSync(signal))) return [];
+    const client = this.#o.client.withGuard(guard);
+    const patch = { metadata: { labels: { [SHARD_LABEL]: this.#o.scheme.labelValue(shard) } } };
+    const written: KubeObject[] = [];
+    for (const obj of [...this.#informer.store.values()].filter((o) => this.#o.shardOf(o) === shard)) {
+      this.#remember(keyOf(obj));
+      try {
+        written.push(await client.patch(metadataOnly(this.#o.kind), refOf(obj), patch, { signal }));
+      } catch (err) {
+        if (signal.aborted) break;
+        if (!isApiError(err, 'NotFound'))
+          this.#o.log.warn({ ...refOf(obj), err: messageOf(err) }, 'sharding: could not label');
+      }
+    }
+    return written;
   }
 
   /** Whether this labeller labelled `key` in the last `recentMs`. */

@@ -16,6 +16,7 @@ import type { Logger } from '../logger.ts';
 import type { Clock } from '../workqueue/index.ts';
 import type { ShardLeaseClient } from './host.ts';
 import { DEAD_ANNOTATION, FILTER_ANNOTATION, RING_LABEL, ROLE_LABEL } from './labels.ts';
+import type { MemberView } from './view.ts';
 
 /** What a member Lease is made with. */
 export interface MemberLeaseOptions {
@@ -31,6 +32,8 @@ export interface MemberLeaseOptions {
   readonly log: Logger;
   /** How this replica's caches select shards, announced on its Lease (`FILTER_ANNOTATION`). */
   readonly filter: () => string;
+  /** Its role label: `member`, or `standby` while its filter does not lead (view.ts `sameFilter`). */
+  readonly role: () => 'member' | 'standby';
   /** The renew deadline passed with no renewal: stop acting now. */
   readonly onStale: () => void;
 }
@@ -90,18 +93,19 @@ export class MemberLease {
   }
 
   async #write(signal: AbortSignal, dead: readonly string[]): Promise<Lease> {
-    const { client, namespace, ring, identity, leaseDurationMs, filter } = this.#o;
+    const { client, namespace, ring, identity, leaseDurationMs, filter, role } = this.#o;
     const now = this.#o.wallClock();
     const renewed = (l: Lease, isNew = false): Lease => ({
       ...l,
       metadata: {
         ...l.metadata,
+        labels: { ...l.metadata.labels, [RING_LABEL]: ring, [ROLE_LABEL]: role() },
         annotations: { ...l.metadata.annotations, [DEAD_ANNOTATION]: dead.join(','), [FILTER_ANNOTATION]: filter() },
       },
       spec: holderSpec(l.spec, identity, leaseDurationMs, now, isNew),
     });
     if (this.#lease) return client.update(Leases, renewed(this.#lease), { signal });
-    const metadata = { namespace, name: this.name, labels: { [RING_LABEL]: ring, [ROLE_LABEL]: 'member' } };
+    const metadata = { namespace, name: this.name };
     try {
       return await client.create(Leases, renewed({ metadata }, true), { signal });
     } catch (err) {
@@ -126,5 +130,22 @@ export class MemberLease {
       if (!isApiError(err, 'NotFound'))
         log.warn({ err: messageOf(err) }, 'sharding: could not delete the member Lease; it expires by itself');
     }
+  }
+}
+
+/**
+ * Deletes the member Leases `view` has judged dead for ten lease durations, each checked against the resourceVersion
+ * it was judged by (a Lease gone already, or renewed after all, is let be).
+ */
+export async function collectDead(
+  members: readonly Lease[],
+  view: Pick<MemberView, 'deadFor'>,
+  o: { readonly client: ShardLeaseClient; readonly namespace: string; readonly leaseDurationMs: number },
+): Promise<void> {
+  for (const l of members) {
+    const rv = view.deadFor(l.spec?.holderIdentity ?? '', 10 * o.leaseDurationMs);
+    if (rv === undefined || !l.metadata.name) continue;
+    const ref = { namespace: o.namespace, name: l.metadata.name };
+    await o.client.delete(Leases, ref, { preconditions: { resourceVersion: rv } }).catch(() => {});
   }
 }

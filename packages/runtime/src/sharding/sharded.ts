@@ -23,28 +23,29 @@
  *   label gets its owner's back while the owner waits.
  * - A shard whose caches do not list within `syncTimeoutMs` is given up (uncached, logged, counted in
  *   `opkit_shard_sync_timeouts_total`): the coordinator frees its fence and takes it again in a later round.
- * - At start, before joining, children of the primary kinds that lack the label (written before the operator was
- *   sharded) get their owner's, so no replica misses a child and makes it again.
+ * - At start, before joining, children of the primary kinds with no shard label (written before the operator was
+ *   sharded) get their owner's; before a shard starts, its owners' children labelled for the other filter get this
+ *   one's (children.ts). So no replica misses a child and makes it again.
  */
 
 import { randomBytes } from 'node:crypto';
 import type { Cache } from '../cache/cache.ts';
 import { Leases } from '../client/builtins.ts';
 import type { Client } from '../client/client.ts';
-import { isApiError } from '../client/errors.ts';
-import { type Kind, type KubeObject, metadataOnly, refOf, resourceId } from '../client/resource.ts';
+import { type Kind, type KubeObject, refOf, resourceId } from '../client/resource.ts';
 import type { Controller } from '../controller/controller.ts';
-import { messageOf, UsageError } from '../errors.ts';
+import { UsageError } from '../errors.ts';
 import type { EventRecorder } from '../helpers/events.ts';
 import { within } from '../internal/sleep.ts';
 import type { Logger } from '../logger.ts';
 import type { Metrics } from '../metrics.ts';
 import { LOW_PRIORITY } from '../workqueue/index.ts';
+import { adoptChildren, labelExistingChildren } from './children.ts';
 import { ShardCoordinator, type ShardHost } from './coordinator.ts';
 import { ShardGate } from './gate.ts';
 import { Labeller } from './labeller.ts';
 import { ShardMoves } from './moves.ts';
-import { SHARD_LABEL, shardOf } from './ring.ts';
+import { shardOf } from './ring.ts';
 import { SchemeChoice, type ShardScheme } from './scheme.ts';
 
 /** How long past the abort a hand-off waits for reconciles to return (their requests have aborted). */
@@ -129,6 +130,8 @@ export class Sharding implements ShardHost {
   readonly #namespace: string;
   readonly #identity: string;
   readonly #labellers: Labeller[] = [];
+  /** The labellers of the owned kinds (a subset of `#labellers`). */
+  readonly #children: Labeller[] = [];
   readonly #metrics: ReturnType<typeof shardSeries>;
   /** The filter: decided when sharding starts (`labels` until then). */
   readonly #choice = new SchemeChoice();
@@ -177,9 +180,12 @@ export class Sharding implements ShardHost {
       { filter: (await this.#choice.decide(filter, key, decided)).filter },
       'sharding: caches select shards by',
     );
-    await this.#labelChildren(signal);
     const primaries = this.#primaryKinds();
+    const { client, cache } = this.#p;
     const owned = this.#ownedInformers(primaries).map((i) => i.resource);
+    const keyOf = (namespace: string | undefined, name: string) => this.#keyOf(namespace, name);
+    const parts = { client, cache, scheme: this.#scheme(), gate: this.gate, log: this.#log, keyOf };
+    await labelExistingChildren({ ...parts, primaries, owned }, signal);
     const labeller = (kind: Kind, of: (obj: KubeObject) => number | undefined) => {
       const l = new Labeller({
         ...{ client: this.#p.client, kind, namespaces: this.#p.cache.namespacesOf(kind), log: this.#log },
@@ -202,7 +208,7 @@ export class Sharding implements ShardHost {
       labelled: (kind, key) => newObjects.get(resourceId(kind))?.labelled(key) ?? false,
     });
     moves.follow();
-    for (const kind of owned) labeller(kind, (child) => this.gate.shardOf(moves.ownerOf(child)));
+    for (const kind of owned) this.#children.push(labeller(kind, (child) => this.gate.shardOf(moves.ownerOf(child))));
     await this.coordinator.run(signal);
   }
 
@@ -223,6 +229,8 @@ export class Sharding implements ShardHost {
       await Promise.all(this.#p.cache.partitioned().map((i) => i.removePartition(value)));
       return false;
     }
+    const holds = () => this.coordinator.holds();
+    await adoptChildren(shard, { labellers: this.#children, cache: this.#p.cache, holds }, until);
     this.gate.activate(shard);
     for (const c of this.#p.controllers()) {
       const [primary] = c.resources();
@@ -278,61 +286,6 @@ export class Sharding implements ShardHost {
   /** The informers of the owned kinds: partitioned, and not of a primary kind. */
   #ownedInformers(primaries: readonly Kind[]) {
     return this.#p.cache.partitioned().filter((i) => !primaries.some((p) => resourceId(p) === resourceId(i.resource)));
-  }
-
-  /**
-   * Children of the primary kinds (the owned kinds' objects controlled by one) without a valid label get their
-   * owner's shard: one paginated list per owned kind, once, before joining.
-   */
-  async #labelChildren(signal: AbortSignal): Promise<void> {
-    const primaries = this.#primaryKinds();
-    const owned = this.#ownedInformers(primaries);
-    const shardOfOwner = this.#ownerShards(primaries, signal);
-    for (const inf of owned)
-      for (const namespace of this.#p.cache.namespacesOf(inf.resource) ?? [undefined]) {
-        const kind = metadataOnly(inf.resource);
-        try {
-          const options = { labelSelector: this.#scheme().unlabelled, signal, ...(namespace ? { namespace } : {}) };
-          for await (const page of this.#p.client.listPages(kind, options))
-            for (const child of page.items) {
-              const shard = await shardOfOwner(child);
-              if (shard === undefined) continue;
-              const patch = { metadata: { labels: { [SHARD_LABEL]: this.#scheme().labelValue(shard) } } };
-              await this.#p.client.patch(kind, refOf(child), patch, { signal }).catch((err: unknown) => {
-                if (!isApiError(err, 'NotFound')) throw err;
-              });
-            }
-        } catch (err) {
-          if (signal.aborted) return;
-          const fields = { resource: resourceId(kind), err: messageOf(err) };
-          this.#log.warn(fields, 'sharding: could not label existing children');
-        }
-      }
-  }
-
-  /**
-   * The shard of a child's controller owner when that is a primary object: the owner's label (read once per owner),
-   * else the hash of its key, as the labeller will label it.
-   */
-  #ownerShards(primaries: readonly Kind[], signal: AbortSignal): (child: KubeObject) => Promise<number | undefined> {
-    const known = new Map<string, number>();
-    return async (child) => {
-      const ref = child.metadata.ownerReferences?.find((o) => o.controller);
-      const kind = primaries.find(
-        (p) => p.kind === ref?.kind && `${p.group ? `${p.group}/` : ''}${p.version}` === ref?.apiVersion,
-      );
-      if (!ref || !kind) return undefined;
-      const cached = known.get(ref.uid);
-      if (cached !== undefined) return cached;
-      const at = { ...(child.metadata.namespace ? { namespace: child.metadata.namespace } : {}), name: ref.name };
-      const owner = await this.#p.client.getIfExists(metadataOnly(kind), at, { signal });
-      const shard =
-        this.gate.shardOf(owner) ??
-        (this.#scheme().primariesMove ? shardOf(this.#keyOf(child.metadata.namespace, ref.name)) : undefined);
-      if (shard === undefined) return undefined;
-      known.set(ref.uid, shard);
-      return shard;
-    };
   }
 
   #observer() {

@@ -26,8 +26,8 @@ export class MemberView {
   readonly #absent = new Map<string, number>();
   /** Members reported dead by live members, as of the last `observe`. */
   #reported = new Set<string>();
-  /** Whether this replica owned nothing last round because live members use another filter. */
-  #deferred = false;
+  /** Whether this replica was left out last round because live members use another filter (undefined: not asked). */
+  #deferred: boolean | undefined;
 
   constructor(me: string, leaseDurationMs: number, clock: Clock) {
     this.#me = me;
@@ -90,13 +90,20 @@ export class MemberView {
     return this.#judge.has(id) && !this.#judge.dead(id, this.#leaseMs);
   }
 
+  /** Whether this replica was left out of the owners last round (`eligible`); undefined before the first. */
+  get leftOut(): boolean | undefined {
+    return this.#deferred;
+  }
+
   /** The live members that may own shards (`sameFilter`); logs when this replica starts or stops being left out. */
   eligible(live: readonly string[], members: readonly Lease[], filter: string, log: Logger): string[] {
     const eligible = sameFilter(live, members, this.#me, filter);
     const deferred = !eligible.includes(this.#me);
     // a replica not live itself (its Lease not fresh) owns nothing anyway: nothing to say
     if (!live.includes(this.#me) || deferred === this.#deferred) return eligible;
+    const first = this.#deferred === undefined;
     this.#deferred = deferred;
+    if (first && !deferred) return eligible;
     if (deferred)
       log.warn({ filter }, 'sharding: live members select shards by another filter: owning none until they leave');
     else log.info({ filter }, 'sharding: every live member selects shards by this filter now');
