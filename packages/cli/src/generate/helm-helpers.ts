@@ -24,6 +24,7 @@ export function helpersTpl(name: string, webhooks: WebhookShape | undefined): st
 {{- end }}
 {{- if .Values.sharding.enabled }}
 - --sharding
+- --sharding-filter={{ .Values.sharding.filter | default "auto" }}
 {{- end }}
 {{- if .Values.metrics.secure }}
 - --metrics-bind-address=:8443

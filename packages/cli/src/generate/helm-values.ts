@@ -96,6 +96,9 @@ leaderElection:
 # leaderElection.namespace; a new object gets its bucket label); raise replicas to spread the load
 sharding:
   enabled: false
+  # how a replica's caches select its buckets: auto (the apiserver's shard selectors where it serves them, KEP-5866,
+  # else labels), labels, or server
+  filter: auto
 
 metrics:
   # true: HTTPS on 8443, each scrape authenticated by TokenReview and authorized by SubjectAccessReview (bind

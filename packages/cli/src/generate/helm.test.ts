@@ -91,7 +91,7 @@ test('the chart: CRDs under crds/, values for image, replicas, resources, leader
     replicas: 2,
     resources: { requests: { cpu: '50m', memory: '64Mi' }, limits: { cpu: '1', memory: '128Mi' } },
     leaderElection: { enabled: true, namespace: '' },
-    sharding: { enabled: false },
+    sharding: { enabled: false, filter: 'auto' },
     metrics: { secure: true },
     logLevel: 'info',
   });
@@ -109,7 +109,7 @@ test('the chart: CRDs under crds/, values for image, replicas, resources, leader
   assert.match(sharding, /namespace: \{\{ \.Values\.leaderElection\.namespace \| default \.Release\.Namespace \}\}/);
   assert.match(
     files.get('dist/chart/templates/_helpers.tpl') ?? '',
-    /if \.Values\.sharding\.enabled \}\}\n- --sharding/,
+    /if \.Values\.sharding\.enabled \}\}\n- --sharding\n- --sharding-filter=\{\{ \.Values\.sharding\.filter \| default "auto" \}\}/,
   );
   assert.match(manager, /^ {10}args:\n\{\{- include "gadget-operator\.args" \. \| trim \| nindent 12 \}\}$/m);
   assert.match(manager, /^ {10}resources:\n\{\{- toYaml \.Values\.resources \| nindent 12 \}\}$/m);

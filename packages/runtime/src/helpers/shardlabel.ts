@@ -2,7 +2,8 @@
  * @module helpers/shardlabel
  * The label that puts an object in a shard of a sharded operator (docs/sharding.md): `opkit.dev/shard`, a number
  * below `SHARD_COUNT` written in canonical form. Children carry their controller owner's value, so they land in the
- * same shard; `shardLabelsOf(owner)` gives it to a child written by hand.
+ * same shard; `shardLabelsOf(owner)` gives it to a child written by hand. (Where the apiserver filters primary objects
+ * by the uid's hash, `filter: 'server'`, only children carry it, as `u<shard>`: `ctx.shardLabels` gives it.)
  */
 
 /** How many shards objects are spread over: fixed, as the label on every object names one. */

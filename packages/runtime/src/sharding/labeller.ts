@@ -2,7 +2,7 @@
  * @module sharding/labeller
  * Gives each object of a sharded kind without a valid shard label (`opkit.dev/shard`, by the scheme's values:
  * scheme.ts) its shard: a metadata-only watch of the objects without a valid one (`notin (0,…,31)`: few at any time,
- * so it costs little memory), and a rate-limited work queue whose workers label those in shards this replica runs.
+ * so it costs little memory, but every child for a while after the ring switched filters), and a rate-limited work queue whose workers label those in shards this replica runs.
  * A primary object's shard is the hash of its shard key (new objects, `labels` filter only); a child's is its
  * controller owner's, as cached (a child created by hand without it, or whose label was removed by a full update).
  *

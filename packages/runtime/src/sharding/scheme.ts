@@ -13,8 +13,8 @@
  *
  * Guarantees: a scheme's `partitioning(role)` selects exactly the objects its `shardOf` (primaries) and
  * `childShardOf` (children) put in each shard, so a replica caches and reconciles the same objects. The two filters'
- * label values are disjoint: a child labelled under one is unlabelled to the other, and a replica switching filters
- * labels it again. A uid never changes, so under `server` a primary object never changes shard.
+ * label values are disjoint: a child labelled under one is unlabelled to the other, and is labelled again when a ring
+ * switches filters (children.ts). A uid never changes, so under `server` a primary object never changes shard.
  */
 import { byLabel, type Partitioning } from '../cache/partitioning.ts';
 import { Leases } from '../client/builtins.ts';

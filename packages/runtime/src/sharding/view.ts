@@ -7,7 +7,8 @@
  * replica first saw it that way; alive before. `live()` leaves out, besides the dead, the members that a live member
  * reports dead (`opkit.dev/shard-dead`): a replica that joined recently cannot judge them yet, and without that it
  * would compute other owners than everyone else. A report changes who owns which shard, never who may act on one:
- * taking a fence still needs this replica's own judgement, or a free fence.
+ * taking a fence still needs this replica's own judgement, or a free fence. Likewise `sameFilter` (which filter's
+ * members own shards) changes owners only: the fences' marks (marks.ts) keep the filters apart.
  */
 import type { Lease } from '../client/builtins.ts';
 import { LeaseJudge } from '../lease/lease.ts';

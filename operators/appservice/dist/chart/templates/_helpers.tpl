@@ -10,6 +10,7 @@
 {{- end }}
 {{- if .Values.sharding.enabled }}
 - --sharding
+- --sharding-filter={{ .Values.sharding.filter | default "auto" }}
 {{- end }}
 {{- if .Values.metrics.secure }}
 - --metrics-bind-address=:8443
