@@ -4,7 +4,8 @@
  * pick `server`: no Widget is labelled, each replica caches only the Widgets whose uid hashes into its shards (the
  * apiserver filters them), children carry their owner's `u<shard>` label, and no Widget is reconciled by two replicas
  * at once. A third replica with the `labels` filter then joins: the `server` replicas hand every shard over to it
- * (never two filters at once), and when it leaves they take them back and relabel the children it made.
+ * (never two filters at once), and when it leaves they take them back and relabel the children it made; no child is
+ * ever made twice (half of them are made with generateName), however the filters switch.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -62,7 +63,10 @@ describe('sharding by the apiserver’s shard selectors', () => {
           await new Promise((r) => setTimeout(r, 20));
           const [child] = await ctx.owned(ConfigMaps);
           const data = { color: w.spec?.color ?? '' };
-          if (!child) await ctx.create(ConfigMaps, { metadata: { name: `${w.metadata.name}-child` }, data });
+          // odd Widgets make their child with generateName: a child they cannot see, they would make again
+          const name = w.metadata.name ?? '';
+          const metadata = Number(name.slice(2)) % 2 ? { generateName: `${name}-` } : { name: `${name}-child` };
+          if (!child) await ctx.create(ConfigMaps, { metadata, data });
           else if (child.data?.color !== data.color)
             await ctx.apply(ConfigMaps, { metadata: { name: child.metadata.name ?? '' }, data });
         } finally {

@@ -5,7 +5,8 @@
  * partition a stored object belongs to. Sharding makes them (sharding/scheme.ts); `byLabel` is the plain case.
  *
  * Guarantees: `has(obj, value)` is true exactly for the objects the selectors of `value` select, so a relist of a
- * partition replaces only its own objects and a partition removed leaves no object behind.
+ * partition replaces only its own objects and a partition removed leaves no object behind. (A cache transform must
+ * keep what `has` reads — the labels, the uid — as the default transforms do.)
  */
 import type { KubeObject } from '../client/resource.ts';
 

@@ -365,7 +365,7 @@ export class Reflector<T extends KubeObject> {
       const key = () => ({ resource, type: event.type, key: keyOf(event.object) });
       hop('event', key);
       const obj = o.transform ? o.transform(event.object) : event.object;
-      const gone = event.type === 'DELETED' || (o.partition !== undefined && !o.partition.has(obj));
+      const gone = event.type === 'DELETED' || (o.partition !== undefined && !o.partition.has(event.object));
       if (collecting) {
         if (!gone) collecting.push(obj);
         continue;

@@ -7,9 +7,11 @@
  * Guarantees:
  * - `labelExistingChildren` labels, before joining, each child with no valid label under either filter with its
  *   controller owner's shard; a child of the other filter is left to the shards' holders (it is someone's child now).
- * - `adoptChildren` runs while the shard's fence is held and before its first reconcile: each child of its owners
- *   without this filter's label is labelled (each write asking that the member Lease is fresh) and awaited in the
- *   cache, 3 s at most, so a first reconcile does not miss it and make it again.
+ * - `adoptChildren` runs while the shard's fence is held and before its first reconcile (or, under `labels`, before a
+ *   primary object's first label is written): each child of its owners without this filter's label is labelled (each
+ *   write asking that the member Lease is fresh, four at once) and awaited in the cache (3 s at most), so a first
+ *   reconcile does not miss it and make it again. The caller bounds it: past that bound the labellers finish the job,
+ *   and a child made with `generateName` may then be made twice.
  */
 import type { Cache } from '../cache/cache.ts';
 import type { Client } from '../client/client.ts';
@@ -21,7 +23,7 @@ import type { Logger } from '../logger.ts';
 import type { ShardGate } from './gate.ts';
 import type { Labeller } from './labeller.ts';
 import { shardOf } from './ring.ts';
-import { NO_SHARD_LABEL, type ShardScheme } from './scheme.ts';
+import { NO_SHARD_LABEL, type ShardScheme, uidShard } from './scheme.ts';
 
 /** How long a shard's start waits, at most, for the children it labelled for itself to be cached. */
 const ADOPT_MS = 3_000;
@@ -66,7 +68,7 @@ export async function labelExistingChildren(o: ExistingChildren, signal: AbortSi
 /**
  * The shard of a child's controller owner when that is a primary object: under `server` its uid's (the reference
  * names it); under `labels` the owner's label (read once per owner), else the hash of its key, as the labeller will
- * label it. Undefined for a child whose owner is gone (the garbage collector's).
+ * label it. Undefined for a child whose owner is recreated since (the garbage collector's).
  */
 function ownerShards(o: ExistingChildren, signal: AbortSignal): (child: KubeObject) => Promise<number | undefined> {
   const known = new Map<string, number>();
@@ -88,17 +90,34 @@ function ownerShards(o: ExistingChildren, signal: AbortSignal): (child: KubeObje
   };
 }
 
-/** See the module comment. `holds`: whether the member Lease is fresh (asked before each write). */
+/** Under `server`: the shard of a child's controller owner, from the uid its reference names, if a primary kind. */
+export function shardOfOwnerRef(child: KubeObject, primaries: readonly Kind[]): number | undefined {
+  const ref = child.metadata.ownerReferences?.find((r) => r.controller);
+  const primary = primaries.some((p) => p.kind === ref?.kind && p.apiVersion === ref?.apiVersion);
+  return ref && primary ? uidShard(ref.uid) : undefined;
+}
+
+/** What adopting children needs: the owned kinds' labellers, the cache, and what each write asks first. */
+export interface Adoption {
+  readonly labellers: readonly Labeller[];
+  readonly cache: Cache;
+  /** Throws (an `AbortError`) when this replica may not write for the shard now. */
+  readonly guard: () => void;
+}
+
+/**
+ * See the module comment: the children of shard `shard`'s owners (`{ shard }`) or of one owner (`{ controller: uid }`)
+ * that carry no label of this filter are labelled with `shard`'s and awaited in the cache; `ADOPT_MS` at most for
+ * the waiting, and the whole bounded by `signal`.
+ */
 export async function adoptChildren(
+  which: { readonly shard: number } | { readonly controller: string },
   shard: number,
-  o: { readonly labellers: readonly Labeller[]; readonly cache: Cache; readonly holds: () => boolean },
+  o: Adoption,
   signal: AbortSignal,
 ): Promise<void> {
-  const guard = () => {
-    if (!o.holds()) throw new DOMException('sharding: the member Lease is not fresh', 'AbortError');
-  };
   for (const l of o.labellers) {
-    const written = await l.labelNow(shard, guard, signal);
+    const written = await l.labelNow(which, shard, o.guard, signal);
     const store = o.cache.informer(l.kind).store;
     const until = performance.now() + ADOPT_MS;
     const missing = () => written.some((c) => store.get(keyOf(c))?.metadata.uid !== c.metadata.uid);

@@ -423,3 +423,21 @@ test('two filters never run at once: a take waits for every fence to carry its f
   await w.advance(5_000);
   await s2.done;
 });
+
+test('a lone replica of the other filter takes over from a dead holder: its fences are freed, marked, then taken', async () => {
+  const w = new World();
+  const l = replica(w, 'l', w.clock, { filter: 'labels' });
+  await w.advance(10_000);
+  assert.equal(l.coordinator.held.length, SHARD_COUNT);
+  const s = replica(w, 's', w.clock, { filter: 'server' });
+  await w.advance(10_000);
+  assert.equal(s.coordinator.held.length, 0, 'labels lead while l lives');
+  l.conn.hang = true; // l is cut off for good: its fences keep naming it
+  await w.advance(40_000);
+  assert.equal(s.coordinator.held.length, SHARD_COUNT);
+  assert.deepEqual(w.violations, []);
+  s.stop.abort();
+  l.stop.abort();
+  await w.advance(15_000);
+  await Promise.all([s.done, l.done]);
+});

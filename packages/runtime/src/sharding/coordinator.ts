@@ -103,8 +103,8 @@ export class ShardCoordinator {
     };
     const { leaseDurationMs: lease, renewDeadlineMs: renew, retryPeriodMs: retry } = this.#o;
     checkLeaseTimings('sharding', lease, renew, retry);
-    // a replica starts as a standby unless it selects by labels, which lead (view.ts `sameFilter`)
-    const role = () => ((this.#view.leftOut ?? this.#o.filter() !== 'labels') ? 'standby' : 'member');
+    const idle = () => this.#shards.every((st) => st.phase === 'free' && !st.task);
+    const role = () => this.#view.role(this.#o.filter(), idle());
     this.#member = new MemberLease({ ...this.#o, onStale: () => this.#lose(), role });
     this.#view = new MemberView(this.#o.identity, lease, this.#o.clock);
   }
@@ -186,8 +186,8 @@ export class ShardCoordinator {
     }
     const eligible = this.#view.eligible(live, members, this.#o.filter(), this.#o.log);
     const owners = assignShards(eligible);
-    const { client, namespace, ring, log, leaseDurationMs } = this.#o;
-    const marks = { client, namespace, ring, log, filter: this.#o.filter(), signal: stop };
+    const { client, namespace, ring, log, leaseDurationMs, clock, renewDeadlineMs: timeoutMs } = this.#o;
+    const marks = { client, namespace, ring, log, clock, timeoutMs, filter: this.#o.filter(), signal: stop };
     // takes wait until every fence carries this replica's filter (marks.ts); one left out marks nothing
     const ready = eligible.includes(this.#o.identity) && (await marked(fences, marks));
     for (let b = 0; b < SHARD_COUNT; b++) this.#step(b, fences.get(b), owners[b], listedAt, stop, ready);
@@ -228,6 +228,8 @@ export class ShardCoordinator {
         this.#task(b, 'releasing', this.#release(b));
         return;
       case 'acquire':
+        // not every fence carries this filter yet: one a dead member holds is freed, so that it can be marked
+        if (!ready && fence && holder && holder !== me) this.#task(b, 'freeing', this.#freeDead(b, fence, holder));
         if (!ready) return;
         this.#task(b, 'acquiring', this.#acquire(b, fence, holder ?? '', stop));
         return;

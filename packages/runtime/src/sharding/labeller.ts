@@ -39,6 +39,11 @@ export interface LabellerOptions {
   readonly runs: (shard: number) => boolean;
   /** Asked right before each label write of `shard` is sent: throws to refuse it (the shard stopped here). */
   readonly guard: (shard: number) => void;
+  /**
+   * Runs before an object's label is written (for a primary object: its children labelled for the other filter are
+   * labelled first, so its first reconcile finds them).
+   */
+  readonly before?: (obj: KubeObject, shard: number, signal: AbortSignal) => Promise<void>;
   /** How long a labelled key stays known as such (default 60 s). */
   readonly recentMs?: number;
   /** Label writes in flight at most (default 4). */
@@ -84,25 +89,40 @@ export class Labeller {
   }
 
   /**
-   * Labels now the objects without a valid label that belong in `shard` (children labelled for another filter, after
-   * a switch), before the shard starts here (so not asking `runs`): each write asks `guard` first. Answers the objects
-   * as written; one that fails is left to the workers.
+   * Labels now, with shard `shard`'s label, the objects without a valid one that `which` picks (children of the other
+   * filter whose owner's shard starts here, or of an owner about to get its first label), not asking `runs`; each
+   * write asks `guard` first, at most `concurrency` at once. Answers the objects as written; one that fails is left to
+   * the workers.
    */
-  async labelNow(shard: number, guard: () => void, signal: AbortSignal): Promise<KubeObject[]> {
+  async labelNow(
+    which: { readonly shard: number } | { readonly controller: string },
+    shard: number,
+    guard: () => void,
+    signal: AbortSignal,
+  ): Promise<KubeObject[]> {
     if (!(await this.#informer.waitForSync(signal))) return [];
+    const store = this.#informer.store;
+    const picked =
+      'controller' in which
+        ? store.byIndex('controller', which.controller)
+        : [...store.values()].filter((o) => this.#o.shardOf(o) === which.shard);
     const client = this.#o.client.withGuard(guard);
     const patch = { metadata: { labels: { [SHARD_LABEL]: this.#o.scheme.labelValue(shard) } } };
     const written: KubeObject[] = [];
-    for (const obj of [...this.#informer.store.values()].filter((o) => this.#o.shardOf(o) === shard)) {
+    const one = async (obj: KubeObject) => {
       this.#remember(keyOf(obj));
       try {
         written.push(await client.patch(metadataOnly(this.#o.kind), refOf(obj), patch, { signal }));
       } catch (err) {
-        if (signal.aborted) break;
-        if (!isApiError(err, 'NotFound'))
+        if (!signal.aborted && !isApiError(err, 'NotFound') && !isApiError(err, 'Aborted'))
           this.#o.log.warn({ ...refOf(obj), err: messageOf(err) }, 'sharding: could not label');
       }
-    }
+    };
+    const queue = [...picked];
+    const worker = async () => {
+      for (let obj = queue.shift(); obj && !signal.aborted; obj = queue.shift()) await one(obj);
+    };
+    await Promise.all(Array.from({ length: this.#o.concurrency ?? 4 }, worker));
     return written;
   }
 
@@ -133,6 +153,7 @@ export class Labeller {
       return;
     }
     try {
+      await this.#o.before?.(obj as KubeObject, shard, signal);
       const patch = { metadata: { labels: { [SHARD_LABEL]: this.#o.scheme.labelValue(shard) } } };
       const client = this.#o.client.withGuard(() => this.#o.guard(shard));
       this.#remember(key); // before the write: its watch event may come before its answer

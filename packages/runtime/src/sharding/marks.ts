@@ -12,19 +12,22 @@
  *   shows none held under another, and a take after it is checked against the resourceVersion of that list, which a
  *   later re-mark (of a free fence) changes. So never two filters act at once, whatever the replicas see of each
  *   other's member Leases.
- * Cost: when the filter of a ring changes (or it starts), one write per fence, and the takes wait one round.
+ * Cost: when the filter of a ring changes (or it starts), one write per fence, all at once within the round's bound
+ * (the renew deadline), and the takes wait one round.
  */
 import { type Lease, Leases } from '../client/builtins.ts';
 import { isApiError } from '../client/errors.ts';
 import { messageOf } from '../errors.ts';
 import { SHARD_COUNT } from '../helpers/shardlabel.ts';
+import { withTimeout } from '../internal/sleep.ts';
 import type { Logger } from '../logger.ts';
+import type { Clock } from '../workqueue/index.ts';
 import type { ShardLeaseClient } from './host.ts';
 import { FILTER_ANNOTATION, RING_LABEL, ROLE_LABEL } from './labels.ts';
 
-/** The filter a fence is marked with. */
-export function markOf(fence: Lease | undefined): string {
-  return fence?.metadata.annotations?.[FILTER_ANNOTATION] ?? 'labels';
+/** The filter a fence is marked with (none: `labels`); undefined for a fence that does not exist. */
+export function markOf(fence: Lease | undefined): string | undefined {
+  return fence && (fence.metadata.annotations?.[FILTER_ANNOTATION] ?? 'labels');
 }
 
 /** The metadata of a new fence of `ring`, marked with `filter`. */
@@ -41,6 +44,9 @@ export interface MarkOptions {
   readonly filter: string;
   readonly log: Logger;
   readonly signal: AbortSignal;
+  /** How long the marking may take (the time left in the round). */
+  readonly timeoutMs: number;
+  readonly clock: Clock;
 }
 
 /**
@@ -49,25 +55,27 @@ export interface MarkOptions {
  * answers false: the takes wait for a list that shows them all marked.
  */
 export async function marked(fences: ReadonlyMap<number, Lease>, o: MarkOptions): Promise<boolean> {
-  let ready = true;
-  for (let b = 0; b < SHARD_COUNT; b++) {
+  const unmarked = Array.from({ length: SHARD_COUNT }, (_, b) => b).filter((b) => markOf(fences.get(b)) !== o.filter);
+  if (unmarked.length === 0) return true;
+  const mark = async (b: number, signal: AbortSignal) => {
     const fence = fences.get(b);
-    if (fence && markOf(fence) === o.filter) continue;
-    ready = false;
-    if (fence?.spec?.holderIdentity) continue; // held under another filter: its holder frees it first
+    if (fence?.spec?.holderIdentity) return; // held under another filter: its holder frees it first
     try {
-      const annotations = { ...fence?.metadata.annotations, [FILTER_ANNOTATION]: o.filter };
-      const { signal } = o;
-      if (fence) await o.client.update(Leases, { ...fence, metadata: { ...fence.metadata, annotations } }, { signal });
-      else {
+      if (fence) {
+        const annotations = { ...fence.metadata.annotations, [FILTER_ANNOTATION]: o.filter };
+        await o.client.update(Leases, { ...fence, metadata: { ...fence.metadata, annotations } }, { signal });
+      } else {
         const metadata = fenceMetadata(o.namespace, o.ring, b, o.filter);
         await o.client.create(Leases, { metadata, spec: { holderIdentity: '' } }, { signal });
       }
     } catch (err) {
-      if (o.signal.aborted) return false;
+      if (signal.aborted) return;
       const expected = isApiError(err, 'Conflict') || isApiError(err, 'AlreadyExists');
       o.log[expected ? 'debug' : 'warn']({ shard: b, err: messageOf(err) }, 'sharding: could not mark the fence');
     }
-  }
-  return ready;
+  };
+  // all at once, within the round's bound: a slow apiserver must not hold the renewals back
+  const all = (signal: AbortSignal) => Promise.all(unmarked.map((b) => mark(b, signal)));
+  await withTimeout(o.timeoutMs, all, o.clock, o.signal).catch(() => {});
+  return false;
 }

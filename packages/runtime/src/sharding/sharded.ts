@@ -40,7 +40,7 @@ import { within } from '../internal/sleep.ts';
 import type { Logger } from '../logger.ts';
 import type { Metrics } from '../metrics.ts';
 import { LOW_PRIORITY } from '../workqueue/index.ts';
-import { adoptChildren, labelExistingChildren } from './children.ts';
+import { adoptChildren, labelExistingChildren, shardOfOwnerRef } from './children.ts';
 import { ShardCoordinator, type ShardHost } from './coordinator.ts';
 import { ShardGate } from './gate.ts';
 import { Labeller } from './labeller.ts';
@@ -50,6 +50,8 @@ import { SchemeChoice, type ShardScheme } from './scheme.ts';
 
 /** How long past the abort a hand-off waits for reconciles to return (their requests have aborted). */
 const ABORT_MARGIN_MS = 1_000;
+/** How long a shard's start labels children of the other filter, at most, before it starts anyway. */
+const ADOPT_MS = 10_000;
 /** How long a shard's caches may take to list before the shard is given up (controller-runtime's cache sync). */
 const SYNC_TIMEOUT_MS = 120_000;
 
@@ -186,10 +188,13 @@ export class Sharding implements ShardHost {
     const keyOf = (namespace: string | undefined, name: string) => this.#keyOf(namespace, name);
     const parts = { client, cache, scheme: this.#scheme(), gate: this.gate, log: this.#log, keyOf };
     await labelExistingChildren({ ...parts, primaries, owned }, signal);
-    const labeller = (kind: Kind, of: (obj: KubeObject) => number | undefined) => {
+    const labeller = (kind: Kind, of: (obj: KubeObject) => number | undefined, primary = false) => {
+      // a primary object's first label comes after its children's (of the other filter): its first reconcile has them
+      const before = (obj: KubeObject, b: number, until: AbortSignal) =>
+        adoptChildren({ controller: obj.metadata.uid ?? '' }, b, this.#adoption(b), until);
       const l = new Labeller({
         ...{ client: this.#p.client, kind, namespaces: this.#p.cache.namespacesOf(kind), log: this.#log },
-        scheme: this.#scheme(),
+        ...{ scheme: this.#scheme(), ...(primary ? { before } : {}) },
         ...{ shardOf: of, runs: (b: number) => this.gate.isActive(b), guard: (b: number) => this.gate.check(b) },
       });
       l.start(signal);
@@ -201,14 +206,17 @@ export class Sharding implements ShardHost {
       for (const kind of primaries)
         newObjects.set(
           resourceId(kind),
-          labeller(kind, (obj) => shardOf(this.#keyOf(obj.metadata.namespace, obj.metadata.name ?? ''))),
+          labeller(kind, (obj) => shardOf(this.#keyOf(obj.metadata.namespace, obj.metadata.name ?? '')), true),
         );
     const moves = new ShardMoves({
       ...{ gate: this.gate, cache: this.#p.cache, client: this.#p.client, log: this.#log, primaries, owned },
       labelled: (kind, key) => newObjects.get(resourceId(kind))?.labelled(key) ?? false,
     });
     moves.follow();
-    for (const kind of owned) this.#children.push(labeller(kind, (child) => this.gate.shardOf(moves.ownerOf(child))));
+    // under server a child's shard is its owner's uid's, which its reference names: known before the owner is cached
+    const ownerShard = (child: KubeObject) =>
+      this.#scheme().primariesMove ? this.gate.shardOf(moves.ownerOf(child)) : shardOfOwnerRef(child, primaries);
+    for (const kind of owned) this.#children.push(labeller(kind, ownerShard));
     await this.coordinator.run(signal);
   }
 
@@ -229,8 +237,12 @@ export class Sharding implements ShardHost {
       await Promise.all(this.#p.cache.partitioned().map((i) => i.removePartition(value)));
       return false;
     }
-    const holds = () => this.coordinator.holds();
-    await adoptChildren(shard, { labellers: this.#children, cache: this.#p.cache, holds }, until);
+    await adoptChildren({ shard }, shard, this.#adoption(), AbortSignal.any([until, AbortSignal.timeout(ADOPT_MS)]));
+    if (signal.aborted || !this.coordinator.holds()) {
+      // stopped while adopting (a stale Lease, a stop): the shard never starts here
+      await Promise.all(this.#p.cache.partitioned().map((i) => i.removePartition(value)));
+      return false;
+    }
     this.gate.activate(shard);
     for (const c of this.#p.controllers()) {
       const [primary] = c.resources();
@@ -240,6 +252,15 @@ export class Sharding implements ShardHost {
     }
     for (const l of this.#labellers) l.rescan();
     return true;
+  }
+
+  /** What adopting children needs; `shard` active here: its writes ask the gate, else (its start) the Lease. */
+  #adoption(shard?: number) {
+    const guard = () => {
+      if (shard !== undefined) this.gate.check(shard);
+      else if (!this.coordinator.holds()) throw new DOMException('sharding: the member Lease is stale', 'AbortError');
+    };
+    return { labellers: this.#children, cache: this.#p.cache, guard };
   }
 
   /** See `ShardHost.release`. */

@@ -91,9 +91,13 @@ export class MemberView {
     return this.#judge.has(id) && !this.#judge.dead(id, this.#leaseMs);
   }
 
-  /** Whether this replica was left out of the owners last round (`eligible`); undefined before the first. */
-  get leftOut(): boolean | undefined {
-    return this.#deferred;
+  /**
+   * The role of this replica's member Lease: `standby` while it is left out of the owners (before its first round:
+   * unless its filter is `labels`, which leads) and `idle` (no shard held, none being taken or handed off), so a
+   * replica of an older opkit, which counts only members, never overlooks one that still holds a fence.
+   */
+  role(filter: string, idle: boolean): 'member' | 'standby' {
+    return (this.#deferred ?? filter !== 'labels') && idle ? 'standby' : 'member';
   }
 
   /** The live members that may own shards (`sameFilter`); logs when this replica starts or stops being left out. */
