@@ -13,28 +13,13 @@ import { type Environment, start } from '@opkit/testenv';
 import { ConfigMaps, Namespaces } from '../src/client/builtins.ts';
 import { Client, loadConfig } from '../src/client/index.ts';
 import { Manager } from '../src/index.ts';
-import { silentLogger } from '../src/logger.ts';
 import { SHARD_COUNT, SHARD_LABEL } from '../src/sharding/ring.ts';
 import { uidShard } from '../src/sharding/scheme.ts';
+import { overlaps, replicaLog, type Span, TIMINGS } from './sharding-support.ts';
 import { installWidgetCrd, Widgets, waitFor } from './support.ts';
 
 const NS = 'shard-server';
-const debugLog = (name: string): typeof silentLogger => {
-  const out = (level: string) => (fields: object, msg: string) => {
-    if (level !== 'debug') console.log(Date.now() % 100000, name, level, msg, JSON.stringify(fields));
-  };
-  const l = { debug: out('debug'), info: out('info'), warn: out('warn'), error: out('error'), child: () => l };
-  return l as unknown as typeof silentLogger;
-};
-const TIMINGS = { leaseDurationMs: 4_000, renewDeadlineMs: 3_000, retryPeriodMs: 500 };
 const WIDGETS = 20;
-
-interface Span {
-  readonly key: string;
-  readonly replica: string;
-  readonly start: number;
-  end: number;
-}
 
 describe('sharding by the apiserver’s shard selectors', () => {
   let env: Environment;
@@ -47,7 +32,7 @@ describe('sharding by the apiserver’s shard selectors', () => {
     const mgr = new Manager({
       name: 'shard-server-test',
       client: new Client(config, { name: `replica-${name}` }),
-      log: process.env.SHARD_DEBUG ? debugLog(name) : silentLogger,
+      log: replicaLog(name, (level) => level !== 'debug'),
       metrics: { bindAddress: '0' },
       health: { bindAddress: '0' },
       sharding: { enabled: true, namespace: NS, identity: name, filter, ...TIMINGS },
@@ -85,14 +70,6 @@ describe('sharding by the apiserver’s shard selectors', () => {
   }
 
   const held = (name: string) => replicas.get(name)?.mgr.shards ?? [];
-
-  /** Pairs of reconciles of one Widget by two replicas that overlapped in time. */
-  const overlaps = () =>
-    spans.flatMap((a) =>
-      spans
-        .filter((b) => a.key === b.key && a.replica < b.replica && a.start < b.end && b.start < a.end)
-        .map((b) => `${a.key}: ${a.replica} and ${b.replica}`),
-    );
 
   /** Every Widget of `color` has one child of that color, labelled with `value(owner)`. */
   async function converged(color: string, value: (uid: string) => string): Promise<boolean> {
@@ -153,7 +130,7 @@ describe('sharding by the apiserver’s shard selectors', () => {
       const children = (await mgr?.cache.list(ConfigMaps)) ?? [];
       assert.ok(children.every((c) => mine.has(Number(c.metadata.labels?.[SHARD_LABEL]?.slice(1)))));
     }
-    assert.deepEqual(overlaps(), []);
+    assert.deepEqual(overlaps(spans), []);
   });
 
   test('a labels replica joins: the server replicas hand every shard to it; when it leaves they take them back', async () => {
@@ -177,6 +154,6 @@ describe('sharding by the apiserver’s shard selectors', () => {
     for (let i = 0; i < WIDGETS; i++)
       await client.patch(Widgets, { namespace: NS, name: `w-${i}` }, { spec: { color: 'green' } });
     await waitFor('green Widgets', () => converged('green', server), 60_000);
-    assert.deepEqual(overlaps(), []);
+    assert.deepEqual(overlaps(spans), []);
   });
 });

@@ -11,26 +11,11 @@ import { type Environment, FaultProxy, targetOf } from '@opkit/testenv';
 import { ConfigMaps, Leases, Namespaces } from '../src/client/builtins.ts';
 import type { Client } from '../src/client/index.ts';
 import { Manager } from '../src/index.ts';
-import { silentLogger } from '../src/logger.ts';
 import { SHARD_COUNT, SHARD_LABEL } from '../src/sharding/ring.ts';
+import { overlaps, replicaLog, type Span, TIMINGS } from './sharding-support.ts';
 import { clientVia, installWidgetCrd, startEnv, Widgets, waitFor } from './support.ts';
 
 const NS = 'shard';
-const debugLog = (name: string) => {
-  const out = (level: string) => (fields: object, msg: string) => {
-    if (msg.includes('sharding')) console.log(Date.now() % 100000, name, level, msg, JSON.stringify(fields));
-  };
-  const l = { debug: out('debug'), info: out('info'), warn: out('warn'), error: out('error'), child: () => l };
-  return l as unknown as typeof silentLogger;
-};
-const TIMINGS = { leaseDurationMs: 4_000, renewDeadlineMs: 3_000, retryPeriodMs: 500 };
-
-interface Span {
-  readonly key: string;
-  readonly replica: string;
-  readonly start: number;
-  end: number;
-}
 
 describe('sharding between managers', () => {
   let env: Environment;
@@ -43,7 +28,7 @@ describe('sharding between managers', () => {
     const mgr = new Manager({
       name: 'shard-test',
       client: await clientVia(env, proxy.url),
-      log: process.env.SHARD_DEBUG ? debugLog(name) : silentLogger,
+      log: replicaLog(name, (_level, msg) => msg.includes('sharding')),
       metrics: { bindAddress: '0' },
       health: { bindAddress: '0' },
       sharding: { enabled: true, namespace: NS, identity: name, ...TIMINGS },
@@ -88,16 +73,6 @@ describe('sharding between managers', () => {
   const balanced = (names: string[]) => {
     const all = names.flatMap(held);
     return all.length === SHARD_COUNT && new Set(all).size === SHARD_COUNT && names.every((n) => held(n).length > 0);
-  };
-
-  /** Pairs of reconciles of one Widget by two replicas that overlapped in time. */
-  const overlaps = () => {
-    const out: string[] = [];
-    for (const a of spans)
-      for (const b of spans)
-        if (a !== b && a.key === b.key && a.replica < b.replica && a.start < b.end && b.start < a.end)
-          out.push(`${a.key}: ${a.replica} [${a.start}, ${a.end}] and ${b.replica} [${b.start}, ${b.end}]`);
-    return out;
   };
 
   /** The ConfigMaps a Widget controls, as the apiserver has them. */
@@ -158,7 +133,7 @@ describe('sharding between managers', () => {
     }
     const fences = (await client.list(Leases, { namespace: NS, labelSelector: 'opkit.dev/shard-role=shard' })).items;
     assert.equal(fences.length, SHARD_COUNT);
-    assert.deepEqual(overlaps(), []);
+    assert.deepEqual(overlaps(spans), []);
   });
 
   test('a replica cut off stops at its renew deadline; the others take its shards after the lease duration', async () => {
@@ -182,7 +157,7 @@ describe('sharding between managers', () => {
     await waitFor('a and b to reconcile every Widget', () => converged('blue'), 60_000);
     c.proxy.setMode({ kind: 'pass' });
     await waitFor('c to rejoin', async () => balanced(['a', 'b', 'c']), 30_000);
-    assert.deepEqual(overlaps(), []);
+    assert.deepEqual(overlaps(spans), []);
   });
 
   test('a graceful stop hands its shards off at once; nothing is reconciled twice at a time, no child made twice', async () => {
@@ -217,7 +192,7 @@ describe('sharding between managers', () => {
     for (let i = 0; i < 24; i++)
       await client.patch(Widgets, { namespace: NS, name: `w-${i}` }, { spec: { color: 'green' } });
     await waitFor('a and c to reconcile every Widget', () => converged('green'), 60_000);
-    assert.deepEqual(overlaps(), []);
+    assert.deepEqual(overlaps(spans), []);
     assert.ok(spans.length >= 72);
   });
 
@@ -294,7 +269,7 @@ describe('sharding between managers', () => {
     );
     await new Promise((r) => setTimeout(r, 1_000));
     assert.ok(await d?.cache.get(Widgets, { namespace: NS, name: 'm-1' }), 'still cached after both watches told');
-    assert.deepEqual(overlaps(), []);
+    assert.deepEqual(overlaps(spans), []);
   });
 
   test("an object relabelled into another replica's shard mid-reconcile: the old reconcile aborts, the new one waits", async () => {
@@ -324,7 +299,7 @@ describe('sharding between managers', () => {
     const dSpan = spans.find((x) => x.key === key && x.replica === 'd' && x.start < movedAt && x.end > movedAt);
     assert.ok(dSpan, 'd was reconciling it when it moved');
     assert.ok(dSpan.end - movedAt < 1_500, `d's reconcile ended ${dSpan.end - movedAt} ms after the move (aborted)`);
-    assert.deepEqual(overlaps(), []);
+    assert.deepEqual(overlaps(spans), []);
     const w = await client.get(Widgets, { namespace: NS, name: 'slow-gen-0' });
     await waitFor(
       'its one child to follow it to e and turn blue',
@@ -367,6 +342,6 @@ describe('sharding between managers', () => {
       );
       assert.equal((await childrenOf(w.metadata.uid)).length, 1, `${owner}: no second child`);
     }
-    assert.deepEqual(overlaps(), []);
+    assert.deepEqual(overlaps(spans), []);
   });
 });
