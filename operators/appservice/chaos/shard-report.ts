@@ -4,6 +4,7 @@
  * run passes when no invariant broke (the rebalance and stop goals are invariants: chaos/shard-faults checks them per
  * trial); it is complete when every kind ran at least `SHARD_MIN_TRIALS` trials.
  */
+import type { ShardFilter } from './fences.ts';
 import { type Handoffs, TIMINGS } from './fences.ts';
 import { RESUME_STOP_GOAL_SECONDS } from './pause.ts';
 import type { RunViolation } from './report.ts';
@@ -39,6 +40,8 @@ export interface ShardKindFigures {
 
 export interface ShardReport {
   readonly seed: number;
+  /** How the replicas selected their shards (`--sharding-filter`); absent in reports from before filters: labels. */
+  readonly filter?: ShardFilter;
   readonly trials: number;
   readonly kinds: Record<string, ShardKindFigures>;
   readonly violations: RunViolation[];
@@ -87,11 +90,13 @@ export function summariseShards(
   kinds: readonly string[],
   results: readonly ShardTrialResult[],
   violations: readonly RunViolation[],
+  filter: ShardFilter = 'labels',
 ): ShardReport {
   const perKind: Record<string, ShardKindFigures> = {};
   for (const k of kinds) perKind[k] = figuresOf(results, violations, k);
   return {
     seed,
+    filter,
     trials: results.length,
     kinds: perKind,
     violations: [...violations],
@@ -130,7 +135,7 @@ export function shardMarkdown(r: ShardReport): string {
   const lines = [
     `# Sharded chaos report (seed ${r.seed}) — ${r.passed ? 'PASSED' : 'FAILED'}${r.complete ? '' : ` (fewer than ${SHARD_MIN_TRIALS} trials of some kind)`}`,
     '',
-    `Trials: ${r.trials}. Violations: ${r.violations.length}. Three replicas with --sharding (a fourth joins and leaves in replica-add), ${TIMINGS.leaseSeconds} s member leases; every write to a pod, an AppService or an Event about one checked in the audit log against the fence Lease of its bucket.`,
+    `Trials: ${r.trials}. Violations: ${r.violations.length}. Three replicas with --sharding --sharding-filter=${r.filter ?? 'labels'} (a fourth joins and leaves in replica-add), ${TIMINGS.leaseSeconds} s member leases; every write to a pod, an AppService or an Event about one checked in the audit log against the fence Lease of its bucket.`,
     '',
     ...Object.entries(r.kinds).map(([k, f]) => kindLine(k, f)),
   ];

@@ -88,7 +88,7 @@ export async function runShardedChaos(o: ShardChaosOptions): Promise<ShardReport
         violations.push(...r.violations.map((v) => ({ ...v, seed: o.seed, trial: results.length, kind })));
         log(trialLine(results.length, r));
       }
-    return summariseShards(o.seed, kinds, results, violations);
+    return summariseShards(o.seed, kinds, results, violations, o.filter ?? 'labels');
   } finally {
     ctl.abort();
     await c.stop();
