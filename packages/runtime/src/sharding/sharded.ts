@@ -77,7 +77,8 @@ export interface ShardingSettings {
    * How a replica's caches select a shard (docs/sharding.md): `labels` (every apiserver: each primary object is
    * labelled with its shard), `server` (the apiserver's shard selectors on the uid, KEP-5866: no label on primary
    * objects; the start fails where the apiserver does not serve them), or `auto` (default: `server` where the
-   * apiserver serves them and `key` is `name`, else `labels`). Every replica of a ring must end up with the same.
+   * apiserver serves them and `key` is `name`, else `labels`). Replicas of a ring with different filters never act at
+   * once: while any uses `labels`, only those work.
    */
   readonly filter?: 'auto' | 'labels' | 'server';
   /** How long others wait, after a member's Lease last changed, before taking its shards (default 15 s). */
