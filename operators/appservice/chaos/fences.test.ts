@@ -54,6 +54,10 @@ const fence = (by: string, bucket: number, holder: string, s: number) =>
 const podWrite = (by: string, verb: string, name: string, bucket: number, s: number, tookMs = 5) =>
   ev({ by, verb, resource: 'pods', name: verb === 'create' ? '' : name, s, tookMs, res: pod(name, bucket) });
 
+/** An update of app-1's status by `by`, answered with `res`. */
+const appStatus = (by: string, s: number, res: unknown) =>
+  ev({ by, verb: 'update', resource: 'appservices', subresource: 'status', name: 'app-1', s, res });
+
 /** chaos-a and chaos-b join; chaos-a takes buckets 3 and 4. */
 const aHolds3And4 = (): BodyEvent[] => [
   member('chaos-a', 'chaos-a-abcde', 0, 'create'),
@@ -68,14 +72,9 @@ const cleanLog = (): BodyEvent[] => [
   member('chaos-b', 'chaos-b-fghij', 0.5, 'create'),
   fence('chaos-a', 3, 'chaos-a-abcde', 1),
   podWrite('chaos-a', 'create', 'app-1-x', 3, 2),
-  ev({
-    by: 'chaos-a',
-    verb: 'update',
-    resource: 'appservices',
-    subresource: 'status',
-    name: 'app-1',
-    s: 3,
-    res: { kind: 'AppService', metadata: { name: 'app-1', uid: 'uid-app-1', labels: { 'opkit.dev/shard': '3' } } },
+  appStatus('chaos-a', 3, {
+    kind: 'AppService',
+    metadata: { name: 'app-1', uid: 'uid-app-1', labels: { 'opkit.dev/shard': '3' } },
   }),
   ev({
     by: 'chaos-a',
@@ -282,15 +281,7 @@ test('server filter: an AppService write is tied to its uid hash’s bucket, a p
     member('chaos-a', 'chaos-a-abcde', 0, 'create'),
     member('chaos-b', 'chaos-b-fghij', 0, 'create'),
     fence('chaos-a', b, 'chaos-a-abcde', 1),
-    ev({
-      by: 'chaos-a',
-      verb: 'update',
-      resource: 'appservices',
-      subresource: 'status',
-      name: 'app-1',
-      s: 2,
-      res: app,
-    }),
+    appStatus('chaos-a', 2, app),
     ev({ by: 'chaos-a', verb: 'create', resource: 'pods', name: '', s: 2.5, res: child }),
     // chaos-b never held the bucket: its write is a fence violation, not an untied one
     ev({ by: 'chaos-b', verb: 'update', resource: 'appservices', name: 'app-1', s: 3, res: app }),

@@ -15,7 +15,7 @@ import { Client, loadConfig } from '../src/client/index.ts';
 import { Manager } from '../src/index.ts';
 import { SHARD_COUNT, SHARD_LABEL } from '../src/sharding/ring.ts';
 import { uidShard } from '../src/sharding/scheme.ts';
-import { overlaps, replicaLog, type Span, TIMINGS } from './sharding-support.ts';
+import { overlaps, reconcileWidget, replicaLog, type Span, TIMINGS } from './sharding-support.ts';
 import { installWidgetCrd, Widgets, waitFor } from './support.ts';
 
 const NS = 'shard-server';
@@ -42,21 +42,10 @@ describe('sharding by the apiserver’s shard selectors', () => {
       .controller(Widgets)
       .owns(ConfigMaps)
       .reconcile(async (w, ctx) => {
-        const span = { key: `${w.metadata.namespace}/${w.metadata.name}`, replica: name, start: Date.now(), end: 0 };
-        spans.push(span);
-        try {
-          await new Promise((r) => setTimeout(r, 20));
-          const [child] = await ctx.owned(ConfigMaps);
-          const data = { color: w.spec?.color ?? '' };
-          // odd Widgets make their child with generateName: a child they cannot see, they would make again
-          const name = w.metadata.name ?? '';
-          const metadata = Number(name.slice(2)) % 2 ? { generateName: `${name}-` } : { name: `${name}-child` };
-          if (!child) await ctx.create(ConfigMaps, { metadata, data });
-          else if (child.data?.color !== data.color)
-            await ctx.apply(ConfigMaps, { metadata: { name: child.metadata.name ?? '' }, data });
-        } finally {
-          span.end = Date.now();
-        }
+        // odd Widgets make their child with generateName: a child they cannot see, they would make again
+        const generate = Number(w.metadata.name?.slice(2)) % 2 === 1;
+        const before = () => new Promise<void>((r) => setTimeout(r, 20));
+        await reconcileWidget(spans, name, w, ctx, { generate, before });
       });
     const stop = new AbortController();
     replicas.set(name, { mgr, stop, run: mgr.start(stop.signal) });

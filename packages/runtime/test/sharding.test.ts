@@ -12,7 +12,7 @@ import { ConfigMaps, Leases, Namespaces } from '../src/client/builtins.ts';
 import type { Client } from '../src/client/index.ts';
 import { Manager } from '../src/index.ts';
 import { SHARD_COUNT, SHARD_LABEL } from '../src/sharding/ring.ts';
-import { overlaps, replicaLog, type Span, TIMINGS } from './sharding-support.ts';
+import { overlaps, reconcileWidget, replicaLog, type Span, TIMINGS } from './sharding-support.ts';
 import { clientVia, installWidgetCrd, startEnv, Widgets, waitFor } from './support.ts';
 
 const NS = 'shard';
@@ -38,32 +38,17 @@ describe('sharding between managers', () => {
       .controller(Widgets)
       .owns(ConfigMaps)
       .reconcile(async (w, ctx) => {
-        const span: Span = {
-          key: `${w.metadata.namespace}/${w.metadata.name}`,
-          replica: name,
-          start: Date.now(),
-          end: Infinity,
-        };
-        spans.push(span);
-        try {
-          // a Widget named slow-… takes 4 s, as a reconcile waiting on a long request (its signal cuts it short)
+        // a Widget named slow-… takes 4 s, as a reconcile waiting on a long request (its signal cuts it short)
+        const before = async () => {
           const ms = w.metadata.name?.startsWith('slow-') ? 4_000 : 30;
           await new Promise((r) => {
             const t = setTimeout(r, ms);
             ctx.signal.addEventListener('abort', () => r(clearTimeout(t)), { once: true });
           });
           ctx.signal.throwIfAborted();
-          const data = { color: w.spec?.color ?? '' };
-          const [child] = await ctx.owned(ConfigMaps);
-          // a Widget named …gen-… makes its child with generateName: a child it cannot see, it makes again
-          const name = w.metadata.name ?? '';
-          const metadata = name.includes('gen-') ? { generateName: `${name}-` } : { name: `${name}-child` };
-          if (!child) await ctx.create(ConfigMaps, { metadata, data });
-          else if (child.data?.color !== data.color)
-            await ctx.apply(ConfigMaps, { metadata: { name: child.metadata.name ?? '' }, data });
-        } finally {
-          span.end = Date.now();
-        }
+        };
+        // a Widget named …gen-… makes its child with generateName: a child it cannot see, it makes again
+        await reconcileWidget(spans, name, w, ctx, { generate: w.metadata.name?.includes('gen-') ?? false, before });
       });
     const stop = new AbortController();
     replicas.set(name, { mgr, stop, proxy, run: mgr.start(stop.signal) });

@@ -260,7 +260,8 @@ export class Informer<T extends KubeObject> {
       });
       items.push(...list.items);
     }
-    return by ? items.filter((o) => [...this.#partitions.keys()].some((v) => by.has(o, v))) : items;
+    const values = [...this.#partitions.keys()];
+    return by ? items.filter((o) => values.some((v) => by.has(o, v))) : items;
   }
 
   /** Whether `start` was called. */

@@ -78,7 +78,7 @@ function ownerShards(o: ExistingChildren, signal: AbortSignal): (child: KubeObje
       (p) => p.kind === ref?.kind && `${p.group ? `${p.group}/` : ''}${p.version}` === ref?.apiVersion,
     );
     if (!ref || !kind) return undefined;
-    if (!o.scheme.primariesMove) return o.scheme.shardOf({ metadata: { uid: ref.uid } } as KubeObject);
+    if (!o.scheme.primariesMove) return shardOfOwnerRef(child, o.primaries);
     const cached = known.get(ref.uid);
     if (cached !== undefined) return cached;
     const at = { ...(child.metadata.namespace ? { namespace: child.metadata.namespace } : {}), name: ref.name };

@@ -17,7 +17,16 @@
 import { Informer } from '../cache/informer.ts';
 import type { Client } from '../client/client.ts';
 import { isApiError } from '../client/errors.ts';
-import { type Kind, type KubeObject, keyOf, metadataOnly, parseKey, refOf } from '../client/resource.ts';
+import {
+  type Kind,
+  type KubeObject,
+  keyOf,
+  metadataOnly,
+  type ObjectRef,
+  objectKey,
+  parseKey,
+  refOf,
+} from '../client/resource.ts';
 import { messageOf } from '../errors.ts';
 import { SHARD_LABEL } from '../helpers/shardlabel.ts';
 import type { Logger } from '../logger.ts';
@@ -107,12 +116,10 @@ export class Labeller {
         ? store.byIndex('controller', which.controller)
         : [...store.values()].filter((o) => this.#o.shardOf(o) === which.shard);
     const client = this.#o.client.withGuard(guard);
-    const patch = { metadata: { labels: { [SHARD_LABEL]: this.#o.scheme.labelValue(shard) } } };
     const written: KubeObject[] = [];
     const one = async (obj: KubeObject) => {
-      this.#remember(keyOf(obj));
       try {
-        written.push(await client.patch(metadataOnly(this.#o.kind), refOf(obj), patch, { signal }));
+        written.push(await this.#write(client, refOf(obj), shard, signal));
       } catch (err) {
         if (!signal.aborted && !isApiError(err, 'NotFound') && !isApiError(err, 'Aborted'))
           this.#o.log.warn({ ...refOf(obj), err: messageOf(err) }, 'sharding: could not label');
@@ -154,10 +161,12 @@ export class Labeller {
     }
     try {
       await this.#o.before?.(obj as KubeObject, shard, signal);
-      const patch = { metadata: { labels: { [SHARD_LABEL]: this.#o.scheme.labelValue(shard) } } };
-      const client = this.#o.client.withGuard(() => this.#o.guard(shard));
-      this.#remember(key); // before the write: its watch event may come before its answer
-      await client.patch(metadataOnly(this.#o.kind), ref, patch, { signal });
+      await this.#write(
+        this.#o.client.withGuard(() => this.#o.guard(shard)),
+        ref,
+        shard,
+        signal,
+      );
       this.#queue.forget(key);
       this.#o.log.debug({ ...ref, shard }, 'sharding: labelled');
     } catch (err) {
@@ -173,6 +182,13 @@ export class Labeller {
       this.#o.log.warn({ ...ref, err: messageOf(err) }, 'sharding: could not label: retrying');
       this.#queue.addRateLimited(key);
     }
+  }
+
+  /** Writes shard `shard`'s label on `ref` (a merge patch of the label alone), remembered as labelled here first. */
+  #write(client: Client, ref: ObjectRef, shard: number, signal: AbortSignal): Promise<KubeObject> {
+    this.#remember(objectKey(ref)); // before the write: its watch event may come before its answer
+    const patch = { metadata: { labels: { [SHARD_LABEL]: this.#o.scheme.labelValue(shard) } } };
+    return client.patch(metadataOnly(this.#o.kind), ref, patch, { signal });
   }
 
   #remember(key: string): void {

@@ -92,13 +92,14 @@ function labelled(valueFor: (b: number) => string): Partitioning {
 const values = (valueFor: (b: number) => string) => Array.from({ length: SHARD_COUNT }, (_, b) => valueFor(b));
 
 const labelsPartitioning = labelled(String);
+const byShardLabel = (obj: KubeObject | undefined) => shardOfLabel(obj?.metadata.labels?.[SHARD_LABEL]);
 
 /** The `labels` filter. */
 export const LABELS: ShardScheme = {
   filter: 'labels',
   primariesMove: true,
-  shardOf: (obj) => shardOfLabel(obj?.metadata.labels?.[SHARD_LABEL]),
-  childShardOf: (obj) => shardOfLabel(obj?.metadata.labels?.[SHARD_LABEL]),
+  shardOf: byShardLabel,
+  childShardOf: byShardLabel,
   labelValue: String,
   unlabelled: `${SHARD_LABEL} notin (${values(String).join(',')})`,
   partitioning: () => labelsPartitioning,
