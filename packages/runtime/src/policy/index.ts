@@ -1,8 +1,15 @@
 /**
  * @module @opkit/runtime/policy
- * ValidatingAdmissionPolicy from code: `definePolicy` describes a policy and its binding once, `opkit generate` writes
- * them into `config/policies/` and the Helm chart, after compiling every expression as the apiserver will.
+ * Admission policies from code: `definePolicy` describes a ValidatingAdmissionPolicy and `defineMutatingPolicy` a
+ * MutatingAdmissionPolicy, each with its binding, once; `opkit generate` writes them into `config/policies/` and the
+ * Helm chart, after compiling every expression as the apiserver will.
  */
+export {
+  defineMutatingPolicy,
+  type MutatingPolicy,
+  type MutatingPolicyDefinition,
+  type PolicyMutation,
+} from './mutating.ts';
 export {
   definePolicy,
   type Policy,
