@@ -350,6 +350,7 @@ func main() {
 	api.Set("admit", call(func(a []string) (any, error) { return admit(a[0], a[1], a[2], a[3]) }))
 	api.Set("checkPolicy", call(func(a []string) (any, error) { return checkPolicy(a[0], a[1]) }))
 	api.Set("evaluatePolicy", call(func(a []string) (any, error) { return evaluatePolicy(a[0], a[1], a[2]) }))
+	api.Set("evaluateMutatingPolicy", call(func(a []string) (any, error) { return evaluateMutatingPolicy(a[0], a[1], a[2]) }))
 	js.Global().Set("__opkitKubeValidation", api)
 	select {}
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -51,6 +52,8 @@ type policyRequest struct {
 	User            string   `json:"user"`
 	Groups          []string `json:"groups"`
 	DryRun          bool     `json:"dryRun"`
+	// the CRD of a custom kind written, for a MutatingAdmissionPolicy (its schema types the apply configurations)
+	CRD json.RawMessage `json:"crd"`
 }
 
 type recorder struct{ warnings []string }
@@ -78,23 +81,65 @@ func (allowAll) Authorize(context.Context, authorizer.Attributes) (authorizer.De
 // plugin does: nil status when allowed, else the Status of the refusal; the warnings (Warn) and audit annotations.
 func evaluatePolicy(policyJSON, bindingJSON, requestJSON string) (any, error) {
 	var policy admissionregistrationv1.ValidatingAdmissionPolicy
-	if err := json.Unmarshal([]byte(policyJSON), &policy); err != nil {
-		return nil, fmt.Errorf("the policy is not a ValidatingAdmissionPolicy: %w", err)
-	}
 	var binding admissionregistrationv1.ValidatingAdmissionPolicyBinding
-	if err := json.Unmarshal([]byte(bindingJSON), &binding); err != nil {
-		return nil, fmt.Errorf("the binding is not a ValidatingAdmissionPolicyBinding: %w", err)
-	}
 	var req policyRequest
-	if err := json.Unmarshal([]byte(requestJSON), &req); err != nil {
-		return nil, fmt.Errorf("the request is not valid JSON: %w", err)
+	if err := decodeInputs(policyJSON, bindingJSON, requestJSON, &policy, &binding, &req); err != nil {
+		return nil, err
 	}
 	if binding.Spec.PolicyName != policy.Name {
 		return nil, fmt.Errorf("the binding %q binds policy %q, not %q", binding.Name, binding.Spec.PolicyName, policy.Name)
 	}
 	defaultPolicy(&policy)
 	defaultBinding(&binding)
-	// objects decode as the apiserver's do: integers are int64, never float64
+	in, err := prepareAdmission(&req, policy.Spec.ParamKind)
+	if err != nil {
+		return nil, err
+	}
+	hook := validating.PolicyHook{Policy: &policy, Bindings: []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{&binding},
+		Evaluator: compile(&policy), ParamInformer: in.paramInformer, ParamScope: in.paramScope}
+	attrs := in.attrs
+	rec := &recorder{}
+	ctx := warning.WithWarningRecorder(context.Background(), rec)
+	matcher := generic.NewPolicyMatcher(in.matcher)
+	dispatcher := validating.NewDispatcher(allowAll{}, matcher)
+	o := admission.NewObjectInterfacesFromScheme(runtime.NewScheme())
+	out := map[string]any{"warnings": rec.warnings, "auditAnnotations": attrs.annotations}
+	if err := dispatcher.Dispatch(ctx, attrs, o, []validating.PolicyHook{hook}); err != nil {
+		status, ok := err.(apierrors.APIStatus)
+		if !ok {
+			return nil, err
+		}
+		out["status"] = status.Status()
+	}
+	out["warnings"] = rec.warnings
+	return out, nil
+}
+
+// decodeInputs reads a policy, its binding and a request.
+func decodeInputs(policyJSON, bindingJSON, requestJSON string, policy, binding any, req *policyRequest) error {
+	if err := json.Unmarshal([]byte(policyJSON), policy); err != nil {
+		return fmt.Errorf("the policy is not a %s of admissionregistration.k8s.io/v1: %w", reflect.TypeOf(policy).Elem().Name(), err)
+	}
+	if err := json.Unmarshal([]byte(bindingJSON), binding); err != nil {
+		return fmt.Errorf("the binding is not a %s of admissionregistration.k8s.io/v1: %w", reflect.TypeOf(binding).Elem().Name(), err)
+	}
+	if err := json.Unmarshal([]byte(requestJSON), req); err != nil {
+		return fmt.Errorf("the request is not valid JSON: %w", err)
+	}
+	return nil
+}
+
+// admissionInput is a request as the admission plugins see it: its attributes, the namespace it is in, its params.
+type admissionInput struct {
+	attrs         *annotated
+	matcher       *matching.Matcher
+	paramInformer informers.GenericInformer
+	paramScope    meta.RESTScope
+}
+
+// prepareAdmission decodes a request's objects as the apiserver decodes a body (integers are int64, never float64) and
+// serves its Namespace and params as the apiserver's informers would.
+func prepareAdmission(req *policyRequest, paramKind *admissionregistrationv1.ParamKind) (*admissionInput, error) {
 	object, err := decodeObject("object", req.Object)
 	if err != nil {
 		return nil, err
@@ -107,7 +152,6 @@ func evaluatePolicy(policyJSON, bindingJSON, requestJSON string) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-
 	namespaces := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
 	nsName := ""
 	if req.Namespaced {
@@ -129,16 +173,12 @@ func evaluatePolicy(policyJSON, bindingJSON, requestJSON string) (any, error) {
 		nsName = ns.Name
 		_ = namespaces.Add(&ns)
 	}
-	hook := validating.PolicyHook{Policy: &policy, Bindings: []*admissionregistrationv1.ValidatingAdmissionPolicyBinding{&binding},
-		Evaluator: compile(&policy)}
-	if policy.Spec.ParamKind != nil {
-		informer, scope, err := paramInformer(&policy, &req)
-		if err != nil {
+	in := &admissionInput{matcher: matching.NewMatcher(corelisters.NewNamespaceLister(namespaces), nil)}
+	if paramKind != nil {
+		if in.paramInformer, in.paramScope, err = paramInformer(paramKind, req); err != nil {
 			return nil, err
 		}
-		hook.ParamInformer, hook.ParamScope = informer, scope
 	}
-
 	gvr := schema.GroupVersionResource{Group: req.Group, Version: req.Version, Resource: req.Resource}
 	gvk := schema.GroupVersionKind{Group: req.Group, Version: req.Version, Kind: req.Kind}
 	var obj, old runtime.Object
@@ -163,26 +203,12 @@ func evaluatePolicy(policyJSON, bindingJSON, requestJSON string) (any, error) {
 	case "DELETE":
 		options = &metav1.DeleteOptions{}
 	}
-	attrs := &annotated{
+	in.attrs = &annotated{
 		Attributes: admission.NewAttributesRecord(obj, old, gvk, nsName, name, gvr, "", admission.Operation(req.Operation),
 			options, req.DryRun, &user.DefaultInfo{Name: req.User, Groups: req.Groups}),
 		annotations: map[string]string{},
 	}
-	rec := &recorder{}
-	ctx := warning.WithWarningRecorder(context.Background(), rec)
-	matcher := generic.NewPolicyMatcher(matching.NewMatcher(corelisters.NewNamespaceLister(namespaces), nil))
-	dispatcher := validating.NewDispatcher(allowAll{}, matcher)
-	o := admission.NewObjectInterfacesFromScheme(runtime.NewScheme())
-	out := map[string]any{"warnings": rec.warnings, "auditAnnotations": attrs.annotations}
-	if err := dispatcher.Dispatch(ctx, attrs, o, []validating.PolicyHook{hook}); err != nil {
-		status, ok := err.(apierrors.APIStatus)
-		if !ok {
-			return nil, err
-		}
-		out["status"] = status.Status()
-	}
-	out["warnings"] = rec.warnings
-	return out, nil
+	return in, nil
 }
 
 // decodeObject reads one object of the request as the apiserver decodes a body (integers as int64); nil when absent.
@@ -245,8 +271,8 @@ func compile(policy *admissionregistrationv1.ValidatingAdmissionPolicy) validati
 }
 
 // paramInformer serves the request's params as the apiserver's informer of the param kind would.
-func paramInformer(policy *admissionregistrationv1.ValidatingAdmissionPolicy, req *policyRequest) (informers.GenericInformer, meta.RESTScope, error) {
-	gv, err := schema.ParseGroupVersion(policy.Spec.ParamKind.APIVersion)
+func paramInformer(paramKind *admissionregistrationv1.ParamKind, req *policyRequest) (informers.GenericInformer, meta.RESTScope, error) {
+	gv, err := schema.ParseGroupVersion(paramKind.APIVersion)
 	if err != nil {
 		return nil, nil, fmt.Errorf("paramKind.apiVersion: %w", err)
 	}

@@ -1,8 +1,10 @@
 /**
  * @module cel-policy
- * ValidatingAdmissionPolicies in the offline validator (`@opkit/testenv/cel`): `checkPolicy` compiles a policy's
- * expressions and type-checks them against the matched kinds, `evaluatePolicy` decides a write through a policy and
- * its binding with the apiserver's own admission dispatcher.
+ * Admission policies in the offline validator (`@opkit/testenv/cel`): `checkPolicy` compiles a Validating- or
+ * MutatingAdmissionPolicy's expressions and type-checks them against the matched kinds, `evaluatePolicy` decides a write
+ * through a ValidatingAdmissionPolicy and its binding with the apiserver's own admission dispatcher, and
+ * `evaluateMutatingPolicy` mutates a write through a MutatingAdmissionPolicy with the apiserver's own mutating
+ * dispatcher and patchers.
  *
  * Guarantees: the answers are the apiserver's code's (see `cel.ts`); a policy, binding or request that is not what the
  * apiserver would accept as such fails with `TestenvError` `InvalidOption` naming what is wrong.
@@ -21,7 +23,7 @@ interface Cause {
   readonly field?: string;
 }
 
-/** One expression of a ValidatingAdmissionPolicy that does not compile, or does not type-check against a matched kind. */
+/** One expression of a policy that does not compile, or does not type-check against a matched kind. */
 export interface PolicyProblem {
   /** The expression's field, e.g. `spec.validations[0].expression`. */
   readonly field: string;
@@ -31,8 +33,8 @@ export interface PolicyProblem {
   readonly detail: string;
   /**
    * False: the apiserver refuses the policy. True: it compiles, but not against the schema of a kind it matches (a
-   * typo in a field name): the apiserver accepts it and records a warning in its `status.typeChecking`, and the
-   * expression fails at run time.
+   * typo in a field name): the apiserver accepts it (for a ValidatingAdmissionPolicy it records a warning in its
+   * `status.typeChecking`), and the expression fails at run time, or a mutation sets a field the schema prunes.
    */
   readonly typeCheck: boolean;
 }
@@ -45,7 +47,10 @@ export interface PolicyCheck {
   readonly problems: readonly PolicyProblem[];
 }
 
-/** A ValidatingAdmissionPolicy as JSON, or anything with a `manifests()` method returning it first (`definePolicy`). */
+/**
+ * A Validating- or MutatingAdmissionPolicy as JSON, or anything with a `manifests()` method returning it first
+ * (`definePolicy`, `defineMutatingPolicy`).
+ */
 export type PolicySource = object | { manifests(): readonly object[] };
 
 /** A kind a request writes: the runtime's kinds (`defineKind`, `@opkit/runtime/kinds`) have these fields. */
@@ -102,7 +107,35 @@ export interface PolicyAdmission {
   readonly auditAnnotations: Readonly<Record<string, string>>;
 }
 
-/** A policy and its binding: `definePolicy`'s result, or the two objects. */
+/** A write through a MutatingAdmissionPolicy: a `PolicyRequest`, and the CRD of a custom kind written. */
+export interface MutationRequest extends PolicyRequest {
+  /**
+   * The CustomResourceDefinition of the kind written, when it is not built in: its schema types the apply
+   * configurations (as the apiserver reads it from the CRD's OpenAPI) and gives the defaults applied after each
+   * mutation.
+   */
+  readonly crd?: object;
+}
+
+/** What a MutatingAdmissionPolicy does with a write. */
+export interface MutationAdmission {
+  /** False when the policy refused the write: an expression that errs under `failurePolicy: Fail`, a patch that cannot apply. */
+  readonly allowed: boolean;
+  /**
+   * The object as the policy leaves it, with a custom kind's defaults applied after each mutation (absent when
+   * refused, and on DELETE). Pass it to `create` or `update` to check it as the apiserver then does (pruning, the
+   * schema, the CRD's rules).
+   */
+  readonly object?: object;
+  /** True when the policy changed the object. */
+  readonly mutated: boolean;
+  /** The refusal the apiserver sends: its message, reason and code. */
+  readonly status?: PolicyAdmission['status'];
+  /** The warnings sent to the client. */
+  readonly warnings: readonly string[];
+}
+
+/** A policy and its binding: `definePolicy`'s or `defineMutatingPolicy`'s result, or the two objects. */
 export type PolicyPairSource =
   | { manifests(): readonly object[] }
   | { readonly policy: object; readonly binding: object };
@@ -111,9 +144,10 @@ export type PolicyPairSource =
 export interface PolicyApi {
   checkPolicy(policy: string, crds: string): string;
   evaluatePolicy(policy: string, binding: string, request: string): string;
+  evaluateMutatingPolicy(policy: string, binding: string, request: string): string;
 }
 
-/** `checkPolicy` and `evaluatePolicy` of a validator. */
+/** `checkPolicy`, `evaluatePolicy` and `evaluateMutatingPolicy` of a validator. */
 export function policyMethods(
   api: PolicyApi,
   crdOf: (source: object) => Json,
@@ -121,6 +155,7 @@ export function policyMethods(
 ): {
   checkPolicy(policy: PolicySource, crds?: readonly object[]): PolicyCheck;
   evaluatePolicy(policy: PolicyPairSource, request: PolicyRequest): PolicyAdmission;
+  evaluateMutatingPolicy(policy: PolicyPairSource, request: MutationRequest): MutationAdmission;
 } {
   return {
     checkPolicy(source, crds = []) {
@@ -135,15 +170,35 @@ export function policyMethods(
       return { ok: problems.length === 0, problems };
     },
     evaluatePolicy(source, request) {
-      const [policy, binding] = 'manifests' in source ? source.manifests() : [source.policy, source.binding];
-      kindOf(policy, 'ValidatingAdmissionPolicy', 'policy');
-      kindOf(binding, 'ValidatingAdmissionPolicyBinding', 'binding');
+      const [policy, binding] = pairOf(source, 'ValidatingAdmissionPolicy');
       const out = call<Omit<PolicyAdmission, 'allowed'> & { warnings: string[] | null }>(
         api.evaluatePolicy(JSON.stringify(policy), JSON.stringify(binding), JSON.stringify(requestOf(request))),
       );
       return { ...out, allowed: out.status === undefined, warnings: out.warnings ?? [] };
     },
+    evaluateMutatingPolicy(source, request) {
+      const [policy, binding] = pairOf(source, 'MutatingAdmissionPolicy');
+      const crd = request.crd === undefined ? {} : { crd: crdOf(request.crd) };
+      const out = call<
+        Omit<MutationAdmission, 'allowed' | 'mutated'> & { mutated?: boolean; warnings: string[] | null }
+      >(
+        api.evaluateMutatingPolicy(
+          JSON.stringify(policy),
+          JSON.stringify(binding),
+          JSON.stringify({ ...requestOf(request), ...crd }),
+        ),
+      );
+      return { ...out, allowed: out.status === undefined, mutated: out.mutated ?? false, warnings: out.warnings ?? [] };
+    },
   };
+}
+
+/** The policy and binding of a source, each of the kind expected. */
+function pairOf(source: PolicyPairSource, kind: string): [object, object] {
+  const [policy, binding] = 'manifests' in source ? source.manifests() : [source.policy, source.binding];
+  kindOf(policy, kind, 'policy');
+  kindOf(binding, `${kind}Binding`, 'binding');
+  return [policy as object, binding as object];
 }
 
 function kindOf(value: unknown, kind: string, what: string): void {
@@ -175,8 +230,12 @@ function requestOf(r: PolicyRequest): Json {
 function policyOf(source: PolicySource): Json {
   const policy =
     'manifests' in source && typeof source.manifests === 'function' ? (source.manifests()[0] as unknown) : source;
-  if (typeof policy !== 'object' || policy === null || (policy as Json).kind !== 'ValidatingAdmissionPolicy') {
-    throw new TestenvError('InvalidOption', 'expected a ValidatingAdmissionPolicy, or a policy made by definePolicy');
+  const kind = typeof policy === 'object' && policy !== null ? (policy as Json).kind : undefined;
+  if (kind !== 'ValidatingAdmissionPolicy' && kind !== 'MutatingAdmissionPolicy') {
+    throw new TestenvError(
+      'InvalidOption',
+      'expected a Validating- or MutatingAdmissionPolicy, or a policy made by definePolicy or defineMutatingPolicy',
+    );
   }
   return policy as Json;
 }

@@ -15,8 +15,13 @@
  *
  * - `evaluatePolicy(policy, request)` decides a write through a ValidatingAdmissionPolicy and its binding as the
  *   apiserver's admission plugin does (its dispatcher, run here): the refusal, the warnings, the audit annotations.
- * - `checkPolicy(policy, crds)` compiles a ValidatingAdmissionPolicy's expressions as the apiserver does on create, and
- *   type-checks its validations against the matched kinds' schemas as the apiserver's type checker does.
+ * - `evaluateMutatingPolicy(policy, request)` mutates a write through a MutatingAdmissionPolicy and its binding as the
+ *   apiserver's mutating admission plugin does (its dispatcher and its JSON patch and apply-configuration patchers).
+ * - `checkPolicy(policy, crds)` compiles a Validating- or MutatingAdmissionPolicy's expressions as the apiserver does on
+ *   create, and type-checks them against the matched kinds' schemas: a ValidatingAdmissionPolicy's validations as the
+ *   apiserver's type checker does; a MutatingAdmissionPolicy's variables, match conditions and mutations (the fields
+ *   and values of apply configurations, the constant paths of JSON patches) with the same typed environment, since the
+ *   apiserver has no type checker for mutations.
  *
  * Guarantees: results equal the apiserver's (a differential test in this package holds it to the real apiserver over
  * generated objects); every Kubernetes CEL library the pinned version serves to CRDs is there, because it is that
@@ -26,6 +31,8 @@
  */
 import { createContext, runInContext } from 'node:vm';
 import {
+  type MutationAdmission,
+  type MutationRequest,
   type PolicyAdmission,
   type PolicyApi,
   type PolicyCheck,
@@ -40,6 +47,8 @@ import { prepareValidation, type ValidationManifest, validationWasm } from './va
 
 export type {
   KindRef,
+  MutationAdmission,
+  MutationRequest,
   PolicyAdmission,
   PolicyCheck,
   PolicyPairSource,
@@ -146,8 +155,10 @@ export interface Validator {
    */
   update<T extends object>(crd: CrdSource, object: T, old: T, options?: WriteOptions): Admission<T>;
   /**
-   * Compiles every expression of a ValidatingAdmissionPolicy as the apiserver does, and type-checks its validations
-   * against the schemas of the kinds it matches among `crds` (built-in kinds are checked untyped).
+   * Compiles every expression of a Validating- or MutatingAdmissionPolicy as the apiserver does, and type-checks them
+   * against the schemas of the kinds it matches among `crds` (built-in kinds are checked untyped): a validating
+   * policy's validations; a mutating policy's variables, match conditions and mutations, down to the fields an apply
+   * configuration sets and the constant paths of a JSON patch.
    */
   checkPolicy(policy: PolicySource, crds?: readonly CrdSource[]): PolicyCheck;
   /**
@@ -156,6 +167,13 @@ export interface Validator {
    * audit annotations.
    */
   evaluatePolicy(policy: PolicyPairSource, request: PolicyRequest): PolicyAdmission;
+  /**
+   * A write through a MutatingAdmissionPolicy and its binding (`defineMutatingPolicy`'s, or `{ policy, binding }`), as
+   * the apiserver's mutating admission plugin makes it: matching, match conditions, params, variables, then each
+   * mutation in order (JSON patches; apply configurations merged by the kind's schema, a custom kind's from
+   * `request.crd`), with a custom kind's defaults applied after each. A built-in kind's defaults are not applied.
+   */
+  evaluateMutatingPolicy(policy: PolicyPairSource, request: MutationRequest): MutationAdmission;
 }
 
 /** How `loadValidator` and `prepareValidator` report. */
@@ -258,6 +276,9 @@ function guarded(api: GoApi, state: { exited: boolean }): GoApi {
     checkPolicy: alive((policy: string, crds: string) => api.checkPolicy(policy, crds)),
     evaluatePolicy: alive((policy: string, binding: string, request: string) =>
       api.evaluatePolicy(policy, binding, request),
+    ),
+    evaluateMutatingPolicy: alive((policy: string, binding: string, request: string) =>
+      api.evaluateMutatingPolicy(policy, binding, request),
     ),
   };
 }

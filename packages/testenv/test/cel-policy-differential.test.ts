@@ -206,5 +206,8 @@ describe('evaluatePolicy agrees with the apiserver', () => {
       [['spec.validations[0].expression', true]],
     );
     assert.match(found[0]?.detail ?? '', /undefined field 'replicass'/);
+    // metadata is all of ObjectMeta, as the apiserver resolves the kind from the CRD's published OpenAPI
+    typo.spec.validations = [{ expression: "object.metadata.?labels.app.orValue('') != 'x'" }];
+    assert.deepEqual(v.checkPolicy(typo, [CRD]).problems, []);
   });
 });
