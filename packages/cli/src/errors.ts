@@ -47,8 +47,8 @@ export type CliErrorCode =
    */
   | 'SchemaRejected'
   /**
-   * An expression of a ValidatingAdmissionPolicy does not compile, or does not type-check against a kind it matches:
-   * the message names the policy, the field and the expression (nothing was written).
+   * An expression of a Validating- or MutatingAdmissionPolicy does not compile, or does not type-check against a kind it
+   * matches: the message names the policy, the field and the expression (nothing was written).
    */
   | 'PolicyRejected'
   /** `opkit chaos`: the operator does not start (`node src/main.ts --help` fails); the message has the start of its output. */

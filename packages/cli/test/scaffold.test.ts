@@ -6,7 +6,7 @@ import { join, relative } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Applier, Client, loadConfig, parseManifests } from '@opkit/runtime/client';
-import type { Policy } from '@opkit/runtime/policy';
+import type { MutatingPolicy, Policy } from '@opkit/runtime/policy';
 import { type Environment, start, waitFor } from '@opkit/testenv';
 import { type KindRef, loadValidator } from '@opkit/testenv/cel';
 
@@ -201,10 +201,13 @@ describe('opkit init → create api → generate → a working operator', () => 
     }
   });
 
-  test('a ValidatingAdmissionPolicy in src/policies.ts: checked by generate, written to config/ and the chart, enforced as evaluated offline', async () => {
+  test('a Validating- and a MutatingAdmissionPolicy in src/policies.ts: checked by generate, written to config/ and the chart, enforced as evaluated offline', async () => {
     const dir = join(work, 'gadget-operator');
     const policies = join(dir, 'src/policies.ts');
-    const policyFile = (expression: string) => `import { definePolicy } from '@opkit/runtime/policy';
+    const policyFile = (
+      expression: string,
+      color = 'color',
+    ) => `import { defineMutatingPolicy, definePolicy } from '@opkit/runtime/policy';
 import { Gadgets } from './api/v1beta1/gadget.ts';
 
 export const policies = [
@@ -212,6 +215,11 @@ export const policies = [
     name: 'gadget-replicas',
     match: [{ kind: Gadgets }],
     validations: [{ expression: ${JSON.stringify(expression)}, message: 'at most 5 gadgets' }],
+  }),
+  defineMutatingPolicy({
+    name: 'gadget-color',
+    match: [{ kind: Gadgets, operations: ['CREATE'] }],
+    mutations: [{ applyConfiguration: 'has(object.spec.color) ? Object{} : Object{spec: Object.spec{${color}: "grün"}}' }],
   }),
 ];
 `;
@@ -225,6 +233,16 @@ export const policies = [
       /spec\.validations\[0\]\.expression `object\.spec\.replicass <= 5` \(does not type-check\): .*undefined field 'replicass'/,
     );
     await assert.rejects(readFile(join(dir, 'config/policies/gadget-replicas.yaml')), 'nothing was written');
+    // a field the mutation sets that the Gadget's schema does not have: refused too, naming the mutation
+    await writeFile(policies, policyFile('object.spec.replicas <= 5', 'colour'));
+    const mistyped = opkit(dir, ['generate']);
+    assert.equal(mistyped.code, 1, mistyped.out);
+    assert.match(mistyped.out, /src\/policies\.ts: policy gadget-color:/);
+    assert.match(
+      mistyped.out,
+      /spec\.mutations\[0\]\.applyConfiguration\.expression `.*` \(does not type-check\): .*undefined field 'colour'/,
+    );
+    await assert.rejects(readFile(join(dir, 'config/policies/gadget-color.yaml')), 'nothing was written');
 
     await writeFile(policies, policyFile('object.spec.replicas <= 5'));
     const generated = opkit(dir, ['generate', '--helm']);
@@ -243,7 +261,7 @@ export const policies = [
     const admin = new Client(await loadConfig({ path: env.kubeconfigPath }));
     try {
       const install = parseManifests(await readFile(join(dir, 'dist/install.yaml'), 'utf8'));
-      await new Applier(admin, 'test').applyAll(install.filter((o) => o.kind?.startsWith('ValidatingAdmissionPolicy')));
+      await new Applier(admin, 'test').applyAll(install.filter((o) => o.kind?.includes('AdmissionPolicy')));
       const { Gadgets } = (await import(pathToFileURL(join(dir, 'src/api/v1beta1/gadget.ts')).href)) as {
         Gadgets: KindRef;
       };
@@ -272,8 +290,11 @@ export const policies = [
         },
         60_000,
       );
-      const { policies: defined } = (await import(pathToFileURL(policies).href)) as { policies: Policy[] };
-      const offline = (await loadValidator()).evaluatePolicy(defined[0] as Policy, {
+      const { policies: defined } = (await import(pathToFileURL(policies).href)) as {
+        policies: [Policy, MutatingPolicy];
+      };
+      const validator = await loadValidator();
+      const offline = validator.evaluatePolicy(defined[0], {
         operation: 'CREATE',
         kind: Gadgets,
         object: gadget,
@@ -284,6 +305,34 @@ export const policies = [
         `gadgets.shop.example.org "big" is forbidden: ValidatingAdmissionPolicy 'gadget-replicas' with binding 'gadget-replicas-binding' denied request: at most 5 gadgets`,
       );
       assert.ok(message.includes(offline.status?.message ?? '-'), message);
+
+      // the mutating policy sets a color the gadget lacks, as the offline evaluation does
+      const small = { ...gadget, metadata: { name: 'small', namespace: 'default' }, spec: { replicas: 2 } };
+      const crd = install.find(
+        (o) => o.kind === 'CustomResourceDefinition' && o.metadata?.name === 'gadgets.shop.example.org',
+      );
+      const mutated = validator.evaluateMutatingPolicy(defined[1], {
+        operation: 'CREATE',
+        kind: Gadgets,
+        object: small,
+        crd: crd as object,
+      });
+      assert.equal(mutated.mutated, true);
+      let stored: { spec?: { color?: string } } = {};
+      await waitFor(
+        'the mutating policy enforced',
+        async () => {
+          stored = await admin.transport.request({
+            method: 'POST',
+            path: '/apis/shop.example.org/v1beta1/namespaces/default/gadgets?dryRun=All',
+            body: small,
+          });
+          return stored.spec?.color !== undefined;
+        },
+        60_000,
+      );
+      assert.equal(stored.spec?.color, 'grün');
+      assert.deepEqual((mutated.object as typeof stored).spec, stored.spec);
     } finally {
       admin.close();
     }

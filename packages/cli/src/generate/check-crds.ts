@@ -6,14 +6,17 @@
  * `oldSelf` where there is no old value), its estimated cost is held to the per-rule and per-CRD budgets, and the
  * schema must be structural.
  *
- * The project's ValidatingAdmissionPolicies (src/policies.ts) are compiled the same way, each expression in the
- * apiserver's environment, and their validations type-checked against the schemas of the project's kinds they match.
+ * The project's admission policies (src/policies.ts) are compiled the same way, each expression in the apiserver's
+ * environment, and type-checked against the schemas of the project's kinds they match: a ValidatingAdmissionPolicy's
+ * validations, a MutatingAdmissionPolicy's variables, match conditions and mutations (the fields and values an apply
+ * configuration sets, a JSON patch's constant paths, no apply configuration of an atomic list).
  *
  * Guarantees: when a CRD would be refused, `checkCrds` throws `SchemaRejected` naming the API's source file, the kind,
  * and for each error the version, the schema path, the rule and the apiserver's own words (the compiler's caret line
  * included); for a policy, `PolicyRejected` naming the policy, the field and the expression — also for an expression
  * the apiserver would accept but that does not type-check against a matched kind (a typo in a field name, which
- * would fail every write at run time). Nothing has been written yet.
+ * would fail every write at run time, or which a mutation would write and the schema prune). Nothing has been written
+ * yet.
  */
 import { type CrdProblem, loadValidator, type PolicyProblem } from '@opkit/testenv/cel';
 import { CliError } from '../errors.ts';

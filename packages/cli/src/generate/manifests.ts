@@ -17,12 +17,11 @@ import {
   metricsReaderClusterRole,
   rbacManifests,
 } from '@opkit/runtime/helpers';
-import type { Policy } from '@opkit/runtime/policy';
 import yaml from 'js-yaml';
 import { CliError } from '../errors.ts';
 import { kindsName, lower } from '../project/names.ts';
 import { type ApiEntry, apiGroup, type Project } from '../project/project.ts';
-import { loadPolicies, POLICIES_FILE, policyFile, policyObjects } from './policies.ts';
+import { type AnyPolicy, loadPolicies, POLICIES_FILE, policyFile, policyObjects } from './policies.ts';
 import { shardingComponent, shardingRbacObjects } from './sharding.ts';
 import {
   certManagerObjects,
@@ -48,8 +47,8 @@ export interface LoadedApi {
   readonly permissions: readonly Permission[];
   /** The project's webhooks (src/webhooks.ts), carried by the first API. */
   readonly webhooks?: LoadedWebhooks;
-  /** The project's ValidatingAdmissionPolicies (src/policies.ts), carried by the first API. */
-  readonly policies?: readonly Policy[];
+  /** The project's Validating- and MutatingAdmissionPolicies (src/policies.ts), carried by the first API. */
+  readonly policies?: readonly AnyPolicy[];
 }
 
 export const apiFile = (api: ApiEntry) => `src/api/${api.version}/${lower(api.kind)}.ts`;
@@ -266,7 +265,7 @@ export function installYaml(p: Project, apis: readonly LoadedApi[], image = p.im
 /** config/policies/: a file per policy (the policy and its binding) and their kustomization. */
 function setPolicyFiles(
   files: Map<string, string>,
-  policies: readonly Policy[],
+  policies: readonly AnyPolicy[],
   kustomization: (resources: string[]) => string,
 ): void {
   for (const policy of policies)
