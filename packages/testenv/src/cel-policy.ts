@@ -82,7 +82,11 @@ export interface PolicyRequest {
   readonly oldObject?: object;
   /** The Namespace the write is in, with its labels (default: the object's namespace, else `default`; no labels). */
   readonly namespace?: object;
-  /** The objects of the policy's param kind that exist. */
+  /**
+   * The objects of the policy's param kind that exist. Absent: none exist (for a policy made by `definePolicy` or
+   * `defineMutatingPolicy`, whose param kind is known; a policy given as JSON with a `paramKind` needs `params`, with
+   * `objects: []` for none, to know the kind's scope).
+   */
   readonly params?: { readonly kind: KindRef; readonly objects: readonly object[] };
   /** Who writes (`request.userInfo`); the `authorizer` variable allows every check. */
   readonly user?: { readonly username: string; readonly groups?: readonly string[] };
@@ -172,7 +176,11 @@ export function policyMethods(
     evaluatePolicy(source, request) {
       const [policy, binding] = pairOf(source, 'ValidatingAdmissionPolicy');
       const out = call<Omit<PolicyAdmission, 'allowed'> & { warnings: string[] | null }>(
-        api.evaluatePolicy(JSON.stringify(policy), JSON.stringify(binding), JSON.stringify(requestOf(request))),
+        api.evaluatePolicy(
+          JSON.stringify(policy),
+          JSON.stringify(binding),
+          JSON.stringify(requestOf(request, policy, source)),
+        ),
       );
       return { ...out, allowed: out.status === undefined, warnings: out.warnings ?? [] };
     },
@@ -185,7 +193,7 @@ export function policyMethods(
         api.evaluateMutatingPolicy(
           JSON.stringify(policy),
           JSON.stringify(binding),
-          JSON.stringify({ ...requestOf(request), ...crd }),
+          JSON.stringify({ ...requestOf(request, policy, source), ...crd }),
         ),
       );
       return { ...out, allowed: out.status === undefined, mutated: out.mutated ?? false, warnings: out.warnings ?? [] };
@@ -194,6 +202,12 @@ export function policyMethods(
 }
 
 /** The policy and binding of a source, each of the kind expected. */
+/** The param kind of a `definePolicy` or `defineMutatingPolicy` definition. */
+function paramKindOf(definition: unknown): KindRef | undefined {
+  const kind = (definition as { params?: { kind?: KindRef } } | undefined)?.params?.kind;
+  return typeof kind?.plural === 'string' ? kind : undefined;
+}
+
 function pairOf(source: PolicyPairSource, kind: string): [object, object] {
   const [policy, binding] = 'manifests' in source ? source.manifests() : [source.policy, source.binding];
   kindOf(policy, kind, 'policy');
@@ -207,7 +221,22 @@ function kindOf(value: unknown, kind: string, what: string): void {
   }
 }
 
-function requestOf(r: PolicyRequest): Json {
+/**
+ * The request as the Go side reads it. A policy with a `paramKind` and no `params` in the request has none: their
+ * kind (and so its scope) is the definition's.
+ */
+function requestOf(r: PolicyRequest, policy: object, source: PolicyPairSource): Json {
+  const paramKind = (policy as { spec?: { paramKind?: { kind?: string } } }).spec?.paramKind;
+  let params = r.params;
+  if (params === undefined && paramKind !== undefined) {
+    const kind = 'definition' in source ? paramKindOf(source.definition) : undefined;
+    if (kind === undefined)
+      throw new TestenvError(
+        'InvalidOption',
+        `the policy's params are ${paramKind.kind} objects: pass request.params ({ kind, objects }, objects: [] for none) so their scope is known`,
+      );
+    params = { kind, objects: [] };
+  }
   return {
     operation: r.operation,
     object: r.object,
@@ -218,9 +247,9 @@ function requestOf(r: PolicyRequest): Json {
     kind: r.kind.kind,
     namespaced: r.kind.namespaced,
     namespace: r.namespace,
-    params: r.params?.objects,
-    paramResource: r.params?.kind.plural,
-    paramNamespaced: r.params?.kind.namespaced ?? false,
+    params: params?.objects,
+    paramResource: params?.kind.plural,
+    paramNamespaced: params?.kind.namespaced ?? false,
     user: r.user?.username ?? '',
     groups: r.user?.groups ?? [],
     dryRun: r.dryRun ?? false,

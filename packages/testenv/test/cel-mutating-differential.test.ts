@@ -280,6 +280,37 @@ describe('evaluateMutatingPolicy agrees with the apiserver', () => {
     }
   });
 
+  test('params absent: none exist, of the kind a definition names; a policy as JSON must say which kind', () => {
+    const allow = structuredClone(MUTATING_BINDING) as unknown as {
+      spec: { paramRef: { parameterNotFoundAction: string } };
+    };
+    allow.spec.paramRef.parameterNotFoundAction = 'Allow';
+    const object = stored({
+      apiVersion: `${GROUP}/v1`,
+      kind: KIND,
+      metadata: { name: 'p' },
+      spec: { replicas: 1, image: 'nginx' },
+    });
+    // a definePolicy / defineMutatingPolicy result carries its definition, whose params name the kind
+    const defined = { definition: { params: { kind: CONFIGMAPS } }, manifests: () => [MUTATING_POLICY, allow] };
+    const r = v.evaluateMutatingPolicy(defined, {
+      operation: 'CREATE',
+      kind: PROBES,
+      object: object as object,
+      crd: CRD,
+    });
+    assert.equal(r.allowed, true, JSON.stringify(r.status));
+    assert.equal(r.mutated, false, 'no params, Allow: the policy does not run');
+    assert.throws(
+      () =>
+        v.evaluateMutatingPolicy(
+          { policy: MUTATING_POLICY, binding: allow },
+          { operation: 'CREATE', kind: PROBES, object: object as object, crd: CRD },
+        ),
+      /the policy's params are ConfigMap objects: pass request\.params/,
+    );
+  });
+
   test('checkPolicy: a broken mutation is refused by the apiserver and found offline, at the same field', async () => {
     const broken = structuredClone(MUTATING_POLICY) as unknown as {
       metadata: { name: string };
