@@ -15,12 +15,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/admission"
 	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/mutating"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/mutating/patch"
-	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
-	"k8s.io/apiserver/pkg/admission/plugin/webhook/matchconditions"
 	"k8s.io/apiserver/pkg/cel/environment"
 	"k8s.io/apiserver/pkg/warning"
 	"k8s.io/client-go/applyconfigurations"
@@ -81,6 +80,9 @@ func evaluateMutatingPolicy(policyJSON, bindingJSON, requestJSON string) (any, e
 		return nil, fmt.Errorf("the binding %q binds policy %q, not %q", binding.Name, binding.Spec.PolicyName, policy.Name)
 	}
 	defaultMutatingPolicy(&policy)
+	if problems := mutationProblems(&policy); len(problems) > 0 {
+		return nil, fmt.Errorf("the apiserver refuses this MutatingAdmissionPolicy: %s: %s", problems[0].Field, problems[0].Detail)
+	}
 	if binding.Spec.MatchResources != nil {
 		defaultMatch(binding.Spec.MatchResources)
 	}
@@ -128,6 +130,8 @@ func equalObjects(a, b runtime.Object) bool {
 	return errX == nil && errY == nil && string(x) == string(y)
 }
 
+var converterMemo = map[string]managedfields.TypeConverter{}
+
 // crdConverter is the custom kind's prepared schema (for its defaults) and the type converter the apiserver builds
 // from the CRD's published OpenAPI v3.
 func crdConverter(crdJSON string, gvk schema.GroupVersionKind) (*kind, managedfields.TypeConverter, error) {
@@ -142,15 +146,19 @@ func crdConverter(crdJSON string, gvk schema.GroupVersionKind) (*kind, managedfi
 	if err != nil {
 		return nil, nil, err
 	}
-	openapi, err := crdOpenAPI(v1, gvk.Version)
-	if err != nil {
-		return nil, nil, err
-	}
-	tc, err := managedfields.NewTypeConverter(openapi.Components.Schemas, v1.Spec.PreserveUnknownFields)
-	if err != nil {
-		return nil, nil, fmt.Errorf("the type converter of %s: %w", gvk, err)
-	}
-	return k, tc, nil
+	tc, err := memo(converterMemo, crdJSON+"\x00"+gvk.Version, func() (managedfields.TypeConverter, error) {
+		openapi, err := crdOpenAPI(v1, gvk.Version)
+		if err != nil {
+			return nil, err
+		}
+		// preserveUnknownFields false, as the apiserver's TypeConverterManager builds it from the published OpenAPI
+		tc, err := managedfields.NewTypeConverter(openapi.Components.Schemas, false)
+		if err != nil {
+			return nil, fmt.Errorf("the type converter of %s: %w", gvk, err)
+		}
+		return tc, nil
+	})
+	return k, tc, err
 }
 
 // compileMutating builds the policy's evaluator as the apiserver's mutating admission plugin does (its compilePolicy
@@ -158,38 +166,70 @@ func crdConverter(crdJSON string, gvk schema.GroupVersionKind) (*kind, managedfi
 // expressions, with the patch types.
 func compileMutating(policy *admissionregistrationv1.MutatingAdmissionPolicy) mutating.PolicyEvaluator {
 	opts := plugincel.OptionalVariableDeclarations{HasParams: policy.Spec.ParamKind != nil, HasAuthorizer: true}
-	compiler, err := plugincel.NewCompositedCompiler(environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()))
+	compiler, matcher, err := compileShared(policy.Name, policy.Spec.Variables, policy.Spec.MatchConditions, policy.Spec.FailurePolicy, opts)
 	if err != nil {
 		return mutating.PolicyEvaluator{Error: err}
-	}
-	variables := make([]plugincel.NamedExpressionAccessor, len(policy.Spec.Variables))
-	for i, v := range policy.Spec.Variables {
-		variables[i] = &validating.Variable{Name: v.Name, Expression: v.Expression}
-	}
-	compiler.CompileAndStoreVariables(variables, opts, environment.StoredExpressions)
-	var matcher matchconditions.Matcher
-	if len(policy.Spec.MatchConditions) > 0 {
-		conditions := make([]plugincel.ExpressionAccessor, len(policy.Spec.MatchConditions))
-		for i := range policy.Spec.MatchConditions {
-			conditions[i] = (*matchconditions.MatchCondition)(&policy.Spec.MatchConditions[i])
-		}
-		matcher = matchconditions.NewMatcher(compiler.CompileCondition(conditions, opts, environment.StoredExpressions),
-			policy.Spec.FailurePolicy, "policy", "validate", policy.Name)
 	}
 	patchOpts := opts
 	patchOpts.HasPatchTypes = true
 	var patchers []patch.Patcher
-	for _, m := range policy.Spec.Mutations {
-		switch {
-		case m.PatchType == admissionregistrationv1.PatchTypeJSONPatch && m.JSONPatch != nil:
-			e := compiler.CompileMutatingEvaluator(&patch.JSONPatchCondition{Expression: m.JSONPatch.Expression}, patchOpts, environment.StoredExpressions)
+	for _, m := range mutationsOf(policy) {
+		e := compiler.CompileMutatingEvaluator(m.accessor, patchOpts, environment.StoredExpressions)
+		if m.jsonPatch {
 			patchers = append(patchers, patch.NewJSONPatcher(e))
-		case m.PatchType == admissionregistrationv1.PatchTypeApplyConfiguration && m.ApplyConfiguration != nil:
-			e := compiler.CompileMutatingEvaluator(&patch.ApplyConfigurationCondition{Expression: m.ApplyConfiguration.Expression}, patchOpts, environment.StoredExpressions)
+		} else {
 			patchers = append(patchers, patch.NewApplyConfigurationPatcher(e))
 		}
 	}
 	return mutating.PolicyEvaluator{Matcher: matcher, Mutators: patchers, CompositedCompiler: compiler}
+}
+
+// mutationExpression is one mutation's expression, as the apiserver's patchers compile it.
+type mutationExpression struct {
+	path      *field.Path // spec.mutations[i].jsonPatch.expression, or ….applyConfiguration.expression
+	accessor  plugincel.ExpressionAccessor
+	jsonPatch bool
+}
+
+// mutationsOf is each mutation's expression, in order; mutationProblems has already refused a mutation whose body is
+// not its patchType's.
+func mutationsOf(policy *admissionregistrationv1.MutatingAdmissionPolicy) []mutationExpression {
+	var out []mutationExpression
+	for i, m := range policy.Spec.Mutations {
+		p := field.NewPath("spec", "mutations").Index(i)
+		switch {
+		case m.PatchType == admissionregistrationv1.PatchTypeJSONPatch && m.JSONPatch != nil:
+			out = append(out, mutationExpression{p.Child("jsonPatch", "expression"), &patch.JSONPatchCondition{Expression: m.JSONPatch.Expression}, true})
+		case m.PatchType == admissionregistrationv1.PatchTypeApplyConfiguration && m.ApplyConfiguration != nil:
+			out = append(out, mutationExpression{p.Child("applyConfiguration", "expression"), &patch.ApplyConfigurationCondition{Expression: m.ApplyConfiguration.Expression}, false})
+		}
+	}
+	return out
+}
+
+// mutationProblems is what the apiserver refuses in a MutatingAdmissionPolicy besides its expressions: no
+// reinvocationPolicy (it has no default), a mutation whose body is not its patchType's.
+func mutationProblems(policy *admissionregistrationv1.MutatingAdmissionPolicy) []policyProblem {
+	var problems []policyProblem
+	switch policy.Spec.ReinvocationPolicy {
+	case admissionregistrationv1.NeverReinvocationPolicy, admissionregistrationv1.IfNeededReinvocationPolicy:
+	default:
+		problems = append(problems, policyProblem{Field: "spec.reinvocationPolicy", Detail: fmt.Sprintf("must be Never or IfNeeded, not %q", policy.Spec.ReinvocationPolicy)})
+	}
+	for i, m := range policy.Spec.Mutations {
+		p := field.NewPath("spec", "mutations").Index(i)
+		jsonPatch := m.PatchType == admissionregistrationv1.PatchTypeJSONPatch
+		apply := m.PatchType == admissionregistrationv1.PatchTypeApplyConfiguration
+		switch {
+		case !jsonPatch && !apply:
+			problems = append(problems, policyProblem{Field: p.Child("patchType").String(), Detail: fmt.Sprintf("must be ApplyConfiguration or JSONPatch, not %q", m.PatchType)})
+		case jsonPatch && (m.JSONPatch == nil || m.ApplyConfiguration != nil):
+			problems = append(problems, policyProblem{Field: p.String(), Detail: "patchType JSONPatch needs jsonPatch, and no applyConfiguration"})
+		case apply && (m.ApplyConfiguration == nil || m.JSONPatch != nil):
+			problems = append(problems, policyProblem{Field: p.String(), Detail: "patchType ApplyConfiguration needs applyConfiguration, and no jsonPatch"})
+		}
+	}
+	return problems
 }
 
 // defaultMutatingPolicy fills in what the apiserver defaults on a stored MutatingAdmissionPolicy.
@@ -197,9 +237,6 @@ func defaultMutatingPolicy(p *admissionregistrationv1.MutatingAdmissionPolicy) {
 	if p.Spec.FailurePolicy == nil {
 		fail := admissionregistrationv1.Fail
 		p.Spec.FailurePolicy = &fail
-	}
-	if p.Spec.ReinvocationPolicy == "" {
-		p.Spec.ReinvocationPolicy = admissionregistrationv1.NeverReinvocationPolicy
 	}
 	if p.Spec.MatchConstraints != nil {
 		defaultMatch(p.Spec.MatchConstraints)

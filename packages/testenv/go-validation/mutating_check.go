@@ -18,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/util/version"
 	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
-	"k8s.io/apiserver/pkg/admission/plugin/policy/mutating/patch"
 	apiservercel "k8s.io/apiserver/pkg/cel"
 	"k8s.io/apiserver/pkg/cel/common"
 	"k8s.io/apiserver/pkg/cel/environment"
@@ -38,20 +37,11 @@ func checkMutatingPolicy(policyJSON string, known *knownKinds) (any, error) {
 		return nil, fmt.Errorf("the policy is not a MutatingAdmissionPolicy of admissionregistration.k8s.io/v1: %w", err)
 	}
 	defaultMutatingPolicy(&policy)
-	spec := field.NewPath("spec")
 	var items []checked
-	for i, m := range policy.Spec.Mutations {
-		p := spec.Child("mutations").Index(i)
-		switch {
-		case m.PatchType == admissionregistrationv1.PatchTypeJSONPatch && m.JSONPatch != nil:
-			c := &patch.JSONPatchCondition{Expression: m.JSONPatch.Expression}
-			items = append(items, checked{e: expression{path: p.Child("jsonPatch", "expression"), expression: c.Expression, returns: c.ReturnTypes()}, patchTypes: true})
-		case m.PatchType == admissionregistrationv1.PatchTypeApplyConfiguration && m.ApplyConfiguration != nil:
-			c := &patch.ApplyConfigurationCondition{Expression: m.ApplyConfiguration.Expression}
-			items = append(items, checked{e: expression{path: p.Child("applyConfiguration", "expression"), expression: c.Expression, returns: c.ReturnTypes()}, patchTypes: true})
-		}
+	for _, m := range mutationsOf(&policy) {
+		items = append(items, checked{e: expression{path: m.path, expression: m.accessor.GetExpression(), returns: m.accessor.ReturnTypes()}, patchTypes: true})
 	}
-	problems := compileExpressions(policy.Spec.ParamKind != nil, policy.Spec.Variables, policy.Spec.MatchConditions, items)
+	problems := append(mutationProblems(&policy), compileExpressions(policy.Spec.ParamKind != nil, policy.Spec.Variables, policy.Spec.MatchConditions, items)...)
 	// an expression that does not compile is not type-checked: that would only repeat its error
 	failed := map[string]bool{}
 	for _, p := range problems {
@@ -161,6 +151,9 @@ func typeCheckMutations(policy *admissionregistrationv1.MutatingAdmissionPolicy,
 				report(item.e.path, detail)
 			}
 		}
+		for _, detail := range objectLiteralNames(ast) {
+			report(item.e.path, detail)
+		}
 		for _, f := range atomicFields(ast, resolver) {
 			report(item.e.path, fmt.Sprintf("%s is atomic (a list without x-kubernetes-list-type map or set, or a map or struct marked atomic): "+
 				"the apiserver refuses an apply configuration that sets it; set it with a JSON patch, or give it a list type", f))
@@ -252,6 +245,36 @@ func jsonPatchPaths(a *celgo.Ast) []string {
 		}
 	})
 	return paths
+}
+
+// objectLiteralNames are the nested `Object…` literals whose type name is not their field's path, which the apiserver
+// refuses at run time ("unexpected type name"): `Object.spec{template: Object.spec.templat{…}}`. A list's items and a
+// map's values carry the name of the list or map.
+func objectLiteralNames(a *celgo.Ast) []string {
+	var found []string
+	var check func(want string, v celast.Expr)
+	check = func(want string, v celast.Expr) {
+		switch v.Kind() {
+		case celast.StructKind:
+			if got := v.AsStruct().TypeName(); strings.HasPrefix(got, mutation.ObjectTypeName) && got != want {
+				found = append(found, fmt.Sprintf("%s{…} is set as %s: its type must be %s{…}", got, strings.TrimPrefix(want, mutation.ObjectTypeName+"."), want))
+			}
+		case celast.ListKind:
+			for _, e := range v.AsList().Elements() {
+				check(want, e)
+			}
+		case celast.MapKind:
+			for _, e := range v.AsMap().Entries() {
+				check(want, e.AsMapEntry().Value())
+			}
+		}
+	}
+	structFields(a, func(typeName, name string, v celast.Expr) {
+		if typeName == mutation.ObjectTypeName || strings.HasPrefix(typeName, mutation.ObjectTypeName+".") {
+			check(typeName+"."+name, v)
+		}
+	})
+	return found
 }
 
 // atomicFields are the fields an apply configuration of the expression sets that the schema makes atomic: the

@@ -26,7 +26,11 @@ func (r *schemaResolver) Resolve(name string) (common.ResolvedType, bool) {
 		return nil, false
 	}
 	node := r.root
-	for _, f := range strings.Split(name, ".")[1:] {
+	for i, f := range strings.Split(name, ".")[1:] {
+		if i == 0 && f == "metadata" {
+			node = nil // ObjectMeta, whatever a CRD says of metadata: anything goes below it
+			break
+		}
 		node = child(node, f)
 	}
 	return &objectType{ObjectType: dynamic.NewObjectType(name), node: node}, true
@@ -76,7 +80,7 @@ func (o *objectType) Field(name string) (*types.FieldType, bool) {
 		return nil, false
 	}
 	typed := *f
-	typed.Type = celTypeOf(&p, o.TypeName()+"."+name)
+	typed.Type = celTypeOf(&p)
 	return &typed, true
 }
 
@@ -93,10 +97,12 @@ func (o *objectType) FieldNames() ([]string, bool) {
 
 func (o *objectType) Val(fields map[string]ref.Val) ref.Val { return o.ObjectType.Val(fields) }
 
-// celTypeOf is what a value of an apply configuration may be for a schema node: an `Object…` type for an object of
-// known fields, lists and maps of their items' types, strings, integers and booleans as such; anything else (a number,
-// which takes an integer too, int-or-string, nullable, preserved or embedded) is dynamic.
-func celTypeOf(s *structuralschema.Structural, name string) *types.Type {
+// celTypeOf is what a value of an apply configuration may be for a schema node: strings, integers and booleans as
+// such, lists and maps of their items' types; anything else is dynamic. An object is dynamic because the apiserver
+// takes any value that converts to it (an `Object…` literal, a map literal, `object.spec.template`, a typed param's
+// field); the names of nested `Object…` literals are checked apart (objectLiteralNames). A number takes an integer
+// too, and int-or-string, nullable, preserved and embedded nodes take anything.
+func celTypeOf(s *structuralschema.Structural) *types.Type {
 	if s.Nullable || s.XIntOrString || s.XPreserveUnknownFields || s.XEmbeddedResource {
 		return types.DynType
 	}
@@ -105,13 +111,10 @@ func celTypeOf(s *structuralschema.Structural, name string) *types.Type {
 		if s.Items == nil {
 			return types.NewListType(types.DynType)
 		}
-		return types.NewListType(celTypeOf(s.Items, name))
+		return types.NewListType(celTypeOf(s.Items))
 	case "object":
 		if s.AdditionalProperties != nil && s.AdditionalProperties.Structural != nil {
-			return types.NewMapType(types.StringType, celTypeOf(s.AdditionalProperties.Structural, name))
-		}
-		if len(s.Properties) > 0 {
-			return types.NewObjectType(name)
+			return types.NewMapType(types.StringType, celTypeOf(s.AdditionalProperties.Structural))
 		}
 	case "string":
 		return types.StringType

@@ -119,11 +119,13 @@ func crdKinds(crdsJSON string) (*knownKinds, error) {
 			}
 			known.mapper.AddSpecific(gvk, gvk.GroupVersion().WithResource(v1.Spec.Names.Plural),
 				gvk.GroupVersion().WithResource(v1.Spec.Names.Singular), scope)
-			openapi, err := crdOpenAPI(v1, v.Name)
-			if err != nil {
-				return nil, err
-			}
-			if known.schemas[gvk], err = resolvedSchema(openapi, gvk); err != nil {
+			if known.schemas[gvk], err = memo(schemaMemo, string(raw)+"\x00"+v.Name, func() (*spec.Schema, error) {
+				openapi, err := crdOpenAPI(v1, v.Name)
+				if err != nil {
+					return nil, err
+				}
+				return resolvedSchema(openapi, gvk)
+			}); err != nil {
 				return nil, err
 			}
 			known.structurals[gvk] = s
@@ -131,6 +133,30 @@ func crdKinds(crdsJSON string) (*knownKinds, error) {
 		}
 	}
 	return known, nil
+}
+
+var schemaMemo = map[string]*spec.Schema{}
+
+// memo is f's result, kept by key (a CRD's JSON and a version: building its OpenAPI is what a check of a policy spends
+// most on) for the next calls; at most maxKinds results are kept.
+func memo[T any](m map[string]T, key string, f func() (T, error)) (T, error) {
+	mu.Lock()
+	if v, ok := m[key]; ok {
+		mu.Unlock()
+		return v, nil
+	}
+	mu.Unlock()
+	v, err := f()
+	if err != nil {
+		return v, err
+	}
+	mu.Lock()
+	if len(m) >= maxKinds {
+		clear(m)
+	}
+	m[key] = v
+	mu.Unlock()
+	return v, nil
 }
 
 // crdOpenAPI is a served version's OpenAPI v3 as the apiserver publishes it (ObjectMeta and the other types it

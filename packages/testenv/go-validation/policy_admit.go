@@ -140,38 +140,18 @@ type admissionInput struct {
 // prepareAdmission decodes a request's objects as the apiserver decodes a body (integers are int64, never float64) and
 // serves its Namespace and params as the apiserver's informers would.
 func prepareAdmission(req *policyRequest, paramKind *admissionregistrationv1.ParamKind) (*admissionInput, error) {
-	object, err := decodeObject("object", req.Object)
+	gvk := schema.GroupVersionKind{Group: req.Group, Version: req.Version, Kind: req.Kind}
+	object, err := requestObject("object", req.Object, gvk)
 	if err != nil {
 		return nil, err
 	}
-	oldObject, err := decodeObject("oldObject", req.OldObject)
+	oldObject, err := requestObject("oldObject", req.OldObject, gvk)
 	if err != nil {
 		return nil, err
 	}
-	namespaceObject, err := decodeObject("namespace", req.Namespace)
+	namespaces, nsName, err := requestNamespace(req, object, oldObject)
 	if err != nil {
 		return nil, err
-	}
-	namespaces := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
-	nsName := ""
-	if req.Namespaced {
-		var ns corev1.Namespace
-		if namespaceObject != nil {
-			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(namespaceObject, &ns); err != nil {
-				return nil, fmt.Errorf("namespace: %w", err)
-			}
-		}
-		// the request's namespace: the Namespace given, else the object's, else the old object's, else default
-		for _, o := range []map[string]any{object, oldObject} {
-			if ns.Name == "" && o != nil {
-				ns.Name = (&unstructured.Unstructured{Object: o}).GetNamespace()
-			}
-		}
-		if ns.Name == "" {
-			ns.Name = "default"
-		}
-		nsName = ns.Name
-		_ = namespaces.Add(&ns)
 	}
 	in := &admissionInput{matcher: matching.NewMatcher(corelisters.NewNamespaceLister(namespaces), nil)}
 	if paramKind != nil {
@@ -179,36 +159,67 @@ func prepareAdmission(req *policyRequest, paramKind *admissionregistrationv1.Par
 			return nil, err
 		}
 	}
-	gvr := schema.GroupVersionResource{Group: req.Group, Version: req.Version, Resource: req.Resource}
-	gvk := schema.GroupVersionKind{Group: req.Group, Version: req.Version, Kind: req.Kind}
 	var obj, old runtime.Object
 	name := ""
-	if object != nil {
-		u := &unstructured.Unstructured{Object: object}
-		obj, name = u, u.GetName()
-	}
 	if oldObject != nil {
-		u := &unstructured.Unstructured{Object: oldObject}
-		old = u
-		if name == "" {
-			name = u.GetName()
-		}
+		old, name = oldObject, oldObject.GetName()
 	}
-	var options runtime.Object
-	switch req.Operation {
-	case "CREATE":
-		options = &metav1.CreateOptions{}
-	case "UPDATE":
-		options = &metav1.UpdateOptions{}
-	case "DELETE":
-		options = &metav1.DeleteOptions{}
+	if object != nil {
+		obj, name = object, object.GetName()
 	}
+	options := map[string]runtime.Object{"CREATE": &metav1.CreateOptions{}, "UPDATE": &metav1.UpdateOptions{}, "DELETE": &metav1.DeleteOptions{}}[req.Operation]
+	gvr := schema.GroupVersionResource{Group: req.Group, Version: req.Version, Resource: req.Resource}
 	in.attrs = &annotated{
 		Attributes: admission.NewAttributesRecord(obj, old, gvk, nsName, name, gvr, "", admission.Operation(req.Operation),
 			options, req.DryRun, &user.DefaultInfo{Name: req.User, Groups: req.Groups}),
 		annotations: map[string]string{},
 	}
 	return in, nil
+}
+
+// requestObject is an object of the request, with the kind written as its apiVersion and kind when it has none (the
+// apiserver knows them from the URL); nil when absent.
+func requestObject(what string, raw json.RawMessage, gvk schema.GroupVersionKind) (*unstructured.Unstructured, error) {
+	o, err := decodeObject(what, raw)
+	if err != nil || o == nil {
+		return nil, err
+	}
+	u := &unstructured.Unstructured{Object: o}
+	if u.GetAPIVersion() == "" && u.GetKind() == "" {
+		u.SetGroupVersionKind(gvk)
+	} else if u.GroupVersionKind() != gvk {
+		return nil, fmt.Errorf("%s: is a %s, but the request writes %s", what, u.GroupVersionKind(), gvk)
+	}
+	return u, nil
+}
+
+// requestNamespace serves the request's Namespace as the apiserver's informer would: the Namespace given, else one
+// named as the object's namespace, else the old object's, else default. Its name; empty for a cluster-scoped kind.
+func requestNamespace(req *policyRequest, object, oldObject *unstructured.Unstructured) (cache.Indexer, string, error) {
+	namespaces := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	if !req.Namespaced {
+		return namespaces, "", nil
+	}
+	namespaceObject, err := decodeObject("namespace", req.Namespace)
+	if err != nil {
+		return nil, "", err
+	}
+	var ns corev1.Namespace
+	if namespaceObject != nil {
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(namespaceObject, &ns); err != nil {
+			return nil, "", fmt.Errorf("namespace: %w", err)
+		}
+	}
+	for _, o := range []*unstructured.Unstructured{object, oldObject} {
+		if ns.Name == "" && o != nil {
+			ns.Name = o.GetNamespace()
+		}
+	}
+	if ns.Name == "" {
+		ns.Name = "default"
+	}
+	_ = namespaces.Add(&ns)
+	return namespaces, ns.Name, nil
 }
 
 // decodeObject reads one object of the request as the apiserver decodes a body (integers as int64); nil when absent.
@@ -230,23 +241,9 @@ func compile(policy *admissionregistrationv1.ValidatingAdmissionPolicy) validati
 	options := plugincel.OptionalVariableDeclarations{HasParams: hasParams, HasAuthorizer: true}
 	messageOptions := plugincel.OptionalVariableDeclarations{HasParams: hasParams, HasAuthorizer: false}
 	failurePolicy := policy.Spec.FailurePolicy
-	compiler, err := plugincel.NewCompositedCompiler(environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()))
+	compiler, matcher, err := compileShared(policy.Name, policy.Spec.Variables, policy.Spec.MatchConditions, failurePolicy, options)
 	if err != nil {
 		return validating.NewValidator(nil, nil, nil, nil, failurePolicy, err)
-	}
-	variables := make([]plugincel.NamedExpressionAccessor, len(policy.Spec.Variables))
-	for i, v := range policy.Spec.Variables {
-		variables[i] = &validating.Variable{Name: v.Name, Expression: v.Expression}
-	}
-	compiler.CompileAndStoreVariables(variables, options, environment.StoredExpressions)
-	var matcher matchconditions.Matcher
-	if len(policy.Spec.MatchConditions) > 0 {
-		conditions := make([]plugincel.ExpressionAccessor, len(policy.Spec.MatchConditions))
-		for i := range policy.Spec.MatchConditions {
-			conditions[i] = (*matchconditions.MatchCondition)(&policy.Spec.MatchConditions[i])
-		}
-		matcher = matchconditions.NewMatcher(compiler.CompileCondition(conditions, options, environment.StoredExpressions),
-			failurePolicy, "policy", "validate", policy.Name)
 	}
 	validations := make([]plugincel.ExpressionAccessor, len(policy.Spec.Validations))
 	messages := make([]plugincel.ExpressionAccessor, len(policy.Spec.Validations))
@@ -268,6 +265,31 @@ func compile(policy *admissionregistrationv1.ValidatingAdmissionPolicy) validati
 		failurePolicy,
 		nil,
 	)
+}
+
+// compileShared compiles what both kinds of policy have, as the apiserver's plugins do: the variables, each in the
+// composition environment, then the match conditions (nil matcher without any), for stored expressions.
+func compileShared(name string, variables []admissionregistrationv1.Variable, conditions []admissionregistrationv1.MatchCondition,
+	failurePolicy *admissionregistrationv1.FailurePolicyType, options plugincel.OptionalVariableDeclarations) (*plugincel.CompositedCompiler, matchconditions.Matcher, error) {
+	compiler, err := plugincel.NewCompositedCompiler(environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion()))
+	if err != nil {
+		return nil, nil, err
+	}
+	named := make([]plugincel.NamedExpressionAccessor, len(variables))
+	for i, v := range variables {
+		named[i] = &validating.Variable{Name: v.Name, Expression: v.Expression}
+	}
+	compiler.CompileAndStoreVariables(named, options, environment.StoredExpressions)
+	if len(conditions) == 0 {
+		return compiler, nil, nil
+	}
+	accessors := make([]plugincel.ExpressionAccessor, len(conditions))
+	for i := range conditions {
+		accessors[i] = (*matchconditions.MatchCondition)(&conditions[i])
+	}
+	matcher := matchconditions.NewMatcher(compiler.CompileCondition(accessors, options, environment.StoredExpressions),
+		failurePolicy, "policy", "validate", name)
+	return compiler, matcher, nil
 }
 
 // paramInformer serves the request's params as the apiserver's informer of the param kind would.

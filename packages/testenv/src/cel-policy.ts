@@ -76,6 +76,7 @@ export interface PolicyRequest {
   /**
    * The new object (absent on DELETE). For a custom kind, the apiserver's policies see it as it would be stored
    * (unknown fields pruned, defaults set): pass `validator.create(kind, object).object` to check what they check.
+   * Without `apiVersion` and `kind` it is taken to be of `kind`; with others, the request is refused.
    */
   readonly object?: object;
   /** The stored object (UPDATE, DELETE). */

@@ -10,10 +10,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import fc from 'fast-check';
-import { type KindRef, loadValidator, type Validator } from '../src/cel.ts';
-import { type Environment, start } from '../src/index.ts';
+import type { KindRef, Validator } from '../src/cel.ts';
+import type { Environment } from '../src/index.ts';
 import { CRD, GROUP, KIND, MUTATING_BINDING, MUTATING_POLICY, PLURAL, probe } from './fixtures/cel-corpus.ts';
-import { quiet, waitFor } from './helpers.ts';
+import { policyEnvironment } from './fixtures/cel-env.ts';
+import { waitFor } from './helpers.ts';
 
 const CREATES = 300;
 const UPDATES = 80;
@@ -86,37 +87,16 @@ describe('evaluateMutatingPolicy agrees with the apiserver', () => {
   };
 
   before(async () => {
-    [env, v] = await Promise.all([start({ nodes: 0, log: quiet }), loadValidator({ log: quiet })]);
-    const post = async (path: string, body: object) => {
-      const r = await env.api.request({ method: 'POST', path, body });
-      assert.equal(r.status, 201, r.text);
-      return r.body as object;
-    };
-    await post('/apis/apiextensions.k8s.io/v1/customresourcedefinitions', CRD);
-    await waitFor('the CRD served', async () => (await env.api.request({ path: PATH })).status === 200, 30_000);
-    const cm = await post('/api/v1/namespaces/default/configmaps', {
-      metadata: { name: 'mutation' },
-      data: { cap: '60', team: 'team-a', note: 'ünïcode ✓ — 日本' },
-    });
-    params = { kind: CONFIGMAPS, objects: [cm] };
-    await post('/apis/admissionregistration.k8s.io/v1/mutatingadmissionpolicies', MUTATING_POLICY);
-    await post('/apis/admissionregistration.k8s.io/v1/mutatingadmissionpolicybindings', MUTATING_BINDING);
-    namespace = (await env.api.request({ path: '/api/v1/namespaces/default' })).body as object;
-    // a policy is enforced once the apiserver's admission plugin has synced it
-    const plain = {
-      apiVersion: `${GROUP}/v1`,
-      kind: KIND,
-      metadata: { name: 'plain' },
-      spec: { replicas: 1, image: 'nginx' },
-    };
-    await waitFor(
-      'the policy enforced',
-      async () => {
-        const r = await env.api.request<Obj>({ method: 'POST', path: `${PATH}?dryRun=All`, body: plain });
-        return r.status === 201 && r.body.metadata.labels?.['mutated' as never] === 'yes';
-      },
-      60_000,
-    );
+    let configMap: object;
+    ({ env, v, namespace, configMap } = await policyEnvironment({
+      configMap: { metadata: { name: 'mutation' }, data: { cap: '60', team: 'team-a', note: 'ünïcode ✓ — 日本' } },
+      policy: MUTATING_POLICY,
+      binding: MUTATING_BINDING,
+      plural: 'mutatingadmissionpolicies',
+      probe: { metadata: { name: 'plain' }, spec: { replicas: 1, image: 'nginx' } },
+      enforced: (res) => res.status === 201 && (res.body as Obj).metadata.labels?.['mutated' as never] === 'yes',
+    }));
+    params = { kind: CONFIGMAPS, objects: [configMap] };
   });
   after(async () => {
     await env?.stop();
@@ -308,6 +288,91 @@ describe('evaluateMutatingPolicy agrees with the apiserver', () => {
           { operation: 'CREATE', kind: PROBES, object: object as object, crd: CRD },
         ),
       /the policy's params are ConfigMap objects: pass request\.params/,
+    );
+  });
+
+  test('checkPolicy: what the apiserver takes type-checks, what it refuses at run time does not', () => {
+    type Mutation = {
+      patchType: string;
+      applyConfiguration?: { expression: string };
+      jsonPatch?: { expression: string };
+    };
+    const withMutations = (...expressions: string[]) => {
+      const p = structuredClone(MUTATING_POLICY) as unknown as { spec: { mutations: Mutation[] } };
+      p.spec.mutations = expressions.map((expression) => ({
+        patchType: 'ApplyConfiguration',
+        applyConfiguration: { expression },
+      }));
+      return p;
+    };
+    // a CRD that declares metadata (as defineKind's do): Object.metadata is still all of ObjectMeta
+    const declared = structuredClone(CRD) as unknown as {
+      spec: { versions: { schema: { openAPIV3Schema: { properties: Record<string, object> } } }[] };
+    };
+    const root = declared.spec.versions[0]?.schema.openAPIV3Schema;
+    if (root) root.properties.metadata = { type: 'object' };
+    // values that convert to an object field: a typed field of the object, a map literal, a filtered list
+    const fine = withMutations(
+      'Object{metadata: Object.metadata{labels: {"a": "b"}, annotations: {"n": "ü"}}}',
+      'Object{status: object.status}',
+      'Object{status: {"ready": true}}',
+      'Object{spec: Object.spec{ports: object.spec.ports.filter(p, p.port > 1), labels: object.spec.labels}}',
+      'Object{spec: Object.spec{?minReplicas: optional.of(1)}}',
+    );
+    assert.deepEqual(v.checkPolicy(fine, [declared]).problems, []);
+    // a nested literal named other than its field's path: the apiserver refuses it at run time
+    const misnamed = withMutations('Object{spec: Object.spec{ports: [Object.spec.port{name: "x", port: 1}]}}');
+    const found = v.checkPolicy(misnamed, [CRD]).problems;
+    assert.deepEqual(
+      found.map((p) => [p.field, p.typeCheck]),
+      [['spec.mutations[0].applyConfiguration.expression', true]],
+    );
+    assert.match(
+      found[0]?.detail ?? '',
+      /Object\.spec\.port\{…\} is set as spec\.ports: its type must be Object\.spec\.ports\{…\}/,
+    );
+    // no reinvocationPolicy (it has no default), a patchType without its body: refused as the apiserver refuses them
+    const bare = structuredClone(MUTATING_POLICY) as unknown as {
+      spec: { reinvocationPolicy?: string; mutations: Mutation[] };
+    };
+    delete bare.spec.reinvocationPolicy;
+    bare.spec.mutations = [{ patchType: 'JSONPatch', applyConfiguration: { expression: 'Object{}' } }];
+    assert.deepEqual(
+      v.checkPolicy(bare, [CRD]).problems.map((p) => p.field),
+      ['spec.reinvocationPolicy', 'spec.mutations[0]'],
+    );
+    assert.throws(
+      () =>
+        v.evaluateMutatingPolicy(
+          { policy: bare, binding: MUTATING_BINDING },
+          { operation: 'CREATE', kind: PROBES, params, crd: CRD },
+        ),
+      /spec\.reinvocationPolicy: must be Never or IfNeeded/,
+    );
+  });
+
+  test('a request object without apiVersion and kind is of the kind written; one of another kind is refused', () => {
+    const object = { metadata: { name: 'bare', namespace: 'default' }, spec: { replicas: 2, image: 'nginx' } };
+    const r = v.evaluateMutatingPolicy(PAIR, {
+      operation: 'CREATE',
+      kind: PROBES,
+      object,
+      namespace,
+      params,
+      crd: CRD,
+    });
+    assert.equal(r.allowed, true, JSON.stringify(r.status));
+    assert.deepEqual((r.object as Obj).spec?.labels, { owner: 'team-a' }, 'mutated, and defaulted (labels: {} first)');
+    assert.throws(
+      () =>
+        v.evaluateMutatingPolicy(PAIR, {
+          operation: 'CREATE',
+          kind: PROBES,
+          object: { ...object, apiVersion: 'v1', kind: 'ConfigMap' },
+          params,
+          crd: CRD,
+        }),
+      /object: is a \/v1, Kind=ConfigMap, but the request writes cel\.opkit\.test\/v1, Kind=Probe/,
     );
   });
 

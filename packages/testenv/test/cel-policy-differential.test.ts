@@ -8,10 +8,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import fc from 'fast-check';
-import { type KindRef, loadValidator, type PolicyAdmission, type Validator } from '../src/cel.ts';
-import { type Environment, start } from '../src/index.ts';
+import type { KindRef, PolicyAdmission, Validator } from '../src/cel.ts';
+import type { Environment } from '../src/index.ts';
 import { BINDING, CRD, GROUP, KIND, PLURAL, POLICY, probe } from './fixtures/cel-corpus.ts';
-import { quiet, waitFor } from './helpers.ts';
+import { policyEnvironment } from './fixtures/cel-env.ts';
 
 const CREATES = 500;
 const UPDATES = 150;
@@ -60,33 +60,19 @@ describe('evaluatePolicy agrees with the apiserver', () => {
   };
 
   before(async () => {
-    [env, v] = await Promise.all([start({ nodes: 0, log: quiet }), loadValidator({ log: quiet })]);
-    const post = async (path: string, body: object) => {
-      const r = await env.api.request({ method: 'POST', path, body });
-      assert.equal(r.status, 201, r.text);
-      return r.body as object;
-    };
-    await post('/apis/apiextensions.k8s.io/v1/customresourcedefinitions', CRD);
-    await waitFor('the CRD served', async () => (await env.api.request({ path: PATH })).status === 200, 30_000);
-    limits = await post('/api/v1/namespaces/default/configmaps', {
-      metadata: { name: 'limits' },
-      data: { maxReplicas: '50' },
-    });
-    await post('/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies', POLICY);
-    await post('/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings', BINDING);
-    namespace = (await env.api.request({ path: '/api/v1/namespaces/default' })).body as object;
-    // a policy is enforced once the apiserver's admission plugin has synced it
-    const busy = {
-      apiVersion: `${GROUP}/v1`,
-      kind: KIND,
-      metadata: { name: 'busy' },
-      spec: { replicas: 1, image: 'busybox' },
-    };
-    await waitFor(
-      'the policy enforced',
-      async () => (await env.api.request({ method: 'POST', path: `${PATH}?dryRun=All`, body: busy })).status !== 201,
-      60_000,
-    );
+    ({
+      env,
+      v,
+      namespace,
+      configMap: limits,
+    } = await policyEnvironment({
+      configMap: { metadata: { name: 'limits' }, data: { maxReplicas: '50' } },
+      policy: POLICY,
+      binding: BINDING,
+      plural: 'validatingadmissionpolicies',
+      probe: { metadata: { name: 'busy' }, spec: { replicas: 1, image: 'busybox' } },
+      enforced: (res) => res.status !== 201,
+    }));
   });
   after(async () => {
     await env?.stop();

@@ -52,7 +52,10 @@ export async function loadPolicies(dir: string): Promise<readonly AnyPolicy[]> {
   const names = new Set<string>();
   for (const p of policies) {
     if (names.has(p.definition.name))
-      throw new CliError('Usage', `${file}: two policies are named ${JSON.stringify(p.definition.name)}: rename one`);
+      throw new CliError(
+        'Usage',
+        `${file}: two policies are named ${JSON.stringify(p.definition.name)} (each is written to config/policies/<name>.yaml, whatever its kind): rename one`,
+      );
     names.add(p.definition.name);
   }
   return policies;

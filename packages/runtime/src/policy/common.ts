@@ -60,12 +60,10 @@ export class PolicyError extends OpkitError<PolicyErrorCode> {
   }
 }
 
-/** The fields both definitions have, as the shared checks and manifest parts read them. */
-export interface SharedDefinition {
+/** What a Validating- and a MutatingAdmissionPolicy definition both have, besides the kinds they match. */
+export interface PolicyBase {
   /** The policy's name (a DNS subdomain); the binding is `<name>-binding`. */
   readonly name: string;
-  /** The kinds and operations it matches. */
-  readonly match: readonly PolicyMatch[];
   /** Only writes in namespaces with these labels. */
   readonly namespaceSelector?: LabelSelector;
   /** Only objects with these labels. */
@@ -78,6 +76,12 @@ export interface SharedDefinition {
   readonly failurePolicy?: 'Fail' | 'Ignore';
   /** Parameters the expressions read as `params`. */
   readonly params?: PolicyParams;
+}
+
+/** A definition as the shared checks and manifest parts read it. */
+export interface SharedDefinition extends PolicyBase {
+  /** The kinds and operations it matches. */
+  readonly match: readonly PolicyMatch[];
 }
 
 /** Throws the `PolicyError` of a field: its path and what fits. */

@@ -5,19 +5,18 @@
  * Helm chart, after compiling every expression as the apiserver will.
  */
 export {
-  defineMutatingPolicy,
-  type MutatingPolicy,
-  type MutatingPolicyDefinition,
-  type PolicyMutation,
-} from './mutating.ts';
-export {
-  definePolicy,
-  type Policy,
-  type PolicyDefinition,
+  type PolicyBase,
   PolicyError,
   type PolicyErrorCode,
   type PolicyMatch,
   type PolicyOperation,
   type PolicyParams,
-  type PolicyValidation,
-} from './policy.ts';
+} from './common.ts';
+export {
+  defineMutatingPolicy,
+  type MutatingPolicy,
+  type MutatingPolicyDefinition,
+  type MutatingPolicyMatch,
+  type PolicyMutation,
+} from './mutating.ts';
+export { definePolicy, type Policy, type PolicyDefinition, type PolicyValidation } from './policy.ts';

@@ -18,7 +18,6 @@ import type {
   MutatingAdmissionPolicyBinding,
   Mutation,
 } from '../client/kinds/admissionregistration.ts';
-import type { LabelSelector } from '../client/labels.ts';
 import {
   checkConditionsAndVariables,
   checkExpression,
@@ -30,8 +29,8 @@ import {
   deepFreeze,
   type Fail,
   failure,
+  type PolicyBase,
   type PolicyMatch,
-  type PolicyParams,
   paramRef,
   sharedSpec,
 } from './common.ts';
@@ -59,31 +58,31 @@ export type PolicyMutation =
       readonly applyConfiguration?: never;
     };
 
+/** What a mutating policy changes: a kind's creates and updates. */
+export interface MutatingPolicyMatch extends PolicyMatch {
+  /** The operations (default CREATE and UPDATE). */
+  readonly operations?: readonly ('CREATE' | 'UPDATE')[];
+}
+
 /** A MutatingAdmissionPolicy and its binding, as `defineMutatingPolicy` takes them. */
-export interface MutatingPolicyDefinition {
-  /** The policy's name (a DNS subdomain); the binding is `<name>-binding`. */
-  readonly name: string;
-  /** The kinds and operations it mutates: CREATE and UPDATE (the default, and the only two a mutating policy has). */
-  readonly match: readonly PolicyMatch[];
-  /** Only writes in namespaces with these labels. */
-  readonly namespaceSelector?: LabelSelector;
-  /** Only objects with these labels. */
-  readonly objectSelector?: LabelSelector;
-  /** CEL conditions (each named) that must all be true for the policy to apply at all. */
-  readonly matchConditions?: readonly { readonly name: string; readonly expression: string }[];
-  /** Named CEL expressions the others read as `variables.<name>`. */
-  readonly variables?: readonly { readonly name: string; readonly expression: string }[];
+export interface MutatingPolicyDefinition extends PolicyBase {
+  /**
+   * The kinds and operations it mutates: CREATE and UPDATE (the default). A DELETE has no object to mutate, and a
+   * CONNECT reaches only subresources, which `match` does not name.
+   */
+  readonly match: readonly MutatingPolicyMatch[];
   /** The mutations, applied in order; at least one. */
   readonly mutations: readonly PolicyMutation[];
-  /** `Fail` (default): an expression that errors refuses the write. `Ignore`: it passes unchanged. */
+  /**
+   * `Fail` (default): a mutation whose expression errs, or whose patch cannot apply, refuses the write. `Ignore`: that
+   * mutation is skipped, and the policy's other mutations still apply.
+   */
   readonly failurePolicy?: 'Fail' | 'Ignore';
   /**
    * `Never` (default): the policy runs once per write. `IfNeeded`: it runs again when a later admission plugin (a
    * webhook or another policy) changed the object after it ran.
    */
   readonly reinvocationPolicy?: 'Never' | 'IfNeeded';
-  /** Parameters the expressions read as `params`. */
-  readonly params?: PolicyParams;
 }
 
 /** A defined mutating policy: its definition and its manifests. */
@@ -112,7 +111,12 @@ function copy(def: MutatingPolicyDefinition): MutatingPolicyDefinition {
 
 function check(def: MutatingPolicyDefinition): void {
   const fail = failure(def.name);
-  checkTarget(def, OPERATIONS, 'must be CREATE or UPDATE: a MutatingAdmissionPolicy only supports those two', fail);
+  checkTarget(
+    def,
+    OPERATIONS,
+    'must be CREATE or UPDATE: a DELETE has no object to mutate, and a CONNECT reaches only subresources, which match does not name',
+    fail,
+  );
   checkMutations(def, fail);
   checkConditionsAndVariables(def, fail);
   checkFailurePolicy(def, fail);

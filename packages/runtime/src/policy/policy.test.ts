@@ -3,7 +3,8 @@ import { test } from 'node:test';
 import { Type } from '@sinclair/typebox';
 import { ClusterRoles, ConfigMaps, Deployments } from '../client/kinds/index.ts';
 import { defineKind } from '../crd/kind.ts';
-import { definePolicy, PolicyError } from './policy.ts';
+import { PolicyError } from './common.ts';
+import { definePolicy } from './policy.ts';
 
 const Widgets = defineKind({
   group: 'shop.example.com',

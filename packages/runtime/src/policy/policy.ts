@@ -17,7 +17,6 @@ import type {
   ValidatingAdmissionPolicy,
   ValidatingAdmissionPolicyBinding,
 } from '../client/kinds/admissionregistration.ts';
-import type { LabelSelector } from '../client/labels.ts';
 import {
   checkConditionsAndVariables,
   checkExpression,
@@ -29,19 +28,11 @@ import {
   deepFreeze,
   type Fail,
   failure,
+  type PolicyBase,
   type PolicyMatch,
-  type PolicyParams,
   paramRef,
   QUALIFIED,
   sharedSpec,
-} from './common.ts';
-
-export {
-  PolicyError,
-  type PolicyErrorCode,
-  type PolicyMatch,
-  type PolicyOperation,
-  type PolicyParams,
 } from './common.ts';
 
 /** One CEL check: the write is refused (or warned about, or audited) when `expression` is false. */
@@ -57,27 +48,15 @@ export interface PolicyValidation {
 }
 
 /** A ValidatingAdmissionPolicy and its binding, as `definePolicy` takes them. */
-export interface PolicyDefinition {
-  /** The policy's name (a DNS subdomain); the binding is `<name>-binding`. */
-  readonly name: string;
+export interface PolicyDefinition extends PolicyBase {
   /** The kinds and operations it checks. */
   readonly match: readonly PolicyMatch[];
-  /** Only writes in namespaces with these labels. */
-  readonly namespaceSelector?: LabelSelector;
-  /** Only objects with these labels. */
-  readonly objectSelector?: LabelSelector;
-  /** CEL conditions (each named) that must all be true for the policy to apply at all. */
-  readonly matchConditions?: readonly { readonly name: string; readonly expression: string }[];
-  /** Named CEL expressions the others read as `variables.<name>`. */
-  readonly variables?: readonly { readonly name: string; readonly expression: string }[];
   /** The checks. A policy has validations, audit annotations, or both. */
   readonly validations?: readonly PolicyValidation[];
   /** Audit-log annotations `<policy>/<key>`, each the value of a CEL expression (a string, or null for none). */
   readonly auditAnnotations?: readonly { readonly key: string; readonly valueExpression: string }[];
   /** `Fail` (default): an expression that errors refuses the write. `Ignore`: it passes. */
   readonly failurePolicy?: 'Fail' | 'Ignore';
-  /** Parameters the expressions read as `params`. */
-  readonly params?: PolicyParams;
   /** What a failed validation does: `Deny` (default), `Warn` (a warning to the client), `Audit` (an audit annotation). */
   readonly validationActions?: readonly ('Deny' | 'Warn' | 'Audit')[];
 }
