@@ -50,3 +50,15 @@ test('a scalar of text and actions whose text needs quoting is double-quoted, th
     'a: "x: \\"{{ .Release.Name }}\\""\n',
   );
 });
+
+test('literal text holding {{ is written so that Helm renders it as it was, never as an action', () => {
+  const obj = {
+    'a{{b': 'x {{ .Values.secret }} y',
+    list: ['{{', { expression: "object.spec.x == '{{'" }],
+    name: helmText('{{x-', helmExpr('.Release.Name')),
+  };
+  const text = templateDoc(obj);
+  assert.doesNotMatch(text.replaceAll('{{ "{{" }}', ''), /\{\{(?! \.Release\.Name)/, text);
+  assert.match(text, /^a\{\{ "\{\{" \}\}b: x \{\{ "\{\{" \}\} \.Values\.secret }} y$/m);
+  assert.match(text, /^name: "\{\{ "\{\{" \}\}x-\{\{ \.Release\.Name \}\}"$/m);
+});

@@ -11,7 +11,9 @@
  * GUARANTEES: every value without a Helm node in it is written exactly as js-yaml (the dumper of the rest of opkit's
  * manifests) writes it, so an object without nodes gives the bytes of `doc(object)`, and the YAML around a node is
  * the same as around a plain value in its place. A `helmText` whose literal text would need quoting is written
- * double-quoted, with the actions inside the quotes. Helm output is never made by rewriting YAML text.
+ * double-quoted, with the actions inside the quotes. Helm output is never made by rewriting YAML text. Literal text
+ * that holds `{{` (a CEL expression or a description may) is written as the action `{{ "{{" }}` there, so Helm renders
+ * it as it was instead of reading an action in it.
  */
 import yaml from 'js-yaml';
 
@@ -86,7 +88,7 @@ function hasNode(value: unknown): boolean {
 /** `text` (lines ending in `\n`) indented by `indent` spaces; empty lines stay empty, as js-yaml writes them. */
 function indented(text: string, indent: number): string {
   const pad = ' '.repeat(indent);
-  return text
+  return literally(text)
     .split('\n')
     .map((line) => (line === '' ? line : pad + line))
     .join('\n');
@@ -97,10 +99,15 @@ function asItem(text: string, indent: number): string {
   return `${' '.repeat(indent)}- ${text.slice(indent + 2)}`;
 }
 
+/** Literal text as Helm renders it back: each `{{` written as an action that outputs it. */
+function literally(text: string): string {
+  return text.replaceAll('{{', '{{ "{{" }}');
+}
+
 /** A key as js-yaml spells it in a block mapping (plain, or quoted when it must be). */
 function keyText(key: string): string {
   const line = yaml.dump({ [key]: null }, DUMP_OPTIONS);
-  return line.slice(0, line.lastIndexOf(': null'));
+  return literally(line.slice(0, line.lastIndexOf(': null')));
 }
 
 /** A scalar node as YAML text. */
@@ -109,7 +116,7 @@ function scalarText(node: HelmExpr | HelmText): string {
   // the literal text as it reads once each action is rendered (a namespace, a name: a DNS label)
   const sample = node.parts.map((p) => (typeof p === 'string' ? p : 'x')).join('');
   const plain = yaml.dump(sample, DUMP_OPTIONS) === `${sample}\n`;
-  const literal = (s: string) => (plain ? s : JSON.stringify(s).slice(1, -1));
+  const literal = (s: string) => literally(plain ? s : JSON.stringify(s).slice(1, -1));
   const text = node.parts.map((p) => (typeof p === 'string' ? literal(p) : scalarText(p))).join('');
   return plain ? text : `"${text}"`;
 }
