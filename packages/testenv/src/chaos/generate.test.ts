@@ -293,3 +293,38 @@ test('with the real offline validator: every state admitted, the CEL rule’s vi
     `candidates that break the CEL rule were refused and discarded: ${refused.join('; ')}`,
   );
 });
+
+test('a change never applies a map emptied of its entries: server-side apply would store null (the field is left out)', () => {
+  const limits = crd('Limits', {
+    type: 'object',
+    properties: {
+      resources: {
+        type: 'object',
+        properties: {
+          requests: { type: 'object', additionalProperties: { type: 'string' } },
+          keep: { type: 'object', properties: { a: { type: 'string' } } },
+        },
+      },
+    },
+  });
+  const start = sample('Limits', { resources: { requests: { example: '1' }, keep: {} } });
+  let removals = 0;
+  for (const seed of [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]) {
+    const [s] = generatedScenarios({ crds: [limits], samples: [start], seed, check: allowAll, changes: 4 });
+    let before: Json = start as unknown as Json;
+    for (const step of s?.steps ?? []) {
+      if (!('apply' in step)) continue;
+      const spec = (step.apply as unknown as Json).spec as Json | undefined;
+      const resources = spec?.resources as Json | undefined;
+      const requests = resources?.requests as Json | undefined;
+      const was = ((before.spec as Json | undefined)?.resources as Json | undefined)?.requests as Json | undefined;
+      assert.ok(
+        !(requests && Object.keys(requests).length === 0 && was && Object.keys(was).length > 0),
+        JSON.stringify(spec),
+      );
+      if (was && Object.keys(was).length > 0 && requests === undefined) removals++;
+      before = step.apply as unknown as Json;
+    }
+  }
+  assert.ok(removals > 0, 'some seed removes the last entry: the map is left out');
+});

@@ -13,6 +13,9 @@
  *   its kind), so another CRD in the project changes no other kind's scenario.
  * - Every applied state was admitted by the check: the first as a create, each next as an update of the one before
  *   (as stored: defaults applied). Metadata is the sample's; `status` is never written.
+ * - A change never applies an emptied object or map (`{}`): it is left out instead. The scenario is applied with
+ *   server-side apply, which stores null for a map emptied of entries its applier owned; the schema refuses that,
+ *   where the check (an update) would have admitted `{}`.
  * - A scenario is named `generated:<Kind>`; trial ids (`generated:AppService:3:crash@1`) parse back (chaos/plan).
  * - A kind gets no scenario when its sample is of a version its CRD does not serve, when the check refuses its
  *   first object, or when no property can change validly; `log` says which and why.
@@ -228,7 +231,7 @@ function change(crd: object, specSchema: Schema, state: State, random: Random, c
   for (const site of order) {
     for (const value of candidates(site, random)) {
       if (checks++ >= MAX_CHECKS) return undefined;
-      const applied = withValue(state.applied, site.path, value, state.stored);
+      const applied = withoutEmptied(withValue(state.applied, site.path, value, state.stored), state.applied);
       const answer = check(crd, applied as Manifest, state.stored);
       if (!answer.allowed || canonical(answer.object.spec) === canonical(state.stored.spec)) continue;
       state.applied = applied;
@@ -239,6 +242,25 @@ function change(crd: object, specSchema: Schema, state: State, random: Random, c
     state.dead.add(pathText(site.path));
   }
   return undefined;
+}
+
+/**
+ * `manifest` with every object or map the change emptied (one with entries in `before`) left out: a server-side apply
+ * of `{}` where the applier owned entries stores null, which the schema refuses (as PUT, which the offline check
+ * models, would not). An object that was empty before stays.
+ */
+function withoutEmptied(manifest: Json, before: Json): Json {
+  const prune = (v: unknown, was: unknown): unknown => {
+    if (!isObject(v)) return v;
+    const out: Json = {};
+    for (const [k, x] of Object.entries(v)) {
+      const prior = isObject(was) ? was[k] : undefined;
+      const p = prune(x, prior);
+      if (!(isObject(p) && Object.keys(p).length === 0 && isObject(prior) && Object.keys(prior).length > 0)) out[k] = p;
+    }
+    return out;
+  };
+  return isObject(manifest.spec) ? { ...manifest, spec: prune(manifest.spec, before.spec) as Json } : manifest;
 }
 
 const show = (v: unknown): string => {
