@@ -8,7 +8,8 @@
 
 import type { RequestMetrics } from './client/transport.ts';
 import { estimatedBytes } from './internal/size.ts';
-import { type Counter, type Gauge, type Histogram, Registry, registerProcessMetrics } from './prometheus.ts';
+import { type Counter, type Gauge, type Histogram, Registry } from './prometheus.ts';
+import { registerProcessMetrics } from './prometheus-process.ts';
 import type { WorkQueueMetrics } from './workqueue/index.ts';
 
 /** Watch health of one informer. */

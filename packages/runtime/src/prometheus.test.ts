@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { Counter, Gauge, Histogram, Registry, registerProcessMetrics } from './prometheus.ts';
+import { Counter, Gauge, Histogram, Registry } from './prometheus.ts';
+import { registerProcessMetrics } from './prometheus-process.ts';
 
 test('counters, gauges and histograms render the text exposition format', () => {
   const r = new Registry();
@@ -85,4 +86,23 @@ test('a histogram without observations renders only its header; Counter and Hist
   const c = new Counter({ name: 'c', help: 'c' });
   c.inc();
   assert.equal(c.render(), '# HELP c c\n# TYPE c counter\nc 1\n');
+});
+
+test('an attached registry renders with its labels added to every series, in the families both have, until detached', () => {
+  const parent = new Registry();
+  const child = new Registry();
+  parent.counter({ name: 'reqs_total', help: 'Requests.', labelNames: ['code'] }).inc({ code: 200 });
+  child.counter({ name: 'reqs_total', help: 'Requests.', labelNames: ['code'] }).inc({ code: 500 }, 2);
+  child.gauge({ name: 'up', help: 'Up.' }).set(undefined, 1);
+  child.histogram({ name: 'lat_seconds', help: 'Latency.', buckets: [1] }).observe(undefined, 0.5);
+  const detach = parent.attach(child, { cluster: 'eu-"1"' });
+  const text = parent.metrics();
+  assert.equal(text.match(/# TYPE reqs_total/g)?.length, 1, text);
+  assert.match(text, /^reqs_total\{code="200"\} 1\nreqs_total\{cluster="eu-\\"1\\"",code="500"\} 2$/m);
+  assert.match(text, /^up\{cluster="eu-\\"1\\""\} 1$/m);
+  assert.match(text, /^lat_seconds_bucket\{cluster="eu-\\"1\\"",le="1"\} 1$/m);
+  assert.match(text, /^lat_seconds_count\{cluster="eu-\\"1\\""\} 1$/m);
+  detach();
+  assert.doesNotMatch(parent.metrics(), /cluster=/);
+  assert.throws(() => parent.attach(child, { 'bad-name': 'x' }), /label name "bad-name" is not valid/);
 });

@@ -1,14 +1,12 @@
 /**
  * @module prometheus
  * A small Prometheus client: counters, gauges and histograms with label sets, a registry that renders the text
- * exposition format (version 0.0.4), and the standard process and Node.js series. It replaces prom-client, whose import
+ * exposition format (version 0.0.4); the standard process and Node.js series are prometheus-process.ts. It replaces prom-client, whose import
  * alone costs an operator ~20 MiB of resident memory. Guarantees: label names are fixed per metric and checked on every
  * use (a missing or unknown label throws a `UsageError`, as a bad name, a second metric of one name and a counter
  * lowered); label values and help text are escaped; series are rendered in creation
  * order; `collect` callbacks run before each render.
  */
-import { readdirSync, readFileSync } from 'node:fs';
-import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { UsageError } from './errors.ts';
 
 /** A series' label values, one for each of the metric's label names. */
@@ -197,6 +195,8 @@ export class Registry {
   /** The Content-Type of `metrics()`'s text (version 0.0.4). */
   readonly contentType = 'text/plain; version=0.0.4; charset=utf-8';
   readonly #metrics = new Map<string, Renderable>();
+  /** Registries rendered with this one, each with its label pairs (`cluster="eu-1"`). */
+  readonly #attached = new Map<Registry, string>();
 
   /** Adds a metric; a second metric with the same name is refused. */
   register<M extends Renderable>(metric: M): M {
@@ -223,141 +223,60 @@ export class Registry {
     return this.register(new Histogram<L>(o));
   }
 
-  /** The text exposition of every metric. */
+  /**
+   * Renders `child`'s metrics with this registry's, every series of them with `labels` added (e.g. `{ cluster: 'eu-1' }`
+   * for the metrics of a member cluster), until the returned function detaches it; a family both have is rendered once.
+   */
+  attach(child: Registry, labels: Readonly<Record<string, string>>): () => void {
+    for (const k of Object.keys(labels))
+      if (!NAME.test(k) || k.includes(':')) throw new UsageError('InvalidArgument', `label name "${k}" is not valid`);
+    const pairs = Object.entries(labels)
+      .map(([k, v]) => `${k}="${escapeValue(v)}"`)
+      .join(',');
+    this.#attached.set(child, pairs);
+    return () => {
+      this.#attached.delete(child);
+    };
+  }
+
+  /** The text exposition of every metric, then those of the attached registries, each family once. */
   metrics(): string {
-    let out = '';
-    for (const m of this.#metrics.values()) out += m.render();
-    return out;
+    if (this.#attached.size === 0) {
+      let out = '';
+      for (const m of this.#metrics.values()) out += m.render();
+      return out;
+    }
+    const families = new Map<string, string>();
+    for (const m of this.#metrics.values()) families.set(m.name, m.render());
+    for (const [child, pairs] of this.#attached) {
+      for (const m of child.#metrics.values()) {
+        const text = m.render();
+        const samples = text
+          .split('\n')
+          .filter((l) => l !== '' && !l.startsWith('#'))
+          .map((l) => `${relabel(l, pairs)}\n`)
+          .join('');
+        const own = families.get(m.name);
+        families.set(
+          m.name,
+          own === undefined ? text.slice(0, text.length - samplesLength(text)) + samples : own + samples,
+        );
+      }
+    }
+    return [...families.values()].join('');
   }
 }
 
-/**
- * The standard process_* and nodejs_* series (CPU, resident memory, file descriptors, start time, heap, event-loop
- * delay and utilization, version), read when scraped. Guarantees: nothing here wakes an idle process more than once a
- * second — the event-loop delay is sampled by a 1 s timer (`monitorEventLoopDelay` at prom-client's 10 ms costs an idle
- * operator ~5 ms of CPU a second, more than a whole idle Go controller-runtime process), and the utilization comes
- * from libuv's own idle-time accounting, with no timer at all.
- */
-export function registerProcessMetrics(registry: Registry): void {
-  registerCpuMetrics(registry);
-  if (process.platform === 'linux') registerFdMetrics(registry);
-  registerNodeMetrics(registry);
+/** A sample line with `pairs` first among its labels. */
+function relabel(line: string, pairs: string): string {
+  const brace = line.indexOf('{');
+  const space = line.indexOf(' ');
+  if (brace !== -1 && brace < space) return `${line.slice(0, brace + 1)}${pairs},${line.slice(brace + 1)}`;
+  return `${line.slice(0, space)}{${pairs}}${line.slice(space)}`;
 }
 
-/** CPU time, start time and resident memory: process_*. */
-function registerCpuMetrics(registry: Registry): void {
-  const cpu = () => process.cpuUsage();
-  registry.counter({
-    name: 'process_cpu_user_seconds_total',
-    help: 'Total user CPU time spent in seconds.',
-    collect: (m) => {
-      m.mirror(undefined, cpu().user / 1e6);
-    },
-  });
-  registry.counter({
-    name: 'process_cpu_system_seconds_total',
-    help: 'Total system CPU time spent in seconds.',
-    collect: (m) => {
-      m.mirror(undefined, cpu().system / 1e6);
-    },
-  });
-  registry.counter({
-    name: 'process_cpu_seconds_total',
-    help: 'Total user and system CPU time spent in seconds.',
-    collect: (m) => {
-      const c = cpu();
-      m.mirror(undefined, (c.user + c.system) / 1e6);
-    },
-  });
-  const started = Math.round(Date.now() / 1000 - process.uptime());
-  registry.gauge({
-    name: 'process_start_time_seconds',
-    help: 'Start time of the process since unix epoch in seconds.',
-    collect: (m) => {
-      m.set(undefined, started);
-    },
-  });
-  registry.gauge({
-    name: 'process_resident_memory_bytes',
-    help: 'Resident memory size in bytes.',
-    collect: (m) => {
-      m.set(undefined, process.memoryUsage.rss());
-    },
-  });
-}
-
-/** Open and maximum file descriptors, from /proc (Linux only). */
-function registerFdMetrics(registry: Registry): void {
-  registry.gauge({
-    name: 'process_open_fds',
-    help: 'Number of open file descriptors.',
-    collect: (m) => {
-      try {
-        m.set(undefined, readdirSync('/proc/self/fd').length);
-      } catch {
-        // /proc unavailable: the series stays at its last value
-      }
-    },
-  });
-  const limit = (() => {
-    try {
-      const m = /^Max open files\s+(\d+)/m.exec(readFileSync('/proc/self/limits', 'utf8'));
-      return m ? Number(m[1]) : undefined;
-    } catch {
-      return undefined;
-    }
-  })();
-  if (limit !== undefined)
-    registry.gauge({
-      name: 'process_max_fds',
-      help: 'Maximum number of open file descriptors.',
-      collect: (m) => {
-        m.set(undefined, limit);
-      },
-    });
-}
-
-/** Heap, external memory, event-loop delay and utilization, and the version: nodejs_*. */
-function registerNodeMetrics(registry: Registry): void {
-  const heap = (name: string, help: string, read: (m: NodeJS.MemoryUsage) => number) =>
-    registry.gauge({
-      name,
-      help,
-      collect: (m) => {
-        m.set(undefined, read(process.memoryUsage()));
-      },
-    });
-  heap('nodejs_heap_size_total_bytes', 'Process heap size from Node.js in bytes.', (m) => m.heapTotal);
-  heap('nodejs_heap_size_used_bytes', 'Process heap size used from Node.js in bytes.', (m) => m.heapUsed);
-  heap('nodejs_external_memory_bytes', 'Node.js external memory size in bytes.', (m) => m.external);
-  const delay = monitorEventLoopDelay({ resolution: 1_000 });
-  delay.enable();
-  registry.gauge<'quantile'>({
-    name: 'nodejs_eventloop_delay_seconds',
-    help: 'Event loop delay in seconds since the last scrape, by quantile.',
-    labelNames: ['quantile'],
-    collect: (m) => {
-      for (const q of [0.5, 0.9, 0.99]) m.set({ quantile: q }, delay.percentile(q * 100) / 1e9);
-      delay.reset();
-    },
-  });
-  let utilization = performance.eventLoopUtilization();
-  registry.gauge({
-    name: 'nodejs_eventloop_utilization_ratio',
-    help: 'Share of the time since the last scrape the event loop spent running callbacks (0 to 1).',
-    collect: (m) => {
-      const now = performance.eventLoopUtilization();
-      m.set(undefined, performance.eventLoopUtilization(now, utilization).utilization);
-      utilization = now;
-    },
-  });
-  registry.gauge<'version' | 'major' | 'minor' | 'patch'>({
-    name: 'nodejs_version_info',
-    help: 'Node.js version info.',
-    labelNames: ['version', 'major', 'minor', 'patch'],
-    collect: (m) => {
-      const [major = '', minor = '', patch = ''] = process.versions.node.split('.');
-      m.set({ version: process.version, major, minor, patch }, 1);
-    },
-  });
+/** The length of a rendered metric's sample lines (what follows its `# HELP` and `# TYPE` lines). */
+function samplesLength(text: string): number {
+  const second = text.indexOf('\n', text.indexOf('\n') + 1);
+  return text.length - (second + 1);
 }

@@ -22,6 +22,7 @@ export {
   loadConfig,
   loadInCluster,
 } from './kubeconfig.ts';
+export { type KubeconfigTextOptions, kubeconfigFromText } from './kubeconfig-text.ts';
 export {
   type LabelSelector,
   parseSelector,

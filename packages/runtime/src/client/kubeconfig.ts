@@ -141,7 +141,8 @@ interface NamedContext {
   name: string;
   context: { cluster?: string; user?: string; namespace?: string };
 }
-interface KubeconfigDoc {
+/** A kubeconfig document as parsed. */
+export interface KubeconfigDoc {
   clusters?: NamedCluster[];
   users?: NamedUser[];
   contexts?: NamedContext[];
@@ -188,7 +189,8 @@ export async function loadConfig(options: LoadOptions = {}): Promise<ConnectionC
   return fromDocs(docs, options.context, env);
 }
 
-function fromDocs(
+/** Reads parsed kubeconfig documents (a file each) as kubectl merges them; `file` names each in errors. */
+export function fromDocs(
   docs: { file: string; doc: KubeconfigDoc; raw: string }[],
   contextOverride: string | undefined,
   env: NodeJS.ProcessEnv,

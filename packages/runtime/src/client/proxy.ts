@@ -27,9 +27,9 @@ export function checkProxyUrl(value: string, where: string): string {
   try {
     url = new URL(value.includes('://') ? value : `http://${value}`);
   } catch (err) {
-    throw new KubeconfigError(`${where}: "${value}" is not a URL (expected e.g. http://proxy.example:3128)`, {
-      cause: err,
-    });
+    // a proxy URL may carry a user and password: the message shows neither, nor the cause (which holds the input)
+    const shown = value.replace(/^([a-z0-9+.-]*:\/\/)?[^@/]*@/i, '$1…@');
+    throw new KubeconfigError(`${where}: "${shown}" is not a URL (expected e.g. http://proxy.example:3128)`);
   }
   if (!SCHEMES.has(url.protocol)) {
     throw new KubeconfigError(
