@@ -33,6 +33,7 @@
  * Every other misordering is a method the builder does not have: a type error, and for a caller without the types
  * the engine's own `TypeError` (`… is not a function`) at the call, never a controller built wrong.
  */
+import type { Cache } from '../cache/cache.ts';
 import type { Kind, KubeObject } from '../client/resource.ts';
 import { UsageError } from '../errors.ts';
 import { Controller, type ControllerOptions, type WatchRole } from './controller.ts';
@@ -107,9 +108,10 @@ const watch =
     map: MapFunc<T>,
     predicates: readonly Predicate<T>[],
     role: WatchRole = 'other',
+    from?: Cache,
   ): Watch =>
   (c, filters) =>
-    c.watch<T>(r, map, [...filters, ...predicates], role);
+    c.watch<T>(r, map, [...filters, ...predicates], role, from);
 
 const withName = (w: Wiring, name: string): Wiring => ({ ...w, name });
 const withWatch = (w: Wiring, add: Watch): Wiring => ({ ...w, watches: [...w.watches, add] });
@@ -209,6 +211,21 @@ export class ControllerBuilderFor<P extends KubeObject, E extends BuilderEnding 
     ...predicates: Predicate<T>[]
   ): ControllerBuilderFor<P, E> {
     return new ControllerBuilderFor(withWatch(this.#w, watch(r, map, predicates)), this.#p, this.#ending);
+  }
+
+  /**
+   * As `watches`, of a kind in another cache than the controller's (another cluster's): a fleet member's controller
+   * watching the manager's own cluster (`member.hub.cache`), e.g. the objects it copies into the member. `map` reads
+   * that cache; the cache is its owner's to start.
+   */
+  watchesIn<T extends KubeObject>(
+    cache: Cache,
+    r: Kind<T, unknown>,
+    map: MapFunc<T>,
+    ...predicates: Predicate<T>[]
+  ): ControllerBuilderFor<P, E> {
+    const w = withWatch(this.#w, watch(r, map, predicates, 'other', cache));
+    return new ControllerBuilderFor(w, this.#p, this.#ending);
   }
 
   /** A predicate applied to every watched kind's events. */

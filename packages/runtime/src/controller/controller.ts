@@ -40,9 +40,8 @@
  * - Stopping (the `start` signal aborts): no new work is taken; in-flight reconciles may finish for
  *   `gracefulShutdownTimeoutMs` (default 2 s), after which their `ctx.signal` aborts, and with it their requests.
  */
-
 import { randomUUID } from 'node:crypto';
-import { CacheError } from '../cache/cache.ts';
+import { type Cache, CacheError } from '../cache/cache.ts';
 import type { Informer } from '../cache/informer.ts';
 import { type Kind, type KubeObject, keyOf, objectKey, parseKey } from '../client/resource.ts';
 import { messageOf, UsageError } from '../errors.ts';
@@ -60,6 +59,7 @@ import { type Admission, type ControllerOptions, DEFAULT_CACHE_SYNC_TIMEOUT_MS, 
 import { handleFailure } from './policy.ts';
 import { allow, type Predicate } from './predicates.ts';
 import {
+  logFields,
   type ReconcileContext,
   type ReconcileRequest,
   type Reconciler,
@@ -69,7 +69,6 @@ import {
 } from './reconcile.ts';
 
 export type { ControllerOptions, GateAnswer, RequestGate, RequestTicket, WatchRole } from './options.ts';
-
 /** Time in-flight reconciles get on stop before their `ctx.signal` aborts, unless configured. */
 export const DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT_MS = 2_000;
 
@@ -155,18 +154,19 @@ export class Controller {
 
   /**
    * Enqueues the requests `map` returns for each change of `r` that passes `predicates`. The first call names the
-   * primary kind (used by resync). With a gate that partitions caches, the primary and owned kinds (`role`) are
-   * cached by partition.
+   * primary kind (used by resync). With a gate that partitions caches, the primary and owned kinds (`role`) are cached
+   * by partition. `from`: `r` in another (started) cache, e.g. a fleet member's watch of the hub; `map` reads it.
    */
   watch<T extends KubeObject>(
     r: Kind<T>,
     map: MapFunc<T>,
     predicates: readonly Predicate<T>[] = [],
     role: WatchRole = this.#primary ? 'other' : 'primary',
+    from?: Cache,
   ): void {
     const by = role === 'other' ? undefined : this.#o.gate?.partitioning?.(role, r);
-    if (by) this.#o.cache.partition(r, by);
-    const informer = this.#o.cache.informer(r);
+    if (by) (from ?? this.#o.cache).partition(r, by);
+    const informer = (from ?? this.#o.cache).informer(r);
     const primary = !this.#primary;
     if (primary) this.#primary = informer as unknown as Informer<KubeObject>;
     this.#watched.push(informer as unknown as Informer<KubeObject>);
@@ -175,7 +175,7 @@ export class Controller {
       controller: this.name,
       kind: r.kind,
       map,
-      cache: o.cache,
+      cache: from ?? o.cache,
       log: this.#log,
       metrics: o.metrics,
       clock: o.clock ?? realClock,
@@ -229,9 +229,9 @@ export class Controller {
     const timeoutMs = this.#o.cacheSyncTimeoutMs ?? DEFAULT_CACHE_SYNC_TIMEOUT_MS;
     const syncAbort = AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]);
     const synced = await Promise.all(this.#watched.map((i) => i.waitForSync(syncAbort)));
-    if (signal.aborted) return this.#shutdown();
+    if (signal.aborted) return this.dispose();
     if (!synced.every(Boolean)) {
-      this.queue.shutDown();
+      this.dispose();
       const missing = this.#watched.filter((i) => !i.hasSynced).map((i) => i.resource.plural);
       const message = `controller ${this.name}: caches did not sync within ${timeoutMs / 1000} s (${missing.join(', ')})`;
       throw new CacheError('CacheSyncTimeout', message);
@@ -260,10 +260,11 @@ export class Controller {
     await Promise.all(loops);
     if (this.#ownEvents) await this.#events.flush(drainMs);
     await this.#dynamic.stop();
-    this.#shutdown();
+    this.dispose();
   }
 
-  #shutdown(): void {
+  /** Shuts its queue and removes its handlers from the informers (once); `start` does it when it ends. For a controller built but never started. */
+  dispose(): void {
     this.queue.shutDown();
     for (const fn of this.#unwatch.splice(0)) fn();
   }
@@ -310,16 +311,13 @@ export class Controller {
   /** The context of one reconcile of `key`, whose signal aborts with `signal` or at the deadline, if there is one. */
   #context(key: string, request: ReconcileRequest, signal: AbortSignal, { guard, labels }: Admission) {
     const reconcileID = randomUUID();
-    const log = this.#log.child({
-      ...(request.namespace ? { namespace: request.namespace } : {}),
-      name: request.name,
-      reconcileID,
-    });
+    const log = this.#log.child(logFields(request, reconcileID));
     const deps = { controller: this.name, clock: this.#o.clock ?? realClock, metrics: this.#o.metrics, log };
     const deadline = startDeadline(this.#o.reconcileTimeoutMs, signal, deps);
     const client = this.#o.client.withSignal(deadline?.signal ?? signal);
     const ctx: ReconcileContext = {
       log,
+      cluster: this.#o.cluster ?? '',
       signal: deadline?.signal ?? signal,
       reconcileID,
       rawClient: guard ? client.withGuard(guard) : client,

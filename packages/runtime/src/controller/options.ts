@@ -67,6 +67,8 @@ export interface ControllerOptions {
   readonly events?: EventRecorder;
   /** The field manager of `ctx.apply` (default: the controller's name). */
   readonly fieldManager?: string;
+  /** The cluster it reconciles in, as `ctx.cluster` (a fleet's member; default `''`, the manager's own). */
+  readonly cluster?: string;
   /**
    * Whether a manager runs this controller only on the replica that leads (default true); false: on every replica
    * (as a sharded controller, each reconciling the requests its `gate` admits).

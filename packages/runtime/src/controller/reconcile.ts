@@ -87,13 +87,24 @@ export interface ReconcileEvents {
   ): void;
 }
 
+/** The fields a reconcile's log lines carry: the request's namespace and name, and the reconcile's ID. */
+export function logFields(request: ReconcileRequest, reconcileID: string): Record<string, string> {
+  return { ...(request.namespace ? { namespace: request.namespace } : {}), name: request.name, reconcileID };
+}
+
 /**
  * What a request-based reconcile gets besides the request: a logger, a signal, the cache, the raw client, expectations
  * and the Event recorder. An object-first reconcile gets more (`ObjectContext`): writes that do the bookkeeping.
  */
 export interface ReconcileContext {
-  /** Bound with controller, namespace, name and reconcileID. */
+  /** Bound with controller, namespace, name and reconcileID (and cluster, in a fleet's member). */
   readonly log: Logger;
+  /**
+   * The cluster this reconcile is in: the fleet member's name for a controller a fleet runs in a member cluster
+   * (multicluster), `''` for the manager's own cluster. `rawClient`, `cache` and the object-first writes are that
+   * cluster's.
+   */
+  readonly cluster: string;
   /** Aborts when the controller stops and the drain period for in-flight reconciles has passed. */
   readonly signal: AbortSignal;
   /** A UUID per reconcile, in every log line of it (as controller-runtime's `reconcileID`). */

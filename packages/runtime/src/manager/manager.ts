@@ -44,17 +44,18 @@ import { randomUUID } from 'node:crypto';
 import { Cache } from '../cache/cache.ts';
 import type { Client } from '../client/client.ts';
 import { type Kind, type KubeObject, resourceId } from '../client/resource.ts';
-import { type BuilderOptions, ControllerBuilder, type ControllerBuilderFor } from '../controller/builder.ts';
+import { ControllerBuilder, type ControllerBuilderFor } from '../controller/builder.ts';
 import { type Controller, DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT_MS } from '../controller/controller.ts';
 import type { Predicate } from '../controller/predicates.ts';
 import { UsageError } from '../errors.ts';
 import type { EventRecorder } from '../helpers/events.ts';
 import { createLogger, type Logger } from '../logger.ts';
 import { Metrics } from '../metrics.ts';
+import { Fleet, type FleetOptions } from '../multicluster/fleet.ts';
 import { Sharding } from '../sharding/sharded.ts';
-import { FileCertificates } from '../tls/sources.ts';
-import { WebhookServer } from '../webhook/server.ts';
+import type { WebhookServer } from '../webhook/server.ts';
 import { instanceName, managerClient } from './client.ts';
+import { controllerDefaults, fleetDeps, managerWebhookServer } from './defaults.ts';
 import { ManagerEndpoints } from './endpoints.ts';
 import { ManagerError } from './errors.ts';
 import { replicaFence } from './fence.ts';
@@ -103,6 +104,7 @@ export class Manager {
   /** Set when a stop begins: readiness fails from then on. */
   #stopping = false;
   #webhookServer: WebhookServer | undefined;
+  #fleet: Fleet | undefined;
   /** The sharding of the controllers, when on. */
   readonly #sharding: Sharding | undefined;
 
@@ -180,40 +182,45 @@ export class Manager {
     kind?: Kind<T, unknown>,
     ...predicates: NoInfer<Predicate<T>>[]
   ): ControllerBuilder | ControllerBuilderFor<T> {
-    // the controllers' writes and Events first ask this replica's fence (fence.ts)
-    const replica = {
-      sharding: this.#sharding?.coordinator,
-      leaderElection: this.#o.leaderElection?.enabled === true,
-      elector: () => this.#elector,
-    };
-    const fence = replicaFence(replica);
-    const { maxConcurrentReconciles, cacheSyncTimeoutMs, reconcileTimeoutMs, traceContextFromAnnotations } =
-      this.#o.controllers ?? {};
-    const defaults: BuilderOptions = {
-      // a value of 0 (or false) is the controller's own default
-      ...(maxConcurrentReconciles ? { maxConcurrentReconciles } : {}),
-      ...(cacheSyncTimeoutMs ? { cacheSyncTimeoutMs } : {}),
-      gracefulShutdownTimeoutMs: this.#drainMs,
-      ...(reconcileTimeoutMs ? { reconcileTimeoutMs } : {}),
-      ...(traceContextFromAnnotations ? { traceContextFromAnnotations: true } : {}),
-      events: fence ? this.#recorders.fenced(this.name, fence) : this.eventRecorder(),
-      fieldManager: this.name,
-      ...(this.#sharding ? { gate: this.#sharding.gate, needLeaderElection: false } : fence ? { fence } : {}),
-    };
     const builder = new ControllerBuilder({
       client: this.client,
       cache: this.cache,
       log: this.log,
       metrics: this.metrics,
-      defaults,
-      // a controller on every replica has no fence (controller.ts), so its Events are not fenced either
-      ...(fence && !this.#sharding ? { everyReplica: { events: this.eventRecorder() } } : {}),
+      ...this.#defaults(this.#recorders),
       register: (c) => {
         this.#controllers.push(c);
         this.add(c);
       },
     });
     return kind ? builder.for(kind, ...predicates) : builder;
+  }
+
+  /** The controller defaults for a cluster whose Events `recorders` write (the manager's own, or a fleet member's). */
+  #defaults(recorders: Recorders) {
+    // the controllers' writes and Events first ask this replica's fence (fence.ts)
+    const leaderElection = this.#o.leaderElection?.enabled === true;
+    const fence = replicaFence({ sharding: this.#sharding?.coordinator, leaderElection, elector: () => this.#elector });
+    return controllerDefaults({
+      ...{ name: this.name, settings: this.#o.controllers, drainMs: this.#drainMs, fence, gate: this.#sharding?.gate },
+      events: { fenced: (f) => recorders.fenced(this.name, f), plain: () => recorders.get(this.name) },
+    });
+  }
+
+  /**
+   * Member clusters, each with the controllers `setup(member)` builds for it (multicluster/fleet.ts): the clusters the
+   * `provider` reports are engaged and disengaged while the manager runs, on the leader. Not with sharding (a
+   * `UsageError`: a fleet runs its members on the leader).
+   */
+  fleet(options: FleetOptions): Fleet {
+    if (this.#sharding) throw new UsageError('InvalidArgument', 'a fleet does not run sharded: turn sharding off');
+    if (this.#fleet) throw new UsageError('InvalidArgument', 'a manager has one fleet: give it one provider');
+    const defaults = (c: Client) => this.#defaults(new Recorders(c, this.log)).defaults;
+    const fleet = new Fleet({ ...fleetDeps(this, this.#o, defaults), ...options });
+    this.#fleet = fleet;
+    this.add(fleet);
+    this.#readyz.add('fleet', fleet.readiness);
+    return fleet;
   }
 
   /**
@@ -263,16 +270,7 @@ export class Manager {
   /** The webhook server, created and added (with a readiness check) on first use. */
   get webhookServer(): WebhookServer {
     if (!this.#webhookServer) {
-      const { certDir, ...o } = this.#o.webhook ?? {};
-      const certificates =
-        o.certificates ??
-        new FileCertificates({ dir: certDir ?? '/tmp/k8s-webhook-server/serving-certs', purpose: 'webhook' });
-      this.#webhookServer = new WebhookServer({
-        log: this.log.child({ component: 'webhook' }),
-        registry: this.metrics.registry,
-        ...o,
-        certificates,
-      });
+      this.#webhookServer = managerWebhookServer(this.#o.webhook, this.log, this.metrics.registry);
       this.add(this.#webhookServer);
       this.addReadyzCheck('webhook', this.#webhookServer.ready);
     }
