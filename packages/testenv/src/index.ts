@@ -7,7 +7,7 @@
  * kubeconfig, `kubeconfigFor(serviceAccount)` for least-privilege tests, volumes (the default StorageClass
  * `standard` and `standard-immediate`, `STORAGE_CLASSES`), `restart(component)` for fault tests, and
  * `stop()`. `shareEnvironment` and `sharedEnvironment()` share one control plane across the files of a `node --test`
- * run. Binaries come from an explicit directory, KUBEBUILDER_ASSETS, the user cache, a verified download of the
+ * run; `startFleet` starts a hub and named members, with a folder of their kubeconfigs (a local fleet). Binaries come from an explicit directory, KUBEBUILDER_ASSETS, the user cache, a verified download of the
  * official releases (or a mirror of them), or a build from Go modules.
  */
 export { ApiClient, type ApiRequest, type ApiResponse, type WatchEvent } from './api.ts';
@@ -27,6 +27,7 @@ export { Environment, type StartOptions, start } from './environment.ts';
 export { isTestenvError, TestenvError, type TestenvErrorCode } from './errors.ts';
 export { resetSocket } from './fault-link.ts';
 export { type FaultMode, FaultProxy, type FaultProxyOptions, type FaultProxyStats, targetOf } from './fault-proxy.ts';
+export { type FleetEnvironment, type FleetStartOptions, startFleet } from './fleet.ts';
 export { HELM_VERSION, type HelmOptions, helmCacheDir, resolveHelm } from './helm.ts';
 export type { Kubeconfig } from './kubeconfig.ts';
 export { EXIT_CODE_ANNOTATION } from './kwok-exit-stage.ts';
