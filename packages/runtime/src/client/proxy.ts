@@ -26,7 +26,7 @@ export function checkProxyUrl(value: string, where: string): string {
   let url: URL;
   try {
     url = new URL(value.includes('://') ? value : `http://${value}`);
-  } catch (err) {
+  } catch {
     // a proxy URL may carry a user and password: the message shows neither, nor the cause (which holds the input)
     const shown = value.replace(/^([a-z0-9+.-]*:\/\/)?[^@/]*@/i, '$1…@');
     throw new KubeconfigError(`${where}: "${shown}" is not a URL (expected e.g. http://proxy.example:3128)`);
