@@ -47,6 +47,7 @@ import { type Kind, type KubeObject, keyOf, objectKey, parseKey } from '../clien
 import { messageOf, UsageError } from '../errors.ts';
 import { EventRecorder } from '../helpers/events.ts';
 import { allGuards, passes } from '../internal/guards.ts';
+import { untilAborted } from '../internal/sleep.ts';
 import { type Logger, silentLogger } from '../logger.ts';
 import { endReconcileSpan, runtimeTracer, startReconcileSpan, withActiveSpan } from '../tracing/spans.ts';
 import { LOW_PRIORITY, realClock, WorkQueue } from '../workqueue/index.ts';
@@ -247,7 +248,7 @@ export class Controller {
       resync.unref();
     }
     const loops = Array.from({ length: workers }, () => this.#worker(reconcileAbort.signal));
-    await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+    await untilAborted(signal);
     clearInterval(resync);
     this.#log.info({ inFlight: this.#active }, 'stopping: draining in-flight reconciles');
     const drainMs = this.#o.gracefulShutdownTimeoutMs ?? DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT_MS;

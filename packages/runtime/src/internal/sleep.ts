@@ -2,7 +2,8 @@
  * @module internal/sleep
  * An abortable sleep that never rejects: it resolves after `ms`, or as soon as `signal` aborts (then early), and
  * leaves no timer or listener behind either way. Timers come from an injectable source (a test's fake clock), by
- * default Node's own. `withTimeout` bounds a call by a timer of such a source; `within(work, ms)` tells whether work settled in time.
+ * default Node's own. `withTimeout` bounds a call by a timer of such a source; `within(work, ms)` tells whether work settled in time;
+ * `untilAborted(signal)` waits for an abort.
  */
 
 /** Where timers come from (the work queue's `Clock` fits). */
@@ -29,6 +30,13 @@ export function sleep(ms: number, signal: AbortSignal, timers: TimerSource = nod
     const timer = timers.setTimer(Math.max(0, ms), done);
     signal.addEventListener('abort', done, { once: true });
   });
+}
+
+/** Resolves when `signal` aborts (at once if it has); never rejects. */
+export function untilAborted(signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) =>
+    signal.aborted ? resolve() : signal.addEventListener('abort', () => resolve(), { once: true }),
+  );
 }
 
 /**

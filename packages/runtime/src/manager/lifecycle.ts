@@ -20,7 +20,7 @@
 import type { Cache } from '../cache/cache.ts';
 import { CacheError } from '../cache/cache.ts';
 import type { EventRecorder } from '../helpers/events.ts';
-import { sleep, within } from '../internal/sleep.ts';
+import { sleep, untilAborted, within } from '../internal/sleep.ts';
 import type { Logger } from '../logger.ts';
 import type { Metrics } from '../metrics.ts';
 import { detachedFromTrace } from '../tracing/spans.ts';
@@ -143,8 +143,7 @@ export class Lifecycle {
    * most: a runnable still running then is left behind, so that the Lease is released in time).
    */
   async untilStopped(): Promise<void> {
-    if (!this.stopping.aborted)
-      await new Promise<void>((resolve) => this.stopping.addEventListener('abort', () => resolve(), { once: true }));
+    if (!this.stopping.aborted) await untilAborted(this.stopping);
     if (this.#fatalError) return;
     const drainMs = this.#p.gracefulShutdownTimeoutMs;
     this.#p.log.info({ timeoutMs: drainMs }, 'stopping: draining in-flight work');

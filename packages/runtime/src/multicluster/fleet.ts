@@ -19,12 +19,13 @@ import type { Cache } from '../cache/cache.ts';
 import type { CacheOptions } from '../cache/options.ts';
 import type { Client } from '../client/client.ts';
 import type { BuilderOptions } from '../controller/builder.ts';
-import { sleep } from '../internal/sleep.ts';
+import { Backoff } from '../internal/backoff.ts';
+import { sleep, untilAborted } from '../internal/sleep.ts';
 import type { Logger } from '../logger.ts';
 import type { Registry } from '../prometheus.ts';
 import { FleetError } from './errors.ts';
 import { type FleetMember, Member, type MemberOptions, type MemberState } from './member.ts';
-import { type ClusterProvider, type ClusterReport, untilAborted } from './provider.ts';
+import type { ClusterProvider, ClusterReport } from './provider.ts';
 
 /** What `mgr.fleet` takes. */
 export interface FleetOptions {
@@ -141,10 +142,10 @@ export class Fleet {
   async start(signal: AbortSignal): Promise<void> {
     this.#running = true;
     const log = this.#o.log;
-    let delay = 1_000;
+    const backoff = new Backoff({ initialMs: 1_000, maxMs: this.#o.maxBackoffMs ?? 60_000, jitter: 0 });
     while (!signal.aborted) {
       const report = (r: ClusterReport) => {
-        delay = 1_000;
+        backoff.reset();
         this.#apply(r, signal);
       };
       try {
@@ -153,9 +154,9 @@ export class Fleet {
         await Promise.race([run, untilAborted(signal)]);
       } catch (err) {
         if (signal.aborted) break;
+        const delay = backoff.next();
         log.error({ err: (err as Error).message, retryInMs: delay }, 'the fleet provider failed');
         await sleep(delay, signal);
-        delay = Math.min(delay * 2, this.#o.maxBackoffMs ?? 60_000);
         continue;
       }
       await untilAborted(signal);

@@ -23,6 +23,7 @@ import { type BuilderOptions, ControllerBuilder, type ControllerBuilderFor } fro
 import type { Controller } from '../controller/controller.ts';
 import type { Predicate } from '../controller/predicates.ts';
 import type { EventRecorder } from '../helpers/events.ts';
+import { Backoff } from '../internal/backoff.ts';
 import { sleep, within } from '../internal/sleep.ts';
 import type { Logger } from '../logger.ts';
 import { Metrics } from '../metrics.ts';
@@ -156,19 +157,19 @@ export class Member {
 
   async #loop(): Promise<void> {
     await this.#o.start;
-    let delay = 1_000;
+    const backoff = new Backoff({ initialMs: 1_000, maxMs: this.#o.maxBackoffMs, jitter: 0 });
     while (!this.#stop.signal.aborted) {
       this.#set('engaging');
       try {
         await this.#attempt();
       } catch (err) {
         if (this.#stop.signal.aborted) break;
-        if (this.#readyOnce) delay = 1_000;
+        if (this.#readyOnce) backoff.reset();
         const error = err instanceof Error ? err : new FleetError('EngagementFailed', String(err));
         this.#set('failing', error);
+        const delay = backoff.next();
         this.#o.log.warn({ err: error.message, retryInMs: delay }, 'cluster not engaged');
         await sleep(delay, this.#stop.signal);
-        delay = Math.min(delay * 2, this.#o.maxBackoffMs);
       }
     }
   }

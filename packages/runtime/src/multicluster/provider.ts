@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import type { Client } from '../client/client.ts';
 import { type ConnectionConfig, loadConfig } from '../client/kubeconfig.ts';
 import { kubeconfigFromText } from '../client/kubeconfig-text.ts';
-import { sleep } from '../internal/sleep.ts';
+import { sleep, untilAborted } from '../internal/sleep.ts';
 import type { Logger } from '../logger.ts';
 import { FleetError } from './errors.ts';
 
@@ -65,12 +65,6 @@ export function badClusterName(name: string): string | undefined {
     ? undefined
     : `"${name}" cannot name a cluster: use lower-case letters, digits, "-" and "." (at most 253)`;
 }
-
-/** Resolves when `signal` aborts. */
-export const untilAborted = (signal: AbortSignal) =>
-  new Promise<void>((resolve) =>
-    signal.aborted ? resolve() : signal.addEventListener('abort', () => resolve(), { once: true }),
-  );
 
 /** A hash of a kubeconfig's text. */
 export const fingerprintOf = (text: string) => createHash('sha256').update(text).digest('hex').slice(0, 16);

@@ -18,8 +18,9 @@ import type { Secret } from '../client/kinds/core.ts';
 import { Secrets } from '../client/kinds/index.ts';
 import { kubeconfigFromText } from '../client/kubeconfig-text.ts';
 import { UsageError } from '../errors.ts';
+import { untilAborted } from '../internal/sleep.ts';
 import { FleetError } from './errors.ts';
-import { badClusterName, type ClusterEntry, type ClusterProvider, fingerprintOf, untilAborted } from './provider.ts';
+import { badClusterName, type ClusterEntry, type ClusterProvider, fingerprintOf } from './provider.ts';
 
 /** Options of `kubeconfigSecrets`. */
 export interface SecretsOptions {
