@@ -8,8 +8,8 @@
  * (generate/check-samples.ts): each field it would refuse is one line naming the file and the field. `--check` writes
  * nothing and exits 1 naming every stale file and every such sample (for CI, and the scaffold's `pretest`), each
  * with the command or the edit that fixes it. Plain `generate` writes, then reports such samples (exit 0: the
- * generated files are right; the sample is the user's to fix). A generated chart file the code no longer makes
- * (under dist/chart/, which helm renders whole) is removed, or named by `--check`. Samples and other files that are
+ * generated files are right; the sample is the user's to fix). A generated file the code no longer makes under
+ * dist/chart/ (which helm renders whole), config/policies/ or config/fleet/ is removed, or named by `--check`. Samples and other files that are
  * the user's are never written. Checks that passed on the same inputs before are not run again
  * (generate/check-memo).
  */
@@ -61,8 +61,13 @@ export async function generate(
   );
   const chart = helm || hasChart;
   if (chart) for (const [path, content] of chartFiles(project, apis)) files.set(path, content);
-  // helm renders every file of the chart: one left from an earlier generation would install its objects twice
-  const obsolete = chart ? await obsoleteFiles(dir, CHART_DIR, files) : [];
+  // helm renders every file of the chart: one left from an earlier generation would install its objects twice; a
+  // policy or the members' RBAC left from one would be applied with the others
+  const obsolete = [
+    ...(chart ? await obsoleteFiles(dir, CHART_DIR, files) : []),
+    ...(await obsoleteFiles(dir, 'config/policies', files)),
+    ...(await obsoleteFiles(dir, 'config/fleet', files)),
+  ];
   if (check) {
     const stale = [...(await staleFiles(dir, files)), ...obsolete.map((f) => `${f} (no longer generated)`)];
     if (stale.length === 0 && samples.length === 0) {

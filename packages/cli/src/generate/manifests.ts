@@ -21,6 +21,7 @@ import yaml from 'js-yaml';
 import { CliError } from '../errors.ts';
 import { kindsName, lower } from '../project/names.ts';
 import { type ApiEntry, apiGroup, type Project } from '../project/project.ts';
+import { fleetFiles } from './fleet.ts';
 import { type AnyPolicy, loadPolicies, POLICIES_FILE, policyFile, policyObjects } from './policies.ts';
 import { shardingComponent, shardingRbacObjects } from './sharding.ts';
 import {
@@ -45,6 +46,8 @@ export interface LoadedApi {
   readonly entry: ApiEntry;
   readonly kind: CustomKind<KubeObject>;
   readonly permissions: readonly Permission[];
+  /** What its member controllers do in a fleet's member clusters (the controller module's `memberPermissions`). */
+  readonly memberPermissions?: readonly Permission[];
   /** The project's webhooks (src/webhooks.ts), carried by the first API. */
   readonly webhooks?: LoadedWebhooks;
   /** The project's Validating- and MutatingAdmissionPolicies (src/policies.ts), carried by the first API. */
@@ -75,6 +78,7 @@ export async function loadApis(dir: string, p: Project): Promise<LoadedApi[]> {
       );
     }
     let permissions: readonly Permission[] = [];
+    let memberPermissions: readonly Permission[] | undefined;
     if (entry.controller) {
       const cfile = join(dir, controllerFile(entry));
       const cmod = (await import(pathToFileURL(cfile).href).catch((err: unknown) => {
@@ -87,8 +91,15 @@ export async function loadApis(dir: string, p: Project): Promise<LoadedApi[]> {
         );
       }
       permissions = cmod.permissions as Permission[];
+      if (cmod.memberPermissions !== undefined && !Array.isArray(cmod.memberPermissions)) {
+        throw new CliError(
+          'Usage',
+          `${cfile} exports memberPermissions, but not as a Permission[] (what its member controllers do in each member cluster)`,
+        );
+      }
+      memberPermissions = cmod.memberPermissions as Permission[] | undefined;
     }
-    out.push({ entry, kind, permissions });
+    out.push({ entry, kind, permissions, ...(memberPermissions ? { memberPermissions } : {}) });
   }
   const webhooks = await loadWebhooks(dir);
   if (webhooks && out[0]) out[0] = { ...out[0], webhooks };
@@ -319,24 +330,14 @@ export function generatedFiles(p: Project, apis: readonly LoadedApi[]): Map<stri
   }
   const policies = policiesOf(apis);
   setPolicyFiles(files, policies, kustomization);
+  const members = (objects: KubeObject[]) => GENERATED('memberPermissions') + objects.map(doc).join('---\n');
+  for (const [file, text] of fleetFiles(p, apis, { members, kustomization })) files.set(file, text);
   files.set('config/sharding/rbac.yaml', fromControllers + shardingRbacObjects(p, apis).map(doc).join('---\n'));
   files.set('config/sharding/kustomization.yaml', GENERATED('the project') + doc(shardingComponent(p)));
   files.set('config/manager/kustomization.yaml', kustomization(['manager.yaml']));
-  files.set(
-    'config/default/kustomization.yaml',
-    kustomization(
-      [
-        '../crd',
-        '../rbac',
-        '../manager',
-        ...(w ? ['../webhook', '../certmanager'] : []),
-        ...(policies.length > 0 ? ['../policies'] : []),
-      ],
-      {
-        namespace: p.namespace,
-      },
-    ),
-  );
+  const bases = ['../crd', '../rbac', '../manager', ...(w ? ['../webhook', '../certmanager'] : [])];
+  if (policies.length > 0) bases.push('../policies');
+  files.set('config/default/kustomization.yaml', kustomization(bases, { namespace: p.namespace }));
   files.set(
     'config/samples/kustomization.yaml',
     kustomization(apis.map((a) => sampleFile(a.entry).replace('config/samples/', ''))),
