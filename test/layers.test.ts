@@ -91,7 +91,8 @@ test('workspaces import only what the layering allows', async () => {
  * (serving certificates), which the webhook server and the metrics endpoint share. The helpers
  * (owner references, status, Events, finalizers, adoption, RBAC) sit between the cache and the
  * controller: they are the building blocks the object-first reconciler's context applies, and they know nothing of
- * controllers or managers. `testing` and the entry point are on top.
+ * controllers or managers. A fleet spreads its members over a sharded manager's replicas with sharding's ring, so
+ * multicluster sits above sharding. `testing` and the entry point are on top.
  */
 const RUNTIME_LAYERS: readonly (readonly string[])[] = [
   ['errors.ts'],
@@ -103,7 +104,8 @@ const RUNTIME_LAYERS: readonly (readonly string[])[] = [
   ['cache'],
   ['helpers', 'lease'],
   ['controller'],
-  ['webhook', 'policy', 'sharding', 'multicluster'],
+  ['webhook', 'policy', 'sharding'],
+  ['multicluster'],
   ['manager'],
   ['testing'],
   ['index.ts'],

@@ -5,7 +5,8 @@
  * controller act: the sharding gate, or the replica's fence (leader election).
  *
  * And what a manager gives its fleet (`fleetDeps`): its own cluster as the hub, its logger and metrics, its client's
- * name and field validation and its cache options for the members', its `checkServed`.
+ * name and field validation and its cache options for the members', its `checkServed`; with sharding, the fleet's
+ * ring (multicluster/spread.ts) and a hub cache of the fleet's own, which caches the hub's objects whole.
  *
  * And the webhook server a manager makes on first use (`managerWebhookServer`): its settings, certificates from
  * `certificates` or the files in `certDir` (default `/tmp/k8s-webhook-server/serving-certs`, as controller-runtime's).
@@ -14,7 +15,7 @@
  * controller that runs on every replica (`needLeaderElection: false`, `everyReplica`) gets an unfenced recorder.
  */
 
-import type { Cache } from '../cache/cache.ts';
+import { Cache } from '../cache/cache.ts';
 import type { Client } from '../client/client.ts';
 import type { BuilderOptions } from '../controller/builder.ts';
 import { DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT_MS } from '../controller/controller.ts';
@@ -23,7 +24,9 @@ import type { EventRecorder } from '../helpers/events.ts';
 import type { Logger } from '../logger.ts';
 import type { Metrics } from '../metrics.ts';
 import type { FleetDeps } from '../multicluster/fleet.ts';
+import { FLEET_RING, FleetSpread, type SpreadFleet } from '../multicluster/spread.ts';
 import type { Registry } from '../prometheus.ts';
+import type { ShardCoordinator, ShardHost } from '../sharding/coordinator.ts';
 import { FileCertificates } from '../tls/sources.ts';
 import { WebhookServer } from '../webhook/server.ts';
 import { instanceName } from './client.ts';
@@ -85,9 +88,15 @@ export function fleetDeps(
   },
   o: ManagerOptions,
   defaults: FleetDeps['defaults'],
+  sharding: { ring(suffix: string, host: ShardHost): ShardCoordinator } | undefined,
 ): FleetDeps {
+  // spread, the members read the hub whole: the manager's cache holds only this replica's shards of what it partitions
+  const hub = sharding
+    ? { client: m.client, cache: new Cache({ ...o.cache, client: m.client, log: m.log }), own: true }
+    : { client: m.client, cache: m.cache };
   return {
-    hub: { client: m.client, cache: m.cache },
+    hub,
+    ...(sharding ? { spread: (f: SpreadFleet) => new FleetSpread((host) => sharding.ring(FLEET_RING, host), f) } : {}),
     ...{ log: m.log, registry: m.metrics.registry, cache: o.cache ?? {}, defaults, served: checkServed },
     drainMs: o.controllers?.gracefulShutdownTimeoutMs ?? DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT_MS,
     client: { name: `${m.name}; ${instanceName()}`, fieldValidation: o.fieldValidation ?? 'Strict' },

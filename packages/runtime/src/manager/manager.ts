@@ -196,27 +196,28 @@ export class Manager {
     return kind ? builder.for(kind, ...predicates) : builder;
   }
 
-  /** The controller defaults for a cluster whose Events `recorders` write (the manager's own, or a fleet member's). */
-  #defaults(recorders: Recorders) {
+  /** Controller defaults whose Events `recorders` write; `own`: a spread member's fence, not the replica's and gate. */
+  #defaults(recorders: Recorders, own?: () => void) {
     // the controllers' writes and Events first ask this replica's fence (fence.ts)
     const leaderElection = this.#o.leaderElection?.enabled === true;
-    const fence = replicaFence({ sharding: this.#sharding?.coordinator, leaderElection, elector: () => this.#elector });
+    const fence =
+      own ?? replicaFence({ sharding: this.#sharding?.coordinator, leaderElection, elector: () => this.#elector });
+    const gate = own ? undefined : this.#sharding?.gate;
     return controllerDefaults({
-      ...{ name: this.name, settings: this.#o.controllers, drainMs: this.#drainMs, fence, gate: this.#sharding?.gate },
+      ...{ name: this.name, settings: this.#o.controllers, drainMs: this.#drainMs, fence, gate },
       events: { fenced: (f) => recorders.fenced(this.name, f), plain: () => recorders.get(this.name) },
     });
   }
 
   /**
    * Member clusters, each with the controllers `setup(member)` builds for it (multicluster/fleet.ts): the clusters the
-   * `provider` reports are engaged and disengaged while the manager runs, on the leader. Not with sharding (a
-   * `UsageError`: a fleet runs its members on the leader).
+   * `provider` reports are engaged and disengaged while the manager runs, on the leader; with sharding, spread over
+   * the replicas (multicluster/spread.ts).
    */
   fleet(options: FleetOptions): Fleet {
-    if (this.#sharding) throw new UsageError('InvalidArgument', 'a fleet does not run sharded: turn sharding off');
     if (this.#fleet) throw new UsageError('InvalidArgument', 'a manager has one fleet: give it one provider');
-    const defaults = (c: Client) => this.#defaults(new Recorders(c, this.log)).defaults;
-    const fleet = new Fleet({ ...fleetDeps(this, this.#o, defaults), ...options });
+    const defaults = (c: Client, fence?: () => void) => this.#defaults(new Recorders(c, this.log), fence).defaults;
+    const fleet = new Fleet({ ...fleetDeps(this, this.#o, defaults, this.#sharding), ...options });
     this.#fleet = fleet;
     this.add(fleet);
     this.#readyz.add('fleet', fleet.readiness);

@@ -2,7 +2,9 @@
  * @module multicluster/fleet
  * A fleet: the member clusters a provider reports, each engaged with the controllers `setup(member)` builds for it
  * (`mgr.fleet({ provider, setup })`). A fleet is one of its manager's runnables: it runs on the leader, and its member
- * controllers' writes and Events ask the manager's fence (leader election) as the hub's do.
+ * controllers' writes and Events ask the manager's fence (leader election) as the hub's do. With sharding it runs on
+ * every replica, each engaging the members of the shards of the fleet's ring it holds, its members' writes fenced by
+ * those shards (multicluster/spread.ts), and the members read the hub through a cache of the fleet's own.
  *
  * Each report of the provider is the whole set: a cluster that appears is engaged (multicluster/member.ts), one that
  * disappears is disengaged, one whose kubeconfig changed is disengaged and engaged anew. Members are engaged and
@@ -26,6 +28,7 @@ import type { Registry } from '../prometheus.ts';
 import { FleetError } from './errors.ts';
 import { type FleetMember, Member, type MemberOptions, type MemberState } from './member.ts';
 import type { ClusterProvider, ClusterReport } from './provider.ts';
+import type { FleetSpread, SpreadFleet } from './spread.ts';
 
 /** What `mgr.fleet` takes. */
 export interface FleetOptions {
@@ -57,21 +60,28 @@ export interface FleetClusterStatus {
 
 /** What the manager gives its fleet. */
 export interface FleetDeps {
-  readonly hub: { readonly client: Client; readonly cache: Cache };
+  /** The hub; `own`: its cache is the fleet's (started and stopped with it), not the manager's. */
+  readonly hub: { readonly client: Client; readonly cache: Cache; readonly own?: boolean };
   readonly log: Logger;
   readonly registry: Registry;
   readonly client: MemberOptions['client'];
   readonly cache: MemberOptions['cache'];
-  readonly defaults: (client: Client) => BuilderOptions;
+  /** A member controller's defaults, for its client; `fence` (spread): what its writes ask instead of the manager's. */
+  readonly defaults: (client: Client, fence?: () => void) => BuilderOptions;
+  /** With sharding: the fleet's ring (multicluster/spread.ts), over which its members are spread. */
+  readonly spread?: (fleet: SpreadFleet) => FleetSpread;
   readonly served: MemberOptions['served'];
   readonly drainMs: number;
 }
 
-/** The member clusters of a manager (see the module comment); one of its runnables, on the leader. */
+/** The member clusters of a manager (see the module comment); one of its runnables, on the leader (spread: on all). */
 export class Fleet {
-  /** A fleet runs on the leader (its members' controllers with it). */
-  readonly needLeaderElection = true;
+  /** A fleet runs on the leader (its members' controllers with it); spread, on every replica. */
+  readonly needLeaderElection: boolean;
   readonly #o: FleetOptions & FleetDeps;
+  readonly #spread: FleetSpread | undefined;
+  /** The provider's last report. */
+  #last: ClusterReport | undefined;
   readonly #members = new Map<string, Member>();
   /** A member's stop under way, which its successor waits for. */
   readonly #stopping = new Map<string, Promise<void>>();
@@ -83,6 +93,8 @@ export class Fleet {
   /** Made by `mgr.fleet(options)`. */
   constructor(options: FleetOptions & FleetDeps) {
     this.#o = options;
+    this.#spread = options.spread?.({ reconcile: () => this.#reconcile(), drainMs: options.drainMs });
+    this.needLeaderElection = this.#spread === undefined;
     options.registry.gauge<'cluster'>({
       name: 'opkit_fleet_cluster_ready',
       help: 'Whether a member cluster of the fleet is engaged and answers (1), or not (0).',
@@ -138,9 +150,28 @@ export class Fleet {
       );
   };
 
-  /** Runs the provider and the members until `signal` aborts, then disengages every member. */
+  /** With sharding: the shards of the fleet's ring this replica holds (else undefined). */
+  get shards(): readonly number[] | undefined {
+    return this.#spread?.held;
+  }
+
+  /**
+   * Runs the provider and the members (spread: and the ring) until `signal` aborts, then disengages every member.
+   */
   async start(signal: AbortSignal): Promise<void> {
     this.#running = true;
+    if (this.#o.hub.own) this.#o.hub.cache.start(signal);
+    const ring = this.#spread?.run(signal);
+    await this.#provide(signal);
+    await ring;
+    await Promise.all([...this.#members.keys()].map((name) => this.#disengage(name)));
+    await Promise.all(this.#stopping.values());
+    if (this.#o.hub.own) await Promise.all(this.#o.hub.cache.informers().map((i) => i.stopped()));
+    this.#running = false;
+  }
+
+  /** Runs the provider until `signal` aborts, again after a backoff when it fails. */
+  async #provide(signal: AbortSignal): Promise<void> {
     const log = this.#o.log;
     const backoff = new Backoff({ initialMs: 1_000, maxMs: this.#o.maxBackoffMs ?? 60_000, jitter: 0 });
     while (!signal.aborted) {
@@ -161,9 +192,6 @@ export class Fleet {
       }
       await untilAborted(signal);
     }
-    await Promise.all([...this.#members.keys()].map((name) => this.#disengage(name)));
-    await Promise.all(this.#stopping.values());
-    this.#running = false;
   }
 
   #apply(report: ClusterReport, signal: AbortSignal): void {
@@ -172,12 +200,25 @@ export class Fleet {
     for (const [name, problem] of report.problems)
       if (this.#problems.get(name) !== problem) this.#o.log.error({ cluster: name, err: problem }, 'cluster not read');
     this.#problems = report.problems;
-    for (const [name, m] of this.#members) {
-      const entry = report.clusters.get(name);
-      if (entry === undefined || entry.fingerprint !== m.fingerprint) void this.#disengage(name);
-    }
+    this.#last = report;
+    void this.#reconcile();
+  }
+
+  /**
+   * Engages the reported clusters this replica runs (spread: those of the shards it holds), disengages the others;
+   * resolves once those it disengaged have stopped.
+   */
+  #reconcile(): Promise<void> {
+    const report = this.#last;
+    const runs = (name: string) => report?.clusters.has(name) === true && (this.#spread?.owns(name) ?? true);
+    const stops: Promise<void>[] = [];
+    for (const [name, m] of this.#members)
+      if (!runs(name) || report?.clusters.get(name)?.fingerprint !== m.fingerprint) stops.push(this.#disengage(name));
+    // and those already stopping (gone from the report meanwhile) that this replica does not run any more
+    for (const [name, stopping] of this.#stopping) if (!runs(name)) stops.push(stopping);
+    if (!this.#running || report === undefined) return Promise.all(stops).then(() => {});
     for (const [name, entry] of report.clusters) {
-      if (this.#members.has(name)) continue;
+      if (this.#members.has(name) || !runs(name)) continue;
       const log = this.#o.log.child({ cluster: name });
       const previous = this.#stopping.get(name) ?? Promise.resolve();
       const member = new Member({
@@ -190,6 +231,7 @@ export class Fleet {
         probeTimeoutMs: this.#o.probeTimeoutMs ?? 5_000,
         maxBackoffMs: this.#o.maxBackoffMs ?? 60_000,
         attach: (registry) => this.#o.registry.attach(registry, { cluster: name }),
+        defaults: (client) => this.#o.defaults(client, this.#spread?.fence(name)),
         start: previous,
         onState: (state) => {
           if (state === 'ready') this.#changed();
@@ -198,6 +240,7 @@ export class Fleet {
       this.#members.set(name, member);
       log.info({ provider: this.#o.provider.description }, 'engaging cluster');
     }
+    return Promise.all(stops).then(() => {});
   }
 
   /** Stops the member named `name` (once), and forgets it when it has stopped. */

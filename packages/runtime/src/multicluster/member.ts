@@ -47,7 +47,10 @@ export interface FleetMember {
   readonly log: Logger;
   /** Aborts when this engagement ends (the member is disengaged, or the engagement failed). */
   readonly signal: AbortSignal;
-  /** The manager's own cluster: its client and (started) cache, e.g. to watch what is copied into members. */
+  /**
+   * The manager's own cluster: its client and (started) cache, e.g. to watch what is copied into members. With
+   * sharding, the cache is the fleet's own, which holds the hub's objects whole (the manager's holds its shards only).
+   */
   readonly hub: { readonly client: Client; readonly cache: Cache };
   /**
    * A controller builder for this member (call it in `setup`; `cache`'s informers start once `setup` has returned, so

@@ -161,18 +161,29 @@ export class Sharding implements ShardHost {
     this.#namespace = s.namespace ?? process.env.POD_NAMESPACE ?? parts.defaultNamespace;
     this.#identity = s.identity ?? shardIdentity(parts.instance);
     this.coordinator = new ShardCoordinator({
-      client: parts.client,
-      namespace: this.#namespace,
-      ring: this.#ring,
-      identity: this.#identity,
-      host: this,
-      log: this.#log,
-      ...(s.leaseDurationMs !== undefined ? { leaseDurationMs: s.leaseDurationMs } : {}),
-      ...(s.renewDeadlineMs !== undefined ? { renewDeadlineMs: s.renewDeadlineMs } : {}),
-      ...(s.retryPeriodMs !== undefined ? { retryPeriodMs: s.retryPeriodMs } : {}),
+      ...this.#ringOptions(this.#ring, this, this.#log),
       observer: this.#observer(),
       filter: () => this.#scheme().filter,
     });
+  }
+
+  /**
+   * Another ring of this replica's (`<ring>-<suffix>`: a fleet's member clusters, multicluster/spread.ts), whose
+   * shards `host` runs: the same identity, namespace, client and Lease timings as the objects' ring.
+   */
+  ring(suffix: string, host: ShardHost): ShardCoordinator {
+    const ring = `${this.#ring}-${suffix}`;
+    return new ShardCoordinator(this.#ringOptions(ring, host, this.#p.log.child({ component: 'sharding', ring })));
+  }
+
+  #ringOptions(ring: string, host: ShardHost, log: Logger) {
+    const s = this.#p.settings;
+    return {
+      ...{ client: this.#p.client, namespace: this.#namespace, ring, identity: this.#identity, host, log },
+      ...(s.leaseDurationMs !== undefined ? { leaseDurationMs: s.leaseDurationMs } : {}),
+      ...(s.renewDeadlineMs !== undefined ? { renewDeadlineMs: s.renewDeadlineMs } : {}),
+      ...(s.retryPeriodMs !== undefined ? { retryPeriodMs: s.retryPeriodMs } : {}),
+    };
   }
 
   /** Labels what needs it, then runs the coordinator until `signal` aborts (it releases every shard then). */
