@@ -3,7 +3,7 @@
  * `opkit chaos`: the project's operator under faults (`runChaos` of `@opkit/testenv/chaos`), as it ships: its CRDs
  * (config/crd/bases), its RBAC (config/rbac), two replicas of `node src/main.ts` with leader election (or three
  * sharded, with config/sharding's RBAC, when `--sharding` or the project's install says so), on a local control plane
- * of its own. Scenarios and invariants: the samples and `test/chaos/*.ts` (`projectChaos`).
+ * of its own; a fleet operator's member clusters too (`--members`, or config/fleet). Scenarios and invariants: the samples and `test/chaos/*.ts` (`projectChaos`).
  *
  * Before anything starts, the project must load: `node src/main.ts --help` must exit 0 (a project that does not
  * build is its own error, never the operator's violation), and every scenario is checked (chaos/scenario).
@@ -30,7 +30,7 @@ import { CliError } from '../errors.ts';
 import { readProject } from '../project/project.ts';
 
 export const CHAOS_HELP = `Usage: opkit chaos [--dir DIR] [--budget DUR] [--trials N] [--seed N] [--faults LIST]
-                   [--trial ID]... [--no-generated] [--sharding] [--json FILE]
+                   [--trial ID]... [--no-generated] [--sharding] [--members N] [--json FILE]
 
 Runs the operator (node src/main.ts, two replicas with leader election, its CRDs and RBAC from config/) on a local
 control plane, drives scenarios (config/samples: applied, edited, deleted; per kind, changes generated within its
@@ -50,6 +50,9 @@ Options:
                   changed per step to a value its schema and rules allow, checked offline; the seed picks them)
   --sharding      run three replicas sharded, with config/sharding's RBAC; each write is judged against the
                   fence of its object's shard (default: when config/default includes ../sharding)
+  --members N     run a fleet operator with N member clusters, each with config/fleet's RBAC; each replica
+                  finds their kubeconfigs in the folder FLEET_KUBECONFIG_DIR names (default: 2 when the project
+                  has config/fleet/member-rbac.yaml, else none)
   --json FILE     write the report as JSON too
   --dir DIR       the project (default: the current directory)
 
@@ -82,6 +85,7 @@ function options(argv: readonly string[]) {
       trial: { type: 'string', multiple: true },
       settle: { type: 'string', default: '2s' },
       sharding: { type: 'boolean' },
+      members: { type: 'string' },
       generated: { type: 'boolean', default: true },
       json: { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
@@ -116,6 +120,7 @@ function options(argv: readonly string[]) {
     only: values.trial ?? [],
     json: values.json,
     sharding: values.sharding,
+    members: count('members', values.members, 0),
     generated: values.generated,
   };
 }
@@ -133,6 +138,7 @@ export async function chaosCommand(argv: readonly string[], out: (line: string) 
   const seed = o.seed ?? Date.now() % 2_147_483_647;
   const project = await projectChaos(dir, {
     ...(o.sharding !== undefined ? { sharding: o.sharding } : {}),
+    ...(o.members !== undefined ? { members: o.members } : {}),
     ...(o.generated ? { generated: { seed, log: (l: string) => out(`  ${l}`) } } : {}),
   });
   const { scenarios } = project;
@@ -140,7 +146,7 @@ export async function chaosCommand(argv: readonly string[], out: (line: string) 
   checkLoads(dir);
   const replay = o.only.length > 0 ? ` (replaying ${o.only.join(', ')})` : '';
   out(
-    `▶ opkit chaos: ${scenarios.length} ${scenarios.length === 1 ? 'scenario' : 'scenarios'}${replay}; starting a control plane and ${project.sharding ? 'three sharded replicas' : 'two replicas'}`,
+    `▶ opkit chaos: ${scenarios.length} ${scenarios.length === 1 ? 'scenario' : 'scenarios'}${replay}; starting a control plane and ${project.sharding ? 'three sharded replicas' : 'two replicas'}${project.members ? `, with ${project.members.count} member clusters` : ''}`,
   );
   const report = await runChaos({
     ...project,

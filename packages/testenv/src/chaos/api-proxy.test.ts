@@ -56,6 +56,24 @@ before(async () => {
         watchResponse = res;
         return;
       }
+      const forbidden = /\/namespaces\/(denied|quota)(-pb)?$/.exec(req.url ?? '');
+      if (forbidden) {
+        const message =
+          forbidden[1] === 'denied'
+            ? 'namespaces "denied" is forbidden: User "system:serviceaccount:op:op" cannot patch resource "namespaces" in API group "" in the namespace "denied"'
+            : 'namespaces "quota" is forbidden: exceeded quota: compute';
+        res.writeHead(403, { 'content-type': 'application/json' });
+        const json = JSON.stringify({ kind: 'Status', status: 'Failure', message, reason: 'Forbidden', code: 403 });
+        // protobuf's Status: its strings as they are, between length-prefixed fields
+        const pb = Buffer.concat([
+          Buffer.from([0x6b, 0x38, 0x73, 0x00, 0x1a, 0x8f, 0x01]),
+          Buffer.from(message),
+          Buffer.from([0x22, 0x09]),
+          Buffer.from('Forbidden'),
+        ]);
+        res.end(forbidden[2] ? pb : json);
+        return;
+      }
       res.writeHead(req.method === 'POST' ? 201 : 200, { 'content-type': 'application/json', 'x-upstream': 'yes' });
       res.end(JSON.stringify({ echoed: body }));
     });
@@ -104,6 +122,23 @@ function call(proxy: ApiFaultProxy, method: string, path: string, body?: string)
     req.end(body);
   });
 }
+
+test("the authorizer's refusals are reported, in JSON and protobuf; a 403 of a quota is not; the client gets the body", async () => {
+  const denied: string[] = [];
+  await withProxy(
+    { onDenied: (info, message) => denied.push(`${info.verb} ${info.name}: ${message}`) },
+    async (proxy) => {
+      for (const path of ['denied', 'denied-pb', 'quota', 'quota-pb']) {
+        const r = await call(proxy, 'PATCH', `/api/v1/namespaces/${path}`, '{}');
+        assert.equal(r.status, 403);
+        assert.match(r.body, /is forbidden/);
+      }
+    },
+  );
+  const message =
+    'namespaces "denied" is forbidden: User "system:serviceaccount:op:op" cannot patch resource "namespaces" in API group "" in the namespace "denied"';
+  assert.deepEqual(denied, [`patch denied: ${message}`, `patch denied-pb: ${message}`]);
+});
 
 test('a passed request reaches the apiserver unchanged (method, path, token, body) and its answer comes back', async () => {
   await withProxy({}, async (proxy) => {

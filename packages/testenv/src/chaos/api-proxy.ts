@@ -4,6 +4,8 @@
  * (`requestInfo`), and puts faults into them:
  * - **Answers of its own.** `answer(info)` may answer a request before the apiserver sees it: 409 Conflict, 429 Too
  *   Many Requests (with `Retry-After`) or 500, as a contended or overloaded apiserver does, with a `Status` body.
+ * - **What the RBAC refuses.** `onDenied(info, message)` is called for each request the apiserver's authorizer refused
+ *   (403 with RBAC's "cannot <verb> resource"; not a 403 of admission, a quota or a terminating namespace).
  * - **A crash between two writes.** `onApplied(info)` is awaited once the apiserver applied a write (2xx) and before
  *   the client has the answer: a caller that kills the client there crashes it right after that write.
  * - **A stale view.** `holdWatches()` holds the events of every watch, open and new (or of those it picks, by
@@ -36,6 +38,9 @@ import { TestenvError } from '../errors.ts';
 import { resetSocket } from '../fault-link.ts';
 import { listenOnLoopback } from '../ports.ts';
 import { isWrite, type RequestInfo, requestInfo } from './request-info.ts';
+import { WatchGate } from './watch-gate.ts';
+
+export { coalesced } from './watch-gate.ts';
 
 /** An answer the proxy gives instead of the apiserver. */
 export interface ProxyAnswer {
@@ -55,6 +60,8 @@ export interface ApiFaultProxyOptions {
   readonly answer?: (info: RequestInfo) => ProxyAnswer | undefined;
   /** Awaited after the apiserver applied a write (2xx), before the client has the answer. */
   readonly onApplied?: (info: RequestInfo) => void | Promise<void>;
+  /** Called when the apiserver's authorizer refused a request (403, "… cannot <verb> resource …"), with its message. */
+  readonly onDenied?: (info: RequestInfo, message: string) => void;
 }
 
 /** What passed through a proxy since it started. */
@@ -72,109 +79,6 @@ export interface ApiFaultProxyStats {
 }
 
 const REASONS = { 409: 'Conflict', 429: 'TooManyRequests', 500: 'InternalError' } as const;
-
-/** One watch's events, passed through as whole lines, held while the proxy holds watches. */
-class WatchGate {
-  #partial = '';
-  #held: string[] = [];
-  #ended = false;
-  readonly #deliver: (line: string) => void;
-  readonly #holding: () => boolean;
-  readonly #end: () => void;
-  constructor(deliver: (line: string) => void, holding: () => boolean, end: () => void) {
-    this.#deliver = deliver;
-    this.#holding = holding;
-    this.#end = end;
-  }
-
-  /** The apiserver ended the watch: it ends for the client now, or once what is held was delivered. */
-  finish(): void {
-    this.#ended = true;
-    if (this.#held.length === 0) this.#end();
-  }
-
-  /** Takes a chunk of the apiserver's stream; complete lines go on (or are held). */
-  push(chunk: string): void {
-    const text = this.#partial + chunk;
-    const lines = text.split('\n');
-    this.#partial = lines.pop() ?? '';
-    for (const line of lines) {
-      if (line.length === 0) continue;
-      if (this.#holding() || this.#held.length > 0) this.#held.push(line);
-      else this.#deliver(line);
-    }
-  }
-
-  /** Delivers what was held, in order or coalesced; returns how many events coalescing removed. */
-  release(coalesce: boolean): number {
-    const held = this.#held;
-    this.#held = [];
-    const out = coalesce ? coalesced(held) : held;
-    for (const line of out) this.#deliver(line);
-    if (this.#ended) this.#end();
-    return held.length - out.length;
-  }
-}
-
-interface WatchLine {
-  readonly type?: string;
-  readonly object?: {
-    readonly metadata?: { readonly namespace?: string; readonly name?: string; readonly uid?: string };
-  };
-}
-
-/**
- * Held events as a client that missed the states in between sees them: per object (by uid, else namespace/name), one
- * event with its last state, in the order of each object's last event: ADDED if it was added while held, DELETED if
- * it was deleted, else MODIFIED; an object added and deleted while held is dropped. Of the bookmarks, the last is kept;
- * an ERROR, and a line that is not an event, stay where they were.
- */
-export function coalesced(lines: readonly string[]): string[] {
-  const parsed = lines.map((line) => {
-    try {
-      return { line, event: JSON.parse(line) as WatchLine };
-    } catch {
-      return { line, event: undefined };
-    }
-  });
-  const keyOf = (e: WatchLine) => {
-    const m = e.object?.metadata;
-    return m?.uid ?? `${m?.namespace ?? ''}/${m?.name ?? ''}`;
-  };
-  const first = new Map<string, string>();
-  const last = new Map<string, number>();
-  let lastBookmark = -1;
-  parsed.forEach(({ event }, i) => {
-    const type = event?.type;
-    if (type === 'BOOKMARK') lastBookmark = i;
-    else if (type === 'ADDED' || type === 'MODIFIED' || type === 'DELETED') {
-      const key = keyOf(event as WatchLine);
-      if (!first.has(key)) first.set(key, type);
-      last.set(key, i);
-    }
-  });
-  const out: string[] = [];
-  parsed.forEach(({ line, event }, i) => {
-    const type = event?.type;
-    if (type === 'BOOKMARK') {
-      if (i === lastBookmark) out.push(line);
-      return;
-    }
-    if (type !== 'ADDED' && type !== 'MODIFIED' && type !== 'DELETED') {
-      out.push(line);
-      return;
-    }
-    const key = keyOf(event as WatchLine);
-    if (last.get(key) !== i) return;
-    const wasAdded = first.get(key) === 'ADDED';
-    if (type === 'DELETED') {
-      if (!wasAdded) out.push(line);
-      return;
-    }
-    out.push(JSON.stringify({ ...event, type: wasAdded ? 'ADDED' : 'MODIFIED' }));
-  });
-  return out;
-}
 
 /** A CA of its own and a serving certificate for 127.0.0.1 signed by it, made in a directory removed at once. */
 async function newServingPki(): Promise<{ caPem: string; certPem: string; keyPem: string }> {
@@ -338,6 +242,13 @@ export class ApiFaultProxy {
     }
     response.on('error', () => res.destroy());
     res.writeHead(status, response.headers);
+    if (status === 403 && this.#options.onDenied !== undefined) {
+      const body = await readAll(response).catch(() => Buffer.alloc(0));
+      const message = statusMessage(body);
+      if (DENIED.test(message)) this.#options.onDenied(info, message);
+      res.end(body);
+      return;
+    }
     if (!watch || status >= 300) {
       response.pipe(res);
       return;
@@ -385,5 +296,32 @@ export class ApiFaultProxy {
     response.on('data', (chunk: string) => gate.push(chunk));
     response.once('end', () => gate.finish());
     res.once('close', () => this.#gates.delete(gate));
+  }
+}
+
+/** The message of an authorizer's refusal: `User "…" cannot patch resource "namespaces" in API group "" …`. */
+const DENIED = / cannot [a-z]+ resource "/;
+/** That message, as RBAC words it, within a body of another encoding. */
+const RBAC_MESSAGE =
+  /[a-z.]+ "[^"]*" is forbidden: User "[^"]*" cannot [a-z]+ resource "[^"]*"(?: in API group "[^"]*")?(?: in the namespace "[^"]*"| at the cluster scope)?/;
+
+/** A response's whole body (a 403's `Status`: small). */
+async function readAll(response: IncomingMessage): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of response) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks);
+}
+
+/**
+ * The `message` of a `Status` body, JSON or protobuf (whose strings are plain UTF-8: the refusal is found in it), or
+ * '' when it has none.
+ */
+function statusMessage(body: Buffer): string {
+  const text = body.toString('utf8');
+  try {
+    const status = JSON.parse(text) as { message?: unknown };
+    return typeof status.message === 'string' ? status.message : '';
+  } catch {
+    return RBAC_MESSAGE.exec(text)?.[0] ?? '';
   }
 }

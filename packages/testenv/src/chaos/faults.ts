@@ -29,14 +29,22 @@
  *   new ones closed at once): the apiserver refuses the writes that need an admission webhook (`failurePolicy:
  *   Fail`) and the reads that need a conversion. It stays busy 5 s after the Service is back, for the operator's
  *   retries after its back-off. Only for a project with webhooks (the plan leaves it out otherwise).
+ * - `member-away` (a fleet operator's run, chaos/members): right after the step's first write in a member, that member
+ *   leaves the fleet (its kubeconfig is removed from every replica's folder) for 3 s, then comes back: the operator
+ *   disengages it, engages it anew, and must catch up with what changed meanwhile. Busy 5 s more, for the provider's
+ *   next read and the engagement.
+ * - `member-down`: right after the step's first write in a member, that member's apiserver is stopped for 3 s and
+ *   started again (busy until its control plane recovered, and 5 s more for the retries): the member stays in the
+ *   fleet, unreachable, while the others go on.
  *
  * Only the operator's writes of the trial's own namespace (and of cluster-scoped objects) count, never a Lease or an
  * Event. Guarantees: a fault fires at most once per trial, and no action starts after `end()`; it is `busy` while an
  * action it took is going on (a replica paused, watches held, the apiserver restarting until it is ready, the webhook
- * Service down), so the runner judges a step only after its fault ended; `end()` continues what is paused, releases
- * what is held and brings the webhook Service back, whatever happened. Caveat: a restart of the apiserver cannot be
+ * Service down, a member away or down), so the runner judges a step only after its fault ended; `end()` continues
+ * what is paused, releases what is held, brings the webhook Service back and every member into the fleet, whatever
+ * happened. Caveat: a restart of the apiserver cannot be
  * undone; `end()` leaves one that is still under way to finish (it runs only when a step failed before its fault
- * was over).
+ * was over); the same holds for a member's apiserver.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ProxyAnswer } from './api-proxy.ts';
@@ -58,7 +66,9 @@ export type FaultKind =
   | 'apiserver-restart'
   | 'compaction'
   | 'disconnect'
-  | 'webhook-down';
+  | 'webhook-down'
+  | 'member-away'
+  | 'member-down';
 
 /** Every kind, in the order trials of a short budget cover them. */
 export const FAULT_KINDS: readonly FaultKind[] = [
@@ -72,14 +82,21 @@ export const FAULT_KINDS: readonly FaultKind[] = [
   'compaction',
   'disconnect',
   'webhook-down',
+  'member-away',
+  'member-down',
 ];
 
 /** The kinds that need the project to have webhooks (a webhook configuration or a conversion webhook). */
 export const WEBHOOK_FAULT_KINDS: ReadonlySet<FaultKind> = new Set(['webhook-down']);
 
+/** The kinds that need member clusters (a fleet operator's run, chaos/members); aimed at writes in a member. */
+export const MEMBER_FAULT_KINDS: ReadonlySet<FaultKind> = new Set(['member-away', 'member-down']);
+
 /** How long `apiserver-restart` and `compaction` keep the apiserver down, and `webhook-down` the Service. */
 const APISERVER_DOWN_MS = 2_000;
 const WEBHOOK_DOWN_MS = 3_000;
+/** How long `member-away` keeps a member out of the fleet, and `member-down` its apiserver down. */
+const MEMBER_AWAY_MS = 3_000;
 /** How long `webhook-down` stays busy once the Service is back: an operator's back-off after the refused requests. */
 const RETRY_GRACE_MS = 5_000;
 
@@ -123,8 +140,11 @@ interface Tools {
   readonly system: ChaosSystem;
   readonly fault: Fault;
   readonly all: readonly number[];
-  /** Whether `info` is the write the fault aims at (the k-th that counts; the first when it has no k). */
-  aimed(info: RequestInfo): boolean;
+  /**
+   * Whether `info` (made in member `cluster`, absent for the hub) is the write the fault aims at: the k-th that
+   * counts (the first when it has no k); for a member's kind, of those made in a member.
+   */
+  aimed(info: RequestInfo, cluster?: string): boolean;
   /** Runs an action of the fault (it fired; busy until the action is over); none once the fault ended. */
   act(action: () => Promise<unknown>): Promise<void>;
   /** The resources (plurals) of the project's own kinds. */
@@ -140,14 +160,20 @@ interface Behaviour {
   readonly begin: () => void;
 }
 
-/** Runs `action` for the replica that made the aimed write, once the apiserver applied it, without holding its answer. */
-const afterAimed = (t: Tools, action: (replica: number) => Promise<unknown>): Behaviour => ({
-  hooks: { applied: (r, info) => void (t.aimed(info) && t.act(() => action(r))) },
+/**
+ * Runs `action` for the replica that made the aimed write (and the member it made it in), once the apiserver applied
+ * it, without holding its answer.
+ */
+const afterAimed = (t: Tools, action: (replica: number, cluster?: string) => Promise<unknown>): Behaviour => ({
+  hooks: { applied: (r, info, cluster) => void (t.aimed(info, cluster) && t.act(() => action(r, cluster))) },
   begin: () => {},
 });
 
-/** The kinds that act on the platform (the control plane, the connections, the webhook Service). */
-type PlatformKind = Extract<FaultKind, 'apiserver-restart' | 'compaction' | 'disconnect' | 'webhook-down'>;
+/** The kinds that act on the platform (the control plane, the connections, the webhook Service, the members). */
+type PlatformKind = Extract<
+  FaultKind,
+  'apiserver-restart' | 'compaction' | 'disconnect' | 'webhook-down' | 'member-away' | 'member-down'
+>;
 
 /** The platform's kinds (their trials are planned more sparsely: chaos/plan). */
 export const PLATFORM_FAULT_KINDS: ReadonlySet<FaultKind> = new Set<PlatformKind>([
@@ -238,8 +264,10 @@ function platformBehaviour(t: Tools, kind: PlatformKind): Behaviour {
         await env.compactEtcd();
         await restart(); // the watch cache, which still covers the compacted revisions, goes with it
       });
-    case 'disconnect':
-      return afterAimed(t, async (r) => proxies[r]?.resetConnections()); // at once: the write's answer is lost too
+    case 'disconnect': // at once: the write's answer is lost too
+      return afterAimed(t, async (r, cluster) =>
+        (cluster === undefined ? proxies[r] : t.system.fleet?.member(cluster)?.proxies[r])?.resetConnections(),
+      );
     case 'webhook-down': {
       const outage = async (service: WebhookService) => {
         service.down(true);
@@ -253,6 +281,24 @@ function platformBehaviour(t: Tools, kind: PlatformKind): Behaviour {
       };
       return { hooks: {}, begin };
     }
+    case 'member-away':
+      return afterAimed(t, async (_r, cluster) => {
+        const fleet = t.system.fleet;
+        if (fleet === undefined || cluster === undefined) return;
+        await fleet.away(cluster, true);
+        await sleep(MEMBER_AWAY_MS);
+        await fleet.away(cluster, false);
+        await sleep(RETRY_GRACE_MS); // the provider's next read, and the member engaged again
+      });
+    case 'member-down':
+      return afterAimed(t, async (_r, cluster) => {
+        const member = cluster === undefined ? undefined : t.system.fleet?.member(cluster);
+        if (member === undefined) return;
+        await sleep(0); // the write's answer first
+        await member.env.restart('kube-apiserver', { downMs: MEMBER_AWAY_MS });
+        await controlPlaneRecovered(member.env);
+        await sleep(RETRY_GRACE_MS); // the member controllers' retries, after their back-off
+      });
   }
 }
 
@@ -273,7 +319,11 @@ export function arm(system: ChaosSystem, fault: Fault, namespace: string, roots:
     fault,
     all,
     roots,
-    aimed: (info) => !fired && counts(info, namespace) && ++seen === (fault.k ?? 1),
+    aimed: (info, cluster) =>
+      !fired &&
+      counts(info, namespace) &&
+      (cluster !== undefined || !MEMBER_FAULT_KINDS.has(fault.kind)) &&
+      ++seen === (fault.k ?? 1),
     act: (action) => {
       if (ended) return Promise.resolve();
       fired = true;
@@ -306,6 +356,7 @@ export function arm(system: ChaosSystem, fault: Fault, namespace: string, roots:
       for (const i of all) system.replicas[i]?.resume();
       release(false);
       system.webhookService?.down(false);
+      void system.fleet?.back().catch(() => {}); // awaited again as the trial ends
     },
   };
 }

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { LeaseBook, replicaOf } from './leases.ts';
+import { clusterShard, LeaseBook, replicaOf } from './leases.ts';
 
 const SHARD = { 'opkit.dev/shard-role': 'shard' };
 
@@ -39,4 +39,20 @@ test('heldBy: within the slack of the write, by the process that made it; a rele
   assert.equal(book.heldBy(fence, 0, 2_000, 3_000, 1_000), false, 'an identity of an earlier process');
   assert.equal(book.heldBy(fence, 1, 0, 3_000, 1_000), false);
   assert.equal(LeaseBook.holderAt(fence, 6_000)?.identity, '');
+});
+
+test("LeaseBook: a sharded fleet's ring (<ring>-fleet) is kept apart from the objects' ring", () => {
+  const book = new LeaseBook(2);
+  const ring = (r: string) => ({ ...SHARD, 'opkit.dev/shard-ring': r });
+  // an operator whose own name ends in -fleet: its objects' ring is still the one that is no other's -fleet
+  book.observe({ name: 'my-fleet-fleet-shard-3', labels: ring('my-fleet-fleet'), holder: 'chaos-1-aaaaa' }, 1);
+  book.observe({ name: 'my-fleet-shard-3', labels: ring('my-fleet'), holder: 'chaos-0-bbbbb' }, 2);
+  assert.deepEqual(book.fences.get(3), [{ identity: 'chaos-0-bbbbb', replica: 0, at: 2 }]);
+  assert.deepEqual(book.fleetFences.get(3), [{ identity: 'chaos-1-aaaaa', replica: 1, at: 1 }]);
+  assert.equal(new LeaseBook(1).fleetFences.size, 0);
+});
+
+test("clusterShard: the runtime's values (multicluster/spread.test.ts holds its clusterShard to the same)", () => {
+  const vectors = { 'member-1': 18, 'member-2': 2, 'eu-1': 19, 'us-1': 26, 'ap-1': 27, 'ünïcode-集群': 28, '': 29 };
+  for (const [name, shard] of Object.entries(vectors)) assert.equal(clusterShard(name), shard, name);
 });

@@ -4,7 +4,9 @@
  * leader-election Lease, and for a sharded operator each shard's fence Lease (`<ring>-shard-<n>`, labelled
  * `opkit.dev/shard-role: shard`); member Leases say who is in the ring but not who may write, so they are left out.
  * A holder identity names its replica by the `POD_NAME` it starts with (`chaos-1_<uuid>` for leader election,
- * `chaos-1-<5 chars>` for sharding); each process of a replica makes a new identity.
+ * `chaos-1-<5 chars>` for sharding); each process of a replica makes a new identity. A sharded fleet operator has a
+ * second ring, its member clusters' (`<ring>-fleet`, labelled so by `opkit.dev/shard-ring`): its fences are
+ * `fleetFences`, and `clusterShard(name)` says which of them a member cluster is in.
  *
  * Guarantees: holders are kept in the order the watch saw them, one entry per change; `heldBy` answers for a replica's
  * process (an identity first seen after that process started), so a Lease still held in the name of a killed process
@@ -29,6 +31,22 @@ export interface WatchedLease {
 }
 
 const FENCE = /-shard-(\d+)$/;
+/** The suffix of a fleet's ring (`@opkit/runtime/multicluster`'s `FLEET_RING`). */
+const FLEET = '-fleet';
+
+/**
+ * The shard of a fleet's ring that member cluster `name` is in: the top 5 bits of the 64-bit FNV-1a hash of its name,
+ * mixed by murmur3's finalizer, as `@opkit/runtime/multicluster`'s `clusterShard` (leases.test.ts holds both to the
+ * same values).
+ */
+export function clusterShard(name: string): number {
+  let h = 0xcbf29ce484222325n;
+  for (const byte of new TextEncoder().encode(name)) h = ((h ^ BigInt(byte)) * 0x100000001b3n) & MASK64;
+  h = ((h ^ (h >> 33n)) * 0xff51afd7ed558ccdn) & MASK64;
+  h = ((h ^ (h >> 33n)) * 0xc4ceb9fe1a85ec53n) & MASK64;
+  return Number((h ^ (h >> 33n)) >> 59n);
+}
+const MASK64 = 0xffffffffffffffffn;
 
 /** A replica's `POD_NAME`: `chaos-0`, `chaos-1`, … */
 export const replicaName = (i: number): string => `chaos-${i}`;
@@ -46,8 +64,8 @@ const REPLICA_IDENTITY = /^chaos-(0|[1-9]\d*)[_-]/;
 export class LeaseBook {
   /** The leader-election Lease's holders. */
   readonly leader: LeaseHolder[] = [];
-  /** Each shard's fence holders, by shard. */
-  readonly fences = new Map<number, LeaseHolder[]>();
+  /** Each ring's fences (by its `opkit.dev/shard-ring` label), each shard's holders by shard. */
+  readonly #rings = new Map<string, Map<number, LeaseHolder[]>>();
   readonly #firstSeen = new Map<string, number>();
   readonly #replicas: number;
 
@@ -61,12 +79,29 @@ export class LeaseBook {
     const shard = lease.labels['opkit.dev/shard-role'] === 'shard' ? FENCE.exec(lease.name)?.[1] : undefined;
     let history = this.leader;
     if (shard !== undefined) {
-      history = this.fences.get(Number(shard)) ?? [];
-      this.fences.set(Number(shard), history);
+      const ring = lease.labels['opkit.dev/shard-ring'] ?? '';
+      const fences = this.#rings.get(ring) ?? new Map<number, LeaseHolder[]>();
+      this.#rings.set(ring, fences);
+      history = fences.get(Number(shard)) ?? [];
+      fences.set(Number(shard), history);
     }
     if (history.length > 0 && history.at(-1)?.identity === lease.holder) return;
     if (lease.holder !== '' && !this.#firstSeen.has(lease.holder)) this.#firstSeen.set(lease.holder, at);
     history.push({ identity: lease.holder, replica: replicaOf(lease.holder, this.#replicas), at });
+  }
+
+  /** The objects' ring: each shard's fence holders, by shard (the ring that is not another's `-fleet`). */
+  get fences(): ReadonlyMap<number, LeaseHolder[]> {
+    const ring = [...this.#rings.keys()].find(
+      (r) => !(r.endsWith(FLEET) && this.#rings.has(r.slice(0, -FLEET.length))),
+    );
+    return (ring === undefined ? undefined : this.#rings.get(ring)) ?? new Map();
+  }
+
+  /** A sharded fleet's ring (`<ring>-fleet`): each shard's fence holders, by shard (none without one). */
+  get fleetFences(): ReadonlyMap<number, LeaseHolder[]> {
+    const ring = [...this.#rings.keys()].find((r) => r.endsWith(FLEET) && this.#rings.has(r.slice(0, -FLEET.length)));
+    return (ring === undefined ? undefined : this.#rings.get(ring)) ?? new Map();
   }
 
   /** When `identity` was first seen holding a Lease (its process started before that). */

@@ -183,11 +183,22 @@ export class Objects {
     }
   }
 
-  /** The objects of a kind in `namespace` (every namespace when undefined); none when the kind is not served. */
-  async list(apiVersion: string, kind: string, namespace?: string): Promise<Manifest[]> {
+  /**
+   * The objects of a kind in `namespace` (every namespace when undefined); none when the kind is not served. With
+   * `retryMs`, an answer that may change (5xx, 429, none) is tried again that long, then `ApiRequestFailed` is thrown;
+   * without, a failed list is no objects.
+   */
+  async list(apiVersion: string, kind: string, namespace?: string, retryMs?: number): Promise<Manifest[]> {
     const path = await this.path(apiVersion, kind, namespace);
     if (path === undefined) return [];
-    const res = await this.#api.request<{ items?: Manifest[] }>({ path });
+    const req = { path };
+    // with `retryMs`, an answer that may change is tried again, and a failure thrown rather than read as no objects
+    const res =
+      retryMs === undefined
+        ? await this.#api.request<{ items?: Manifest[] }>(req)
+        : await this.#retried<{ items?: Manifest[] }>(`list ${kind}`, retryMs, req);
+    if (res.status !== 200 && retryMs !== undefined)
+      throw new TestenvError('ApiRequestFailed', `the apiserver refused to list ${kind} (${res.status})`);
     if (res.status !== 200) return [];
     return (res.body.items ?? []).map((item) => ({ ...item, apiVersion, kind }));
   }

@@ -9,7 +9,7 @@ const points = [
 ];
 
 test('planTrials: a crash at every write point, conflict and throttle on the first and last write, one of each other kind per step', () => {
-  const trials = planTrials(points, FAULT_KINDS, 7, { webhooks: true });
+  const trials = planTrials(points, FAULT_KINDS, 7, { webhooks: true, members: true });
   const ids = trials.map((t) => t.id);
   assert.equal(new Set(ids).size, ids.length, 'ids are unique');
   const of = (kind: string) => ids.filter((id) => id.includes(`:${kind}`)).sort();
@@ -28,7 +28,8 @@ test('planTrials: a crash at every write point, conflict and throttle on the fir
     'scale:1:conflict@1',
     'scale:1:conflict@2',
   ]);
-  for (const kind of ['stale', 'unobserved', 'pause', 'apiserver-restart', 'compaction', 'disconnect', 'webhook-down'])
+  const others = ['stale', 'unobserved', 'pause', 'apiserver-restart', 'compaction', 'disconnect', 'webhook-down'];
+  for (const kind of [...others, 'member-away', 'member-down'])
     assert.deepEqual(of(kind), [`samples:1:${kind}`, `samples:3:${kind}`, `scale:1:${kind}`]);
   assert.ok(!ids.some((id) => id.startsWith('samples:2:')), 'a step without writes has no trial');
 });
@@ -73,6 +74,32 @@ test('planTrials: each platform fault once per step with writes; webhook-down on
     assert.ok(!without.some((t) => t.fault.kind === 'webhook-down'), 'no webhook-down without webhooks');
     assert.equal(without.length, 9);
   }
+});
+
+test('planTrials: member-away and member-down once per step with writes, only for a run with members', () => {
+  const kinds = ['member-away', 'member-down'] as const;
+  assert.deepEqual(planTrials(points, kinds, 3), [], 'none without members');
+  assert.deepEqual(planTrials(points, kinds, 3, { webhooks: true }), [], 'none without members');
+  const ids = planTrials(points, kinds, 3, { members: true }).map((t) => t.id);
+  for (const kind of kinds)
+    assert.deepEqual(ids.filter((id) => id.endsWith(`:${kind}`)).sort(), [
+      `samples:1:${kind}`,
+      `samples:3:${kind}`,
+      `scale:1:${kind}`,
+    ]);
+  const hubOnly = [{ scenario: 'samples', writesPerStep: [3, 0, 1], memberWritesPerStep: [2, 0, 0] }];
+  assert.deepEqual(
+    planTrials(hubOnly, kinds, 3, { members: true }).map((t) => t.id),
+    ['samples:1:member-away', 'samples:1:member-down'],
+    'a step without writes in a member has none',
+  );
+  // not the platform's cadence: they take their turn from the first round
+  assert.deepEqual(
+    planTrials(points, ['crash', 'member-away'], 3, { members: true })
+      .slice(0, 2)
+      .map((t) => t.fault.kind),
+    ['crash', 'member-away'],
+  );
 });
 
 test('trial ids round-trip; what is not one is refused', () => {

@@ -2,8 +2,9 @@
  * @module chaos/plan
  * Which trials a chaos run makes, from what the fault-free run of each scenario showed: for each step with writes,
  * a `crash` after every write (each write point), `conflict` and `throttle` on the first and the last write, and one
- * fault of each other kind (`stale`, `unobserved`, `pause`, `apiserver-restart`, `compaction`, `disconnect`, and
- * `webhook-down` when the project has webhooks). The order is seeded: each kind's trials are shuffled by the seed and
+ * fault of each other kind (`stale`, `unobserved`, `pause`, `apiserver-restart`, `compaction`, `disconnect`,
+ * `webhook-down` when the project has webhooks, and `member-away` and `member-down` when it runs with members, for
+ * each step with writes in a member). The order is seeded: each kind's trials are shuffled by the seed and
  * taken breadth first (every step's first write point before any step's second: a crash right after a reconcile's
  * first write finds most intermediate states), then the kinds take turns in the order of `FAULT_KINDS`, the
  * platform's faults (slow: a restart or an outage each) at the end of the second round and one round in three after
@@ -11,13 +12,14 @@
  * a replay.
  *
  * Guarantees: the same seed and the same write counts give the same trials in the same order; ids are unique; no
- * `webhook-down` trial for a project without webhooks.
+ * `webhook-down` trial for a project without webhooks, no member fault without members.
  */
 import {
   describeFault,
   FAULT_KINDS,
   type Fault,
   type FaultKind,
+  MEMBER_FAULT_KINDS,
   PLATFORM_FAULT_KINDS,
   WEBHOOK_FAULT_KINDS,
 } from './faults.ts';
@@ -29,10 +31,12 @@ export interface PlannedTrial {
   readonly fault: Fault;
 }
 
-/** What the fault-free run of a scenario showed: its name and each step's count of writes. */
+/** What the fault-free run of a scenario showed: its name and each step's count of writes (of them, in members). */
 export interface WritePoints {
   readonly scenario: string;
   readonly writesPerStep: readonly number[];
+  /** Each step's writes in member clusters (default: as `writesPerStep`): the member faults' write points. */
+  readonly memberWritesPerStep?: readonly number[];
 }
 
 /** What the plan needs to know of the project. */
@@ -42,6 +46,8 @@ export interface PlanOptions {
    * (the default), no `webhook-down` trials.
    */
   readonly webhooks?: boolean;
+  /** Whether it runs with member clusters (chaos/members); without (the default), no `member-away`, `member-down`. */
+  readonly members?: boolean;
 }
 
 /** A trial's id: `scenario:step:fault`, the step counted from 1. */
@@ -81,18 +87,22 @@ export function planTrials(
 ): PlannedTrial[] {
   const random = seeded(seed);
   const planned = FAULT_KINDS.filter(
-    (k) => kinds.includes(k) && (project.webhooks === true || !WEBHOOK_FAULT_KINDS.has(k)),
+    (k) =>
+      kinds.includes(k) &&
+      (project.webhooks === true || !WEBHOOK_FAULT_KINDS.has(k)) &&
+      (project.members === true || !MEMBER_FAULT_KINDS.has(k)),
   );
   const byKind = planned.map((kind) => {
     const trials = points.flatMap((p) =>
-      p.writesPerStep.flatMap((writes, step) =>
-        writes === 0
-          ? []
-          : faultsOf(kind, step, writes).map((fault) => ({
-              id: trialId(p.scenario, fault),
-              scenario: p.scenario,
-              fault,
-            })),
+      (MEMBER_FAULT_KINDS.has(kind) ? (p.memberWritesPerStep ?? p.writesPerStep) : p.writesPerStep).flatMap(
+        (writes, step) =>
+          writes === 0
+            ? []
+            : faultsOf(kind, step, writes).map((fault) => ({
+                id: trialId(p.scenario, fault),
+                scenario: p.scenario,
+                fault,
+              })),
       ),
     );
     for (let i = trials.length - 1; i > 0; i--) {

@@ -8,11 +8,13 @@
  * export `scenarios` (an array of `{ name, steps }`), `invariants` (an array of `{ name, check }`) and `ignoreFields`
  * (status paths that differ between correct runs). What `opkit chaos` runs, and what a test passes to `runChaos`.
  * Sharded when asked (`{ sharding: true }`) or when the project's install is (`../sharding` among the components of
- * `config/default/kustomization.yaml`): its RBAC then adds `config/sharding/rbac.yaml`.
+ * `config/default/kustomization.yaml`): its RBAC then adds `config/sharding/rbac.yaml`. A fleet operator (one with
+ * `config/fleet/member-rbac.yaml`, or when asked) runs with member clusters (two by default) under that RBAC.
  *
  * Guarantees: a file that does not parse or load, an export of the wrong shape and a scenario `checkScenario` refuses
  * are a `ChaosInput` error naming the file (and the step); so is a project without CRDs or without scenarios, and a
- * sharded run of a project without `config/sharding/rbac.yaml`.
+ * sharded run of a project without `config/sharding/rbac.yaml`, and a run with members without
+ * `config/fleet/member-rbac.yaml`.
  */
 import { existsSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
@@ -33,7 +35,8 @@ export type ProjectChaos = Required<
     ChaosOptions,
     'operator' | 'crds' | 'rbac' | 'webhooks' | 'scenarios' | 'invariants' | 'ignoreFields' | 'sharding'
   >
->;
+> &
+  Pick<ChaosOptions, 'members'>;
 
 const fail = (message: string) => new TestenvError('ChaosInput', message);
 
@@ -114,6 +117,11 @@ export interface ProjectChaosOptions {
   /** Run it sharded (default: as `config/default` installs it). */
   readonly sharding?: boolean;
   /**
+   * How many member clusters a fleet operator runs with (default: 2 when the project has
+   * `config/fleet/member-rbac.yaml`, else none); 0 for none.
+   */
+  readonly members?: number;
+  /**
    * One generated scenario per kind (chaos/generate), from this seed (the run's: a replay needs the same); it loads
    * the offline validator (about 1.5 s and 460 MiB). Default: none.
    */
@@ -131,6 +139,7 @@ export async function projectChaos(dir: string, options: ProjectChaosOptions = {
   const webhooks = (await Promise.all((await yamlFiles(dir, join('config', 'webhook'))).map((f) => manifests(dir, f))))
     .flat()
     .filter((o) => o.kind === 'MutatingWebhookConfiguration' || o.kind === 'ValidatingWebhookConfiguration');
+  const members = await fleetMembers(dir, options.members);
   const sampleFiles = await yamlFiles(dir, join('config', 'samples'));
   const samples = (await Promise.all(sampleFiles.map((f) => manifests(dir, f)))).flat();
   const out: Pick<ProjectChaos, 'scenarios' | 'invariants' | 'ignoreFields'> = {
@@ -155,6 +164,19 @@ export async function projectChaos(dir: string, options: ProjectChaosOptions = {
     rbac,
     webhooks,
     sharding,
+    ...(members ? { members } : {}),
     ...out,
   };
+}
+
+/** A fleet operator's members: `count` (default 2 with `config/fleet/member-rbac.yaml`), with that RBAC. */
+async function fleetMembers(dir: string, count: number | undefined): Promise<ProjectChaos['members']> {
+  const file = join('config', 'fleet', 'member-rbac.yaml');
+  const has = existsSync(join(dir, file));
+  if (count === 0 || (count === undefined && !has)) return undefined;
+  if (!has)
+    throw fail(
+      `${join(dir, file)} not found: a run with member clusters needs their RBAC (export memberPermissions from the controllers that run in members, then run opkit generate)`,
+    );
+  return { count: count ?? 2, rbac: await manifests(dir, file) };
 }

@@ -5,12 +5,14 @@
  *
  * Guarantees: `installRbac` resolves only once the roles are in effect, so a Forbidden answer later is the operator's
  * own; RBAC without exactly one ServiceAccount, or a role that never takes effect (not bound to it), is a
- * `ChaosInput` error that says so.
+ * `ChaosInput` error that says so. `authorizes` asks the authorizer again, once settled, whether a request it refused
+ * is allowed now: right after an apiserver starts, its RBAC authorizer refuses what it has not loaded yet.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Environment } from '../environment.ts';
 import { TestenvError } from '../errors.ts';
 import type { Manifest, Objects } from './objects.ts';
+import type { RequestInfo } from './request-info.ts';
 
 /**
  * Applies the RBAC objects (their namespaces first) and waits until the authorizer allows what each role's first rule
@@ -52,20 +54,37 @@ async function effective(env: Environment, user: string, role: Manifest): Promis
     ...(role.metadata.namespace ? { namespace: role.metadata.namespace } : {}),
   };
   for (let i = 0; i < 100; i++) {
-    const review = await env.api.must<{ status?: { allowed?: boolean } }>({
-      method: 'POST',
-      path: '/apis/authorization.k8s.io/v1/subjectaccessreviews',
-      body: {
-        apiVersion: 'authorization.k8s.io/v1',
-        kind: 'SubjectAccessReview',
-        spec: { user, resourceAttributes: attributes },
-      },
-    });
-    if (review.status?.allowed) return;
+    if (await allowed(env, user, attributes)) return;
     await sleep(100);
   }
   throw new TestenvError(
     'ChaosInput',
     `${role.kind} ${role.metadata.name}: ${user} was still not allowed to ${attributes.verb} ${attributes.resource} 10 s after the RBAC was applied (is it bound to the ServiceAccount?)`,
   );
+}
+
+/** Whether the authorizer of `env` allows `user` the request `info` now (a SubjectAccessReview). */
+export function authorizes(env: Environment, user: string, info: RequestInfo): Promise<boolean> {
+  return allowed(env, user, {
+    verb: info.verb,
+    group: info.group ?? '',
+    resource: info.resource ?? '',
+    ...(info.subresource !== undefined ? { subresource: info.subresource } : {}),
+    ...(info.namespace !== undefined ? { namespace: info.namespace } : {}),
+    ...(info.name !== undefined ? { name: info.name } : {}),
+  });
+}
+
+/** A SubjectAccessReview of `user` for `attributes`: whether the authorizer allows it now. */
+async function allowed(env: Environment, user: string, attributes: Record<string, string>): Promise<boolean> {
+  const review = await env.api.must<{ status?: { allowed?: boolean } }>({
+    method: 'POST',
+    path: '/apis/authorization.k8s.io/v1/subjectaccessreviews',
+    body: {
+      apiVersion: 'authorization.k8s.io/v1',
+      kind: 'SubjectAccessReview',
+      spec: { user, resourceAttributes: attributes },
+    },
+  });
+  return review.status?.allowed === true;
 }

@@ -25,8 +25,13 @@ export interface ReportedViolation extends Violation {
 }
 
 /** The command that runs that trial again (after its scenario's fault-free run), or only a fault-free run. */
-export function replayCommand(r: TrialResult, report: Pick<ChaosReport, 'seed' | 'sharded'>, command: string): string {
-  return `${command} --trial '${r.id}' --seed ${report.seed}${report.sharded ? ' --sharding' : ''}`;
+export function replayCommand(
+  r: TrialResult,
+  report: Pick<ChaosReport, 'seed' | 'sharded' | 'members'>,
+  command: string,
+): string {
+  const members = report.members > 0 ? ` --members ${report.members}` : '';
+  return `${command} --trial '${r.id}' --seed ${report.seed}${report.sharded ? ' --sharding' : ''}${members}`;
 }
 
 /** Every violation of the report, with where and how to replay. */

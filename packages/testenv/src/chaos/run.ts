@@ -1,7 +1,8 @@
 /**
  * @module chaos/run
  * `runChaos`: an operator's chaos run. It starts the system under test (chaos/system: a control plane, the
- * operator's CRDs and RBAC, two replicas with leader election through fault proxies, or three sharded), runs each scenario once without
+ * operator's CRDs and RBAC, two replicas with leader election through fault proxies, or three sharded; for a fleet
+ * operator, its member clusters too: chaos/members), runs each scenario once without
  * a fault (its **fault-free run**: the write points, the children and statuses the trials are compared with, and
  * already judged by every invariant that needs no comparison), then the trials chaos/plan makes from those write
  * points, one at a time, each in a namespace of its own, until they are done, `trials` ran or the time `budgetMs`
@@ -68,6 +69,12 @@ export interface ChaosOptions {
   readonly sharding?: boolean;
   /** A control plane to run on, left running (default: one of its own, stopped at the end). */
   readonly environment?: Environment;
+  /**
+   * A fleet operator's member clusters (chaos/members): how many (control planes of their own), and the RBAC it holds
+   * in each (`config/fleet/member-rbac.yaml`). Each replica finds them in the folder `FLEET_KUBECONFIG_DIR` names;
+   * the trials add `member-away` and `member-down`, and compare each member's objects with the fault-free run's.
+   */
+  readonly members?: { readonly count: number; readonly rbac: readonly Manifest[] };
   /** One line per run as it ends. */
   readonly progress?: (line: string) => void;
   /** The control plane's start-up lines. */
@@ -94,6 +101,8 @@ export interface ChaosReport {
   readonly durationMs: number;
   /** Whether the operator ran sharded. */
   readonly sharded: boolean;
+  /** How many member clusters it ran with (0: none). */
+  readonly members: number;
 }
 
 /** Kinds the built-in controllers make of a kind an operator creates: `group/plural` → its descendants. */
@@ -112,8 +121,16 @@ interface Rule {
   readonly verbs?: readonly string[];
 }
 
-/** The kinds a trial reads (see the module comment). */
-async function watchedKinds(system: ChaosSystem, crds: readonly LoadedCrd[], rbac: readonly Manifest[]) {
+/**
+ * The kinds a trial reads (see the module comment); `descendants` false: only those the roles let the operator create
+ * (in a member, whose built-in controllers' objects have random names).
+ */
+async function watchedKinds(
+  system: ChaosSystem,
+  crds: readonly LoadedCrd[],
+  rbac: readonly Manifest[],
+  descendants = true,
+) {
   const kinds: WatchedKind[] = [];
   const seen = new Set<string>();
   const add = (k: WatchedKind) => {
@@ -132,7 +149,7 @@ async function watchedKinds(system: ChaosSystem, crds: readonly LoadedCrd[], rba
     for (const rule of (role.rules as readonly Rule[] | undefined) ?? [])
       if (rule.verbs?.some((v) => v === 'create' || v === '*'))
         for (const g of rule.apiGroups ?? []) for (const r of rule.resources ?? []) creatable.add(`${g}/${r}`);
-  for (const c of [...creatable]) for (const d of BUILT_IN_DESCENDANTS[c] ?? []) creatable.add(d);
+  if (descendants) for (const c of [...creatable]) for (const d of BUILT_IN_DESCENDANTS[c] ?? []) creatable.add(d);
   for (const c of creatable) {
     const [group = '', plural = ''] = c.split('/');
     if (plural.includes('*') || plural.includes('/') || ['events', 'leases'].includes(plural)) continue;
@@ -157,10 +174,12 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     ...(options.log ? { log: options.log } : {}),
     ...(options.environment ? { environment: options.environment } : {}),
     ...(options.webhooks ? { webhooks: options.webhooks } : {}),
+    ...(options.members ? { members: options.members } : {}),
   });
   try {
     const settings: TrialSettings = {
       kinds: await watchedKinds(system, crds, options.rbac),
+      memberKinds: system.fleet ? await watchedKinds(system, [], options.members?.rbac ?? [], false) : [],
       settleMs: options.settleMs ?? 2_000,
       convergeTimeoutMs: options.convergeTimeoutMs ?? 30_000,
       invariants: options.invariants ?? [],
@@ -206,14 +225,21 @@ async function runAll(system: ChaosSystem, settings: TrialSettings, options: Cha
   const noTrials = faultFree.filter((r) => r.violations.length > 0).map((r) => r.scenario.name);
   const points = faultFree
     .filter((r) => r.violations.length === 0)
-    .map((r) => ({ scenario: r.scenario.name, writesPerStep: r.steps.map((s) => s.writes.length) }));
+    .map((r) => ({
+      scenario: r.scenario.name,
+      writesPerStep: r.steps.map((s) => s.writes.length),
+      memberWritesPerStep: r.steps.map((s) => s.memberWrites ?? 0),
+    }));
   const planned: PlannedTrial[] =
     only.length > 0
       ? only.flatMap((id) => {
           const parsed = parseTrialId(id);
           return parsed && !noTrials.includes(parsed.scenario) ? [{ id, ...parsed }] : [];
         })
-      : planTrials(points, faults, seed, { webhooks: system.webhookService !== undefined });
+      : planTrials(points, faults, seed, {
+          webhooks: system.webhookService !== undefined,
+          members: system.fleet !== undefined,
+        });
   const budget = options.budgetMs ?? 300_000;
   const slowest = Math.max(0, ...faultFree.map((r) => r.durationMs)) + 2 * CHAOS_LEASE.durationMs;
   const trials: TrialResult[] = [];
@@ -238,6 +264,7 @@ async function runAll(system: ChaosSystem, settings: TrialSettings, options: Cha
     noTrials,
     durationMs: Date.now() - started,
     sharded: system.sharded,
+    members: system.fleet?.members.length ?? 0,
   };
 }
 

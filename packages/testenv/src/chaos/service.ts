@@ -19,14 +19,18 @@
  * Guarantees: a connection goes to one endpoint for its whole life; a connection that finds no ready endpoint, or
  * whose endpoint refuses it, is reset (RST, as a REJECT rule or a dead backend answers), and counted in `stats`; a
  * probe's answer speaks only for the process it was sent to (a restart starts over); `close()` ends every connection,
- * stops probing and stops listening.
+ * stops probing and stops listening. `serveWebhooks` points the project's webhook configurations and conversion
+ * webhooks at such a Service, and uninstalls them when it stops.
  */
 import { request } from 'node:http';
 import { connect, createServer, type Server, type Socket } from 'node:net';
+import { type CrdInput, loadCrds } from '../crds.ts';
+import type { Environment } from '../environment.ts';
 import { TestenvError } from '../errors.ts';
 import { resetSocket } from '../fault-link.ts';
 import { listenOnLoopback } from '../ports.ts';
 import { waitFor } from '../wait.ts';
+import type { Manifest } from './objects.ts';
 
 /** One replica's webhook server, as the Service routes to it. */
 export interface EndpointSpec {
@@ -271,4 +275,54 @@ export class WebhookService {
 
 function isReady(e: Endpoint): boolean {
   return e.running && !e.paused && !e.terminating && (e.probed || e.stopping);
+}
+
+/** The webhooks as the replicas serve them: where their certificate is, the Service, and how to stop serving them. */
+export interface ServedWebhooks {
+  readonly certDir: string;
+  readonly service: WebhookService;
+  /** Resolves once some replica's webhook server accepts connections (60 s at most). */
+  listening(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/**
+ * The project's webhook configurations and the conversions of its CRDs pointed at a `WebhookService` in front of the
+ * replicas (nothing when it has neither).
+ */
+export async function serveWebhooks(
+  env: Environment,
+  options: { readonly crds: readonly CrdInput[]; readonly webhooks?: readonly Manifest[] },
+): Promise<ServedWebhooks | undefined> {
+  const conversions = (await loadCrds(options.crds))
+    .filter(
+      (c) => (c.object as { spec?: { conversion?: { strategy?: string } } }).spec?.conversion?.strategy === 'Webhook',
+    )
+    .map((c) => c.name);
+  const configurations = options.webhooks ?? [];
+  if (conversions.length === 0 && configurations.length === 0) return undefined;
+  const service = await WebhookService.start();
+  try {
+    const installed = await env.installWebhooks({ configurations, conversions, port: service.port });
+    return {
+      certDir: installed.certDir,
+      service,
+      async listening() {
+        await service.waitReady(1, 60_000).catch((cause: unknown) => {
+          throw new TestenvError(
+            'ChaosInput',
+            `no replica serves its webhooks (on WEBHOOK_BIND_ADDRESS, with WEBHOOK_CERT_DIR) 60 s after it started, though the project has ${configurations.length > 0 ? 'webhook configurations' : 'conversion webhooks'}: does src/main.ts register them?`,
+            { cause },
+          );
+        });
+      },
+      async stop() {
+        await installed.uninstall().catch(() => {});
+        await service.close();
+      },
+    };
+  } catch (err) {
+    await service.close();
+    throw err;
+  }
 }

@@ -11,6 +11,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { isTestenvError } from '../errors.ts';
 import type { ArmedFault } from './faults.ts';
 import { counts } from './faults.ts';
+import { memberObjects } from './members.ts';
 import type { Manifest } from './objects.ts';
 import { describeStep, type ScenarioStep } from './scenario.ts';
 import type { ChaosSystem } from './system.ts';
@@ -38,10 +39,16 @@ export async function change(state: TrialState, placed: ScenarioStep, what: stri
   }
 }
 
-/** The namespace's objects of the watched kinds, as uid@resourceVersion: it changes with any write, by anyone. */
+/**
+ * The namespace's objects of the watched kinds (in the members too), as uid@resourceVersion: it changes with any
+ * write, by anyone.
+ */
 async function fingerprint(state: TrialState): Promise<string> {
   const { objects } = state.system;
   const lists = await Promise.all(state.settings.kinds.map((k) => objects.list(k.apiVersion, k.kind, state.namespace)));
+  const fleet = state.system.fleet;
+  if (fleet !== undefined)
+    lists.push(...Object.values(await memberObjects(fleet, state.settings.memberKinds, state.namespace, new Set())));
   const rv = (o: Manifest) => (o.metadata as { resourceVersion?: string }).resourceVersion;
   return lists
     .flat()

@@ -9,16 +9,19 @@
  * seconds, not the default 15 s), and their webhooks served on a loopback port each: when the project has webhook
  * configurations or conversion webhooks, those are pointed at a loopback Service in front of the replicas whose
  * webhook port accepts connections (chaos/service, a `tcpSocket` readiness probe), as a Deployment's webhook Service
- * routes to its ready pods. The supervisor watches each replica's output for the ServiceAccount token.
+ * routes to its ready pods. The supervisor watches each replica's output for the ServiceAccount tokens. For a fleet
+ * operator (`members`), its member clusters too (chaos/members): each replica reaches them through proxies of its
+ * own, and finds their kubeconfigs in the folder `FLEET_KUBECONFIG_DIR` names.
  *
- * It records every write a replica made (`writes`: which replica, what, when, as the proxy saw the apiserver apply
- * it) and every holder of the leader-election Lease and of each shard's fence (`leases`, from a watch;
- * chaos/leases), and lets a trial put faults into the replicas' requests (`hooks`).
+ * It records every write a replica made (`writes`: which replica, what, when, in which member, as the proxy saw the
+ * apiserver apply it), every request an authorizer refused (`denied`), and every holder of the leader-election Lease
+ * and of each shard's fence (`leases`, from a watch; chaos/leases), and lets a trial put faults into the replicas'
+ * requests (`hooks`).
  *
  * Guarantees: `start()` resolves once the apiserver's authorizer allows what the roles grant (so a Forbidden is the
  * operator's own) and every replica runs; a start that fails part-way stops what it started (replicas, proxies, the
- * webhook Service, with its configurations uninstalled); `stop()` ends the replicas, the proxies and the control
- * plane.
+ * webhook Service, with its configurations uninstalled, the members); `stop()` ends the replicas, the proxies, the
+ * members and the control plane.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
@@ -27,16 +30,16 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { createLoopbackServingPki } from '../certs.ts';
 import { type CrdInput, installCrds, loadCrds } from '../crds.ts';
 import { type Environment, start } from '../environment.ts';
-import { TestenvError } from '../errors.ts';
 import { makeKubeconfig, writeKubeconfig } from '../kubeconfig.ts';
 import { freePorts } from '../ports.ts';
 import { ApiFaultProxy, type ProxyAnswer } from './api-proxy.ts';
 import { LeaseBook, type LeaseHolder, replicaName } from './leases.ts';
+import { ChaosMembers } from './members.ts';
 import { type Manifest, Objects } from './objects.ts';
 import { installRbac } from './rbac.ts';
 import { Replica } from './replicas.ts';
 import type { RequestInfo } from './request-info.ts';
-import { WebhookService } from './service.ts';
+import { type ServedWebhooks, serveWebhooks, type WebhookService } from './service.ts';
 
 export { type LeaseHolder, replicaName };
 
@@ -70,6 +73,8 @@ export interface SystemOptions {
   readonly environment?: Environment;
   /** The operator's MutatingWebhookConfiguration and ValidatingWebhookConfiguration objects (`config/webhook`). */
   readonly webhooks?: readonly Manifest[];
+  /** Member clusters of a fleet operator (chaos/members): how many, and their RBAC (`config/fleet`). */
+  readonly members?: { readonly count: number; readonly rbac: readonly Manifest[] };
   readonly log?: (line: string) => void;
 }
 
@@ -81,14 +86,27 @@ export interface OperatorWrite {
   readonly info: RequestInfo;
   /** ms since the epoch, when the proxy had the apiserver's answer. */
   readonly at: number;
+  /** The member cluster it was made in (chaos/members); absent in the hub. */
+  readonly cluster?: string;
+}
+
+/** A request of a replica that the apiserver's authorizer refused: a permission the RBAC lacks. */
+export interface DeniedRequest {
+  readonly replica: number;
+  readonly info: RequestInfo;
+  /** The apiserver's message (`User "…" cannot patch resource "namespaces" …`). */
+  readonly message: string;
+  readonly at: number;
+  /** The member cluster it was made in; absent in the hub. */
+  readonly cluster?: string;
 }
 
 /** What a trial puts into the replicas' requests. */
 export interface WriteHooks {
-  /** An answer of the proxy instead of the apiserver's, for a write. */
-  answer?(replica: number, info: RequestInfo): ProxyAnswer | undefined;
+  /** An answer of the proxy instead of the apiserver's; `cluster` is a member's name, absent for the hub. */
+  answer?(replica: number, info: RequestInfo, cluster?: string): ProxyAnswer | undefined;
   /** Awaited after a write was applied, before the replica has the answer. */
-  applied?(replica: number, info: RequestInfo): void | Promise<void>;
+  applied?(replica: number, info: RequestInfo, cluster?: string): void | Promise<void>;
 }
 
 /** Lease timings of the replicas: a failover within about 5 s. */
@@ -103,11 +121,15 @@ export class ChaosSystem {
   /** The operator's ServiceAccount, and the user name the apiserver knows it by. */
   readonly serviceAccount: { readonly namespace: string; readonly name: string; readonly user: string };
   readonly writes: OperatorWrite[] = [];
+  /** Requests the authorizer refused (chaos/api-proxy `onDenied`), in order. */
+  readonly denied: DeniedRequest[] = [];
   /** Who held the leader-election Lease and, when sharded, each shard's fence (chaos/leases). */
   readonly leases: LeaseBook;
   /** Whether the replicas run sharded. */
   readonly sharded: boolean;
   hooks: WriteHooks | undefined;
+  /** The member clusters, for a fleet operator (chaos/members). */
+  fleet: ChaosMembers | undefined;
   readonly #watch = new AbortController();
   #ownsEnvironment = true;
   #webhooks: ServedWebhooks | undefined;
@@ -164,6 +186,18 @@ export class ChaosSystem {
     const system = new ChaosSystem(env, sa, replicas, proxies, options.sharding === true, count);
     system.#webhooks = webhooks;
     try {
+      if (options.members !== undefined && options.members.count > 0)
+        system.fleet = await ChaosMembers.start({
+          ...options.members,
+          crds: options.crds,
+          replicas: count,
+          dir,
+          serving,
+          answer: (r, info, member) => system.hooks?.answer?.(r, info, member),
+          record: (r, info, member) => system.record(r, info, member),
+          denied: (r, info, message, member) => system.deny(r, info, message, member),
+          ...(options.log ? { log: options.log } : {}),
+        });
       await ChaosSystem.#replicas(system, { options, dir, serving, webhookPorts, token, replicas, proxies });
       system.#watchLeases();
       for (const r of replicas) r.start();
@@ -199,6 +233,7 @@ export class ChaosSystem {
         serving,
         answer: (info) => system.hooks?.answer?.(i, info),
         onApplied: (info) => system.record(i, info),
+        onDenied: (info, message) => system.deny(i, info, message),
       });
       proxies.push(proxy);
       const kubeconfig = join(dir, `kubeconfig-${replicaName(i)}`);
@@ -214,17 +249,24 @@ export class ChaosSystem {
         webhookPort: webhookPorts[i] ?? 0,
         webhooks: !!webhooks,
         sharding: options.sharding === true,
+        fleet: system.fleet?.folders[i],
       };
       const spec = replicaSpec(options.operator, i, at);
       const events = webhooks?.service.add({ name: spec.name, port: at.webhookPort });
-      replicas.push(new Replica(spec, { secrets: [token], ...(events ? { events } : {}) }));
+      const secrets = [token, ...(system.fleet?.tokens ?? [])];
+      replicas.push(new Replica(spec, { secrets, ...(events ? { events } : {}) }));
     }
   }
 
   /** Called by a proxy once the apiserver applied a write: recorded, then the trial's hook awaited. */
-  async record(replica: number, info: RequestInfo): Promise<void> {
-    this.writes.push({ replica, info, at: Date.now() });
-    await this.hooks?.applied?.(replica, info);
+  async record(replica: number, info: RequestInfo, cluster?: string): Promise<void> {
+    this.writes.push({ replica, info, at: Date.now(), ...(cluster !== undefined ? { cluster } : {}) });
+    await this.hooks?.applied?.(replica, info, cluster);
+  }
+
+  /** Called by a proxy when the authorizer refused a request of replica `replica`. */
+  deny(replica: number, info: RequestInfo, message: string, cluster?: string): void {
+    this.denied.push({ replica, info, message, at: Date.now(), ...(cluster !== undefined ? { cluster } : {}) });
   }
 
   /** The leader-election Lease's holders, in order. */
@@ -240,11 +282,14 @@ export class ChaosSystem {
 
   /**
    * Whether the operator is in charge: unsharded, a replica leads (`leader()`); sharded, every shard's fence is held by
-   * a replica's process that runs now and is not paused. `since`: when that last changed.
+   * a replica's process that runs now and is not paused (with members, every fence of the fleet's ring too). `since`:
+   * when that last changed.
    */
   inCharge(): { readonly since: number } | undefined {
     if (!this.sharded) return this.leader();
-    const fences = [...this.leases.fences.values()];
+    const fleet = this.fleet ? [...this.leases.fleetFences.values()] : [];
+    if (this.fleet && fleet.length === 0) return undefined;
+    const fences = [...this.leases.fences.values(), ...fleet];
     let since = 0;
     for (const history of fences) {
       const h = history.at(-1);
@@ -280,6 +325,7 @@ export class ChaosSystem {
     await Promise.all(this.replicas.map((r) => r.close()));
     await Promise.all(this.proxies.map((p) => p.close()));
     await this.#webhooks?.stop();
+    await this.fleet?.stop();
   }
 
   #watchLeases(): void {
@@ -303,53 +349,6 @@ export class ChaosSystem {
   }
 }
 
-/** The webhooks as the replicas serve them: where their certificate is, the Service, and how to stop serving them. */
-interface ServedWebhooks {
-  readonly certDir: string;
-  readonly service: WebhookService;
-  /** Resolves once some replica's webhook server accepts connections (60 s at most). */
-  listening(): Promise<void>;
-  stop(): Promise<void>;
-}
-
-/**
- * The project's webhook configurations and the conversions of its CRDs pointed at a `WebhookService` in front of the
- * replicas (nothing when it has neither).
- */
-async function serveWebhooks(env: Environment, options: SystemOptions): Promise<ServedWebhooks | undefined> {
-  const conversions = (await loadCrds(options.crds))
-    .filter(
-      (c) => (c.object as { spec?: { conversion?: { strategy?: string } } }).spec?.conversion?.strategy === 'Webhook',
-    )
-    .map((c) => c.name);
-  const configurations = options.webhooks ?? [];
-  if (conversions.length === 0 && configurations.length === 0) return undefined;
-  const service = await WebhookService.start();
-  try {
-    const installed = await env.installWebhooks({ configurations, conversions, port: service.port });
-    return {
-      certDir: installed.certDir,
-      service,
-      async listening() {
-        await service.waitReady(1, 60_000).catch((cause: unknown) => {
-          throw new TestenvError(
-            'ChaosInput',
-            `no replica serves its webhooks (on WEBHOOK_BIND_ADDRESS, with WEBHOOK_CERT_DIR) 60 s after it started, though the project has ${configurations.length > 0 ? 'webhook configurations' : 'conversion webhooks'}: does src/main.ts register them?`,
-            { cause },
-          );
-        });
-      },
-      async stop() {
-        await installed.uninstall().catch(() => {});
-        await service.close();
-      },
-    };
-  } catch (err) {
-    await service.close();
-    throw err;
-  }
-}
-
 /** The environment of replica `i`: leader election in the ServiceAccount's namespace, servers off or on loopback. */
 function replicaSpec(
   op: OperatorCommand,
@@ -361,6 +360,8 @@ function replicaSpec(
     webhookPort: number;
     webhooks: boolean;
     sharding: boolean;
+    /** The folder of its members' kubeconfigs, for a fleet operator. */
+    fleet: string | undefined;
   },
 ) {
   return {
@@ -385,6 +386,7 @@ function replicaSpec(
       ...(at.webhooks ? { ENABLE_WEBHOOKS: 'true' } : {}),
       // the Lease timings above are the member Leases' too: shards move within about 5 s
       ...(at.sharding ? { SHARDING: 'true' } : {}),
+      ...(at.fleet !== undefined ? { FLEET_KUBECONFIG_DIR: at.fleet } : {}),
     },
   };
 }

@@ -19,11 +19,15 @@
  * - `one-controller`: no object has two controller references;
  * - `no-orphans`: no descendant outlived a root that is gone, at any depth (a Job's pods too);
  * - `same-children`, `same-status`: the children by role, and each root's status, match the fault-free run's;
+ * - `same-member-objects` (a fleet operator's run): each member's objects in the namespace (of the kinds the
+ *   members' RBAC lets it create) match the fault-free run's, in labels, annotations, owners, finalizers and all
+ *   but their metadata and status (chaos/members);
  * - the user's invariants.
  * Over the whole trial: `leader-only` (no replica wrote while another held the Lease, after 1 s of slack for the
  * watch that sees the Lease; sharded, `shard-owner-only`: no replica wrote to an object while another held the fence
  * of its shard), `no-crash-loop` (no replica exited by itself twice; in the fault-free run, not once),
- * `token-not-logged` (no replica printed its ServiceAccount token).
+ * `token-not-logged` (no replica printed its ServiceAccount token), `rbac-allows` (the authorizer refused no request
+ * of a replica: the generated RBAC grants all the operator does, in the hub and in each member).
  *
  * Guarantees: a step the apiserver refuses, or an invariant that throws, is a `ChaosInput` error naming the scenario's
  * file and step, never a violation; the trial's namespace is deleted after it, whatever happened.
@@ -43,12 +47,13 @@ import {
   multipleControllers,
   ownerless,
 } from './lineage.ts';
+import { compareMembers, memberLines, memberObjects } from './members.ts';
 import type { Manifest } from './objects.ts';
 import { describeRequest } from './request-info.ts';
 import { type ChaosScenario, describeStep, type ScenarioStep } from './scenario.ts';
 import { change, settle, waitForLeader } from './settle.ts';
 import type { ChaosSystem, OperatorWrite } from './system.ts';
-import { crashLoops, leaderOnly, sameObjects, shardOwnerOnly, tokensLogged } from './verdicts.ts';
+import { crashLoops, leaderOnly, rbacDenied, sameObjects, shardOwnerOnly, tokensLogged } from './verdicts.ts';
 
 /** A kind the trial reads: `root` for the project's own kinds, whose children are compared. */
 export interface WatchedKind {
@@ -71,8 +76,10 @@ export interface InvariantView {
   readonly namespace: string;
   /** The live objects of the watched kinds in the namespace. */
   readonly objects: readonly Manifest[];
-  /** The operator's writes of the trial so far (`verb`, `resource`, `name`, … and when). */
+  /** The operator's writes of the trial so far (`verb`, `resource`, `name`, … and when; `cluster` for a member's). */
   readonly writes: readonly OperatorWrite[];
+  /** A fleet operator's run: the live objects of the members' kinds in the namespace, by member (else none). */
+  readonly members: Readonly<Record<string, readonly Manifest[]>>;
 }
 
 /** An invariant of the user's: the messages of what is wrong (none when it holds). */
@@ -107,6 +114,10 @@ export interface StepResult {
   readonly status: EndState;
   /** The live objects without an owner, counted by kind (the roots' children are in `shape`). */
   readonly unowned: ReadonlyMap<string, number>;
+  /** A fleet operator's run: each member's objects in the namespace, as compared (chaos/members `memberLines`). */
+  readonly members?: Readonly<Record<string, readonly string[]>>;
+  /** How many of `writes` were made in a member (what `member-away` and `member-down` are aimed at). */
+  readonly memberWrites?: number;
 }
 
 /** What a trial did and found. */
@@ -132,6 +143,8 @@ export interface TrialResult {
 /** How trials run. */
 export interface TrialSettings {
   readonly kinds: readonly WatchedKind[];
+  /** The kinds read in the member clusters (those the members' RBAC lets the operator create). */
+  readonly memberKinds: readonly WatchedKind[];
   readonly settleMs: number;
   readonly convergeTimeoutMs: number;
   readonly invariants: readonly ChaosInvariant[];
@@ -179,6 +192,7 @@ export async function runTrial(
   };
   const exitsBefore = system.replicas.map((r) => r.exits.length);
   const leaksBefore = system.replicas.map((r) => r.leaks.length);
+  const deniedBefore = system.denied.length;
   let fired = false;
   await system.objects.apply({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: run.namespace } }, 'the trial');
   try {
@@ -192,9 +206,10 @@ export async function runTrial(
     }
   } finally {
     system.hooks = undefined;
-    await system.objects
-      .delete({ apiVersion: 'v1', kind: 'Namespace', name: run.namespace }, 'the trial')
-      .catch(() => {});
+    await system.fleet?.back();
+    const ns = { apiVersion: 'v1', kind: 'Namespace', name: run.namespace };
+    await system.objects.delete(ns, 'the trial').catch(() => {});
+    for (const m of system.fleet?.members ?? []) await m.objects.delete(ns, 'the trial').catch(() => {});
   }
   state.violations.push(
     ...(system.sharded
@@ -202,6 +217,7 @@ export async function runTrial(
       : leaderOnly(system, run.namespace, state.firstWrite)),
     ...crashLoops(system, exitsBefore, run.fault === undefined),
     ...tokensLogged(system, leaksBefore),
+    ...(await rbacDenied(system, deniedBefore)),
   );
   for (const r of system.replicas) r.takeLog(); // the output is kept per exit (its tail); the rest is let go
   return {
@@ -247,11 +263,15 @@ async function runStep(state: TrialState, i: number, step: ScenarioStep, armed: 
   system.hooks = undefined;
   state.violations.push(...settled.violations.map((v) => ({ ...v, step: i })));
   const live = await snapshot(state, step.delete !== undefined);
-  const writes = system.writes
-    .slice(mark)
-    .filter((w) => counts(w.info, state.namespace))
-    .map((w) => `chaos-${w.replica} ${describeRequest(w.info)}`);
-  await judge(state, i, live, writes, what);
+  const members = system.fleet
+    ? await memberObjects(system.fleet, state.settings.memberKinds, state.namespace, CONTROL_PLANE_MADE)
+    : {};
+  const made = system.writes.slice(mark).filter((w) => counts(w.info, state.namespace));
+  const writes = made.map(
+    (w) => `chaos-${w.replica} ${w.cluster === undefined ? '' : `in ${w.cluster}: `}${describeRequest(w.info)}`,
+  );
+  const memberWrites = made.filter((w) => w.cluster !== undefined).length;
+  await judge(state, i, { live, members, memberWrites }, writes, what);
   return settled.ok;
 }
 
@@ -270,7 +290,14 @@ async function snapshot(state: TrialState, deleted: boolean): Promise<Manifest[]
   }
 }
 
-async function judge(state: TrialState, i: number, live: Manifest[], writes: string[], what: string) {
+async function judge(
+  state: TrialState,
+  i: number,
+  seen: { live: Manifest[]; members: Record<string, Manifest[]>; memberWrites: number },
+  writes: string[],
+  what: string,
+) {
+  const { live } = seen;
   const rootKinds = new Set(state.settings.kinds.filter((k) => k.root).map((k) => `${k.apiVersion}/${k.kind}`));
   if (state.system.sharded) noteShards(state, live);
   const roots = live.filter((o) => rootKinds.has(`${o.apiVersion}/${o.kind}`));
@@ -282,6 +309,9 @@ async function judge(state: TrialState, i: number, live: Manifest[], writes: str
   const unplaced = roots.map(({ metadata: { namespace: _, ...metadata }, ...r }) => ({ ...r, metadata }));
   const shape = childShape(state.lineage, unplaced, live);
   const status = endState(roots, live, state.settings.ignoreFields);
+  const members = Object.fromEntries(
+    Object.entries(seen.members).map(([m, objects]) => [m, memberLines(objects, state.namespace)]),
+  );
   const found: Omit<Violation, 'step'>[] = [
     ...statusBehind(roots),
     ...multipleControllers(live),
@@ -292,6 +322,7 @@ async function judge(state: TrialState, i: number, live: Manifest[], writes: str
     found.push(...compareChildren(base.shape, shape));
     found.push(...compareEndStates(base.status, status).map((d) => ({ invariant: 'same-status', ...d })));
     found.push(...sameObjects(base.unowned, unowned));
+    if (base.members !== undefined) found.push(...compareMembers(base.members, members));
   }
   const last = i === state.scenario.steps.length - 1;
   const view = {
@@ -301,6 +332,7 @@ async function judge(state: TrialState, i: number, live: Manifest[], writes: str
     namespace: state.namespace,
     objects: live,
     writes: state.system.writes.slice(state.firstWrite),
+    members: seen.members,
   };
   for (const inv of state.settings.invariants) {
     let messages: readonly string[];
@@ -318,7 +350,8 @@ async function judge(state: TrialState, i: number, live: Manifest[], writes: str
   for (const v of found)
     if (!known.has(`${v.invariant} ${v.object} ${v.message}`)) state.violations.push({ ...v, step: i });
   const description = describeStep(state.scenario.steps[i] as ScenarioStep);
-  state.steps.push({ description, writes, shape, status, unowned });
+  const fleet = state.system.fleet ? { members, memberWrites: seen.memberWrites } : {};
+  state.steps.push({ description, writes, shape, status, unowned, ...fleet });
 }
 
 /** Records the shard label of each object in `live`, by `resource/name`, for `shard-owner-only`. */

@@ -3,16 +3,18 @@
  * The invariants a trial judges from its records rather than from the objects: why a step did not settle (the objects
  * the operator kept writing), `same-objects` (the objects without an owner, counted by kind), `leader-only` (the
  * writes against the Lease's holders), `shard-owner-only` (a sharded operator's writes against its shards' fences), `no-crash-loop` (the replicas' own
- * exits) and `token-not-logged` (the replicas' output against their ServiceAccount token).
+ * exits), `token-not-logged` (the replicas' output against their ServiceAccount token) and `rbac-allows` (the requests
+ * an authorizer refused).
  *
  * Guarantees: each verdict names the object, the replica or the kind, and says what was seen and what was expected.
  */
 import type { AuditEvent } from '../audit-log.ts';
 import { type ConvergenceViolation, writesWhileSettled } from './convergence.ts';
 import { counts } from './faults.ts';
-import { LeaseBook, replicaName } from './leases.ts';
+import { clusterShard, LeaseBook, replicaName } from './leases.ts';
+import { authorizes } from './rbac.ts';
 import { describeRequest } from './request-info.ts';
-import type { ChaosSystem, OperatorWrite } from './system.ts';
+import type { ChaosSystem, DeniedRequest, OperatorWrite } from './system.ts';
 import type { Violation } from './trial.ts';
 
 /** Why a step did not settle: the objects written in its last 10 s, or that no replica led. */
@@ -90,14 +92,17 @@ export function shardOwnerOnly(
   shardOf: ReadonlyMap<string, number>,
 ): Violation[] {
   return system.writes.slice(firstWrite).flatMap((w) => {
-    if (!counts(w.info, namespace) || w.info.name === undefined) return [];
-    const shard = shardOf.get(`${w.info.resource}/${w.info.name}`);
-    if (shard === undefined) return [];
-    const fence = system.leases.fences.get(shard) ?? [];
+    if (!counts(w.info, namespace)) return [];
+    // a write in a member is judged by the fence of the member's shard of the fleet's ring; in the hub, by its object's
+    const member = w.cluster !== undefined;
+    const shard = member ? clusterShard(w.cluster as string) : shardOf.get(`${w.info.resource}/${w.info.name}`);
+    if (shard === undefined || (!member && w.info.name === undefined)) return [];
+    const fence = (member ? system.leases.fleetFences : system.leases.fences).get(shard) ?? [];
     const started = system.replicas[w.replica]?.starts.findLast((s) => s <= w.at) ?? 0;
     if (system.leases.heldBy(fence, w.replica, started, w.at, 1_000)) return [];
     const then = LeaseBook.holderAt(fence, w.at - 1_000)?.identity || 'nobody';
-    return [unfenced(w, `while it did not hold the fence of shard ${shard} (${then} did)`, 'shard-owner-only')];
+    const which = member ? `shard ${shard} of the fleet (member ${w.cluster})` : `shard ${shard}`;
+    return [unfenced(w, `while it did not hold the fence of ${which} (${then} did)`, 'shard-owner-only')];
   });
 }
 
@@ -162,4 +167,35 @@ export function tokensLogged(system: ChaosSystem, before: readonly number[]): Vi
         ]
       : [],
   );
+}
+
+/**
+ * `rbac-allows`: requests of the trial the apiserver's authorizer refused, one per cluster, verb and resource: a
+ * permission the operator uses that its RBAC (config/rbac; in a member, config/fleet) does not grant. A refusal the
+ * authorizer takes back when asked again now (a SubjectAccessReview) is left out: an apiserver that was restarting
+ * refuses what its RBAC authorizer has not loaded yet.
+ */
+export async function rbacDenied(system: ChaosSystem, from: number): Promise<Violation[]> {
+  const seen = new Map<string, DeniedRequest[]>();
+  for (const d of system.denied.slice(from)) {
+    const key = `${d.cluster ?? ''} ${d.info.verb} ${d.info.resource ?? ''}${d.info.subresource ? `/${d.info.subresource}` : ''}`;
+    seen.set(key, [...(seen.get(key) ?? []), d]);
+  }
+  const out: Violation[] = [];
+  for (const all of seen.values()) {
+    const d = all[0] as DeniedRequest;
+    const member = d.cluster === undefined ? undefined : system.fleet?.member(d.cluster);
+    const [env, user] = member ? [member.env, member.user] : [system.env, system.serviceAccount.user];
+    const now = await authorizes(env, user, d.info).catch((err: Error) => err);
+    if (now === true) continue;
+    const where = d.cluster === undefined ? 'the hub' : `member ${d.cluster}`;
+    const unasked = now instanceof Error ? ` (asked again, the authorizer did not answer: ${now.message})` : '';
+    const fix = d.cluster === undefined ? 'permissions' : 'memberPermissions';
+    out.push({
+      invariant: 'rbac-allows',
+      object: `${replicaName(d.replica)} in ${where}`,
+      message: `${all.length} ${all.length === 1 ? 'request' : 'requests'} refused by the RBAC in ${where} (${describeRequest(d.info)}): ${d.message}; add it to the controller's ${fix}, then run opkit generate${unasked}`,
+    });
+  }
+  return out;
 }
