@@ -175,7 +175,10 @@ type PlatformKind = Extract<
   'apiserver-restart' | 'compaction' | 'disconnect' | 'webhook-down' | 'member-away' | 'member-down'
 >;
 
-/** The platform's kinds (their trials are planned more sparsely: chaos/plan). */
+/**
+ * The platform's kinds (their trials are planned more sparsely: chaos/plan). The members' faults act on the platform
+ * too, but are what a fleet operator's run is for: they are planned as often as the operator's own.
+ */
 export const PLATFORM_FAULT_KINDS: ReadonlySet<FaultKind> = new Set<PlatformKind>([
   'apiserver-restart',
   'compaction',

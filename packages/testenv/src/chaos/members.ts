@@ -68,6 +68,8 @@ export class ChaosMembers {
   readonly #files: ReadonlyMap<string, readonly string[]>;
   /** The ServiceAccount tokens the replicas hold in the members: never to be printed. */
   readonly tokens: readonly string[];
+  /** The members taken out of the folders now. */
+  readonly #away = new Set<string>();
 
   private constructor(
     members: readonly ChaosMember[],
@@ -131,6 +133,8 @@ export class ChaosMembers {
   /** Takes member `name` out of every replica's folder (`away`), or puts it back. */
   async away(name: string, away: boolean): Promise<void> {
     const texts = this.#files.get(name) ?? [];
+    if (away) this.#away.add(name);
+    else this.#away.delete(name);
     for (const [r, folder] of this.folders.entries()) {
       const file = join(folder, `${name}.kubeconfig`);
       if (away) await rm(file, { force: true });
@@ -143,9 +147,9 @@ export class ChaosMembers {
     }
   }
 
-  /** Puts every member back into every folder (a trial ends with the whole fleet). */
+  /** Puts every member that is away back into every folder (a trial ends with the whole fleet). */
   async back(): Promise<void> {
-    await Promise.all(this.members.map((m) => this.away(m.name, false)));
+    await Promise.all([...this.#away].map((name) => this.away(name, false)));
   }
 
   /** The member named `name`. */
