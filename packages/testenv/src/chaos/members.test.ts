@@ -52,6 +52,9 @@ test('compareMembers: a missing, a leaked and a different object, each named wit
     found[1]?.message ?? '',
     /in member member-2, ConfigMap tenant-acme differs .*"replicas":"1".*expected .*"replicas":"3"/,
   );
+  const twice = compareMembers({ 'member-1': line('3') }, { 'member-1': [...line('3'), ...line('3')] });
+  assert.equal(twice.length, 1, 'a duplicate of an object alike shows');
+  assert.match(twice[0]?.message ?? '', /once more than in the fault-free run \(a duplicate\)/);
   const leaked = compareMembers({ 'member-1': [] }, { 'member-1': line('3') });
   assert.match(leaked[0]?.message ?? '', /is there, but the fault-free run had no such object/);
 });

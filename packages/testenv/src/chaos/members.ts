@@ -244,11 +244,10 @@ export function compareMembers(
 ): { invariant: 'same-member-objects'; object: string; message: string }[] {
   const names = [...new Set([...Object.keys(baseline), ...Object.keys(trial)])].sort();
   return names.flatMap((member) => {
-    const want = new Set(baseline[member] ?? []);
-    const got = new Set(trial[member] ?? []);
     const head = (line: string) => line.split(' ', 2).join(' ');
-    const missing = [...want].filter((l) => !got.has(l));
-    const extra = [...got].filter((l) => !want.has(l));
+    // counted: two objects of one generated name's prefix and one body are two lines alike (a duplicate shows)
+    const missing = without(baseline[member] ?? [], trial[member] ?? []);
+    const extra = without(trial[member] ?? [], baseline[member] ?? []);
     return [
       ...missing.map((l) => ({
         what: head(l),
@@ -258,11 +257,27 @@ export function compareMembers(
       })),
       ...extra
         .filter((l) => !missing.some((x) => head(x) === head(l)))
-        .map((l) => ({ what: head(l), message: `${head(l)} is there, but the fault-free run had no such object` })),
+        .map((l) => ({
+          what: head(l),
+          message: (baseline[member] ?? []).some((b) => head(b) === head(l))
+            ? `${head(l)} is there once more than in the fault-free run (a duplicate)`
+            : `${head(l)} is there, but the fault-free run had no such object`,
+        })),
     ].map(({ what, message }) => ({
       invariant: 'same-member-objects' as const,
       object: `${member}: ${what}`,
       message: `in member ${member}, ${message}`,
     }));
+  });
+}
+
+/** The lines of `a` not matched one for one by a line of `b`. */
+function without(a: readonly string[], b: readonly string[]): string[] {
+  const left = new Map<string, number>();
+  for (const l of b) left.set(l, (left.get(l) ?? 0) + 1);
+  return a.filter((l) => {
+    const n = left.get(l) ?? 0;
+    if (n > 0) left.set(l, n - 1);
+    return n === 0;
   });
 }
