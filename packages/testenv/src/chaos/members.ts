@@ -202,7 +202,8 @@ const UID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g;
 
 /**
  * Each object as a line to compare across runs: `Kind name {…}`, with its labels, annotations, owners (kind and
- * name), finalizers and everything but `metadata` and `status`; uids and the run's namespace replaced by placeholders.
+ * name), finalizers and everything but `metadata` and `status`; each uid written as `<uid>` and the run's namespace
+ * as `<namespace>`, so two runs compare equal.
  */
 export function memberLines(objects: readonly Manifest[], namespace: string): string[] {
   return objects
