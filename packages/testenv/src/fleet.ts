@@ -9,11 +9,12 @@
  * half-written one; a member's file is removed before its control plane is stopped. Names are lower-case DNS subdomains, unique, and not `hub`; a bad one fails before anything
  * starts, with a `TestenvError` `InvalidOption` naming it. A start that fails stops whatever had started.
  */
-import { mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Environment, type StartOptions, start } from './environment.ts';
 import { TestenvError } from './errors.ts';
+import { writeKubeconfig } from './kubeconfig.ts';
 
 const NAME = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
 
@@ -60,9 +61,9 @@ export async function startFleet(options: FleetStartOptions): Promise<FleetEnvir
   const dir = await mkdtemp(join(tmpdir(), 'opkit-fleet-'));
   const members = new Map<string, Environment>();
   const publish = async (name: string, env: Environment) => {
-    const file = join(dir, `${name}.kubeconfig`);
-    await writeFile(`${join(dir, `.${name}.tmp`)}`, await readFile(env.kubeconfigPath, 'utf8'));
-    await rename(join(dir, `.${name}.tmp`), file);
+    if (env.kubeconfig === undefined)
+      throw new TestenvError('NotRunning', `member ${name} has no kubeconfig: not running`);
+    await writeKubeconfig(join(dir, `${name}.kubeconfig`), env.kubeconfig);
   };
   const started = await Promise.allSettled([undefined, ...names].map(() => start(options.start)));
   const failed = started.find((s) => s.status === 'rejected');

@@ -6,6 +6,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { rename, writeFile } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
 
 export interface KubeconfigUser {
   readonly 'client-certificate-data'?: string;
@@ -67,8 +68,12 @@ export function makeKubeconfig(spec: KubeconfigSpec): Kubeconfig {
   };
 }
 
+/**
+ * Writes `config` to `path` whole: into a file beside it first, named with a leading dot (a folder of kubeconfigs read
+ * by `kubeconfigFolder` skips it), then renamed over `path`.
+ */
 export async function writeKubeconfig(path: string, config: Kubeconfig): Promise<void> {
-  const partial = `${path}.${randomBytes(6).toString('hex')}.partial`;
+  const partial = join(dirname(path), `.${basename(path)}.${randomBytes(6).toString('hex')}.partial`);
   await writeFile(partial, `${JSON.stringify(config, null, 2)}\n`, { mode: 0o600 });
   await rename(partial, path);
 }

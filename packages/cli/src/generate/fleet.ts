@@ -25,10 +25,10 @@ interface WithMemberPermissions {
 export const MEMBER_RBAC_FILE = 'config/fleet/member-rbac.yaml';
 
 /** The member ServiceAccount's name: `<name>-member`. */
-export const memberAccount = (p: Project) => `${p.projectName}-member`;
+const memberAccount = (p: Project) => `${p.projectName}-member`;
 
 /** Whether some controller declares what it does in member clusters. */
-export const hasFleet = (apis: readonly WithMemberPermissions[]) => apis.some((a) => a.memberPermissions);
+const hasFleet = (apis: readonly WithMemberPermissions[]) => apis.some((a) => a.memberPermissions);
 
 /** The objects of config/fleet/member-rbac.yaml, in apply order (none without a fleet). */
 export function memberRbacObjects(p: Project, apis: readonly WithMemberPermissions[]): KubeObject[] {

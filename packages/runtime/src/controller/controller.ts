@@ -166,7 +166,7 @@ export class Controller {
     from?: Cache,
   ): void {
     const by = role === 'other' ? undefined : this.#o.gate?.partitioning?.(role, r);
-    if (by) (from ?? this.#o.cache).partition(r, by);
+    if (by) this.#o.cache.partition(r, by); // a watch of another cache (`from`) is an 'other': never partitioned
     const informer = (from ?? this.#o.cache).informer(r);
     const primary = !this.#primary;
     if (primary) this.#primary = informer as unknown as Informer<KubeObject>;

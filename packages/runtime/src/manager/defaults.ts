@@ -18,7 +18,6 @@
 import { Cache } from '../cache/cache.ts';
 import type { Client } from '../client/client.ts';
 import type { BuilderOptions } from '../controller/builder.ts';
-import { DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT_MS } from '../controller/controller.ts';
 import type { RequestGate } from '../controller/options.ts';
 import type { EventRecorder } from '../helpers/events.ts';
 import type { Logger } from '../logger.ts';
@@ -88,8 +87,13 @@ export function fleetDeps(
   },
   o: ManagerOptions,
   defaults: FleetDeps['defaults'],
-  sharding: { ring(suffix: string, host: ShardHost): ShardCoordinator } | undefined,
+  at: {
+    /** The manager's drain time (its `gracefulShutdownTimeoutMs`). */
+    readonly drainMs: number;
+    readonly sharding: { ring(suffix: string, host: ShardHost): ShardCoordinator } | undefined;
+  },
 ): FleetDeps {
+  const { sharding } = at;
   // spread, the members read the hub whole: the manager's cache holds only this replica's shards of what it partitions
   const hub = sharding
     ? { client: m.client, cache: new Cache({ ...o.cache, client: m.client, log: m.log }), own: true }
@@ -98,7 +102,7 @@ export function fleetDeps(
     hub,
     ...(sharding ? { spread: (f: SpreadFleet) => new FleetSpread((host) => sharding.ring(FLEET_RING, host), f) } : {}),
     ...{ log: m.log, registry: m.metrics.registry, cache: o.cache ?? {}, defaults, served: checkServed },
-    drainMs: o.controllers?.gracefulShutdownTimeoutMs ?? DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT_MS,
+    drainMs: at.drainMs,
     client: { name: `${m.name}; ${instanceName()}`, fieldValidation: o.fieldValidation ?? 'Strict' },
   };
 }

@@ -217,7 +217,8 @@ export class Manager {
   fleet(options: FleetOptions): Fleet {
     if (this.#fleet) throw new UsageError('InvalidArgument', 'a manager has one fleet: give it one provider');
     const defaults = (c: Client, fence?: () => void) => this.#defaults(new Recorders(c, this.log), fence).defaults;
-    const fleet = new Fleet({ ...fleetDeps(this, this.#o, defaults, this.#sharding), ...options });
+    const at = { drainMs: this.#drainMs, sharding: this.#sharding };
+    const fleet = new Fleet({ ...fleetDeps(this, this.#o, defaults, at), ...options });
     this.#fleet = fleet;
     this.add(fleet);
     this.#readyz.add('fleet', fleet.readiness);

@@ -7,7 +7,8 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createLoopbackServingPki } from '../certs.ts';
-import { ApiFaultProxy, type ApiFaultProxyOptions, coalesced } from './api-proxy.ts';
+import { ApiFaultProxy, type ApiFaultProxyOptions } from './api-proxy.ts';
+import { coalesced } from './watch-gate.ts';
 
 const ev = (type: string, name: string, rv: number, uid = `u-${name}`) =>
   JSON.stringify({ type, object: { kind: 'Pod', metadata: { name, namespace: 'ns', uid, resourceVersion: `${rv}` } } });

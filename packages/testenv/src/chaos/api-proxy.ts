@@ -40,8 +40,6 @@ import { listenOnLoopback } from '../ports.ts';
 import { isWrite, type RequestInfo, requestInfo } from './request-info.ts';
 import { WatchGate } from './watch-gate.ts';
 
-export { coalesced } from './watch-gate.ts';
-
 /** An answer the proxy gives instead of the apiserver. */
 export interface ProxyAnswer {
   /** 409 Conflict, 429 Too Many Requests or 500 Internal Error, each with its `Status` body. */

@@ -359,7 +359,7 @@ export function arm(system: ChaosSystem, fault: Fault, namespace: string, roots:
       for (const i of all) system.replicas[i]?.resume();
       release(false);
       system.webhookService?.down(false);
-      void system.fleet?.back().catch(() => {}); // awaited again as the trial ends
+      void system.fleet?.back().catch(() => {}); // the trial's end awaits it (and any write still under way)
     },
   };
 }

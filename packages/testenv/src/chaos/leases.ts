@@ -92,15 +92,18 @@ export class LeaseBook {
 
   /** The objects' ring: each shard's fence holders, by shard (the ring that is not another's `-fleet`). */
   get fences(): ReadonlyMap<number, LeaseHolder[]> {
-    const ring = [...this.#rings.keys()].find(
-      (r) => !(r.endsWith(FLEET) && this.#rings.has(r.slice(0, -FLEET.length))),
-    );
-    return (ring === undefined ? undefined : this.#rings.get(ring)) ?? new Map();
+    return this.#ring(false);
   }
 
   /** A sharded fleet's ring (`<ring>-fleet`): each shard's fence holders, by shard (none without one). */
   get fleetFences(): ReadonlyMap<number, LeaseHolder[]> {
-    const ring = [...this.#rings.keys()].find((r) => r.endsWith(FLEET) && this.#rings.has(r.slice(0, -FLEET.length)));
+    return this.#ring(true);
+  }
+
+  /** The fleet's ring (another ring's name and `-fleet`), or the other one. */
+  #ring(fleet: boolean): ReadonlyMap<number, LeaseHolder[]> {
+    const isFleet = (r: string) => r.endsWith(FLEET) && this.#rings.has(r.slice(0, -FLEET.length));
+    const ring = [...this.#rings.keys()].find((r) => isFleet(r) === fleet);
     return (ring === undefined ? undefined : this.#rings.get(ring)) ?? new Map();
   }
 

@@ -11,12 +11,11 @@
  * answer; a file appears whole (written aside, then renamed); a start that fails part-way stops what it started;
  * `stop()` ends the proxies and the members' control planes.
  */
-import { randomBytes } from 'node:crypto';
-import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { CrdInput } from '../crds.ts';
 import { type Environment, start } from '../environment.ts';
-import { makeKubeconfig } from '../kubeconfig.ts';
+import { type Kubeconfig, makeKubeconfig, writeKubeconfig } from '../kubeconfig.ts';
 import { ApiFaultProxy, type ProxyAnswer } from './api-proxy.ts';
 import { replicaName } from './leases.ts';
 import { type Manifest, Objects } from './objects.ts';
@@ -64,17 +63,19 @@ export class ChaosMembers {
   readonly members: readonly ChaosMember[];
   /** Each replica's folder (`FLEET_KUBECONFIG_DIR`). */
   readonly folders: readonly string[];
-  /** Each member's kubeconfig text, per replica. */
-  readonly #files: ReadonlyMap<string, readonly string[]>;
+  /** Each member's kubeconfig, per replica. */
+  readonly #files: ReadonlyMap<string, readonly Kubeconfig[]>;
   /** The ServiceAccount tokens the replicas hold in the members: never to be printed. */
   readonly tokens: readonly string[];
   /** The members taken out of the folders now. */
   readonly #away = new Set<string>();
+  /** The folder writes under way (`back()` waits for them). */
+  readonly #writing = new Set<Promise<void>>();
 
   private constructor(
     members: readonly ChaosMember[],
     folders: readonly string[],
-    files: ReadonlyMap<string, readonly string[]>,
+    files: ReadonlyMap<string, readonly Kubeconfig[]>,
     tokens: readonly string[],
   ) {
     this.members = members;
@@ -94,7 +95,7 @@ export class ChaosMembers {
     try {
       const failed = started.find((s) => s.status === 'rejected');
       if (failed) throw failed.reason;
-      const files = new Map<string, string[]>();
+      const files = new Map<string, Kubeconfig[]>();
       const tokens: string[] = [];
       for (const [m, name] of names.entries()) {
         const env = envs[m] as Environment;
@@ -115,7 +116,7 @@ export class ChaosMembers {
           proxies.push(proxy);
           const user = { user: sa.user, credentials: { kind: 'token', token } as const, namespace: sa.namespace };
           const config = makeKubeconfig({ name, server: proxy.url, caPem: proxy.caPem, ...user });
-          files.set(name, [...(files.get(name) ?? []), `${JSON.stringify(config, null, 2)}\n`]);
+          files.set(name, [...(files.get(name) ?? []), config]);
         }
       }
       const folders = Array.from({ length: o.replicas }, (_, r) => join(o.dir, `fleet-${replicaName(r)}`));
@@ -131,25 +132,27 @@ export class ChaosMembers {
   }
 
   /** Takes member `name` out of every replica's folder (`away`), or puts it back. */
-  async away(name: string, away: boolean): Promise<void> {
-    const texts = this.#files.get(name) ?? [];
+  away(name: string, away: boolean): Promise<void> {
+    const configs = this.#files.get(name) ?? [];
     if (away) this.#away.add(name);
     else this.#away.delete(name);
-    for (const [r, folder] of this.folders.entries()) {
-      const file = join(folder, `${name}.kubeconfig`);
-      if (away) await rm(file, { force: true });
-      else {
-        // a name of its own: two restores at once never rename each other's file
-        const partial = join(folder, `.${name}.${randomBytes(4).toString('hex')}.tmp`);
-        await writeFile(partial, texts[r] ?? '', { mode: 0o600 });
-        await rename(partial, file);
-      }
-    }
+    const files = this.folders.map((folder) => join(folder, `${name}.kubeconfig`));
+    const writes = files.map((file, r) =>
+      away ? rm(file, { force: true }) : writeKubeconfig(file, configs[r] as Kubeconfig),
+    );
+    const done = Promise.all(writes).then(() => {});
+    this.#writing.add(done);
+    void done.finally(() => this.#writing.delete(done)).catch(() => {});
+    return done;
   }
 
-  /** Puts every member that is away back into every folder (a trial ends with the whole fleet). */
+  /**
+   * Puts every member that is away back into every folder, and resolves once no folder write is under way (a trial
+   * ends with the whole fleet).
+   */
   async back(): Promise<void> {
     await Promise.all([...this.#away].map((name) => this.away(name, false)));
+    await Promise.all(this.#writing);
   }
 
   /** The member named `name`. */
@@ -157,14 +160,9 @@ export class ChaosMembers {
     return this.members.find((m) => m.name === name);
   }
 
-  /** Closes the proxies (the members' control planes go with `stop`). */
-  async close(): Promise<void> {
-    await Promise.all(this.members.flatMap((m) => m.proxies.map((p) => p.close())));
-  }
-
   /** Closes the proxies and stops the members' control planes. */
   async stop(): Promise<void> {
-    await this.close();
+    await Promise.all(this.members.flatMap((m) => m.proxies.map((p) => p.close())));
     await Promise.all(this.members.map((m) => m.env.stop()));
   }
 }
@@ -186,16 +184,16 @@ export async function memberObjects(
   namespace: string,
   ignored: ReadonlySet<string>,
 ): Promise<Record<string, Manifest[]>> {
-  const out: Record<string, Manifest[]> = {};
-  for (const m of fleet.members) {
+  const read = async (m: ChaosMember) => {
     // a member that cannot be read is the platform's trouble: an error after 10 s, never its objects missing
     const lists = await Promise.all(kinds.map((k) => m.objects.list(k.apiVersion, k.kind, namespace, 10_000)));
-    out[m.name] = lists
+    const objects = lists
       .flat()
       .filter((o) => !ignored.has(`${o.kind}/${o.metadata.name}`))
       .filter((o) => o.metadata.namespace !== undefined || o.metadata.name === namespace);
-  }
-  return out;
+    return [m.name, objects] as const;
+  };
+  return Object.fromEntries(await Promise.all(fleet.members.map(read)));
 }
 
 const UID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g;
